@@ -1,0 +1,196 @@
+"""The ``vcsat`` command: one group, ``solve``, and what every subcommand shares.
+
+Contract §4 fixes the exit status: 0 done, 2 bad input or usage (one line on stderr naming the
+file, the object and the field, never a traceback), 1 anything else. That policy lives here, in
+:class:`VcsatGroup`, once for every subcommand. Other subcommands (scheduler, controller,
+simulate, bench, job, queue) live in their own modules and are listed in ``LAZY_COMMANDS``; they are
+imported only when run, so ``vcsat solve`` never pays for the Kubernetes client.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.resources
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Literal
+
+import click
+import pydantic
+import yaml
+from rich.console import Console
+
+from vcsat.adapters.errors import InputError
+from vcsat.adapters.instance_file import read_objects, read_snapshot, read_yaml_mapping
+from vcsat.adapters.objects import snapshot_from_objects
+from vcsat.adapters.render import render_decision
+from vcsat.model import Decision, Policy, Snapshot
+
+OutputFormat = Literal["table", "json", "yaml"]
+
+LAZY_COMMANDS: dict[str, str] = {
+    # "name": "module:attribute" of a click command, e.g. "scheduler": "vcsat.adapters.live:scheduler"
+    "generate": "vcsat.adapters.generate:generate_cmd",
+}
+"""Subcommands defined elsewhere, imported on first use; adding one is one line here."""
+
+DEMO_INSTANCE = "data/demo.yaml"
+"""The instance ``vcsat solve`` uses when given none, inside the package ``vcsat.adapters``."""
+
+
+class _NeverRaised(click.UsageError):
+    """Stands in for click's NoArgsIsHelpError on click < 8.2, which has none."""
+
+
+_NO_ARGS_IS_HELP: type[click.UsageError] = getattr(click.exceptions, "NoArgsIsHelpError", _NeverRaised)
+
+
+class VcsatGroup(click.Group):
+    """A click group that keeps contract §4's exit statuses and loads subcommands lazily."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in LAZY_COMMANDS:
+            module_name, _, attribute = LAZY_COMMANDS[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module_name), attribute)
+        return command
+
+    def main(  # type: ignore[override]
+        self, args: list[str] | None = None, prog_name: str | None = None, **extra: Any
+    ) -> Any:
+        if extra.pop("standalone_mode", True) is False:
+            return super().main(args, prog_name, standalone_mode=False, **extra)
+        try:
+            result = super().main(args, prog_name or "vcsat", standalone_mode=False, **extra)
+        except _NO_ARGS_IS_HELP as error:  # a bare "vcsat": the help, then the usage status
+            click.echo(error.format_message(), err=True)
+            sys.exit(error.exit_code)
+        except click.UsageError as error:
+            where = error.ctx.command_path if error.ctx is not None else "vcsat"
+            _fail(f"{where}: {error.format_message()} (see '{where} --help')", error.exit_code)
+        except click.ClickException as error:
+            _fail(f"vcsat: {error.format_message()}", error.exit_code)
+        except click.Abort:
+            _fail("vcsat: aborted", 1)
+        except InputError as error:
+            _fail(f"vcsat: {error}", 2)
+        except Exception as error:  # the contract's exit 1: one line unless asked for the traceback
+            if os.environ.get("VCSAT_DEBUG") == "1":
+                traceback.print_exc()
+            _fail(f"vcsat: internal error: {type(error).__name__}: {error}", 1)
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(one_line(message), err=True)
+    sys.exit(code)
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+@click.group(cls=VcsatGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """vcsat: a Volcano-compatible batch scheduler that solves every cycle with CP-SAT."""
+
+
+@main.command("solve")
+@click.argument("instance", required=False, metavar="[INSTANCE]")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Choice(["table", "json", "yaml"]),
+    default="table",
+    show_default=True,
+    help="table for people; json or yaml print the decision of contract §2.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="S",
+    help="Seconds the solver may search (overrides the policy's time_limit_s).",
+)
+@click.option("--policy", "policy_file", metavar="FILE", help="A YAML policy file (see vcsat.model.Policy).")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Solver search workers (overrides the policy's num_workers); 1 is reproducible.",
+)
+def solve_command(
+    instance: str | None,
+    output: OutputFormat,
+    time_limit: float | None,
+    policy_file: str | None,
+    workers: int | None,
+) -> None:
+    """Solve one scheduling cycle on INSTANCE, a dumped cluster (kubectl get ... -o yaml).
+
+    Without INSTANCE it solves a small built-in demo cluster.
+    """
+    policy = load_policy(policy_file, time_limit_s=time_limit, num_workers=workers)
+    snapshot = load_instance(instance, scheduler_name=policy.scheduler_name)
+    from vcsat.solver import check, solve  # only now: the solver loads OR-Tools, bad input need not wait
+
+    decision = solve(snapshot, policy)
+    violations = check(snapshot, decision, policy)
+    if violations:
+        click.echo(
+            f"vcsat: internal error: the decision breaks {len(violations)} hard rule(s); this is a bug:",
+            err=True,
+        )
+        for violation in violations:
+            click.echo(f"  {one_line(str(violation))}", err=True)
+        click.get_current_context().exit(1)
+    emit_decision(decision, snapshot, output)
+
+
+def load_policy(path: str | None, **overrides: Any) -> Policy:
+    """The policy in ``path`` (defaults without one), with command-line options on top."""
+    data: dict[str, Any] = read_yaml_mapping(path) if path is not None else {}
+    data.update({key: value for key, value in overrides.items() if value is not None})
+    try:
+        return Policy.model_validate(data)
+    except pydantic.ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or None
+        raise InputError(one_line(first["msg"]), source=path, obj="Policy", field=field) from None
+
+
+def load_instance(path: str | None, *, scheduler_name: str) -> Snapshot:
+    """The snapshot of an instance file, or of the built-in demo when ``path`` is None."""
+    if path is not None:
+        return read_snapshot(path, scheduler_name=scheduler_name)
+    demo = importlib.resources.files("vcsat.adapters").joinpath(DEMO_INSTANCE)
+    with importlib.resources.as_file(demo) as demo_path:
+        objects = read_objects(Path(demo_path))
+    return snapshot_from_objects(objects, scheduler_name=scheduler_name, source=f"built-in {DEMO_INSTANCE}")
+
+
+def emit_decision(decision: Decision, snapshot: Snapshot, output: OutputFormat) -> None:
+    """Print a decision on stdout: JSON and YAML exactly as contract §2, or the human table."""
+    if output == "json":
+        click.echo(decision.model_dump_json(indent=2))
+    elif output == "yaml":
+        click.echo(yaml.safe_dump(decision.model_dump(mode="json"), sort_keys=False), nl=False)
+    else:
+        render_decision(decision, snapshot, make_console())
+
+
+def make_console() -> Console:
+    """A console on stdout: colour only on a terminal, and no line wrapping into a pipe or file."""
+    stream = sys.stdout
+    terminal = stream.isatty()
+    return Console(
+        file=stream,
+        no_color=not terminal,
+        color_system="auto" if terminal else None,
+        highlight=False,
+        width=None if terminal else 200,
+    )

@@ -1,0 +1,88 @@
+"""The human table of a decision: what ``vcsat solve`` prints by default.
+
+JSON and YAML are for programs (contract §2); this is for a person asking "what happened to my
+job, and if it waits, why". One row per PodGroup with its placed pods and, for the rest, the
+reason code and message; then nominations and evictions, which need a later cycle to finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from vcsat.model import Decision, Snapshot
+
+
+def render_decision(decision: Decision, snapshot: Snapshot, console: Console) -> None:
+    """Print the header line, the PodGroup table and any nominations and evictions."""
+    console.print(Text(header_line(decision)))
+    console.print(_podgroup_table(decision, snapshot))
+    if decision.nominations:
+        nominations = Table(
+            "pod",
+            "node",
+            "gpus",
+            title="nominations (bound once the evictions are done)",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+        )
+        for nomination in decision.nominations:
+            nominations.add_row(nomination.pod, nomination.node, _gpus(nomination.gpus))
+        console.print(nominations)
+    if decision.evictions:
+        evictions = Table("pod", "reason", title="evictions", box=box.SIMPLE_HEAD, show_edge=False)
+        for eviction in decision.evictions:
+            evictions.add_row(eviction.pod, eviction.reason)
+        console.print(evictions)
+
+
+def header_line(decision: Decision) -> str:
+    stats = decision.solver
+    return (
+        f"solver {stats.status}  objective {stats.objective:g}  bound {stats.bound:g}  "
+        f"gap {relative_gap(stats.objective, stats.bound):.2%}  {stats.seconds:.2f} s"
+    )
+
+
+def relative_gap(objective: float, bound: float) -> float:
+    """CP-SAT's own measure: |objective - bound| / max(1, |objective|)."""
+    return abs(objective - bound) / max(1.0, abs(objective))
+
+
+def placed_text(pod: str, node: str, gpus: list[int], podgroup: str) -> str:
+    """``pod→node[0,1]``; the pod's namespace is left out when its PodGroup already says it."""
+    namespace, _, name = pod.partition("/")
+    shown = name if podgroup.startswith(f"{namespace}/") else pod
+    return f"{shown}→{node}{_gpus(gpus)}"
+
+
+def _podgroup_table(decision: Decision, snapshot: Snapshot) -> Table:
+    placed = _placed_by_group(decision, snapshot)
+    table = Table("podgroup", "phase", "placed", "reason", "message", box=box.SIMPLE_HEAD, show_edge=False)
+    for outcome in decision.podgroups:
+        table.add_row(
+            outcome.podgroup,
+            outcome.phase,
+            "\n".join(placed.get(outcome.podgroup, [])) or "-",
+            outcome.reason,
+            outcome.message,
+        )
+    return table
+
+
+def _placed_by_group(decision: Decision, snapshot: Snapshot) -> Mapping[str, list[str]]:
+    pods = snapshot.pod_by_key
+    out: dict[str, list[str]] = {}
+    for binding in decision.bindings:
+        pod = pods.get(binding.pod)
+        group = pod.group if pod is not None and pod.group is not None else binding.pod
+        out.setdefault(group, []).append(placed_text(binding.pod, binding.node, binding.gpus, group))
+    return out
+
+
+def _gpus(gpus: list[int]) -> str:
+    return f"[{','.join(str(index) for index in gpus)}]" if gpus else ""

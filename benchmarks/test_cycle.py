@@ -1,0 +1,74 @@
+"""Benchmarks of one whole scheduling cycle on large generated clusters.
+
+The cycle is what ``vcsat solve`` does: read the dumped file, convert it to a snapshot, solve,
+and check the decision with the independent validator. The solver's own quality figures
+(status, objective, proven bound, gap, pods bound) and the peak RSS go into ``extra_info`` so a
+saved benchmark run says how good the decision was, not only how fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench_instances import FIVE_K, ONE_K, peak_rss_mib
+
+from vcsat.adapters.generate import GeneratorOptions, generate_instance
+from vcsat.adapters.instance_file import read_snapshot
+from vcsat.model import Decision, Policy, Snapshot
+from vcsat.solver import check, solve
+
+POLICY = Policy()
+
+
+def one_cycle(path: Path, policy: Policy) -> tuple[Snapshot, Decision, list[Any]]:
+    snapshot = read_snapshot(path)
+    decision = solve(snapshot, policy)
+    return snapshot, decision, check(snapshot, decision, policy)
+
+
+def relative_gap(objective: float, bound: float) -> float:
+    return abs(bound - objective) / max(1.0, abs(objective))
+
+
+@pytest.mark.parametrize(
+    ("options", "rounds"),
+    [pytest.param(ONE_K, 3, id="1k-nodes"), pytest.param(FIVE_K, 1, id="5k-nodes")],
+)
+def test_cycle(
+    benchmark: Any, instance_file: Callable[[GeneratorOptions], Path], options: GeneratorOptions, rounds: int
+) -> None:
+    path = instance_file(options)
+    snapshot, decision, violations = benchmark.pedantic(
+        one_cycle, args=(path, POLICY), rounds=rounds, iterations=1, warmup_rounds=0
+    )
+    stats = decision.solver
+    pending = sum(1 for pod in snapshot.pods if pod.pending)
+    benchmark.extra_info.update(
+        {
+            "instance_bytes": path.stat().st_size,
+            "nodes": len(snapshot.nodes),
+            "pods": len(snapshot.pods),
+            "pending_pods": pending,
+            "status": stats.status,
+            "objective": stats.objective,
+            "bound": stats.bound,
+            "relative_gap": relative_gap(stats.objective, stats.bound),
+            "solver_seconds": stats.seconds,
+            "pods_bound": len(decision.bindings),
+            "pods_nominated": len(decision.nominations),
+            "evictions": len(decision.evictions),
+            "violations": len(violations),
+            "peak_rss_mib": peak_rss_mib(),
+        }
+    )
+    assert violations == []
+    assert decision.bindings, "a half-idle cluster with thousands of pending pods binds something"
+
+
+@pytest.mark.parametrize("options", [pytest.param(ONE_K, id="1k-nodes"), pytest.param(FIVE_K, id="5k-nodes")])
+def test_generate(benchmark: Any, options: GeneratorOptions) -> None:
+    instance = benchmark.pedantic(generate_instance, args=(options,), rounds=3, iterations=1)
+    benchmark.extra_info["objects"] = len(instance["items"])

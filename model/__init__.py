@@ -1,0 +1,51 @@
+"""Pure typed data: the cluster snapshot a cycle reads and the decision it writes.
+
+Nothing here talks to a cluster or a solver. Every amount is an integer in solver units
+(see :mod:`vcsat.model.resources`), so the solver never rounds.
+"""
+
+from vcsat.model.cluster import (
+    HyperNode,
+    HyperNodeMember,
+    NetworkTopology,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    PodGroup,
+    Queue,
+    Snapshot,
+    Taint,
+    Toleration,
+)
+from vcsat.model.decision import (
+    Binding,
+    Decision,
+    Eviction,
+    Nomination,
+    PodGroupOutcome,
+    SolverStats,
+)
+from vcsat.model.policy import Policy
+
+__all__ = [
+    "Binding",
+    "Decision",
+    "Eviction",
+    "HyperNode",
+    "HyperNodeMember",
+    "NetworkTopology",
+    "Node",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "Nomination",
+    "Pod",
+    "PodGroup",
+    "PodGroupOutcome",
+    "Policy",
+    "Queue",
+    "Snapshot",
+    "SolverStats",
+    "Taint",
+    "Toleration",
+]

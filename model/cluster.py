@@ -1,0 +1,234 @@
+"""The frozen cluster snapshot one scheduling cycle decides on.
+
+These types are what the one converter (``vcsat.adapters.objects``) makes of Kubernetes and
+Volcano objects, for the live scheduler and for ``vcsat solve`` alike. They keep only what a
+decision depends on, already in integer solver units (:mod:`vcsat.model.resources`).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from vcsat.model import resources as res
+
+
+class Frozen(BaseModel):
+    """Base of every model type: immutable, and strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Taint(Frozen):
+    key: str
+    value: str = ""
+    effect: TaintEffect
+
+
+class Toleration(Frozen):
+    key: str = ""
+    """Empty with operator Exists tolerates every taint."""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: TaintEffect | Literal[""] = ""
+    """Empty matches every effect."""
+
+
+SelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+
+
+class NodeSelectorRequirement(Frozen):
+    key: str
+    operator: SelectorOperator
+    values: tuple[str, ...] = ()
+
+
+class NodeSelectorTerm(Frozen):
+    """Requirements that must all hold (AND); a pod's terms are alternatives (OR)."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+    """Only the field ``metadata.name`` exists for nodes."""
+
+
+class Node(Frozen):
+    name: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+    allocatable: dict[str, int] = Field(default_factory=dict)
+    """Solver units per resource; ``pods`` is the pods limit."""
+    gpu_topology: str | None = None
+    """The raw ``vcsat.io/gpu-topology`` annotation (node-link JSON or ``preset:<name>``)."""
+
+    @property
+    def gpus(self) -> int:
+        return self.allocatable.get(res.GPU, 0)
+
+    @property
+    def schedulable(self) -> bool:
+        """Whether anything new may land here at all (cordon and readiness)."""
+        return self.ready and not self.unschedulable
+
+
+PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+
+
+class Pod(Frozen):
+    namespace: str
+    name: str
+    uid: str = ""
+    managed: bool = True
+    """Whether the pod's schedulerName is ours; pods of other schedulers are only load."""
+    node_name: str | None = None
+    phase: PodPhase = "Pending"
+    requests: dict[str, int] = Field(default_factory=dict)
+    """As Kubernetes counts them (containers summed, max with each init container, plus
+    overhead), in solver units, with ``pods: 1`` included."""
+    priority: int = 0
+    priority_class: str = ""
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    affinity: tuple[NodeSelectorTerm, ...] = ()
+    """Required node affinity terms (OR); empty means no requirement."""
+    tolerations: tuple[Toleration, ...] = ()
+    terminating: bool = False
+    """``metadata.deletionTimestamp`` is set: still holds its room, is never a victim."""
+    group: str | None = None
+    """``namespace/name`` of its PodGroup; None for a pod that is a gang of its own."""
+    task: str = ""
+    """``volcano.sh/task-spec``: the task the pod belongs to, for ``minTaskMember``."""
+    preemptable: bool = True
+    gpu_ids: tuple[int, ...] | None = None
+    """``vcsat.io/gpu-ids`` on a bound pod: the device indices it holds."""
+    created: float = 0.0
+    """Creation time as epoch seconds: FIFO order, and younger victims go first."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def bound(self) -> bool:
+        """Bound and not finished: it holds room on its node."""
+        return self.node_name is not None and not self.finished
+
+    @property
+    def pending(self) -> bool:
+        """Waiting for a node and ours to place."""
+        return self.managed and self.node_name is None and not self.finished and not self.terminating
+
+    @property
+    def gpus(self) -> int:
+        return self.requests.get(res.GPU, 0)
+
+    @property
+    def gpu_milli(self) -> int:
+        return self.requests.get(res.GPU_MILLI, 0)
+
+
+class NetworkTopology(Frozen):
+    mode: Literal["hard", "soft"] = "hard"
+    highest_tier_allowed: int | None = None
+
+
+class PodGroup(Frozen):
+    namespace: str
+    name: str
+    min_member: int = 1
+    min_task_member: dict[str, int] = Field(default_factory=dict)
+    queue: str = "default"
+    priority: int = 0
+    priority_class: str = ""
+    min_resources: dict[str, int] = Field(default_factory=dict)
+    network_topology: NetworkTopology | None = None
+    phase: str = ""
+    """``status.phase`` as last written (Pending, Inqueue, Running, ...)."""
+    created: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class Queue(Frozen):
+    name: str
+    weight: int = 1
+    capability: dict[str, int] | None = None
+    """Hard cap on what the queue's pods hold; None means unbounded."""
+    deserved: dict[str, int] | None = None
+    guarantee: dict[str, int] = Field(default_factory=dict)
+    reclaimable: bool = True
+    parent: str | None = None
+    open: bool = True
+    """False for ``status.state: Closed``: nothing new is placed for it."""
+
+
+class HyperNodeMember(Frozen):
+    type: Literal["Node", "HyperNode"]
+    exact_name: str | None = None
+    regex: str | None = None
+    labels: dict[str, str] | None = None
+
+
+class HyperNode(Frozen):
+    name: str
+    tier: int
+    members: tuple[HyperNodeMember, ...] = ()
+
+
+DEFAULT_QUEUE = "default"
+
+
+class Snapshot(Frozen):
+    """Everything one cycle decides on. Generation-stamped so a stale decision can be told."""
+
+    nodes: tuple[Node, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    podgroups: tuple[PodGroup, ...] = ()
+    queues: tuple[Queue, ...] = ()
+    """Always holds the queue ``default`` (the converter adds it when not listed)."""
+    hypernodes: tuple[HyperNode, ...] = ()
+    generation: int = 0
+
+    @cached_property
+    def node_by_name(self) -> dict[str, Node]:
+        return {node.name: node for node in self.nodes}
+
+    @cached_property
+    def pod_by_key(self) -> dict[str, Pod]:
+        return {pod.key: pod for pod in self.pods}
+
+    @cached_property
+    def podgroup_by_key(self) -> dict[str, PodGroup]:
+        return {group.key: group for group in self.podgroups}
+
+    @cached_property
+    def queue_by_name(self) -> dict[str, Queue]:
+        return {queue.name: queue for queue in self.queues}
+
+    @cached_property
+    def pods_on_node(self) -> dict[str, tuple[Pod, ...]]:
+        """Pods that hold room, per node name (finished pods hold nothing)."""
+        out: dict[str, list[Pod]] = {}
+        for pod in self.pods:
+            if pod.bound and pod.node_name is not None:
+                out.setdefault(pod.node_name, []).append(pod)
+        return {name: tuple(pods) for name, pods in out.items()}
+
+    @cached_property
+    def pods_of_group(self) -> dict[str, tuple[Pod, ...]]:
+        out: dict[str, list[Pod]] = {}
+        for pod in self.pods:
+            if pod.group is not None:
+                out.setdefault(pod.group, []).append(pod)
+        return {key: tuple(pods) for key, pods in out.items()}

@@ -1,0 +1,29 @@
+"""Queue capability: a queue's pods never hold more than its ``capability`` (contract §3).
+
+Closed queues never reach the model: the prefilter blocks their gangs with ``QueueClosed``.
+"""
+
+from __future__ import annotations
+
+from ortools.sat.python import cp_model
+
+from vcsat.solver.problem import Problem
+from vcsat.solver.variables import Variables
+
+
+def add_quota(cp: cp_model.CpModel, problem: Problem, v: Variables) -> None:
+    for queue, room in sorted(problem.queue_room.items()):
+        classes = [c for c in v.count if problem.gangs[problem.classes[c].gang].queue == queue]
+        if not classes:
+            continue
+        for name, left in sorted(room.items()):
+            if name not in problem.resources:
+                continue
+            r = problem.resource_index(name)
+            terms = [
+                (v.count[c], problem.shapes[problem.classes[c].shape].request[r])
+                for c in classes
+                if problem.shapes[problem.classes[c].shape].request[r] > 0
+            ]
+            if terms:
+                cp.add(sum(coef * var for var, coef in terms) <= max(0, left))

@@ -1,0 +1,78 @@
+"""Symmetry breaking between identical nodes.
+
+Nodes with the same free room that admit the same slots are interchangeable: any solution can be
+permuted among them. Without help CP-SAT may explore every permutation while proving optimality.
+Ordering such nodes by load (non-increasing, in node order) keeps one representative of each
+permutation class and loses no solution value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from itertools import pairwise
+
+from ortools.sat.python import cp_model
+
+from vcsat.solver.problem import Bucket, Problem
+from vcsat.solver.variables import NodeTerm, Variables
+
+
+def _signature(problem: Problem, node: int, terms: list[NodeTerm]) -> Hashable:
+    return (
+        tuple(problem.free[node]),
+        problem.nodes[node].gpus,
+        tuple(sorted((t.bucket.index, t.upper) for t in terms)),
+    )
+
+
+def weight(bucket: Bucket) -> int:
+    """Any fixed positive weight per bucket orders identical nodes; this one follows size."""
+    return 1 + sum(bucket.request)
+
+
+def node_classes(problem: Problem, v: Variables) -> list[list[int]]:
+    """Groups of interchangeable nodes (two or more), each in node order."""
+    groups: dict[Hashable, list[int]] = {}
+    for node, terms in v.on_node.items():
+        groups.setdefault(_signature(problem, node, terms), []).append(node)
+    return sorted((sorted(nodes) for nodes in groups.values() if len(nodes) > 1), key=lambda n: n[0])
+
+
+def add_symmetry_breaking(cp: cp_model.CpModel, problem: Problem, v: Variables) -> list[list[int]]:
+    classes = node_classes(problem, v)
+    for nodes in classes:
+        loads = []
+        for node in nodes:
+            terms = sorted(v.on_node[node], key=lambda t: t.bucket.index)
+            loads.append(
+                cp_model.LinearExpr.weighted_sum([t.var for t in terms], [weight(t.bucket) for t in terms])
+            )
+        for before, after in pairwise(loads):
+            cp.add(before >= after)
+    return classes
+
+
+def order_like_model(
+    slots: dict[tuple[int, int], int], weights: dict[int, int], classes: list[list[int]]
+) -> dict[tuple[int, int], int]:
+    """Permute per-node counts among identical nodes so they obey the ordering above.
+
+    ``slots`` maps (bucket, node) to a count and ``weights`` a bucket to its :func:`weight`. The
+    greedy hint knows nothing of the ordering; permuted this way it stays a valid hint.
+    """
+    by_node: dict[int, dict[int, int]] = {}
+    for (kind, node), k in slots.items():
+        by_node.setdefault(node, {})[kind] = k
+    out = dict(slots)
+    for nodes in classes:
+        vectors = [by_node.get(node, {}) for node in nodes]
+        for node, vector in zip(nodes, vectors, strict=True):
+            for kind in vector:
+                del out[(kind, node)]
+        vectors.sort(
+            key=lambda vec: (-sum(weights[kind] * k for kind, k in vec.items()), sorted(vec.items()))
+        )
+        for node, vector in zip(nodes, vectors, strict=True):
+            for kind, k in vector.items():
+                out[(kind, node)] = k
+    return out

@@ -1,0 +1,176 @@
+"""From counts to concrete placements: which pod goes to which node, on which GPU indices.
+
+Two steps. :func:`resolve` hands each bucket's slots to real shapes with their real requests
+(the model counted every pod of a bucket at the bucket's least request); pods that find no node
+are reported with their bucket, so the search can refine it. :func:`bindings` then hands concrete
+pods to the shape slots and picks GPU indices. Both are deterministic: oldest pods first, nodes in
+name order, lowest free GPU indices first, bigger GPU pods first.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from vcsat.model import Binding, Pod
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.problem import Bucket, Problem
+
+
+@dataclass
+class Resolution:
+    shape_slots: dict[tuple[int, int], int] = field(default_factory=dict)
+    short: dict[int, int] = field(default_factory=dict)
+    """Per bucket: pods that found no node with room for their real request."""
+    short_shapes: dict[int, int] = field(default_factory=dict)
+    """Per shape: the same pods, by shape."""
+    moved: int = 0
+    """Pods placed outside their bucket's slots (the packing is then no longer proven optimal)."""
+
+
+def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> Resolution:
+    out = Resolution(shape_slots=dict(assignment.shape_slots))
+    room = [list(row) for row in problem.free]
+    for (s, node), k in assignment.shape_slots.items():
+        for r, amount in enumerate(problem.shapes[s].request):
+            room[node][r] -= amount * k
+
+    supply: dict[int, int] = {}
+    for c, k in assignment.count.items():
+        shape = problem.classes[c].shape
+        supply[shape] = supply.get(shape, 0) + k
+    for (s, _node), k in assignment.shape_slots.items():
+        supply[s] = supply.get(s, 0) - k
+
+    scale = [
+        max(1, max((n.allocatable.get(name, 0) for n in problem.nodes), default=1))
+        for name in problem.resources
+    ]
+    slots_of: dict[int, dict[int, int]] = {}
+    for (b, node), k in assignment.bucket_slots.items():
+        if k > 0:
+            slots_of.setdefault(b, {})[node] = k
+
+    for bucket in sorted(buckets, key=lambda b: (-b.gpus, b.index)):
+        slots = slots_of.get(bucket.index)
+        pods = [s for s in bucket.shapes for _ in range(max(0, supply.get(s, 0)))]
+        if not pods:
+            continue
+        if not slots:
+            _short(out, bucket, pods)
+            continue
+        # Biggest pods first, each to the node with the most room left once the node's other
+        # slots are reserved at the bucket's least request.
+        pods.sort(key=lambda s: (-_size(problem.shapes[s].request, scale), s))
+        left = dict(slots)
+        heap = [(-_slack(room[n], bucket, left[n], scale), n) for n in sorted(left)]
+        heapq.heapify(heap)
+        missing: list[int] = []
+        for s in pods:
+            request = problem.shapes[s].request
+            placed = False
+            popped: list[tuple[float, int]] = []
+            while heap:
+                key, node = heapq.heappop(heap)
+                if _fits_reserving(request, room[node], bucket, left[node]):
+                    for r, amount in enumerate(request):
+                        room[node][r] -= amount
+                    left[node] -= 1
+                    out.shape_slots[(s, node)] = out.shape_slots.get((s, node), 0) + 1
+                    if left[node] > 0:
+                        heapq.heappush(heap, (-_slack(room[node], bucket, left[node], scale), node))
+                    placed = True
+                    break
+                popped.append((key, node))
+                if len(popped) >= 8:
+                    break  # the roomiest nodes refused it; the rest will too, or nearly
+            for item in popped:
+                heapq.heappush(heap, item)
+            if not placed:
+                missing.append(s)
+        # A pod the bucket's slots could not hold may still fit elsewhere with its real request:
+        # the placement (and its value) stands, only the packing changes.
+        for s in missing:
+            elsewhere = _anywhere(problem.shapes[s].request, problem.shapes[s].upper, room)
+            if elsewhere is None:
+                _short(out, bucket, [s])
+                continue
+            for r, amount in enumerate(problem.shapes[s].request):
+                room[elsewhere][r] -= amount
+            out.shape_slots[(s, elsewhere)] = out.shape_slots.get((s, elsewhere), 0) + 1
+            out.moved += 1
+    return out
+
+
+def _anywhere(request: tuple[int, ...], eligible: dict[int, int], room: list[list[int]]) -> int | None:
+    """The eligible node with the least room left that still fits ``request`` (best fit)."""
+    best: tuple[int, int] | None = None
+    for node in eligible:
+        row = room[node]
+        if all(amount <= row[r] for r, amount in enumerate(request) if amount > 0):
+            left = sum(row[r] - amount for r, amount in enumerate(request) if amount > 0)
+            if best is None or (left, node) < best:
+                best = (left, node)
+    return None if best is None else best[1]
+
+
+def _short(out: Resolution, bucket: Bucket, shapes: list[int]) -> None:
+    out.short[bucket.index] = out.short.get(bucket.index, 0) + len(shapes)
+    for s in shapes:
+        out.short_shapes[s] = out.short_shapes.get(s, 0) + 1
+
+
+def _size(request: tuple[int, ...], scale: list[int]) -> float:
+    return sum(amount / cap for amount, cap in zip(request, scale, strict=True))
+
+
+def _slack(room: list[int], bucket: Bucket, slots_left: int, scale: list[int]) -> float:
+    """Room for one more pod here, after the node's other slots take the bucket's least request."""
+    reserve = slots_left - 1
+    return (
+        min(
+            (room[r] - reserve * least) / scale[r]
+            for r, least in enumerate(bucket.request)
+            if least > 0 or room[r] < 0
+        )
+        if any(least > 0 for least in bucket.request)
+        else 0.0
+    )
+
+
+def _fits_reserving(request: tuple[int, ...], room: list[int], bucket: Bucket, slots_left: int) -> bool:
+    reserve = slots_left - 1
+    return all(
+        amount <= room[r] - reserve * bucket.request[r] for r, amount in enumerate(request) if amount > 0
+    )
+
+
+def bindings(
+    problem: Problem, assignment: Assignment, shape_slots: dict[tuple[int, int], int]
+) -> list[Binding]:
+    waiting: dict[int, list[Pod]] = {}
+    for c in sorted(assignment.count):
+        pod_class = problem.classes[c]
+        waiting.setdefault(pod_class.shape, []).extend(pod_class.pods[: assignment.count[c]])
+
+    on_node: dict[int, list[Pod]] = {}
+    for shape, node in sorted(shape_slots, key=lambda key: (key[1], key[0])):
+        pods = waiting.get(shape, [])
+        take = shape_slots[(shape, node)]
+        on_node.setdefault(node, []).extend(pods[:take])
+        del pods[:take]
+    leftover = sorted(shape for shape, pods in waiting.items() if pods)
+    if leftover:
+        raise AssertionError(f"placed pods without a node for shapes {leftover}")
+
+    out: list[Binding] = []
+    for node, pods in sorted(on_node.items()):
+        free_ids = list(problem.free_gpu_ids[node])
+        for pod in sorted(pods, key=lambda p: (-p.gpus, p.key)):
+            if len(free_ids) < pod.gpus:
+                raise AssertionError(f"node {problem.nodes[node].name} has too few free GPU indices")
+            ids = free_ids[: pod.gpus]
+            del free_ids[: pod.gpus]
+            out.append(Binding(pod=pod.key, node=problem.nodes[node].name, gpus=ids))
+    out.sort(key=lambda b: b.pod)
+    return out

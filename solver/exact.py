@@ -1,0 +1,212 @@
+"""The exact search: build the CP-SAT model, warm-start it, solve in stages, refine until exact.
+
+The model object is ``cp``. Constraint and objective modules each add their part; this module
+wires them, runs the stages of :mod:`vcsat.solver.levels` within the time budget, and turns the
+counts into an exact assignment: the decode resolves buckets into real shapes, and where a bucket's
+relaxation was too loose the bucket is split and the search runs again (warm-started from the best
+exact assignment so far). Out of time, :mod:`vcsat.solver.repair` makes the last answer exact.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.constraints.capacity import add_capacity
+from vcsat.solver.constraints.gang import add_gang
+from vcsat.solver.constraints.quota import add_quota
+from vcsat.solver.constraints.symmetry import add_symmetry_breaking, order_like_model, weight
+from vcsat.solver.decode import resolve
+from vcsat.solver.levels import Level, plan_stages
+from vcsat.solver.objectives.packing import packing_levels
+from vcsat.solver.objectives.placement import placement_levels
+from vcsat.solver.problem import Bucket, Problem, split_bucket
+from vcsat.solver.repair import repair
+from vcsat.solver.variables import Variables, create_variables
+
+FIRST_STAGE_SHARE = 0.7
+"""Of a search's time, what its most important stage may use; later stages share the rest."""
+MAX_REFINEMENTS = 6
+MIN_STAGE_SECONDS = 0.05
+
+
+@dataclass
+class ExactResult:
+    assignment: Assignment | None
+    """Resolved (``shape_slots`` only); None when CP-SAT found no solution in time."""
+    optimal: bool
+    objective: float
+    bound: float
+    notes: list[str] = field(default_factory=list)
+    """How each search and stage ended, for logs."""
+
+
+@dataclass
+class _Search:
+    assignment: Assignment | None
+    optimal: bool
+    levels: list[Level]
+    bounds: dict[str, int]
+    """Per level name: the proven upper bound (levels of stages never reached have none)."""
+
+    def reported(self, problem: Problem, assignment: Assignment) -> tuple[float, float]:
+        """Placed work of ``assignment`` and the proven bound on it (contract ``objective``/``bound``)."""
+        levels = [level for level in self.levels if level.reported]
+        value = sum(level.measure(problem, assignment) for level in levels)
+        bound = sum(self.bounds.get(level.name, level.upper) for level in levels)
+        return float(value), float(max(bound, value))
+
+
+def solve_exact(problem: Problem, hint: Assignment, *, started: float) -> ExactResult:
+    policy = problem.policy
+    buckets = list(problem.buckets)
+    best = hint
+    notes: list[str] = []
+    last: _Search | None = None
+    for refinement in range(MAX_REFINEMENTS + 1):
+        left = policy.time_limit_s - (time.monotonic() - started)
+        if left <= MIN_STAGE_SECONDS and refinement > 0:
+            break
+        budget = left if refinement == MAX_REFINEMENTS else left * (0.6 if refinement == 0 else 0.5)
+        search = _search(problem, buckets, best, budget, notes)
+        if not search.levels:
+            return ExactResult(Assignment(), True, 0.0, 0.0, notes)
+        last = search
+        if search.assignment is None:
+            break
+        resolution = resolve(problem, search.assignment, buckets)
+        if not resolution.short:
+            exact = _resolved(search.assignment, resolution.shape_slots)
+            objective, bound = search.reported(problem, exact)
+            if resolution.moved:
+                notes.append(f"decode: {resolution.moved} pods placed outside their bucket's slots")
+            return ExactResult(exact, search.optimal and not resolution.moved, objective, bound, notes)
+        repaired, fixed = repair(problem, search.assignment, buckets)
+        candidate = _resolved(repaired, fixed.shape_slots)
+        if _rank(problem, search.levels, candidate) > _rank(problem, search.levels, best):
+            best = candidate
+        notes.append(
+            f"refine: {sum(resolution.short.values())} pods short in buckets {sorted(resolution.short)}"
+        )
+        for index in sorted(resolution.short, reverse=True):
+            buckets = split_bucket(problem, buckets, index)
+    if last is None or best is hint:
+        return ExactResult(None, False, 0.0, 0.0, notes)
+    objective, bound = last.reported(problem, best)
+    return ExactResult(best, False, objective, bound, notes)
+
+
+def _rank(problem: Problem, levels: list[Level], assignment: Assignment) -> tuple[int, ...]:
+    """An assignment's level values, most important first: compared lexicographically."""
+    return tuple(level.measure(problem, assignment) for level in levels)
+
+
+def _resolved(assignment: Assignment, shape_slots: dict[tuple[int, int], int]) -> Assignment:
+    return Assignment(
+        placed=set(assignment.placed),
+        count={c: k for c, k in assignment.count.items() if k > 0},
+        shape_slots={key: k for key, k in shape_slots.items() if k > 0},
+    )
+
+
+def _search(
+    problem: Problem, buckets: list[Bucket], hint: Assignment, budget: float, notes: list[str]
+) -> _Search:
+    started = time.monotonic()
+    policy = problem.policy
+    cp = cp_model.CpModel()
+    v = create_variables(cp, problem, buckets)
+    add_gang(cp, problem, v)
+    add_capacity(cp, problem, v, buckets)
+    add_quota(cp, problem, v)
+    classes = add_symmetry_breaking(cp, problem, v)
+    levels = placement_levels(problem, v)
+    if policy.packing_weight > 0:
+        levels += packing_levels(cp, problem, v, hint)
+    stages = plan_stages(levels)
+    levels = [level for stage in stages for level in stage.levels]
+    if not stages:
+        return _Search(None, True, [], {})
+    _hint(cp, problem, v, hint, buckets, classes)
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = policy.num_workers
+    solver.parameters.random_seed = policy.random_seed
+    solver.parameters.relative_gap_limit = policy.relative_gap
+    # Interleaved workers are deterministic; with a deterministic time limit the same input gives
+    # the same decision whatever the machine's load.
+    solver.parameters.interleave_search = policy.num_workers > 1
+    # One presolve pass and no probing: the model is already aggregated and symmetry-broken by
+    # construction, and every fraction of a second presolve spends is taken from the search.
+    solver.parameters.max_presolve_iterations = 1
+    solver.parameters.cp_model_probing_level = 0
+    solver.parameters.symmetry_level = 0
+
+    optimal = True
+    bounds: dict[str, int] = {}
+    values: dict[int, int] | None = None
+    for number, stage in enumerate(stages):
+        left = budget - (time.monotonic() - started)
+        share = FIRST_STAGE_SHARE if number == 0 and len(stages) > 1 else 1.0 / (len(stages) - number)
+        limit = max(left * share, MIN_STAGE_SECONDS)
+        solver.parameters.max_deterministic_time = limit
+        solver.parameters.max_time_in_seconds = 2 * limit
+        cp.maximize(stage.expression())
+        status = solver.solve(cp)
+        notes.append(f"{stage.names}: {solver.status_name(status)} in {solver.wall_time:.2f}s")
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            optimal = False
+            break
+        values = {var.index: int(solver.value(var)) for var in v.all()}
+        found = [sum(coef * int(solver.value(var)) for var, coef in level.terms) for level in stage.levels]
+        proven = stage.level_bounds(found, math.floor(solver.best_objective_bound))
+        bounds.update({level.name: b for level, b in zip(stage.levels, proven, strict=True)})
+        optimal = optimal and status == cp_model.OPTIMAL
+        # Later stages may not give back what this one won.
+        cp.add(stage.expression() >= round(solver.objective_value))
+        cp.clear_hints()  # type: ignore[no-untyped-call]
+        for var in v.all():
+            cp.add_hint(var, values[var.index])
+    if values is None:
+        return _Search(None, False, levels, bounds)
+    return _Search(_assignment(problem, v, values), optimal, levels, bounds)
+
+
+def _hint(
+    cp: cp_model.CpModel,
+    problem: Problem,
+    v: Variables,
+    hint: Assignment,
+    buckets: list[Bucket],
+    classes: list[list[int]],
+) -> None:
+    bucket_of = {s: b.index for b in buckets for s in b.shapes}
+    slots: dict[tuple[int, int], int] = {}
+    for (s, node), k in hint.shape_slots.items():
+        key = (bucket_of[s], node)
+        slots[key] = slots.get(key, 0) + k
+    slots = order_like_model(slots, {b.index: weight(b) for b in buckets}, classes)
+    for gang, var in v.placed.items():
+        cp.add_hint(var, 1 if gang in hint.placed else 0)
+    for c, var in v.count.items():
+        cp.add_hint(var, hint.count.get(c, 0) if problem.classes[c].gang in hint.placed else 0)
+    for key, var in v.slot.items():
+        cp.add_hint(var, slots.get(key, 0))
+
+
+def _assignment(problem: Problem, v: Variables, values: dict[int, int]) -> Assignment:
+    assignment = Assignment()
+    for gang, var in v.placed.items():
+        if values[var.index]:
+            assignment.placed.add(gang)
+    for c, var in v.count.items():
+        if values[var.index] and problem.classes[c].gang in assignment.placed:
+            assignment.count[c] = values[var.index]
+    for key, var in v.slot.items():
+        if values[var.index]:
+            assignment.bucket_slots[key] = values[var.index]
+    return assignment

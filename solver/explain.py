@@ -1,0 +1,134 @@
+"""Why each PodGroup got what it got: the typed outcome per gang (contract §2 ``podgroups``).
+
+Reasons found before the search (no node can ever take a pod, too few pods for minMember, a closed
+queue) come from the prefilter. For a gang the search left out, this module names the constraint or
+objective level that decided it, with amounts:
+
+- ``QueueOverused``: its queue's capability has less room than the gang's minimum needs;
+- ``InsufficientResources``: the whole cluster has less free than the gang's minimum needs;
+- ``Fragmented``: there is enough free room in total, but not on nodes where its pods fit;
+- ``Outranked``: it would fit on its own, but the room went to work ranked higher by the objective
+  (higher priority, or more work placed).
+"""
+
+from __future__ import annotations
+
+from vcsat.model import PodGroupOutcome
+from vcsat.model import resources as res
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.greedy import Room, fit_gang, undo
+from vcsat.solver.problem import Gang, Problem
+
+
+def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
+    room = Room(problem)
+    free_total = res.total(
+        dict(zip(problem.resources, (max(0, x) for x in row), strict=True))
+        for node, row in zip(problem.nodes, problem.free, strict=True)
+        if node.schedulable
+    )
+    fits_cache: dict[tuple[object, ...], bool] = {}
+    out: list[PodGroupOutcome] = []
+    higher: dict[int, int] = {}
+    for gang in problem.gangs:
+        if gang.index in assignment.placed:
+            higher[gang.priority] = higher.get(gang.priority, 0) + 1
+    for gang in problem.gangs:
+        if gang.index in assignment.placed:
+            out.append(PodGroupOutcome(podgroup=gang.key, phase="Running"))
+            continue
+        blocked = problem.blocked.get(gang.index)
+        if blocked is not None:
+            reason, message = blocked.reason, blocked.message
+        else:
+            reason, message = _why_left_out(problem, gang, room, free_total, fits_cache, higher)
+        out.append(
+            PodGroupOutcome(podgroup=gang.key, phase=_waiting_phase(gang), reason=reason, message=message)
+        )
+    out.sort(key=lambda o: o.podgroup)
+    return out
+
+
+def _waiting_phase(gang: Gang) -> str:
+    if gang.group is not None and gang.group.phase == "Inqueue":
+        return "Inqueue"
+    return "Pending"
+
+
+def minimum_request(problem: Problem, gang: Gang) -> dict[str, int]:
+    """What the gang's smallest whole placement asks: its needed pods, largest classes first."""
+    needed = max(1, gang.need)
+    total: dict[str, int] = {}
+    for c in sorted(gang.classes, key=lambda c: -sum(problem.shapes[problem.classes[c].shape].request)):
+        pod_class = problem.classes[c]
+        take = min(len(pod_class.pods), needed)
+        needed -= take
+        request = dict(zip(problem.resources, problem.shapes[pod_class.shape].request, strict=True))
+        total = res.add(total, res.scale(request, take))
+        if needed <= 0:
+            break
+    return {name: amount for name, amount in total.items() if amount}
+
+
+def _why_left_out(
+    problem: Problem,
+    gang: Gang,
+    room: Room,
+    free_total: dict[str, int],
+    fits_cache: dict[tuple[object, ...], bool],
+    placed_by_priority: dict[int, int],
+) -> tuple[str, str]:
+    need = minimum_request(problem, gang)
+    caps = problem.queue_room.get(gang.queue)
+    if caps is not None:
+        short = {name: amount for name, amount in res.shortfall(need, caps).items() if name in caps}
+        if short:
+            name = sorted(short)[0]
+            return (
+                "QueueOverused",
+                f"queue {gang.queue}: capability leaves {res.format_amount(name, max(0, caps[name]))} "
+                f"free, the gang needs {res.format_amount(name, need[name])}",
+            )
+    short = res.shortfall(need, free_total)
+    if short:
+        name = sorted(short)[0]
+        return (
+            "InsufficientResources",
+            f"the gang needs {res.format_amount(name, need[name])}, "
+            f"the cluster has {res.format_amount(name, free_total.get(name, 0))} free",
+        )
+    signature = (
+        gang.need,
+        tuple(sorted(gang.task_need.items())),
+        gang.queue,
+        *(
+            (problem.classes[c].shape, problem.classes[c].task, len(problem.classes[c].pods))
+            for c in gang.classes
+        ),
+    )
+    fits = fits_cache.get(signature)
+    if fits is None:
+        taken = fit_gang(problem, gang, room, caps)
+        fits = taken is not None
+        if taken is not None:
+            undo(problem, room, taken)
+        fits_cache[signature] = fits
+    if not fits:
+        return (
+            "Fragmented",
+            f"the cluster has {res.format_vector({n: free_total.get(n, 0) for n in need})} free in total, "
+            f"but not on nodes where the gang's {max(1, gang.need)} pods "
+            f"({res.format_vector(need)}) fit together",
+        )
+    above = sum(count for priority, count in placed_by_priority.items() if priority > gang.priority)
+    if above:
+        return (
+            "Outranked",
+            f"it fits on its own, but the room went to {above} gangs of higher priority "
+            f"(objective level: placed work at priority above {gang.priority})",
+        )
+    return (
+        "Outranked",
+        f"it fits on its own, but placing it would displace more work of priority {gang.priority} "
+        "(objective level: placed work, by dominant share)",
+    )

@@ -1,0 +1,128 @@
+"""The greedy decision: CP-SAT's warm start and the fallback when the search finds nothing better.
+
+It places gangs one at a time in the order Volcano's allocate action would (priority, then age),
+each pod on the best-fitting node (fewest free GPUs that still fit, so whole nodes stay free), and
+commits a gang only when all of it fits. It is fast and always feasible, which is what a hint and a
+fallback need; it is not optimal, which is why CP-SAT runs after it.
+"""
+
+from __future__ import annotations
+
+from vcsat.model import resources as res
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.problem import Gang, Problem
+
+
+def gang_order(gang: Gang) -> tuple[int, float, str]:
+    """Volcano's job order without fairness: higher priority first, then older, then by name."""
+    return (-gang.priority, gang.created, gang.key)
+
+
+class Room:
+    """Free room per node, with nodes bucketed by free GPUs so best fit is found without a scan."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.free = [list(row) for row in problem.free]
+        self.gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
+        self.levels: dict[int, dict[int, None]] = {}
+        for node, row in enumerate(self.free):
+            self.levels.setdefault(self._level(row), {})[node] = None
+
+    def _level(self, row: list[int]) -> int:
+        return max(0, row[self.gpu]) if self.gpu is not None else 0
+
+    def take(self, node: int, request: tuple[int, ...], times: int = 1) -> None:
+        row = self.free[node]
+        before = self._level(row)
+        for i, amount in enumerate(request):
+            row[i] -= amount * times
+        after = self._level(row)
+        if after != before:
+            del self.levels[before][node]
+            self.levels.setdefault(after, {})[node] = None
+
+    def give(self, node: int, request: tuple[int, ...], times: int = 1) -> None:
+        self.take(node, tuple(-amount for amount in request), times)
+
+    def best_fit(self, request: tuple[int, ...], gpus: int, eligible: dict[int, int]) -> int | None:
+        for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
+            for node in self.levels[level]:
+                if node in eligible and all(
+                    amount <= room for amount, room in zip(request, self.free[node], strict=True)
+                ):
+                    return node
+        return None
+
+
+def greedy(problem: Problem) -> Assignment:
+    room = Room(problem)
+    queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
+    assignment = Assignment()
+    for gang in sorted(problem.candidates, key=gang_order):
+        taken = fit_gang(problem, gang, room, queue_room.get(gang.queue))
+        if taken is None:
+            continue
+        assignment.placed.add(gang.index)
+        for class_index, shape_index, node in taken:
+            assignment.count[class_index] = assignment.count.get(class_index, 0) + 1
+            key = (shape_index, node)
+            assignment.shape_slots[key] = assignment.shape_slots.get(key, 0) + 1
+        caps = queue_room.get(gang.queue)
+        if caps is not None:
+            for _, shape_index, _ in taken:
+                request = problem.shapes[shape_index].request
+                for name in caps:
+                    if name in problem.resources:
+                        caps[name] -= request[problem.resource_index(name)]
+    return assignment
+
+
+Taken = list[tuple[int, int, int]]
+"""(pod class, shape, node) per placed pod."""
+
+
+def fit_gang(problem: Problem, gang: Gang, room: Room, caps: dict[str, int] | None) -> Taken | None:
+    """Best-fit the gang's pods into ``room``; keep them there if the gang is whole, else undo.
+
+    Every pending pod is tried (an elastic gang takes what fits beyond its minimum).
+    """
+    taken: Taken = []
+    used: dict[str, int] = {}
+    classes = sorted(
+        (problem.classes[c] for c in gang.classes),
+        key=lambda pc: (-problem.shapes[pc.shape].gpus, pc.index),
+    )
+    for pod_class in classes:
+        shape = problem.shapes[pod_class.shape]
+        request_by_name = dict(zip(problem.resources, shape.request, strict=True))
+        for _ in pod_class.pods:
+            if caps is not None and any(
+                used.get(name, 0) + request_by_name.get(name, 0) > cap
+                for name, cap in caps.items()
+                if request_by_name.get(name, 0) > 0
+            ):
+                break
+            node = room.best_fit(shape.request, shape.gpus, shape.upper)
+            if node is None:
+                break
+            room.take(node, shape.request)
+            for name, amount in request_by_name.items():
+                used[name] = used.get(name, 0) + amount
+            taken.append((pod_class.index, shape.index, node))
+
+    per_task: dict[str, int] = {}
+    for class_index, _, _ in taken:
+        task = problem.classes[class_index].task
+        per_task[task] = per_task.get(task, 0) + 1
+    whole = len(taken) >= max(1, gang.need) and all(
+        per_task.get(task, 0) >= need for task, need in gang.task_need.items()
+    )
+    if whole:
+        return taken
+    undo(problem, room, taken)
+    return None
+
+
+def undo(problem: Problem, room: Room, taken: Taken) -> None:
+    for _, shape_index, node in taken:
+        room.give(node, problem.shapes[shape_index].request)

@@ -1,0 +1,44 @@
+"""Placed work, ranked by priority: the first objective levels.
+
+One level per priority value among the candidate gangs, highest first: no amount of lower-priority
+work outweighs one more pod of higher priority (Volcano's priority plugin, made exact). Within a
+level, work is measured as dominant share (:func:`vcsat.solver.problem.pod_value`), so the solver
+places the most of the scarce resource rather than the most pods.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from ortools.sat.python import cp_model
+
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.levels import Level, make_level
+from vcsat.solver.problem import Problem
+from vcsat.solver.variables import Variables
+
+
+def placed_work(problem: Problem, assignment: Assignment, priority: int) -> int:
+    return sum(
+        k * problem.classes[c].value
+        for c, k in assignment.count.items()
+        if problem.gangs[problem.classes[c].gang].priority == priority
+    )
+
+
+def placement_levels(problem: Problem, v: Variables) -> list[Level]:
+    by_priority: dict[int, list[tuple[cp_model.IntVar, int]]] = {}
+    for c, var in sorted(v.count.items()):
+        pod_class = problem.classes[c]
+        priority = problem.gangs[pod_class.gang].priority
+        by_priority.setdefault(priority, []).append((var, pod_class.value))
+    return [
+        make_level(
+            f"placed work at priority {priority}",
+            terms,
+            upper_of=v.upper,
+            measure=partial(placed_work, priority=priority),
+            reported=True,
+        )
+        for priority, terms in sorted(by_priority.items(), reverse=True)
+    ]

@@ -1,0 +1,510 @@
+"""The aggregated problem one cycle solves: gangs, pod classes, shapes and node room.
+
+Design.md's rule is never one variable per (pod, node). Replicas of one task are interchangeable,
+so a gang's pending pods collapse into *classes* (same task, requests and predicates) and the
+solver decides how many of each class to place. Across gangs, classes with the same requests and
+the same eligible nodes form a *shape*; capacity is decided as counts per (shape, node), and the
+decode hands concrete pods to those slots after the solve.
+
+Everything here is plain Python over the frozen snapshot; nothing knows about CP-SAT, so the greedy
+baseline, the CP-SAT model, the decode and the explanations all read one structure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
+from vcsat.model import resources as res
+from vcsat.model.cluster import DEFAULT_QUEUE
+from vcsat.solver import predicates
+
+VALUE_SCALE = 1000
+"""A pod's value is its dominant share of the largest node, in thousandths (see ``pod_value``)."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Pods that are interchangeable for capacity: equal requests and equal eligible nodes."""
+
+    index: int
+    request: tuple[int, ...]
+    """Per resource of :attr:`Problem.resources`."""
+    gpus: int
+    nodes: tuple[int, ...]
+    """Indices into :attr:`Problem.nodes` where one pod of this shape fits now."""
+    upper: dict[int, int]
+    """Per eligible node: how many pods of this shape fit there on their own."""
+    eligibility: Hashable
+    """Pods of this shape pass the predicates on the same nodes (see ``predicates.eligibility_key``)."""
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Shapes that differ only in divisible resources (cpu, memory, ...), for a smaller model.
+
+    Real workloads have hundreds of distinct cpu/memory requests but few GPU counts; per-node
+    variables per shape would be hundreds of thousands. A bucket merges shapes with the same GPU
+    count, the same other extended resources and the same predicates, and takes the *smallest*
+    member's request on each resource: a relaxation, so its optimum bounds the true optimum from
+    above. The decode then hands real pods to the bucket's slots with their real requests; where a
+    node cannot take them, the node is *refined* (solved with exact per-shape variables) and the
+    search runs again. A decision is therefore always exact, and its bound honest.
+    """
+
+    index: int
+    shapes: tuple[int, ...]
+    request: tuple[int, ...]
+    """Per resource, the least any member shape asks."""
+    gpus: int
+    nodes: tuple[int, ...]
+    upper: dict[int, int]
+    """Per node where some member fits: how many pods of the bucket fit there, relaxed."""
+
+    @property
+    def exact(self) -> bool:
+        return len(self.shapes) == 1
+
+
+@dataclass(frozen=True)
+class PodClass:
+    """Pending pods of one gang that are interchangeable: same task, requests and predicates."""
+
+    index: int
+    gang: int
+    task: str
+    shape: int
+    pods: tuple[Pod, ...]
+    """In placement order: oldest first, then by key."""
+    value: int
+    """Value of placing one pod, in :data:`VALUE_SCALE` units of dominant share."""
+
+
+@dataclass
+class Gang:
+    """A unit of all-or-nothing placement: a PodGroup's pending pods, or a lone pod."""
+
+    index: int
+    key: str
+    """The PodGroup key, or the pod key for a pod with no PodGroup."""
+    group: PodGroup | None
+    queue: str
+    priority: int
+    created: float
+    classes: list[int] = field(default_factory=list)
+    need: int = 0
+    """Pods that must be placed for the gang to run: minMember less the members already running."""
+    task_need: dict[str, int] = field(default_factory=dict)
+    """Per task, likewise for minTaskMember."""
+
+    @property
+    def is_group(self) -> bool:
+        return self.group is not None
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A gang left out before the solve, with the reason code and the message a user reads."""
+
+    gang: int
+    reason: str
+    message: str
+
+
+@dataclass
+class Problem:
+    snapshot: Snapshot
+    policy: Policy
+    resources: tuple[str, ...]
+    """The resources any pending pod requests: the only ones capacity must watch."""
+    nodes: tuple[Node, ...]
+    free: list[list[int]]
+    """Per node, per resource: allocatable less what bound pods hold (may be negative)."""
+    free_gpu_ids: list[tuple[int, ...]]
+    """Per node, the whole GPUs no bound pod holds."""
+    gangs: list[Gang]
+    classes: list[PodClass]
+    shapes: list[Shape]
+    buckets: list[Bucket]
+    blocked: dict[int, Blocked]
+    """Gangs that cannot be placed this cycle whatever the others do."""
+    queue_room: dict[str, dict[str, int]]
+    """Per queue with a capability: what it may still take, per capped resource."""
+
+    @property
+    def candidates(self) -> list[Gang]:
+        return [gang for gang in self.gangs if gang.index not in self.blocked]
+
+    def resource_index(self, name: str) -> int:
+        return self.resources.index(name)
+
+
+def pod_value(request: res.Resources, largest: res.Resources) -> int:
+    """Dominant share of the largest node, in thousandths, at least 1.
+
+    Measuring work by its dominant share makes "more work placed" mean the same on GPU and CPU
+    clusters: an 8-GPU pod on an 8-GPU node is worth 1000, a 1-GPU pod 125, a 4-core pod on a
+    96-core node 42. The pods count is not work and is left out.
+    """
+    share = 0
+    for name, amount in request.items():
+        if name in (res.PODS, res.GPU_MILLI) or amount <= 0:
+            continue
+        cap = largest.get(name, 0)
+        if cap <= 0:
+            continue
+        share = max(share, -(-amount * VALUE_SCALE // cap))
+    return max(1, share)
+
+
+def _gang_priority(group: PodGroup | None, pods: list[Pod]) -> int:
+    if group is not None and group.priority_class:
+        return group.priority
+    return max(pod.priority for pod in pods)
+
+
+def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
+    pending = [pod for pod in snapshot.pods if pod.pending and pod.managed]
+    resources = sorted({name for pod in pending for name in pod.requests if name != res.GPU_MILLI})
+    if res.PODS not in resources:
+        resources.append(res.PODS)
+        resources.sort()
+    resource_index = {name: i for i, name in enumerate(resources)}
+
+    nodes = snapshot.nodes
+    free: list[list[int]] = []
+    free_gpu_ids: list[tuple[int, ...]] = []
+    for node in nodes:
+        row = [node.allocatable.get(name, 0) for name in resources]
+        held: set[int] = set()
+        for pod in snapshot.pods_on_node.get(node.name, ()):
+            for name, amount in pod.requests.items():
+                i = resource_index.get(name)
+                if i is not None:
+                    row[i] -= amount
+            if pod.gpu_ids and pod.gpu_milli == 0:
+                held.update(pod.gpu_ids)
+            elif pod.gpu_ids:
+                # A GPU that holds shares takes no whole-GPU pod (contract §1).
+                held.update(pod.gpu_ids)
+        free.append(row)
+        free_gpu_ids.append(tuple(i for i in range(node.gpus) if i not in held))
+    gpu_index = resource_index.get(res.GPU)
+    if gpu_index is not None:
+        # Whole GPUs are the free indices, which is stricter than the count when shares hold some.
+        for row, ids in zip(free, free_gpu_ids, strict=True):
+            row[gpu_index] = min(row[gpu_index], len(ids))
+
+    largest: dict[str, int] = {}
+    for node in nodes:
+        for name, amount in node.allocatable.items():
+            largest[name] = max(largest.get(name, 0), amount)
+
+    # Gangs: PodGroups with pending pods, and lone pods. With gang scheduling off every pod is
+    # its own gang, which is what pod-at-a-time schedulers do.
+    by_gang: dict[str, list[Pod]] = {}
+    for pod in pending:
+        key = pod.group if (pod.group is not None and policy.gang) else pod.key
+        by_gang.setdefault(key, []).append(pod)
+
+    gangs: list[Gang] = []
+    classes: list[PodClass] = []
+    shapes: list[Shape] = []
+    shape_by_key: dict[tuple[tuple[int, ...], Hashable], int] = {}
+    eligible_cache: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
+    node_index = predicates.NodeIndex(nodes)
+    free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
+    blocked: dict[int, Blocked] = {}
+    unsupported: dict[int, str] = {}
+
+    for key in sorted(by_gang, key=lambda k: (min(p.created for p in by_gang[k]), k)):
+        pods = sorted(by_gang[key], key=lambda p: (p.created, p.key))
+        group = snapshot.podgroup_by_key.get(key) if policy.gang else None
+        gang = Gang(
+            index=len(gangs),
+            key=key,
+            group=group,
+            queue=group.queue if group is not None else DEFAULT_QUEUE,
+            priority=_gang_priority(group, pods),
+            created=group.created if group is not None else pods[0].created,
+        )
+        gangs.append(gang)
+
+        by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey], list[Pod]] = {}
+        for pod in pods:
+            if pod.gpu_milli:
+                unsupported[gang.index] = pod.key
+            request = tuple(pod.requests.get(name, 0) for name in resources)
+            class_key = (pod.task, request, predicates.eligibility_key(pod))
+            by_class.setdefault(class_key, []).append(pod)
+
+        for (task, request, elig_key), class_pods in by_class.items():
+            shape_key = (request, elig_key)
+            shape_index = shape_by_key.get(shape_key)
+            if shape_index is None:
+                eligible = eligible_cache.get(elig_key)
+                if eligible is None:
+                    eligible = _mask_array(node_index, node_index.mask(elig_key))
+                    eligible_cache[elig_key] = eligible
+                upper = _fit_counts(request, free_array, eligible)
+                shape_index = len(shapes)
+                shape_by_key[shape_key] = shape_index
+                shapes.append(
+                    Shape(
+                        index=shape_index,
+                        request=request,
+                        gpus=class_pods[0].gpus,
+                        nodes=tuple(sorted(upper)),
+                        upper=upper,
+                        eligibility=elig_key,
+                    )
+                )
+            pod_class = PodClass(
+                index=len(classes),
+                gang=gang.index,
+                task=task,
+                shape=shape_index,
+                pods=tuple(class_pods),
+                value=pod_value(class_pods[0].requests, largest),
+            )
+            classes.append(pod_class)
+            gang.classes.append(pod_class.index)
+
+        _set_needs(gang, snapshot, pods)
+
+    for gang in gangs:
+        reason = _prefilter(gang, snapshot, classes, shapes, nodes, unsupported)
+        if reason is not None:
+            blocked[gang.index] = reason
+
+    buckets = initial_buckets(shapes, resources, free)
+
+    queue_room: dict[str, dict[str, int]] = {}
+    for queue in snapshot.queues:
+        if queue.capability is None:
+            continue
+        used = res.total(
+            pod.requests for pod in snapshot.pods if pod.bound and _queue_of(pod, snapshot) == queue.name
+        )
+        queue_room[queue.name] = {name: cap - used.get(name, 0) for name, cap in queue.capability.items()}
+
+    return Problem(
+        snapshot=snapshot,
+        policy=policy,
+        resources=tuple(resources),
+        nodes=nodes,
+        free=free,
+        free_gpu_ids=free_gpu_ids,
+        gangs=gangs,
+        classes=classes,
+        shapes=shapes,
+        buckets=buckets,
+        blocked=blocked,
+        queue_room=queue_room,
+    )
+
+
+DIVISIBLE = frozenset({res.CPU, res.MEMORY, res.EPHEMERAL_STORAGE})
+"""Resources whose amounts vary freely between pods and may be relaxed inside a bucket."""
+
+
+def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[int]]) -> list[Bucket]:
+    """One bucket per (GPU count and other indivisible requests, predicates)."""
+    keep = [i for i, name in enumerate(resources) if name not in DIVISIBLE and not res.is_byte_resource(name)]
+    groups: dict[tuple[object, ...], list[Shape]] = {}
+    for shape in shapes:
+        if shape.nodes:
+            groups.setdefault((tuple(shape.request[i] for i in keep), shape.eligibility), []).append(shape)
+    buckets: list[Bucket] = []
+    for members in sorted(groups.values(), key=lambda m: m[0].index):
+        buckets.append(_bucket(len(buckets), members, free))
+    return buckets
+
+
+def _bucket(index: int, members: list[Shape], free: list[list[int]]) -> Bucket:
+    request = tuple(min(column) for column in zip(*(m.request for m in members), strict=True))
+    nodes = tuple(sorted({node for m in members for node in m.nodes}))
+    return Bucket(
+        index=index,
+        shapes=tuple(m.index for m in members),
+        request=request,
+        gpus=members[0].gpus,
+        nodes=nodes,
+        upper={node: _fit_count(request, free[node]) for node in nodes},
+    )
+
+
+def split_bucket(problem: Problem, buckets: list[Bucket], index: int) -> list[Bucket]:
+    """Refine one bucket into its smaller and its larger half (by divisible request), in place of it.
+
+    Each half's least request is closer to its members' real requests, so the relaxation tightens
+    where the decode found it too loose. A bucket of one shape is exact and is not split.
+    """
+    bucket = buckets[index]
+    if bucket.exact:
+        return buckets
+    largest = [
+        max(1, max((node.allocatable.get(name, 0) for node in problem.nodes), default=1))
+        for name in problem.resources
+    ]
+    divisible = [
+        i for i, name in enumerate(problem.resources) if name in DIVISIBLE or res.is_byte_resource(name)
+    ]
+    members = sorted(
+        (problem.shapes[s] for s in bucket.shapes),
+        key=lambda shape: (sum(shape.request[i] / largest[i] for i in divisible), shape.index),
+    )
+    half = len(members) // 2
+    out = [b for b in buckets if b.index != index]
+    out.append(_bucket(0, members[:half], problem.free))
+    out.append(_bucket(0, members[half:], problem.free))
+    return [_renumber(b, i) for i, b in enumerate(out)]
+
+
+def _renumber(bucket: Bucket, index: int) -> Bucket:
+    if bucket.index == index:
+        return bucket
+    return Bucket(index, bucket.shapes, bucket.request, bucket.gpus, bucket.nodes, bucket.upper)
+
+
+def _queue_of(pod: Pod, snapshot: Snapshot) -> str:
+    if pod.group is not None:
+        group = snapshot.podgroup_by_key.get(pod.group)
+        if group is not None:
+            return group.queue
+    return DEFAULT_QUEUE
+
+
+def _mask_array(index: predicates.NodeIndex, mask: int) -> NDArray[np.bool_]:
+    """Bit ``i`` of a predicates mask as element ``i`` of a boolean array."""
+    count = len(index.nodes)
+    if count == 0:
+        return np.zeros(0, dtype=np.bool_)
+    bits = format(mask, f"0{count}b")[::-1].encode()
+    eligible: NDArray[np.bool_] = np.frombuffer(bits, dtype=np.uint8) == ord("1")
+    return eligible
+
+
+def _fit_counts(
+    request: tuple[int, ...], free: NDArray[np.int64], eligible: NDArray[np.bool_]
+) -> dict[int, int]:
+    """Per eligible node where at least one pod of ``request`` fits: how many fit there alone."""
+    asked = [r for r, amount in enumerate(request) if amount > 0]
+    if not asked or free.shape[0] == 0:
+        return {int(i): 1 << 30 for i in np.flatnonzero(eligible)}
+    amounts = np.array([request[r] for r in asked], dtype=np.int64)
+    fits = np.min(free[:, asked] // amounts, axis=1)
+    fits[~eligible] = 0
+    where = np.flatnonzero(fits > 0)
+    return {int(i): int(fits[i]) for i in where}
+
+
+def _fit_count(request: tuple[int, ...], free: list[int]) -> int:
+    count: int | None = None
+    for amount, room in zip(request, free, strict=True):
+        if amount <= 0:
+            continue
+        if room < amount:
+            return 0
+        fit = room // amount
+        count = fit if count is None else min(count, fit)
+    return 0 if count is None else count
+
+
+def _set_needs(gang: Gang, snapshot: Snapshot, pending: list[Pod]) -> None:
+    group = gang.group
+    if group is None:
+        gang.need = len(pending)
+        gang.task_need = {}
+        return
+    running = [p for p in snapshot.pods_of_group.get(group.key, ()) if p.bound]
+    gang.need = max(0, group.min_member - len(running))
+    for task, minimum in sorted(group.min_task_member.items()):
+        have = sum(1 for p in running if p.task == task)
+        if minimum - have > 0:
+            gang.task_need[task] = minimum - have
+
+
+def _prefilter(
+    gang: Gang,
+    snapshot: Snapshot,
+    classes: list[PodClass],
+    shapes: list[Shape],
+    nodes: tuple[Node, ...],
+    unsupported: dict[int, str],
+) -> Blocked | None:
+    """Reasons that hold whatever else is placed: the typed outcome before any search."""
+    if gang.index in unsupported:
+        return Blocked(
+            gang.index,
+            "Unschedulable",
+            f"pod {unsupported[gang.index]} asks a GPU share ({res.GPU_MILLI}); "
+            "shared-GPU placement is not enabled in this build",
+        )
+    queue = snapshot.queue_by_name.get(gang.queue)
+    if queue is not None and not queue.open:
+        return Blocked(gang.index, "QueueClosed", f"queue {gang.queue} is Closed: nothing new is placed")
+    my_classes = [classes[c] for c in gang.classes]
+    pending = sum(len(c.pods) for c in my_classes)
+    if pending < gang.need:
+        minimum = gang.group.min_member if gang.group is not None else gang.need
+        return Blocked(
+            gang.index,
+            "GangUnsatisfied",
+            f"{pending} pending pods can never reach minMember {minimum} "
+            f"({minimum - gang.need} already running)",
+        )
+    for task, need in gang.task_need.items():
+        have = sum(len(c.pods) for c in my_classes if c.task == task)
+        if have < need:
+            return Blocked(
+                gang.index,
+                "GangUnsatisfied",
+                f"task {task}: {have} pending pods can never reach minTaskMember {need}",
+            )
+    for pod_class in my_classes:
+        shape = shapes[pod_class.shape]
+        if shape.nodes:
+            continue
+        if gang.need == 0 and not gang.task_need:
+            continue  # optional pods only; others of the gang may still go
+        pod = pod_class.pods[0]
+        could_ever = any(
+            predicates.predicate_failure(pod, node) is None
+            and res.fits(_without_share(pod.requests), node.allocatable)
+            for node in nodes
+        )
+        code = "InsufficientResources" if could_ever else "Unschedulable"
+        return Blocked(gang.index, code, _why_no_node(pod, nodes))
+    return None
+
+
+def _why_no_node(pod: Pod, nodes: tuple[Node, ...]) -> str:
+    """Kubernetes-style count of why each node refuses the pod ("0/5 nodes: ...")."""
+    counts: dict[str, int] = {}
+    example: dict[str, str] = {}
+    too_small = 0
+    for node in nodes:
+        failure = predicates.predicate_failure(pod, node)
+        if failure is not None:
+            counts[failure.code] = counts.get(failure.code, 0) + 1
+            example.setdefault(failure.code, failure.message)
+            continue
+        if not res.fits(_without_share(pod.requests), node.allocatable):
+            too_small += 1
+            continue
+        counts["InsufficientFree"] = counts.get("InsufficientFree", 0) + 1
+    parts = [f"{count} {code} ({example[code]})" for code, count in sorted(counts.items()) if code in example]
+    if too_small:
+        parts.append(f"{too_small} too small for {res.format_vector(_without_share(pod.requests))}")
+    if "InsufficientFree" in counts:
+        parts.append(f"{counts['InsufficientFree']} without that much free now")
+    return f"pod {pod.key}: 0/{len(nodes)} nodes available: " + "; ".join(parts)
+
+
+def _without_share(request: res.Resources) -> dict[str, int]:
+    return {name: amount for name, amount in request.items() if name != res.GPU_MILLI}

@@ -1,0 +1,168 @@
+"""Instance files: the shapes kubectl writes, and one clear line for everything else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vcsat.adapters.errors import InputError
+from vcsat.adapters.instance_file import read_objects, read_snapshot, read_yaml_mapping
+
+NODE = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "n1"},
+    "status": {"allocatable": {"pods": "10"}},
+}
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "ns"},
+    "spec": {"schedulerName": "vcsat", "containers": [{"name": "c"}]},
+}
+
+V1_LIST_YAML = """\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1}
+  status: {allocatable: {pods: "10"}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p, namespace: ns}
+  spec: {schedulerName: vcsat, containers: [{name: c}]}
+metadata: {resourceVersion: ""}
+"""
+
+STREAM_YAML = """\
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {pods: "10"}}
+---
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns}
+spec: {schedulerName: vcsat, containers: [{name: c}]}
+"""
+
+GOOD = [
+    pytest.param("in.yaml", V1_LIST_YAML, id="v1 List in YAML"),
+    pytest.param(
+        "in.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": [NODE, POD]}), id="List in JSON"
+    ),
+    pytest.param(
+        "in.txt",
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": [NODE, POD]}),
+        id="JSON by its first brace",
+    ),
+    pytest.param("in.yaml", STREAM_YAML, id="multi-document stream"),
+    pytest.param(
+        "in.yaml",
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [{"apiVersion": "v1", "kind": "List", "items": [NODE]}, POD],
+            }
+        ),
+        id="nested List",
+    ),
+    pytest.param("in.json", json.dumps([NODE, POD]), id="a plain list of objects"),
+]
+
+
+@pytest.mark.parametrize(("name", "text"), GOOD)
+def test_reads_what_kubectl_writes(tmp_path: Path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    assert [obj["kind"] for obj in read_objects(path)] == ["Node", "Pod"]
+    snapshot = read_snapshot(path)
+    assert [pod.key for pod in snapshot.pods] == ["ns/p"]
+    assert [node.name for node in snapshot.nodes] == ["n1"]
+
+
+def test_single_object(tmp_path: Path) -> None:
+    path = tmp_path / "node.yaml"
+    path.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n")
+    assert read_objects(path) == [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}]
+
+
+def test_empty_list(tmp_path: Path) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text("apiVersion: v1\nkind: List\nitems: []\n")
+    assert read_objects(path) == []
+    assert [queue.name for queue in read_snapshot(path).queues] == ["default"]
+
+
+def test_errors_name_the_file_as_given(tmp_path: Path) -> None:
+    path = tmp_path / "pods.yaml"
+    path.write_text(V1_LIST_YAML.replace('pods: "10"', "pods: ten"))
+    with pytest.raises(InputError) as caught:
+        read_snapshot(path)
+    assert str(caught.value) == f"{path}: Node n1: status.allocatable.pods: not a quantity: 'ten'"
+
+
+BAD = [
+    pytest.param(b"", "file is empty", id="empty"),
+    pytest.param(b"  \n\n", "file is empty", id="only whitespace"),
+    pytest.param(b"# only a comment\n", "holds no YAML document", id="only a comment"),
+    pytest.param(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary data", id="binary with NUL"),
+    pytest.param(b"\xff\xfe\xfa garbage", "not UTF-8 text", id="not UTF-8"),
+    pytest.param(
+        b"kind: List\nitems:\n  - a: [1, 2\n", "invalid YAML at line 4, column 1", id="unclosed flow"
+    ),
+    pytest.param(b"a: b\n c: d\n", "invalid YAML at line 2, column 3", id="bad indentation"),
+    pytest.param(b"kind: List\nitems: {a: 1}\n", "items: must be a list, not dict", id="items not a list"),
+    pytest.param(
+        b"kind: List\nitems:\n- 3\n",
+        "items[0]: must be an object (a mapping), not int",
+        id="item not a mapping",
+    ),
+    pytest.param(
+        b"just some words\n", "the top level must be a List or an object, not the text", id="top level text"
+    ),
+    pytest.param(b"42\n", "the top level must be a List or an object, not int", id="top level number"),
+    pytest.param(b"kind: List\nitems:\n- metadata: {name: x}\n", "x: items[0].kind: missing", id="no kind"),
+    pytest.param(b"kind: List\nitems:\n- kind: Pod\n", "items[0].apiVersion: missing", id="no apiVersion"),
+    pytest.param(b"kind: 3\napiVersion: v1\n", "kind: must be a non-empty string", id="kind not a string"),
+    pytest.param(
+        b"kind: Node\napiVersion: v1\n---\n- 1\n", "document 2, [0]: must be an object", id="second document"
+    ),
+    pytest.param(b'{"kind": "List", "items": [}', "invalid JSON at line 1, column 28", id="bad JSON"),
+]
+
+
+@pytest.mark.parametrize(("content", "message"), BAD)
+def test_bad_files(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "in.yaml"
+    path.write_bytes(content)
+    with pytest.raises(InputError) as caught:
+        read_objects(path)
+    text = str(caught.value)
+    assert text.startswith(f"{path}: ")
+    assert message in text
+    assert "\n" not in text
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        read_objects(tmp_path / "nope.yaml")
+    with pytest.raises(InputError, match="is a directory"):
+        read_objects(tmp_path)
+
+
+def test_yaml_mapping_for_policies(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("time_limit_s: 2\n")
+    assert read_yaml_mapping(path) == {"time_limit_s": 2}
+    path.write_text("")
+    assert read_yaml_mapping(path) == {}
+    path.write_text("- 1\n")
+    with pytest.raises(InputError, match="the top level must be a mapping"):
+        read_yaml_mapping(path)
