@@ -225,6 +225,16 @@ class Snapshot(Frozen):
                 out.setdefault(pod.node_name, []).append(pod)
         return {name: tuple(pods) for name, pods in out.items()}
 
+    def queue_of(self, pod: Pod) -> str | None:
+        """The queue a pod's room counts against: its PodGroup's queue; ``default`` for a pod of ours
+        without a PodGroup; None for pods of other schedulers, which belong to no queue."""
+        if not pod.managed:
+            return None
+        if pod.group is not None:
+            group = self.podgroup_by_key.get(pod.group)
+            return group.queue if group is not None else None
+        return DEFAULT_QUEUE
+
     @cached_property
     def pods_of_group(self) -> dict[str, tuple[Pod, ...]]:
         out: dict[str, list[Pod]] = {}

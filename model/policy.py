@@ -15,10 +15,11 @@ class Policy(BaseModel):
     scheduler_name: str = "vcsat"
     """Only pods with this ``spec.schedulerName`` are placed; all others are fixed load."""
     time_limit_s: float = Field(default=10.0, gt=0)
-    """Wall-clock budget of the CP-SAT search; the greedy decision stands if it finds nothing better."""
+    """Budget of the CP-SAT search in its deterministic seconds (about wall seconds; a wall-clock
+    stop at twice that); the greedy decision stands if it finds nothing better."""
     num_workers: int = Field(default=1, ge=1)
-    """CP-SAT search workers. One worker is reproducible byte for byte; more search faster but
-    may return a different decision of equal value from run to run."""
+    """CP-SAT search workers. Several workers are interleaved deterministically, so the same input
+    and options still give the same decision."""
     random_seed: int = 0
     relative_gap: float = Field(default=0.0, ge=0)
     """Stop as soon as the proven gap is at most this (0: prove optimality or hit the limit)."""
@@ -27,3 +28,19 @@ class Policy(BaseModel):
     placement level; 0 leaves them out."""
     gang: bool = True
     """All-or-nothing gangs (Volcano's gang plugin). Off: each pod is placed on its own."""
+    priority: bool = True
+    """Placed work ranked by priority, highest first (Volcano's priority plugin). Off: one level."""
+    proportion: bool = True
+    """Queue fair shares by weight, capped by capability, raised to guarantee (proportion plugin)."""
+    drf: bool = True
+    """Dominant Resource Fairness among the jobs of a queue at equal priority (drf plugin)."""
+    preempt: bool = True
+    """Higher-priority gangs may evict lower-priority pods of the same queue (preempt action)."""
+    reclaim: bool = True
+    """Queues below their deserved share may take back room from reclaimable queues above it."""
+    enqueue: bool = True
+    """PodGroups move Pending → Inqueue only when their minResources fit (enqueue action)."""
+    overcommit_factor: float = Field(default=1.2, ge=1.0)
+    """Enqueue admits up to this multiple of the cluster's allocatable (Volcano's overcommit plugin)."""
+    topology: bool = True
+    """Price placements by GPU interconnect and HyperNode tiers (network-topology-aware plugin)."""

@@ -43,6 +43,7 @@ from typing import Final, Literal, NamedTuple
 from vcsat.model import Decision, Node, Pod, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
+from vcsat.model.gpus import gpu_holdings
 from vcsat.solver.predicates import PREDICATE_CODES, predicate_failure
 
 PROTECTED_NAMESPACES: Final = frozenset({"kube-system"})
@@ -394,10 +395,9 @@ class _Checker:
         if not new_by_queue:
             return
         used: dict[str, list[Pod]] = defaultdict(list)
-        group_queue = {group.key: group.queue for group in self.snapshot.podgroups}
         for pod in self.snapshot.pods:
-            if pod.managed and pod.bound and pod.key not in self.victims:
-                name = DEFAULT_QUEUE if pod.group is None else group_queue.get(pod.group)
+            if pod.bound and pod.key not in self.victims:
+                name = self.snapshot.queue_of(pod)
                 if name in new_by_queue:
                     used[name].append(pod)
         for name, new in sorted(new_by_queue.items()):
@@ -545,36 +545,11 @@ class _Hold(NamedTuple):
 
 
 def _bound_gpu_holds(node: Node, bound: Iterable[Pod]) -> list[_Hold]:
-    """What the bound pods of a node hold. The loader resolves pods without ``vcsat.io/gpu-ids``;
-    for snapshots built otherwise this resolves them the same way (contract §1): oldest first, then
-    by key, a whole-GPU pod takes the lowest indices nobody holds, a share the lowest GPU that no
-    whole-GPU pod holds and whose shares leave room for it."""
-    holds: list[_Hold] = []
-    unannotated: list[Pod] = []
-    for pod in bound:
-        if gpu_count(pod) == 0:
-            continue
-        if pod.gpu_ids is None:
-            unannotated.append(pod)
-        else:
-            holds.append(_Hold(pod.key, pod.gpu_ids, pod.gpu_milli if pod.gpus == 0 else 0))
-    if not unannotated:
-        return holds
-    whole = {i for hold in holds if not hold.milli for i in hold.ids}
-    shares: dict[int, int] = defaultdict(int)
-    for hold in holds:
-        for i in hold.ids if hold.milli else ():
-            shares[i] += hold.milli
-    for pod in sorted(unannotated, key=lambda pod: (pod.created, pod.key)):
-        if pod.gpus > 0:
-            ids = tuple([i for i in range(node.gpus) if i not in whole and not shares.get(i)][: pod.gpus])
-            whole.update(ids)
-            holds.append(_Hold(pod.key, ids, 0))
-            continue
-        room = [i for i in range(node.gpus) if i not in whole and shares.get(i, 0) + pod.gpu_milli <= 1000]
-        if room:
-            shares[room[0]] += pod.gpu_milli
-            holds.append(_Hold(pod.key, (room[0],), pod.gpu_milli))
+    """What the bound pods of a node hold, by the one rule of :mod:`vcsat.model.gpus`."""
+    pods = {pod.key: pod for pod in bound}
+    holdings = gpu_holdings(node.gpus, pods.values())
+    holds = [_Hold(key, ids, 0) for key, ids in holdings.whole.items()]
+    holds += [_Hold(key, (index,), pods[key].gpu_milli) for key, index in holdings.share.items()]
     return holds
 
 

@@ -21,7 +21,7 @@ from vcsat.solver.constraints.gang import add_gang
 from vcsat.solver.constraints.quota import add_quota
 from vcsat.solver.constraints.symmetry import add_symmetry_breaking, order_like_model, weight
 from vcsat.solver.decode import resolve
-from vcsat.solver.levels import Level, plan_stages
+from vcsat.solver.levels import Level, Stage, plan_stages
 from vcsat.solver.objectives.packing import packing_levels
 from vcsat.solver.objectives.placement import placement_levels
 from vcsat.solver.problem import Bucket, Problem, split_bucket
@@ -37,10 +37,12 @@ MIN_STAGE_SECONDS = 0.05
 @dataclass
 class ExactResult:
     assignment: Assignment | None
-    """Resolved (``shape_slots`` only); None when CP-SAT found no solution in time."""
+    """Resolved (``shape_slots`` only); None when CP-SAT found nothing at least as good as the hint."""
     optimal: bool
-    objective: float
-    bound: float
+    """Every stage proven optimal and the decode kept the model's packing."""
+    levels: list[Level] = field(default_factory=list)
+    bounds: dict[str, int] = field(default_factory=dict)
+    """Per level name: the upper bound CP-SAT proved (levels of stages never reached have none)."""
     notes: list[str] = field(default_factory=list)
     """How each search and stage ended, for logs."""
 
@@ -51,17 +53,13 @@ class _Search:
     optimal: bool
     levels: list[Level]
     bounds: dict[str, int]
-    """Per level name: the proven upper bound (levels of stages never reached have none)."""
-
-    def reported(self, problem: Problem, assignment: Assignment) -> tuple[float, float]:
-        """Placed work of ``assignment`` and the proven bound on it (contract ``objective``/``bound``)."""
-        levels = [level for level in self.levels if level.reported]
-        value = sum(level.measure(problem, assignment) for level in levels)
-        bound = sum(self.bounds.get(level.name, level.upper) for level in levels)
-        return float(value), float(max(bound, value))
 
 
-def solve_exact(problem: Problem, hint: Assignment, *, started: float) -> ExactResult:
+def solve_exact(
+    problem: Problem, hint: Assignment, *, started: float, targets: dict[str, int] | None = None
+) -> ExactResult:
+    """Search within the policy's time; ``targets`` (per level name, an upper bound proven
+    elsewhere) let a stage stop as soon as its solution reaches them."""
     policy = problem.policy
     buckets = list(problem.buckets)
     best = hint
@@ -72,19 +70,19 @@ def solve_exact(problem: Problem, hint: Assignment, *, started: float) -> ExactR
         if left <= MIN_STAGE_SECONDS and refinement > 0:
             break
         budget = left if refinement == MAX_REFINEMENTS else left * (0.6 if refinement == 0 else 0.5)
-        search = _search(problem, buckets, best, budget, notes)
+        search = _search(problem, buckets, best, budget, notes, targets or {})
         if not search.levels:
-            return ExactResult(Assignment(), True, 0.0, 0.0, notes)
+            return ExactResult(Assignment(), True, [], {}, notes)
         last = search
         if search.assignment is None:
             break
         resolution = resolve(problem, search.assignment, buckets)
         if not resolution.short:
             exact = _resolved(search.assignment, resolution.shape_slots)
-            objective, bound = search.reported(problem, exact)
             if resolution.moved:
                 notes.append(f"decode: {resolution.moved} pods placed outside their bucket's slots")
-            return ExactResult(exact, search.optimal and not resolution.moved, objective, bound, notes)
+            optimal = search.optimal and not resolution.moved
+            return ExactResult(exact, optimal, search.levels, search.bounds, notes)
         repaired, fixed = repair(problem, search.assignment, buckets)
         candidate = _resolved(repaired, fixed.shape_slots)
         if _rank(problem, search.levels, candidate) > _rank(problem, search.levels, best):
@@ -95,9 +93,10 @@ def solve_exact(problem: Problem, hint: Assignment, *, started: float) -> ExactR
         for index in sorted(resolution.short, reverse=True):
             buckets = split_bucket(problem, buckets, index)
     if last is None or best is hint:
-        return ExactResult(None, False, 0.0, 0.0, notes)
-    objective, bound = last.reported(problem, best)
-    return ExactResult(best, False, objective, bound, notes)
+        return ExactResult(
+            None, False, [] if last is None else last.levels, {} if last is None else last.bounds, notes
+        )
+    return ExactResult(best, False, last.levels, last.bounds, notes)
 
 
 def _rank(problem: Problem, levels: list[Level], assignment: Assignment) -> tuple[int, ...]:
@@ -114,7 +113,12 @@ def _resolved(assignment: Assignment, shape_slots: dict[tuple[int, int], int]) -
 
 
 def _search(
-    problem: Problem, buckets: list[Bucket], hint: Assignment, budget: float, notes: list[str]
+    problem: Problem,
+    buckets: list[Bucket],
+    hint: Assignment,
+    budget: float,
+    notes: list[str],
+    targets: dict[str, int],
 ) -> _Search:
     started = time.monotonic()
     policy = problem.policy
@@ -131,7 +135,7 @@ def _search(
     levels = [level for stage in stages for level in stage.levels]
     if not stages:
         return _Search(None, True, [], {})
-    _hint(cp, problem, v, hint, buckets, classes)
+    hinted = _hint(cp, problem, v, hint, buckets, classes)
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = policy.num_workers
@@ -150,13 +154,25 @@ def _search(
     bounds: dict[str, int] = {}
     values: dict[int, int] | None = None
     for number, stage in enumerate(stages):
+        met = _meets(problem, stage, hint, targets, policy.relative_gap)
+        if met is not None:
+            # The warm start already reaches bounds proven elsewhere: no search can do better
+            # (or better enough) on these levels, so keep what it has and go on to the next stage.
+            reached, hint_value = met
+            notes.append(f"{stage.names}: the greedy decision meets the LP bound")
+            bounds.update({level.name: targets[level.name] for level in stage.levels})
+            optimal = optimal and reached
+            cp.add(stage.expression() >= hint_value)
+            values = dict(hinted)
+            continue
         left = budget - (time.monotonic() - started)
         share = FIRST_STAGE_SHARE if number == 0 and len(stages) > 1 else 1.0 / (len(stages) - number)
         limit = max(left * share, MIN_STAGE_SECONDS)
         solver.parameters.max_deterministic_time = limit
         solver.parameters.max_time_in_seconds = 2 * limit
         cp.maximize(stage.expression())
-        status = solver.solve(cp)
+        stopper = _StopAtTargets(stage, targets, policy.relative_gap)
+        status = solver.solve(cp, stopper)
         notes.append(f"{stage.names}: {solver.status_name(status)} in {solver.wall_time:.2f}s")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             optimal = False
@@ -165,7 +181,8 @@ def _search(
         found = [sum(coef * int(solver.value(var)) for var, coef in level.terms) for level in stage.levels]
         proven = stage.level_bounds(found, math.floor(solver.best_objective_bound))
         bounds.update({level.name: b for level, b in zip(stage.levels, proven, strict=True)})
-        optimal = optimal and status == cp_model.OPTIMAL
+        # A stage stopped at bounds proven elsewhere is as proven as one CP-SAT closed itself.
+        optimal = optimal and (status == cp_model.OPTIMAL or stopper.reached)
         # Later stages may not give back what this one won.
         cp.add(stage.expression() >= round(solver.objective_value))
         cp.clear_hints()  # type: ignore[no-untyped-call]
@@ -176,6 +193,51 @@ def _search(
     return _Search(_assignment(problem, v, values), optimal, levels, bounds)
 
 
+class _StopAtTargets(cp_model.CpSolverSolutionCallback):
+    """Stops a stage once its solution meets bounds proven elsewhere (the LP of :mod:`bound`).
+
+    Only for a stage made of reported levels alone: a stage that also ranks packing must go on.
+    The levels are met lexicographically: the first reaches its bound, then the next, and so on;
+    or, with a relative gap allowed, the sum is within it.
+    """
+
+    def __init__(self, stage: Stage, targets: dict[str, int], relative_gap: float) -> None:
+        super().__init__()
+        self.stage = stage
+        self.targets = [targets.get(level.name) for level in stage.levels]
+        self.active = all(level.reported for level in stage.levels) and all(
+            target is not None for target in self.targets
+        )
+        self.relative_gap = relative_gap
+        self.reached = False
+
+    def on_solution_callback(self) -> None:
+        if not self.active:
+            return
+        values = [sum(coef * self.value(var) for var, coef in level.terms) for level in self.stage.levels]
+        targets = [target or 0 for target in self.targets]
+        reached = all(value >= target for value, target in zip(values, targets, strict=True))
+        total, bound = sum(values), sum(targets)
+        self.reached = reached
+        if reached or (self.relative_gap > 0 and bound - total <= self.relative_gap * max(1, bound)):
+            self.stop_search()
+
+
+def _meets(
+    problem: Problem, stage: Stage, hint: Assignment, targets: dict[str, int], relative_gap: float
+) -> tuple[bool, int] | None:
+    """Whether the hint already reaches the stage's targets: (exactly, the stage's value), or None."""
+    if not all(level.reported and level.name in targets for level in stage.levels):
+        return None
+    values = [level.measure(problem, hint) for level in stage.levels]
+    bounds = [targets[level.name] for level in stage.levels]
+    reached = all(value >= bound for value, bound in zip(values, bounds, strict=True))
+    close = relative_gap > 0 and sum(bounds) - sum(values) <= relative_gap * max(1, sum(bounds))
+    if not (reached or close):
+        return None
+    return reached, stage.value(problem, hint)
+
+
 def _hint(
     cp: cp_model.CpModel,
     problem: Problem,
@@ -183,19 +245,24 @@ def _hint(
     hint: Assignment,
     buckets: list[Bucket],
     classes: list[list[int]],
-) -> None:
+) -> dict[int, int]:
+    """Hint the model with ``hint``; returns the hinted value per variable index."""
     bucket_of = {s: b.index for b in buckets for s in b.shapes}
     slots: dict[tuple[int, int], int] = {}
     for (s, node), k in hint.shape_slots.items():
         key = (bucket_of[s], node)
         slots[key] = slots.get(key, 0) + k
     slots = order_like_model(slots, {b.index: weight(b) for b in buckets}, classes)
+    values: dict[int, int] = {}
     for gang, var in v.placed.items():
-        cp.add_hint(var, 1 if gang in hint.placed else 0)
+        values[var.index] = 1 if gang in hint.placed else 0
     for c, var in v.count.items():
-        cp.add_hint(var, hint.count.get(c, 0) if problem.classes[c].gang in hint.placed else 0)
+        values[var.index] = hint.count.get(c, 0) if problem.classes[c].gang in hint.placed else 0
     for key, var in v.slot.items():
-        cp.add_hint(var, slots.get(key, 0))
+        values[var.index] = slots.get(key, 0)
+    for var in v.all():
+        cp.add_hint(var, values[var.index])
+    return values
 
 
 def _assignment(problem: Problem, v: Variables, values: dict[int, int]) -> Assignment:

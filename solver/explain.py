@@ -32,7 +32,7 @@ def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
     higher: dict[int, int] = {}
     for gang in problem.gangs:
         if gang.index in assignment.placed:
-            higher[gang.priority] = higher.get(gang.priority, 0) + 1
+            higher[gang.rank] = higher.get(gang.rank, 0) + 1
     for gang in problem.gangs:
         if gang.index in assignment.placed:
             out.append(PodGroupOutcome(podgroup=gang.key, phase="Running"))
@@ -120,7 +120,7 @@ def _why_left_out(
             f"but not on nodes where the gang's {max(1, gang.need)} pods "
             f"({res.format_vector(need)}) fit together",
         )
-    above = sum(count for priority, count in placed_by_priority.items() if priority > gang.priority)
+    above = sum(count for priority, count in placed_by_priority.items() if priority > gang.rank)
     if above:
         return (
             "Outranked",

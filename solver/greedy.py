@@ -15,7 +15,7 @@ from vcsat.solver.problem import Gang, Problem
 
 def gang_order(gang: Gang) -> tuple[int, float, str]:
     """Volcano's job order without fairness: higher priority first, then older, then by name."""
-    return (-gang.priority, gang.created, gang.key)
+    return (-gang.rank, gang.created, gang.key)
 
 
 class Room:

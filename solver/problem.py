@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
+from vcsat.model.gpus import gpu_holdings
 from vcsat.solver import predicates
 
 VALUE_SCALE = 1000
@@ -96,6 +97,8 @@ class Gang:
     priority: int
     created: float
     classes: list[int] = field(default_factory=list)
+    rank: int = 0
+    """The priority the objective ranks it by: its priority, or 0 for all with the priority plugin off."""
     need: int = 0
     """Pods that must be placed for the gang to run: minMember less the members already running."""
     task_need: dict[str, int] = field(default_factory=dict)
@@ -168,7 +171,12 @@ def _gang_priority(group: PodGroup | None, pods: list[Pod]) -> int:
 
 
 def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
-    pending = [pod for pod in snapshot.pods if pod.pending and pod.managed]
+    # A pod whose PodGroup is not (yet) there waits: its gang's rules are unknown.
+    pending = [
+        pod
+        for pod in snapshot.pods
+        if pod.pending and pod.managed and (pod.group is None or pod.group in snapshot.podgroup_by_key)
+    ]
     resources = sorted({name for pod in pending for name in pod.requests if name != res.GPU_MILLI})
     if res.PODS not in resources:
         resources.append(res.PODS)
@@ -180,19 +188,15 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     free_gpu_ids: list[tuple[int, ...]] = []
     for node in nodes:
         row = [node.allocatable.get(name, 0) for name in resources]
-        held: set[int] = set()
-        for pod in snapshot.pods_on_node.get(node.name, ()):
+        bound = snapshot.pods_on_node.get(node.name, ())
+        for pod in bound:
             for name, amount in pod.requests.items():
                 i = resource_index.get(name)
                 if i is not None:
                     row[i] -= amount
-            if pod.gpu_ids and pod.gpu_milli == 0:
-                held.update(pod.gpu_ids)
-            elif pod.gpu_ids:
-                # A GPU that holds shares takes no whole-GPU pod (contract §1).
-                held.update(pod.gpu_ids)
         free.append(row)
-        free_gpu_ids.append(tuple(i for i in range(node.gpus) if i not in held))
+        # A GPU that holds shares takes no whole-GPU pod (contract §1).
+        free_gpu_ids.append(gpu_holdings(node.gpus, bound).free_whole(node.gpus))
     gpu_index = resource_index.get(res.GPU)
     if gpu_index is not None:
         # Whole GPUs are the free indices, which is stricter than the count when shares hold some.
@@ -232,6 +236,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             priority=_gang_priority(group, pods),
             created=group.created if group is not None else pods[0].created,
         )
+        gang.rank = gang.priority if policy.priority else 0
         gangs.append(gang)
 
         by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey], list[Pod]] = {}
@@ -288,7 +293,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         if queue.capability is None:
             continue
         used = res.total(
-            pod.requests for pod in snapshot.pods if pod.bound and _queue_of(pod, snapshot) == queue.name
+            pod.requests for pod in snapshot.pods if pod.bound and snapshot.queue_of(pod) == queue.name
         )
         queue_room[queue.name] = {name: cap - used.get(name, 0) for name, cap in queue.capability.items()}
 
@@ -369,14 +374,6 @@ def _renumber(bucket: Bucket, index: int) -> Bucket:
     if bucket.index == index:
         return bucket
     return Bucket(index, bucket.shapes, bucket.request, bucket.gpus, bucket.nodes, bucket.upper)
-
-
-def _queue_of(pod: Pod, snapshot: Snapshot) -> str:
-    if pod.group is not None:
-        group = snapshot.podgroup_by_key.get(pod.group)
-        if group is not None:
-            return group.queue
-    return DEFAULT_QUEUE
 
 
 def _mask_array(index: predicates.NodeIndex, mask: int) -> NDArray[np.bool_]:

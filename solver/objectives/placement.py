@@ -22,19 +22,23 @@ def placed_work(problem: Problem, assignment: Assignment, priority: int) -> int:
     return sum(
         k * problem.classes[c].value
         for c, k in assignment.count.items()
-        if problem.gangs[problem.classes[c].gang].priority == priority
+        if problem.gangs[problem.classes[c].gang].rank == priority
     )
+
+
+def level_name(priority: int) -> str:
+    return f"placed work at priority {priority}"
 
 
 def placement_levels(problem: Problem, v: Variables) -> list[Level]:
     by_priority: dict[int, list[tuple[cp_model.IntVar, int]]] = {}
     for c, var in sorted(v.count.items()):
         pod_class = problem.classes[c]
-        priority = problem.gangs[pod_class.gang].priority
+        priority = problem.gangs[pod_class.gang].rank
         by_priority.setdefault(priority, []).append((var, pod_class.value))
     return [
         make_level(
-            f"placed work at priority {priority}",
+            level_name(priority),
             terms,
             upper_of=v.upper,
             measure=partial(placed_work, priority=priority),

@@ -1,0 +1,74 @@
+"""Which GPU indices the bound pods of a node hold: one rule for the loader, solver and validator.
+
+Contract §1: a bound pod's ``vcsat.io/gpu-ids`` names the indices it holds; a bound GPU pod without
+the annotation holds the lowest indices no annotated pod holds (oldest pods first, then by key, so
+the answer never changes between readers). A GPU share (``vcsat.io/gpu-milli``) holds part of one
+GPU; a GPU holding shares takes no whole-GPU pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from vcsat.model.cluster import Pod
+
+FULL_GPU_MILLI = 1000
+
+
+@dataclass
+class GpuHoldings:
+    whole: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Per pod key: the whole GPUs it holds."""
+    share: dict[str, int] = field(default_factory=dict)
+    """Per pod key of a GPU share: the GPU it shares."""
+    share_milli: dict[int, int] = field(default_factory=dict)
+    """Per GPU index: the thousandths its shares hold."""
+    unplaceable: list[str] = field(default_factory=list)
+    """Unannotated pods for which no index was left (an inconsistent node)."""
+
+    @property
+    def whole_held(self) -> set[int]:
+        return {index for ids in self.whole.values() for index in ids}
+
+    def free_whole(self, gpus: int) -> tuple[int, ...]:
+        """Indices that hold neither a whole-GPU pod nor a share."""
+        held = self.whole_held
+        return tuple(i for i in range(gpus) if i not in held and not self.share_milli.get(i))
+
+
+def gpu_holdings(gpus: int, bound: Iterable[Pod]) -> GpuHoldings:
+    """What the pods bound to one node (with ``gpus`` GPUs) hold, annotated or not."""
+    out = GpuHoldings()
+    unannotated: list[Pod] = []
+    for pod in bound:
+        if pod.gpus == 0 and pod.gpu_milli == 0:
+            continue
+        if pod.gpu_ids is None:
+            unannotated.append(pod)
+        elif pod.gpus == 0:
+            index = pod.gpu_ids[0]
+            out.share[pod.key] = index
+            out.share_milli[index] = out.share_milli.get(index, 0) + pod.gpu_milli
+        else:
+            out.whole[pod.key] = tuple(pod.gpu_ids)
+    for pod in sorted(unannotated, key=lambda p: (p.created, p.key)):
+        held = out.whole_held
+        if pod.gpus > 0:
+            free = [i for i in range(gpus) if i not in held and not out.share_milli.get(i)]
+            if len(free) < pod.gpus:
+                out.unplaceable.append(pod.key)
+                continue
+            out.whole[pod.key] = tuple(free[: pod.gpus])
+            continue
+        room = [
+            i
+            for i in range(gpus)
+            if i not in held and out.share_milli.get(i, 0) + pod.gpu_milli <= FULL_GPU_MILLI
+        ]
+        if not room:
+            out.unplaceable.append(pod.key)
+            continue
+        out.share[pod.key] = room[0]
+        out.share_milli[room[0]] = out.share_milli.get(room[0], 0) + pod.gpu_milli
+    return out
