@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from ortools.linear_solver import pywraplp
 
 from vcsat.model import resources as res
+from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms
 from vcsat.solver.problem import Problem
 
 TOLERANCE = 1e-6
@@ -44,9 +46,10 @@ class _Item:
     queue: str
 
 
-def lp_level_bounds(problem: Problem, found: dict[int, int]) -> dict[int, int]:
+def lp_level_bounds(problem: Problem, found: dict[int, int], fair_share: int | None = None) -> dict[int, int]:
     """Per priority (highest first), an upper bound on placed work at that priority, given that
-    every higher priority keeps at least ``found[priority]``."""
+    every higher priority keeps at least ``found[priority]`` and, when given, the queue fair-share
+    level (ranked above every priority) at least ``fair_share``."""
     items = _items(problem)
     if not items:
         return {}
@@ -54,7 +57,7 @@ def lp_level_bounds(problem: Problem, found: dict[int, int]) -> dict[int, int]:
     out: dict[int, int] = {}
     for number, priority in enumerate(priorities):
         floors = {p: found.get(p, 0) for p in priorities[:number]}
-        out[priority] = _solve(problem, items, priority, floors)
+        out[priority] = _solve(problem, items, priority, floors, fair_share)
     return out
 
 
@@ -76,7 +79,9 @@ def _items(problem: Problem) -> list[_Item]:
     return items
 
 
-def _solve(problem: Problem, items: list[_Item], priority: int, floors: dict[int, int]) -> int:
+def _solve(
+    problem: Problem, items: list[_Item], priority: int, floors: dict[int, int], fair_share: int | None
+) -> int:
     lp = pywraplp.Solver.CreateSolver("GLOP")
     infinity = lp.infinity()
     y = [lp.NumVar(0, item.pods, f"y{i}") for i, item in enumerate(items)]
@@ -121,6 +126,22 @@ def _solve(problem: Problem, items: list[_Item], priority: int, floors: dict[int
         if floor > 0:
             keep = [i for i, item in enumerate(items) if item.priority == higher]
             add(keep, [float(items[i].value) for i in keep], infinity, float(floor) * (1 - TOLERANCE))
+
+    if fair_share:
+        # The queue fair-share level (see objectives.fairness) keeps at least what it found.
+        within: list[Any] = []
+        for queue, name, cap, held, _asked in fair_terms(problem):
+            r = problem.resource_index(name)
+            share = lp.NumVar(0, cap, f"fair{len(within)}")
+            row = lp.Constraint(-infinity, float(SHARE_SCALE * held))
+            row.SetCoefficient(share, float(problem.total[name]))
+            for i, item in enumerate(items):
+                if item.queue == queue and item.request[r] > 0:
+                    row.SetCoefficient(y[i], -float(SHARE_SCALE * item.request[r]))
+            within.append(share)
+        keep = lp.Constraint(float(fair_share) * (1 - TOLERANCE), infinity)
+        for share in within:
+            keep.SetCoefficient(share, 1.0)
 
     objective = lp.Objective()
     for i, item in enumerate(items):

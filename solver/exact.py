@@ -22,8 +22,9 @@ from vcsat.solver.constraints.quota import add_quota
 from vcsat.solver.constraints.symmetry import add_symmetry_breaking, order_like_model, weight
 from vcsat.solver.decode import resolve
 from vcsat.solver.levels import Level, Stage, plan_stages
+from vcsat.solver.objectives.fairness import fairness_levels
 from vcsat.solver.objectives.packing import packing_levels
-from vcsat.solver.objectives.placement import placement_levels
+from vcsat.solver.objectives.placement import age_level, placement_levels
 from vcsat.solver.problem import Bucket, Problem, split_bucket
 from vcsat.solver.repair import repair
 from vcsat.solver.variables import Variables, create_variables
@@ -128,9 +129,10 @@ def _search(
     add_capacity(cp, problem, v, buckets)
     add_quota(cp, problem, v)
     classes = add_symmetry_breaking(cp, problem, v)
-    levels = placement_levels(problem, v)
+    levels = fairness_levels(cp, problem, v, hint) + placement_levels(problem, v)
     if policy.packing_weight > 0:
         levels += packing_levels(cp, problem, v, hint)
+    levels.append(age_level(problem, v))
     stages = plan_stages(levels)
     levels = [level for stage in stages for level in stage.levels]
     if not stages:
@@ -146,6 +148,7 @@ def _search(
     solver.parameters.interleave_search = policy.num_workers > 1
     # One presolve pass and no probing: the model is already aggregated and symmetry-broken by
     # construction, and every fraction of a second presolve spends is taken from the search.
+    solver.parameters.cp_model_presolve = False
     solver.parameters.max_presolve_iterations = 1
     solver.parameters.cp_model_probing_level = 0
     solver.parameters.symmetry_level = 0
@@ -160,7 +163,7 @@ def _search(
             # (or better enough) on these levels, so keep what it has and go on to the next stage.
             reached, hint_value = met
             notes.append(f"{stage.names}: the greedy decision meets the LP bound")
-            bounds.update({level.name: targets[level.name] for level in stage.levels})
+            bounds.update({level.name: targets.get(level.name, level.upper) for level in stage.levels})
             optimal = optimal and reached
             cp.add(stage.expression() >= hint_value)
             values = dict(hinted)
@@ -226,13 +229,25 @@ class _StopAtTargets(cp_model.CpSolverSolutionCallback):
 def _meets(
     problem: Problem, stage: Stage, hint: Assignment, targets: dict[str, int], relative_gap: float
 ) -> tuple[bool, int] | None:
-    """Whether the hint already reaches the stage's targets: (exactly, the stage's value), or None."""
-    if not all(level.reported and level.name in targets for level in stage.levels):
-        return None
+    """Whether the hint already reaches the stage's bounds: (exactly, the stage's value), or None.
+
+    A reported level's bound is the proven one in ``targets``; any other level's is its upper end,
+    which it must reach exactly; a relative gap, where allowed, applies to reported levels only."""
     values = [level.measure(problem, hint) for level in stage.levels]
-    bounds = [targets[level.name] for level in stage.levels]
-    reached = all(value >= bound for value, bound in zip(values, bounds, strict=True))
-    close = relative_gap > 0 and sum(bounds) - sum(values) <= relative_gap * max(1, sum(bounds))
+    reported_gap = 0
+    reported_bound = 0
+    reached = True
+    for level, value in zip(stage.levels, values, strict=True):
+        if level.reported:
+            if level.name not in targets:
+                return None
+            bound = targets[level.name]
+            reported_gap += max(0, bound - value)
+            reported_bound += bound
+            reached = reached and value >= bound
+        elif value < level.upper:
+            return None
+    close = relative_gap > 0 and reported_gap <= relative_gap * max(1, reported_bound)
     if not (reached or close):
         return None
     return reached, stage.value(problem, hint)

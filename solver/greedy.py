@@ -55,26 +55,69 @@ class Room:
 
 
 def greedy(problem: Problem) -> Assignment:
+    """Volcano's allocate, greedily: queues in order of their share of what they deserve (the
+    least served first, and none past its share while others are below theirs), gangs within a
+    queue by priority then age; then whatever is left, in that order, into idle room (lending)."""
     room = Room(problem)
     queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
     assignment = Assignment()
+    held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
+    waiting: dict[str, list[Gang]] = {}
     for gang in sorted(problem.candidates, key=gang_order):
-        taken = fit_gang(problem, gang, room, queue_room.get(gang.queue))
-        if taken is None:
-            continue
-        assignment.placed.add(gang.index)
-        for class_index, shape_index, node in taken:
-            assignment.count[class_index] = assignment.count.get(class_index, 0) + 1
-            key = (shape_index, node)
-            assignment.shape_slots[key] = assignment.shape_slots.get(key, 0) + 1
-        caps = queue_room.get(gang.queue)
-        if caps is not None:
-            for _, shape_index, _ in taken:
-                request = problem.shapes[shape_index].request
-                for name in caps:
-                    if name in problem.resources:
-                        caps[name] -= request[problem.resource_index(name)]
+        waiting.setdefault(gang.queue, []).append(gang)
+    left: list[Gang] = []
+    while problem.deserved and waiting:
+        queue = min(waiting, key=lambda q: (_served(problem, held.get(q, {}), q), q))
+        if _served(problem, held.get(queue, {}), queue) >= 1:
+            break
+        gang = waiting[queue].pop(0)
+        if not waiting[queue]:
+            del waiting[queue]
+        if not _place(problem, gang, room, queue_room, assignment, held):
+            left.append(gang)
+    left += [gang for gangs in waiting.values() for gang in gangs]
+    for gang in sorted(left, key=gang_order):
+        _place(problem, gang, room, queue_room, assignment, held)
     return assignment
+
+
+def _served(problem: Problem, held: dict[str, int], queue: str) -> float:
+    """How much of its deserved share a queue holds, on its most served resource (1 = all of it)."""
+    deserved = problem.deserved.get(queue, {})
+    ratios = [
+        held.get(name, 0) / amount
+        for name, amount in deserved.items()
+        if amount > 0 and name in problem.total
+    ]
+    return max(ratios, default=1.0)
+
+
+def _place(
+    problem: Problem,
+    gang: Gang,
+    room: Room,
+    queue_room: dict[str, dict[str, int]],
+    assignment: Assignment,
+    held: dict[str, dict[str, int]],
+) -> bool:
+    taken = fit_gang(problem, gang, room, queue_room.get(gang.queue))
+    if taken is None:
+        return False
+    assignment.placed.add(gang.index)
+    caps = queue_room.get(gang.queue)
+    usage = held.setdefault(gang.queue, {})
+    for class_index, shape_index, node in taken:
+        assignment.count[class_index] = assignment.count.get(class_index, 0) + 1
+        key = (shape_index, node)
+        assignment.shape_slots[key] = assignment.shape_slots.get(key, 0) + 1
+        request = problem.shapes[shape_index].request
+        for r, name in enumerate(problem.resources):
+            usage[name] = usage.get(name, 0) + request[r]
+        if caps is not None:
+            for name in caps:
+                if name in problem.resources:
+                    caps[name] -= request[problem.resource_index(name)]
+    return True
 
 
 Taken = list[tuple[int, int, int]]

@@ -23,6 +23,7 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.model.gpus import gpu_holdings
 from vcsat.solver import predicates
+from vcsat.solver.fairness.deserved import cluster_total, deserved_shares, queue_usage
 
 VALUE_SCALE = 1000
 """A pod's value is its dominant share of the largest node, in thousandths (see ``pod_value``)."""
@@ -137,6 +138,12 @@ class Problem:
     """Gangs that cannot be placed this cycle whatever the others do."""
     queue_room: dict[str, dict[str, int]]
     """Per queue with a capability: what it may still take, per capped resource."""
+    total: dict[str, int] = field(default_factory=dict)
+    """The room queues share (Ready nodes less other schedulers' pods), per resource."""
+    queue_usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    """What each queue's pods hold now, per resource."""
+    deserved: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Each queue's deserved share (proportion), per resource; empty with proportion off."""
 
     @property
     def candidates(self) -> list[Gang]:
@@ -297,6 +304,14 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         )
         queue_room[queue.name] = {name: cap - used.get(name, 0) for name, cap in queue.capability.items()}
 
+    total: dict[str, int] = {}
+    usage: dict[str, dict[str, int]] = {}
+    deserved: dict[str, dict[str, int]] = {}
+    if policy.proportion and len({gang.queue for gang in gangs if gang.index not in blocked}) > 1:
+        total = cluster_total(snapshot)
+        usage = queue_usage(snapshot)
+        deserved = deserved_shares(snapshot, total)
+
     return Problem(
         snapshot=snapshot,
         policy=policy,
@@ -310,6 +325,9 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         buckets=buckets,
         blocked=blocked,
         queue_room=queue_room,
+        total=total,
+        queue_usage=usage,
+        deserved=deserved,
     )
 
 

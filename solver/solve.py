@@ -21,6 +21,7 @@ from vcsat.solver.decode import bindings
 from vcsat.solver.exact import solve_exact
 from vcsat.solver.explain import outcomes
 from vcsat.solver.greedy import greedy
+from vcsat.solver.objectives.fairness import queue_fair_share
 from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.problem import Problem, build_problem
 
@@ -40,7 +41,7 @@ def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
     problem = build_problem(snapshot, policy)
     hint = greedy(problem)
     hint_values = _placed(problem, hint)
-    first_bounds = lp_level_bounds(problem, hint_values)
+    first_bounds = lp_level_bounds(problem, hint_values, queue_fair_share(problem, hint))
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
     result = solve_exact(problem, hint, started=started, targets=targets)
 
@@ -49,7 +50,8 @@ def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
     else:
         assignment, status = hint, "FALLBACK"
     values = _placed(problem, assignment)
-    lp_bounds = first_bounds if values == hint_values else lp_level_bounds(problem, values)
+    fair_share = queue_fair_share(problem, assignment)
+    lp_bounds = first_bounds if assignment is hint else lp_level_bounds(problem, values, fair_share)
     bound = 0
     for rank, value in values.items():
         proven = [b for b in (lp_bounds.get(rank), result.bounds.get(level_name(rank))) if b is not None]

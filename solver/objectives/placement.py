@@ -46,3 +46,21 @@ def placement_levels(problem: Problem, v: Variables) -> list[Level]:
         )
         for priority, terms in sorted(by_priority.items(), reverse=True)
     ]
+
+
+def _age_weights(problem: Problem) -> dict[int, int]:
+    """Per candidate gang, a weight that is larger the older it is (FIFO, as Volcano orders jobs)."""
+    order = sorted(problem.candidates, key=lambda gang: (gang.created, gang.key))
+    return {gang.index: len(order) - rank for rank, gang in enumerate(order)}
+
+
+def age_level(problem: Problem, v: Variables) -> Level:
+    """The last tie-break: among otherwise equal decisions, older gangs first."""
+    weights = _age_weights(problem)
+    terms = [(v.placed[g], weights[g]) for g in sorted(v.placed)]
+    return make_level("older gangs first", terms, upper_of=v.upper, measure=_measure_age)
+
+
+def _measure_age(problem: Problem, assignment: Assignment) -> int:
+    weights = _age_weights(problem)
+    return sum(weights[g] for g in assignment.placed if g in weights)

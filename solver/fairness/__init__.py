@@ -1,0 +1,43 @@
+"""Fair sharing as plain arithmetic: queue shares, dominant shares, and the reference allocators.
+
+Everything here is a pure function of the snapshot, exact in integers or fractions, with no
+CP-SAT: the model builder reads these numbers (a queue's deserved share, a job's dominant share),
+the validator and the explanations read the same numbers, and the tests can state the fairness
+invariants without running a solver.
+"""
+
+from vcsat.solver.fairness.deserved import (
+    FAIR_EXCLUDED,
+    QueueShare,
+    cluster_total,
+    deserved_shares,
+    fair_shares,
+    queue_demand,
+    queue_of,
+    queue_usage,
+    water_fill,
+)
+from vcsat.solver.fairness.drf import (
+    dominant_share,
+    drf_progressive_filling,
+    job_dominant_shares,
+    job_of,
+    job_usage,
+)
+
+__all__ = [
+    "FAIR_EXCLUDED",
+    "QueueShare",
+    "cluster_total",
+    "deserved_shares",
+    "dominant_share",
+    "drf_progressive_filling",
+    "fair_shares",
+    "job_dominant_shares",
+    "job_of",
+    "job_usage",
+    "queue_demand",
+    "queue_of",
+    "queue_usage",
+    "water_fill",
+]
