@@ -610,6 +610,7 @@ class _Converter:
             task=annotations.get(TASK_SPEC_ANNOTATION, ""),
             preemptable=preemptable,
             gpu_ids=gpu_ids,
+            nominated_node=_nominated_node(obj),
             created=obj.created(),
         )
 
@@ -915,6 +916,19 @@ def _toleration(obj: _Object, raw: Any, path: str) -> Toleration:
         value=value,
         effect=cast('TaintEffect | Literal[""]', effect),
     )
+
+
+def _nominated_node(obj: _Object) -> str | None:
+    """``status.nominatedNodeName``: where the pod waits for its victims to go."""
+    status = obj.raw.get("status")
+    if not isinstance(status, Mapping):
+        return None
+    value = status.get("nominatedNodeName")
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        obj.fail("status.nominatedNodeName", f"expected a string, got {type(value).__name__}")
+    return value
 
 
 def _resolve_gpu_ids(pods: list[Pod], nodes: Mapping[str, Node], converter: _Converter) -> list[Pod]:

@@ -106,6 +106,8 @@ class Pod(Frozen):
     preemptable: bool = True
     gpu_ids: tuple[int, ...] | None = None
     """``vcsat.io/gpu-ids`` on a bound pod: the device indices it holds."""
+    nominated_node: str | None = None
+    """``status.nominatedNodeName``: a node where it waits for preemption victims to go."""
     created: float = 0.0
     """Creation time as epoch seconds: FIFO order, and younger victims go first."""
 

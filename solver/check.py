@@ -43,11 +43,10 @@ from typing import Final, Literal, NamedTuple
 from vcsat.model import Decision, Node, Pod, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
+from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
 from vcsat.solver.predicates import PREDICATE_CODES, predicate_failure
 
-PROTECTED_NAMESPACES: Final = frozenset({"kube-system"})
-CRITICAL_PRIORITY_CLASSES: Final = frozenset({"system-cluster-critical", "system-node-critical"})
 WHOLE_GPU_MILLI: Final = 1000
 WAITING_FOR_EVICTION: Final = "WaitingForEviction"
 _TOLERANCE: Final = 1e-6
@@ -238,7 +237,7 @@ class _Checker:
             # A protected victim still counts as evicted below, so that its one fault is not
             # reported again as capacity or gang trouble of the pods that replace it.
             self.victims[key] = pod
-            protection = _protection(pod)
+            protection = victim_protection(pod)
             if protection:
                 self._flag("VictimProtected", key, f"{eviction.reason} victim {protection}")
 
@@ -567,18 +566,3 @@ def _state(pod: Pod) -> str:
     if pod.node_name is None:
         return "not bound"
     return f"bound to {pod.node_name}"
-
-
-def _protection(pod: Pod) -> str:
-    """Why the pod may never be a victim, or empty."""
-    if pod.namespace in PROTECTED_NAMESPACES:
-        return f"is in namespace {pod.namespace}"
-    if pod.priority_class in CRITICAL_PRIORITY_CLASSES:
-        return f"has priority class {pod.priority_class}"
-    if not pod.preemptable:
-        return 'is annotated volcano.sh/preemptable: "false"'
-    if pod.terminating:
-        return "is already terminating"
-    if not pod.managed:
-        return "belongs to another scheduler"
-    return ""

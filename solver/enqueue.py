@@ -284,6 +284,9 @@ class _State:
 
     def never_runs(self, group: PodGroup) -> tuple[str, str] | None:
         """Rule 3's static check: why the group can never run as the cluster is built, if so."""
+        gang = self.placeable.gang_never_fits(group, self.snapshot.pods_of_group.get(group.key, ()))
+        if gang is not None:
+            return gang
         need = self.need[group.key]
         for name in self.lineage(group.queue):
             queue = self.snapshot.queue_by_name.get(name)
@@ -303,7 +306,7 @@ class _State:
                 f"needs {res.format_vector(_pick(need, too_big))} but the whole cluster has "
                 f"{_format_have(self.allocatable, too_big)} allocatable",
             )
-        return self.placeable.gang_never_fits(group, self.snapshot.pods_of_group.get(group.key, ()))
+        return None
 
     def consider(self, group: PodGroup, *, overcommit: bool) -> Admission:
         queue = self.snapshot.queue_by_name.get(group.queue)

@@ -96,8 +96,10 @@ def plan_node(
 ) -> NodePlan:
     """Whole-GPU pods and share requests on one node, chosen together.
 
-    ``free``: GPUs with no holder and no shares; ``counts``: whole-GPU pods' counts; ``shares``:
-    share requests in thousandths; ``shared``: thousandths already in use per GPU holding shares.
+    ``free``: GPUs with no holder and no shares (``gpu_holdings(...).free_whole(gpus)``, as
+    ``Problem.free_gpu_ids``); ``counts``: whole-GPU pods' counts; ``shares``: share requests in
+    thousandths; ``shared``: thousandths already in use per GPU holding shares
+    (``gpu_holdings(...).share_milli``, see :mod:`vcsat.model.gpus`).
     Shares fill GPUs that hold shares first (best fit); the fresh GPUs they still need are chosen
     with the whole-GPU pods as 1-GPU sets that rank last, so they take the GPUs whose loss leaves
     the rest best connected.

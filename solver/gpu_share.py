@@ -14,25 +14,9 @@ Pure and deterministic: the same inputs give the same indices.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-from vcsat.model import Pod
-
-MILLI_PER_GPU = 1000
-
-
-def share_usage(pods: Iterable[Pod]) -> dict[int, int]:
-    """Per GPU index, the thousandths that the given bound share pods hold there.
-
-    Pass the pods bound to one node (``snapshot.pods_on_node[name]``); pods without a share or
-    without their GPU index (``vcsat.io/gpu-ids``) are skipped.
-    """
-    used: dict[int, int] = {}
-    for pod in pods:
-        if pod.bound and pod.gpu_milli > 0 and pod.gpu_ids:
-            gpu = pod.gpu_ids[0]
-            used[gpu] = used.get(gpu, 0) + pod.gpu_milli
-    return used
+from vcsat.model.gpus import FULL_GPU_MILLI
 
 
 def place_shares(
@@ -44,9 +28,10 @@ def place_shares(
     """Per share request (thousandths, 1..1000), the GPU index that takes it, or None.
 
     ``shared``: per GPU that already holds shares, the thousandths in use (GPUs at 0 are
-    ignored). ``free``: whole GPUs free of any holder, opened for shares in this order, and only
-    when no GPU holding shares has room. Requests are placed biggest first (best-fit decreasing);
-    the answer is in the order of ``requests``. None means no GPU had room for it.
+    ignored): ``vcsat.model.gpus.gpu_holdings(...).share_milli`` for a node's bound pods.
+    ``free``: whole GPUs free of any holder, opened for shares in this order, and only when no
+    GPU holding shares has room. Requests are placed biggest first (best-fit decreasing); the
+    answer is in the order of ``requests``. None means no GPU had room for it.
     """
     used = _checked_usage(requests, shared, free)
     return _pack(requests, used, list(free))
@@ -67,14 +52,14 @@ def _checked_usage(
     requests: Sequence[int], shared: Mapping[int, int] | None, free: Sequence[int]
 ) -> dict[int, int]:
     for position, milli in enumerate(requests):
-        if not 1 <= milli <= MILLI_PER_GPU:
+        if not 1 <= milli <= FULL_GPU_MILLI:
             raise ValueError(
-                f"share request {position}: must be 1 to {MILLI_PER_GPU} thousandths, not {milli}"
+                f"share request {position}: must be 1 to {FULL_GPU_MILLI} thousandths, not {milli}"
             )
     used = {gpu: milli for gpu, milli in sorted((shared or {}).items()) if milli != 0}
     for gpu, milli in used.items():
-        if not 0 < milli <= MILLI_PER_GPU:
-            raise ValueError(f"GPU {gpu} holds {milli} thousandths in shares; must be 1 to {MILLI_PER_GPU}")
+        if not 0 < milli <= FULL_GPU_MILLI:
+            raise ValueError(f"GPU {gpu} holds {milli} thousandths in shares; must be 1 to {FULL_GPU_MILLI}")
     if len(set(free)) != len(free):
         raise ValueError(f"free GPUs listed twice: {sorted(free)}")
     both = sorted(set(free) & set(used))
@@ -90,7 +75,9 @@ def _pack(requests: Sequence[int], used: dict[int, int], fresh: list[int]) -> li
         milli = requests[position]
         # Best fit: the GPU left with the least room, so bigger holes stay open elsewhere.
         fitting = [
-            (MILLI_PER_GPU - held - milli, gpu) for gpu, held in used.items() if held + milli <= MILLI_PER_GPU
+            (FULL_GPU_MILLI - held - milli, gpu)
+            for gpu, held in used.items()
+            if held + milli <= FULL_GPU_MILLI
         ]
         if fitting:
             gpu = min(fitting)[1]

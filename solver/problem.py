@@ -41,7 +41,7 @@ class Shape:
     """Indices into :attr:`Problem.nodes` where one pod of this shape fits now."""
     upper: dict[int, int]
     """Per eligible node: how many pods of this shape fit there on their own."""
-    eligibility: Hashable
+    eligibility: predicates.EligibilityKey
     """Pods of this shape pass the predicates on the same nodes (see ``predicates.eligibility_key``)."""
 
 
@@ -144,6 +144,13 @@ class Problem:
     """What each queue's pods hold now, per resource."""
     deserved: dict[str, dict[str, int]] = field(default_factory=dict)
     """Each queue's deserved share (proportion), per resource; empty with proportion off."""
+    node_index: predicates.NodeIndex | None = None
+
+    def eligible_nodes(self, key: predicates.EligibilityKey) -> list[int]:
+        """Indices of the nodes whose predicates a pod with this eligibility key passes."""
+        index = self.node_index or predicates.NodeIndex(self.nodes)
+        self.node_index = index
+        return [int(i) for i in np.flatnonzero(_mask_array(index, index.mask(key)))]
 
     @property
     def candidates(self) -> list[Gang]:
@@ -307,7 +314,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     total: dict[str, int] = {}
     usage: dict[str, dict[str, int]] = {}
     deserved: dict[str, dict[str, int]] = {}
-    if policy.proportion and len({gang.queue for gang in gangs if gang.index not in blocked}) > 1:
+    busy = {gang.queue for gang in gangs} | {q for pod in snapshot.pods if pod.bound and (q := snapshot.queue_of(pod))}
+    if policy.proportion and gangs and len(busy) > 1:
         total = cluster_total(snapshot)
         usage = queue_usage(snapshot)
         deserved = deserved_shares(snapshot, total)
@@ -328,6 +336,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         total=total,
         queue_usage=usage,
         deserved=deserved,
+        node_index=node_index,
     )
 
 
@@ -460,6 +469,15 @@ def _prefilter(
             f"pod {unsupported[gang.index]} asks a GPU share ({res.GPU_MILLI}); "
             "shared-GPU placement is not enabled in this build",
         )
+    for pod_class in (classes[c] for c in gang.classes):
+        for pod in pod_class.pods:
+            node = pod.nominated_node
+            if node is not None and any(p.terminating for p in snapshot.pods_on_node.get(node, ())):
+                return Blocked(
+                    gang.index,
+                    "WaitingForEviction",
+                    f"pod {pod.key} is nominated to {node}, where evicted pods are still terminating",
+                )
     queue = snapshot.queue_by_name.get(gang.queue)
     if queue is not None and not queue.open:
         return Blocked(gang.index, "QueueClosed", f"queue {gang.queue} is Closed: nothing new is placed")

@@ -14,15 +14,27 @@ from __future__ import annotations
 
 import time
 
-from vcsat.model import Decision, Policy, Snapshot, SolverStats
+from vcsat.model import (
+    Binding,
+    Decision,
+    Eviction,
+    Nomination,
+    Pod,
+    PodGroupOutcome,
+    Policy,
+    Snapshot,
+    SolverStats,
+)
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.bound import lp_level_bounds
 from vcsat.solver.decode import bindings
 from vcsat.solver.exact import solve_exact
 from vcsat.solver.explain import outcomes
+from vcsat.solver.fairness.deserved import queue_usage
 from vcsat.solver.greedy import greedy
 from vcsat.solver.objectives.fairness import queue_fair_share
 from vcsat.solver.objectives.placement import level_name, placed_work
+from vcsat.solver.preempt import preempt_and_reclaim
 from vcsat.solver.problem import Problem, build_problem
 
 
@@ -63,10 +75,111 @@ def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
         status=status,
         objective=float(objective),
         bound=float(bound),
-        seconds=round(time.monotonic() - started, 3),
+        seconds=0.0,
     )
+    now = bindings(problem, assignment, assignment.shape_slots)
+    podgroups = outcomes(problem, assignment)
+    nominations: list[Nomination] = []
+    evictions: list[Eviction] = []
+    if policy.preempt or policy.reclaim:
+        now, nominations, evictions, podgroups = _preempt(problem, assignment, now, podgroups, started)
     return Decision(
-        bindings=bindings(problem, assignment, assignment.shape_slots),
-        podgroups=outcomes(problem, assignment),
-        solver=stats,
+        bindings=now,
+        nominations=nominations,
+        evictions=evictions,
+        podgroups=podgroups,
+        solver=stats.model_copy(update={"seconds": round(time.monotonic() - started, 3)}),
+    )
+
+
+WAITING_ROOM = frozenset({"InsufficientResources", "Fragmented"})
+"""Prefilter reasons that evictions may cure: the room is there, held by others."""
+
+
+def _preempt(
+    problem: Problem,
+    assignment: Assignment,
+    now: list[Binding],
+    podgroups: list[PodGroupOutcome],
+    started: float,
+) -> tuple[list[Binding], list[Nomination], list[Eviction], list[PodGroupOutcome]]:
+    """Preempt and reclaim (:mod:`preempt`) over what the allocate phase left."""
+    waiting = [
+        gang
+        for gang in problem.gangs
+        if gang.index not in assignment.placed
+        and (gang.index not in problem.blocked or problem.blocked[gang.index].reason in WAITING_ROOM)
+    ]
+    if not waiting:
+        return now, [], [], podgroups
+    room = [list(row) for row in problem.free]
+    for (s, node), k in assignment.shape_slots.items():
+        for r, amount in enumerate(problem.shapes[s].request):
+            room[node][r] -= k * amount
+    usage = {
+        queue: dict(held) for queue, held in (problem.queue_usage or queue_usage(problem.snapshot)).items()
+    }
+    for c, k in assignment.count.items():
+        held = usage.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
+        for r, name in enumerate(problem.resources):
+            held[name] = held.get(name, 0) + k * problem.shapes[problem.classes[c].shape].request[r]
+    deadline = started + problem.policy.time_limit_s
+    result = preempt_and_reclaim(problem, waiting, room, usage, deadline=deadline)
+    if not result.placed:
+        return now, [], [], podgroups
+
+    taken: dict[str, set[int]] = {}
+    for binding in now:
+        taken.setdefault(binding.node, set()).update(binding.gpus)
+    extra: list[Binding] = []
+    nominations: list[Nomination] = []
+    by_node: dict[int, list[tuple[Pod, bool]]] = {}
+    for c, k in sorted(result.count.items()):
+        pod_class = problem.classes[c]
+        unplaced = list(pod_class.pods[:k])
+        for (cc, node), n in sorted(result.on_node.items()):
+            if cc != c:
+                continue
+            for pod in unplaced[:n]:
+                by_node.setdefault(node, []).append((pod, pod_class.gang in result.nominated))
+            del unplaced[:n]
+    for node, pods in sorted(by_node.items()):
+        name = problem.nodes[node].name
+        free_now = [i for i in problem.free_gpu_ids[node] if i not in taken.get(name, set())]
+        freed = sorted(i for victim in result.evicted_on.get(node, []) for i in victim.gpu_ids)
+        for pod, nominated in sorted(pods, key=lambda item: (item[1], -item[0].gpus, item[0].key)):
+            pool = free_now if not nominated else sorted([*free_now, *freed])
+            ids = pool[: pod.gpus]
+            for i in ids:
+                if i in free_now:
+                    free_now.remove(i)
+                else:
+                    freed.remove(i)
+            if nominated:
+                nominations.append(Nomination(pod=pod.key, node=name, gpus=ids))
+            else:
+                extra.append(Binding(pod=pod.key, node=name, gpus=ids))
+    evictions = [Eviction(pod=key, reason=reason) for key, reason in sorted(result.evicted.items())]
+    patched: list[PodGroupOutcome] = []
+    for outcome in podgroups:
+        gang = next((g for g in result.placed_gangs(problem) if g.key == outcome.podgroup), None)
+        if gang is None:
+            patched.append(outcome)
+        elif gang.index in result.nominated:
+            reasons = sorted(set(result.evicted.values()))
+            patched.append(
+                PodGroupOutcome(
+                    podgroup=outcome.podgroup,
+                    phase="Inqueue",
+                    reason="WaitingForEviction",
+                    message=f"nominated; waits for {len(evictions)} evicted pods ({', '.join(reasons)}) to go",
+                )
+            )
+        else:
+            patched.append(PodGroupOutcome(podgroup=outcome.podgroup, phase="Running"))
+    return (
+        sorted([*now, *extra], key=lambda b: b.pod),
+        sorted(nominations, key=lambda n: n.pod),
+        evictions,
+        patched,
     )

@@ -1,0 +1,430 @@
+"""Preemption and reclaim: evict running pods so that waiting gangs can run, exactly and sparingly.
+
+Volcano runs its preempt and reclaim actions after allocate; so does vcsat, each as a small exact
+CP-SAT model over what allocate left: the gangs still waiting (the *preemptors*), the running pods
+that may go (the *victims*), and the room left on each node.
+
+- **preempt** acts inside one queue: a victim has strictly lower priority than a preemptor that
+  uses its room (on each node, pods of priority at most p only use room freed by victims below p);
+- **reclaim** acts across queues: a queue below its deserved share takes room from reclaimable
+  queues above theirs, never more than their excess on their dominant resource.
+
+In both, a victim's gang keeps at least its minMember or goes whole; pods that conformance
+protects (kube-system, critical priority classes, ``volcano.sh/preemptable: "false"``,
+terminating) are never victims. The objective, in order: the most preemptor work placed (by
+priority), then victims of the highest priority spared first, then the fewest victims, then the
+youngest victims first. Preemptors are *nominated*: they are bound in a later cycle, once their
+victims are gone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ortools.sat.python import cp_model
+
+from vcsat.model import Pod
+from vcsat.model import resources as res
+from vcsat.model.conformance import protection
+from vcsat.model.gpus import gpu_holdings
+from vcsat.solver.greedy import gang_order
+from vcsat.solver.levels import Level, make_level, plan_stages
+from vcsat.solver.objectives.fairness import SHARE_SCALE
+from vcsat.solver.problem import Gang, Problem
+
+MAX_PREEMPTORS = 32
+"""Gangs considered per model: the highest-ranked waiting ones; the rest try again next cycle."""
+
+Reason = Literal["preempt", "reclaim"]
+
+
+@dataclass(frozen=True)
+class Victim:
+    index: int
+    pod: Pod
+    node: int
+    queue: str
+    request: tuple[int, ...]
+    gang: str
+    gpu_ids: tuple[int, ...]
+
+
+@dataclass
+class Evictions:
+    """What the preempt and reclaim phases decided."""
+
+    placed: set[int] = field(default_factory=set)
+    count: dict[int, int] = field(default_factory=dict)
+    on_node: dict[tuple[int, int], int] = field(default_factory=dict)
+    """Per (pod class, node): preemptor pods landing there."""
+    evicted: dict[str, Reason] = field(default_factory=dict)
+    """Per victim pod key: why it goes."""
+    evicted_on: dict[int, list[Victim]] = field(default_factory=dict)
+    nominated: set[int] = field(default_factory=set)
+    """Placed gangs that wait for victims (all their pods are nominations)."""
+    notes: list[str] = field(default_factory=list)
+
+    def placed_gangs(self, problem: Problem) -> list[Gang]:
+        return [problem.gangs[g] for g in sorted(self.placed)]
+
+
+def victims_of(problem: Problem) -> list[Victim]:
+    """Every running pod of ours that conformance lets go, with its node and queue."""
+    snapshot = problem.snapshot
+    node_of = {node.name: i for i, node in enumerate(problem.nodes)}
+    out: list[Victim] = []
+    for pod in snapshot.pods:
+        if not pod.bound or pod.node_name not in node_of or protection(pod):
+            continue
+        queue = snapshot.queue_of(pod)
+        if queue is None:
+            continue
+        node = node_of[pod.node_name]
+        holdings = gpu_holdings(problem.nodes[node].gpus, snapshot.pods_on_node.get(pod.node_name, ()))
+        out.append(
+            Victim(
+                index=len(out),
+                pod=pod,
+                node=node,
+                queue=queue,
+                request=tuple(pod.requests.get(name, 0) for name in problem.resources),
+                gang=pod.group if pod.group is not None else pod.key,
+                gpu_ids=holdings.whole.get(pod.key, ()),
+            )
+        )
+    return out
+
+
+def dominant(problem: Problem, queue: str) -> str | None:
+    deserved = problem.deserved.get(queue, {})
+    names = [n for n in deserved if deserved[n] > 0 and problem.total.get(n, 0) > 0 and n != res.PODS]
+    return max(names, key=lambda n: (deserved[n] / problem.total[n], n)) if names else None
+
+
+def preempt_and_reclaim(
+    problem: Problem,
+    waiting: list[Gang],
+    room: list[list[int]],
+    usage: dict[str, dict[str, int]],
+    *,
+    deadline: float,
+) -> Evictions:
+    """Run preempt (per queue) then reclaim over ``room`` (what allocate left, changed in place)."""
+    out = Evictions()
+    policy = problem.policy
+    victims = victims_of(problem) if (policy.preempt or policy.reclaim) and waiting else []
+    if not victims:
+        return out
+    if policy.preempt:
+        for queue in sorted({gang.queue for gang in waiting}):
+            preemptors = [g for g in waiting if g.queue == queue and g.index not in out.placed]
+            top = max(g.priority for g in preemptors)
+            mine = [
+                v
+                for v in victims
+                if v.queue == queue and v.pod.priority < top and v.pod.key not in out.evicted
+            ]
+            if mine:
+                _run(problem, preemptors, mine, room, usage, "preempt", out, deadline)
+    if policy.reclaim and problem.deserved:
+        below = {q for q in problem.deserved if _share(problem, usage, q) < 1}
+        reclaimable = {queue.name for queue in problem.snapshot.queues if queue.reclaimable}
+        above = {q for q in problem.deserved if _share(problem, usage, q) > 1 and q in reclaimable}
+        preemptors = [g for g in waiting if g.queue in below and g.index not in out.placed]
+        theirs = [v for v in victims if v.queue in above and v.pod.key not in out.evicted]
+        if preemptors and theirs:
+            _run(problem, preemptors, theirs, room, usage, "reclaim", out, deadline)
+    return out
+
+
+def _share(problem: Problem, usage: dict[str, dict[str, int]], queue: str) -> float:
+    name = dominant(problem, queue)
+    if name is None:
+        return 1.0
+    return usage.get(queue, {}).get(name, 0) / problem.deserved[queue][name]
+
+
+def _run(
+    problem: Problem,
+    preemptors: list[Gang],
+    victims: list[Victim],
+    room: list[list[int]],
+    usage: dict[str, dict[str, int]],
+    reason: Reason,
+    out: Evictions,
+    deadline: float,
+) -> None:
+    preemptors = sorted(preemptors, key=gang_order)[:MAX_PREEMPTORS]
+    on_node: dict[int, list[Victim]] = {}
+    for victim in victims:
+        on_node.setdefault(victim.node, []).append(victim)
+    freeable = {
+        node: [room[node][r] + sum(v.request[r] for v in vs) for r in range(len(problem.resources))]
+        for node, vs in on_node.items()
+    }
+
+    cp = cp_model.CpModel()
+    upper: dict[int, int] = {}
+    placed = {g.index: cp.new_bool_var(f"placed[{g.index}]") for g in preemptors}
+    x: dict[tuple[int, int], cp_model.IntVar] = {}
+    for gang in preemptors:
+        upper[placed[gang.index].index] = 1
+        for c in gang.classes:
+            shape = problem.shapes[problem.classes[c].shape]
+            for node in problem.eligible_nodes(shape.eligibility):
+                cap = freeable.get(node, room[node])
+                fit = _fits(shape.request, cap)
+                if fit:
+                    var = cp.new_int_var(0, min(fit, len(problem.classes[c].pods)), f"x[{c},{node}]")
+                    x[(c, node)] = var
+                    upper[var.index] = min(fit, len(problem.classes[c].pods))
+    evict = {v.index: cp.new_bool_var(f"evict[{v.index}]") for v in victims}
+    for var in evict.values():
+        upper[var.index] = 1
+
+    count: dict[int, cp_model.LinearExprT] = {}
+    for gang in preemptors:
+        for c in gang.classes:
+            count[c] = cp_model.LinearExpr.sum([var for (cc, _), var in x.items() if cc == c])
+            cp.add(count[c] <= len(problem.classes[c].pods) * placed[gang.index])
+        total = cp_model.LinearExpr.sum([count[c] for c in gang.classes])
+        cp.add(total >= max(1, gang.need) * placed[gang.index])
+        for task, need in gang.task_need.items():
+            cp.add(
+                cp_model.LinearExpr.sum([count[c] for c in gang.classes if problem.classes[c].task == task])
+                >= need * placed[gang.index]
+            )
+
+    # Capacity, and on each node room freed by a victim only for preemptors it may make room for.
+    by_node: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
+    for (c, node), var in x.items():
+        by_node.setdefault(node, []).append((c, var))
+    for node, terms in by_node.items():
+        local = on_node.get(node, [])
+        thresholds = sorted({problem.gangs[problem.classes[c].gang].priority for c, _ in terms})
+        for r in range(len(problem.resources)):
+            asked = [(c, var) for c, var in terms if problem.shapes[problem.classes[c].shape].request[r] > 0]
+            if not asked:
+                continue
+            for threshold in thresholds if reason == "preempt" else thresholds[-1:]:
+                users = [
+                    (var, problem.shapes[problem.classes[c].shape].request[r])
+                    for c, var in asked
+                    if reason == "reclaim" or problem.gangs[problem.classes[c].gang].priority <= threshold
+                ]
+                freed = [
+                    (evict[v.index], v.request[r])
+                    for v in local
+                    if v.request[r] > 0 and (reason == "reclaim" or v.pod.priority < threshold)
+                ]
+                cp.add(
+                    cp_model.LinearExpr.weighted_sum([u for u, _ in users], [k for _, k in users])
+                    <= room[node][r]
+                    + cp_model.LinearExpr.weighted_sum([f for f, _ in freed], [k for _, k in freed])
+                )
+
+    # A victim goes only for a preemptor it justifies.
+    for victim in victims:
+        justifying = [
+            placed[g.index] for g in preemptors if reason == "reclaim" or g.priority > victim.pod.priority
+        ]
+        cp.add(evict[victim.index] <= cp_model.LinearExpr.sum(justifying))
+
+    # A victim gang keeps its minMember or goes whole.
+    by_gang: dict[str, list[Victim]] = {}
+    for victim in victims:
+        by_gang.setdefault(victim.gang, []).append(victim)
+    for key, members in by_gang.items():
+        group = problem.snapshot.podgroup_by_key.get(key)
+        running = (
+            [p for p in problem.snapshot.pods_of_group.get(key, ()) if p.bound] if group else [members[0].pod]
+        )
+        minimum = group.min_member if group is not None else 1
+        gone = cp_model.LinearExpr.sum([evict[v.index] for v in members])
+        spare = max(0, len(running) - minimum)
+        if len(members) == len(running):
+            whole = cp.new_bool_var(f"whole[{key}]")
+            cp.add(gone >= len(running) * whole)
+            cp.add(gone <= spare + minimum * whole)
+        else:
+            cp.add(gone <= spare)
+
+    # Reclaim takes no more than a queue's excess over its deserved share.
+    if reason == "reclaim":
+        for queue in sorted({v.queue for v in victims}):
+            name = dominant(problem, queue)
+            if name is None or name not in problem.resources:
+                continue
+            r = problem.resources.index(name)
+            excess = usage.get(queue, {}).get(name, 0) - problem.deserved[queue][name]
+            mine = [v for v in victims if v.queue == queue and v.request[r] > 0]
+            cp.add(
+                cp_model.LinearExpr.weighted_sum([evict[v.index] for v in mine], [v.request[r] for v in mine])
+                <= max(0, excess)
+            )
+
+    # Queue capability: what preemptors add, less what their own queue's victims free.
+    for queue in sorted({g.queue for g in preemptors}):
+        caps = problem.queue_room.get(queue)
+        if not caps:
+            continue
+        for name, left in caps.items():
+            if name not in problem.resources:
+                continue
+            r = problem.resources.index(name)
+            adds = [
+                (var, problem.shapes[problem.classes[c].shape].request[r])
+                for (c, _), var in x.items()
+                if problem.gangs[problem.classes[c].gang].queue == queue
+            ]
+            frees = [(evict[v.index], v.request[r]) for v in victims if v.queue == queue]
+            cp.add(
+                cp_model.LinearExpr.weighted_sum([a for a, _ in adds], [k for _, k in adds])
+                <= left + cp_model.LinearExpr.weighted_sum([f for f, _ in frees], [k for _, k in frees])
+            )
+
+    levels = _levels(problem, preemptors, victims, placed, x, evict, upper)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = problem.policy.num_workers
+    solver.parameters.random_seed = problem.policy.random_seed
+    solver.parameters.interleave_search = problem.policy.num_workers > 1
+    values: dict[int, int] | None = None
+    for stage in plan_stages(levels):
+        budget = max(0.05, deadline - time.monotonic())
+        solver.parameters.max_deterministic_time = budget
+        solver.parameters.max_time_in_seconds = 2 * budget
+        cp.maximize(stage.expression())
+        status = solver.solve(cp)
+        out.notes.append(f"{reason}: {stage.names}: {solver.status_name(status)}")
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            break
+        values = {
+            var.index: int(solver.value(var)) for var in [*placed.values(), *x.values(), *evict.values()]
+        }
+        cp.add(stage.expression() >= round(solver.objective_value))
+        cp.clear_hints()  # type: ignore[no-untyped-call]
+        for var in [*placed.values(), *x.values(), *evict.values()]:
+            cp.add_hint(var, values[var.index])
+    if values is None:
+        return
+    _apply(problem, preemptors, victims, placed, x, evict, values, room, usage, reason, out)
+
+
+def _levels(
+    problem: Problem,
+    preemptors: list[Gang],
+    victims: list[Victim],
+    placed: dict[int, cp_model.IntVar],
+    x: dict[tuple[int, int], cp_model.IntVar],
+    evict: dict[int, cp_model.IntVar],
+    upper: dict[int, int],
+) -> list[Level]:
+    def unmeasured(_problem: Problem, _assignment: object) -> int:
+        raise NotImplementedError("preemption levels are read from the solver, not measured")
+
+    levels: list[Level] = []
+    for rank in sorted({g.rank for g in preemptors}, reverse=True):
+        terms = [
+            (var, problem.classes[c].value)
+            for (c, _), var in sorted(x.items())
+            if problem.gangs[problem.classes[c].gang].rank == rank
+        ]
+        levels.append(
+            make_level(f"preemptor work at priority {rank}", terms, upper_of=upper, measure=unmeasured)
+        )
+    for priority in sorted({v.pod.priority for v in victims}, reverse=True):
+        terms = [(evict[v.index], -1) for v in victims if v.pod.priority == priority]
+        levels.append(
+            make_level(f"victims of priority {priority} spared", terms, upper_of=upper, measure=unmeasured)
+        )
+    levels.append(
+        make_level(
+            "fewest victims", [(evict[v.index], -1) for v in victims], upper_of=upper, measure=unmeasured
+        )
+    )
+    oldest = sorted(preemptors, key=lambda g: (g.created, g.key))
+    levels.append(
+        make_level(
+            "older preemptors first",
+            [(placed[g.index], len(oldest) - rank) for rank, g in enumerate(oldest)],
+            upper_of=upper,
+            measure=unmeasured,
+        )
+    )
+    by_age = sorted(victims, key=lambda v: (v.pod.created, v.pod.key))
+    levels.append(
+        make_level(
+            "younger victims first",
+            [(evict[v.index], -(len(by_age) - rank)) for rank, v in enumerate(by_age)],
+            upper_of=upper,
+            measure=unmeasured,
+        )
+    )
+    return levels
+
+
+def _apply(
+    problem: Problem,
+    preemptors: list[Gang],
+    victims: list[Victim],
+    placed: dict[int, cp_model.IntVar],
+    x: dict[tuple[int, int], cp_model.IntVar],
+    evict: dict[int, cp_model.IntVar],
+    values: dict[int, int],
+    room: list[list[int]],
+    usage: dict[str, dict[str, int]],
+    reason: Reason,
+    out: Evictions,
+) -> None:
+    gone = [v for v in victims if values[evict[v.index].index]]
+    freed_nodes = {v.node for v in gone}
+    used: dict[int, list[int]] = {}
+    for gang in preemptors:
+        if not values[placed[gang.index].index]:
+            continue
+        out.placed.add(gang.index)
+        nodes = set()
+        for c in gang.classes:
+            for (cc, node), var in x.items():
+                k = values[var.index] if cc == c else 0
+                if k:
+                    out.count[c] = out.count.get(c, 0) + k
+                    out.on_node[(c, node)] = out.on_node.get((c, node), 0) + k
+                    nodes.add(node)
+                    row = used.setdefault(node, [0] * len(problem.resources))
+                    request = problem.shapes[problem.classes[c].shape].request
+                    for r, amount in enumerate(request):
+                        row[r] += k * amount
+                    queue_usage = usage.setdefault(gang.queue, {})
+                    for r, name in enumerate(problem.resources):
+                        queue_usage[name] = queue_usage.get(name, 0) + k * request[r]
+        if nodes & freed_nodes:
+            out.nominated.add(gang.index)
+    for victim in gone:
+        out.evicted[victim.pod.key] = reason
+        out.evicted_on.setdefault(victim.node, []).append(victim)
+        queue_usage = usage.setdefault(victim.queue, {})
+        for r, name in enumerate(problem.resources):
+            queue_usage[name] = queue_usage.get(name, 0) - victim.request[r]
+    # Room freed for these preemptors is theirs alone: what they leave of it is not lent on.
+    for node in set(used) | freed_nodes:
+        freed = [sum(v.request[r] for v in gone if v.node == node) for r in range(len(problem.resources))]
+        took = used.get(node, [0] * len(problem.resources))
+        for r in range(len(problem.resources)):
+            room[node][r] = min(room[node][r], room[node][r] + freed[r] - took[r])
+
+
+def _fits(request: tuple[int, ...], room: list[int]) -> int:
+    fit: int | None = None
+    for amount, left in zip(request, room, strict=True):
+        if amount <= 0:
+            continue
+        if left < amount:
+            return 0
+        fit = left // amount if fit is None else min(fit, left // amount)
+    return fit or 0
+
+
+__all__ = ["SHARE_SCALE", "Evictions", "Victim", "dominant", "preempt_and_reclaim", "victims_of"]
