@@ -54,6 +54,8 @@ from vcsat.model.cluster import (
     TaintEffect,
     Toleration,
 )
+from vcsat.model.gpu_topology import gpu_topology
+from vcsat.model.hypernodes import resolve_hypernodes
 from vcsat.model.quantity import nanos_to_solver_units, parse_nanos
 
 GROUP_NAME_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
@@ -307,6 +309,13 @@ class _Converter:
         pods = [self._pod(obj, classes, podgroups, nodes) for _, obj in sorted(by_kind["Pod"].items())]
         placed = _resolve_gpu_ids([pod for pod in pods if pod is not None], nodes, self)
         hypernodes = [self._hypernode(obj) for _, obj in sorted(by_kind["HyperNode"].items())]
+        if hypernodes:
+            try:
+                resolve_hypernodes(hypernodes, list(nodes.values()))
+            except ValueError as error:
+                if self.strict:
+                    raise InputError(str(error), source=self.source) from None
+                hypernodes = []  # live: no topology rather than a wrong one
 
         return Snapshot.model_construct(
             nodes=tuple(nodes.values()),
@@ -432,6 +441,14 @@ class _Converter:
                 obj.fail(f"status.conditions[{index}]", "must be a mapping")
             if condition.get("type") == "Ready":
                 ready = obj.string(condition, "status", f"status.conditions[{index}].status") == "True"
+        topology = annotations.get(GPU_TOPOLOGY_ANNOTATION)
+        if topology is not None:
+            try:
+                gpu_topology(topology, allocatable.get(res.GPU, 0))
+            except ValueError as error:
+                if self.strict:
+                    obj.fail(f'metadata.annotations["{GPU_TOPOLOGY_ANNOTATION}"]', str(error))
+                topology = None  # live: the node counts as uniformly connected until fixed
         return _construct(
             Node,
             name=obj.name,
@@ -440,7 +457,7 @@ class _Converter:
             unschedulable=obj.boolean(spec, "unschedulable", "spec.unschedulable", False),
             ready=ready,
             allocatable=allocatable,
-            gpu_topology=annotations.get(GPU_TOPOLOGY_ANNOTATION),
+            gpu_topology=topology,
         )
 
     @staticmethod
@@ -662,7 +679,7 @@ class _Converter:
                 )
             )
         return HyperNode.model_construct(
-            name=obj.name, tier=obj.integer(spec, "tier", "spec.tier", 0, minimum=0), members=tuple(members)
+            name=obj.name, tier=obj.integer(spec, "tier", "spec.tier", 0, minimum=1), members=tuple(members)
         )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from vcsat.model import Binding, Pod
 from vcsat.solver.assignment import Assignment
+from vcsat.solver.gpu_choice import choose_gpus
 from vcsat.solver.problem import Bucket, Problem
 
 
@@ -165,12 +166,22 @@ def bindings(
 
     out: list[Binding] = []
     for node, pods in sorted(on_node.items()):
-        free_ids = list(problem.free_gpu_ids[node])
-        for pod in sorted(pods, key=lambda p: (-p.gpus, p.key)):
-            if len(free_ids) < pod.gpus:
-                raise AssertionError(f"node {problem.nodes[node].name} has too few free GPU indices")
-            ids = free_ids[: pod.gpus]
-            del free_ids[: pod.gpus]
-            out.append(Binding(pod=pod.key, node=problem.nodes[node].name, gpus=ids))
+        out.extend(gpu_bindings(problem, node, pods, problem.free_gpu_ids[node]))
     out.sort(key=lambda b: b.pod)
     return out
+
+
+def gpu_bindings(problem: Problem, node: int, pods: list[Pod], free: tuple[int, ...] | list[int]) -> list[Binding]:
+    """The pods landing on one node, with GPU indices chosen jointly by interconnect bandwidth
+    (:mod:`vcsat.solver.gpu_choice`): bigger pods first, each on the best-connected set it can
+    get, the rest left as well connected as possible."""
+    node_obj = problem.nodes[node]
+    ordered = sorted(pods, key=lambda p: (-p.gpus, p.key))
+    gpu_pods = [pod for pod in ordered if pod.gpus > 0]
+    if sum(pod.gpus for pod in gpu_pods) > len(free):
+        raise AssertionError(f"node {node_obj.name} has too few free GPU indices")
+    chosen = iter(choose_gpus(problem.topology(node), free, [pod.gpus for pod in gpu_pods]) if gpu_pods else [])
+    return [
+        Binding(pod=pod.key, node=node_obj.name, gpus=sorted(next(chosen)) if pod.gpus > 0 else [])
+        for pod in ordered
+    ]

@@ -346,9 +346,9 @@ class _State:
                 factor = self.policy.overcommit_factor
                 parts = [
                     f"{res.format_amount(r, need[r])} asked, "
-                    f"{res.format_amount(r, max(0, self.idle.get(r, 0)))} idle "
-                    f"at overcommit factor {factor:g} "
-                    f"({res.format_amount(r, self.reserved.get(r, 0))} reserved by admitted groups)"
+                    f"{res.format_amount(r, max(0, self.idle.get(r, 0) - self.reserved.get(r, 0)))} left of "
+                    f"{res.format_amount(r, max(0, self.idle.get(r, 0)))} idle at overcommit factor {factor:g} "
+                    f"after {res.format_amount(r, self.reserved.get(r, 0))} reserved by admitted groups"
                     for r in sorted(short)
                 ]
                 return _refuse("ClusterOverused", "the cluster is overcommitted: " + "; ".join(parts))

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
+from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import gpu_holdings
 from vcsat.solver import predicates
 from vcsat.solver.fairness.deserved import cluster_total, deserved_shares, queue_usage
@@ -145,6 +146,18 @@ class Problem:
     deserved: dict[str, dict[str, int]] = field(default_factory=dict)
     """Each queue's deserved share (proportion), per resource; empty with proportion off."""
     node_index: predicates.NodeIndex | None = None
+    topologies: dict[int, GpuTopology] = field(default_factory=dict)
+
+    def topology(self, node: int) -> GpuTopology:
+        """The node's GPU interconnect (cached by annotation text), uniform without annotation."""
+        found = self.topologies.get(node)
+        if found is None:
+            try:
+                found = gpu_topology(self.nodes[node].gpu_topology, self.nodes[node].gpus)
+            except ValueError:
+                found = uniform_topology(self.nodes[node].gpus)
+            self.topologies[node] = found
+        return found
 
     def eligible_nodes(self, key: predicates.EligibilityKey) -> list[int]:
         """Indices of the nodes whose predicates a pod with this eligibility key passes."""

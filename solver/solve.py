@@ -27,7 +27,7 @@ from vcsat.model import (
 )
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.bound import lp_level_bounds
-from vcsat.solver.decode import bindings
+from vcsat.solver.decode import bindings, gpu_bindings
 from vcsat.solver.exact import solve_exact
 from vcsat.solver.explain import outcomes
 from vcsat.solver.fairness.deserved import queue_usage
@@ -146,19 +146,14 @@ def _preempt(
     for node, pods in sorted(by_node.items()):
         name = problem.nodes[node].name
         free_now = [i for i in problem.free_gpu_ids[node] if i not in taken.get(name, set())]
-        freed = sorted(i for victim in result.evicted_on.get(node, []) for i in victim.gpu_ids)
-        for pod, nominated in sorted(pods, key=lambda item: (item[1], -item[0].gpus, item[0].key)):
-            pool = free_now if not nominated else sorted([*free_now, *freed])
-            ids = pool[: pod.gpus]
-            for i in ids:
-                if i in free_now:
-                    free_now.remove(i)
-                else:
-                    freed.remove(i)
-            if nominated:
-                nominations.append(Nomination(pod=pod.key, node=name, gpus=ids))
-            else:
-                extra.append(Binding(pod=pod.key, node=name, gpus=ids))
+        freed = [i for victim in result.evicted_on.get(node, []) for i in victim.gpu_ids]
+        binding_now = [pod for pod, nominated in pods if not nominated]
+        for binding in gpu_bindings(problem, node, binding_now, free_now):
+            extra.append(binding)
+            free_now = [i for i in free_now if i not in binding.gpus]
+        later = [pod for pod, nominated in pods if nominated]
+        for binding in gpu_bindings(problem, node, later, sorted([*free_now, *freed])):
+            nominations.append(Nomination(pod=binding.pod, node=binding.node, gpus=binding.gpus))
     evictions = [Eviction(pod=key, reason=reason) for key, reason in sorted(result.evicted.items())]
     patched: list[PodGroupOutcome] = []
     for outcome in podgroups:

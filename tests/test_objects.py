@@ -315,7 +315,7 @@ def test_node_fields() -> None:
         "n1",
         gpus=8,
         metadata__labels={"zone": "a"},
-        metadata__annotations={"vcsat.io/gpu-topology": "preset:dgx-a100"},
+        metadata__annotations={"vcsat.io/gpu-topology": "preset:hgx-h100-8"},
         spec__unschedulable=True,
         spec__taints=[
             {"key": "gpu", "effect": "NoSchedule"},
@@ -330,7 +330,7 @@ def test_node_fields() -> None:
         Taint(key="x", value="y", effect="NoExecute"),
     )
     assert node.allocatable == {"cpu": 8000, "memory": 32768, "pods": 110, "nvidia.com/gpu": 8}
-    assert node.gpu_topology == "preset:dgx-a100"
+    assert node.gpu_topology == "preset:hgx-h100-8"
 
 
 @pytest.mark.parametrize(
@@ -550,7 +550,7 @@ def test_hypernodes() -> None:
             "members": [
                 {"type": "Node", "selector": {"exactMatch": {"name": "n1"}}},
                 {"type": "Node", "selector": {"regexMatch": {"pattern": "^n[2-3]$"}}},
-                {"type": "HyperNode", "selector": {"labelMatch": {"matchLabels": {"rack": "2"}}}},
+                {"type": "Node", "selector": {"labelMatch": {"matchLabels": {"rack": "2"}}}},
             ],
         },
     }
@@ -559,8 +559,22 @@ def test_hypernodes() -> None:
     assert [(m.type, m.exact_name, m.regex, m.labels) for m in hypernode.members] == [
         ("Node", "n1", None, None),
         ("Node", None, "^n[2-3]$", None),
-        ("HyperNode", None, None, {"rack": "2"}),
+        ("Node", None, None, {"rack": "2"}),
     ]
+
+
+def test_a_bad_gpu_topology_or_hypernode_graph_is_bad_input() -> None:
+    with pytest.raises(InputError, match=r'Node n1: metadata.annotations\["vcsat.io/gpu-topology"\]: unknown preset'):
+        convert(k8s_node("n1", metadata__annotations={"vcsat.io/gpu-topology": "preset:nope"}))
+    member = {"type": "HyperNode", "selector": {"regexMatch": {"pattern": "rack-.*"}}}
+    spine = {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": "spine"},
+        "spec": {"tier": 2, "members": [member]},
+    }
+    with pytest.raises(InputError, match="exactMatch only"):
+        convert(spine)
 
 
 def test_other_kinds_and_other_apis_are_ignored_and_output_is_sorted() -> None:

@@ -78,7 +78,6 @@ from fractions import Fraction
 
 from vcsat.model import Pod, Queue, Snapshot
 from vcsat.model import resources as res
-from vcsat.model.cluster import DEFAULT_QUEUE
 
 FAIR_EXCLUDED = frozenset({res.PODS, res.GPU_MILLI})
 """Resources that are not shared out: the pods limit, and GPU shares (not a node resource)."""
@@ -153,15 +152,13 @@ def water_fill(
     breaks = sorted({Fraction(f, w) for w, f, _ in claims} | {Fraction(t, w) for w, _, t in claims})
     low, low_sum = Fraction(0), sum(at_level(Fraction(0)), Fraction(0))
     level = low
-    for point in breaks:
-        point_sum = sum(at_level(point), Fraction(0))
-        if point_sum >= amount:
-            if point_sum == low_sum:
-                level = point
-            else:
+    if low_sum < amount:
+        for point in breaks:
+            point_sum = sum(at_level(point), Fraction(0))
+            if point_sum >= amount:  # and low_sum < amount: the line rises on this piece
                 level = low + (amount - low_sum) * (point - low) / (point_sum - low_sum)
-            break
-        low, low_sum = point, point_sum
+                break
+            low, low_sum = point, point_sum
     exact = at_level(level)
     shares = [value.numerator // value.denominator for value in exact]
     left = amount - sum(shares)
@@ -175,15 +172,10 @@ def water_fill(
 
 
 def queue_of(pod: Pod, snapshot: Snapshot) -> str | None:
-    """The queue a pod counts against: its PodGroup's queue; ``default`` for a pod of ours without
-    a PodGroup (or whose PodGroup is not in the snapshot); None for pods of other schedulers."""
-    if not pod.managed:
-        return None
-    if pod.group is not None:
-        group = snapshot.podgroup_by_key.get(pod.group)
-        if group is not None:
-            return group.queue
-    return DEFAULT_QUEUE
+    """The queue a pod counts against, by the model's one rule (:meth:`Snapshot.queue_of`): its
+    PodGroup's queue; ``default`` for a pod of ours without a PodGroup; None for pods of other
+    schedulers and for pods whose PodGroup is not in the snapshot."""
+    return snapshot.queue_of(pod)
 
 
 def queue_usage(snapshot: Snapshot, *, subtree: bool = False) -> dict[str, dict[str, int]]:
