@@ -13,8 +13,11 @@ import heapq
 from dataclasses import dataclass, field
 
 from vcsat.model import Binding, Pod
+from vcsat.model import resources as res
+from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.gpu_choice import choose_gpus
+from vcsat.solver.gpu_choice import plan_node
+from vcsat.solver.gpu_share import fresh_gpus_needed
 from vcsat.solver.problem import Bucket, Problem
 
 
@@ -43,10 +46,7 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
     for (s, _node), k in assignment.shape_slots.items():
         supply[s] = supply.get(s, 0) - k
 
-    scale = [
-        max(1, max((n.allocatable.get(name, 0) for n in problem.nodes), default=1))
-        for name in problem.resources
-    ]
+    scale = [max(1, max((n.allocatable.get(name, 0) for n in problem.nodes), default=1)) for name in problem.resources]
     slots_of: dict[int, dict[int, int]] = {}
     for (b, node), k in assignment.bucket_slots.items():
         if k > 0:
@@ -100,7 +100,73 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
                 room[elsewhere][r] -= amount
             out.shape_slots[(s, elsewhere)] = out.shape_slots.get((s, elsewhere), 0) + 1
             out.moved += 1
+    if res.GPU_MILLI in problem.resources:
+        _pack_shares(problem, out, room)
     return out
+
+
+def _gpu_load(problem: Problem, slots: dict[tuple[int, int], int], node: int) -> tuple[int, list[int]]:
+    """(whole GPUs, share requests) that the resolved slots put on a node."""
+    whole = 0
+    shares: list[int] = []
+    milli = problem.resources.index(res.GPU_MILLI)
+    for (s, n), k in slots.items():
+        if n != node or k <= 0:
+            continue
+        shape = problem.shapes[s]
+        share = shape.request[milli] - FULL_GPU_MILLI * shape.gpus
+        whole += k * shape.gpus
+        if share > 0:
+            shares += [share] * k
+    return whole, shares
+
+
+def _gpus_fit(problem: Problem, node: int, whole: int, shares: list[int]) -> bool:
+    fresh = fresh_gpus_needed(shares, shared=problem.shared_milli[node]) if shares else 0
+    return whole + fresh <= len(problem.free_gpu_ids[node])
+
+
+def _pack_shares(problem: Problem, out: Resolution, room: list[list[int]]) -> None:
+    """The model counts share room as a sum; here shares must land on real GPUs. A node that
+    cannot hold its shares gives the largest away, to the node that fits it best, or leaves it
+    short (the repair then drops its gang)."""
+    milli = problem.resources.index(res.GPU_MILLI)
+    nodes = sorted({node for (s, node), k in out.shape_slots.items() if k > 0 and problem.shapes[s].request[milli] > 0})
+    for node in nodes:
+        while True:
+            whole, shares = _gpu_load(problem, out.shape_slots, node)
+            if _gpus_fit(problem, node, whole, shares):
+                break
+            share_shapes = sorted(
+                (
+                    s
+                    for (s, n), k in out.shape_slots.items()
+                    if n == node and k > 0 and problem.shapes[s].gpus == 0 and problem.shapes[s].request[milli] > 0
+                ),
+                key=lambda s: (-problem.shapes[s].request[milli], s),
+            )
+            s = share_shapes[0]
+            request = problem.shapes[s].request
+            out.shape_slots[(s, node)] -= 1
+            for r, amount in enumerate(request):
+                room[node][r] += amount
+            target = None
+            for other in sorted(problem.shapes[s].upper):
+                if other == node or not all(a <= room[other][r] for r, a in enumerate(request) if a > 0):
+                    continue
+                other_whole, other_shares = _gpu_load(problem, out.shape_slots, other)
+                if _gpus_fit(problem, other, other_whole, [*other_shares, request[milli]]):
+                    target = other
+                    break
+            if target is None:
+                out.short_shapes[s] = out.short_shapes.get(s, 0) + 1
+                bucket = next(b.index for b in problem.buckets if s in b.shapes)
+                out.short[bucket] = out.short.get(bucket, 0) + 1
+                continue
+            for r, amount in enumerate(request):
+                room[target][r] -= amount
+            out.shape_slots[(s, target)] = out.shape_slots.get((s, target), 0) + 1
+            out.moved += 1
 
 
 def _anywhere(request: tuple[int, ...], eligible: dict[int, int], room: list[list[int]]) -> int | None:
@@ -130,9 +196,7 @@ def _slack(room: list[int], bucket: Bucket, slots_left: int, scale: list[int]) -
     reserve = slots_left - 1
     return (
         min(
-            (room[r] - reserve * least) / scale[r]
-            for r, least in enumerate(bucket.request)
-            if least > 0 or room[r] < 0
+            (room[r] - reserve * least) / scale[r] for r, least in enumerate(bucket.request) if least > 0 or room[r] < 0
         )
         if any(least > 0 for least in bucket.request)
         else 0.0
@@ -141,14 +205,10 @@ def _slack(room: list[int], bucket: Bucket, slots_left: int, scale: list[int]) -
 
 def _fits_reserving(request: tuple[int, ...], room: list[int], bucket: Bucket, slots_left: int) -> bool:
     reserve = slots_left - 1
-    return all(
-        amount <= room[r] - reserve * bucket.request[r] for r, amount in enumerate(request) if amount > 0
-    )
+    return all(amount <= room[r] - reserve * bucket.request[r] for r, amount in enumerate(request) if amount > 0)
 
 
-def bindings(
-    problem: Problem, assignment: Assignment, shape_slots: dict[tuple[int, int], int]
-) -> list[Binding]:
+def bindings(problem: Problem, assignment: Assignment, shape_slots: dict[tuple[int, int], int]) -> list[Binding]:
     waiting: dict[int, list[Pod]] = {}
     for c in sorted(assignment.count):
         pod_class = problem.classes[c]
@@ -174,14 +234,26 @@ def bindings(
 def gpu_bindings(problem: Problem, node: int, pods: list[Pod], free: tuple[int, ...] | list[int]) -> list[Binding]:
     """The pods landing on one node, with GPU indices chosen jointly by interconnect bandwidth
     (:mod:`vcsat.solver.gpu_choice`): bigger pods first, each on the best-connected set it can
-    get, the rest left as well connected as possible."""
+    get, the rest left as well connected as possible; GPU shares best-fit onto shared GPUs."""
     node_obj = problem.nodes[node]
-    ordered = sorted(pods, key=lambda p: (-p.gpus, p.key))
-    gpu_pods = [pod for pod in ordered if pod.gpus > 0]
-    if sum(pod.gpus for pod in gpu_pods) > len(free):
+    ordered = sorted(pods, key=lambda p: (-p.gpus, -p.gpu_milli, p.key))
+    whole = [pod for pod in ordered if pod.gpus > 0]
+    shares = [pod for pod in ordered if pod.gpus == 0 and pod.gpu_milli > 0]
+    if sum(pod.gpus for pod in whole) > len(free):
         raise AssertionError(f"node {node_obj.name} has too few free GPU indices")
-    chosen = iter(choose_gpus(problem.topology(node), free, [pod.gpus for pod in gpu_pods]) if gpu_pods else [])
-    return [
-        Binding(pod=pod.key, node=node_obj.name, gpus=sorted(next(chosen)) if pod.gpus > 0 else [])
-        for pod in ordered
-    ]
+    ids: dict[str, list[int]] = {}
+    if whole or shares:
+        plan = plan_node(
+            problem.topology(node),
+            free,
+            [pod.gpus for pod in whole],
+            shares=[pod.gpu_milli for pod in shares],
+            shared=problem.shared_milli[node],
+        )
+        for pod, chosen in zip(whole, plan.whole, strict=True):
+            ids[pod.key] = sorted(chosen)
+        for pod, gpu in zip(shares, plan.shares, strict=True):
+            if gpu is None:
+                raise AssertionError(f"node {node_obj.name} has no GPU with room for share pod {pod.key}")
+            ids[pod.key] = [gpu]
+    return [Binding(pod=pod.key, node=node_obj.name, gpus=ids.get(pod.key, [])) for pod in ordered]

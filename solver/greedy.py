@@ -9,6 +9,7 @@ fallback need; it is not optimal, which is why CP-SAT runs after it.
 from __future__ import annotations
 
 from vcsat.model import resources as res
+from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.problem import Gang, Problem
 
@@ -19,11 +20,19 @@ def gang_order(gang: Gang) -> tuple[int, float, str]:
 
 
 class Room:
-    """Free room per node, with nodes bucketed by free GPUs so best fit is found without a scan."""
+    """Free room per node, with nodes bucketed by free GPUs so best fit is found without a scan.
+
+    GPU shares are placed exactly: onto the shared GPU they fit best, else onto a fresh GPU,
+    which whole-GPU pods then no longer get (contract §1)."""
 
     def __init__(self, problem: Problem) -> None:
         self.free = [list(row) for row in problem.free]
         self.gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
+        self.milli = problem.resources.index(res.GPU_MILLI) if res.GPU_MILLI in problem.resources else None
+        self.whole = [len(ids) for ids in problem.free_gpu_ids]
+        self.shared = [dict(used) for used in problem.shared_milli]
+        self.opened: list[list[tuple[int, bool]]] = [[] for _ in problem.free]
+        """Per node, the shares placed: (GPU, whether it was opened for them), newest last."""
         self.levels: dict[int, dict[int, None]] = {}
         for node, row in enumerate(self.free):
             self.levels.setdefault(self._level(row), {})[node] = None
@@ -31,25 +40,75 @@ class Room:
     def _level(self, row: list[int]) -> int:
         return max(0, row[self.gpu]) if self.gpu is not None else 0
 
-    def take(self, node: int, request: tuple[int, ...], times: int = 1) -> None:
+    def _parts(self, request: tuple[int, ...]) -> tuple[int, int]:
+        """(whole GPUs, share thousandths) of a request."""
+        whole = request[self.gpu] if self.gpu is not None else 0
+        share = request[self.milli] - FULL_GPU_MILLI * whole if self.milli is not None else 0
+        return whole, share
+
+    def _shift(self, node: int, change: list[int]) -> None:
         row = self.free[node]
         before = self._level(row)
-        for i, amount in enumerate(request):
-            row[i] -= amount * times
+        for i, amount in enumerate(change):
+            row[i] += amount
         after = self._level(row)
         if after != before:
             del self.levels[before][node]
             self.levels.setdefault(after, {})[node] = None
 
-    def give(self, node: int, request: tuple[int, ...], times: int = 1) -> None:
-        self.take(node, tuple(-amount for amount in request), times)
+    def take(self, node: int, request: tuple[int, ...]) -> None:
+        whole, share = self._parts(request)
+        change = [-amount for amount in request]
+        self.whole[node] -= whole
+        if share > 0:
+            fits = [
+                (FULL_GPU_MILLI - used, gpu)
+                for gpu, used in self.shared[node].items()
+                if used + share <= FULL_GPU_MILLI
+            ]
+            if fits:
+                gpu = min(fits)[1]
+                self.opened[node].append((gpu, False))
+            else:
+                gpu = max([*self.shared[node], -1]) + 1 + len(self.opened[node])  # a fresh one
+                self.whole[node] -= 1
+                if self.gpu is not None:
+                    change[self.gpu] -= 1
+                self.opened[node].append((gpu, True))
+            self.shared[node][gpu] = self.shared[node].get(gpu, 0) + share
+        self._shift(node, change)
+
+    def give(self, node: int, request: tuple[int, ...]) -> None:
+        """Undo the newest ``take`` of this request on this node."""
+        whole, share = self._parts(request)
+        change = list(request)
+        self.whole[node] += whole
+        if share > 0:
+            gpu, opened = self.opened[node].pop()
+            self.shared[node][gpu] -= share
+            if opened:
+                del self.shared[node][gpu]
+                self.whole[node] += 1
+                if self.gpu is not None:
+                    change[self.gpu] += 1
+        self._shift(node, change)
+
+    def fits(self, node: int, request: tuple[int, ...]) -> bool:
+        if not all(amount <= room for amount, room in zip(request, self.free[node], strict=True)):
+            return False
+        whole, share = self._parts(request)
+        if whole > self.whole[node]:
+            return False
+        if share <= 0:
+            return True
+        if any(used + share <= FULL_GPU_MILLI for used in self.shared[node].values()):
+            return True
+        return self.whole[node] - whole >= 1
 
     def best_fit(self, request: tuple[int, ...], gpus: int, eligible: dict[int, int]) -> int | None:
         for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
             for node in self.levels[level]:
-                if node in eligible and all(
-                    amount <= room for amount, room in zip(request, self.free[node], strict=True)
-                ):
+                if node in eligible and self.fits(node, request):
                     return node
         return None
 
@@ -84,11 +143,7 @@ def greedy(problem: Problem) -> Assignment:
 def _served(problem: Problem, held: dict[str, int], queue: str) -> float:
     """How much of its deserved share a queue holds, on its most served resource (1 = all of it)."""
     deserved = problem.deserved.get(queue, {})
-    ratios = [
-        held.get(name, 0) / amount
-        for name, amount in deserved.items()
-        if amount > 0 and name in problem.total
-    ]
+    ratios = [held.get(name, 0) / amount for name, amount in deserved.items() if amount > 0 and name in problem.total]
     return max(ratios, default=1.0)
 
 
@@ -167,5 +222,5 @@ def fit_gang(problem: Problem, gang: Gang, room: Room, caps: dict[str, int] | No
 
 
 def undo(problem: Problem, room: Room, taken: Taken) -> None:
-    for _, shape_index, node in taken:
+    for _, shape_index, node in reversed(taken):
         room.give(node, problem.shapes[shape_index].request)

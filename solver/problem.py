@@ -22,7 +22,7 @@ from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
-from vcsat.model.gpus import gpu_holdings
+from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
 from vcsat.solver import predicates
 from vcsat.solver.fairness.deserved import cluster_total, deserved_shares, queue_usage
 
@@ -131,6 +131,8 @@ class Problem:
     """Per node, per resource: allocatable less what bound pods hold (may be negative)."""
     free_gpu_ids: list[tuple[int, ...]]
     """Per node, the whole GPUs no bound pod holds."""
+    shared_milli: list[dict[int, int]]
+    """Per node, the thousandths in use on each GPU that holds shares."""
     gangs: list[Gang]
     classes: list[PodClass]
     shapes: list[Shape]
@@ -182,13 +184,22 @@ def pod_value(request: res.Resources, largest: res.Resources) -> int:
     """
     share = 0
     for name, amount in request.items():
-        if name in (res.PODS, res.GPU_MILLI) or amount <= 0:
+        if name == res.PODS or amount <= 0:
             continue
-        cap = largest.get(name, 0)
+        # A GPU share is that part of one GPU of the largest node.
+        cap = largest.get(res.GPU, 0) * FULL_GPU_MILLI if name == res.GPU_MILLI else largest.get(name, 0)
         if cap <= 0:
             continue
         share = max(share, -(-amount * VALUE_SCALE // cap))
     return max(1, share)
+
+
+def request_of(pod: Pod, resources: list[str] | tuple[str, ...]) -> tuple[int, ...]:
+    """A pod's request per problem resource; a whole GPU also counts 1000 of the share room."""
+    return tuple(
+        pod.gpu_milli + FULL_GPU_MILLI * pod.gpus if name == res.GPU_MILLI else pod.requests.get(name, 0)
+        for name in resources
+    )
 
 
 def _gang_priority(group: PodGroup | None, pods: list[Pod]) -> int:
@@ -204,15 +215,19 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         for pod in snapshot.pods
         if pod.pending and pod.managed and (pod.group is None or pod.group in snapshot.podgroup_by_key)
     ]
-    resources = sorted({name for pod in pending for name in pod.requests if name != res.GPU_MILLI})
-    if res.PODS not in resources:
-        resources.append(res.PODS)
-        resources.sort()
+    sharing = any(pod.gpu_milli for pod in pending)
+    resources = sorted(
+        {name for pod in pending for name in pod.requests if name != res.GPU_MILLI}
+        | {res.PODS}
+        | ({res.GPU_MILLI} if sharing else set())
+    )
     resource_index = {name: i for i, name in enumerate(resources)}
+    milli_index = resource_index.get(res.GPU_MILLI)
 
     nodes = snapshot.nodes
     free: list[list[int]] = []
     free_gpu_ids: list[tuple[int, ...]] = []
+    shared_milli: list[dict[int, int]] = []
     for node in nodes:
         row = [node.allocatable.get(name, 0) for name in resources]
         bound = snapshot.pods_on_node.get(node.name, ())
@@ -221,9 +236,18 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 i = resource_index.get(name)
                 if i is not None:
                     row[i] -= amount
-        free.append(row)
+        holdings = gpu_holdings(node.gpus, bound)
         # A GPU that holds shares takes no whole-GPU pod (contract §1).
-        free_gpu_ids.append(gpu_holdings(node.gpus, bound).free_whole(node.gpus))
+        free_gpu_ids.append(holdings.free_whole(node.gpus))
+        shared_milli.append(dict(holdings.share_milli))
+        if milli_index is not None:
+            # Room for shares: whole free GPUs (a whole-GPU pod takes 1000 of it per GPU, see
+            # request_of) and what the shared GPUs have left. Packing shares onto GPUs is checked
+            # exactly by the greedy and the decode; the model sees this sum.
+            row[milli_index] = FULL_GPU_MILLI * len(free_gpu_ids[-1]) + sum(
+                FULL_GPU_MILLI - used for used in holdings.share_milli.values()
+            )
+        free.append(row)
     gpu_index = resource_index.get(res.GPU)
     if gpu_index is not None:
         # Whole GPUs are the free indices, which is stricter than the count when shares hold some.
@@ -250,7 +274,6 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     node_index = predicates.NodeIndex(nodes)
     free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
     blocked: dict[int, Blocked] = {}
-    unsupported: dict[int, str] = {}
 
     for key in sorted(by_gang, key=lambda k: (min(p.created for p in by_gang[k]), k)):
         pods = sorted(by_gang[key], key=lambda p: (p.created, p.key))
@@ -268,9 +291,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
 
         by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey], list[Pod]] = {}
         for pod in pods:
-            if pod.gpu_milli:
-                unsupported[gang.index] = pod.key
-            request = tuple(pod.requests.get(name, 0) for name in resources)
+            request = request_of(pod, resources)
             class_key = (pod.task, request, predicates.eligibility_key(pod))
             by_class.setdefault(class_key, []).append(pod)
 
@@ -309,7 +330,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         _set_needs(gang, snapshot, pods)
 
     for gang in gangs:
-        reason = _prefilter(gang, snapshot, classes, shapes, nodes, unsupported)
+        reason = _prefilter(gang, snapshot, classes, shapes, nodes)
         if reason is not None:
             blocked[gang.index] = reason
 
@@ -340,6 +361,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         nodes=nodes,
         free=free,
         free_gpu_ids=free_gpu_ids,
+        shared_milli=shared_milli,
         gangs=gangs,
         classes=classes,
         shapes=shapes,
@@ -472,16 +494,8 @@ def _prefilter(
     classes: list[PodClass],
     shapes: list[Shape],
     nodes: tuple[Node, ...],
-    unsupported: dict[int, str],
 ) -> Blocked | None:
     """Reasons that hold whatever else is placed: the typed outcome before any search."""
-    if gang.index in unsupported:
-        return Blocked(
-            gang.index,
-            "Unschedulable",
-            f"pod {unsupported[gang.index]} asks a GPU share ({res.GPU_MILLI}); "
-            "shared-GPU placement is not enabled in this build",
-        )
     for pod_class in (classes[c] for c in gang.classes):
         for pod in pod_class.pods:
             node = pod.nominated_node
