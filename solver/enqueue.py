@@ -27,10 +27,12 @@ The rules, in the order they are applied:
      proposal volcano-sh/volcano#5101 keeps it as an ``Inqueued`` condition's
      ``lastTransitionTime``) with the cycle's clock ``now``. Without them nothing times out.
    Demoted groups release their reservation at once and are not readmitted in the same cycle.
-4. Pending groups are then considered queue by queue, the queue holding least of its deserved
-   share first (proportion's queue order; admission does not change what queues hold, so Volcano's
-   queue heap drains one queue before the next), and inside a queue by priority (highest first),
-   then creation time, then name. A rejected group does not block the next one.
+4. Pending groups are then considered one at a time from the queue least served, counting both
+   what it holds and what its groups admitted so far in this pass will hold (relative to its
+   deserved share), and inside a queue by priority (highest first), then creation time, then
+   name. Volcano's queue heap looks only at what queues hold, so one queue's backlog may take all
+   the overcommitted room before another queue is looked at; counting admissions interleaves the
+   queues by weight instead. A rejected group does not block the next one.
 5. A Pending group is admitted when all of these hold, each checked only on the resources its
    need asks for:
    - its queue exists and is Open (``QueueNotFound``, ``QueueClosed``);
@@ -66,7 +68,7 @@ from typing import NamedTuple
 from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.solver import predicates
-from vcsat.solver.fairness.deserved import QueueTree, fair_shares, queue_of
+from vcsat.solver.fairness.deserved import QueueShare, QueueTree, fair_shares, queue_of
 
 PENDING_PHASES = frozenset({"", "Pending"})
 """Phases of a group that still waits for admission (Volcano: an empty phase is Pending)."""
@@ -128,14 +130,41 @@ def admit(
         out[group.key] = Admission(False, "Pending", *why)
         state.release(group)
 
-    # Rules 4 and 5: admit Pending groups in queue order, then job order.
-    waiting = [g for g in groups if g.phase in PENDING_PHASES]
-    for group in sorted(waiting, key=state.order):
+    # Rules 4 and 5: admit Pending groups queue by queue, the queue least served counting what
+    # its admitted groups will hold first, then job order inside a queue. Counting admissions
+    # (where Volcano's heap looks only at what queues hold) interleaves queues by weight, so one
+    # queue's backlog never takes all the cluster's overcommitted room before the others get any.
+    waiting: dict[str, list[PodGroup]] = {}
+    for group in sorted((g for g in groups if g.phase in PENDING_PHASES), key=state.order):
+        waiting.setdefault(group.queue, []).append(group)
+    shares = fair_shares(snapshot)
+    committed = {name: dict(share.usage) for name, share in shares.items()}
+    while waiting:
+        queue = min(waiting, key=lambda q: (_served(shares, committed, q), q))
+        group = waiting[queue].pop(0)
+        if not waiting[queue]:
+            del waiting[queue]
         verdict = state.consider(group, overcommit=overcommit)
         out[group.key] = verdict
         if verdict.admitted:
             state.reserve(group)
+            held = committed.setdefault(queue, {})
+            for name, amount in state.need[group.key].items():
+                held[name] = held.get(name, 0) + amount
     return {key: out[key] for key in sorted(out)}
+
+
+def _served(shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[str, int]], queue: str) -> Fraction:
+    """The largest part of its deserved share a queue holds or has been admitted for."""
+    share = shares.get(queue)
+    if share is None:
+        return Fraction(0)
+    worst = Fraction(0)
+    for resource, held in committed.get(queue, {}).items():
+        deserved = share.deserved.get(resource, 0)
+        if held > 0:
+            worst = max(worst, Fraction(1) if deserved <= 0 else Fraction(held, deserved))
+    return worst
 
 
 def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from vcsat.model import PodGroupOutcome
 from vcsat.model import resources as res
+from vcsat.model.decision import PodGroupPhase
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import Room, fit_gang, undo
 from vcsat.solver.problem import Gang, Problem
@@ -49,10 +50,10 @@ def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
     return out
 
 
-def _waiting_phase(gang: Gang) -> str:
-    if gang.group is not None and gang.group.phase == "Inqueue":
-        return "Inqueue"
-    return "Pending"
+def _waiting_phase(gang: Gang) -> PodGroupPhase:
+    """Inqueue once admitted (Volcano's enqueue), else Pending; a pod without a PodGroup is never
+    held back by admission, and waits as Pending."""
+    return "Inqueue" if gang.admitted and gang.group is not None else "Pending"
 
 
 def minimum_request(problem: Problem, gang: Gang) -> dict[str, int]:

@@ -24,6 +24,7 @@ from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
 from vcsat.solver import predicates
+from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, deserved_shares, queue_usage
 
 VALUE_SCALE = 1000
@@ -101,6 +102,8 @@ class Gang:
     classes: list[int] = field(default_factory=list)
     rank: int = 0
     """The priority the objective ranks it by: its priority, or 0 for all with the priority plugin off."""
+    admitted: bool = False
+    """Enqueued (Inqueue) this cycle or before: its pods may be placed."""
     need: int = 0
     """Pods that must be placed for the gang to run: minMember less the members already running."""
     task_need: dict[str, int] = field(default_factory=dict)
@@ -329,7 +332,15 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
 
         _set_needs(gang, snapshot, pods)
 
+    admissions = admit(snapshot, policy)
     for gang in gangs:
+        admission = admissions.get(gang.key) if gang.group is not None else None
+        if admission is not None and not admission.admitted:
+            # Volcano's enqueue: a group that may not take its queue's or the cluster's room yet
+            # waits Pending, and its pods are not placed.
+            blocked[gang.index] = Blocked(gang.index, admission.reason, admission.message)
+            continue
+        gang.admitted = True
         reason = _prefilter(gang, snapshot, classes, shapes, nodes)
         if reason is not None:
             blocked[gang.index] = reason
