@@ -30,6 +30,8 @@ class Resolution:
     """Per shape: the same pods, by shape."""
     moved: int = 0
     """Pods placed outside their bucket's slots (the packing is then no longer proven optimal)."""
+    gang_slots: dict[tuple[int, int, int], int] = field(default_factory=dict)
+    """Per (gang, shape, node): topology gangs' pods, placed inside the domains the model chose."""
 
 
 def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> Resolution:
@@ -51,6 +53,8 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
     for (b, node), k in assignment.bucket_slots.items():
         if k > 0:
             slots_of.setdefault(b, {})[node] = k
+    if assignment.domain_counts:
+        _place_in_domains(problem, assignment, buckets, out, room, supply, slots_of)
 
     for bucket in sorted(buckets, key=lambda b: (-b.gpus, b.index)):
         slots = slots_of.get(bucket.index)
@@ -181,6 +185,53 @@ def _anywhere(request: tuple[int, ...], eligible: dict[int, int], room: list[lis
     return None if best is None else best[1]
 
 
+def _place_in_domains(
+    problem: Problem,
+    assignment: Assignment,
+    buckets: list[Bucket],
+    out: Resolution,
+    room: list[list[int]],
+    supply: dict[int, int],
+    slots_of: dict[int, dict[int, int]],
+) -> None:
+    """Topology gangs first: each pod into its bucket's slots inside the rack the model chose,
+    onto a node already holding the gang where it fits (NVLink beats the leaf switch)."""
+    domains = problem.domains
+    assert domains is not None
+    finest = domains.tiers[0]
+    by_bucket = {b.index: b for b in buckets}
+    left = dict(assignment.count)
+    for (g, k, rack), wanted in sorted(assignment.domain_counts.items()):
+        gang = problem.gangs[g]
+        bucket = by_bucket[k]
+        mine = sorted(
+            (c for c in gang.classes if problem.classes[c].shape in bucket.shapes and left.get(c, 0) > 0),
+            key=lambda c: (-sum(problem.shapes[problem.classes[c].shape].request), c),
+        )
+        nodes = [n for n in domains.nodes_in(finest, rack) if slots_of.get(k, {}).get(n, 0) > 0]
+        for _ in range(wanted):
+            mine = [c for c in mine if left.get(c, 0) > 0]
+            if not mine:
+                break
+            c = mine[0]
+            s = problem.classes[c].shape
+            request = problem.shapes[s].request
+            fitting = [
+                n for n in nodes if slots_of[k].get(n, 0) > 0 and all(a <= room[n][r] for r, a in enumerate(request))
+            ]
+            held = {n for (gg, _s, n), cnt in out.gang_slots.items() if gg == g and cnt > 0}
+            if not fitting:
+                continue  # left to the bucket's general hand-out below
+            node = min(fitting, key=lambda n: (n not in held, sum(room[n][r] - a for r, a in enumerate(request)), n))
+            slots_of[k][node] -= 1
+            for r, amount in enumerate(request):
+                room[node][r] -= amount
+            out.shape_slots[(s, node)] = out.shape_slots.get((s, node), 0) + 1
+            out.gang_slots[(g, s, node)] = out.gang_slots.get((g, s, node), 0) + 1
+            supply[s] = supply.get(s, 0) - 1
+            left[c] -= 1
+
+
 def _short(out: Resolution, bucket: Bucket, shapes: list[int]) -> None:
     out.short[bucket.index] = out.short.get(bucket.index, 0) + len(shapes)
     for s in shapes:
@@ -208,18 +259,36 @@ def _fits_reserving(request: tuple[int, ...], room: list[int], bucket: Bucket, s
     return all(amount <= room[r] - reserve * bucket.request[r] for r, amount in enumerate(request) if amount > 0)
 
 
-def bindings(problem: Problem, assignment: Assignment, shape_slots: dict[tuple[int, int], int]) -> list[Binding]:
-    waiting: dict[int, list[Pod]] = {}
-    for c in sorted(assignment.count):
-        pod_class = problem.classes[c]
-        waiting.setdefault(pod_class.shape, []).extend(pod_class.pods[: assignment.count[c]])
-
+def bindings(
+    problem: Problem,
+    assignment: Assignment,
+    shape_slots: dict[tuple[int, int], int],
+    gang_slots: dict[tuple[int, int, int], int] | None = None,
+) -> list[Binding]:
+    """Concrete pods for the slots: first the pods decided gang by gang (``gang_slots``), then the
+    rest of each shape's pods, oldest first, into its remaining slots in node order."""
+    gang_slots = gang_slots if gang_slots is not None else assignment.gang_slots
+    left: dict[int, list[Pod]] = {c: list(problem.classes[c].pods[:k]) for c, k in sorted(assignment.count.items())}
     on_node: dict[int, list[Pod]] = {}
-    for shape, node in sorted(shape_slots, key=lambda key: (key[1], key[0])):
-        pods = waiting.get(shape, [])
-        take = shape_slots[(shape, node)]
-        on_node.setdefault(node, []).extend(pods[:take])
-        del pods[:take]
+    remaining = dict(shape_slots)
+    for (g, s, node), k in sorted(gang_slots.items()):
+        for c in problem.gangs[g].classes:
+            if problem.classes[c].shape != s or k <= 0:
+                continue
+            given = left.get(c, [])[:k]
+            on_node.setdefault(node, []).extend(given)
+            del left.get(c, [])[: len(given)]
+            k -= len(given)
+            remaining[(s, node)] = remaining.get((s, node), 0) - len(given)
+
+    waiting: dict[int, list[Pod]] = {}
+    for c, pods in sorted(left.items()):
+        waiting.setdefault(problem.classes[c].shape, []).extend(pods)
+    for shape, node in sorted(remaining, key=lambda key: (key[1], key[0])):
+        queue = waiting.get(shape, [])
+        take = max(0, remaining[(shape, node)])
+        on_node.setdefault(node, []).extend(queue[:take])
+        del queue[:take]
     leftover = sorted(shape for shape, pods in waiting.items() if pods)
     if leftover:
         raise AssertionError(f"placed pods without a node for shapes {leftover}")

@@ -20,9 +20,11 @@ from vcsat.solver.constraints.capacity import add_capacity
 from vcsat.solver.constraints.gang import add_gang
 from vcsat.solver.constraints.quota import add_quota
 from vcsat.solver.constraints.symmetry import add_symmetry_breaking, order_like_model, weight
+from vcsat.solver.constraints.topology import add_topology, domain_counts
 from vcsat.solver.decode import resolve
 from vcsat.solver.levels import Level, Stage, plan_stages
 from vcsat.solver.objectives.fairness import fairness_levels
+from vcsat.solver.objectives.locality import locality_levels
 from vcsat.solver.objectives.packing import packing_levels
 from vcsat.solver.objectives.placement import age_level, placement_levels
 from vcsat.solver.problem import Bucket, Problem, split_bucket
@@ -79,13 +81,13 @@ def solve_exact(
             break
         resolution = resolve(problem, search.assignment, buckets)
         if not resolution.short:
-            exact = _resolved(search.assignment, resolution.shape_slots)
+            exact = _resolved(search.assignment, resolution.shape_slots, resolution.gang_slots)
             if resolution.moved:
                 notes.append(f"decode: {resolution.moved} pods placed outside their bucket's slots")
             optimal = search.optimal and not resolution.moved
             return ExactResult(exact, optimal, search.levels, search.bounds, notes)
         repaired, fixed = repair(problem, search.assignment, buckets)
-        candidate = _resolved(repaired, fixed.shape_slots)
+        candidate = _resolved(repaired, fixed.shape_slots, fixed.gang_slots)
         if _rank(problem, search.levels, candidate) > _rank(problem, search.levels, best):
             best = candidate
         notes.append(
@@ -105,11 +107,16 @@ def _rank(problem: Problem, levels: list[Level], assignment: Assignment) -> tupl
     return tuple(level.measure(problem, assignment) for level in levels)
 
 
-def _resolved(assignment: Assignment, shape_slots: dict[tuple[int, int], int]) -> Assignment:
+def _resolved(
+    assignment: Assignment,
+    shape_slots: dict[tuple[int, int], int],
+    gang_slots: dict[tuple[int, int, int], int],
+) -> Assignment:
     return Assignment(
         placed=set(assignment.placed),
         count={c: k for c, k in assignment.count.items() if k > 0},
         shape_slots={key: k for key, k in shape_slots.items() if k > 0},
+        gang_slots={key: k for key, k in gang_slots.items() if k > 0 and key[0] in assignment.placed},
     )
 
 
@@ -129,7 +136,8 @@ def _search(
     add_capacity(cp, problem, v, buckets)
     add_quota(cp, problem, v)
     classes = add_symmetry_breaking(cp, problem, v)
-    levels = fairness_levels(cp, problem, v, hint) + placement_levels(problem, v)
+    topo = add_topology(cp, problem, v, buckets, hint)
+    levels = fairness_levels(cp, problem, v, hint) + placement_levels(problem, v) + locality_levels(problem, v, topo)
     if policy.packing_weight > 0:
         levels += packing_levels(cp, problem, v, hint)
     levels.append(age_level(problem, v))
@@ -137,7 +145,7 @@ def _search(
     levels = [level for stage in stages for level in stage.levels]
     if not stages:
         return _Search(None, True, [], {})
-    hinted = _hint(cp, problem, v, hint, buckets, classes)
+    _hint(cp, problem, v, hint, buckets, classes)
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = policy.num_workers
@@ -166,7 +174,7 @@ def _search(
             bounds.update({level.name: targets.get(level.name, level.upper) for level in stage.levels})
             optimal = optimal and reached
             cp.add(stage.expression() >= hint_value)
-            values = dict(hinted)
+            values = _hinted(cp)
             continue
         left = budget - (time.monotonic() - started)
         share = FIRST_STAGE_SHARE if number == 0 and len(stages) > 1 else 1.0 / (len(stages) - number)
@@ -180,7 +188,7 @@ def _search(
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             optimal = False
             break
-        values = {var.index: int(solver.value(var)) for var in v.all()}
+        values = dict(enumerate(solver.response_proto.solution))
         found = [sum(coef * int(solver.value(var)) for var, coef in level.terms) for level in stage.levels]
         proven = stage.level_bounds(found, math.floor(solver.best_objective_bound))
         bounds.update({level.name: b for level, b in zip(stage.levels, proven, strict=True)})
@@ -188,12 +196,25 @@ def _search(
         optimal = optimal and (status == cp_model.OPTIMAL or stopper.reached)
         # Later stages may not give back what this one won.
         cp.add(stage.expression() >= round(solver.objective_value))
-        cp.clear_hints()  # type: ignore[no-untyped-call]
-        for var in v.all():
-            cp.add_hint(var, values[var.index])
+        _rehint(cp, values)
     if values is None:
         return _Search(None, False, levels, bounds)
-    return _Search(_assignment(problem, v, values), optimal, levels, bounds)
+    found_assignment = _assignment(problem, v, values)
+    found_assignment.domain_counts = domain_counts(values, topo)
+    return _Search(found_assignment, optimal, levels, bounds)
+
+
+def _rehint(cp: cp_model.CpModel, values: dict[int, int]) -> None:
+    """Hint every variable with a solution, so the next stage starts from it whole."""
+    cp.clear_hints()  # type: ignore[no-untyped-call]
+    for index, value in values.items():
+        cp.add_hint(cp.get_int_var_from_proto_index(index), value)
+
+
+def _hinted(cp: cp_model.CpModel) -> dict[int, int]:
+    """The model's hint as a solution (every variable is hinted before the first stage)."""
+    hint = cp.proto.solution_hint
+    return dict(zip(hint.vars, hint.values, strict=True))
 
 
 class _StopAtTargets(cp_model.CpSolverSolutionCallback):

@@ -7,6 +7,7 @@ objective level that decided it, with amounts:
 - ``QueueOverused``: its queue's capability has less room than the gang's minimum needs;
 - ``InsufficientResources``: the whole cluster has less free than the gang's minimum needs;
 - ``Fragmented``: there is enough free room in total, but not on nodes where its pods fit;
+- ``NetworkTopologyUnsatisfied``: a hard ``networkTopology`` finds no HyperNode of its tier with room;
 - ``Outranked``: it would fit on its own, but the room went to work ranked higher by the objective
   (higher priority, or more work placed).
 """
@@ -17,7 +18,7 @@ from vcsat.model import PodGroupOutcome
 from vcsat.model import resources as res
 from vcsat.model.decision import PodGroupPhase
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.greedy import Room, fit_gang, undo
+from vcsat.solver.greedy import Room, fit_topology_first, undo
 from vcsat.solver.problem import Gang, Problem
 
 
@@ -98,7 +99,10 @@ def _why_left_out(
             f"the gang needs {res.format_amount(name, need[name])}, "
             f"the cluster has {res.format_amount(name, free_total.get(name, 0))} free",
         )
+    hard = problem.highest_tier(gang)
     signature = (
+        hard,
+        gang.index if hard is not None else -1,
         gang.need,
         tuple(sorted(gang.task_need.items())),
         gang.queue,
@@ -109,11 +113,17 @@ def _why_left_out(
     )
     fits = fits_cache.get(signature)
     if fits is None:
-        taken = fit_gang(problem, gang, room, caps)
+        taken = fit_topology_first(problem, gang, room, caps)
         fits = taken is not None
         if taken is not None:
             undo(problem, room, taken)
         fits_cache[signature] = fits
+    if not fits and hard is not None:
+        return (
+            "NetworkTopologyUnsatisfied",
+            f"networkTopology hard: no tier-{hard} HyperNode has room for the gang's {max(1, gang.need)} pods "
+            f"({res.format_vector(need)}) together; it waits rather than span further",
+        )
     if not fits:
         return (
             "Fragmented",
@@ -130,6 +140,6 @@ def _why_left_out(
         )
     return (
         "Outranked",
-        f"it fits on its own, but placing it would displace more work of priority {gang.priority} "
-        "(objective level: placed work, by dominant share)",
+        f"it fits on its own, but the room went to work the objective ranks higher at priority {gang.priority}: "
+        "fairer queue shares, more placed work (by dominant share), better locality or packing, or older gangs",
     )

@@ -105,6 +105,11 @@ class Room:
             return True
         return self.whole[node] - whole >= 1
 
+    def best_fit_in(self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int]) -> int | None:
+        """Best fit among the given nodes only (a topology domain): fewest free GPUs, then index."""
+        fitting = [n for n in nodes if n in eligible and self.fits(n, request)]
+        return min(fitting, key=lambda n: (self._level(self.free[n]), n)) if fitting else None
+
     def best_fit(self, request: tuple[int, ...], gpus: int, eligible: dict[int, int]) -> int | None:
         for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
             for node in self.levels[level]:
@@ -155,7 +160,7 @@ def _place(
     assignment: Assignment,
     held: dict[str, dict[str, int]],
 ) -> bool:
-    taken = fit_gang(problem, gang, room, queue_room.get(gang.queue))
+    taken = fit_topology_first(problem, gang, room, queue_room.get(gang.queue))
     if taken is None:
         return False
     assignment.placed.add(gang.index)
@@ -165,6 +170,8 @@ def _place(
         assignment.count[class_index] = assignment.count.get(class_index, 0) + 1
         key = (shape_index, node)
         assignment.shape_slots[key] = assignment.shape_slots.get(key, 0) + 1
+        slot = (gang.index, shape_index, node)
+        assignment.gang_slots[slot] = assignment.gang_slots.get(slot, 0) + 1
         request = problem.shapes[shape_index].request
         for r, name in enumerate(problem.resources):
             usage[name] = usage.get(name, 0) + request[r]
@@ -175,12 +182,57 @@ def _place(
     return True
 
 
+def fit_topology_first(problem: Problem, gang: Gang, room: Room, caps: dict[str, int] | None) -> Taken | None:
+    """A topology gang tries each domain of the finest tier, then of coarser tiers (the fullest
+    domain that fits first, to keep roomy ones whole), then anywhere unless its networkTopology is
+    hard; other gangs go anywhere."""
+    for nodes in _domain_attempts(problem, gang, room):
+        taken = fit_gang(problem, gang, room, caps, nodes)
+        if taken is not None:
+            return taken
+    return None
+
+
+def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> list[list[int] | None]:
+    needed = sum(
+        problem.shapes[problem.classes[c].shape].gpus * min(len(problem.classes[c].pods), max(1, gang.need))
+        for c in gang.classes
+    )
+    pods = sum(len(problem.classes[c].pods) for c in gang.classes)
+    attempts: list[list[int] | None] = []
+    if pods > 1 and needed > 0:
+        # All on one node first (NVLink beats any network): the fullest node that has the GPUs.
+        roomy = [n for n, whole in enumerate(room.whole) if whole >= needed]
+        if roomy:
+            attempts.append([min(roomy, key=lambda n: (room.whole[n], n))])
+    domains = problem.domains
+    if domains is None or gang.index not in problem.topology_gangs:
+        return [*attempts, None]
+    hard = problem.highest_tier(gang)
+    for tier in domains.tiers:
+        if hard is not None and tier > hard:
+            break
+        inside = []
+        for name in domains.domains(tier):
+            nodes = domains.nodes_in(tier, name)
+            free = sum(max(0, room.whole[n]) for n in nodes)
+            if name and free >= needed:  # a domain without that many free GPUs cannot hold it
+                inside.append((free, name, nodes))
+        attempts += [nodes for _, _, nodes in sorted(inside)]
+    if hard is None:
+        attempts.append(None)
+    return attempts
+
+
 Taken = list[tuple[int, int, int]]
 """(pod class, shape, node) per placed pod."""
 
 
-def fit_gang(problem: Problem, gang: Gang, room: Room, caps: dict[str, int] | None) -> Taken | None:
-    """Best-fit the gang's pods into ``room``; keep them there if the gang is whole, else undo.
+def fit_gang(
+    problem: Problem, gang: Gang, room: Room, caps: dict[str, int] | None, within: list[int] | None = None
+) -> Taken | None:
+    """Best-fit the gang's pods into ``room`` (only onto ``within`` when given); keep them there if
+    the gang is whole, else undo.
 
     Every pending pod is tried (an elastic gang takes what fits beyond its minimum).
     """
@@ -200,7 +252,10 @@ def fit_gang(problem: Problem, gang: Gang, room: Room, caps: dict[str, int] | No
                 if request_by_name.get(name, 0) > 0
             ):
                 break
-            node = room.best_fit(shape.request, shape.gpus, shape.upper)
+            if within is None:
+                node = room.best_fit(shape.request, shape.gpus, shape.upper)
+            else:
+                node = room.best_fit_in(shape.request, shape.upper, within)
             if node is None:
                 break
             room.take(node, shape.request)

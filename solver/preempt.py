@@ -173,9 +173,11 @@ def _run(
         upper[placed[gang.index].index] = 1
         for c in gang.classes:
             shape = problem.shapes[problem.classes[c].shape]
+            # Only nodes with victims: a preemptor that fits in free room was allocate's to place.
             for node in problem.eligible_nodes(shape.eligibility):
-                cap = freeable.get(node, room[node])
-                fit = _fits(shape.request, cap)
+                if node not in freeable:
+                    continue
+                fit = _fits(shape.request, freeable[node])
                 if fit:
                     var = cp.new_int_var(0, min(fit, len(problem.classes[c].pods)), f"x[{c},{node}]")
                     x[(c, node)] = var

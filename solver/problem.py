@@ -23,6 +23,7 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
+from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import predicates
 from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, deserved_shares, queue_usage
@@ -114,6 +115,34 @@ class Gang:
         return self.group is not None
 
 
+NO_DOMAIN = ""
+"""The pseudo-domain of nodes that no HyperNode of a tier holds."""
+
+
+@dataclass(frozen=True)
+class Domains:
+    """HyperNode tiers as the solver uses them: per node and tier, the domain holding it."""
+
+    tree: DomainTree
+    tiers: tuple[int, ...]
+    """Ascending; the first is the finest (racks), the last the coarsest (spines, ...)."""
+    of_node: tuple[dict[int, str], ...]
+    """Per node index: per tier, its domain (:data:`NO_DOMAIN` when none holds it)."""
+    members: dict[int, dict[str, list[int]]]
+    """Per tier, per domain: its node indices, ascending."""
+
+    def domains(self, tier: int) -> list[str]:
+        return sorted(self.members[tier])
+
+    def nodes_in(self, tier: int, domain: str) -> list[int]:
+        return self.members[tier].get(domain, [])
+
+    def parent(self, tier: int, domain: str, upper: int) -> str:
+        """The tier-``upper`` domain holding a tier-``tier`` domain (their nodes agree)."""
+        nodes = self.members[tier].get(domain)
+        return self.of_node[nodes[0]][upper] if nodes else NO_DOMAIN
+
+
 @dataclass(frozen=True)
 class Blocked:
     """A gang left out before the solve, with the reason code and the message a user reads."""
@@ -152,6 +181,23 @@ class Problem:
     """Each queue's deserved share (proportion), per resource; empty with proportion off."""
     node_index: predicates.NodeIndex | None = None
     topologies: dict[int, GpuTopology] = field(default_factory=dict)
+    domains: Domains | None = None
+    """HyperNode tiers, when the snapshot has HyperNodes and topology is on."""
+    topology_gangs: tuple[int, ...] = ()
+    """Candidate gangs whose placement is priced by the domains it spans: more GPUs than one node
+    has, or a ``networkTopology`` of their own."""
+
+    def highest_tier(self, gang: Gang) -> int | None:
+        """The tier a hard ``networkTopology`` keeps the gang within, if any."""
+        topology = gang.group.network_topology if gang.group is not None else None
+        if topology is None or topology.mode != "hard" or self.domains is None:
+            return None
+        allowed = topology.highest_tier_allowed
+        tiers = self.domains.tiers
+        if allowed is None:
+            return tiers[0]
+        inside = [t for t in tiers if t <= allowed]
+        return inside[-1] if inside else tiers[0]
 
     def topology(self, node: int) -> GpuTopology:
         """The node's GPU interconnect (cached by annotation text), uniform without annotation."""
@@ -365,6 +411,22 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         usage = queue_usage(snapshot)
         deserved = deserved_shares(snapshot, total)
 
+    domains = _domains(snapshot) if policy.topology and snapshot.hypernodes else None
+    topology_gangs: tuple[int, ...] = ()
+    if domains is not None:
+        widest = max((node.gpus for node in nodes), default=0)
+        topology_gangs = tuple(
+            gang.index
+            for gang in gangs
+            if gang.index not in blocked
+            and (
+                (gang.group is not None and gang.group.network_topology is not None)
+                # Gangs that fit one node are kept on one node by the greedy and the decode;
+                # the model prices those that must span nodes.
+                or sum(len(classes[c].pods) * classes[c].pods[0].gpus for c in gang.classes) > widest
+            )
+        )
+
     return Problem(
         snapshot=snapshot,
         policy=policy,
@@ -383,7 +445,26 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         queue_usage=usage,
         deserved=deserved,
         node_index=node_index,
+        domains=domains,
+        topology_gangs=topology_gangs,
     )
+
+
+def _domains(snapshot: Snapshot) -> Domains | None:
+    try:
+        tree = resolve_hypernodes(snapshot.hypernodes, snapshot.nodes)
+    except ValueError:
+        return None  # the converter refuses a bad graph in files; live, no topology beats a wrong one
+    if not tree.tiers:
+        return None
+    of_node = tuple(
+        {tier: tree.domain_of(node.name, tier) or NO_DOMAIN for tier in tree.tiers} for node in snapshot.nodes
+    )
+    members: dict[int, dict[str, list[int]]] = {tier: {} for tier in tree.tiers}
+    for index, by_tier in enumerate(of_node):
+        for tier, name in by_tier.items():
+            members[tier].setdefault(name, []).append(index)
+    return Domains(tree=tree, tiers=tree.tiers, of_node=of_node, members=members)
 
 
 DIVISIBLE = frozenset({res.CPU, res.MEMORY, res.EPHEMERAL_STORAGE})

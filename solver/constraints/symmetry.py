@@ -18,7 +18,10 @@ from vcsat.solver.variables import NodeTerm, Variables
 
 
 def _signature(problem: Problem, node: int, terms: list[NodeTerm]) -> Hashable:
+    # Nodes in different topology domains are not interchangeable for a gang priced by locality.
+    domains = tuple(sorted(problem.domains.of_node[node].items())) if problem.domains is not None else ()
     return (
+        domains,
         tuple(problem.free[node]),
         problem.nodes[node].gpus,
         tuple(sorted((t.bucket.index, t.upper) for t in terms)),

@@ -358,7 +358,26 @@ def split(amount: int, claims: Sequence[Claim]) -> list[int]:
     return shares
 
 
+_SHARES: dict[tuple[int, tuple[tuple[str, int], ...] | None], tuple[Snapshot, dict[str, QueueShare]]] = {}
+_SHARES_KEPT = 4
+
+
 def fair_shares(snapshot: Snapshot, total: res.Resources | None = None) -> dict[str, QueueShare]:
+    """:func:`compute_fair_shares`, remembered for the last few snapshots: one cycle asks for the
+    same shares from the model builder, admission and reclaim. The entry keeps the snapshot
+    itself, so the identity it is keyed by cannot be reused while it lives."""
+    key = (id(snapshot), None if total is None else tuple(sorted(total.items())))
+    found = _SHARES.get(key)
+    if found is not None and found[0] is snapshot:
+        return found[1]
+    shares = compute_fair_shares(snapshot, total)
+    if len(_SHARES) >= _SHARES_KEPT:
+        del _SHARES[next(iter(_SHARES))]
+    _SHARES[key] = (snapshot, shares)
+    return shares
+
+
+def compute_fair_shares(snapshot: Snapshot, total: res.Resources | None = None) -> dict[str, QueueShare]:
     """Every queue's deserved share with the quantities it came from (see the module docstring).
 
     ``total`` is the room to share, per resource; :func:`cluster_total` when None. Resources in

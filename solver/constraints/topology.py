@@ -1,0 +1,139 @@
+"""Network topology: where a multi-node gang's pods land, priced by the HyperNode tiers it spans.
+
+Design.md's rule holds here too: no pairwise pod terms. For each topology gang (several GPU pods,
+or a ``networkTopology`` of its own) the model counts its pods per domain of the finest tier
+(``domain_count[gang, bucket, rack]``, tied to the bucket's slots in that rack) and marks the
+domains it uses at every tier (``uses[gang, tier, domain]``). A hard ``networkTopology`` allows
+one domain at its highest tier; :mod:`vcsat.solver.objectives.locality` prices the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.problem import Bucket, Domains, Problem
+from vcsat.solver.variables import Variables
+
+
+@dataclass
+class TopologyVars:
+    domain_count: dict[tuple[int, int, str], cp_model.IntVar] = field(default_factory=dict)
+    uses: dict[tuple[int, int, str], cp_model.IntVar] = field(default_factory=dict)
+    """Per (gang, tier, domain): whether any of the gang's pods is in that domain."""
+
+
+def add_topology(
+    cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: list[Bucket], hint: Assignment
+) -> TopologyVars:
+    out = TopologyVars()
+    domains = problem.domains
+    if domains is None or not problem.topology_gangs:
+        return out
+    finest = domains.tiers[0]
+    bucket_of = {s: b.index for b in buckets for s in b.shapes}
+    hinted_counts, hinted = _hinted_domains(problem, hint, bucket_of, finest)
+    demand: dict[tuple[int, str], list[tuple[cp_model.IntVar, int]]] = {}
+
+    for g in problem.topology_gangs:
+        if g not in v.placed:
+            continue
+        gang = problem.gangs[g]
+        used_racks: set[str] = set()
+        per_bucket: dict[int, list[int]] = {}
+        for c in gang.classes:
+            if c in v.count:
+                per_bucket.setdefault(bucket_of[problem.classes[c].shape], []).append(c)
+        for k, classes in sorted(per_bucket.items()):
+            pods = sum(len(problem.classes[c].pods) for c in classes)
+            in_domain: list[cp_model.IntVar] = []
+            for name in domains.domains(finest):
+                nodes = [n for n in domains.nodes_in(finest, name) if (k, n) in v.slot]
+                if not nodes:
+                    continue
+                room = sum(v.upper[v.slot[(k, n)].index] for n in nodes)
+                top = min(pods, room)
+                count = cp.new_int_var(0, top, f"domain_count[{g},{k},{name}]")
+                v.upper[count.index] = top
+                cp.add_hint(count, hinted_counts.get((g, k, name), 0))
+                out.domain_count[(g, k, name)] = count
+                in_domain.append(count)
+                demand.setdefault((k, name), []).append((count, 1))
+                use = _use(cp, out, v, g, finest, name, hinted)
+                used_racks.add(name)
+                cp.add(count <= top * use)
+            cp.add(cp_model.LinearExpr.sum(in_domain) == cp_model.LinearExpr.sum([v.count[c] for c in classes]))
+        _coarser(cp, domains, out, v, g, hinted, used_racks)
+        hard = problem.highest_tier(gang)
+        if hard is not None:
+            cp.add(
+                cp_model.LinearExpr.sum([u for (gg, t, _), u in out.uses.items() if gg == g and t == hard])
+                <= v.placed[g]
+            )
+
+    # A rack's slots of a bucket hold at least the topology gangs' pods counted there; the rest
+    # of its slots serve the bucket's other pods.
+    for (k, name), terms in sorted(demand.items()):
+        slots = [v.slot[(k, n)] for n in domains.nodes_in(finest, name) if (k, n) in v.slot]
+        cp.add(cp_model.LinearExpr.sum(slots) >= cp_model.LinearExpr.sum([var for var, _ in terms]))
+    return out
+
+
+def _use(
+    cp: cp_model.CpModel,
+    out: TopologyVars,
+    v: Variables,
+    gang: int,
+    tier: int,
+    name: str,
+    hinted: dict[tuple[int, int, str], int],
+) -> cp_model.IntVar:
+    key = (gang, tier, name)
+    use = out.uses.get(key)
+    if use is None:
+        use = cp.new_bool_var(f"uses[{gang},{tier},{name}]")
+        v.upper[use.index] = 1
+        cp.add_hint(use, 1 if hinted.get(key, 0) else 0)
+        out.uses[key] = use
+    return use
+
+
+def _coarser(
+    cp: cp_model.CpModel,
+    domains: Domains,
+    out: TopologyVars,
+    v: Variables,
+    gang: int,
+    hinted: dict[tuple[int, int, str], int],
+    racks: set[str],
+) -> None:
+    """A gang uses a coarser domain when it uses any rack inside it."""
+    finest = domains.tiers[0]
+    for tier in domains.tiers[1:]:
+        for name in sorted(racks):
+            above = domains.parent(finest, name, tier)
+            cp.add(_use(cp, out, v, gang, tier, above, hinted) >= out.uses[(gang, finest, name)])
+
+
+def _hinted_domains(
+    problem: Problem, hint: Assignment, bucket_of: dict[int, int], finest: int
+) -> tuple[dict[tuple[int, int, str], int], dict[tuple[int, int, str], int]]:
+    """What the hint puts where: pods per (gang, bucket, rack), and use per (gang, tier, domain)."""
+    domains = problem.domains
+    assert domains is not None
+    counts: dict[tuple[int, int, str], int] = {}
+    uses: dict[tuple[int, int, str], int] = {}
+    for (g, s, node), k in hint.gang_slots.items():
+        if k <= 0 or g not in problem.topology_gangs:
+            continue
+        key = (g, bucket_of[s], domains.of_node[node][finest])
+        counts[key] = counts.get(key, 0) + k
+        for tier in domains.tiers:
+            uses[(g, tier, domains.of_node[node][tier])] = 1
+    return counts, uses
+
+
+def domain_counts(values: dict[int, int], topo: TopologyVars) -> dict[tuple[int, int, str], int]:
+    return {key: values[var.index] for key, var in topo.domain_count.items() if values.get(var.index, 0) > 0}
