@@ -15,6 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from vcsat.model import Decision, Snapshot
+from vcsat.model.gpu_topology import gpu_topology
+from vcsat.model.hypernodes import resolve_hypernodes
+from vcsat.solver.gpu_choice import bottleneck
 
 
 def render_decision(decision: Decision, snapshot: Snapshot, console: Console) -> None:
@@ -62,25 +65,72 @@ def placed_text(pod: str, node: str, gpus: list[int], podgroup: str) -> str:
 
 def _podgroup_table(decision: Decision, snapshot: Snapshot) -> Table:
     placed = _placed_by_group(decision, snapshot)
-    table = Table("podgroup", "phase", "placed", "reason", "message", box=box.SIMPLE_HEAD, show_edge=False)
+    spans = _spans(decision, snapshot)
+    table = Table(
+        "podgroup", "phase", "placed", "topology", "reason", "message", box=box.SIMPLE_HEAD, show_edge=False
+    )
     for outcome in decision.podgroups:
         table.add_row(
             outcome.podgroup,
             outcome.phase,
             "\n".join(placed.get(outcome.podgroup, [])) or "-",
+            spans.get(outcome.podgroup, ""),
             outcome.reason,
             outcome.message,
         )
     return table
 
 
+def _group_of(binding_pod: str, snapshot: Snapshot) -> str:
+    pod = snapshot.pod_by_key.get(binding_pod)
+    return pod.group if pod is not None and pod.group is not None else binding_pod
+
+
 def _placed_by_group(decision: Decision, snapshot: Snapshot) -> Mapping[str, list[str]]:
-    pods = snapshot.pod_by_key
     out: dict[str, list[str]] = {}
     for binding in decision.bindings:
-        pod = pods.get(binding.pod)
-        group = pod.group if pod is not None and pod.group is not None else binding.pod
-        out.setdefault(group, []).append(placed_text(binding.pod, binding.node, binding.gpus, group))
+        group = _group_of(binding.pod, snapshot)
+        text = placed_text(binding.pod, binding.node, binding.gpus, group)
+        if len(binding.gpus) > 1:
+            text += f" {_bottleneck(snapshot, binding.node, binding.gpus)}"
+        out.setdefault(group, []).append(text)
+    return out
+
+
+def _bottleneck(snapshot: Snapshot, node_name: str, gpus: list[int]) -> str:
+    """The slowest link inside a multi-GPU pod's set (GB/s per direction)."""
+    node = snapshot.node_by_name.get(node_name)
+    if node is None:
+        return ""
+    try:
+        topology = gpu_topology(node.gpu_topology, node.gpus)
+    except ValueError:
+        return ""
+    return f"@{bottleneck(topology, gpus):g}GB/s"
+
+
+def _spans(decision: Decision, snapshot: Snapshot) -> Mapping[str, str]:
+    """Per gang placed on more than one node: the HyperNode tier it spans (``tier 1`` = one rack)."""
+    nodes: dict[str, set[str]] = {}
+    pods: dict[str, int] = {}
+    for binding in decision.bindings:
+        group = _group_of(binding.pod, snapshot)
+        nodes.setdefault(group, set()).add(binding.node)
+        pods[group] = pods.get(group, 0) + 1
+    tree = None
+    if snapshot.hypernodes:
+        try:
+            tree = resolve_hypernodes(snapshot.hypernodes, snapshot.nodes)
+        except ValueError:
+            tree = None
+    out: dict[str, str] = {}
+    for group, names in nodes.items():
+        if len(names) == 1:
+            if pods[group] > 1:
+                out[group] = "one node"
+            continue
+        tier = tree.span_tier(names) if tree is not None else None
+        out[group] = f"{len(names)} nodes, tier {tier}" if tier is not None else f"{len(names)} nodes"
     return out
 
 
