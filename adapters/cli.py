@@ -33,6 +33,14 @@ OutputFormat = Literal["table", "json", "yaml"]
 LAZY_COMMANDS: dict[str, str] = {
     # "name": "module:attribute" of a click command, e.g. "scheduler": "vcsat.adapters.live:scheduler"
     "generate": "vcsat.adapters.generate:generate_cmd",
+    "simulate": "vcsat.adapters.sim.commands:simulate_command",
+    "bench": "vcsat.adapters.sim.commands:bench",
+    "scheduler": "vcsat.adapters.scheduler:scheduler_cmd",
+    "dump": "vcsat.adapters.dump:dump_cmd",
+    "podlife": "vcsat.adapters.podlife:podlife_cmd",
+    "controller": "vcsat.adapters.controller.controller:controller_command",
+    "job": "vcsat.adapters.controller.cli:job_group",
+    "queue": "vcsat.adapters.controller.cli:queue_group",
 }
 """Subcommands defined elsewhere, imported on first use; adding one is one line here."""
 
@@ -116,7 +124,13 @@ def main() -> None:
     metavar="S",
     help="Seconds the solver may search (overrides the policy's time_limit_s).",
 )
-@click.option("--policy", "policy_file", metavar="FILE", help="A YAML policy file (see vcsat.model.Policy).")
+@click.option(
+    "--policy",
+    "policy_file",
+    metavar="FILE",
+    help="A YAML policy file (see vcsat.model.Policy), or a Volcano volcano-scheduler.conf (bare or in its "
+    "ConfigMap), mapped onto the policy (docs/volcano-config.md).",
+)
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
@@ -152,8 +166,19 @@ def solve_command(
 
 
 def load_policy(path: str | None, **overrides: Any) -> Policy:
-    """The policy in ``path`` (defaults without one), with command-line options on top."""
+    """The policy in ``path`` (defaults without one), with command-line options on top.
+
+    A Volcano scheduler configuration (``actions``/``tiers``, or a ConfigMap holding
+    ``volcano-scheduler.conf``) is read as such; what has no meaning for an exact solver is said on
+    stderr, one line each."""
     data: dict[str, Any] = read_yaml_mapping(path) if path is not None else {}
+    if path is not None and _is_volcano_conf(data):
+        from vcsat.adapters.volcano_conf import parse_volcano_conf
+
+        conf = parse_volcano_conf(data, source=path)
+        for warning in conf.warnings:
+            click.echo(f"vcsat: {path}: {one_line(warning)}", err=True)
+        data = conf.policy.model_dump()
     data.update({key: value for key, value in overrides.items() if value is not None})
     try:
         return Policy.model_validate(data)
@@ -161,6 +186,13 @@ def load_policy(path: str | None, **overrides: Any) -> Policy:
         first = error.errors()[0]
         field = ".".join(str(part) for part in first["loc"]) or None
         raise InputError(one_line(first["msg"]), source=path, obj="Policy", field=field) from None
+
+
+def _is_volcano_conf(data: dict[str, Any]) -> bool:
+    if "actions" in data or "tiers" in data:
+        return True
+    payload = data.get("data")
+    return data.get("kind") == "ConfigMap" and isinstance(payload, dict) and "volcano-scheduler.conf" in payload
 
 
 def load_instance(path: str | None, *, scheduler_name: str) -> Snapshot:

@@ -40,6 +40,8 @@ class Policy(BaseModel):
     """Queues below their deserved share may take back room from reclaimable queues above it."""
     enqueue: bool = True
     """PodGroups move Pending → Inqueue only when their minResources fit (enqueue action)."""
+    overcommit: bool = True
+    """Enqueue also checks the cluster's overcommitted idle room (Volcano's overcommit plugin)."""
     overcommit_factor: float = Field(default=1.2, ge=1.0)
     """Enqueue admits up to this multiple of the cluster's allocatable (Volcano's overcommit plugin)."""
     topology: bool = True

@@ -378,7 +378,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
 
         _set_needs(gang, snapshot, pods)
 
-    admissions = admit(snapshot, policy)
+    admissions = admit(snapshot, policy, overcommit=policy.overcommit)
     for gang in gangs:
         admission = admissions.get(gang.key) if gang.group is not None else None
         if admission is not None and not admission.admitted:
