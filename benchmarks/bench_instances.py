@@ -24,6 +24,11 @@ ONE_K = GeneratorOptions(nodes=1000, busy_gpu_fraction=0.5, pending_jobs=2000)
 """1,000 nodes, 8,000 GPUs, half busy; about 2,000 pending gang jobs (3,000 pods)."""
 FIVE_K = GeneratorOptions(nodes=5000, busy_gpu_fraction=0.5, pending_jobs=10000)
 """The same cluster five times over: 40,000 GPUs, about 15,000 pending pods."""
+ONE_K_CONTENDED = GeneratorOptions(
+    nodes=1000, busy_gpu_fraction=0.8, pending_jobs=2000, high_priority_share=0.2, low_priority_share=0.5
+)
+"""1,000 nodes 80% busy, half the running and pending work low priority, a fifth high: fairness,
+preemption and reclaim all have work to do."""
 
 
 def instance_key(options: GeneratorOptions) -> str:

@@ -196,7 +196,8 @@ def _search(
         optimal = optimal and (status == cp_model.OPTIMAL or stopper.reached)
         # Later stages may not give back what this one won.
         cp.add(stage.expression() >= round(solver.objective_value))
-        _rehint(cp, values)
+        if number + 1 < len(stages):
+            _rehint(cp, values)
     if values is None:
         return _Search(None, False, levels, bounds)
     found_assignment = _assignment(problem, v, values)
@@ -207,8 +208,9 @@ def _search(
 def _rehint(cp: cp_model.CpModel, values: dict[int, int]) -> None:
     """Hint every variable with a solution, so the next stage starts from it whole."""
     cp.clear_hints()  # type: ignore[no-untyped-call]
-    for index, value in values.items():
-        cp.add_hint(cp.get_int_var_from_proto_index(index), value)
+    hint = cp.proto.solution_hint
+    hint.vars.extend(list(values))
+    hint.values.extend(list(values.values()))
 
 
 def _hinted(cp: cp_model.CpModel) -> dict[int, int]:

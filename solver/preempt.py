@@ -182,6 +182,12 @@ def _run(
                     var = cp.new_int_var(0, min(fit, len(problem.classes[c].pods)), f"x[{c},{node}]")
                     x[(c, node)] = var
                     upper[var.index] = min(fit, len(problem.classes[c].pods))
+    # Victims on nodes no preemptor can use are never worth evicting.
+    reachable = {node for (_, node) in x}
+    victims = [v for v in victims if v.node in reachable]
+    on_node = {node: vs for node, vs in on_node.items() if node in reachable}
+    if not victims or not x:
+        return
     evict = {v.index: cp.new_bool_var(f"evict[{v.index}]") for v in victims}
     for var in evict.values():
         upper[var.index] = 1

@@ -63,7 +63,12 @@ def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
         assignment, status = hint, "FALLBACK"
     values = _placed(problem, assignment)
     fair_share = queue_fair_share(problem, assignment)
-    lp_bounds = first_bounds if assignment is hint else lp_level_bounds(problem, values, fair_share)
+    # The first bounds hold the levels above each at least at the hint's values; they stay valid
+    # for a decision that keeps every level at least there (and are then only looser).
+    dominates = fair_share >= queue_fair_share(problem, hint) and all(
+        values[rank] >= hint_values.get(rank, 0) for rank in values
+    )
+    lp_bounds = first_bounds if dominates else lp_level_bounds(problem, values, fair_share)
     bound = 0
     for rank, value in values.items():
         proven = [b for b in (lp_bounds.get(rank), result.bounds.get(level_name(rank))) if b is not None]

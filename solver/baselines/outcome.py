@@ -9,7 +9,7 @@ baseline's decision passes the same validator as the solver's.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from vcsat.model import Binding, Decision, PodGroupOutcome, Snapshot, SolverStats
 from vcsat.solver.baselines.state import Placement
@@ -28,8 +28,11 @@ def decision(
     *,
     scheduler: str,
     started: float,
+    inqueue: Collection[str] = (),
 ) -> Decision:
-    """Bindings in placement order; one ``podgroups`` entry per gang key with pending pods."""
+    """Bindings in placement order; one ``podgroups`` entry per gang key with pending pods. A gang
+    left unplaced is ``Inqueue`` when its PodGroup already was or is listed in ``inqueue`` (admitted
+    this cycle), else ``Pending``."""
     placed = list(placements)
     running = {gang_key(p.pod) for p in placed}
     groups = snapshot.podgroup_by_key
@@ -39,7 +42,8 @@ def decision(
             outcomes.append(PodGroupOutcome(podgroup=key, phase="Running"))
             continue
         group = groups.get(key)
-        phase = "Inqueue" if group is not None and group.phase == "Inqueue" else "Pending"
+        admitted = group is not None and (group.phase == "Inqueue" or key in inqueue)
+        phase = "Inqueue" if admitted else "Pending"
         reason, message = reasons.get(key, NO_ROOM)
         outcomes.append(
             PodGroupOutcome(podgroup=key, phase=phase, reason=reason, message=f"{scheduler}: {message}")

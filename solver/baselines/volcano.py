@@ -224,6 +224,8 @@ class _Allocator:
                 _add(self.job_allocated.setdefault(gang_key(pod), {}), fair_vector(pod.requests))
         self.reasons: dict[str, Reason] = {}
         self.placed: dict[str, list[Pod]] = {}
+        self.inqueue: set[str] = set()
+        """PodGroups the enqueue action moved to Inqueue this cycle."""
 
     # --- orders ---------------------------------------------------------------------------------
 
@@ -254,7 +256,9 @@ class _Allocator:
         inqueue_total: dict[str, float] = {}
         for job in jobs:
             group = job.group
-            admitted_before = group is None or group.phase in ("Inqueue", "Running") or job.running > 0
+            # A pod without a PodGroup gets a shadow one (minResources: its requests) that comes
+            # through enqueue like any other; it is not persisted, so it does so every cycle.
+            admitted_before = group is not None and (group.phase in ("Inqueue", "Running") or job.running > 0)
             if not self.policy.enqueue or admitted_before:
                 admitted.append(job)
                 if group is not None and group.phase == "Inqueue" and group.min_resources:
@@ -294,6 +298,7 @@ class _Allocator:
             )
             if fits_cluster and fits_queue:
                 admitted.append(job)
+                self.inqueue.add(job.key)
                 _add(idle, minimum, -1)
                 if attr is not None:
                     _add(attr.inqueue, minimum)
@@ -421,4 +426,11 @@ def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
         else:
             valid.append(job)
     allocator.allocate(allocator.enqueue(valid))
-    return decision(snapshot, allocator.state.placements, allocator.reasons, scheduler=NAME, started=started)
+    return decision(
+        snapshot,
+        allocator.state.placements,
+        allocator.reasons,
+        scheduler=NAME,
+        started=started,
+        inqueue=allocator.inqueue,
+    )
