@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from ortools.linear_solver import pywraplp
 
 from vcsat.model import resources as res
-from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms
+from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, tier_threshold, utility_pieces
 from vcsat.solver.problem import Problem
 
 TOLERANCE = 1e-6
@@ -46,10 +46,10 @@ class _Item:
     queue: str
 
 
-def lp_level_bounds(problem: Problem, found: dict[int, int], fair_share: int | None = None) -> dict[int, int]:
+def lp_level_bounds(problem: Problem, found: dict[int, int], fair: dict[int, int] | None = None) -> dict[int, int]:
     """Per priority (highest first), an upper bound on placed work at that priority, given that
-    every higher priority keeps at least ``found[priority]`` and, when given, the queue fair-share
-    level (ranked above every priority) at least ``fair_share``."""
+    every higher priority keeps at least ``found[priority]`` and, when given, each queue fair-share
+    level (ranked above every priority) at least ``fair[rank]``."""
     items = _items(problem)
     if not items:
         return {}
@@ -57,7 +57,7 @@ def lp_level_bounds(problem: Problem, found: dict[int, int], fair_share: int | N
     out: dict[int, int] = {}
     for number, priority in enumerate(priorities):
         floors = {p: found.get(p, 0) for p in priorities[:number]}
-        out[priority] = _solve(problem, items, priority, floors, fair_share)
+        out[priority] = _solve(problem, items, priority, floors, fair)
     return out
 
 
@@ -80,7 +80,7 @@ def _items(problem: Problem) -> list[_Item]:
 
 
 def _solve(
-    problem: Problem, items: list[_Item], priority: int, floors: dict[int, int], fair_share: int | None
+    problem: Problem, items: list[_Item], priority: int, floors: dict[int, int], fair: dict[int, int] | None
 ) -> int:
     lp = pywraplp.Solver.CreateSolver("GLOP")
     infinity = lp.infinity()
@@ -115,7 +115,7 @@ def _solve(
                 add(big, [1.0] * len(big), float((free[mask][:, gpu] // g).sum()))
 
     for queue, caps in problem.queue_room.items():
-        members = [i for i, item in enumerate(items) if item.queue == queue]
+        members = [i for i, item in enumerate(items) if queue in problem.lineage(item.queue)]
         for name, left in caps.items():
             if name in problem.resources:
                 r = problem.resource_index(name)
@@ -127,19 +127,28 @@ def _solve(
             keep = [i for i, item in enumerate(items) if item.priority == higher]
             add(keep, [float(items[i].value) for i in keep], infinity, float(floor) * (1 - TOLERANCE))
 
-    if fair_share:
-        # The queue fair-share level (see objectives.fairness) keeps at least what it found.
+    # The queue fair-share levels (see objectives.fairness, ranked above every priority) keep at
+    # least what they found: per priority, shares of the work of at least that priority.
+    for rank, floor in sorted((fair or {}).items()):
+        if floor <= 0:
+            continue
         within: list[Any] = []
-        for queue, name, cap, held, _asked in fair_terms(problem):
+        for queue, name, deserved, held, _asked in fair_terms(problem, rank):
             r = problem.resource_index(name)
-            share = lp.NumVar(0, cap, f"fair{len(within)}")
+            threshold = tier_threshold(problem, queue, rank)
+            fill = lp.NumVar(0, SHARE_SCALE, f"fill{rank}_{len(within)}")
             row = lp.Constraint(-infinity, float(SHARE_SCALE * held))
-            row.SetCoefficient(share, float(problem.total[name]))
+            row.SetCoefficient(fill, float(deserved))
             for i, item in enumerate(items):
-                if item.queue == queue and item.request[r] > 0:
+                if item.queue == queue and item.priority >= threshold and item.request[r] > 0:
                     row.SetCoefficient(y[i], -float(SHARE_SCALE * item.request[r]))
-            within.append(share)
-        keep = lp.Constraint(float(fair_share) * (1 - TOLERANCE), infinity)
+            utility = lp.NumVar(0, infinity, f"fair{rank}_{len(within)}")
+            for slope, offset in utility_pieces():
+                piece = lp.Constraint(-infinity, float(offset))
+                piece.SetCoefficient(utility, 1.0)
+                piece.SetCoefficient(fill, -float(slope))
+            within.append(utility)
+        keep = lp.Constraint(float(floor) * (1 - TOLERANCE), infinity)
         for share in within:
             keep.SetCoefficient(share, 1.0)
 

@@ -345,9 +345,7 @@ class _Checker:
             return
         for key, new in sorted(placed.items()):
             group = self.snapshot.podgroup_by_key[key]
-            staying = [
-                p for p in self.snapshot.pods_of_group.get(key, ()) if p.bound and p.key not in self.victims
-            ]
+            staying = [p for p in self.snapshot.pods_of_group.get(key, ()) if p.bound and p.key not in self.victims]
             have = len(staying) + len(new)
             if have < group.min_member:
                 self._flag(
@@ -358,9 +356,7 @@ class _Checker:
             for task, minimum in sorted(group.min_task_member.items()):
                 count = sum(1 for p in staying if p.task == task) + sum(1 for p in new if p.task == task)
                 if count < minimum:
-                    self._flag(
-                        "GangTaskUnsatisfied", key, f"task {task}: {count} placed or running < {minimum}"
-                    )
+                    self._flag("GangTaskUnsatisfied", key, f"task {task}: {count} placed or running < {minimum}")
 
     # --- queues -------------------------------------------------------------------------------
 
@@ -524,15 +520,11 @@ class _Checker:
             return
         slack = _TOLERANCE * max(1.0, abs(stats.objective), abs(stats.bound))
         if stats.bound < stats.objective - slack:
-            self._flag(
-                "SolverStats", "solver", f"bound {stats.bound} < objective {stats.objective} (maximisation)"
-            )
+            self._flag("SolverStats", "solver", f"bound {stats.bound} < objective {stats.objective} (maximisation)")
             return
         exact = stats.status == "OPTIMAL" and not self.policy.relative_gap
         if exact and stats.bound > stats.objective + slack:
-            self._flag(
-                "SolverStats", "solver", f"OPTIMAL but bound {stats.bound} > objective {stats.objective}"
-            )
+            self._flag("SolverStats", "solver", f"OPTIMAL but bound {stats.bound} > objective {stats.objective}")
 
 
 class _Hold(NamedTuple):

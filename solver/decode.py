@@ -67,7 +67,7 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
         # Biggest pods first, each to the node with the most room left once the node's other
         # slots are reserved at the bucket's least request.
         pods.sort(key=lambda s: (-_size(problem.shapes[s].request, scale), s))
-        left = dict(slots)
+        left = {node: k for node, k in slots.items() if k > 0}  # topology gangs may have taken some
         heap = [(-_slack(room[n], bucket, left[n], scale), n) for n in sorted(left)]
         heapq.heapify(heap)
         missing: list[int] = []

@@ -67,8 +67,9 @@ from typing import NamedTuple
 
 from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
+from vcsat.model.conformance import protection
 from vcsat.solver import predicates
-from vcsat.solver.fairness.deserved import QueueShare, QueueTree, fair_shares, queue_of
+from vcsat.solver.fairness.deserved import FAIR_EXCLUDED, QueueShare, QueueTree, fair_shares, queue_of
 
 PENDING_PHASES = frozenset({"", "Pending"})
 """Phases of a group that still waits for admission (Volcano: an empty phase is Pending)."""
@@ -162,8 +163,11 @@ def _served(shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[st
     worst = Fraction(0)
     for resource, held in committed.get(queue, {}).items():
         deserved = share.deserved.get(resource, 0)
-        if held > 0:
-            worst = max(worst, Fraction(1) if deserved <= 0 else Fraction(held, deserved))
+        # Only resources queues share count: a pods count or a resource nobody deserves any of
+        # would make every queue look fully served.
+        if resource in FAIR_EXCLUDED or deserved <= 0 or held <= 0:
+            continue
+        worst = max(worst, Fraction(held, deserved))
     return worst
 
 
@@ -337,6 +341,36 @@ class _State:
             )
         return None
 
+    def evictable(self, group: PodGroup, short: Mapping[str, int], *, same_queue: bool) -> bool:
+        """Whether running pods that preempt (same queue, lower priority) or, unless
+        ``same_queue``, reclaim (a reclaimable queue above its share, for a queue below its own)
+        could give up at least ``short`` of each resource for this group."""
+        policy = self.policy
+        shares = fair_shares(self.snapshot)
+        mine = shares.get(group.queue)
+        below = mine is not None and not same_queue and _served(shares, {group.queue: mine.usage}, group.queue) < 1
+        reclaimable = {q.name for q in self.snapshot.queues if q.reclaimable}
+        freed: dict[str, int] = {}
+        for pod in self.snapshot.pods:
+            if not pod.bound or protection(pod):
+                continue
+            queue = self.snapshot.queue_of(pod)
+            if queue is None:
+                continue
+            preempt = policy.preempt and queue == group.queue and pod.priority < group.priority
+            reclaim = (
+                policy.reclaim
+                and below
+                and queue != group.queue
+                and queue in reclaimable
+                and (other := shares.get(queue)) is not None
+                and _served(shares, {queue: other.usage}, queue) > 1
+            )
+            if preempt or reclaim:
+                for name, amount in pod.requests.items():
+                    freed[name] = freed.get(name, 0) + amount
+        return all(freed.get(name, 0) >= amount for name, amount in short.items())
+
     def consider(self, group: PodGroup, *, overcommit: bool) -> Admission:
         queue = self.snapshot.queue_by_name.get(group.queue)
         if queue is None:
@@ -357,6 +391,8 @@ class _State:
                 for r, amount in need.items()
                 if (limit := allowed.get(r)) is not None and committed.get(r, 0) + amount > limit
             }
+            if short and self.evictable(group, short, same_queue=True):
+                continue  # lower-priority pods of its own queue can make the room (preempt)
             if short:
                 which = "queue" if name == group.queue else "ancestor queue"
                 parts = [
@@ -366,11 +402,9 @@ class _State:
                 ]
                 return _refuse("QueueOverused", f"{which} {name} has no room: " + "; ".join(parts))
         if overcommit:
-            short = {
-                r: amount
-                for r, amount in need.items()
-                if self.reserved.get(r, 0) + amount > self.idle.get(r, 0)
-            }
+            short = {r: amount for r, amount in need.items() if self.reserved.get(r, 0) + amount > self.idle.get(r, 0)}
+            if short and self.evictable(group, short, same_queue=False):
+                short = {}  # evictions can make the room: admitted, so preempt or reclaim may act
             if short:
                 factor = self.policy.overcommit_factor
                 parts = [
@@ -395,9 +429,7 @@ def _allowed(
         resources.update(queue.capability or {})
         resources.update(queue.guarantee)
     out: dict[str, dict[str, int | None]] = {}
-    pending: list[tuple[str | None, dict[str, int | None]]] = [
-        (None, {r: allocatable.get(r, 0) for r in resources})
-    ]
+    pending: list[tuple[str | None, dict[str, int | None]]] = [(None, {r: allocatable.get(r, 0) for r in resources})]
     while pending:
         parent, parent_allowed = pending.pop()
         children = tree.children.get(parent, [])
@@ -473,8 +505,7 @@ class _Placeable:
             if placeable < minimum:
                 return (
                     "Unschedulable",
-                    f"task {task}: only {placeable} of its pods could ever be placed, minTaskMember is "
-                    f"{minimum}",
+                    f"task {task}: only {placeable} of its pods could ever be placed, minTaskMember is {minimum}",
                 )
         return None
 

@@ -23,7 +23,7 @@ from vcsat.solver.constraints.symmetry import add_symmetry_breaking, order_like_
 from vcsat.solver.constraints.topology import add_topology, domain_counts
 from vcsat.solver.decode import resolve
 from vcsat.solver.levels import Level, Stage, plan_stages
-from vcsat.solver.objectives.fairness import fairness_levels
+from vcsat.solver.objectives.fairness import drf_levels, fairness_levels
 from vcsat.solver.objectives.locality import locality_levels
 from vcsat.solver.objectives.packing import packing_levels
 from vcsat.solver.objectives.placement import age_level, placement_levels
@@ -90,15 +90,11 @@ def solve_exact(
         candidate = _resolved(repaired, fixed.shape_slots, fixed.gang_slots)
         if _rank(problem, search.levels, candidate) > _rank(problem, search.levels, best):
             best = candidate
-        notes.append(
-            f"refine: {sum(resolution.short.values())} pods short in buckets {sorted(resolution.short)}"
-        )
+        notes.append(f"refine: {sum(resolution.short.values())} pods short in buckets {sorted(resolution.short)}")
         for index in sorted(resolution.short, reverse=True):
             buckets = split_bucket(problem, buckets, index)
     if last is None or best is hint:
-        return ExactResult(
-            None, False, [] if last is None else last.levels, {} if last is None else last.bounds, notes
-        )
+        return ExactResult(None, False, [] if last is None else last.levels, {} if last is None else last.bounds, notes)
     return ExactResult(best, False, last.levels, last.bounds, notes)
 
 
@@ -137,7 +133,12 @@ def _search(
     add_quota(cp, problem, v)
     classes = add_symmetry_breaking(cp, problem, v)
     topo = add_topology(cp, problem, v, buckets, hint)
-    levels = fairness_levels(cp, problem, v, hint) + placement_levels(problem, v) + locality_levels(problem, v, topo)
+    levels = [
+        *fairness_levels(cp, problem, v, hint),
+        *placement_levels(problem, v),
+        *drf_levels(cp, problem, v, hint),
+        *locality_levels(problem, v, topo),
+    ]
     if policy.packing_weight > 0:
         levels += packing_levels(cp, problem, v, hint)
     levels.append(age_level(problem, v))

@@ -19,6 +19,7 @@ from vcsat.model import resources as res
 from vcsat.model.decision import PodGroupPhase
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import Room, fit_topology_first, undo
+from vcsat.solver.objectives.fairness import fair_resources
 from vcsat.solver.problem import Gang, Problem
 
 
@@ -30,6 +31,13 @@ def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
         if node.schedulable
     )
     fits_cache: dict[tuple[object, ...], bool] = {}
+    caps_after = {queue: dict(left) for queue, left in problem.queue_room.items()}
+    for c, k in assignment.count.items():
+        request = problem.shapes[problem.classes[c].shape].request
+        for queue in problem.caps_of(problem.gangs[problem.classes[c].gang].queue):
+            for name in caps_after[queue]:
+                if name in problem.resources:
+                    caps_after[queue][name] -= k * request[problem.resource_index(name)]
     out: list[PodGroupOutcome] = []
     higher: dict[int, int] = {}
     for gang in problem.gangs:
@@ -43,10 +51,8 @@ def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
         if blocked is not None:
             reason, message = blocked.reason, blocked.message
         else:
-            reason, message = _why_left_out(problem, gang, room, free_total, fits_cache, higher)
-        out.append(
-            PodGroupOutcome(podgroup=gang.key, phase=_waiting_phase(gang), reason=reason, message=message)
-        )
+            reason, message = _why_left_out(problem, gang, room, caps_after, assignment, free_total, fits_cache, higher)
+        out.append(PodGroupOutcome(podgroup=gang.key, phase=_waiting_phase(gang), reason=reason, message=message))
     out.sort(key=lambda o: o.podgroup)
     return out
 
@@ -55,6 +61,18 @@ def _waiting_phase(gang: Gang) -> PodGroupPhase:
     """Inqueue once admitted (Volcano's enqueue), else Pending; a pod without a PodGroup is never
     held back by admission, and waits as Pending."""
     return "Inqueue" if gang.admitted and gang.group is not None else "Pending"
+
+
+def placed_amount(problem: Problem, assignment: Assignment, queue: str, name: str) -> int:
+    """What the decision adds to a queue of one resource."""
+    if name not in problem.resources:
+        return 0
+    r = problem.resource_index(name)
+    return sum(
+        k * problem.shapes[problem.classes[c].shape].request[r]
+        for c, k in assignment.count.items()
+        if problem.gangs[problem.classes[c].gang].queue == queue
+    )
 
 
 def minimum_request(problem: Problem, gang: Gang) -> dict[str, int]:
@@ -76,20 +94,23 @@ def _why_left_out(
     problem: Problem,
     gang: Gang,
     room: Room,
+    caps_after: dict[str, dict[str, int]],
+    assignment: Assignment,
     free_total: dict[str, int],
     fits_cache: dict[tuple[object, ...], bool],
     placed_by_priority: dict[int, int],
 ) -> tuple[str, str]:
     need = minimum_request(problem, gang)
-    caps = problem.queue_room.get(gang.queue)
-    if caps is not None:
-        short = {name: amount for name, amount in res.shortfall(need, caps).items() if name in caps}
+    for queue in problem.caps_of(gang.queue):
+        left = caps_after[queue]
+        short = {name: amount for name, amount in res.shortfall(need, left).items() if name in left}
         if short:
             name = sorted(short)[0]
+            which = "queue" if queue == gang.queue else "ancestor queue"
             return (
                 "QueueOverused",
-                f"queue {gang.queue}: capability leaves {res.format_amount(name, max(0, caps[name]))} "
-                f"free, the gang needs {res.format_amount(name, need[name])}",
+                f"{which} {queue}: its capability leaves {res.format_amount(name, max(0, left[name]))} free "
+                f"after this cycle, the gang needs {res.format_amount(name, need[name])}",
             )
     short = res.shortfall(need, free_total)
     if short:
@@ -106,14 +127,11 @@ def _why_left_out(
         gang.need,
         tuple(sorted(gang.task_need.items())),
         gang.queue,
-        *(
-            (problem.classes[c].shape, problem.classes[c].task, len(problem.classes[c].pods))
-            for c in gang.classes
-        ),
+        *((problem.classes[c].shape, problem.classes[c].task, len(problem.classes[c].pods)) for c in gang.classes),
     )
     fits = fits_cache.get(signature)
     if fits is None:
-        taken = fit_topology_first(problem, gang, room, caps)
+        taken = fit_topology_first(problem, gang, room, [problem.queue_room[q] for q in problem.caps_of(gang.queue)])
         fits = taken is not None
         if taken is not None:
             undo(problem, room, taken)
@@ -131,15 +149,28 @@ def _why_left_out(
             f"but not on nodes where the gang's {max(1, gang.need)} pods "
             f"({res.format_vector(need)}) fit together",
         )
+    for name in fair_resources(problem, gang.queue):
+        deserved = problem.deserved[gang.queue][name]
+        holds = problem.queue_usage.get(gang.queue, {}).get(name, 0) + placed_amount(
+            problem, assignment, gang.queue, name
+        )
+        if holds >= deserved:
+            return (
+                "QueueOverused",
+                f"queue {gang.queue} holds {res.format_amount(name, holds)} of its deserved "
+                f"{res.format_amount(name, deserved)} after this cycle; the gang ({res.format_vector(need)}) "
+                "would fit, but the room went to queues below their shares (objective level: queue fair share)",
+            )
     above = sum(count for priority, count in placed_by_priority.items() if priority > gang.rank)
     if above:
         return (
             "Outranked",
-            f"it fits on its own, but the room went to {above} gangs of higher priority "
-            f"(objective level: placed work at priority above {gang.priority})",
+            f"it fits on its own ({res.format_vector(need)}), but the room went to {above} gangs of higher "
+            f"priority (objective level: placed work at priority above {gang.priority})",
         )
     return (
         "Outranked",
-        f"it fits on its own, but the room went to work the objective ranks higher at priority {gang.priority}: "
+        f"it fits on its own ({res.format_vector(need)}), but the room went to work the objective ranks "
+        f"higher at priority {gang.priority}: "
         "fairer queue shares, more placed work (by dominant share), better locality or packing, or older gangs",
     )

@@ -125,9 +125,7 @@ def _distinct(topology: GpuTopology, indices: Iterable[int]) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=16384)
-def _choose(
-    topology: GpuTopology, free: tuple[int, ...], sizes: tuple[int, ...]
-) -> tuple[tuple[int, ...], ...]:
+def _choose(topology: GpuTopology, free: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """Index sets for pods of ``sizes`` (biggest first) out of ``free``; see the module docstring."""
     if not sizes:
         return ()
@@ -252,9 +250,7 @@ def _bits(mask: int) -> list[int]:
     return out
 
 
-def _greedy(
-    topology: GpuTopology, free: tuple[int, ...], sizes: tuple[int, ...]
-) -> tuple[tuple[int, ...], ...]:
+def _greedy(topology: GpuTopology, free: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """Beyond exact reach: each pod (biggest first) grows its set from its best pair.
 
     A 1-GPU pod takes the GPU least connected to the others, which leaves the rest best knit.

@@ -48,14 +48,10 @@ def fresh_gpus_needed(requests: Sequence[int], *, shared: Mapping[int, int] | No
     return len({gpu for gpu in _pack(requests, used, placeholders) if gpu is not None and gpu < 0})
 
 
-def _checked_usage(
-    requests: Sequence[int], shared: Mapping[int, int] | None, free: Sequence[int]
-) -> dict[int, int]:
+def _checked_usage(requests: Sequence[int], shared: Mapping[int, int] | None, free: Sequence[int]) -> dict[int, int]:
     for position, milli in enumerate(requests):
         if not 1 <= milli <= FULL_GPU_MILLI:
-            raise ValueError(
-                f"share request {position}: must be 1 to {FULL_GPU_MILLI} thousandths, not {milli}"
-            )
+            raise ValueError(f"share request {position}: must be 1 to {FULL_GPU_MILLI} thousandths, not {milli}")
     used = {gpu: milli for gpu, milli in sorted((shared or {}).items()) if milli != 0}
     for gpu, milli in used.items():
         if not 0 < milli <= FULL_GPU_MILLI:
@@ -74,11 +70,7 @@ def _pack(requests: Sequence[int], used: dict[int, int], fresh: list[int]) -> li
     for position in sorted(range(len(requests)), key=lambda i: (-requests[i], i)):
         milli = requests[position]
         # Best fit: the GPU left with the least room, so bigger holes stay open elsewhere.
-        fitting = [
-            (FULL_GPU_MILLI - held - milli, gpu)
-            for gpu, held in used.items()
-            if held + milli <= FULL_GPU_MILLI
-        ]
+        fitting = [(FULL_GPU_MILLI - held - milli, gpu) for gpu, held in used.items() if held + milli <= FULL_GPU_MILLI]
         if fitting:
             gpu = min(fitting)[1]
         elif opened < len(fresh):

@@ -160,11 +160,11 @@ def _place(
     assignment: Assignment,
     held: dict[str, dict[str, int]],
 ) -> bool:
-    taken = fit_topology_first(problem, gang, room, queue_room.get(gang.queue))
+    taken = fit_topology_first(problem, gang, room, [queue_room[q] for q in problem.caps_of(gang.queue)])
     if taken is None:
         return False
     assignment.placed.add(gang.index)
-    caps = queue_room.get(gang.queue)
+    lineage_caps = [queue_room[q] for q in problem.caps_of(gang.queue)]
     usage = held.setdefault(gang.queue, {})
     for class_index, shape_index, node in taken:
         assignment.count[class_index] = assignment.count.get(class_index, 0) + 1
@@ -175,14 +175,14 @@ def _place(
         request = problem.shapes[shape_index].request
         for r, name in enumerate(problem.resources):
             usage[name] = usage.get(name, 0) + request[r]
-        if caps is not None:
+        for caps in lineage_caps:
             for name in caps:
                 if name in problem.resources:
                     caps[name] -= request[problem.resource_index(name)]
     return True
 
 
-def fit_topology_first(problem: Problem, gang: Gang, room: Room, caps: dict[str, int] | None) -> Taken | None:
+def fit_topology_first(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int]]) -> Taken | None:
     """A topology gang tries each domain of the finest tier, then of coarser tiers (the fullest
     domain that fits first, to keep roomy ones whole), then anywhere unless its networkTopology is
     hard; other gangs go anywhere."""
@@ -229,7 +229,7 @@ Taken = list[tuple[int, int, int]]
 
 
 def fit_gang(
-    problem: Problem, gang: Gang, room: Room, caps: dict[str, int] | None, within: list[int] | None = None
+    problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int]], within: list[int] | None = None
 ) -> Taken | None:
     """Best-fit the gang's pods into ``room`` (only onto ``within`` when given); keep them there if
     the gang is whole, else undo.
@@ -246,9 +246,10 @@ def fit_gang(
         shape = problem.shapes[pod_class.shape]
         request_by_name = dict(zip(problem.resources, shape.request, strict=True))
         for _ in pod_class.pods:
-            if caps is not None and any(
+            if any(
                 used.get(name, 0) + request_by_name.get(name, 0) > cap
-                for name, cap in caps.items()
+                for limits in caps
+                for name, cap in limits.items()
                 if request_by_name.get(name, 0) > 0
             ):
                 break

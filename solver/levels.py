@@ -75,17 +75,14 @@ class Stage:
     def expression(self) -> cp_model.LinearExprT:
         variables = [var for level in self.levels for var, _ in level.terms]
         coefs = [
-            weight * coef
-            for level, weight in zip(self.levels, self.weights, strict=True)
-            for _, coef in level.terms
+            weight * coef for level, weight in zip(self.levels, self.weights, strict=True) for _, coef in level.terms
         ]
         return cp_model.LinearExpr.weighted_sum(variables, coefs)
 
     def value(self, problem: Problem, assignment: Assignment) -> int:
         """The stage's objective for a decided assignment, as CP-SAT would count it."""
         return sum(
-            weight * level.measure(problem, assignment)
-            for level, weight in zip(self.levels, self.weights, strict=True)
+            weight * level.measure(problem, assignment) for level, weight in zip(self.levels, self.weights, strict=True)
         )
 
     def level_bounds(self, values: list[int], bound: int) -> list[int]:
@@ -97,9 +94,7 @@ class Stage:
         out: list[int] = []
         prefix = 0
         for i, (level, weight) in enumerate(zip(self.levels, self.weights, strict=True)):
-            rest = sum(
-                w * lv.lower for lv, w in zip(self.levels[i + 1 :], self.weights[i + 1 :], strict=True)
-            )
+            rest = sum(w * lv.lower for lv, w in zip(self.levels[i + 1 :], self.weights[i + 1 :], strict=True))
             out.append(max(values[i], min(level.upper, (bound - prefix - rest) // weight)))
             prefix += weight * values[i]
         return out

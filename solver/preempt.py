@@ -121,11 +121,7 @@ def preempt_and_reclaim(
         for queue in sorted({gang.queue for gang in waiting}):
             preemptors = [g for g in waiting if g.queue == queue and g.index not in out.placed]
             top = max(g.priority for g in preemptors)
-            mine = [
-                v
-                for v in victims
-                if v.queue == queue and v.pod.priority < top and v.pod.key not in out.evicted
-            ]
+            mine = [v for v in victims if v.queue == queue and v.pod.priority < top and v.pod.key not in out.evicted]
             if mine:
                 _run(problem, preemptors, mine, room, usage, "preempt", out, deadline)
     if policy.reclaim and problem.deserved:
@@ -229,15 +225,12 @@ def _run(
                 ]
                 cp.add(
                     cp_model.LinearExpr.weighted_sum([u for u, _ in users], [k for _, k in users])
-                    <= room[node][r]
-                    + cp_model.LinearExpr.weighted_sum([f for f, _ in freed], [k for _, k in freed])
+                    <= room[node][r] + cp_model.LinearExpr.weighted_sum([f for f, _ in freed], [k for _, k in freed])
                 )
 
     # A victim goes only for a preemptor it justifies.
     for victim in victims:
-        justifying = [
-            placed[g.index] for g in preemptors if reason == "reclaim" or g.priority > victim.pod.priority
-        ]
+        justifying = [placed[g.index] for g in preemptors if reason == "reclaim" or g.priority > victim.pod.priority]
         cp.add(evict[victim.index] <= cp_model.LinearExpr.sum(justifying))
 
     # A victim gang keeps its minMember or goes whole.
@@ -246,9 +239,7 @@ def _run(
         by_gang.setdefault(victim.gang, []).append(victim)
     for key, members in by_gang.items():
         group = problem.snapshot.podgroup_by_key.get(key)
-        running = (
-            [p for p in problem.snapshot.pods_of_group.get(key, ()) if p.bound] if group else [members[0].pod]
-        )
+        running = [p for p in problem.snapshot.pods_of_group.get(key, ()) if p.bound] if group else [members[0].pod]
         minimum = group.min_member if group is not None else 1
         gone = cp_model.LinearExpr.sum([evict[v.index] for v in members])
         spare = max(0, len(running) - minimum)
@@ -273,24 +264,26 @@ def _run(
                 <= max(0, excess)
             )
 
-    # Queue capability: what preemptors add, less what their own queue's victims free.
-    for queue in sorted({g.queue for g in preemptors}):
-        caps = problem.queue_room.get(queue)
-        if not caps:
-            continue
-        for name, left in caps.items():
+    # Queue capability (own and ancestors'): what the queue's subtree holds after allocate, plus
+    # what preemptors add, less what victims in that subtree free.
+    capped = sorted({q for g in preemptors for q in problem.caps_of(g.queue)})
+    for queue in capped:
+        capability = problem.snapshot.queue_by_name[queue].capability or {}
+        subtree = {q for q in usage if queue in problem.lineage(q)}
+        for name, cap in capability.items():
             if name not in problem.resources:
                 continue
             r = problem.resources.index(name)
+            held = sum(usage[q].get(name, 0) for q in subtree)
             adds = [
                 (var, problem.shapes[problem.classes[c].shape].request[r])
                 for (c, _), var in x.items()
-                if problem.gangs[problem.classes[c].gang].queue == queue
+                if queue in problem.lineage(problem.gangs[problem.classes[c].gang].queue)
             ]
-            frees = [(evict[v.index], v.request[r]) for v in victims if v.queue == queue]
+            frees = [(evict[v.index], v.request[r]) for v in victims if queue in problem.lineage(v.queue)]
             cp.add(
                 cp_model.LinearExpr.weighted_sum([a for a, _ in adds], [k for _, k in adds])
-                <= left + cp_model.LinearExpr.weighted_sum([f for f, _ in frees], [k for _, k in frees])
+                <= cap - held + cp_model.LinearExpr.weighted_sum([f for f, _ in frees], [k for _, k in frees])
             )
 
     levels = _levels(problem, preemptors, victims, placed, x, evict, upper)
@@ -308,9 +301,7 @@ def _run(
         out.notes.append(f"{reason}: {stage.names}: {solver.status_name(status)}")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break
-        values = {
-            var.index: int(solver.value(var)) for var in [*placed.values(), *x.values(), *evict.values()]
-        }
+        values = {var.index: int(solver.value(var)) for var in [*placed.values(), *x.values(), *evict.values()]}
         cp.add(stage.expression() >= round(solver.objective_value))
         cp.clear_hints()  # type: ignore[no-untyped-call]
         for var in [*placed.values(), *x.values(), *evict.values()]:
@@ -339,18 +330,12 @@ def _levels(
             for (c, _), var in sorted(x.items())
             if problem.gangs[problem.classes[c].gang].rank == rank
         ]
-        levels.append(
-            make_level(f"preemptor work at priority {rank}", terms, upper_of=upper, measure=unmeasured)
-        )
+        levels.append(make_level(f"preemptor work at priority {rank}", terms, upper_of=upper, measure=unmeasured))
     for priority in sorted({v.pod.priority for v in victims}, reverse=True):
         terms = [(evict[v.index], -1) for v in victims if v.pod.priority == priority]
-        levels.append(
-            make_level(f"victims of priority {priority} spared", terms, upper_of=upper, measure=unmeasured)
-        )
+        levels.append(make_level(f"victims of priority {priority} spared", terms, upper_of=upper, measure=unmeasured))
     levels.append(
-        make_level(
-            "fewest victims", [(evict[v.index], -1) for v in victims], upper_of=upper, measure=unmeasured
-        )
+        make_level("fewest victims", [(evict[v.index], -1) for v in victims], upper_of=upper, measure=unmeasured)
     )
     oldest = sorted(preemptors, key=lambda g: (g.created, g.key))
     levels.append(

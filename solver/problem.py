@@ -26,7 +26,7 @@ from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import predicates
 from vcsat.solver.enqueue import admit
-from vcsat.solver.fairness.deserved import cluster_total, deserved_shares, queue_usage
+from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
 
 VALUE_SCALE = 1000
 """A pod's value is its dominant share of the largest node, in thousandths (see ``pod_value``)."""
@@ -173,12 +173,16 @@ class Problem:
     """Gangs that cannot be placed this cycle whatever the others do."""
     queue_room: dict[str, dict[str, int]]
     """Per queue with a capability: what it may still take, per capped resource."""
+    lineages: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per queue: itself, then its parent, and so on up (``parent``)."""
     total: dict[str, int] = field(default_factory=dict)
     """The room queues share (Ready nodes less other schedulers' pods), per resource."""
     queue_usage: dict[str, dict[str, int]] = field(default_factory=dict)
     """What each queue's pods hold now, per resource."""
     deserved: dict[str, dict[str, int]] = field(default_factory=dict)
     """Each queue's deserved share (proportion), per resource; empty with proportion off."""
+    wanted: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Each queue's demand capped by its capability, per resource (what its share was cut from)."""
     node_index: predicates.NodeIndex | None = None
     topologies: dict[int, GpuTopology] = field(default_factory=dict)
     domains: Domains | None = None
@@ -198,6 +202,14 @@ class Problem:
             return tiers[0]
         inside = [t for t in tiers if t <= allowed]
         return inside[-1] if inside else tiers[0]
+
+    def lineage(self, queue: str) -> tuple[str, ...]:
+        return self.lineages.get(queue, (queue,))
+
+    def caps_of(self, queue: str) -> list[str]:
+        """The capped queues whose capability a pod of ``queue`` counts against: its own and its
+        ancestors'."""
+        return [name for name in self.lineage(queue) if name in self.queue_room]
 
     def topology(self, node: int) -> GpuTopology:
         """The node's GPU interconnect (cached by annotation text), uniform without annotation."""
@@ -393,23 +405,30 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
 
     buckets = initial_buckets(shapes, resources, free)
 
+    lineage = _lineages(snapshot)
     queue_room: dict[str, dict[str, int]] = {}
     for queue in snapshot.queues:
         if queue.capability is None:
             continue
+        # A parent's capability caps its whole subtree (hierarchical queues).
         used = res.total(
-            pod.requests for pod in snapshot.pods if pod.bound and snapshot.queue_of(pod) == queue.name
+            pod.requests
+            for pod in snapshot.pods
+            if pod.bound and (q := snapshot.queue_of(pod)) is not None and queue.name in lineage.get(q, (q,))
         )
         queue_room[queue.name] = {name: cap - used.get(name, 0) for name, cap in queue.capability.items()}
 
     total: dict[str, int] = {}
     usage: dict[str, dict[str, int]] = {}
     deserved: dict[str, dict[str, int]] = {}
+    wanted: dict[str, dict[str, int]] = {}
     busy = {gang.queue for gang in gangs} | {q for pod in snapshot.pods if pod.bound and (q := snapshot.queue_of(pod))}
     if policy.proportion and gangs and len(busy) > 1:
         total = cluster_total(snapshot)
         usage = queue_usage(snapshot)
-        deserved = deserved_shares(snapshot, total)
+        shares = fair_shares(snapshot, total)
+        deserved = {name: share.deserved for name, share in shares.items()}
+        wanted = {name: share.capped_demand for name, share in shares.items()}
 
     domains = _domains(snapshot) if policy.topology and snapshot.hypernodes else None
     topology_gangs: tuple[int, ...] = ()
@@ -441,13 +460,26 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         buckets=buckets,
         blocked=blocked,
         queue_room=queue_room,
+        lineages=lineage,
         total=total,
         queue_usage=usage,
         deserved=deserved,
+        wanted=wanted,
         node_index=node_index,
         domains=domains,
         topology_gangs=topology_gangs,
     )
+
+
+def _lineages(snapshot: Snapshot) -> dict[str, tuple[str, ...]]:
+    parents = {queue.name: queue.parent for queue in snapshot.queues}
+    out: dict[str, tuple[str, ...]] = {}
+    for name in parents:
+        chain = [name]
+        while (parent := parents.get(chain[-1])) is not None and parent not in chain:
+            chain.append(parent)
+        out[name] = tuple(chain)
+    return out
 
 
 def _domains(snapshot: Snapshot) -> Domains | None:
@@ -507,12 +539,9 @@ def split_bucket(problem: Problem, buckets: list[Bucket], index: int) -> list[Bu
     if bucket.exact:
         return buckets
     largest = [
-        max(1, max((node.allocatable.get(name, 0) for node in problem.nodes), default=1))
-        for name in problem.resources
+        max(1, max((node.allocatable.get(name, 0) for node in problem.nodes), default=1)) for name in problem.resources
     ]
-    divisible = [
-        i for i, name in enumerate(problem.resources) if name in DIVISIBLE or res.is_byte_resource(name)
-    ]
+    divisible = [i for i, name in enumerate(problem.resources) if name in DIVISIBLE or res.is_byte_resource(name)]
     members = sorted(
         (problem.shapes[s] for s in bucket.shapes),
         key=lambda shape: (sum(shape.request[i] / largest[i] for i in divisible), shape.index),
@@ -540,9 +569,7 @@ def _mask_array(index: predicates.NodeIndex, mask: int) -> NDArray[np.bool_]:
     return eligible
 
 
-def _fit_counts(
-    request: tuple[int, ...], free: NDArray[np.int64], eligible: NDArray[np.bool_]
-) -> dict[int, int]:
+def _fit_counts(request: tuple[int, ...], free: NDArray[np.int64], eligible: NDArray[np.bool_]) -> dict[int, int]:
     """Per eligible node where at least one pod of ``request`` fits: how many fit there alone."""
     asked = [r for r, amount in enumerate(request) if amount > 0]
     if not asked or free.shape[0] == 0:
@@ -607,8 +634,7 @@ def _prefilter(
         return Blocked(
             gang.index,
             "GangUnsatisfied",
-            f"{pending} pending pods can never reach minMember {minimum} "
-            f"({minimum - gang.need} already running)",
+            f"{pending} pending pods can never reach minMember {minimum} ({minimum - gang.need} already running)",
         )
     for task, need in gang.task_need.items():
         have = sum(len(c.pods) for c in my_classes if c.task == task)
@@ -626,8 +652,7 @@ def _prefilter(
             continue  # optional pods only; others of the gang may still go
         pod = pod_class.pods[0]
         could_ever = any(
-            predicates.predicate_failure(pod, node) is None
-            and res.fits(_without_share(pod.requests), node.allocatable)
+            predicates.predicate_failure(pod, node) is None and res.fits(_without_share(pod.requests), node.allocatable)
             for node in nodes
         )
         code = "InsufficientResources" if could_ever else "Unschedulable"
@@ -654,7 +679,7 @@ def _why_no_node(pod: Pod, nodes: tuple[Node, ...]) -> str:
     if too_small:
         parts.append(f"{too_small} too small for {res.format_vector(_without_share(pod.requests))}")
     if "InsufficientFree" in counts:
-        parts.append(f"{counts['InsufficientFree']} without that much free now")
+        parts.append(f"{counts['InsufficientFree']} without {res.format_vector(_without_share(pod.requests))} free now")
     return f"pod {pod.key}: 0/{len(nodes)} nodes available: " + "; ".join(parts)
 
 

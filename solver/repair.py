@@ -47,9 +47,7 @@ def _drop_one(problem: Problem, assignment: Assignment, shape: int) -> bool:
             pod_class = problem.classes[c]
             if pod_class.shape != shape or assignment.count.get(c, 0) == 0:
                 continue
-            of_task = sum(
-                assignment.count.get(o, 0) for o in gang.classes if problem.classes[o].task == pod_class.task
-            )
+            of_task = sum(assignment.count.get(o, 0) for o in gang.classes if problem.classes[o].task == pod_class.task)
             if placed - 1 >= max(1, gang.need) and of_task - 1 >= gang.task_need.get(pod_class.task, 0):
                 assignment.count[c] -= 1
                 return True

@@ -32,7 +32,7 @@ from vcsat.solver.exact import solve_exact
 from vcsat.solver.explain import outcomes
 from vcsat.solver.fairness.deserved import queue_usage
 from vcsat.solver.greedy import greedy
-from vcsat.solver.objectives.fairness import queue_fair_share
+from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.preempt import preempt_and_reclaim
 from vcsat.solver.problem import Problem, build_problem
@@ -53,7 +53,8 @@ def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
     problem = build_problem(snapshot, policy)
     hint = greedy(problem)
     hint_values = _placed(problem, hint)
-    first_bounds = lp_level_bounds(problem, hint_values, queue_fair_share(problem, hint))
+    hint_fair = fair_share_values(problem, hint)
+    first_bounds = lp_level_bounds(problem, hint_values, hint_fair)
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
     result = solve_exact(problem, hint, started=started, targets=targets)
 
@@ -62,13 +63,13 @@ def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
     else:
         assignment, status = hint, "FALLBACK"
     values = _placed(problem, assignment)
-    fair_share = queue_fair_share(problem, assignment)
+    fair = fair_share_values(problem, assignment)
     # The first bounds hold the levels above each at least at the hint's values; they stay valid
     # for a decision that keeps every level at least there (and are then only looser).
-    dominates = fair_share >= queue_fair_share(problem, hint) and all(
+    dominates = all(fair[rank] >= hint_fair.get(rank, 0) for rank in fair) and all(
         values[rank] >= hint_values.get(rank, 0) for rank in values
     )
-    lp_bounds = first_bounds if dominates else lp_level_bounds(problem, values, fair_share)
+    lp_bounds = first_bounds if dominates else lp_level_bounds(problem, values, fair)
     bound = 0
     for rank, value in values.items():
         proven = [b for b in (lp_bounds.get(rank), result.bounds.get(level_name(rank))) if b is not None]
@@ -121,9 +122,7 @@ def _preempt(
     for (s, node), k in assignment.shape_slots.items():
         for r, amount in enumerate(problem.shapes[s].request):
             room[node][r] -= k * amount
-    usage = {
-        queue: dict(held) for queue, held in (problem.queue_usage or queue_usage(problem.snapshot)).items()
-    }
+    usage = {queue: dict(held) for queue, held in (problem.queue_usage or queue_usage(problem.snapshot)).items()}
     for c, k in assignment.count.items():
         held = usage.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
         for r, name in enumerate(problem.resources):

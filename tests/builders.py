@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from vcsat.model import (
     Binding,
@@ -216,10 +216,12 @@ def pod(
     created: float = 0.0,
     cpu_milli: int | None = None,
     memory_mib: int | None = None,
+    nominated_node: str | None = None,
 ) -> Pod:
     """A pod ``namespace/name``; bound (phase Running) when ``node`` is given, else Pending.
     A string ``affinity`` is one term of one requirement (``"zone in (a)"``); ``cpu_milli`` /
-    ``memory_mib`` give the requests in solver units instead. ``pods: 1`` is always requested."""
+    ``memory_mib`` give the requests in solver units instead. ``pods: 1`` is always requested.
+    ``nominated_node`` is ``status.nominatedNodeName``: where it waits for preemption victims."""
     namespace, name = split(key)
     requests = {
         res.CPU: units(res.CPU, cpu) if cpu_milli is None else cpu_milli,
@@ -249,6 +251,7 @@ def pod(
         task=task,
         preemptable=preemptable,
         gpu_ids=None if gpu_ids is None else tuple(gpu_ids),
+        nominated_node=nominated_node,
         created=created,
     )
 
@@ -262,7 +265,10 @@ def group(
     priority: int = 0,
     priority_class: str = "",
     min_resources: Mapping[str, Quantity] | None = None,
+    created: float = 0.0,
+    phase: str = "",
 ) -> PodGroup:
+    """A PodGroup; ``phase`` is its ``status.phase`` as last written (``""`` is Pending)."""
     namespace, name = split(key)
     return PodGroup(
         namespace=namespace,
@@ -273,7 +279,43 @@ def group(
         priority=priority,
         priority_class=priority_class,
         min_resources=vector(min_resources),
+        created=created,
+        phase=phase,
     )
+
+
+def gangs(
+    prefix: str,
+    count: int = 1,
+    *,
+    queue: str = DEFAULT_QUEUE,
+    size: int = 1,
+    min_member: int | None = None,
+    priority: int = 0,
+    node: str | None = None,
+    created: float = 0.0,
+    namespace: str = "ns",
+    phase: str | None = None,
+    **pod_kwargs: Any,
+) -> tuple[list[Pod], list[PodGroup]]:
+    """``count`` jobs: PodGroups ``<namespace>/<prefix>-<j>`` of ``size`` pods ``<...>-<j>-<i>``
+    each, in ``queue`` at ``priority``, running on ``node`` (PodGroup phase Running) when it is
+    given, else pending (PodGroup phase ``phase``: ``""``, i.e. Pending, unless given; ``"Inqueue"``
+    for a group admitted in an earlier cycle). Job ``j`` and its pods are created at ``created + j``
+    (FIFO order, and younger victims go first); ``min_member`` defaults to ``size``; ``pod_kwargs``
+    go to every :func:`pod` (``cpu="2"``, ...)."""
+    pods: list[Pod] = []
+    groups: list[PodGroup] = []
+    for j in range(count):
+        key = f"{namespace}/{prefix}-{j}"
+        minimum = size if min_member is None else min_member
+        status = phase if phase is not None else ("Running" if node is not None else "")
+        groups.append(group(key, minimum, queue, priority=priority, created=created + j, phase=status))
+        for i in range(size):
+            pods.append(
+                pod(f"{key}-{i}", group=key, priority=priority, node=node, created=created + j, **pod_kwargs)
+            )
+    return pods, groups
 
 
 def queue(

@@ -86,9 +86,7 @@ def pending_jobs(snapshot: Snapshot, *, gang: bool = True) -> list[Job]:
             if minimum - have > 0:
                 job.task_need[task] = minimum - have
         if len(running) + len(pods) < group.min_member:
-            job.invalid = (
-                f"{len(running) + len(pods)} pods exist (running or pending), minMember is {group.min_member}"
-            )
+            job.invalid = f"{len(running) + len(pods)} pods exist (running or pending), minMember is {group.min_member}"
         for task, missing in job.task_need.items():
             if sum(1 for p in pods if p.task == task) < missing:
                 job.invalid = job.invalid or f"task {task} has too few pods for its minTaskMember"

@@ -86,9 +86,7 @@ class _Scheduler:
     def select(self, pod: Pod, nodes: list[NodeRoom]) -> NodeRoom:
         if len(nodes) == 1:
             return nodes[0]
-        taints = scoring.taint_toleration(
-            [scoring.intolerable_prefer_no_schedule(room.node, pod) for room in nodes]
-        )
+        taints = scoring.taint_toleration([scoring.intolerable_prefer_no_schedule(room.node, pod) for room in nodes])
         best: list[NodeRoom] = []
         best_score = -1
         for room, taint in zip(nodes, taints, strict=True):

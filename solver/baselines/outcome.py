@@ -45,9 +45,7 @@ def decision(
         admitted = group is not None and (group.phase == "Inqueue" or key in inqueue)
         phase = "Inqueue" if admitted else "Pending"
         reason, message = reasons.get(key, NO_ROOM)
-        outcomes.append(
-            PodGroupOutcome(podgroup=key, phase=phase, reason=reason, message=f"{scheduler}: {message}")
-        )
+        outcomes.append(PodGroupOutcome(podgroup=key, phase=phase, reason=reason, message=f"{scheduler}: {message}"))
     return Decision(
         bindings=[Binding(pod=p.pod.key, node=p.node, gpus=list(p.gpus)) for p in placed],
         podgroups=outcomes,

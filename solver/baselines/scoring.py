@@ -97,9 +97,7 @@ def binpack(room: NodeRoom, pod: Pod, weights: dict[str, int] | None = None) -> 
 def intolerable_prefer_no_schedule(node: Node, pod: Pod) -> int:
     """The raw TaintToleration count: ``PreferNoSchedule`` taints the pod does not tolerate."""
     return sum(
-        1
-        for taint in node.taints
-        if taint.effect == "PreferNoSchedule" and not tolerated(pod.tolerations, taint)
+        1 for taint in node.taints if taint.effect == "PreferNoSchedule" and not tolerated(pod.tolerations, taint)
     )
 
 

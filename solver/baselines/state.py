@@ -72,9 +72,7 @@ class NodeRoom:
     def share_room(self, milli: int) -> list[int]:
         """Indices a share of ``milli`` thousandths can go to, in index order."""
         return [
-            i
-            for i in range(self.gpu_total)
-            if i not in self.whole and self.shares.get(i, 0) + milli <= FULL_GPU_MILLI
+            i for i in range(self.gpu_total) if i not in self.whole and self.shares.get(i, 0) + milli <= FULL_GPU_MILLI
         ]
 
     def fits(self, pod: Pod, need: dict[str, int] | None = None) -> bool:

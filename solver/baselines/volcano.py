@@ -74,6 +74,10 @@ def _le(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
     return all(amount <= b.get(name, 0) for name, amount in a.items())
 
 
+_EMPTY = 1e-6
+"""Below this a remaining amount counts as none (``Resource.IsEmpty``; floats never reach 0)."""
+
+
 def _le_unbounded(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
     """``Resource.LessEqual`` with infinity for names absent in ``b``."""
     return all(amount <= b.get(name, float("inf")) for name, amount in a.items())
@@ -138,7 +142,6 @@ class Proportion:
                 capability: dict[str, float] | None = None
                 if queue.capability is not None:
                     capability = dict(fair_vector(queue.capability))
-                if capability is not None:
                     real = {r: min(v, capability.get(r, float("inf"))) for r, v in real.items()}
                 attr = self.attrs[name] = QueueAttr(
                     name, queue.weight, guarantee=guarantee, capability=capability, real_capability=real
@@ -182,7 +185,7 @@ class Proportion:
                         decreased[r] = decreased.get(r, 0) - diff
             _add(remaining, increased, -1)
             _add(remaining, decreased)
-            if all(v <= 0 for v in remaining.values()) or remaining == before:
+            if all(v <= _EMPTY for v in remaining.values()) or remaining == before:
                 break
 
     def allocatable(self, queue: str, vector: Mapping[str, float]) -> bool:
@@ -289,10 +292,7 @@ class _Allocator:
                 attr is None
                 or not minimum
                 or _le_unbounded(
-                    {
-                        r: minimum.get(r, 0) + attr.allocated.get(r, 0) + attr.inqueue.get(r, 0)
-                        for r in minimum
-                    },
+                    {r: minimum.get(r, 0) + attr.allocated.get(r, 0) + attr.inqueue.get(r, 0) for r in minimum},
                     attr.real_capability,
                 )
             )

@@ -23,17 +23,11 @@ def add_capacity(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: 
     for bucket in buckets:
         counts = [var for s in bucket.shapes for var in counts_of_shape.get(s, [])]
         if counts:
-            cp.add(
-                cp_model.LinearExpr.sum(slots_of_bucket.get(bucket.index, []))
-                == cp_model.LinearExpr.sum(counts)
-            )
+            cp.add(cp_model.LinearExpr.sum(slots_of_bucket.get(bucket.index, [])) == cp_model.LinearExpr.sum(counts))
 
     for node, terms in v.on_node.items():
         for r, room in enumerate(problem.free[node]):
             used = [t for t in terms if t.bucket.request[r] > 0]
             if len(used) < 2 or sum(t.upper * t.bucket.request[r] for t in used) <= room:
                 continue  # the slots' upper bounds already keep them within room
-            cp.add(
-                cp_model.LinearExpr.weighted_sum([t.var for t in used], [t.bucket.request[r] for t in used])
-                <= room
-            )
+            cp.add(cp_model.LinearExpr.weighted_sum([t.var for t in used], [t.bucket.request[r] for t in used]) <= room)

@@ -1,4 +1,5 @@
-"""Queue capability: a queue's pods never hold more than its ``capability`` (contract §3).
+"""Queue capability: a queue's pods never hold more than its ``capability`` (contract §3), and a
+parent queue's capability caps its whole subtree.
 
 Closed queues never reach the model: the prefilter blocks their gangs with ``QueueClosed``.
 """
@@ -13,7 +14,7 @@ from vcsat.solver.variables import Variables
 
 def add_quota(cp: cp_model.CpModel, problem: Problem, v: Variables) -> None:
     for queue, room in sorted(problem.queue_room.items()):
-        classes = [c for c in v.count if problem.gangs[problem.classes[c].gang].queue == queue]
+        classes = [c for c in v.count if queue in problem.lineage(problem.gangs[problem.classes[c].gang].queue)]
         if not classes:
             continue
         for name, left in sorted(room.items()):

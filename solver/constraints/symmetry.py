@@ -47,9 +47,7 @@ def add_symmetry_breaking(cp: cp_model.CpModel, problem: Problem, v: Variables) 
         loads = []
         for node in nodes:
             terms = sorted(v.on_node[node], key=lambda t: t.bucket.index)
-            loads.append(
-                cp_model.LinearExpr.weighted_sum([t.var for t in terms], [weight(t.bucket) for t in terms])
-            )
+            loads.append(cp_model.LinearExpr.weighted_sum([t.var for t in terms], [weight(t.bucket) for t in terms]))
         for before, after in pairwise(loads):
             cp.add(before >= after)
     return classes
@@ -72,9 +70,7 @@ def order_like_model(
         for node, vector in zip(nodes, vectors, strict=True):
             for kind in vector:
                 del out[(kind, node)]
-        vectors.sort(
-            key=lambda vec: (-sum(weights[kind] * k for kind, k in vec.items()), sorted(vec.items()))
-        )
+        vectors.sort(key=lambda vec: (-sum(weights[kind] * k for kind, k in vec.items()), sorted(vec.items())))
         for node, vector in zip(nodes, vectors, strict=True):
             for kind, k in vector.items():
                 out[(kind, node)] = k

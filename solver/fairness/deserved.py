@@ -317,9 +317,7 @@ def split(amount: int, claims: Sequence[Claim]) -> list[int]:
     explicit = [i for i, claim in enumerate(claims) if claim.explicit is not None]
     weighted = [i for i, claim in enumerate(claims) if claim.explicit is None]
     shares = [0] * len(claims)
-    base = {
-        i: max(claims[i].guarantee, min(claims[i].explicit or 0, claims[i].capped_demand)) for i in explicit
-    }
+    base = {i: max(claims[i].guarantee, min(claims[i].explicit or 0, claims[i].capped_demand)) for i in explicit}
     room_for_explicit = amount - sum(floors[i] for i in weighted)
     if sum(base.values()) > room_for_explicit:
         filled = water_fill(

@@ -1,9 +1,11 @@
 """Fair sharing: queues towards their deserved shares, then DRF among a queue's elastic jobs.
 
 Queue fair share is the first objective level (Volcano's proportion plugin orders queues before
-jobs): maximise, over queues, the part of each queue's allocation that lies within its deserved
-share (:mod:`vcsat.solver.fairness.deserved`) on its dominant deserved resource, in thousandths of
-the cluster. Room a
+jobs): per queue, how much of its deserved share (:mod:`vcsat.solver.fairness.deserved`) on its
+dominant deserved resource it holds, in thousandths, through a concave utility, summed over
+queues: raising the least-served queue gains most, as Volcano serves the queue with the lowest
+share first. One such level per priority, highest first, counting only work of at least that
+priority, so a queue's share is filled with its higher-priority work first. Room a
 queue cannot use earns it nothing, and work beyond a share is still rewarded by the placed-work
 levels below, so idle room is lent and the whole stays work-conserving.
 
@@ -15,6 +17,8 @@ our choice: DRF here never places less work than it could, where Volcano's progr
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from ortools.sat.python import cp_model
 
@@ -31,33 +35,72 @@ DRF_PIECES = 4
 EXCLUDED = frozenset({res.PODS, res.GPU_MILLI, res.EPHEMERAL_STORAGE})
 
 
-def _fair_resources(problem: Problem, queue: str) -> list[str]:
-    """The queue's dominant deserved resource: the one of which it deserves the largest part of
-    the cluster (GPUs, on a GPU cluster). Shares are judged there, as Volcano orders queues by
-    their dominant share; counting every resource would ask each queue to match the cluster's
-    cpu:memory:GPU ratio, which no real workload does."""
+def fair_resources(problem: Problem, queue: str) -> list[str]:
+    """The queue's dominant deserved resource: among those where it wants more than it deserves,
+    the one of which it deserves the largest part of the cluster (GPUs, on a GPU cluster). Shares
+    are judged there, as Volcano orders queues by their dominant share; counting every resource
+    would ask each queue to match the cluster's cpu:memory:GPU ratio, which no real workload does."""
     deserved = problem.deserved.get(queue, {})
+    wanted = problem.wanted.get(queue, {})
     candidates = [
         name
         for name in problem.resources
         if name not in EXCLUDED and problem.total.get(name, 0) > 0 and deserved.get(name, 0) > 0
     ]
-    if not candidates:
+    # Where the queue wants more than it deserves is where its share binds; a resource it is
+    # given all it asks of (memory, often) says nothing about fairness.
+    binding = [name for name in candidates if deserved[name] < wanted.get(name, 0)]
+    pool = binding or candidates
+    if not pool:
         return []
-    return [max(candidates, key=lambda name: (deserved[name] / problem.total[name], name))]
+    return [max(pool, key=lambda name: (deserved[name] / problem.total[name], name))]
 
 
-def _cap(problem: Problem, queue: str, name: str) -> int:
-    return SHARE_SCALE * problem.deserved[queue][name] // problem.total[name]
+def pod_rank(problem: Problem, priority: int) -> int:
+    return priority if problem.policy.priority else 0
 
 
-def fair_terms(problem: Problem) -> list[tuple[str, str, int, int, list[int]]]:
-    """(queue, resource, cap, held, asking classes) for every queue share the level can still grow.
+def _queue_tiers(problem: Problem) -> dict[str, list[int]]:
+    """Per queue with candidates: its own priorities, highest first."""
+    tiers: dict[str, set[int]] = {}
+    for gang in problem.candidates:
+        tiers.setdefault(gang.queue, set()).add(gang.rank)
+    return {queue: sorted(ranks, reverse=True) for queue, ranks in tiers.items()}
+
+
+def fair_ranks(problem: Problem) -> list[int]:
+    """The tiers the queue level is split by (0 = each queue's highest priority), one level each."""
+    if not problem.deserved:
+        return []
+    deepest = max((len(ranks) for ranks in _queue_tiers(problem).values()), default=0)
+    return list(range(deepest))
+
+
+def tier_threshold(problem: Problem, queue: str, tier: int) -> int:
+    """The least priority a queue's work needs to count at this tier: the queue's ``tier``-th own
+    priority (its lowest once it has fewer)."""
+    ranks = _queue_tiers(problem).get(queue)
+    if not ranks:
+        return 0
+    return ranks[min(tier, len(ranks) - 1)]
+
+
+def _held(problem: Problem, queue: str, name: str) -> int:
+    """What the queue's bound pods hold of a resource (all of them: what a queue holds is what it
+    holds, whatever the tier that counts new work)."""
+    return problem.queue_usage.get(queue, {}).get(name, 0)
+
+
+def fair_terms(problem: Problem, tier: int) -> list[tuple[str, str, int, int, list[int]]]:
+    """(queue, resource, deserved amount, held, asking classes) for every queue share the level of
+    ``tier`` can still grow, counting each queue's work of its ``tier`` highest priorities only.
 
     The model's variables and the measure of a decided assignment both come from this list, so
     the two always agree."""
     by_queue: dict[str, list[int]] = {}
     for gang in problem.candidates:
+        if gang.rank < tier_threshold(problem, gang.queue, tier):
+            continue
         for c in gang.classes:
             if problem.shapes[problem.classes[c].shape].nodes:
                 by_queue.setdefault(gang.queue, []).append(c)
@@ -65,53 +108,157 @@ def fair_terms(problem: Problem) -> list[tuple[str, str, int, int, list[int]]]:
     for queue, classes in sorted(by_queue.items()):
         if queue not in problem.deserved:
             continue
-        for name in _fair_resources(problem, queue):
+        for name in fair_resources(problem, queue):
             r = problem.resource_index(name)
-            cap = _cap(problem, queue, name)
-            held = problem.queue_usage.get(queue, {}).get(name, 0)
-            if SHARE_SCALE * held >= cap * problem.total[name]:
-                continue  # already at its share on this resource: nothing to gain here
+            cap = problem.deserved[queue][name]
+            held = _held(problem, queue, name)
+            if held >= cap:
+                continue  # already at its share: nothing to gain here
             asked = [c for c in classes if problem.shapes[problem.classes[c].shape].request[r] > 0]
             if asked:
                 out.append((queue, name, cap, held, asked))
     return out
 
 
+def level_name(tier: int) -> str:
+    return f"queue fair share, each queue's {tier + 1} highest priorities"
+
+
 def fairness_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: Assignment) -> list[Level]:
-    """The queue level; its variables are hinted from ``hint``'s placements."""
-    if not problem.deserved:
-        return []
-    terms: list[tuple[cp_model.IntVar, int]] = []
-    for queue, name, cap, held, asked in fair_terms(problem):
-        r = problem.resource_index(name)
-        within = cp.new_int_var(0, cap, f"fair[{queue},{name}]")
-        v.upper[within.index] = cap
-        allocation = cp_model.LinearExpr.weighted_sum(
-            [v.count[c] for c in asked],
-            [SHARE_SCALE * problem.shapes[problem.classes[c].shape].request[r] for c in asked],
+    """One queue level per tier of each queue's own priorities, highest first: between queues the
+    levels are blind to priority (each queue's top tier weighs alike), inside a queue its share is
+    first filled with its highest-priority work, so fairness never trades a queue's higher-priority pods
+    for its lower-priority ones. Variables are hinted from ``hint``'s placements."""
+    levels: list[Level] = []
+    for rank in fair_ranks(problem):
+        terms: list[tuple[cp_model.IntVar, int]] = []
+        for queue, name, deserved, held, asked in fair_terms(problem, rank):
+            r = problem.resource_index(name)
+            fill = cp.new_int_var(0, SHARE_SCALE, f"fill[{queue},{name},{rank}]")
+            allocation = cp_model.LinearExpr.weighted_sum(
+                [v.count[c] for c in asked],
+                [SHARE_SCALE * problem.shapes[problem.classes[c].shape].request[r] for c in asked],
+            )
+            cp.add(deserved * fill <= SHARE_SCALE * held + allocation)
+            utility = cp.new_int_var(0, share_utility(SHARE_SCALE), f"fair[{queue},{name},{rank}]")
+            v.upper[utility.index] = share_utility(SHARE_SCALE)
+            for slope, offset in utility_pieces():
+                cp.add(utility <= slope * fill + offset)
+            hinted = _fill(held, deserved, asked, r, problem, hint)
+            cp.add_hint(fill, hinted)
+            cp.add_hint(utility, share_utility(hinted))
+            terms.append((utility, 1))
+        levels.append(
+            make_level(level_name(rank), terms, upper_of=v.upper, measure=partial(queue_fair_share, rank=rank))
         )
-        cp.add(problem.total[name] * within <= SHARE_SCALE * held + allocation)
-        cp.add_hint(within, _within(problem, name, cap, held, asked, hint))
-        terms.append((within, 1))
-    return [make_level("queue fair share", terms, upper_of=v.upper, measure=queue_fair_share)]
+    return levels
 
 
-def queue_fair_share(problem: Problem, assignment: Assignment) -> int:
+def queue_fair_share(problem: Problem, assignment: Assignment, rank: int) -> int:
     """The queue level's value for a decided assignment (what the model's variables would hold)."""
     return sum(
-        _within(problem, name, cap, held, asked, assignment)
-        for _queue, name, cap, held, asked in fair_terms(problem)
+        share_utility(_fill(held, deserved, asked, problem.resource_index(name), problem, assignment))
+        for _queue, name, deserved, held, asked in fair_terms(problem, rank)
     )
 
 
-def _within(
-    problem: Problem, name: str, cap: int, held: int, asked: list[int], assignment: Assignment
-) -> int:
-    r = problem.resource_index(name)
-    added = sum(
-        assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[r] for c in asked
-    )
-    return min(cap, SHARE_SCALE * (held + added) // problem.total[name])
+def fair_share_values(problem: Problem, assignment: Assignment) -> dict[int, int]:
+    return {rank: queue_fair_share(problem, assignment, rank) for rank in fair_ranks(problem)}
+
+
+def _fill(held: int, deserved: int, asked: list[int], r: int, problem: Problem, assignment: Assignment) -> int:
+    """How much of its deserved share a queue holds, in thousandths, at most all of it."""
+    added = sum(assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[r] for c in asked)
+    return min(SHARE_SCALE, SHARE_SCALE * (held + added) // deserved)
+
+
+def utility_pieces() -> list[tuple[int, int]]:
+    """(slope, offset) of the lines whose minimum is the concave utility: slopes 4, 3, 2, 1, 0."""
+    step = SHARE_SCALE // DRF_PIECES
+    return [(DRF_PIECES - k, sum(m * step for m in range(1, k + 1))) for k in range(DRF_PIECES + 1)]
+
+
+# --- DRF --------------------------------------------------------------------------------------
+
+
+def _drf_jobs(problem: Problem) -> list[tuple[Gang, str, int]]:
+    """(gang, its dominant resource, what it holds of it) for every elastic gang that competes with
+    another elastic gang of its queue and priority."""
+    if not problem.policy.drf:
+        return []
+    totals = problem.total or res.total(node.allocatable for node in problem.nodes if node.schedulable)
+    groups: dict[tuple[str, int], list[Gang]] = {}
+    for gang in problem.candidates:
+        if elastic(gang, problem) and any(problem.shapes[problem.classes[c].shape].nodes for c in gang.classes):
+            groups.setdefault((gang.queue, gang.rank), []).append(gang)
+    out: list[tuple[Gang, str, int]] = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        for gang in members:
+            request = problem.shapes[problem.classes[gang.classes[0]].shape].request
+            named = [
+                (amount / totals[name], name)
+                for name, amount in zip(problem.resources, request, strict=True)
+                if name not in EXCLUDED and totals.get(name, 0) > 0 and amount > 0
+            ]
+            if not named:
+                continue
+            name = max(named)[1]
+            held = (
+                sum(p.requests.get(name, 0) for p in problem.snapshot.pods_of_group.get(gang.key, ()) if p.bound)
+                if gang.group is not None
+                else 0
+            )
+            out.append((gang, name, held))
+    return out
+
+
+def share_utility(share: int) -> int:
+    """The concave utility of a share in thousandths: slopes 4, 3, 2, 1 by quarters, then flat.
+    Concave, so raising the least-served share gains most: max-min in spirit, linear in CP-SAT."""
+    return min(slope * share + offset for slope, offset in utility_pieces())
+
+
+def drf_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: Assignment) -> list[Level]:
+    """Max-min-like DRF among elastic jobs of one queue and priority, as a concave utility;
+    variables hinted from ``hint``."""
+    jobs = _drf_jobs(problem)
+    if not jobs:
+        return []
+    totals = problem.total or res.total(node.allocatable for node in problem.nodes if node.schedulable)
+    terms: list[tuple[cp_model.IntVar, int]] = []
+    for gang, name, held in jobs:
+        r = problem.resource_index(name)
+        classes = [c for c in gang.classes if c in v.count]
+        share = cp.new_int_var(0, SHARE_SCALE, f"drf_share[{gang.index}]")
+        coefs = [SHARE_SCALE * problem.shapes[problem.classes[c].shape].request[r] for c in classes]
+        cp.add(
+            totals[name] * share
+            <= SHARE_SCALE * held + cp_model.LinearExpr.weighted_sum([v.count[c] for c in classes], coefs)
+        )
+        added = sum(k * hint.count.get(c, 0) for c, k in zip(classes, coefs, strict=True))
+        hinted = min(SHARE_SCALE, (SHARE_SCALE * held + added) // totals[name])
+        cp.add_hint(share, hinted)
+        utility = cp.new_int_var(0, share_utility(SHARE_SCALE), f"drf_utility[{gang.index}]")
+        v.upper[utility.index] = share_utility(SHARE_SCALE)
+        for slope, offset in utility_pieces():
+            cp.add(utility <= slope * share + offset)
+        cp.add_hint(utility, share_utility(hinted))
+        terms.append((utility, 1))
+    return [make_level("DRF among elastic jobs", terms, upper_of=v.upper, measure=drf_value)]
+
+
+def drf_value(problem: Problem, assignment: Assignment) -> int:
+    totals = problem.total or res.total(node.allocatable for node in problem.nodes if node.schedulable)
+    value = 0
+    for gang, name, held in _drf_jobs(problem):
+        r = problem.resource_index(name)
+        added = sum(
+            assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[r] for c in gang.classes
+        )
+        value += share_utility(min(SHARE_SCALE, SHARE_SCALE * (held + added) // totals[name]))
+    return value
 
 
 def elastic(gang: Gang, problem: Problem) -> bool:

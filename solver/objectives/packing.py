@@ -44,9 +44,7 @@ def packing_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: A
         if not gpu_terms:
             continue
         free = problem.free[node][gpu]
-        used = cp_model.LinearExpr.weighted_sum(
-            [var for var, _ in gpu_terms], [coef for _, coef in gpu_terms]
-        )
+        used = cp_model.LinearExpr.weighted_sum([var for var, _ in gpu_terms], [coef for _, coef in gpu_terms])
         if node in whole_nodes:
             is_open = cp.new_bool_var(f"opened[{node}]")
             v.upper[is_open.index] = 1
@@ -61,9 +59,7 @@ def packing_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: A
             completed.append((is_full, 1))
     return [
         make_level("whole GPU nodes kept free", opened, upper_of=v.upper, measure=_measure_opened),
-        make_level(
-            "partly used GPU nodes completed", completed, upper_of=v.upper, measure=_measure_completed
-        ),
+        make_level("partly used GPU nodes completed", completed, upper_of=v.upper, measure=_measure_completed),
     ]
 
 

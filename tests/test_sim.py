@@ -1,0 +1,306 @@
+"""The simulator: small deterministic runs whose every number can be checked by hand, the trace
+loader, the metrics' definitions, and ``vcsat bench`` / ``vcsat simulate`` end to end."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from tests.builders import node
+from vcsat.adapters import cli
+from vcsat.adapters.errors import InputError
+from vcsat.adapters.sim import workloads
+from vcsat.adapters.sim.engine import JobSpec, SimOptions, SimResult, TaskSpec, Workload, simulate
+from vcsat.adapters.sim.metrics import bottleneck, jain, percentile, summarize, water_fill
+from vcsat.adapters.sim.schedulers import make_scheduler
+from vcsat.model import Queue
+from vcsat.model import resources as res
+
+GPU_POD = {res.CPU: 1000, res.MEMORY: 1024, res.PODS: 1, res.GPU: 1}
+
+
+def job(
+    name: str, arrival: float, duration: float, gpus: int = 1, pods: int = 1, queue: str = "default"
+) -> JobSpec:
+    requests = {**GPU_POD, res.GPU: gpus}
+    return JobSpec(
+        name=name, tasks=(TaskSpec("w", pods, requests),), arrival=arrival, duration=duration, queue=queue
+    )
+
+
+def small_cluster(jobs: list[JobSpec]) -> Workload:
+    return Workload(name="small", nodes=(node("n1", cpu="16", memory="64Gi", gpus=2),), jobs=tuple(jobs))
+
+
+def run(workload: Workload, scheduler: str, **options: Any) -> SimResult:
+    return simulate(workload, make_scheduler(scheduler, time_limit_s=1.0), SimOptions(**options))
+
+
+SCHEDULERS = ["vcsat", "volcano", "kube-default", "bestfit", "firstfit", "fgd"]
+
+
+# --- the engine ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_fifo_on_one_node_by_hand(scheduler: str) -> None:
+    # Two GPUs. a (2 GPUs, 100 s) at 0; b (1 GPU, 50 s) at 10; c (1 GPU, 30 s) at 20.
+    # Cycles every 10 s: a runs 0–100; b and c both start at 100; c ends 130, b ends 150.
+    workload = small_cluster([job("a", 0, 100, gpus=2), job("b", 10, 50), job("c", 20, 30)])
+    result = run(workload, scheduler, cycle_period=10.0)
+    times = {j.spec.name: (j.started, j.finished) for j in result.jobs}
+    assert times == {"a": (0.0, 100.0), "b": (100.0, 150.0), "c": (100.0, 130.0)}
+    summary = summarize(result)
+    assert summary.makespan == 150.0
+    assert summary.jct_mean == pytest.approx((100 + 140 + 110) / 3)
+    assert summary.wait_mean == pytest.approx((0 + 90 + 80) / 3)
+    # 2 GPUs held 0–100, 2 held 100–130, 1 held 130–150: (200 + 60 + 20) / (2 × 150).
+    assert summary.gpu_alloc_mean == pytest.approx(280 / 300)
+    assert result.rejected == 0
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_every_pod_is_accounted_for(scheduler: str) -> None:
+    jobs = [
+        job(f"j{i}", arrival=7.0 * i, duration=40.0 + 13 * i, gpus=1 + i % 2, pods=1 + i % 3)
+        for i in range(8)
+    ]
+    workload = Workload(
+        name="mix",
+        nodes=tuple(node(f"n{i}", cpu="16", memory="64Gi", gpus=4) for i in range(2)),
+        jobs=tuple(jobs),
+    )
+    result = run(workload, scheduler, cycle_period=5.0)
+    assert len(result.jobs) == len(jobs)
+    for record in result.jobs:
+        assert len(record.pod_keys) == record.spec.pods
+        assert (record.finished is not None) != bool(record.failed)
+        if record.finished is not None and record.restarts == 0:
+            assert record.started is not None and record.started >= record.spec.arrival
+            assert record.finished - record.started == pytest.approx(record.spec.duration)
+    assert result.samples[-1].running_pods == 0 and result.samples[-1].pending_pods == 0
+    assert result.rejected == 0
+
+
+def test_a_job_that_never_fits_is_given_up() -> None:
+    workload = small_cluster([job("big", 0, 10, gpus=4), job("ok", 0, 10)])
+    result = run(workload, "volcano", cycle_period=1.0, drop_unplaced_after=1)
+    assert {j.spec.name: j.failed for j in result.jobs} == {"big": "unplaced", "ok": ""}
+
+
+@pytest.mark.parametrize("scheduler", ["vcsat", "kube-default"])
+def test_the_run_ends_when_nothing_can_change(scheduler: str) -> None:
+    workload = small_cluster([job("big", 0, 10, gpus=4), job("ok", 0, 10)])
+    result = run(workload, scheduler, cycle_period=1.0)
+    assert {j.spec.name: j.failed for j in result.jobs} == {"big": "stuck", "ok": ""}
+    assert result.end_time == 10.0  # when "ok" completed; "big" was tried again then, in vain
+
+
+def test_node_failures_restart_the_jobs_on_them() -> None:
+    workload = small_cluster([job(f"j{i}", 0, 3600) for i in range(2)])
+    result = run(workload, "bestfit", cycle_period=60.0, node_mtbf=1800.0, node_repair=300.0, horizon=50000.0)
+    assert sum(j.restarts for j in result.jobs) > 0
+    assert all(j.finished is not None for j in result.jobs)
+
+
+# --- the TensorFlow gang experiment -----------------------------------------------------------
+
+
+def tiny_tf() -> workloads.Experiment:
+    # 3 jobs of 1 ps + 4 one-GPU workers on 2 nodes × 4 GPUs: two fit together, not three. Pods
+    # created interleaved, so placing pod by pod gives every job some workers and none all four.
+    return workloads.tf_gang(
+        nodes=2,
+        gpus_per_node=4,
+        jobs=3,
+        workers=4,
+        gpus_per_worker=1,
+        run_time=600.0,
+        timeout=300.0,
+        max_restarts=2,
+        cycle_period=30.0,
+    )
+
+
+def test_pod_by_pod_scheduling_deadlocks_the_gangs() -> None:
+    exp = tiny_tf()
+    result = simulate(exp.workload, make_scheduler("kube-default"), exp.options)
+    summary = summarize(result)
+    assert summary.completed == 0
+    assert summary.failed == {"timeout": 3}
+    assert summary.timeouts == 9  # every job timed out on each of its 3 tries
+    assert summary.partial_gpu_hours > 0 and summary.max_partial_jobs == 3
+
+
+@pytest.mark.parametrize("scheduler", ["vcsat", "volcano"])
+def test_gang_scheduling_finishes_them_all(scheduler: str) -> None:
+    exp = tiny_tf()
+    result = simulate(exp.workload, make_scheduler(scheduler, time_limit_s=1.0), exp.options)
+    summary = summarize(result)
+    assert summary.completed == 3 and summary.timeouts == 0 and summary.partial_gpu_hours == 0
+    assert summary.makespan == 1200.0  # two jobs, then the third
+    assert result.rejected == 0
+
+
+# --- the openb trace ----------------------------------------------------------------------------
+
+
+NODES_CSV = """sn,cpu_milli,memory_mib,gpu,model
+node-0,32000,131072,2,T4
+node-1,64000,262144,8,V100M32
+node-2,16000,65536,0,
+"""
+PODS_HEADER = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+PODS_CSV = (
+    PODS_HEADER
+    + """creation_time,deletion_time,scheduled_time
+p-late,4000,8192,1,500,,LS,Running,20,100,20
+p-early,8000,16384,2,1000,V100M32|T4,LS,Running,10,100,10
+p-cpu,2000,4096,0,0,,BE,Running,15,100,15
+"""
+)
+
+
+@pytest.fixture
+def trace_dir(tmp_path: Path) -> Path:
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text(NODES_CSV)
+    (tmp_path / "openb_pod_list_default.csv").write_text(PODS_CSV)
+    return tmp_path
+
+
+def test_openb_nodes_carry_the_gpu_model_label(trace_dir: Path) -> None:
+    nodes = workloads.openb_nodes(trace_dir)
+    assert [(n.name, n.gpus, n.labels.get(workloads.GPU_PRODUCT_LABEL)) for n in nodes] == [
+        ("node-0", 2, "T4"),
+        ("node-1", 8, "V100M32"),
+        ("node-2", 0, None),
+    ]
+    assert nodes[1].allocatable == {res.CPU: 64000, res.MEMORY: 262144, res.PODS: 110, res.GPU: 8}
+
+
+def test_openb_pods_in_trace_order_with_shares_and_gpu_types(trace_dir: Path) -> None:
+    pods = workloads.openb_pods("default", trace_dir)
+    assert [p.name for p in pods] == ["p-early", "p-cpu", "p-late"]
+    early, cpu, late = (workloads.as_pod(p) for p in pods)
+    assert early.requests == {res.CPU: 8000, res.MEMORY: 16384, res.PODS: 1, res.GPU: 2}
+    assert early.affinity[0].match_expressions[0].values == ("T4", "V100M32")
+    assert late.requests == {res.CPU: 4000, res.MEMORY: 8192, res.PODS: 1, res.GPU_MILLI: 500}
+    assert res.GPU not in cpu.requests and res.GPU_MILLI not in cpu.requests
+
+
+def test_openb_experiment_arrives_until_the_target(trace_dir: Path) -> None:
+    exp = workloads.openb(target=1.0, directory=trace_dir)
+    arrived = sum(j.gpu_milli for j in exp.workload.jobs)
+    assert 10_000 <= arrived < 10_000 + 2_000  # 10 GPUs in the cluster; the last pod asks at most 2
+    assert [j.name for j in exp.workload.jobs[:3]] == ["p-early", "p-cpu", "p-late"]
+    assert all(not j.podgroup and math.isinf(j.duration) for j in exp.workload.jobs)
+
+
+@pytest.mark.parametrize("scheduler", ["fgd", "bestfit", "vcsat"])
+def test_openb_run_allocates_and_stops(trace_dir: Path, scheduler: str) -> None:
+    exp = workloads.openb(target=1.2, directory=trace_dir)
+    pods = [workloads.as_pod(p) for p in workloads.openb_pods("default", trace_dir)]
+    result = simulate(
+        exp.workload, make_scheduler(scheduler, time_limit_s=1.0, workload_pods=pods), exp.options
+    )
+    summary = summarize(result)
+    assert result.rejected == 0
+    assert summary.final_alloc is not None and 0 < summary.final_alloc <= 1
+    assert summary.arrived_final is not None and summary.arrived_final >= 1.2
+
+
+def test_bad_trace_is_one_clear_line(tmp_path: Path) -> None:
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nn0,lots,1,1,T4\n"
+    )
+    with pytest.raises(InputError, match=r"openb_node_list_gpu_node.csv: line 2: cpu_milli: not an integer"):
+        workloads.openb_nodes(tmp_path)
+
+
+# --- metrics --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("capacity", "weights", "demand", "expected"),
+    [
+        (12, {"a": 2, "b": 1}, {"a": 100, "b": 100}, {"a": 8, "b": 4}),
+        (12, {"a": 2, "b": 1}, {"a": 2, "b": 100}, {"a": 2, "b": 10}),
+        (12, {"a": 1, "b": 1}, {"a": 3, "b": 3}, {"a": 3, "b": 3}),
+        (12, {"a": 1, "b": 1}, {"a": 0, "b": 30}, {"a": 0, "b": 12}),
+    ],
+)
+def test_water_fill(
+    capacity: float, weights: dict[str, float], demand: dict[str, float], expected: dict[str, float]
+) -> None:
+    assert water_fill(capacity, weights, demand) == pytest.approx(expected)
+
+
+def test_jain_and_percentile() -> None:
+    assert jain([1, 1, 1]) == pytest.approx(1.0)
+    assert jain([1, 0, 0]) == pytest.approx(1 / 3)
+    assert percentile([1, 2, 3, 4], 0.5) == pytest.approx(2.5)
+    assert percentile([], 0.5) is None
+
+
+@pytest.mark.parametrize(
+    ("gpus", "width"), [([0, 1], 32.0), ([0, 3], 32.0), ([0, 4], 16.0), ([2, 5, 6], 16.0)]
+)
+def test_bottleneck_bandwidth_on_two_pcie_switches(gpus: list[int], width: float) -> None:
+    assert bottleneck(workloads.pcie_2x4_topology(), gpus) == width
+
+
+def test_fairness_against_weighted_deserved_shares() -> None:
+    # Queue a (weight 3) and b (weight 1), 4 GPUs, both always want more: a deserves 3, b 1. FIFO
+    # gives b's older jobs everything first: the error is how far that is from 3/1.
+    jobs = [job(f"b{i}", 0, 100, queue="b") for i in range(4)] + [
+        job(f"a{i}", 1, 100, queue="a") for i in range(4)
+    ]
+    workload = Workload(
+        name="fair",
+        nodes=(node("n1", cpu="16", memory="64Gi", gpus=4),),
+        jobs=tuple(jobs),
+        queues=(Queue(name="a", weight=3), Queue(name="b", weight=1)),
+    )
+    summary = summarize(run(workload, "firstfit", cycle_period=10.0))
+    held_a, deserved_a = summary.queue_shares["a"]
+    assert deserved_a > held_a
+    assert summary.fairness_error is not None and summary.fairness_error > 0.4
+
+
+# --- the commands -----------------------------------------------------------------------------
+
+
+def test_bench_prints_markdown_and_writes_plots(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    result = CliRunner().invoke(
+        cli.main,
+        ["bench", "--quick", "--workload", "tf-gang", "--schedulers", "vcsat,kube-default", "-o", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "| **kube-default** | 0/6 | 6 timeout |" in result.output
+    assert "| **vcsat** | 6/6 | 0 |" in result.output
+    assert (out / "results.md").read_text().startswith("## Simulations (quick")
+    assert sorted(p.name for p in (out / "plots").iterdir()) == [
+        "sim-tf-gang-allocation.png",
+        "sim-tf-gang-cycles.png",
+        "sim-tf-gang-jct.png",
+    ]
+
+
+def test_simulate_one_scheduler() -> None:
+    result = CliRunner().invoke(cli.main, ["simulate", "tf-gang", "--scheduler", "volcano", "--quick"])
+    assert result.exit_code == 0, result.output
+    assert "| **volcano** | 6/6 | 0 |" in result.output
+
+
+def test_unknown_scheduler_is_bad_usage(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli.main, ["bench", "--quick", "--schedulers", "slurm", "-o", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "vcsat: --schedulers: unknown scheduler 'slurm' (one of vcsat, volcano, kube-default, bestfit, "
+        "firstfit, fgd)"
+    ]
