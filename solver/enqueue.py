@@ -210,6 +210,7 @@ class _State:
     """Per queue and resource, Volcano's realCapability (None: unbounded)."""
     queue_rank: dict[str, tuple[Fraction, str]]
     placeable: _Placeable
+    victims: _Victims | None = None
 
     @staticmethod
     def of(snapshot: Snapshot, policy: Policy) -> _State:
@@ -345,31 +346,50 @@ class _State:
         """Whether running pods that preempt (same queue, lower priority) or, unless
         ``same_queue``, reclaim (a reclaimable queue above its share, for a queue below its own)
         could give up at least ``short`` of each resource for this group."""
-        policy = self.policy
-        shares = fair_shares(self.snapshot)
-        mine = shares.get(group.queue)
-        below = mine is not None and not same_queue and _served(shares, {group.queue: mine.usage}, group.queue) < 1
-        reclaimable = {q.name for q in self.snapshot.queues if q.reclaimable}
+        victims = self._victims()
         freed: dict[str, int] = {}
-        for pod in self.snapshot.pods:
-            if not pod.bound or protection(pod):
-                continue
-            queue = self.snapshot.queue_of(pod)
-            if queue is None:
-                continue
-            preempt = policy.preempt and queue == group.queue and pod.priority < group.priority
-            reclaim = (
-                policy.reclaim
-                and below
-                and queue != group.queue
-                and queue in reclaimable
-                and (other := shares.get(queue)) is not None
-                and _served(shares, {queue: other.usage}, queue) > 1
-            )
-            if preempt or reclaim:
-                for name, amount in pod.requests.items():
+        if self.policy.preempt:
+            for priority, requests in victims.by_queue.get(group.queue, ()):
+                if priority >= group.priority:
+                    break
+                for name, amount in requests.items():
                     freed[name] = freed.get(name, 0) + amount
+        if self.policy.reclaim and not same_queue and group.queue in victims.below:
+            for queue, held in victims.reclaimable.items():
+                if queue != group.queue:
+                    for name, amount in held.items():
+                        freed[name] = freed.get(name, 0) + amount
         return all(freed.get(name, 0) >= amount for name, amount in short.items())
+
+    def _victims(self) -> _Victims:
+        """Who could be evicted, gathered once per cycle: per queue, running pods that may be
+        victims, by ascending priority; what reclaimable queues above their share hold; which
+        queues are below theirs."""
+        if self.victims is None:
+            shares = fair_shares(self.snapshot)
+            served = {name: _served(shares, {name: share.usage}, name) for name, share in shares.items()}
+            reclaimable = {q.name for q in self.snapshot.queues if q.reclaimable}
+            by_queue: dict[str, list[tuple[int, dict[str, int]]]] = {}
+            above: dict[str, dict[str, int]] = {}
+            for pod in self.snapshot.pods:
+                if not pod.bound or protection(pod):
+                    continue
+                queue = self.snapshot.queue_of(pod)
+                if queue is None:
+                    continue
+                by_queue.setdefault(queue, []).append((pod.priority, dict(pod.requests)))
+                if queue in reclaimable and served.get(queue, 0) > 1:
+                    held = above.setdefault(queue, {})
+                    for name, amount in pod.requests.items():
+                        held[name] = held.get(name, 0) + amount
+            for pods in by_queue.values():
+                pods.sort(key=lambda item: item[0])
+            self.victims = _Victims(
+                by_queue=by_queue,
+                reclaimable=above,
+                below={name for name, share in served.items() if share < 1},
+            )
+        return self.victims
 
     def consider(self, group: PodGroup, *, overcommit: bool) -> Admission:
         queue = self.snapshot.queue_by_name.get(group.queue)
@@ -462,6 +482,13 @@ def _queue_rank(snapshot: Snapshot) -> dict[str, tuple[Fraction, str]]:
                 worst = max(worst, Fraction(1) if deserved <= 0 else Fraction(held, deserved))
         rank[name] = (worst, name)
     return rank
+
+
+@dataclass
+class _Victims:
+    by_queue: dict[str, list[tuple[int, dict[str, int]]]]
+    reclaimable: dict[str, dict[str, int]]
+    below: set[str]
 
 
 class _Placeable:

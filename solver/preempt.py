@@ -28,13 +28,13 @@ from ortools.sat.python import cp_model
 from vcsat.model import Pod
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
-from vcsat.model.gpus import gpu_holdings
+from vcsat.model.gpus import GpuHoldings, gpu_holdings
 from vcsat.solver.greedy import gang_order
 from vcsat.solver.levels import Level, make_level, plan_stages
 from vcsat.solver.objectives.fairness import SHARE_SCALE
 from vcsat.solver.problem import Gang, Problem
 
-MAX_PREEMPTORS = 32
+MAX_PREEMPTORS = 16
 """Gangs considered per model: the highest-ranked waiting ones; the rest try again next cycle."""
 
 Reason = Literal["preempt", "reclaim"]
@@ -75,6 +75,7 @@ def victims_of(problem: Problem) -> list[Victim]:
     snapshot = problem.snapshot
     node_of = {node.name: i for i, node in enumerate(problem.nodes)}
     out: list[Victim] = []
+    holdings_of: dict[int, GpuHoldings] = {}
     for pod in snapshot.pods:
         if not pod.bound or pod.node_name not in node_of or protection(pod):
             continue
@@ -82,7 +83,10 @@ def victims_of(problem: Problem) -> list[Victim]:
         if queue is None:
             continue
         node = node_of[pod.node_name]
-        holdings = gpu_holdings(problem.nodes[node].gpus, snapshot.pods_on_node.get(pod.node_name, ()))
+        holdings = holdings_of.get(node)
+        if holdings is None:
+            holdings = gpu_holdings(problem.nodes[node].gpus, snapshot.pods_on_node.get(pod.node_name, ()))
+            holdings_of[node] = holdings
         out.append(
             Victim(
                 index=len(out),

@@ -187,6 +187,9 @@ class Problem:
     topologies: dict[int, GpuTopology] = field(default_factory=dict)
     domains: Domains | None = None
     """HyperNode tiers, when the snapshot has HyperNodes and topology is on."""
+    queue_tiers: dict[str, list[int]] | None = None
+    """Per queue: its candidates' priorities, highest first (filled on first use)."""
+    _candidates: list[Gang] | None = None
     topology_gangs: tuple[int, ...] = ()
     """Candidate gangs whose placement is priced by the domains it spans: more GPUs than one node
     has, or a ``networkTopology`` of their own."""
@@ -230,7 +233,10 @@ class Problem:
 
     @property
     def candidates(self) -> list[Gang]:
-        return [gang for gang in self.gangs if gang.index not in self.blocked]
+        """Gangs the search may place (not blocked), computed once: blocked is final by then."""
+        if self._candidates is None:
+            self._candidates = [gang for gang in self.gangs if gang.index not in self.blocked]
+        return self._candidates
 
     def resource_index(self, name: str) -> int:
         return self.resources.index(name)
@@ -426,7 +432,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     if policy.proportion and gangs and len(busy) > 1:
         total = cluster_total(snapshot)
         usage = queue_usage(snapshot)
-        shares = fair_shares(snapshot, total)
+        shares = fair_shares(snapshot)  # the same total, and the cache admission reads too
         deserved = {name: share.deserved for name, share in shares.items()}
         wanted = {name: share.capped_demand for name, share in shares.items()}
 

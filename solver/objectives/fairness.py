@@ -61,11 +61,13 @@ def pod_rank(problem: Problem, priority: int) -> int:
 
 
 def _queue_tiers(problem: Problem) -> dict[str, list[int]]:
-    """Per queue with candidates: its own priorities, highest first."""
-    tiers: dict[str, set[int]] = {}
-    for gang in problem.candidates:
-        tiers.setdefault(gang.queue, set()).add(gang.rank)
-    return {queue: sorted(ranks, reverse=True) for queue, ranks in tiers.items()}
+    """Per queue with candidates: its own priorities, highest first (computed once per problem)."""
+    if problem.queue_tiers is None:
+        tiers: dict[str, set[int]] = {}
+        for gang in problem.candidates:
+            tiers.setdefault(gang.queue, set()).add(gang.rank)
+        problem.queue_tiers = {queue: sorted(ranks, reverse=True) for queue, ranks in tiers.items()}
+    return problem.queue_tiers
 
 
 def fair_ranks(problem: Problem) -> list[int]:
