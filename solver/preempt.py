@@ -173,11 +173,10 @@ def _run(
         upper[placed[gang.index].index] = 1
         for c in gang.classes:
             shape = problem.shapes[problem.classes[c].shape]
-            # Only nodes with victims: a preemptor that fits in free room was allocate's to place.
+            # Nodes with victims, and nodes with room left after allocate (a preemptor's other pods,
+            # or an elastic gang's extra ones, may fit there without evicting anyone).
             for node in problem.eligible_nodes(shape.eligibility):
-                if node not in freeable:
-                    continue
-                fit = _fits(shape.request, freeable[node])
+                fit = _fits(shape.request, freeable.get(node, room[node]))
                 if fit:
                     var = cp.new_int_var(0, min(fit, len(problem.classes[c].pods)), f"x[{c},{node}]")
                     x[(c, node)] = var
@@ -397,7 +396,8 @@ def _apply(
                     queue_usage = usage.setdefault(gang.queue, {})
                     for r, name in enumerate(problem.resources):
                         queue_usage[name] = queue_usage.get(name, 0) + k * request[r]
-        if nodes & freed_nodes:
+        if gone:
+            # It relies on the evictions, for room or for its queue's capability: it waits for them.
             out.nominated.add(gang.index)
     for victim in gone:
         out.evicted[victim.pod.key] = reason

@@ -75,6 +75,8 @@ def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
         proven = [b for b in (lp_bounds.get(rank), result.bounds.get(level_name(rank))) if b is not None]
         bound += max(value, min(proven)) if proven else value
     objective = sum(values.values())
+    if status == "OPTIMAL":
+        bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
     if status == "FALLBACK" and bound == objective and not result.levels:
         status = "OPTIMAL"  # nothing to search: the greedy decision is the whole answer
     stats = SolverStats(
