@@ -125,13 +125,14 @@ def resolve_hypernodes(
     children: dict[str, list[str]] = {name: [] for name in by_name}
     parent: dict[str, str | None] = dict.fromkeys(by_name)
     direct: dict[str, set[str]] = {name: set() for name in by_name}
+    names = frozenset(node.name for node in nodes)
     for name in sorted(by_name):
         hypernode = by_name[name]
         for position, member in enumerate(hypernode.members):
             where = f"HyperNode {name}: members[{position}]"
             _check_selector(member, where)
             if member.type == "Node":
-                direct[name] |= _matching_nodes(member, nodes, where)
+                direct[name] |= _matching_nodes(member, nodes, where, names)
                 continue
             child = member.exact_name
             if child is None:
@@ -199,9 +200,12 @@ def _check_selector(member: HyperNodeMember, where: str) -> None:
         )
 
 
-def _matching_nodes(member: HyperNodeMember, nodes: Sequence[Node], where: str) -> set[str]:
+def _matching_nodes(
+    member: HyperNodeMember, nodes: Sequence[Node], where: str, names: frozenset[str] | None = None
+) -> set[str]:
     if member.exact_name is not None:
-        return {node.name for node in nodes if node.name == member.exact_name}
+        known = names if names is not None else frozenset(node.name for node in nodes)
+        return {member.exact_name} if member.exact_name in known else set()
     if member.regex is not None:
         try:
             pattern = re.compile(member.regex)

@@ -405,7 +405,9 @@ class _State:
             return Admission(True, "Inqueue", "", "")
         for name in self.lineage(group.queue):
             allowed = self.allowed.get(name, {})
-            committed = self.committed.get(name, {})
+            # What the group's own bound pods hold is in ``committed`` already (a gang cut off
+            # mid-bind): count it once.
+            committed = res.sub(self.committed.get(name, {}), self.commitment(group))
             short = {
                 r: amount
                 for r, amount in need.items()
@@ -422,7 +424,12 @@ class _State:
                 ]
                 return _refuse("QueueOverused", f"{which} {name} has no room: " + "; ".join(parts))
         if overcommit:
-            short = {r: amount for r, amount in need.items() if self.reserved.get(r, 0) + amount > self.idle.get(r, 0)}
+            held = self.held[group.key]  # already in use, so already out of the idle room
+            short = {
+                r: amount
+                for r, amount in need.items()
+                if self.reserved.get(r, 0) + max(0, amount - held.get(r, 0)) > self.idle.get(r, 0)
+            }
             if short and self.evictable(group, short, same_queue=False):
                 short = {}  # evictions can make the room: admitted, so preempt or reclaim may act
             if short:

@@ -38,6 +38,7 @@ def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
             for name in caps_after[queue]:
                 if name in problem.resources:
                     caps_after[queue][name] -= k * request[problem.resource_index(name)]
+    placed_by_queue = placed_amounts(problem, assignment)
     out: list[PodGroupOutcome] = []
     higher: dict[int, int] = {}
     for gang in problem.gangs:
@@ -51,7 +52,9 @@ def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
         if blocked is not None:
             reason, message = blocked.reason, blocked.message
         else:
-            reason, message = _why_left_out(problem, gang, room, caps_after, assignment, free_total, fits_cache, higher)
+            reason, message = _why_left_out(
+                problem, gang, room, caps_after, placed_by_queue, free_total, fits_cache, higher
+            )
         out.append(PodGroupOutcome(podgroup=gang.key, phase=_waiting_phase(gang), reason=reason, message=message))
     out.sort(key=lambda o: o.podgroup)
     return out
@@ -63,16 +66,14 @@ def _waiting_phase(gang: Gang) -> PodGroupPhase:
     return "Inqueue" if gang.admitted and gang.group is not None else "Pending"
 
 
-def placed_amount(problem: Problem, assignment: Assignment, queue: str, name: str) -> int:
-    """What the decision adds to a queue of one resource."""
-    if name not in problem.resources:
-        return 0
-    r = problem.resource_index(name)
-    return sum(
-        k * problem.shapes[problem.classes[c].shape].request[r]
-        for c, k in assignment.count.items()
-        if problem.gangs[problem.classes[c].gang].queue == queue
-    )
+def placed_amounts(problem: Problem, assignment: Assignment) -> dict[str, dict[str, int]]:
+    """What the decision adds to each queue, per resource."""
+    out: dict[str, dict[str, int]] = {}
+    for c, k in assignment.count.items():
+        row = out.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
+        for name, amount in zip(problem.resources, problem.shapes[problem.classes[c].shape].request, strict=True):
+            row[name] = row.get(name, 0) + k * amount
+    return out
 
 
 def minimum_request(problem: Problem, gang: Gang) -> dict[str, int]:
@@ -95,7 +96,7 @@ def _why_left_out(
     gang: Gang,
     room: Room,
     caps_after: dict[str, dict[str, int]],
-    assignment: Assignment,
+    placed_by_queue: dict[str, dict[str, int]],
     free_total: dict[str, int],
     fits_cache: dict[tuple[object, ...], bool],
     placed_by_priority: dict[int, int],
@@ -151,9 +152,8 @@ def _why_left_out(
         )
     for name in fair_resources(problem, gang.queue):
         deserved = problem.deserved[gang.queue][name]
-        holds = problem.queue_usage.get(gang.queue, {}).get(name, 0) + placed_amount(
-            problem, assignment, gang.queue, name
-        )
+        holds = problem.queue_usage.get(gang.queue, {}).get(name, 0)
+        holds += placed_by_queue.get(gang.queue, {}).get(name, 0)
         if holds >= deserved:
             return (
                 "QueueOverused",

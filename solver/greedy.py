@@ -105,6 +105,14 @@ class Room:
             return True
         return self.whole[node] - whole >= 1
 
+    def fullest_with(self, gpus: int) -> int | None:
+        """A node with at least ``gpus`` free GPUs and the fewest such (lowest index on ties)."""
+        for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
+            nodes = [n for n in self.levels[level] if self.whole[n] >= gpus]
+            if nodes:
+                return min(nodes)
+        return None
+
     def best_fit_in(self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int]) -> int | None:
         """Best fit among the given nodes only (a topology domain): fewest free GPUs, then index."""
         fitting = [n for n in nodes if n in eligible and self.fits(n, request)]
@@ -202,9 +210,9 @@ def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> list[list[int]
     attempts: list[list[int] | None] = []
     if pods > 1 and needed > 0:
         # All on one node first (NVLink beats any network): the fullest node that has the GPUs.
-        roomy = [n for n, whole in enumerate(room.whole) if whole >= needed]
-        if roomy:
-            attempts.append([min(roomy, key=lambda n: (room.whole[n], n))])
+        fullest = room.fullest_with(needed)
+        if fullest is not None:
+            attempts.append([fullest])
     domains = problem.domains
     if domains is None or gang.index not in problem.topology_gangs:
         return [*attempts, None]

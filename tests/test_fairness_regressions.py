@@ -332,3 +332,17 @@ def test_a_new_podgroup_that_needs_evictions_is_admitted_and_gets_them(action: s
     decision = solved(snap, DEFAULT)
     assert [e.reason for e in decision.evictions] == [action]
     assert [n.pod for n in decision.nominations] == ["ns/hi-0-0"]
+
+
+def test_a_gang_cut_off_mid_bind_is_completed_when_room_is_exact() -> None:
+    """Admission once counted a Pending gang's own bound pods against it (2 held + 4 asked > 4):
+    a gang cut off mid-bind on a cluster with exactly enough GPUs never completed. The hand-written
+    instance instances/cut-off-gang.yaml is that cluster."""
+    from pathlib import Path
+
+    from vcsat.adapters.instance_file import read_snapshot
+
+    snap = read_snapshot(Path(__file__).parent.parent / "instances" / "cut-off-gang.yaml")
+    decision = solved(snap, Policy(time_limit_s=2))
+    assert sorted(b.pod for b in decision.bindings) == ["ns/job-2", "ns/job-3"]
+    assert decision.podgroups[0].phase == "Running"

@@ -313,7 +313,8 @@ def fairness_problems(case: Case) -> list[str]:
 
     Parts are measured as the solver's first objective level does: the concave utility of the part
     of its deserved share a queue holds (thousandths of the share), so "gain" and "loss" compare
-    utilities. Why this and not more: that level maximises the sum of the queues' utilities; the swap keeps every hard rule, so an optimum never leaves one
+    utilities. Why this and not more: that level maximises the sum of the queues' utilities; the swap
+    keeps every hard rule, so an optimum never leaves one
     open that raises the sum. The margin of two thousandths absorbs one unit of rounding: A's part
     is measured on the final count, which may hold a little more than the allocate phase gave it.
     Stronger statements ("no queue below its share while another is above") hold for no solver:

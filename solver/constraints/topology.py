@@ -17,6 +17,11 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.problem import Bucket, Domains, Problem
 from vcsat.solver.variables import Variables
 
+RACKS_PER_GANG = 8
+"""Racks a soft topology gang is counted in one by one; beyond them, one shared count."""
+ELSEWHERE = "~elsewhere"
+"""The shared count's pseudo-domain; the locality levels price it as two domains."""
+
 
 @dataclass
 class TopologyVars:
@@ -37,10 +42,20 @@ def add_topology(
     hinted_counts, hinted = _hinted_domains(problem, hint, bucket_of, finest)
     demand: dict[tuple[int, str], list[tuple[cp_model.IntVar, int]]] = {}
 
+    # Per bucket: its slots' nodes by rack, and the room there (computed once, not per gang).
+    racks_of: dict[int, dict[str, list[int]]] = {}
+    for k, node in v.slot:
+        racks_of.setdefault(k, {}).setdefault(domains.of_node[node][finest], []).append(node)
+    room_of = {
+        k: {name: sum(v.upper[v.slot[(k, n)].index] for n in nodes) for name, nodes in racks.items()}
+        for k, racks in racks_of.items()
+    }
+
     for g in problem.topology_gangs:
         if g not in v.placed:
             continue
         gang = problem.gangs[g]
+        hard = problem.highest_tier(gang)
         used_racks: set[str] = set()
         per_bucket: dict[int, list[int]] = {}
         for c in gang.classes:
@@ -48,13 +63,16 @@ def add_topology(
                 per_bucket.setdefault(bucket_of[problem.classes[c].shape], []).append(c)
         for k, classes in sorted(per_bucket.items()):
             pods = sum(len(problem.classes[c].pods) for c in classes)
+            room = room_of.get(k, {})
+            # The roomiest racks (and the hint's) get a count of their own; a soft gang's other
+            # racks share one count, priced as at least two racks. A hard gang sees every rack.
+            ranked = sorted(room, key=lambda name: (-room[name], name))
+            named = set(ranked if hard is not None else ranked[:RACKS_PER_GANG])
+            named |= {name for (gg, kk, name) in hinted_counts if gg == g and kk == k}
+            rest = [name for name in ranked if name not in named]
             in_domain: list[cp_model.IntVar] = []
-            for name in domains.domains(finest):
-                nodes = [n for n in domains.nodes_in(finest, name) if (k, n) in v.slot]
-                if not nodes:
-                    continue
-                room = sum(v.upper[v.slot[(k, n)].index] for n in nodes)
-                top = min(pods, room)
+            for name in sorted(named & set(room)):
+                top = min(pods, room[name])
                 count = cp.new_int_var(0, top, f"domain_count[{g},{k},{name}]")
                 v.upper[count.index] = top
                 cp.add_hint(count, hinted_counts.get((g, k, name), 0))
@@ -64,9 +82,16 @@ def add_topology(
                 use = _use(cp, out, v, g, finest, name, hinted)
                 used_racks.add(name)
                 cp.add(count <= top * use)
+            if rest:
+                top = min(pods, sum(room[name] for name in rest))
+                count = cp.new_int_var(0, top, f"domain_count[{g},{k},{ELSEWHERE}]")
+                v.upper[count.index] = top
+                cp.add_hint(count, sum(hinted_counts.get((g, k, name), 0) for name in rest))
+                in_domain.append(count)
+                for tier in domains.tiers:
+                    cp.add(count <= top * _use(cp, out, v, g, tier, ELSEWHERE, hinted))
             cp.add(cp_model.LinearExpr.sum(in_domain) == cp_model.LinearExpr.sum([v.count[c] for c in classes]))
         _coarser(cp, domains, out, v, g, hinted, used_racks)
-        hard = problem.highest_tier(gang)
         if hard is not None:
             cp.add(
                 cp_model.LinearExpr.sum([u for (gg, t, _), u in out.uses.items() if gg == g and t == hard])

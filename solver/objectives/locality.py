@@ -13,7 +13,7 @@ from functools import partial
 from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.constraints.topology import TopologyVars
+from vcsat.solver.constraints.topology import ELSEWHERE, TopologyVars
 from vcsat.solver.levels import Level, make_level
 from vcsat.solver.problem import Problem
 from vcsat.solver.variables import Variables
@@ -25,7 +25,7 @@ def locality_levels(problem: Problem, v: Variables, topo: TopologyVars) -> list[
     levels: list[Level] = []
     for tier in reversed(problem.domains.tiers):
         terms: list[tuple[cp_model.IntVar, int]] = [
-            (use, -1) for (g, t, name), use in sorted(topo.uses.items()) if t == tier
+            (use, -2 if name == ELSEWHERE else -1) for (g, t, name), use in sorted(topo.uses.items()) if t == tier
         ]
         levels.append(
             make_level(

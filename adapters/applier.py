@@ -1,0 +1,662 @@
+"""Carrying out one cycle's Decision against the API server, without ever binding a pod twice.
+
+The solver decides; this module makes it so, in the order that keeps the cluster sane:
+
+1. **Evictions** through the Eviction API (``policy/v1``), so PodDisruptionBudgets are honoured: a
+   429 means a budget says "not now" and the victim stays; the next cycle decides again.
+2. **Nominations**: ``status.nominatedNodeName`` on pods that wait for their victims to go.
+3. **Bindings, gang by gang**, the pods of a gang concurrently on a bounded pool of threads and
+   keep-alive connections. Before a gang is sent it is checked against the informer store: a gang
+   whose pods, PodGroup or target nodes changed after the snapshot is *stale* and skipped whole
+   (it is decided again next cycle). Each binding carries the pod's UID and resourceVersion as
+   preconditions and its ``vcsat.io/gpu-ids`` as a Binding annotation, which the API server
+   writes onto the pod in the same update that sets ``spec.nodeName``: a pod is never bound
+   without its GPU indices, nor annotated without being bound, and one request does both. The
+   API server refuses a second binding of a bound pod (409), so no pod is bound twice whatever
+   happens here; a gang cut off mid-bind keeps what was bound, and the next cycle places the rest
+   (the solver counts bound members towards ``minMember``).
+4. **PodGroup status** (phase, conditions, running/succeeded/failed) through the status
+   subresource, written only when it differs from what the group already shows.
+5. **Events**: why a group waits, as a core/v1 Event on the PodGroup (or on a lone pod), from the
+   second cycle it waits for that reason on (a passing state, such as a gang whose pods are still
+   being created, records none), counted and refreshed at most every ``event_refresh_s`` instead
+   of one new Event per cycle; and one ``Scheduled`` Event per gang bound.
+
+There are no per-pod GETs: what is current comes from the informer :class:`~vcsat.adapters.informer.Store`.
+
+:meth:`Applier.submit` returns as soon as the bindings are checked and queued: each queued pod is
+registered with the store at once, so the next snapshot already shows it bound and the next cycle
+can be solved while the bindings land (kube-scheduler's "assume, then bind asynchronously").
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from vcsat.adapters.informer import Store
+from vcsat.adapters.kube import EVENTS, PODGROUPS, PODS, ApiError, Kube, Resource, now_rfc3339
+from vcsat.adapters.objects import GPU_IDS_ANNOTATION
+from vcsat.model import Binding, Decision, Eviction, Nomination, Pod, PodGroup, PodGroupOutcome, Snapshot
+from vcsat.model.cluster import DEFAULT_QUEUE
+
+log = logging.getLogger("vcsat.applier")
+
+COMPONENT = "vcsat"
+MAX_EVENT_MESSAGE = 1024
+"""events.k8s.io refuses longer notes; core Events are kept to the same length."""
+MAX_REMEMBERED = 20000
+"""Events and status writes remembered for deduplication; beyond it the oldest half is forgotten
+(groups deleted while waiting would otherwise stay remembered forever)."""
+_ALREADY_ASSIGNED = 'is already assigned to node "'
+
+
+@dataclass
+class ApplyReport:
+    """What one apply did, for logs, metrics and tests."""
+
+    bound: list[str] = field(default_factory=list)
+    """Pods bound now (``namespace/name``)."""
+    failed: dict[str, str] = field(default_factory=dict)
+    """Pods whose binding the server refused or never answered, with why."""
+    stale: dict[str, str] = field(default_factory=dict)
+    """Gangs skipped whole because something they depend on changed after the snapshot."""
+    partial: list[str] = field(default_factory=list)
+    """Gangs cut off mid-bind: some pods bound, some failed; the next cycle places the rest."""
+    evicted: list[str] = field(default_factory=list)
+    evictions_deferred: dict[str, str] = field(default_factory=dict)
+    """Victims a PodDisruptionBudget protects for now (429), or that could not be evicted."""
+    nominated: list[str] = field(default_factory=list)
+    podgroups_updated: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    """``namespace/name reason`` of every Event created or refreshed."""
+
+
+@dataclass
+class _EventRecord:
+    name: str
+    namespace: str
+    message: str
+    count: int
+    sent_at: float
+
+
+@dataclass
+class _GangOutcome:
+    bound: list[Binding] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+class Applier:
+    """Applies decisions; one per scheduler, reused across cycles (it remembers the Events it wrote)."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        store: Store,
+        *,
+        workers: int | None = None,
+        identity: str = COMPONENT,
+        event_refresh_s: float = 60.0,
+    ) -> None:
+        self.kube = kube
+        self.store = store
+        self.identity = identity
+        self.event_refresh_s = event_refresh_s
+        self._pool = ThreadPoolExecutor(workers or kube.pool_size, thread_name_prefix="vcsat-apply")
+        # Collects each apply's bindings and then writes its statuses and Events, one apply after
+        # the other, so the caller can go on with the next cycle meanwhile.
+        self._finisher = ThreadPoolExecutor(1, thread_name_prefix="vcsat-apply-finish")
+        self._events: dict[str, dict[str, _EventRecord]] = {}
+        """Per involved object's uid, per reason: the Event written for it."""
+        self._events_lock = threading.Lock()
+        self._status_written_at: dict[str, float] = {}
+        self._waiting_seen: dict[str, dict[str, int]] = {}
+        """Per PodGroup (or lone pod) uid, per reason: cycles it was seen waiting for it."""
+
+    def close(self) -> None:
+        self._finisher.shutdown(wait=True)
+        self._pool.shutdown(wait=True)
+
+    # --- the whole decision -------------------------------------------------------------------
+
+    def apply(self, decision: Decision, snapshot: Snapshot, *, stop: threading.Event | None = None) -> ApplyReport:
+        """Apply ``decision``, made on ``snapshot``, and wait until all of it is done."""
+        return self.submit(decision, snapshot, stop=stop).result()
+
+    def submit(self, decision: Decision, snapshot: Snapshot, *, stop: threading.Event | None = None) -> PendingApply:
+        """Start applying ``decision``; returns once every binding is checked and queued.
+
+        Evictions and nominations are done by then (they are few). The bindings go on in the
+        background, already shown as bound by the store's next snapshot, so the next cycle may be
+        solved while they land. Once ``stop`` is set nothing new is sent.
+        """
+        report = ApplyReport()
+        stopped = stop.is_set if stop is not None else (lambda: False)
+        if decision.evictions and not stopped():
+            self._evict(decision.evictions, snapshot, report)
+        if decision.nominations and not stopped():
+            self._nominate(decision.nominations, snapshot, report)
+        sent = self._send(decision.bindings, snapshot, report, stopped)
+        binds = [future for _, members in sent for _, future in members]
+        finished = self._finisher.submit(self._finish, decision, snapshot, sent, report, stopped)
+        return PendingApply(finished, binds)
+
+    def _finish(
+        self,
+        decision: Decision,
+        snapshot: Snapshot,
+        sent: list[tuple[str, list[tuple[Binding, Future[str | None]]]]],
+        report: ApplyReport,
+        stopped: Callable[[], bool],
+    ) -> ApplyReport:
+        gangs = self._collect(sent, report)
+        if not stopped():
+            self._podgroups(decision, snapshot, gangs, report)
+        return report
+
+    # --- evictions ----------------------------------------------------------------------------
+
+    def _evict(self, evictions: Iterable[Eviction], snapshot: Snapshot, report: ApplyReport) -> None:
+        futures = [
+            (eviction, self._pool.submit(self._evict_one, snapshot.pod_by_key.get(eviction.pod), eviction))
+            for eviction in evictions
+        ]
+        for eviction, future in futures:
+            problem = future.result()
+            if problem is None:
+                report.evicted.append(eviction.pod)
+            else:
+                report.evictions_deferred[eviction.pod] = problem
+                log.info("eviction not done", extra={"pod": eviction.pod, "why": problem})
+
+    def _evict_one(self, pod: Pod | None, eviction: Eviction) -> str | None:
+        namespace, _, name = eviction.pod.partition("/")
+        current = self.store.get("Pod", eviction.pod)
+        if current is None or (current.get("metadata") or {}).get("deletionTimestamp"):
+            return None  # gone or going already: the room is being freed
+        uid = (current.get("metadata") or {}).get("uid")
+        if pod is not None and pod.uid and uid != pod.uid:
+            return None  # the victim the solver chose no longer exists; this is another pod
+        body: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
+        }
+        try:
+            self.kube.post(PODS.path(namespace, name, "eviction"), body)
+        except ApiError as error:
+            if error.status in (404, 409):
+                return None  # deleted meanwhile (409: its UID precondition no longer holds)
+            if error.status == 429:
+                return f"not now: {error.message}"  # a PodDisruptionBudget
+            return f"{error.status or 'no answer'}: {error.message}"
+        why = "Preempted" if eviction.reason == "preempt" else "Reclaimed"
+        self._event(
+            PODS,
+            current,
+            why,
+            f"Evicted by {COMPONENT} ({eviction.reason}) to make room for higher-ranked work",
+            "Normal",
+            dedupe=False,
+        )
+        return None
+
+    # --- nominations --------------------------------------------------------------------------
+
+    def _nominate(self, nominations: Iterable[Nomination], snapshot: Snapshot, report: ApplyReport) -> None:
+        futures: list[tuple[Nomination, Future[bool]]] = []
+        for nomination in nominations:
+            current = self.store.get("Pod", nomination.pod)
+            if current is None or (current.get("spec") or {}).get("nodeName"):
+                continue
+            if (current.get("status") or {}).get("nominatedNodeName") == nomination.node:
+                continue  # already says so: no write
+            futures.append((nomination, self._pool.submit(self._nominate_one, nomination)))
+        for nomination, future in futures:
+            if future.result():
+                report.nominated.append(nomination.pod)
+
+    def _nominate_one(self, nomination: Nomination) -> bool:
+        namespace, _, name = nomination.pod.partition("/")
+        try:
+            self.kube.patch(PODS.path(namespace, name, "status"), {"status": {"nominatedNodeName": nomination.node}})
+        except ApiError as error:
+            if error.status != 404:
+                log.warning("nomination failed", extra={"pod": nomination.pod, "error": str(error)})
+            return False
+        return True
+
+    # --- bindings -----------------------------------------------------------------------------
+
+    def _send(
+        self, bindings: Iterable[Binding], snapshot: Snapshot, report: ApplyReport, stopped: Callable[[], bool]
+    ) -> list[tuple[str, list[tuple[Binding, Future[str | None]]]]]:
+        by_gang: dict[str, list[Binding]] = {}
+        for binding in bindings:
+            pod = snapshot.pod_by_key.get(binding.pod)
+            if pod is None:
+                report.failed[binding.pod] = "not in the snapshot the decision was made on"
+                continue
+            by_gang.setdefault(pod.group or pod.key, []).append(binding)
+
+        # Gangs are checked and sent in the decision's order; their pods run concurrently, and the
+        # next gang is sent without waiting for the previous one to finish (the pool bounds it).
+        sent: list[tuple[str, list[tuple[Binding, Future[str | None]]]]] = []
+        for gang, members in by_gang.items():
+            if stopped():
+                report.stale[gang] = "stopped before it was sent (no longer leading)"
+                continue
+            why = self._stale(gang, members, snapshot)
+            if why is not None:
+                report.stale[gang] = why
+                log.info("stale gang skipped; decided again next cycle", extra={"gang": gang, "why": why})
+                continue
+            queued = []
+            for binding in members:
+                annotations = _annotations(binding)
+                # Registered now, not when sent: a cycle solved while this one is still queued
+                # must already see the pod as bound.
+                self.store.expect_binding(binding.pod, binding.node, annotations)
+                pod = snapshot.pod_by_key[binding.pod]
+                queued.append((binding, self._pool.submit(self._bind_one, pod, binding, annotations, stopped)))
+            sent.append((gang, queued))
+        return sent
+
+    def _collect(
+        self, sent: list[tuple[str, list[tuple[Binding, Future[str | None]]]]], report: ApplyReport
+    ) -> dict[str, _GangOutcome]:
+        outcomes: dict[str, _GangOutcome] = {}
+        for gang, futures in sent:
+            outcome = outcomes[gang] = _GangOutcome()
+            for binding, future in futures:
+                problem = future.result()
+                if problem is None:
+                    outcome.bound.append(binding)
+                    report.bound.append(binding.pod)
+                else:
+                    outcome.failed[binding.pod] = problem
+                    report.failed[binding.pod] = problem
+            if outcome.bound and outcome.failed:
+                report.partial.append(gang)
+                log.warning(
+                    "gang cut off mid-bind; the rest is placed next cycle",
+                    extra={"gang": gang, "bound": len(outcome.bound), "failed": outcome.failed},
+                )
+            elif outcome.failed:
+                log.info("gang not bound", extra={"gang": gang, "failed": outcome.failed})
+        return outcomes
+
+    def _stale(self, gang: str, members: list[Binding], snapshot: Snapshot) -> str | None:
+        group = snapshot.podgroup_by_key.get(gang)
+        pods = [pod.key for pod in snapshot.pods_of_group.get(gang, ())] if group else []
+        pods.extend(binding.pod for binding in members)
+        return self.store.changed_since(
+            snapshot.generation,
+            pods=pods,
+            podgroup=gang if group else None,
+            queue=group.queue if group else DEFAULT_QUEUE,
+            nodes=sorted({binding.node for binding in members}),
+        )
+
+    def _bind_one(
+        self, pod: Pod, binding: Binding, annotations: dict[str, str], stopped: Callable[[], bool]
+    ) -> str | None:
+        """Bind one pod; None when it is bound to ``binding.node`` now, else why not."""
+        problem = self._check_bindable(pod, binding, stopped)
+        if problem is not None:
+            self.store.binding_done(pod.key, "bound" if problem == "" else "failed")
+            return problem or None
+        current = self.store.get("Pod", pod.key) or {}
+        metadata = current.get("metadata") or {}
+        body_metadata: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace}
+        if pod.uid:
+            body_metadata["uid"] = pod.uid
+        if metadata.get("resourceVersion"):
+            # The server refuses (409) if the pod changed since we last saw it.
+            body_metadata["resourceVersion"] = metadata["resourceVersion"]
+        if annotations:
+            body_metadata["annotations"] = annotations
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": body_metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": binding.node},
+        }
+        try:
+            self.kube.post(PODS.path(pod.namespace, pod.name, "binding"), body)
+        except ApiError as error:
+            if error.status == 0:
+                self.store.binding_done(pod.key, "uncertain")
+                return f"no answer from the API server: {error.message}"
+            if error.status == 409 and _ALREADY_ASSIGNED in error.message:
+                node = error.message.split(_ALREADY_ASSIGNED, 1)[1].split('"', 1)[0]
+                if node == binding.node:
+                    self.store.binding_done(pod.key, "bound")
+                    return None  # an earlier attempt of ours landed
+                self.store.binding_done(pod.key, "failed")
+                return f"already bound to {node}"
+            self.store.binding_done(pod.key, "failed")
+            if error.status == 404:
+                return "the pod is gone"
+            if error.status == 409:
+                return f"the pod changed since the snapshot: {error.message}"
+            return f"{error.status}: {error.message}"
+        self.store.binding_done(pod.key, "bound")
+        return None
+
+    def _check_bindable(self, pod: Pod, binding: Binding, stopped: Callable[[], bool]) -> str | None:
+        """Why not to send this binding at all ("" when it is already done); None to send it."""
+        if stopped():
+            return "not sent: no longer leading"
+        current = self.store.get("Pod", pod.key)
+        if current is None:
+            return "the pod is gone"
+        bound_to = (current.get("spec") or {}).get("nodeName")
+        if bound_to:
+            return "" if bound_to == binding.node else f"already bound to {bound_to}"
+        return None
+
+    # --- PodGroup status and Events -----------------------------------------------------------
+
+    def _podgroups(
+        self, decision: Decision, snapshot: Snapshot, gangs: Mapping[str, _GangOutcome], report: ApplyReport
+    ) -> None:
+        outcomes = {outcome.podgroup: outcome for outcome in decision.podgroups}
+        futures: list[Future[list[str]]] = []
+        for group in snapshot.podgroups:
+            pods = snapshot.pods_of_group.get(group.key, ())
+            outcome = outcomes.get(group.key)
+            if outcome is None and not any(pod.managed for pod in pods):
+                continue  # not ours: another scheduler's group
+            futures.append(self._pool.submit(self._podgroup_one, group, pods, outcome, gangs.get(group.key)))
+        for outcome in decision.podgroups:
+            if outcome.podgroup in snapshot.podgroup_by_key:
+                continue
+            pod = snapshot.pod_by_key.get(outcome.podgroup)  # a pod with no PodGroup: a gang of one
+            if pod is not None:
+                futures.append(self._pool.submit(self._lone_pod_events, pod, outcome, gangs.get(pod.key)))
+        for future in futures:
+            for done in future.result():
+                if done.startswith("status "):
+                    report.podgroups_updated.append(done.removeprefix("status "))
+                else:
+                    report.events.append(done)
+
+    def _podgroup_one(
+        self,
+        group: PodGroup,
+        pods: tuple[Pod, ...],
+        outcome: PodGroupOutcome | None,
+        gang: _GangOutcome | None,
+    ) -> list[str]:
+        done: list[str] = []
+        current = self.store.get("PodGroup", group.key)
+        if current is None:
+            return done
+        bound_now = len(gang.bound) if gang is not None else 0
+        placed = sum(1 for pod in pods if pod.bound) + bound_now
+        status = _desired_status(group, pods, outcome, placed, current.get("status") or {})
+        if status is not None and self._status_due(group.key, current.get("status") or {}, status):
+            try:
+                self.kube.patch(PODGROUPS.path(group.namespace, group.name, "status"), {"status": status})
+                done.append(f"status {group.key}")
+            except ApiError as error:
+                if error.status != 404:
+                    log.warning("podgroup status update failed", extra={"podgroup": group.key, "error": str(error)})
+        done.extend(self._group_events(PODGROUPS, current, group.key, outcome, gang))
+        return done
+
+    def _lone_pod_events(self, pod: Pod, outcome: PodGroupOutcome, gang: _GangOutcome | None) -> list[str]:
+        current = self.store.get("Pod", pod.key)
+        if current is None:
+            return []
+        return self._group_events(PODS, current, pod.key, outcome, gang)
+
+    def _group_events(
+        self,
+        resource: Resource,
+        current: dict[str, Any],
+        key: str,
+        outcome: PodGroupOutcome | None,
+        gang: _GangOutcome | None,
+    ) -> list[str]:
+        done: list[str] = []
+        if gang is not None and gang.bound:
+            self._forget_waiting(str((current.get("metadata") or {}).get("uid")))
+            nodes: dict[str, int] = {}
+            for binding in gang.bound:
+                nodes[binding.node] = nodes.get(binding.node, 0) + 1
+            where = ", ".join(f"{node} ({count})" if count > 1 else node for node, count in sorted(nodes.items()))
+            message = f"Bound {len(gang.bound)} pod(s) to {where}"
+            if gang.failed:
+                message += f"; {len(gang.failed)} not bound yet, retried next cycle"
+            if self._event(resource, current, "Scheduled", message, "Normal", dedupe=False):
+                done.append(f"{key} Scheduled")
+        elif (
+            outcome is not None
+            and outcome.phase != "Running"
+            and outcome.reason
+            and self._still_waiting(str((current.get("metadata") or {}).get("uid")), outcome.reason)
+            and self._event(resource, current, outcome.reason, outcome.message or outcome.reason, "Warning")
+        ):
+            done.append(f"{key} {outcome.reason}")
+        return done
+
+    def _still_waiting(self, uid: str, reason: str) -> bool:
+        """Whether a group waits for ``reason`` a second time: the first sighting records no Event.
+
+        A gang seen while its pods are still being created waits one cycle for GangUnsatisfied;
+        an Event for every such passing state would double the writes of a burst of new jobs.
+        """
+        with self._events_lock:
+            if uid not in self._waiting_seen and len(self._waiting_seen) >= MAX_REMEMBERED:
+                self._waiting_seen.clear()  # groups deleted while waiting: forget them all at once
+            reasons = self._waiting_seen.setdefault(uid, {})
+            reasons[reason] = reasons.get(reason, 0) + 1
+            return reasons[reason] >= 2
+
+    def _status_due(self, key: str, current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+        """Write when phase, counts or condition type/reason change; a new message alone waits a while."""
+        now = time.monotonic()
+        if _status_core(current, messages=True) == _status_core(desired, messages=True):
+            return False
+        with self._events_lock:
+            if len(self._status_written_at) > MAX_REMEMBERED:
+                _forget_oldest(self._status_written_at, lambda written_at: written_at)
+            changed = _status_core(current) != _status_core(desired)
+            if changed or now - self._status_written_at.get(key, 0.0) >= self.event_refresh_s:
+                self._status_written_at[key] = now
+                return True
+            return False
+
+    def _forget_waiting(self, uid: str) -> None:
+        """A group that got placed starts afresh: if it waits again later, that is a new Event."""
+        with self._events_lock:
+            self._events.pop(uid, None)
+            self._waiting_seen.pop(uid, None)
+
+    def _event(
+        self,
+        resource: Resource,
+        involved: Mapping[str, Any],
+        reason: str,
+        message: str,
+        kind: str,
+        *,
+        dedupe: bool = True,
+    ) -> bool:
+        """Record an Event on ``involved``; a repeat of the same reason only counts, written at most
+        every ``event_refresh_s``. True when something was written."""
+        metadata = involved.get("metadata") or {}
+        key = f"{metadata.get('namespace')}/{metadata.get('name')}"
+        message = message[:MAX_EVENT_MESSAGE]
+        now = time.monotonic()
+        if dedupe:
+            with self._events_lock:
+                record = self._events.get(str(metadata.get("uid")), {}).get(reason)
+                if record is not None:
+                    record.count += 1
+                    record.message = message
+                    if now - record.sent_at < self.event_refresh_s:
+                        return False
+                    record.sent_at = now
+            if record is not None:
+                try:
+                    self.kube.patch(
+                        EVENTS.path(record.namespace, record.name),
+                        {"count": record.count, "lastTimestamp": now_rfc3339(), "message": message},
+                    )
+                    return True
+                except ApiError as error:
+                    if error.status != 404:
+                        log.warning("event update failed", extra={"object": key, "error": str(error)})
+                        return False
+                    # expired (the API server keeps Events an hour): write a new one
+        namespace = str(metadata.get("namespace") or "default")
+        stamp = now_rfc3339()
+        name = f"{metadata.get('name')}.{uuid.uuid4().hex[:16]}"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": resource.api_version,
+                "kind": resource.kind,
+                "name": metadata.get("name"),
+                "namespace": namespace,
+                "uid": metadata.get("uid"),
+                "resourceVersion": metadata.get("resourceVersion"),
+            },
+            "reason": reason,
+            "message": message,
+            "type": kind,
+            "count": 1,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.identity[:128],
+        }
+        try:
+            self.kube.post(EVENTS.path(namespace), body)
+        except ApiError as error:
+            log.warning("event not recorded", extra={"object": key, "reason": reason, "error": str(error)})
+            return False
+        if dedupe:
+            with self._events_lock:
+                uid = str(metadata.get("uid"))
+                if uid not in self._events and len(self._events) >= MAX_REMEMBERED:
+                    _forget_oldest(self._events, lambda records: max(r.sent_at for r in records.values()))
+                self._events.setdefault(uid, {})[reason] = _EventRecord(name, namespace, message, 1, now)
+        return True
+
+
+class PendingApply:
+    """An apply under way: its bindings queued or sent, its report once all of it is done."""
+
+    def __init__(self, finished: Future[ApplyReport], binds: list[Future[str | None]]) -> None:
+        self._finished = finished
+        self._binds = binds
+
+    def result(self, timeout_s: float | None = None) -> ApplyReport:
+        return self._finished.result(timeout_s)
+
+    def done(self) -> bool:
+        return self._finished.done()
+
+    def outstanding(self) -> int:
+        """Bindings not answered yet."""
+        return sum(1 for future in self._binds if not future.done())
+
+    def add_done_callback(self, callback: Callable[[ApplyReport], None]) -> None:
+        """``callback(report)`` once done (in the applier's thread); a failed apply is logged instead."""
+
+        def done(future: Future[ApplyReport]) -> None:
+            try:
+                report = future.result()
+            except Exception:
+                log.exception("applying a decision failed")
+                return
+            callback(report)
+
+        self._finished.add_done_callback(done)
+
+
+def _forget_oldest(memory: dict[Any, Any], age: Callable[[Any], float]) -> None:
+    oldest = sorted(memory, key=lambda key: age(memory[key]))[: len(memory) // 2]
+    for key in oldest:
+        del memory[key]
+
+
+def _annotations(binding: Binding) -> dict[str, str]:
+    """What the Binding writes onto the pod with its node: the GPU indices it holds."""
+    return {GPU_IDS_ANNOTATION: ",".join(str(i) for i in binding.gpus)} if binding.gpus else {}
+
+
+def _desired_status(
+    group: PodGroup,
+    pods: tuple[Pod, ...],
+    outcome: PodGroupOutcome | None,
+    placed: int,
+    current: Mapping[str, Any],
+) -> dict[str, Any] | None:
+    """The status a PodGroup should show after this cycle (Volcano's fields and condition types)."""
+    running = sum(1 for pod in pods if pod.phase == "Running")
+    succeeded = sum(1 for pod in pods if pod.phase == "Succeeded")
+    failed = sum(1 for pod in pods if pod.phase == "Failed")
+    conditions = list(current.get("conditions") or [])
+    if pods and all(pod.finished for pod in pods) and outcome is None:
+        phase = "Completed"
+    elif placed >= max(1, group.min_member) and placed > 0:
+        phase = "Running"
+        conditions = [_condition("Scheduled", "Scheduled", f"{placed} pod(s) placed", current)]
+    elif outcome is not None:
+        phase = outcome.phase
+        if outcome.reason:
+            conditions = [_condition("Unschedulable", outcome.reason, outcome.message, current)]
+    else:
+        phase = str(current.get("phase") or "Pending")
+    status: dict[str, Any] = {
+        "phase": phase,
+        "running": running,
+        "succeeded": succeeded,
+        "failed": failed,
+        "conditions": conditions,
+    }
+    return status
+
+
+def _condition(kind: str, reason: str, message: str, current: Mapping[str, Any]) -> dict[str, Any]:
+    since = now_rfc3339()
+    for condition in current.get("conditions") or ():
+        if condition.get("type") == kind and condition.get("status") == "True" and condition.get("reason") == reason:
+            since = condition.get("lastTransitionTime") or since
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": reason,
+        "message": message[:MAX_EVENT_MESSAGE],
+        "lastTransitionTime": since,
+    }
+
+
+def _status_core(status: Mapping[str, Any], *, messages: bool = False) -> tuple[Any, ...]:
+    conditions = tuple(
+        (c.get("type"), c.get("status"), c.get("reason"), c.get("message") if messages else None)
+        for c in status.get("conditions") or ()
+    )
+    return (
+        status.get("phase") or "",
+        status.get("running") or 0,
+        status.get("succeeded") or 0,
+        status.get("failed") or 0,
+        conditions,
+    )

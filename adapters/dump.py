@@ -1,0 +1,80 @@
+"""Instances of a live cluster: ``vcsat dump``, and the files ``vcsat scheduler --dump-dir`` writes.
+
+A cycle is only debuggable if it can be replayed offline: ``vcsat solve`` on a dumped instance
+must see exactly what the live cycle saw. So an instance here is contract §1's v1 ``List`` of the
+very objects the scheduler reads (Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes, as
+the API server sends them, ``managedFields`` dropped as kubectl does), and the scheduler writes
+its cycles' instances with the same function as this command.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from vcsat.adapters.kube import SCHEDULING_RESOURCES, ApiError, Kube
+
+_Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def instance_document(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The v1 List kubectl prints for these objects."""
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": list(objects)}
+
+
+def cluster_objects(kube: Kube) -> list[dict[str, Any]]:
+    """Every object a scheduling cycle reads, listed now; an API that is not installed lists nothing."""
+    objects: list[dict[str, Any]] = []
+    for resource in SCHEDULING_RESOURCES:
+        try:
+            items, _ = kube.list(resource)
+        except ApiError as error:
+            if error.status == 404:
+                continue  # e.g. no HyperNode CRD in this cluster: no HyperNodes
+            raise click.ClickException(f"cannot list {resource.plural}: {error}") from None
+        for item in items:
+            (item.get("metadata") or {}).pop("managedFields", None)
+        objects.extend(items)
+    return objects
+
+
+def write_instance(path: Path | None, objects: Iterable[Mapping[str, Any]]) -> None:
+    """JSON (YAML when ``path`` ends in .yaml or .yml) to ``path``, or JSON to stdout when None."""
+    document = instance_document(objects)
+    as_yaml = path is not None and path.suffix.lower() in (".yaml", ".yml")
+    text = (
+        yaml.dump(document, Dumper=_Dumper, sort_keys=False)
+        if as_yaml
+        else json.dumps(document, indent=None, separators=(",", ":")) + "\n"
+    )
+    if path is None:
+        sys.stdout.write(text)
+        return
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)  # readers never see half a file
+
+
+@click.command("dump")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    metavar="FILE",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write here (YAML if it ends in .yaml/.yml, else JSON); default: JSON on stdout.",
+)
+@click.option("--kubeconfig", metavar="FILE", help="Default: in-cluster credentials, else ~/.kube/config.")
+def dump_cmd(output: Path | None, kubeconfig: str | None) -> None:
+    """Write the live cluster's instance (a v1 List, as `vcsat solve` reads) from the API server."""
+    with Kube.from_kubeconfig(kubeconfig, pool_size=4) as kube:
+        objects = cluster_objects(kube)
+    write_instance(output, objects)
+    if output is not None:
+        click.echo(f"wrote {len(objects)} objects to {output}", err=True)

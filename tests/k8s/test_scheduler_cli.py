@@ -1,0 +1,229 @@
+"""The ``vcsat scheduler``, ``vcsat dump`` and ``vcsat podlife`` commands as processes, against a
+control plane of their own.
+
+Why a private control plane: dump-replay equality needs an instance that ``vcsat solve`` reads
+strictly, and the session's shared server holds other tests' leftovers (pods bound to nodes
+deleted since, in namespaces that never finish terminating), which a strict read rightly refuses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from controlplane import ControlPlane, free_port, start_control_plane
+from scheduler_support import Bubble, wait_until
+
+from vcsat.adapters.kube import Kube
+
+VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli import main; main()"]
+STOP_S = 60
+
+
+@pytest.fixture(scope="module")
+def private_plane() -> Iterator[ControlPlane]:
+    with start_control_plane() as plane:
+        yield plane
+
+
+@pytest.fixture
+def bubble(private_plane: ControlPlane) -> Iterator[Bubble]:
+    with Kube.from_kubeconfig(str(private_plane.kubeconfig)) as kube:
+        namespace = f"cli-{uuid.uuid4().hex[:10]}"
+        kube.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        space = Bubble(kube, namespace)
+        yield space
+        space.clean()
+
+
+@contextlib.contextmanager
+def vcsat_process(*args: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``vcsat ARGS`` in the background, its stderr in ``log``; stopped with SIGTERM after."""
+    with log.open("wb") as stderr:
+        process = subprocess.Popen([*VCSAT, *args], stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(STOP_S)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+def _log_lines(log: Path) -> list[dict[str, Any]]:
+    lines = []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            lines.append(json.loads(line))
+    return lines
+
+
+def _http(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, ""
+    except OSError:
+        return 0, ""
+
+
+def _without_seconds(decision: dict[str, Any]) -> dict[str, Any]:
+    return {**decision, "solver": {k: v for k, v in decision["solver"].items() if k != "seconds"}}
+
+
+def test_scheduler_command_dumps_cycles_that_vcsat_solve_replays_to_the_same_decision(
+    private_plane: ControlPlane, bubble: Bubble, tmp_path: Path
+) -> None:
+    nodes = [bubble.node("big", cpu="4", gpus=2), bubble.node("small-a", cpu="2"), bubble.node("small-b", cpu="2")]
+    fits = bubble.gang("fits", 3, cpu="1")
+    bubble.gang("waits", 2, cpu="3")  # two 3-cpu pods: only one node can take one
+    bubble.pod("gpu", cpu="500m", gpus=2)
+    dumps = tmp_path / "dumps"
+    port = free_port()
+    log = tmp_path / "scheduler.log"
+    args = [
+        "scheduler",
+        f"--kubeconfig={private_plane.kubeconfig}",
+        f"--scheduler-name={bubble.scheduler_name}",
+        "--no-leader-elect",
+        f"--dump-dir={dumps}",
+        f"--metrics-port={port}",
+        "--period=0.5",
+        "--time-limit=5",
+        "--log-format=json",
+    ]
+    with vcsat_process(*args, log=log) as process:
+        wait_until(
+            lambda: all(bubble.placement()[p] for p in [*fits, "gpu"]) or process.poll() is not None,
+            "the scheduler process binds what fits",
+        )
+        assert process.poll() is None, log.read_text()
+        wait_until(lambda: _http(f"http://127.0.0.1:{port}/readyz")[0] == 200, "the scheduler reports ready")
+        status, metrics = _http(f"http://127.0.0.1:{port}/metrics")
+        assert status == 200 and "vcsat_pods_bound_total 4.0" in metrics
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(STOP_S) == 0, log.read_text()
+
+    placement = bubble.placement()
+    assert placement["waits-0"] is None and placement["waits-1"] is None
+    assert placement["gpu"] == nodes[0]
+    cycles = [json.loads(line)["cycle"] for line in log.read_text().splitlines() if '"msg": "cycle"' in line]
+    assert cycles, "cycles are logged"
+
+    instances = sorted(dumps.glob("cycle-*.instance.json"))
+    assert instances, "cycles with pending pods are dumped"
+    replayed_bindings = 0
+    for instance in instances[:3]:
+        decision_file = instance.with_name(instance.name.replace(".instance.json", ".decision.json"))
+        live = json.loads(decision_file.read_text())
+        document = json.loads(instance.read_text())
+        assert (document["apiVersion"], document["kind"]) == ("v1", "List")
+        replay = subprocess.run(
+            [*VCSAT, "solve", str(instance), "--policy", str(dumps / "policy.yaml"), "--output", "json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert replay.returncode == 0, replay.stderr
+        assert _without_seconds(json.loads(replay.stdout)) == _without_seconds(live), instance.name
+        replayed_bindings += len(live["bindings"])
+    assert replayed_bindings >= 4, "the replayed cycles include the ones that bound"
+
+    # vcsat dump: the cluster as it is now, which vcsat solve reads as the scheduler would.
+    dumped = tmp_path / "now.json"
+    done = subprocess.run(
+        [*VCSAT, "dump", "-o", str(dumped), f"--kubeconfig={private_plane.kubeconfig}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(dumped.read_text())
+    kinds = {item["kind"] for item in document["items"]}
+    assert {"Node", "Pod", "PodGroup", "Queue"} <= kinds
+    assert {item["metadata"]["name"] for item in document["items"] if item["kind"] == "Node"} >= set(nodes)
+    assert all("managedFields" not in item["metadata"] for item in document["items"])
+    now = subprocess.run(
+        [*VCSAT, "solve", str(dumped), "--policy", str(dumps / "policy.yaml"), "--output", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert now.returncode == 0, now.stderr
+    decision = json.loads(now.stdout)
+    assert decision["bindings"] == []
+    assert [(o["podgroup"], o["phase"] != "Running") for o in decision["podgroups"]] == [
+        (f"{bubble.namespace}/waits", True)
+    ]
+
+
+def test_two_replicas_one_leader_and_the_standby_takes_over(
+    private_plane: ControlPlane, bubble: Bubble, tmp_path: Path
+) -> None:
+    bubble.node("n", cpu="8")
+    lease = f"lease-{bubble.tag}"
+    common = [
+        "scheduler",
+        f"--kubeconfig={private_plane.kubeconfig}",
+        f"--scheduler-name={bubble.scheduler_name}",
+        f"--lease-namespace={bubble.namespace}",
+        f"--lease-name={lease}",
+        "--metrics-port=0",
+        "--period=0.5",
+        "--log-format=json",
+    ]
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    with vcsat_process(*common, log=logs[0]) as first, vcsat_process(*common, log=logs[1]) as second:
+        first_gang = bubble.gang("first", 2, cpu="1")
+        wait_until(lambda: all(bubble.placement()[p] for p in first_gang), "one replica binds")
+        holder = bubble.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{bubble.namespace}/leases/{lease}")
+        holder_identity = holder["spec"]["holderIdentity"]
+        leaders = [i for i, log in enumerate(logs) if any(line.get("bound") for line in _log_lines(log))]
+        assert len(leaders) == 1, "exactly one replica binds"
+        leader, standby = (first, second) if leaders == [0] else (second, first)
+        assert any(line.get("identity") == holder_identity for line in _log_lines(logs[leaders[0]]))
+
+        leader.send_signal(signal.SIGTERM)
+        assert leader.wait(STOP_S) == 0
+        second_gang = bubble.gang("second", 2, cpu="1")
+        wait_until(lambda: all(bubble.placement()[p] for p in second_gang), "the standby takes over and binds")
+        assert standby.poll() is None
+        assert any(line.get("bound") for line in _log_lines(logs[1 - leaders[0]]))
+
+
+def test_podlife_command_runs_bound_pods(private_plane: ControlPlane, bubble: Bubble, tmp_path: Path) -> None:
+    node = bubble.node("n", cpu="2")
+    args = ["podlife", f"--kubeconfig={private_plane.kubeconfig}", f"--node={node}"]
+    with vcsat_process(*args, log=tmp_path / "podlife.log"):
+        bubble.pod("p", cpu="1", node_name=node)
+        wait_until(lambda: bubble.pods()["p"]["status"].get("phase") == "Running", "the bound pod runs")
+    status = bubble.pods()["p"]["status"]
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+    assert status["podIP"] and status["hostIP"] and status["containerStatuses"][0]["state"]["running"]
+
+
+@pytest.mark.parametrize("command", ["scheduler", "dump", "podlife"])
+def test_commands_refuse_a_missing_kubeconfig_in_one_line(command: str, tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    done = subprocess.run(
+        [*VCSAT, command, f"--kubeconfig={missing}"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"vcsat: {missing}: no such file"
