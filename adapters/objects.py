@@ -63,6 +63,7 @@ TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 GPU_IDS_ANNOTATION = "vcsat.io/gpu-ids"
 GPU_TOPOLOGY_ANNOTATION = "vcsat.io/gpu-topology"
+SCHEDULER_NAME_ANNOTATION = "vcsat.io/scheduler-name"
 DEFAULT_SCHEDULER = "default-scheduler"
 
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
@@ -520,6 +521,7 @@ class _Converter:
             network_topology=topology,
             phase=obj.string(status, "phase", "status.phase"),
             created=obj.created(),
+            scheduler_name=(obj.raw.get("metadata", {}).get("annotations") or {}).get(SCHEDULER_NAME_ANNOTATION),
         )
 
     # --- Pod ----------------------------------------------------------------------------------

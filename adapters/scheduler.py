@@ -486,13 +486,14 @@ def _with_admissions(decision: Decision, snapshot: Snapshot, policy: Policy) -> 
     never be admitted. Its phase comes from the same enqueue rules (``vcsat.solver.enqueue``); it
     is applied, not part of the decision that is dumped and replayed.
     """
-    from vcsat.solver.enqueue import admit
+    from vcsat.solver.enqueue import DEFAULT_SCHEDULER, admit
 
     decided = {outcome.podgroup for outcome in decision.podgroups}
     waiting = [
         group
         for group in snapshot.podgroups
         if group.key not in decided
+        and (group.scheduler_name or DEFAULT_SCHEDULER) == policy.scheduler_name
         and group.phase in ("", "Pending")
         and not any(pod.bound or pod.pending for pod in snapshot.pods_of_group.get(group.key, ()))
     ]

@@ -24,6 +24,18 @@ TARGET_GAP = 0.01
 """Issue "Core engine": a proven optimality gap of at most 1%: the search stops once it is there."""
 POLICY_1K = Policy(time_limit_s=1.0, relative_gap=TARGET_GAP)
 POLICY_5K = Policy(time_limit_s=5.0, relative_gap=TARGET_GAP)
+CORE = {
+    "proportion": False,
+    "drf": False,
+    "preempt": False,
+    "reclaim": False,
+    "enqueue": False,
+    "topology": False,
+}
+"""Issue "Core engine"'s cycle: gangs, predicates, capacity, priority, packing; no fair sharing,
+evictions, admission or topology (their issues measure the full cycle)."""
+CORE_1K = Policy(time_limit_s=1.0, relative_gap=TARGET_GAP, **CORE)
+CORE_5K = Policy(time_limit_s=5.0, relative_gap=TARGET_GAP, **CORE)
 
 
 def one_cycle(path: Path, policy: Policy) -> tuple[Snapshot, Decision, list[Any]]:
@@ -39,6 +51,8 @@ def relative_gap(objective: float, bound: float) -> float:
 @pytest.mark.parametrize(
     ("options", "policy", "rounds"),
     [
+        pytest.param(ONE_K, CORE_1K, 3, id="1k-core"),
+        pytest.param(FIVE_K, CORE_5K, 1, id="5k-core"),
         pytest.param(ONE_K, POLICY_1K, 3, id="1k-nodes"),
         pytest.param(ONE_K_CONTENDED, POLICY_1K, 3, id="1k-contended"),
         pytest.param(FIVE_K, POLICY_5K, 1, id="5k-nodes"),

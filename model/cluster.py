@@ -156,6 +156,9 @@ class PodGroup(Frozen):
     phase: str = ""
     """``status.phase`` as last written (Pending, Inqueue, Running, ...)."""
     created: float = 0.0
+    scheduler_name: str | None = None
+    """Annotation ``vcsat.io/scheduler-name``: the scheduler meant to admit it while it has no pods
+    yet (its Job's schedulerName, written by the Job controller)."""
 
     @property
     def key(self) -> str:

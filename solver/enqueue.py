@@ -88,6 +88,10 @@ class Admission(NamedTuple):
     """What blocks it, with the resource and the amounts; empty when admitted."""
 
 
+DEFAULT_SCHEDULER = "vcsat"
+"""Whose a PodGroup is when it has no pod yet and no ``vcsat.io/scheduler-name``."""
+
+
 def admit(
     snapshot: Snapshot,
     policy: Policy,
@@ -103,7 +107,18 @@ def admit(
     ``inqueue_timeout_s`` enable the timeout of rule 3; ``overcommit=False`` skips the cluster-room
     check (a Volcano configuration without the overcommit plugin).
     """
-    groups = sorted(snapshot.podgroups, key=lambda g: g.key)
+    # Groups of other schedulers (no pod of ours, and named for another scheduler) are not ours
+    # to admit, and hold no room in our admission.
+    pods_of = snapshot.pods_of_group
+    groups = sorted(
+        (
+            g
+            for g in snapshot.podgroups
+            if any(p.managed for p in pods_of.get(g.key, ()))
+            or (g.scheduler_name or DEFAULT_SCHEDULER) == policy.scheduler_name
+        ),
+        key=lambda g: g.key,
+    )
     if not policy.enqueue:
         return {g.key: Admission(True, _kept_phase(g), "", "") for g in groups}
 

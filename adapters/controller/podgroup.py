@@ -26,6 +26,9 @@ def build_podgroup(job: JobSpec, *, priorities: Mapping[str, int] | None = None)
     """The PodGroup object of ``job`` (``priorities``: PriorityClass values, to order tasks)."""
     labels = {**job.labels, **naming.job_labels(job.name, job.namespace)}
     annotations = {k: v for k, v in job.annotations.items() if k not in _SKIPPED_ANNOTATIONS}
+    if job.scheduler_name:
+        # Which scheduler admits the group while it has no pods yet (see vcsat.adapters.scheduler).
+        annotations["vcsat.io/scheduler-name"] = job.scheduler_name
     return {
         "apiVersion": naming.PODGROUP_API_VERSION,
         "kind": "PodGroup",

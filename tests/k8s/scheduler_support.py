@@ -136,7 +136,13 @@ class Bubble:
         body = {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
             "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": self.namespace},
+            # Ours, as the Job controller marks the PodGroups of its Jobs: admitted by this bubble's
+            # scheduler even before it has pods.
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "annotations": {"vcsat.io/scheduler-name": self.scheduler_name},
+            },
             "spec": {"minMember": min_member, **spec},
         }
         created: dict[str, Any] = self.kube.post(PODGROUPS.path(self.namespace), body)

@@ -14,11 +14,20 @@ from typing import Any
 
 import pytest
 from controller_harness import Jobs, StandInScheduler, job_body, running_controller, task_body, uids
+from controlplane import ControlPlane, start_control_plane
 from scheduler_support import Bubble, wait_until
 
 from vcsat.adapters.controller.controller import JobController
 from vcsat.adapters.kube import PODS, ApiError, Kube
 from vcsat.adapters.podlife import PodLifecycleDriver
+
+
+@pytest.fixture(scope="module")
+def control_plane() -> Iterator[ControlPlane]:
+    """A control plane of this module's own: the session's holds other modules' leftovers, and
+    these tests time the scheduler's cycles against a quiet cluster."""
+    with start_control_plane() as plane:
+        yield plane
 
 
 @pytest.fixture

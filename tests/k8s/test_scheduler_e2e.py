@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from controlplane import ControlPlane, start_control_plane
 from scheduler_support import (
     Bubble,
     cycles_after,
@@ -32,6 +33,14 @@ from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.adapters.scheduler import Scheduler
 from vcsat.model import Binding, Decision, Eviction, Nomination, SolverStats
 from vcsat.solver import solve
+
+
+@pytest.fixture(scope="module")
+def control_plane() -> Iterator[ControlPlane]:
+    """A control plane of this module's own: the session's holds other modules' leftovers, and
+    these tests time the scheduler's cycles against a quiet cluster."""
+    with start_control_plane() as plane:
+        yield plane
 
 
 @pytest.fixture
