@@ -21,6 +21,9 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 from controlplane import ControlPlane, start_control_plane  # noqa: E402
+from scheduler_support import Bubble  # noqa: E402
+
+from vcsat.adapters.kube import Kube  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -65,3 +68,18 @@ def k8s_namespace(k8s_client: Any) -> Iterator[str]:
     yield name
     with contextlib.suppress(client.ApiException):
         core.delete_namespace(name)
+
+
+@pytest.fixture
+def kube(k8s_client: Any) -> Iterator[Kube]:
+    """Our own client (adapters/kube.py) on the test's API server."""
+    with Kube.from_api_client(k8s_client) as client:
+        yield client
+
+
+@pytest.fixture
+def bubble(kube: Kube, k8s_namespace: str) -> Iterator[Bubble]:
+    """One test's namespace, nodes and scheduler name (scheduler_support.Bubble), cleaned after."""
+    space = Bubble(kube, k8s_namespace)
+    yield space
+    space.clean()

@@ -17,6 +17,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+from controlplane import ControlPlane, start_control_plane
+
 from vcsat.adapters.kube import NODES, PODGROUPS, PODS, ApiError, Kube
 from vcsat.adapters.podlife import PodLifecycleDriver
 from vcsat.adapters.scheduler import Scheduler
@@ -235,3 +238,12 @@ def wait_cached(scheduler: Scheduler, namespace: str, *, pods: list[str] = (), p
         ),
         f"the cache holds pods {pods} and podgroups {podgroups}",
     )
+
+
+@pytest.fixture(scope="module", name="control_plane")
+def own_control_plane() -> Iterator[ControlPlane]:
+    """A control plane of the importing module's own (import this fixture to use it): the
+    session's holds other modules' leftovers, and these tests time the scheduler's cycles against
+    a quiet cluster."""
+    with start_control_plane() as plane:
+        yield plane

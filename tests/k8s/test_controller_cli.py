@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +18,6 @@ from scheduler_support import Bubble, wait_until
 from vcsat.adapters.cli import main
 from vcsat.adapters.kube import ApiError, Kube
 from vcsat.adapters.podlife import PodLifecycleDriver
-
-
-@pytest.fixture
-def kube(k8s_client: Any) -> Iterator[Kube]:
-    with Kube.from_api_client(k8s_client) as client:
-        yield client
-
-
-@pytest.fixture
-def bubble(kube: Kube, k8s_namespace: str) -> Iterator[Bubble]:
-    bubble = Bubble(kube, k8s_namespace)
-    yield bubble
-    bubble.clean()
 
 
 @pytest.fixture

@@ -59,17 +59,6 @@ class CrashAt:
                 raise Crash(f"killed before {verb} {kind} {name}")
 
 
-@pytest.fixture
-def kube(k8s_client: Any) -> Iterator[Kube]:
-    with Kube.from_api_client(k8s_client) as client:
-        yield client
-
-
-@pytest.fixture
-def bubble(kube: Kube, k8s_namespace: str) -> Iterator[Bubble]:
-    bubble = Bubble(kube, k8s_namespace)
-    yield bubble
-    bubble.clean()
 
 
 @pytest.fixture

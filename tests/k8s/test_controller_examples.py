@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +25,6 @@ from vcsat.adapters.scheduler import Scheduler
 EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
 
 
-@pytest.fixture
-def kube(k8s_client: Any) -> Iterator[Kube]:
-    with Kube.from_api_client(k8s_client) as client:
-        yield client
-
-
-@pytest.fixture
-def bubble(kube: Kube, k8s_namespace: str) -> Iterator[Bubble]:
-    bubble = Bubble(kube, k8s_namespace)
-    yield bubble
-    bubble.clean()
 
 
 def _env(pod: dict[str, Any], container: int = 0) -> dict[str, Any]:

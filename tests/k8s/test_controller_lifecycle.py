@@ -14,33 +14,15 @@ from typing import Any
 
 import pytest
 from controller_harness import Jobs, StandInScheduler, job_body, running_controller, task_body, uids
-from controlplane import ControlPlane, start_control_plane
-from scheduler_support import Bubble, wait_until
+from scheduler_support import (
+    Bubble,
+    own_control_plane,  # noqa: F401 (the fixture control_plane: this module's own)
+    wait_until,
+)
 
 from vcsat.adapters.controller.controller import JobController
 from vcsat.adapters.kube import PODS, ApiError, Kube
 from vcsat.adapters.podlife import PodLifecycleDriver
-
-
-@pytest.fixture(scope="module")
-def control_plane() -> Iterator[ControlPlane]:
-    """A control plane of this module's own: the session's holds other modules' leftovers, and
-    these tests time the scheduler's cycles against a quiet cluster."""
-    with start_control_plane() as plane:
-        yield plane
-
-
-@pytest.fixture
-def kube(k8s_client: Any) -> Iterator[Kube]:
-    with Kube.from_api_client(k8s_client) as client:
-        yield client
-
-
-@pytest.fixture
-def bubble(kube: Kube, k8s_namespace: str) -> Iterator[Bubble]:
-    bubble = Bubble(kube, k8s_namespace)
-    yield bubble
-    bubble.clean()
 
 
 @dataclass

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from controlplane import ControlPlane, start_control_plane
 from scheduler_support import (
     Bubble,
     cycles_after,
+    own_control_plane,  # noqa: F401 (the fixture control_plane: this module's own)
     pod_lifecycle,
     running_scheduler,
     wait_cached,
@@ -33,27 +32,6 @@ from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.adapters.scheduler import Scheduler
 from vcsat.model import Binding, Decision, Eviction, Nomination, SolverStats
 from vcsat.solver import solve
-
-
-@pytest.fixture(scope="module")
-def control_plane() -> Iterator[ControlPlane]:
-    """A control plane of this module's own: the session's holds other modules' leftovers, and
-    these tests time the scheduler's cycles against a quiet cluster."""
-    with start_control_plane() as plane:
-        yield plane
-
-
-@pytest.fixture
-def kube(k8s_client: Any) -> Iterator[Kube]:
-    with Kube.from_api_client(k8s_client) as client:
-        yield client
-
-
-@pytest.fixture
-def bubble(kube: Kube, k8s_namespace: str) -> Iterator[Bubble]:
-    space = Bubble(kube, k8s_namespace)
-    yield space
-    space.clean()
 
 
 def _condition_types(podgroup: dict[str, Any]) -> list[str]:
