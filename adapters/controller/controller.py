@@ -134,6 +134,9 @@ class JobController:
         self._lock = threading.Lock()
         self._jobs: set[Key] = set()
         self._tombstones: dict[Key, dict[str, dict[str, Any]]] = {}
+        self._alive: dict[Key, dict[str, dict[str, Any]]] = {}
+        """Per job, its pods as last seen alive by the watch: tombstones for pods a fresh list
+        lacks before their DELETED event arrives (the reconciler only uses those it lacks)."""
         self._failures: dict[Key, int] = {}
         self.reconciles = 0
         """Completed reconciles (successful or not): a liveness signal for probes and tests."""
@@ -192,12 +195,13 @@ class JobController:
     def _process(self, key: Key) -> None:
         namespace, name = key
         with self._lock:
-            tombstones = self._tombstones.pop(key, {})
+            dead = self._tombstones.pop(key, {})
+            tombstones = {**self._alive.get(key, {}), **dead}
         try:
             requeue = self.reconciler.reconcile(namespace, name, tombstones.values())
         except Conflict as conflict:
             log.debug("conflict; reconciling again", extra={"job": f"{namespace}/{name}", "why": str(conflict)})
-            self._restore(key, tombstones)
+            self._restore(key, dead)
             self.queue.add(key, CONFLICT_RETRY_S)
         except Exception as error:  # one Job's trouble must never stop the loop
             failures = self._failures.get(key, 0) + 1
@@ -207,7 +211,7 @@ class JobController:
                 "reconcile failed; retrying",
                 extra={"job": f"{namespace}/{name}", "error": f"{type(error).__name__}: {error}", "retry_in_s": delay},
             )
-            self._restore(key, tombstones)
+            self._restore(key, dead)
             self.queue.add(key, delay)
         else:
             self._failures.pop(key, None)
@@ -258,11 +262,17 @@ class JobController:
         if not job_name or not self._mine(pod):
             return
         key = (metadata.get("namespace") or "default", job_name)
-        if event_type == "DELETED":
-            # The reconciler reads pods afresh and would not see this one any more; keep its last
-            # state so that an eviction is noticed (see state.py: PodEvicted).
-            with self._lock:
-                self._tombstones.setdefault(key, {})[str(metadata.get("name"))] = pod
+        name = str(metadata.get("name"))
+        with self._lock:
+            if event_type == "DELETED":
+                # The reconciler reads pods afresh and would not see this one any more; keep its
+                # last state so that an eviction is noticed (see state.py: PodEvicted).
+                self._tombstones.setdefault(key, {})[name] = pod
+                self._alive.get(key, {}).pop(name, None)
+            else:
+                # Its last state, too: a pod can vanish from a fresh list before the watch says it
+                # was deleted, and a pod that vanished must never be taken for one never made.
+                self._alive.setdefault(key, {})[name] = pod
         self.queue.add(key)
 
     def _groups_listed(self, groups: list[dict[str, Any]]) -> None:
