@@ -25,17 +25,6 @@ class Assignment:
     domain_counts: dict[tuple[int, int, str], int] = field(default_factory=dict)
     """Per (gang, bucket, finest-tier domain): pods the model put there (topology gangs)."""
 
-    def pods_placed(self) -> int:
-        return sum(self.count.values())
-
-    def gang_nodes(self, gang: int) -> dict[int, int]:
-        """Per node: the gang's pods there, as far as they are decided gang by gang."""
-        out: dict[int, int] = {}
-        for (g, _shape, node), k in self.gang_slots.items():
-            if g == gang and k > 0:
-                out[node] = out.get(node, 0) + k
-        return out
-
     def gpus_used(self, shape_gpus: dict[int, int]) -> dict[int, int]:
         """GPUs taken per node by resolved placements (``shape_gpus``: GPUs per shape)."""
         out: dict[int, int] = {}

@@ -110,10 +110,6 @@ class Gang:
     task_need: dict[str, int] = field(default_factory=dict)
     """Per task, likewise for minTaskMember."""
 
-    @property
-    def is_group(self) -> bool:
-        return self.group is not None
-
 
 NO_DOMAIN = ""
 """The pseudo-domain of nodes that no HyperNode of a tier holds."""

@@ -56,10 +56,6 @@ def fair_resources(problem: Problem, queue: str) -> list[str]:
     return [max(pool, key=lambda name: (deserved[name] / problem.total[name], name))]
 
 
-def pod_rank(problem: Problem, priority: int) -> int:
-    return priority if problem.policy.priority else 0
-
-
 def _queue_tiers(problem: Problem) -> dict[str, list[int]]:
     """Per queue with candidates: its own priorities, highest first (computed once per problem)."""
     if problem.queue_tiers is None:
