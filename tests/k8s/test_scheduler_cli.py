@@ -71,6 +71,11 @@ def _log_lines(log: Path) -> list[dict[str, Any]]:
     return lines
 
 
+def _binders(logs: list[Path]) -> list[bool]:
+    """Per log: whether that replica has logged a cycle that bound pods."""
+    return [any(line.get("bound") for line in _log_lines(log)) for log in logs]
+
+
 def _http(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
@@ -113,8 +118,11 @@ def test_scheduler_command_dumps_cycles_that_vcsat_solve_replays_to_the_same_dec
         )
         assert process.poll() is None, log.read_text()
         wait_until(lambda: _http(f"http://127.0.0.1:{port}/readyz")[0] == 200, "the scheduler reports ready")
-        status, metrics = _http(f"http://127.0.0.1:{port}/metrics")
-        assert status == 200 and "vcsat_pods_bound_total 4.0" in metrics
+        # The counter moves when the cycle's bindings return, a moment after the API shows them.
+        wait_until(
+            lambda: "vcsat_pods_bound_total 4.0" in _http(f"http://127.0.0.1:{port}/metrics")[1],
+            "the metrics count the four bound pods",
+        )
         process.send_signal(signal.SIGTERM)
         assert process.wait(STOP_S) == 0, log.read_text()
 
@@ -193,9 +201,11 @@ def test_two_replicas_one_leader_and_the_standby_takes_over(
     with vcsat_process(*common, log=logs[0]) as first, vcsat_process(*common, log=logs[1]) as second:
         first_gang = bubble.gang("first", 2, cpu="1")
         wait_until(lambda: all(bubble.placement()[p] for p in first_gang), "one replica binds")
+        # The binding is visible in the API before the cycle that made it logs it.
+        wait_until(lambda: any(_binders(logs)), "the binding replica logs it")
         holder = bubble.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{bubble.namespace}/leases/{lease}")
         holder_identity = holder["spec"]["holderIdentity"]
-        leaders = [i for i, log in enumerate(logs) if any(line.get("bound") for line in _log_lines(log))]
+        leaders = [i for i, binds in enumerate(_binders(logs)) if binds]
         assert len(leaders) == 1, "exactly one replica binds"
         leader, standby = (first, second) if leaders == [0] else (second, first)
         assert any(line.get("identity") == holder_identity for line in _log_lines(logs[leaders[0]]))
@@ -205,7 +215,7 @@ def test_two_replicas_one_leader_and_the_standby_takes_over(
         second_gang = bubble.gang("second", 2, cpu="1")
         wait_until(lambda: all(bubble.placement()[p] for p in second_gang), "the standby takes over and binds")
         assert standby.poll() is None
-        assert any(line.get("bound") for line in _log_lines(logs[1 - leaders[0]]))
+        wait_until(lambda: _binders(logs)[1 - leaders[0]], "the standby logs its binding")
 
 
 def test_podlife_command_runs_bound_pods(private_plane: ControlPlane, bubble: Bubble, tmp_path: Path) -> None:
