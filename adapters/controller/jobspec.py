@@ -20,10 +20,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any
 
 from vcsat.adapters.controller import naming
-from vcsat.adapters.errors import InputError
+from vcsat.adapters.fields import EMPTY, FieldReader, type_name
 from vcsat.model.quantity import parse_nanos
 
 EXTERNAL_EVENTS = (
@@ -56,7 +56,7 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_EMPTY: Mapping[str, Any] = {}
+_EMPTY = EMPTY
 
 
 @dataclass(frozen=True)
@@ -203,52 +203,17 @@ def parse_duration(text: str) -> float:
     return -total if text.startswith("-") else total
 
 
-class _JobReader:
+class _JobReader(FieldReader):
     """Reads one Job; every failure names the Job and the field path."""
 
     def __init__(self, obj: Mapping[str, Any], source: str | None) -> None:
         self.obj = obj
         self.source = source
-        self.label = job_label(obj)
+        self._label = job_label(obj)
 
-    def fail(self, path: str, message: str) -> NoReturn:
-        raise InputError(message, source=self.source, obj=self.label, field=path or None)
-
-    # --- typed access --------------------------------------------------------------------
-
-    def mapping(self, parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
-        value = parent.get(key)
-        if value is None:
-            return _EMPTY
-        if not isinstance(value, Mapping):
-            self.fail(path, f"must be a mapping, not {_kind(value)}")
-        return value
-
-    def sequence(self, parent: Mapping[str, Any], key: str, path: str) -> Sequence[Any]:
-        value = parent.get(key)
-        if value is None:
-            return ()
-        if not isinstance(value, list):
-            self.fail(path, f"must be a list, not {_kind(value)}")
-        return value
-
-    def string(self, parent: Mapping[str, Any], key: str, path: str, default: str = "") -> str:
-        value = parent.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            self.fail(path, f"must be a string, not {_kind(value)}")
-        return value
-
-    def integer(self, parent: Mapping[str, Any], key: str, path: str, *, minimum: int | None = None) -> int | None:
-        value = parent.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, int) or isinstance(value, bool):
-            self.fail(path, f"must be an integer, not {_kind(value)}")
-        if minimum is not None and value < minimum:
-            self.fail(path, f"must be at least {minimum}, not {value}")
-        return value
+    @property
+    def label(self) -> str:
+        return self._label
 
     # --- the Job -----------------------------------------------------------------------------
 
@@ -321,7 +286,7 @@ class _JobReader:
     def task(self, raw: Any, index: int) -> TaskSpec:
         path = f"spec.tasks[{index}]"
         if not isinstance(raw, Mapping):
-            self.fail(path, f"must be a mapping, not {_kind(raw)}")
+            self.fail(path, f"must be a mapping, not {type_name(raw)}")
         name = self.string(raw, "name", f"{path}.name") or f"default{index}"
         if len(name) > naming.DNS_LABEL_MAX or not _DNS_LABEL.fullmatch(name):
             self.fail(
@@ -355,7 +320,7 @@ class _JobReader:
         if template is None:
             self.fail(f"{path}.template", "missing (each task needs a pod template)")
         if not isinstance(template, Mapping):
-            self.fail(f"{path}.template", f"must be a mapping, not {_kind(template)}")
+            self.fail(f"{path}.template", f"must be a mapping, not {type_name(template)}")
         spec = template.get("spec")
         if not isinstance(spec, Mapping):
             self.fail(f"{path}.template.spec", "missing (the pod template needs a spec)")
@@ -366,7 +331,7 @@ class _JobReader:
             for number, container in enumerate(self.sequence(spec, list_name, f"{path}.template.spec.{list_name}")):
                 where = f"{path}.template.spec.{list_name}[{number}]"
                 if not isinstance(container, Mapping):
-                    self.fail(where, f"must be a mapping, not {_kind(container)}")
+                    self.fail(where, f"must be a mapping, not {type_name(container)}")
                 if not isinstance(container.get("name"), str) or not container["name"]:
                     self.fail(f"{where}.name", "missing")
                 if list_name == "containers" and not container.get("image"):
@@ -440,7 +405,7 @@ class _JobReader:
         for index, raw in enumerate(self.sequence(parent, "policies", path)):
             where = f"{path}[{index}]"
             if not isinstance(raw, Mapping):
-                self.fail(where, f"must be a mapping, not {_kind(raw)}")
+                self.fail(where, f"must be a mapping, not {type_name(raw)}")
             events = [str(e) for e in self.sequence(raw, "events", f"{where}.events")]
             event = self.string(raw, "event", f"{where}.event")
             if event and events:
@@ -532,7 +497,7 @@ class _JobReader:
         for index, raw in enumerate(self.sequence(spec, "volumes", "spec.volumes")):
             where = f"spec.volumes[{index}]"
             if not isinstance(raw, Mapping):
-                self.fail(where, f"must be a mapping, not {_kind(raw)}")
+                self.fail(where, f"must be a mapping, not {type_name(raw)}")
             mount_path = self.string(raw, "mountPath", f"{where}.mountPath")
             if not mount_path:
                 self.fail(f"{where}.mountPath", "missing")
@@ -589,17 +554,3 @@ def _timestamp(value: Any) -> datetime | None:
         return datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return type(value).__name__
