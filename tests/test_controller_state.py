@@ -728,3 +728,43 @@ def test_kill_is_not_repeated(pods: tuple[ObservedPod, ...], group: str | None) 
     second = decide(spec, first.status, Observation(after, None, None, T0))
     assert second.status.version == first.status.version
     assert second.status.retry_count == first.status.retry_count
+
+
+@pytest.mark.parametrize(
+    ("ran", "text"),
+    [
+        (timedelta(0), "0s"),
+        (timedelta(seconds=59.6), "1m0s"),
+        (timedelta(minutes=2, seconds=5), "2m5s"),
+        (timedelta(hours=26, seconds=1), "26h0m1s"),
+    ],
+)
+def test_running_duration_is_written_once_when_the_job_finishes(ran: timedelta, text: str) -> None:
+    running = JobStatus().entering("Pending", T0).entering("Running", T0)
+    assert running.running_duration is None and "runningDuration" not in running.to_dict()
+    finished = running.entering("Completed", T0 + ran)
+    assert finished.to_dict()["runningDuration"] == text
+    assert JobStatus.from_dict(finished.to_dict()) == finished
+
+
+def test_a_job_that_never_ran_has_no_running_duration() -> None:
+    failed = JobStatus().entering("Pending", T0).entering("Failed", T0 + timedelta(minutes=5))
+    assert failed.running_duration is None and "runningDuration" not in failed.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("policies", "updated", "expect"),
+    [
+        ([{"event": "JobUpdated", "action": "RestartJob"}], True, {"phase": "Restarting", "retry_count": 0}),
+        ([{"event": "JobUpdated", "action": "AbortJob"}], True, {"phase": "Aborting"}),
+        ([{"event": "JobUpdated", "action": "RestartJob"}], False, {"phase": "Running"}),
+        ([], True, {"phase": "Running"}),
+    ],
+    ids=["restart-without-a-retry", "abort", "no-update-no-event", "no-policy-plain-sync"],
+)
+def test_job_updated_maps_to_its_policy(policies: list[dict[str, Any]], updated: bool, expect: dict[str, Any]) -> None:
+    spec = job(tasks=[task("worker", 2)], policies=policies)
+    running = (pod("worker", 0), pod("worker", 1))
+    seen = Observation(running, "Running", None, T0, job_updated=updated)
+    plan = decide(spec, status("Running", running=2), seen, wait_for_admission=True)
+    _check(plan, expect)

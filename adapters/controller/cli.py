@@ -367,6 +367,7 @@ def _describe_job(job: Mapping[str, Any], events: Sequence[Any]) -> None:
         ("Min available", spec.get("minAvailable") or status.get("minAvailable") or "-"),
         ("Retries", f"{status.get('retryCount') or 0} of {spec.get('maxRetry', 3)}"),
         ("Version", status.get("version") or 0),
+        ("Ran for", status.get("runningDuration") or "-"),
         ("Plugins", plugins or "-"),
     ]
     width = max(len(key) for key, _ in fields) + 2

@@ -149,6 +149,8 @@ class JobSpec:
     labels: Mapping[str, str] = field(default_factory=dict, compare=False)
     annotations: Mapping[str, str] = field(default_factory=dict, compare=False)
     created: datetime | None = None
+    generation: int = field(default=0, compare=False)
+    """``metadata.generation``: moves on every change of the spec (JobUpdated)."""
 
     @property
     def key(self) -> str:
@@ -274,6 +276,7 @@ class _JobReader(FieldReader):
             volumes=self.volumes(spec, name),
             labels=self.string_map(metadata, "labels", "metadata.labels"),
             annotations=self.string_map(metadata, "annotations", "metadata.annotations"),
+            generation=self.integer(metadata, "generation", "metadata.generation", 0, minimum=0),
             created=_timestamp(metadata.get("creationTimestamp")),
         )
 

@@ -41,6 +41,10 @@ OUT_OF_SYNC_KEY = "volcano.sh/controller-out-of-sync"
 COMMAND_KEY = "vcsat.io/command"
 """Job annotation carrying a user command (suspend/resume), see :mod:`.commands`."""
 
+SYNCED_GENERATION_KEY = "vcsat.io/job-generation"
+"""PodGroup annotation: the Job ``metadata.generation`` the controller last acted on. A newer one
+is a spec update, Volcano's JobUpdated event."""
+
 DEFAULT_QUEUE = "default"
 DNS_LABEL_MAX = 63
 

@@ -68,6 +68,8 @@ class Observation:
     """None when the job has no PodGroup; ``""`` when it exists but the scheduler has not set a phase."""
     command: Command | None = None
     now: datetime | None = None
+    job_updated: bool = False
+    """The Job's spec changed since the controller last acted on it (Volcano's JobUpdated)."""
 
 
 def observe_pod(obj: Mapping[str, Any], *, job_uid: str, gone: bool = False) -> ObservedPod:

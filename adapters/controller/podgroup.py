@@ -29,6 +29,8 @@ def build_podgroup(job: JobSpec, *, priorities: Mapping[str, int] | None = None)
     if job.scheduler_name:
         # Which scheduler admits the group while it has no pods yet (see vcsat.adapters.scheduler).
         annotations["vcsat.io/scheduler-name"] = job.scheduler_name
+    if job.generation:
+        annotations[naming.SYNCED_GENERATION_KEY] = str(job.generation)
     return {
         "apiVersion": naming.PODGROUP_API_VERSION,
         "kind": "PodGroup",

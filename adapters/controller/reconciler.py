@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -138,12 +139,20 @@ class Reconciler:
         podgroup = self._get(object_path("PodGroup", namespace, naming.podgroup_name(name, uid)))
         podgroup_phase = None if podgroup is None else str((podgroup.get("status") or {}).get("phase") or "")
         observation = Observation(
-            pods=tuple(pods), podgroup_phase=podgroup_phase, command=read_command(job), now=self.clock()
+            pods=tuple(pods),
+            podgroup_phase=podgroup_phase,
+            command=read_command(job),
+            now=self.clock(),
+            job_updated=_synced_generation(podgroup) < spec.generation,
         )
         plan = decide(spec, status, observation, wait_for_admission=self.wait_for_admission)
         if plan.status != status:
             self._write_status(job, plan.status)
         self._apply(spec, plan, podgroup)
+        if observation.job_updated and plan.podgroup == "keep":
+            # JobUpdated was seen; mark it acted on even in a step that leaves the group as it is,
+            # or the event would come back on every pass.
+            self._ensure_podgroup(spec, podgroup, spec_too=False)
         if plan.status.phase != status.phase:
             return 0.0  # a transition: look again at once rather than wait for our own watch event
         return plan.requeue_after_s
@@ -263,7 +272,7 @@ class Reconciler:
 
     # --- the PodGroup ----------------------------------------------------------------------
 
-    def _ensure_podgroup(self, job: JobSpec, existing: dict[str, Any] | None) -> None:
+    def _ensure_podgroup(self, job: JobSpec, existing: dict[str, Any] | None, *, spec_too: bool = True) -> None:
         desired = build_podgroup(job, priorities=self._task_priorities(job))
         name = desired["metadata"]["name"]
         if existing is None:
@@ -275,12 +284,22 @@ class Reconciler:
                     raise ReconcileError(f"cannot create PodGroup {name}: {error.message or error.reason}") from None
             self._removed.get(job.uid, set()).discard(("PodGroup", name))
             return
-        patch = spec_update(existing.get("spec") or {}, desired["spec"])
-        if patch:
+        patch = spec_update(existing.get("spec") or {}, desired["spec"]) if spec_too else {}
+        metadata = existing.get("metadata") or {}
+        annotations = dict(metadata.get("annotations") or {})
+        generation = desired["metadata"]["annotations"].get(naming.SYNCED_GENERATION_KEY)
+        synced = generation is None or annotations.get(naming.SYNCED_GENERATION_KEY) == generation
+        if patch or not synced:
             # An update (not a patch), guarded by the group's resourceVersion: the scheduler writes
             # its status meanwhile, and RBAC grants the controller update on PodGroups, not patch.
             self._write("update", "PodGroup", name)
-            body = {**existing, "spec": {**(existing.get("spec") or {}), **patch}}
+            if generation is not None:
+                annotations[naming.SYNCED_GENERATION_KEY] = generation
+            body = {
+                **existing,
+                "metadata": {**metadata, "annotations": annotations},
+                "spec": {**(existing.get("spec") or {}), **patch},
+            }
             try:
                 self.kube.request("PUT", object_path("PodGroup", job.namespace, name), body=body)
             except ApiError as error:
@@ -433,3 +452,15 @@ class Reconciler:
     def _write(self, verb: str, kind: str, name: str) -> None:
         if self.on_write is not None:
             self.on_write(verb, kind, name)
+
+
+def _synced_generation(podgroup: Mapping[str, Any] | None) -> int:
+    """The Job generation the controller last acted on, from its PodGroup; a group without the
+    mark (no group yet, or one made before the mark existed) reads as up to date."""
+    if podgroup is None:
+        return sys.maxsize
+    text = ((podgroup.get("metadata") or {}).get("annotations") or {}).get(naming.SYNCED_GENERATION_KEY)
+    try:
+        return int(str(text))
+    except (TypeError, ValueError):
+        return sys.maxsize

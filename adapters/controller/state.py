@@ -58,8 +58,8 @@ RESTART_RESOURCE = "vcsat.io/restart"
 controller that dies before the deletions finishes them on its next pass, and never counts the
 same failure twice."""
 INVALID_REASON = "InvalidSpec"
-NON_BURNING = frozenset({"PodEvicted", "CommandIssued"})
-"""Restarts caused by these do not count against ``maxRetry``."""
+NON_BURNING = frozenset({"PodEvicted", "CommandIssued", "JobUpdated"})
+"""Restarts caused by these do not count against ``maxRetry``: none is the job's own failure."""
 _KILLING_PHASES = {"AbortJob": "Aborting", "CompleteJob": "Completing", "TerminateJob": "Terminating"}
 _SETTLE = {"Aborting": "Aborted", "Completing": "Completed", "Terminating": "Terminated"}
 
@@ -178,6 +178,8 @@ def _candidate_events(
     """(event, task, pod, exit code, since) for everything a policy could react to, in a fixed order."""
     if seen.podgroup_phase == "Unknown":
         yield "Unknown", "", "", None, None
+    if seen.job_updated:
+        yield "JobUpdated", "", "", None, None
     order = {task.name: number for number, task in enumerate(job.tasks)}
     wanted = {f"{job.name}-{task.name}-{index}" for task in job.tasks for index in range(task.replicas)}
     current = sorted(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 PHASES = (
@@ -59,6 +59,8 @@ class JobStatus:
     task_status_count: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     conditions: tuple[Condition, ...] = ()
     controlled_resources: Mapping[str, str] = field(default_factory=dict)
+    running_duration: str | None = None
+    """How long the job ran, from its last entry into Running until it finished (a Go duration)."""
 
     @classmethod
     def from_dict(cls, raw: Any) -> JobStatus:
@@ -96,6 +98,7 @@ class JobStatus:
             controlled_resources=(
                 {str(k): str(v) for k, v in resources.items()} if isinstance(resources, Mapping) else {}
             ),
+            running_duration=raw.get("runningDuration") if isinstance(raw.get("runningDuration"), str) else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -134,20 +137,45 @@ class JobStatus:
             ]
         if self.controlled_resources:
             out["controlledResources"] = dict(sorted(self.controlled_resources.items()))
+        if self.running_duration:
+            out["runningDuration"] = self.running_duration
         return out
 
     def entering(self, phase: str, now: datetime, *, reason: str = "", message: str = "") -> JobStatus:
         """This status moved to ``phase`` now: the transition time and the phase history follow."""
         stamp = rfc3339(now)
         history = (*(c for c in self.conditions if c.status != phase), Condition(phase, stamp))
+        running_duration = self.running_duration
+        if phase in FINISHED_PHASES:
+            # Once, when it ends: a duration that ticked on every pass would cost a write per reconcile.
+            started = next((parse_time(c.last_transition_time) for c in self.conditions if c.status == "Running"), None)
+            running_duration = go_duration(now - started) if started else None
         return replace(
-            self, phase=phase, reason=reason, message=message, last_transition_time=stamp, conditions=history
+            self,
+            phase=phase,
+            reason=reason,
+            message=message,
+            last_transition_time=stamp,
+            conditions=history,
+            running_duration=running_duration,
         )
 
 
 def rfc3339(moment: datetime) -> str:
     """A timestamp as Kubernetes writes one: UTC, whole seconds, ``Z``."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def go_duration(elapsed: timedelta) -> str:
+    """A duration as Go's ``time.Duration.String`` prints it (``1h2m3s``), the JSON of ``metav1.Duration``."""
+    seconds = max(0, round(elapsed.total_seconds()))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{seconds}s"
+    if minutes:
+        return f"{minutes}m{seconds}s"
+    return f"{seconds}s"
 
 
 def parse_time(text: Any) -> datetime | None:

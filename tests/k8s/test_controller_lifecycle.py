@@ -8,6 +8,7 @@ controller must do.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -83,6 +84,7 @@ def test_job_runs_through_its_phases(world: World) -> None:
     assert status["succeeded"] == 3
     assert status["taskStatusCount"] == {"ps": {"phase": {"Succeeded": 1}}, "worker": {"phase": {"Succeeded": 2}}}
     assert [c["status"] for c in status["conditions"]] == ["Pending", "Running", "Completed"]
+    assert re.fullmatch(r"(\d+h)?(\d+m)?\d+s", status["runningDuration"]), "how long it ran, as a Go duration"
     # A finished job keeps its pods (logs, exit codes) but gives back its PodGroup.
     wait_until(lambda: world.jobs.podgroup(f"train-{uid}") is None, "the PodGroup is removed")
     assert len(world.jobs.pods("train")) == 3
@@ -147,6 +149,31 @@ def test_eviction_restarts_the_job_without_using_a_retry(world: World, kube: Kub
     assert len(second) == 2
     status = world.jobs.wait_phase("evictee", "Running")
     assert status.get("retryCount", 0) == 0 and status["version"] == 1
+
+
+def test_a_spec_update_raises_job_updated_once(world: World, kube: Kube) -> None:
+    world.job("rolling", [task_body("worker", 2)], policies=[{"event": "JobUpdated", "action": "RestartJob"}])
+    first = world.jobs.running_pods("rolling", 2)
+    world.jobs.wait_phase("rolling", "Running")
+    # A new image: the running pods are stale, and the policy restarts the job to pick it up.
+    updated = task_body("worker", 2)
+    updated["template"]["spec"]["containers"][0]["image"] = "registry.invalid/app:2"
+    kube.patch(
+        f"/apis/batch.volcano.sh/v1alpha1/namespaces/{world.namespace}/jobs/rolling", {"spec": {"tasks": [updated]}}
+    )
+    second = wait_until(
+        lambda: (
+            (pods := world.jobs.running_pods("rolling", 2))
+            and not set(uids(pods).values()) & set(uids(first).values())
+            and pods
+        ),
+        "the job restarted with new pods",
+    )
+    assert {p["spec"]["containers"][0]["image"] for p in second.values()} == {"registry.invalid/app:2"}
+    status = world.jobs.wait_phase("rolling", "Running")
+    # Once: the update is acted on a single time, and a spec change is not a failure of the job.
+    assert status["version"] == 1 and status.get("retryCount", 0) == 0
+    assert [e["reason"] for e in world.jobs.events("rolling")].count("RestartJob") == 1
 
 
 def test_abort_job_on_an_exit_code(world: World) -> None:
@@ -264,6 +291,7 @@ def test_scaling_a_task_follows_the_job(world: World, kube: Kube) -> None:
 
     kube.patch(path, {"spec": {"tasks": [task_body("worker", 3)]}})
     assert sorted(world.jobs.running_pods("elastic", 3)) == [f"elastic-worker-{i}" for i in range(3)]
+    assert world.jobs.status("elastic").get("version", 0) == 0, "without a JobUpdated policy, a sync: no restart"
     wait_until(lambda: kube.get(hosts)["data"]["VC_WORKER_NUM"] == "3", "the host files list three workers")
     assert kube.get(PODS.path(world.namespace, "elastic-worker-2"))["spec"]["subdomain"] == "elastic"
 
