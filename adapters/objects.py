@@ -628,19 +628,6 @@ class _PriorityClasses:
         self.values = values
         self.default = default
         self.strict = strict
-        self._parts: dict[tuple[str, str], Any] = {}
-
-    def _shared(self, key: tuple[str, str], make: Callable[[], _T]) -> _T:
-        """One frozen value for every pod that spells a part (tolerations, affinity) the same way.
-
-        Pods of one job repeat these verbatim (and their containers' resources), and building them
-        once instead of 10,000 times is much of the converter's speed. ``key`` holds the part's
-        ``repr``: equal text, equal value.
-        """
-        found = self._parts.get(key)
-        if found is None:
-            found = self._parts[key] = make()
-        return cast(_T, found)
 
     def value_of(self, obj: _Object, name: str, path: str) -> int:
         if not name:
