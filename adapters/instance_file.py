@@ -18,6 +18,7 @@ import yaml
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import Snapshot
+from vcsat.solver.pauses import no_gc_pauses
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's loader when PyYAML was built with it: ten times faster on a 10,000-pod dump."""
@@ -44,9 +45,10 @@ def read_objects(path: str | Path) -> list[dict[str, Any]]:
 
 def read_snapshot(path: str | Path, *, scheduler_name: str = "vcsat") -> Snapshot:
     """The snapshot of an instance file; dangling references in it are errors (strict)."""
-    return snapshot_from_objects(
-        read_objects(path), scheduler_name=scheduler_name, source=str(path), strict=True
-    )
+    # The parsed file is a large tree of fresh containers: the cyclic collector would walk it again
+    # and again while it grows, and finds no garbage in it.
+    with no_gc_pauses():
+        return snapshot_from_objects(read_objects(path), scheduler_name=scheduler_name, source=str(path), strict=True)
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
@@ -77,9 +79,7 @@ def _read_text(path: Path, source: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise InputError(
-            f"not UTF-8 text (byte {error.start}): binary data, not YAML or JSON", source=source
-        ) from None
+        raise InputError(f"not UTF-8 text (byte {error.start}): binary data, not YAML or JSON", source=source) from None
 
 
 def _load_json(text: str, source: str) -> Any:
@@ -121,9 +121,7 @@ def _objects_of(document: Any, doc: str, source: str, path: str = "") -> Iterato
         if items is None:
             return  # an empty List, as kubectl prints it when nothing matched
         if not isinstance(items, list):
-            raise InputError(
-                f"must be a list, not {_describe(items)}", source=source, field=_field(doc, base)
-            )
+            raise InputError(f"must be a list, not {_describe(items)}", source=source, field=_field(doc, base))
     else:
         raise InputError(
             f"the top level must be a List or an object, not {_describe(document)}",
@@ -152,9 +150,7 @@ def _checked_object(item: Any, doc: str, source: str, path: str) -> dict[str, An
             what = "missing" if value is None else "must be a non-empty string"
             kind = item.get("kind") if key == "apiVersion" else None
             obj = f"{kind} {name}" if isinstance(kind, str) and name else name
-            raise InputError(
-                what, source=source, obj=obj, field=_field(doc, f"{path}.{key}" if path else key)
-            )
+            raise InputError(what, source=source, obj=obj, field=_field(doc, f"{path}.{key}" if path else key))
     return dict(item)
 
 
