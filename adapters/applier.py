@@ -17,12 +17,21 @@ The solver decides; this module makes it so, in the order that keeps the cluster
    (the solver counts bound members towards ``minMember``).
 4. **PodGroup status** (phase, conditions, running/succeeded/failed) through the status
    subresource, written only when it differs from what the group already shows.
-5. **Events**: why a group waits, as a core/v1 Event on the PodGroup (or on a lone pod), from the
+5. **PodScheduled=False** (reason ``Unschedulable``, the decision's reason code and message) on
+   the pods a cycle leaves unplaced, as kube-scheduler marks them and cluster-autoscaler looks for
+   them: from the second cycle a pod waits on (a gang whose pods are still being created is a
+   passing state), and written only when it changes (a new message alone at most every
+   ``event_refresh_s``), never once per cycle per pod.
+6. **Events**: why a group waits, as a core/v1 Event on the PodGroup (or on a lone pod), from the
    second cycle it waits for that reason on (a passing state, such as a gang whose pods are still
    being created, records none), counted and refreshed at most every ``event_refresh_s`` instead
    of one new Event per cycle; and one ``Scheduled`` Event per gang bound.
 
 There are no per-pod GETs: what is current comes from the informer :class:`~vcsat.adapters.informer.Store`.
+
+Bindings are what a pod waits for; statuses, conditions and Events are not. So the latter go out
+on a few threads of their own once an apply's bindings are answered, and never hold up the next
+cycle's bindings (during a burst they trail the bindings; admissions to Inqueue go first).
 
 :meth:`Applier.submit` returns as soon as the bindings are checked and queued: each queued pod is
 registered with the store at once, so the next snapshot already shows it bound and the next cycle
@@ -41,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vcsat.adapters.informer import Store
-from vcsat.adapters.kube import EVENTS, PODGROUPS, PODS, ApiError, Kube, Resource, now_rfc3339
+from vcsat.adapters.kube import EVENTS, PODGROUPS, PODS, STRATEGIC_MERGE_PATCH, ApiError, Kube, Resource, now_rfc3339
 from vcsat.adapters.objects import GPU_IDS_ANNOTATION
 from vcsat.model import Binding, Decision, Eviction, Nomination, Pod, PodGroup, PodGroupOutcome, Snapshot
 from vcsat.model.cluster import DEFAULT_QUEUE
@@ -55,6 +64,11 @@ MAX_REMEMBERED = 20000
 """Events and status writes remembered for deduplication; beyond it the oldest half is forgotten
 (groups deleted while waiting would otherwise stay remembered forever)."""
 _ALREADY_ASSIGNED = 'is already assigned to node "'
+REPORT_WORKERS = 8
+"""Concurrent PodGroup status, pod condition and Event writes."""
+POD_SCHEDULED = "PodScheduled"
+UNSCHEDULABLE = "Unschedulable"
+"""The reason kube-scheduler gives a pod it could not place; cluster-autoscaler scales up for it."""
 
 
 @dataclass
@@ -76,6 +90,8 @@ class ApplyReport:
     podgroups_updated: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     """``namespace/name reason`` of every Event created or refreshed."""
+    unschedulable: list[str] = field(default_factory=list)
+    """Pods whose PodScheduled=False (Unschedulable) condition was written or changed."""
 
 
 @dataclass
@@ -85,6 +101,17 @@ class _EventRecord:
     message: str
     count: int
     sent_at: float
+
+
+@dataclass
+class _ConditionWrite:
+    before: str
+    """The pod's resourceVersion our write applied to."""
+    after: str
+    message: str
+    since: str
+    """Its lastTransitionTime."""
+    at: float
 
 
 @dataclass
@@ -110,6 +137,10 @@ class Applier:
         self.identity = identity
         self.event_refresh_s = event_refresh_s
         self._pool = ThreadPoolExecutor(workers or kube.pool_size, thread_name_prefix="vcsat-apply")
+        # PodGroup statuses, pod conditions and Events: on a few threads of their own, so that the
+        # next cycle's bindings never queue behind the last cycle's (bindings are what a pod waits
+        # for; these are not), and they take a small share of the API server meanwhile.
+        self._reports = ThreadPoolExecutor(REPORT_WORKERS, thread_name_prefix="vcsat-apply-report")
         # Collects each apply's bindings and then writes its statuses and Events, one apply after
         # the other, so the caller can go on with the next cycle meanwhile.
         self._finisher = ThreadPoolExecutor(1, thread_name_prefix="vcsat-apply-finish")
@@ -119,9 +150,15 @@ class Applier:
         self._status_written_at: dict[str, float] = {}
         self._waiting_seen: dict[str, dict[str, int]] = {}
         """Per PodGroup (or lone pod) uid, per reason: cycles it was seen waiting for it."""
+        self._unplaced_seen: set[str] = set()
+        """Uids of pods some cycle left unplaced (the first time writes nothing)."""
+        self._conditions_written: dict[str, _ConditionWrite] = {}
+        """Per pod key, our last PodScheduled write: the next cycle and a binding sent before the
+        watch shows it still know the pod's current condition and version."""
 
     def close(self) -> None:
         self._finisher.shutdown(wait=True)
+        self._reports.shutdown(wait=True)
         self._pool.shutdown(wait=True)
 
     # --- the whole decision -------------------------------------------------------------------
@@ -159,6 +196,8 @@ class Applier:
         gangs = self._collect(sent, report)
         if not stopped():
             self._podgroups(decision, snapshot, gangs, report)
+        if not stopped():
+            self._unschedulable(decision, snapshot, report)
         return report
 
     # --- evictions ----------------------------------------------------------------------------
@@ -319,9 +358,14 @@ class Applier:
         body_metadata: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace}
         if pod.uid:
             body_metadata["uid"] = pod.uid
-        if metadata.get("resourceVersion"):
+        version = metadata.get("resourceVersion")
+        with self._events_lock:
+            written = self._conditions_written.pop(pod.key, None)
+        if written is not None and written.before == version:
+            version = written.after  # our own PodScheduled write, not yet seen by the watch
+        if version:
             # The server refuses (409) if the pod changed since we last saw it.
-            body_metadata["resourceVersion"] = metadata["resourceVersion"]
+            body_metadata["resourceVersion"] = version
         if annotations:
             body_metadata["annotations"] = annotations
         body = {
@@ -371,24 +415,124 @@ class Applier:
     ) -> None:
         outcomes = {outcome.podgroup: outcome for outcome in decision.podgroups}
         futures: list[Future[list[str]]] = []
-        for group in snapshot.podgroups:
+        # Admissions first: a Job controller creates a job's pods only once its group is Inqueue.
+        admitted_first = sorted(
+            snapshot.podgroups, key=lambda group: getattr(outcomes.get(group.key), "phase", "") != "Inqueue"
+        )
+        for group in admitted_first:
             pods = snapshot.pods_of_group.get(group.key, ())
             outcome = outcomes.get(group.key)
             if outcome is None and not any(pod.managed for pod in pods):
                 continue  # not ours: another scheduler's group
-            futures.append(self._pool.submit(self._podgroup_one, group, pods, outcome, gangs.get(group.key)))
+            futures.append(self._reports.submit(self._podgroup_one, group, pods, outcome, gangs.get(group.key)))
         for outcome in decision.podgroups:
             if outcome.podgroup in snapshot.podgroup_by_key:
                 continue
             pod = snapshot.pod_by_key.get(outcome.podgroup)  # a pod with no PodGroup: a gang of one
             if pod is not None:
-                futures.append(self._pool.submit(self._lone_pod_events, pod, outcome, gangs.get(pod.key)))
+                futures.append(self._reports.submit(self._lone_pod_events, pod, outcome, gangs.get(pod.key)))
         for future in futures:
             for done in future.result():
                 if done.startswith("status "):
                     report.podgroups_updated.append(done.removeprefix("status "))
                 else:
                     report.events.append(done)
+
+    def _unschedulable(self, decision: Decision, snapshot: Snapshot, report: ApplyReport) -> None:
+        """PodScheduled=False on the pods this decision leaves unplaced, where it is new or changed."""
+        placed = {binding.pod for binding in decision.bindings}
+        nominated = {nomination.pod: nomination.node for nomination in decision.nominations}
+        outcomes = {outcome.podgroup: outcome for outcome in decision.podgroups}
+        futures: list[tuple[str, Future[bool]]] = []
+        for pod in snapshot.pods:
+            if not pod.pending or pod.key in placed or not pod.uid:
+                continue
+            with self._events_lock:
+                seen = pod.uid in self._unplaced_seen
+                if not seen:
+                    if len(self._unplaced_seen) >= MAX_REMEMBERED:
+                        self._unplaced_seen.clear()  # pods bound or deleted meanwhile: forget them all
+                    self._unplaced_seen.add(pod.uid)
+            if not seen:
+                continue  # first time left out: maybe only its gang's other pods are not created yet
+            if pod.key in nominated:
+                message = f"{PREEMPTING}: waits for evictions to free room on node {nominated[pod.key]}"
+            else:
+                message = _unschedulable_message(outcomes.get(pod.group or pod.key))
+            current = self.store.get("Pod", pod.key)
+            if current is None or (current.get("spec") or {}).get("nodeName"):
+                continue
+            condition = _pod_condition(current, POD_SCHEDULED)
+            with self._events_lock:
+                written = self._conditions_written.get(pod.key)
+            version = (current.get("metadata") or {}).get("resourceVersion")
+            if written is not None and written.before == version:
+                # The watch has not shown our last write yet: the pod already says what we wrote.
+                current = {**current, "metadata": {**current["metadata"], "resourceVersion": written.after}}
+                condition = {
+                    "status": "False",
+                    "reason": UNSCHEDULABLE,
+                    "message": written.message,
+                    "lastTransitionTime": written.since,
+                }
+            if not self._condition_due(written, condition, message):
+                continue
+            futures.append((pod.key, self._reports.submit(self._mark_unschedulable, pod, current, condition, message)))
+        for key, future in futures:
+            if future.result():
+                report.unschedulable.append(key)
+
+    def _condition_due(
+        self, written: _ConditionWrite | None, condition: Mapping[str, Any] | None, message: str
+    ) -> bool:
+        """Write when the condition is missing, another, or names another reason code; a new
+        message alone waits ``event_refresh_s`` after our last write."""
+        if condition is None or condition.get("status") != "False" or condition.get("reason") != UNSCHEDULABLE:
+            return True
+        if condition.get("message") == message:
+            return False
+        if _reason_code(str(condition.get("message") or "")) != _reason_code(message):
+            return True
+        return written is None or time.monotonic() - written.at >= self.event_refresh_s
+
+    def _mark_unschedulable(
+        self, pod: Pod, current: Mapping[str, Any], condition: Mapping[str, Any] | None, message: str
+    ) -> bool:
+        version = str((current.get("metadata") or {}).get("resourceVersion") or "")
+        since = now_rfc3339()
+        if condition is not None and condition.get("status") == "False":
+            since = condition.get("lastTransitionTime") or since
+        body = {
+            # Only if the pod is still the one we saw: a binding may have landed meanwhile.
+            "metadata": {"resourceVersion": version},
+            "status": {
+                "conditions": [
+                    {
+                        "type": POD_SCHEDULED,
+                        "status": "False",
+                        "reason": UNSCHEDULABLE,
+                        "message": message,
+                        "lastProbeTime": None,
+                        "lastTransitionTime": since,
+                    }
+                ]
+            },
+        }
+        try:
+            # A strategic merge patch merges conditions by type: the kubelet's others stay.
+            written = self.kube.patch(
+                PODS.path(pod.namespace, pod.name, "status"), body, content_type=STRATEGIC_MERGE_PATCH
+            )
+        except ApiError as error:
+            if error.status not in (404, 409):
+                log.warning("pod condition update failed", extra={"pod": pod.key, "error": str(error)})
+            return False
+        after = str(((written or {}).get("metadata") or {}).get("resourceVersion") or "")
+        with self._events_lock:
+            if len(self._conditions_written) >= MAX_REMEMBERED:
+                _forget_oldest(self._conditions_written, lambda record: record.at)
+            self._conditions_written[pod.key] = _ConditionWrite(version, after, message, since, time.monotonic())
+        return True
 
     def _podgroup_one(
         self,
@@ -564,7 +708,14 @@ class PendingApply:
 
     def __init__(self, finished: Future[ApplyReport], binds: list[Future[str | None]]) -> None:
         self._finished = finished
-        self._binds = binds
+        self._left = len(binds)
+        self._lock = threading.Lock()
+        for future in binds:
+            future.add_done_callback(self._answered)
+
+    def _answered(self, _future: Future[str | None]) -> None:
+        with self._lock:
+            self._left -= 1
 
     def result(self, timeout_s: float | None = None) -> ApplyReport:
         return self._finished.result(timeout_s)
@@ -573,8 +724,8 @@ class PendingApply:
         return self._finished.done()
 
     def outstanding(self) -> int:
-        """Bindings not answered yet."""
-        return sum(1 for future in self._binds if not future.done())
+        """Bindings not answered yet (counted as they are answered: the scheduler polls this)."""
+        return self._left
 
     def add_done_callback(self, callback: Callable[[ApplyReport], None]) -> None:
         """``callback(report)`` once done (in the applier's thread); a failed apply is logged instead."""
@@ -588,6 +739,32 @@ class PendingApply:
             callback(report)
 
         self._finished.add_done_callback(done)
+
+
+def _unschedulable_message(outcome: PodGroupOutcome | None) -> str:
+    """The decision's explanation for a pod left unplaced: its reason code, then why."""
+    if outcome is None or not outcome.reason:
+        text = f"{NOT_PLACED}: its gang is placed without it; no room for this pod yet"
+    else:
+        text = f"{outcome.reason}: {outcome.message or outcome.reason}"
+    return text[:MAX_EVENT_MESSAGE]
+
+
+NOT_PLACED = "NotPlaced"
+"""Reason code of a pod left out while its gang counts as placed (beyond its minMember)."""
+PREEMPTING = "Preempting"
+"""Reason code of a nominated pod: it is placed once the victims are gone."""
+
+
+def _reason_code(message: str) -> str:
+    return message.partition(": ")[0]
+
+
+def _pod_condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == kind:
+            return dict(condition)
+    return None
 
 
 def _forget_oldest(memory: dict[Any, Any], age: Callable[[Any], float]) -> None:

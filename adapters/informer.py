@@ -54,6 +54,9 @@ class _Expected:
     annotations: dict[str, str]
     state: str  # "sent", "bound" or "uncertain"
     deadline: float
+    shown: tuple[dict[str, Any], dict[str, Any]] | None = None
+    """The cached pod and its assumed copy: every snapshot shows the same copy while the pod is
+    unchanged, so the converter can reuse its conversion."""
 
 
 class Store:
@@ -291,9 +294,12 @@ class Informer:
         on_list: Callable[[list[dict[str, Any]]], None],
         on_event: Callable[[str, dict[str, Any]], None],
         watch_timeout_s: int = 300,
+        params: Mapping[str, str] | None = None,
     ) -> None:
         self.kube = kube
         self.resource = resource
+        self.params: dict[str, Any] = dict(params or {})
+        """Extra query parameters of the list and the watch (e.g. ``fieldSelector``)."""
         self.on_list = on_list
         self.on_event = on_event
         self.watch_timeout_s = watch_timeout_s
@@ -321,7 +327,7 @@ class Informer:
         backoff = _Backoff()
         while not self._stop.is_set():
             try:
-                items, self.resource_version = self.kube.list(self.resource)
+                items, self.resource_version = self.kube.list(self.resource, **self.params)
             except ApiError as error:
                 if error.status == 404:
                     log.info("API not installed; treating it as empty", extra={"resource": self.resource.plural})
@@ -340,7 +346,9 @@ class Informer:
             # Spread the watches' ends so that they do not all reconnect at once (as client-go does).
             timeout = int(self.watch_timeout_s * (1 + random.random()))
             try:
-                self._watch = self.kube.watch(self.resource, resource_version=self.resource_version, timeout_s=timeout)
+                self._watch = self.kube.watch(
+                    self.resource, resource_version=self.resource_version, timeout_s=timeout, **self.params
+                )
             except ApiError as error:
                 if error.status == 410:
                     return  # too old: relist
@@ -513,8 +521,12 @@ def _finished(pod: Mapping[str, Any]) -> bool:
 
 def _assumed(pod: dict[str, Any], expected: _Expected) -> dict[str, Any]:
     """A copy of a pending pod as it is once the binding we sent lands."""
+    if expected.shown is not None and expected.shown[0] is pod:
+        return expected.shown[1]
     metadata = dict(pod.get("metadata") or {})
     if expected.annotations:
         metadata["annotations"] = {**(metadata.get("annotations") or {}), **expected.annotations}
     spec = {**(pod.get("spec") or {}), "nodeName": expected.node}
-    return {**pod, "metadata": metadata, "spec": spec}
+    assumed = {**pod, "metadata": metadata, "spec": spec}
+    expected.shown = (pod, assumed)
+    return assumed

@@ -30,6 +30,7 @@ import gc
 import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel
@@ -109,9 +110,15 @@ def snapshot_from_objects(
     source: str | None = None,
     strict: bool = True,
     generation: int = 0,
+    memo: dict[Any, Any] | None = None,
 ) -> Snapshot:
-    """The snapshot of these objects; objects of other kinds are ignored (contract §1)."""
-    converter = _Converter(scheduler_name=scheduler_name, source=source, strict=strict)
+    """The snapshot of these objects; objects of other kinds are ignored (contract §1).
+
+    ``memo``: a dict kept by the caller across calls with the same options (the live scheduler's
+    cycles). Nodes and pods that are the very same dict objects as last time (an informer cache
+    replaces an object when it changes, never edits it) are not converted again.
+    """
+    converter = _Converter(scheduler_name=scheduler_name, source=source, strict=strict, memo=memo)
     # Tens of thousands of new objects and no reference cycles among them: the cyclic garbage
     # collector would only rescan the (large) input again and again, about 40% of the time.
     collecting = gc.isenabled()
@@ -222,11 +229,26 @@ class _Object(FieldReader):
 
 
 class _Converter:
-    def __init__(self, *, scheduler_name: str, source: str | None, strict: bool) -> None:
+    def __init__(
+        self, *, scheduler_name: str, source: str | None, strict: bool, memo: dict[Any, Any] | None = None
+    ) -> None:
         self.scheduler_name = scheduler_name
         self.source = source
         self.strict = strict
         self._parts: dict[tuple[str, str], Any] = {}
+        self._memo = memo
+        self._memo_next: dict[Any, Any] = {}
+
+    def _reuse(self, obj: _Object, context: tuple[Any, ...], make: Callable[[], _T]) -> _T:
+        """``make()``, or what it gave last call for the same raw object in the same ``context``
+        (what else the conversion depends on: its node and PodGroup existing, priority classes)."""
+        if self._memo is None:
+            return make()
+        key = (obj.kind, obj.key)
+        found = self._memo.get(key)
+        value = found[2] if found is not None and found[0] is obj.raw and found[1] == context else make()
+        self._memo_next[key] = (obj.raw, context, value)  # the raw object kept alive: its id stays its own
+        return cast(_T, value)
 
     def _shared(self, key: tuple[str, str], make: Callable[[], _T]) -> _T:
         """One frozen value for every pod that spells a part (tolerations, affinity) the same way.
@@ -253,13 +275,26 @@ class _Converter:
 
         classes = self._priority_classes(by_kind["PriorityClass"].values())
         queues = self._queues(by_kind["Queue"].values())
-        nodes = {key: self._node(obj) for key, obj in sorted(by_kind["Node"].items())}
+        nodes = {
+            key: self._reuse(obj, (), partial(self._node, obj)) for key, obj in sorted(by_kind["Node"].items())
+        }
         podgroups = {}
         for key, obj in sorted(by_kind["PodGroup"].items()):
             group = self._podgroup(obj, classes, queues)
             if group is not None:
                 podgroups[key] = group
-        pods = [self._pod(obj, classes, podgroups, nodes) for _, obj in sorted(by_kind["Pod"].items())]
+        classes_key = (tuple(sorted(classes.values.items())), classes.default)
+        pods = [
+            self._reuse(
+                obj,
+                _pod_context(obj, classes_key, podgroups, nodes),
+                partial(self._pod, obj, classes, podgroups, nodes),
+            )
+            for _, obj in sorted(by_kind["Pod"].items())
+        ]
+        if self._memo is not None:
+            self._memo.clear()  # what is gone from the cluster is forgotten
+            self._memo.update(self._memo_next)
         placed = _resolve_gpu_ids([pod for pod in pods if pod is not None], nodes, self)
         hypernodes = [self._hypernode(obj) for _, obj in sorted(by_kind["HyperNode"].items())]
         if hypernodes:
@@ -338,6 +373,7 @@ class _Converter:
                 reclaimable=obj.boolean(spec, "reclaimable", "spec.reclaimable", True),
                 parent=parent,
                 open=state not in ("Closed", "Closing"),
+                priority=obj.integer(spec, "priority", "spec.priority", 0, minimum=0),
             )
         if DEFAULT_QUEUE not in queues:
             queues[DEFAULT_QUEUE] = Queue.model_construct(name=DEFAULT_QUEUE)
@@ -641,6 +677,26 @@ class _PriorityClasses:
 
 
 # --- Pod helpers (module level: they need no converter state) ----------------------------------
+
+
+def _pod_context(
+    obj: _Object, classes_key: tuple[Any, ...], podgroups: Mapping[str, Any], nodes: Mapping[str, Node]
+) -> tuple[Any, ...]:
+    """What a pod's conversion reads besides the pod: whether its PodGroup and node exist, and the
+    priority classes (a reused conversion must be the one these would give now)."""
+    metadata = obj.raw.get("metadata") or {}
+    annotations = metadata.get("annotations")
+    group = None
+    if isinstance(annotations, _MAPPING):
+        name = next((annotations[key] for key in GROUP_NAME_ANNOTATIONS if annotations.get(key)), None)
+        group = f"{obj.namespace}/{name}" if isinstance(name, str) else name
+    spec = obj.raw.get("spec")
+    node_name = spec.get("nodeName") if isinstance(spec, _MAPPING) else None
+    return (
+        classes_key,
+        group is None or (isinstance(group, str) and group in podgroups),
+        node_name is None or (isinstance(node_name, str) and node_name in nodes),
+    )
 
 
 def _pod_requests(obj: _Object, spec: Mapping[str, Any]) -> dict[str, int]:

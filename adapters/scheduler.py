@@ -42,6 +42,15 @@ log = logging.getLogger("vcsat.scheduler")
 LIVE_SOURCE = "live cluster"
 MAX_QUARANTINED = 1000
 """Objects a cycle may leave out for being malformed before it gives up."""
+OVERLAP_PER_WORKER = 16
+"""Bindings per bind worker the last cycle may still have unanswered when the next one starts.
+The next cycle sees them as bound already (the store assumes them), so it need not wait for them;
+while pods stream in, waiting for the queue to drain only makes the next batch (and the time from
+the last pod's creation to its binding) larger. The bound keeps a slow API server from collecting
+a queue of many cycles' bindings."""
+REST_PER_CYCLE_SECOND = 1.0
+"""After a cycle of S seconds the loop rests S * this before a quiet moment may start the next
+one: while changes stream in, cycles take at most about half of a core."""
 IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 _CYCLE_FILE = re.compile(r"cycle-(\d+)\.instance\.json")
 
@@ -76,7 +85,7 @@ class Scheduler:
         policy: Policy,
         period_s: float = 1.0,
         debounce_s: float = 0.05,
-        max_delay_s: float = 0.5,
+        max_delay_s: float = 1.0,
         dump_dir: Path | None = None,
         metrics: Any = None,
         identity: str = "vcsat",
@@ -92,13 +101,17 @@ class Scheduler:
         self.informers = InformerSet(kube)
         self.store = self.informers.store
         self.applier = Applier(kube, self.store, identity=identity, workers=workers)
-        self.overlap = 2 * (workers or kube.pool_size)
+        self.overlap = OVERLAP_PER_WORKER * (workers or kube.pool_size)
         """The next cycle starts once at most this many bindings of the last one are unanswered."""
         self._in_flight: PendingApply | None = None
+        self._rest_until = 0.0
+        """Until then a quiet moment does not start the next cycle, only ``max_delay_s`` does (``_debounce``)."""
         self.cycles = 0
         self.last: CycleResult | None = None
         self._cycle_started: float | None = None
         self._quarantined: dict[str, str] = {}
+        self._conversions: dict[Any, Any] = {}
+        """Last cycle's converted nodes and pods, reused for the objects that did not change."""
         if dump_dir is not None:
             dump_dir.mkdir(parents=True, exist_ok=True)
             self.cycles = _last_cycle_number(dump_dir)
@@ -152,6 +165,7 @@ class Scheduler:
             if stopped():
                 break
             seen = self.store.relevant
+            started = time.monotonic()
             try:
                 self._in_flight = self.run_cycle(stop=_AnyEvent(events), wait=False).pending
                 failure = ""
@@ -162,24 +176,32 @@ class Scheduler:
                 else:
                     log.error("cycle failed again", extra={"error": repr(error)})
                 failure = repr(error)
-            next_at = time.monotonic() + self.period_s
+            ended = time.monotonic()
+            next_at = ended + self.period_s
+            self._rest_until = ended + REST_PER_CYCLE_SECOND * (ended - started)
 
     def _wait_for_room(self, stopped: Any) -> None:
-        """Let the last cycle's bindings drain before solving again: a cycle solved while they are
-        queued sees them as bound already, so only the tail of the queue overlaps with it."""
+        """Let the last cycle's bindings drain to ``overlap`` before solving again."""
         in_flight = self._in_flight
         while in_flight is not None and not stopped() and in_flight.outstanding() > self.overlap:
             time.sleep(0.02)
 
     def _debounce(self, count: int, stopped: Any) -> None:
-        """Wait for a quiet moment (or at most ``max_delay_s``) so a burst of changes makes one cycle."""
+        """Wait for a quiet moment (or at most ``max_delay_s``) so a burst of changes makes one cycle.
+
+        A quiet moment counts only once the loop has rested after the last cycle: an API server
+        under load delivers a stream of new pods in bursts with short gaps, and a cycle in every
+        gap would spend the scheduler's (and the machine's) CPU on re-solving the whole cluster
+        for a few pods each time.
+        """
         deadline = time.monotonic() + self.max_delay_s
+        earliest = min(deadline, self._rest_until)
         while not stopped():
             left = min(self.debounce_s, deadline - time.monotonic())
             if left <= 0:
                 return
             newer = self.store.wait_relevant(count, left)
-            if newer == count:
+            if newer == count and time.monotonic() >= earliest:
                 return
             count = newer
 
@@ -239,6 +261,7 @@ class Scheduler:
                     source=LIVE_SOURCE,
                     strict=False,
                     generation=generation,
+                    memo=self._conversions,
                 )
                 return snapshot, objects
             except InputError as error:
@@ -283,8 +306,11 @@ class Scheduler:
                 stale=len(report.stale),
                 evicted=len(report.evicted),
                 nominated=len(report.nominated),
+                unschedulable=len(report.unschedulable),
             )
-        busy = report is not None and (report.bound or report.failed or report.evicted or report.stale)
+        busy = report is not None and (
+            report.bound or report.failed or report.evicted or report.stale or report.unschedulable
+        )
         log.log(logging.INFO if busy else logging.DEBUG, "cycle", extra=fields)
         if self.metrics is None:
             return
