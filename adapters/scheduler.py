@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import re
-import signal
 import threading
 import time
 from collections.abc import Mapping
@@ -30,6 +29,7 @@ import click
 import yaml
 
 from vcsat.adapters.applier import Applier, ApplyReport, PendingApply
+from vcsat.adapters.daemon import daemon_options, default_lease_namespace, stop_on_signals
 from vcsat.adapters.dump import instance_document
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.informer import InformerSet
@@ -51,7 +51,6 @@ a queue of many cycles' bindings."""
 REST_PER_CYCLE_SECOND = 1.0
 """After a cycle of S seconds the loop rests S * this before a quiet moment may start the next
 one: while changes stream in, cycles take at most about half of a core."""
-IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 _CYCLE_FILE = re.compile(r"cycle-(\d+)\.instance\.json")
 
 
@@ -346,13 +345,6 @@ def _last_cycle_number(directory: Path) -> int:
     return max(numbers, default=0)
 
 
-def _default_lease_namespace() -> str:
-    try:
-        return IN_CLUSTER_NAMESPACE_FILE.read_text(encoding="utf-8").strip() or "kube-system"
-    except OSError:
-        return "kube-system"
-
-
 # --- the command ------------------------------------------------------------------------------
 
 
@@ -381,33 +373,7 @@ def _default_lease_namespace() -> str:
     help="Write the instance and decision of each cycle with pods to place here "
     "(cycle-N.instance.json, cycle-N.decision.json, and the policy.yaml to replay them with).",
 )
-@click.option(
-    "--leader-elect/--no-leader-elect",
-    default=True,
-    show_default=True,
-    help="Act only while holding a Lease.",
-)
-@click.option(
-    "--lease-namespace",
-    metavar="NS",
-    help="Namespace of the Lease (default: our own in a pod, else kube-system).",
-)
-@click.option("--lease-name", default="vcsat-scheduler", show_default=True, metavar="NAME")
-@click.option(
-    "--metrics-port",
-    type=click.IntRange(min=0, max=65535),
-    default=8080,
-    show_default=True,
-    metavar="PORT",
-    help="Serve /metrics, /healthz and /readyz here; 0 turns it off.",
-)
-@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option(
-    "--log-level",
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-    default="INFO",
-    show_default=True,
-)
+@daemon_options(lease_name="vcsat-scheduler")
 @click.option(
     "--bind-workers",
     type=click.IntRange(min=1, max=512),
@@ -453,15 +419,7 @@ def scheduler_cmd(
         workers=bind_workers,
     )
 
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        log.info("stopping", extra={"signal": signal.Signals(signum).name})
-        stop.set()
-        scheduler.store.wake()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_on_signals(log, also=scheduler.store.wake)
 
     log.info(
         "starting",
@@ -489,7 +447,7 @@ def scheduler_cmd(
             with ApiClient(configuration) as api_client:
                 elector = LeaderElector(
                     api_client,
-                    namespace=lease_namespace or _default_lease_namespace(),
+                    namespace=lease_namespace or default_lease_namespace(),
                     name=lease_name,
                     identity=identity,
                 )

@@ -16,25 +16,22 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import click
 
 from vcsat.adapters.controller import naming
 from vcsat.adapters.controller.reconciler import Conflict, Reconciler, WriteHook
+from vcsat.adapters.daemon import daemon_options, default_lease_namespace, stop_on_signals
 from vcsat.adapters.kube import PODGROUPS, PODS, Kube, Resource
 
 log = logging.getLogger("vcsat.controller")
 
 JOBS = Resource("Job", naming.JOB_API_VERSION, naming.JOB_PLURAL, namespaced=True)
-IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 FIRST_BACKOFF_S = 0.1
 MAX_BACKOFF_S = 30.0
 CONFLICT_RETRY_S = 0.05
@@ -294,16 +291,6 @@ def _key(obj: Mapping[str, Any]) -> Key:
     return (metadata.get("namespace") or "default", str(metadata.get("name")))
 
 
-def default_lease_namespace() -> str:
-    """Our own namespace in a pod (where the Deployment's Lease lives), else ``kube-system``."""
-    if os.environ.get("POD_NAMESPACE"):
-        return os.environ["POD_NAMESPACE"]
-    try:
-        return IN_CLUSTER_NAMESPACE_FILE.read_text(encoding="utf-8").strip() or "kube-system"
-    except OSError:
-        return "kube-system"
-
-
 # --- the command ------------------------------------------------------------------------------
 
 
@@ -340,28 +327,7 @@ def default_lease_namespace() -> str:
     metavar="S",
     help="Seconds between full passes over every Job (the watches do the rest).",
 )
-@click.option(
-    "--leader-elect/--no-leader-elect", default=True, show_default=True, help="Act only while holding a Lease."
-)
-@click.option(
-    "--lease-namespace", metavar="NS", help="Namespace of the Lease (default: our own in a pod, else kube-system)."
-)
-@click.option("--lease-name", default="vcsat-controller", show_default=True, metavar="NAME")
-@click.option(
-    "--metrics-port",
-    type=click.IntRange(min=0, max=65535),
-    default=8080,
-    show_default=True,
-    metavar="PORT",
-    help="Serve /metrics, /healthz and /readyz here; 0 turns it off.",
-)
-@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option(
-    "--log-level",
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-    default="INFO",
-    show_default=True,
-)
+@daemon_options(lease_name="vcsat-controller")
 def controller_command(
     kubeconfig: str | None,
     scheduler_name: str,
@@ -385,14 +351,7 @@ def controller_command(
 
     setup_logging(log_format, log_level.upper())
     configuration = load_configuration(kubeconfig)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        log.info("stopping", extra={"signal": signal.Signals(signum).name})
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_on_signals(log)
 
     options: dict[str, Any] = {
         "scheduler_name": scheduler_name,
