@@ -176,6 +176,13 @@ class Queue(Frozen):
     parent: str | None = None
     open: bool = True
     """False for ``status.state: Closed``: nothing new is placed for it."""
+    priority: int = 0
+    """``spec.priority`` (Volcano v1.10+): when the cluster cannot serve every queue, queues of higher
+    priority have their deserved shares served first; equal priorities fall back to the proportional
+    order. A queue's own value counts, never its parent's (Volcano compares the queues' own
+    ``spec.priority``, also in a hierarchy). It orders, it grants nothing: no queue is given more
+    than its deserved share for it, and reclaim still takes only from queues above their share,
+    lowest priority first."""
 
 
 class HyperNodeMember(Frozen):

@@ -6,8 +6,8 @@ which pod and keeps only what must hold in any decision:
 
 - per set of eligible nodes, the pods that can only go there fit in those nodes' free room, on
   every resource;
-- per GPU size ``g``, pods needing at least ``g`` GPUs are no more than the ``g``-GPU holes the
-  nodes have (fragmentation: four free GPUs spread over four nodes take no 4-GPU pod);
+- per block size ``g``, the ``g``-GPU blocks the pods take are no more than the nodes have
+  (fragmentation: four free GPUs spread over four nodes take no 4-GPU pod);
 - queue capabilities;
 - the more important priority levels keep at least what the decision gave them.
 
@@ -35,7 +35,12 @@ TOLERANCE = 1e-6
 
 @dataclass(frozen=True)
 class _Item:
-    """Pods that are alike for the LP: same priority, value, request and nodes (one column)."""
+    """Pods that are alike for the LP: same priority, value, request and nodes (one column).
+
+    Pods of gangs with one class are merged across gangs; a gang with several classes (a launcher
+    and its workers, tasks with ``minTaskMember``) keeps a column per class, tied to the gang's
+    own fraction, so the LP cannot take the cheap pods of a gang without the rest of its minimum.
+    """
 
     priority: int
     value: int
@@ -44,121 +49,185 @@ class _Item:
     gpus: int
     nodes: NDArray[np.bool_]
     queue: str
+    gang: int = -1
+    """The gang this column belongs to alone, or -1 for a merged column."""
+    task: str = ""
 
 
 def lp_level_bounds(problem: Problem, found: dict[int, int], fair: dict[int, int] | None = None) -> dict[int, int]:
     """Per priority (highest first), an upper bound on placed work at that priority, given that
     every higher priority keeps at least ``found[priority]`` and, when given, each queue fair-share
-    level (ranked above every priority) at least ``fair[rank]``."""
+    level (ranked above every priority) at least ``fair[rank]``.
+
+    One LP is built; each priority only changes its objective and the floors of the priorities
+    above (GLOP re-solves from the previous basis)."""
     items = _items(problem)
     if not items:
         return {}
     priorities = sorted({item.priority for item in items}, reverse=True)
+    relaxation = _Relaxation(problem, items, priorities, fair)
     out: dict[int, int] = {}
     for number, priority in enumerate(priorities):
-        floors = {p: found.get(p, 0) for p in priorities[:number]}
-        out[priority] = _solve(problem, items, priority, floors, fair)
+        for higher in priorities[:number]:
+            relaxation.hold(higher, found.get(higher, 0))
+        out[priority] = relaxation.maximise(priority)
     return out
 
 
 def _items(problem: Problem) -> list[_Item]:
     count = len(problem.nodes)
-    pods: dict[tuple[int, int, int, str], int] = {}
+    pods: dict[tuple[int, int, int, str, int, str], int] = {}
     for gang in problem.candidates:
-        for c in gang.classes:
+        classes = [c for c in gang.classes if problem.shapes[problem.classes[c].shape].nodes]
+        own = len(classes) > 1 or bool(gang.task_need)
+        for c in classes:
             pod_class = problem.classes[c]
-            if problem.shapes[pod_class.shape].nodes:
-                key = (gang.rank, pod_class.value, pod_class.shape, gang.queue)
-                pods[key] = pods.get(key, 0) + len(pod_class.pods)
+            key = (
+                gang.rank,
+                pod_class.value,
+                pod_class.shape,
+                gang.queue,
+                gang.index if own else -1,
+                pod_class.task if own else "",
+            )
+            pods[key] = pods.get(key, 0) + len(pod_class.pods)
+    masks: dict[int, NDArray[np.bool_]] = {}
     items: list[_Item] = []
-    for (priority, value, s, queue), n in sorted(pods.items()):
+    for (priority, value, s, queue, owner, task), n in sorted(pods.items()):
         shape = problem.shapes[s]
-        mask = np.zeros(count, dtype=np.bool_)
-        mask[list(shape.nodes)] = True
-        items.append(_Item(priority, value, n, shape.request, shape.gpus, mask, queue))
+        mask = masks.get(s)
+        if mask is None:
+            mask = np.zeros(count, dtype=np.bool_)
+            mask[list(shape.nodes)] = True
+            masks[s] = mask
+        items.append(_Item(priority, value, n, shape.request, shape.gpus, mask, queue, owner, task))
     return items
 
 
-def _solve(
-    problem: Problem, items: list[_Item], priority: int, floors: dict[int, int], fair: dict[int, int] | None
-) -> int:
-    lp = pywraplp.Solver.CreateSolver("GLOP")
-    infinity = lp.infinity()
-    y = [lp.NumVar(0, item.pods, f"y{i}") for i, item in enumerate(items)]
-    free = np.maximum(np.array(problem.free, dtype=np.int64).reshape(len(problem.nodes), -1), 0)
-    gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
+class _Relaxation:
+    """The LP of the module docstring, built once per set of fair-share floors."""
 
-    def add(indices: list[int], coefs: list[float], upper: float, lower: float = -1.0) -> None:
-        if not indices:
-            return
-        row = lp.Constraint(-infinity if lower < 0 else lower, upper)
-        for i, coef in zip(indices, coefs, strict=True):
-            row.SetCoefficient(y[i], coef)
+    def __init__(self, problem: Problem, items: list[_Item], priorities: list[int], fair: dict[int, int] | None):
+        self.items = items
+        lp = pywraplp.Solver.CreateSolver("GLOP")
+        self.lp = lp
+        infinity = lp.infinity()
+        y = [lp.NumVar(0, item.pods, f"y{i}") for i, item in enumerate(items)]
+        self.y = y
+        free = np.maximum(np.array(problem.free, dtype=np.int64).reshape(len(problem.nodes), -1), 0)
+        gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
 
-    # Room: per distinct node set, the items confined to it fit in its free room.
-    by_set: dict[bytes, list[int]] = {}
-    masks: dict[bytes, NDArray[np.bool_]] = {}
-    for i, item in enumerate(items):
-        key = item.nodes.tobytes()
-        by_set.setdefault(key, []).append(i)
-        masks[key] = item.nodes
-    for mask in masks.values():
-        inside = [i for other, members in by_set.items() if not np.any(masks[other] & ~mask) for i in members]
-        room = free[mask].sum(axis=0)
-        for r in range(len(problem.resources)):
-            asked = [i for i in inside if items[i].request[r] > 0]
-            add(asked, [float(items[i].request[r]) for i in asked], float(room[r]))
-        # Holes: pods of at least g GPUs each need a node with g free GPUs.
-        if gpu is not None:
-            for g in sorted({items[i].gpus for i in inside if items[i].gpus > 1}):
-                big = [i for i in inside if items[i].gpus >= g]
-                add(big, [1.0] * len(big), float((free[mask][:, gpu] // g).sum()))
+        def add(indices: list[int], coefs: list[float], upper: float, lower: float = -1.0) -> None:
+            if not indices:
+                return
+            row = lp.Constraint(-infinity if lower < 0 else lower, upper)
+            for i, coef in zip(indices, coefs, strict=True):
+                row.SetCoefficient(y[i], coef)
 
-    for queue, caps in problem.queue_room.items():
-        members = [i for i, item in enumerate(items) if queue in problem.lineage(item.queue)]
-        for name, left in caps.items():
-            if name in problem.resources:
-                r = problem.resource_index(name)
-                asked = [i for i in members if items[i].request[r] > 0]
-                add(asked, [float(items[i].request[r]) for i in asked], float(max(0, left)))
+        # Gangs with columns of their own: each class at most all its pods, the whole at least the
+        # gang's minimum (and each task its own), all in proportion to the gang's fraction placed.
+        own: dict[int, list[int]] = {}
+        for i, item in enumerate(items):
+            if item.gang >= 0:
+                own.setdefault(item.gang, []).append(i)
+        for g, members in sorted(own.items()):
+            gang = problem.gangs[g]
+            z = lp.NumVar(0, 1, f"z{g}")
+            for i in members:
+                row = lp.Constraint(-infinity, 0)
+                row.SetCoefficient(y[i], 1.0)
+                row.SetCoefficient(z, -float(items[i].pods))
+            row = lp.Constraint(0, infinity)
+            row.SetCoefficient(z, -float(max(1, gang.need)))
+            for i in members:
+                row.SetCoefficient(y[i], 1.0)
+            for task, need in gang.task_need.items():
+                row = lp.Constraint(0, infinity)
+                row.SetCoefficient(z, -float(need))
+                for i in members:
+                    if items[i].task == task:
+                        row.SetCoefficient(y[i], 1.0)
 
-    for higher, floor in floors.items():
-        if floor > 0:
-            keep = [i for i, item in enumerate(items) if item.priority == higher]
-            add(keep, [float(items[i].value) for i in keep], infinity, float(floor) * (1 - TOLERANCE))
+        # Room: per distinct node set, the items confined to it fit in its free room.
+        by_set: dict[bytes, list[int]] = {}
+        masks: dict[bytes, NDArray[np.bool_]] = {}
+        for i, item in enumerate(items):
+            key = item.nodes.tobytes()
+            by_set.setdefault(key, []).append(i)
+            masks[key] = item.nodes
+        for mask in masks.values():
+            inside = [i for other, members in by_set.items() if not np.any(masks[other] & ~mask) for i in members]
+            room = free[mask].sum(axis=0)
+            for r in range(len(problem.resources)):
+                asked = [i for i in inside if items[i].request[r] > 0]
+                add(asked, [float(items[i].request[r]) for i in asked], float(room[r]))
+            # Blocks: a pod of s GPUs takes at least floor(s / g) of its node's floor(f / g) blocks
+            # of g GPUs (floor is superadditive, so pods sharing a node never take more blocks than
+            # it has). This says that four free GPUs spread over four nodes take no 4-GPU pod, and
+            # that a node with 6 free takes one 4-GPU pod and one pair, not two 4-GPU pods.
+            if gpu is not None:
+                largest = max((items[i].gpus for i in inside), default=0)
+                for g in range(2, largest + 1):
+                    big = [i for i in inside if items[i].gpus >= g]
+                    add(big, [float(items[i].gpus // g) for i in big], float((free[mask][:, gpu] // g).sum()))
 
-    # The queue fair-share levels (see objectives.fairness, ranked above every priority) keep at
-    # least what they found: per priority, shares of the work of at least that priority.
-    for rank, floor in sorted((fair or {}).items()):
-        if floor <= 0:
-            continue
-        within: list[Any] = []
-        for queue, name, deserved, held, _asked in fair_terms(problem, rank):
-            r = problem.resource_index(name)
-            threshold = tier_threshold(problem, queue, rank)
-            fill = lp.NumVar(0, SHARE_SCALE, f"fill{rank}_{len(within)}")
-            row = lp.Constraint(-infinity, float(SHARE_SCALE * held))
-            row.SetCoefficient(fill, float(deserved))
+        for queue, caps in problem.queue_room.items():
+            members = [i for i, item in enumerate(items) if queue in problem.lineage(item.queue)]
+            for name, left in caps.items():
+                if name in problem.resources:
+                    r = problem.resource_index(name)
+                    asked = [i for i in members if items[i].request[r] > 0]
+                    add(asked, [float(items[i].request[r]) for i in asked], float(max(0, left)))
+
+        # Floors of the more important priorities: loose until ``hold`` sets them.
+        self.floors: dict[int, Any] = {}
+        for priority in priorities:
+            row = lp.Constraint(-infinity, infinity)
             for i, item in enumerate(items):
-                if item.queue == queue and item.priority >= threshold and item.request[r] > 0:
-                    row.SetCoefficient(y[i], -float(SHARE_SCALE * item.request[r]))
-            utility = lp.NumVar(0, infinity, f"fair{rank}_{len(within)}")
-            for slope, offset in utility_pieces():
-                piece = lp.Constraint(-infinity, float(offset))
-                piece.SetCoefficient(utility, 1.0)
-                piece.SetCoefficient(fill, -float(slope))
-            within.append(utility)
-        keep = lp.Constraint(float(floor) * (1 - TOLERANCE), infinity)
-        for share in within:
-            keep.SetCoefficient(share, 1.0)
+                if item.priority == priority:
+                    row.SetCoefficient(y[i], float(item.value))
+            self.floors[priority] = row
 
-    objective = lp.Objective()
-    for i, item in enumerate(items):
-        if item.priority == priority:
-            objective.SetCoefficient(y[i], float(item.value))
-    objective.SetMaximization()
-    everything = sum(item.value * item.pods for item in items if item.priority == priority)
-    if lp.Solve() != pywraplp.Solver.OPTIMAL:
-        return everything
-    value = float(objective.Value())
-    return min(everything, math.floor(value + TOLERANCE * (1.0 + abs(value))))
+        # The queue fair-share levels (see objectives.fairness, ranked above every priority) keep at
+        # least what they found: per level (a queue priority, then a tier of the queues' own job
+        # priorities), the shares of its queues' work of at least that tier's priority. The rows
+        # come from fair_terms, as the model's, so the relaxation stays a relaxation.
+        for rank, floor in sorted((fair or {}).items()):
+            if floor <= 0:
+                continue
+            within: list[Any] = []
+            for queue, name, deserved, held, _asked in fair_terms(problem, rank):
+                r = problem.resource_index(name)
+                threshold = tier_threshold(problem, queue, rank)
+                fill = lp.NumVar(0, SHARE_SCALE, f"fill{rank}_{len(within)}")
+                row = lp.Constraint(-infinity, float(SHARE_SCALE * held))
+                row.SetCoefficient(fill, float(deserved))
+                for i, item in enumerate(items):
+                    if item.queue == queue and item.priority >= threshold and item.request[r] > 0:
+                        row.SetCoefficient(y[i], -float(SHARE_SCALE * item.request[r]))
+                utility = lp.NumVar(0, infinity, f"fair{rank}_{len(within)}")
+                for slope, offset in utility_pieces():
+                    piece = lp.Constraint(-infinity, float(offset))
+                    piece.SetCoefficient(utility, 1.0)
+                    piece.SetCoefficient(fill, -float(slope))
+                within.append(utility)
+            keep = lp.Constraint(float(floor) * (1 - TOLERANCE), infinity)
+            for share in within:
+                keep.SetCoefficient(share, 1.0)
+        lp.Objective().SetMaximization()
+
+    def hold(self, priority: int, floor: int) -> None:
+        """Placed work at ``priority`` keeps at least ``floor`` (a little less: floating point)."""
+        if floor > 0:
+            self.floors[priority].SetLb(float(floor) * (1 - TOLERANCE))
+
+    def maximise(self, priority: int) -> int:
+        objective = self.lp.Objective()
+        for i, item in enumerate(self.items):
+            objective.SetCoefficient(self.y[i], float(item.value) if item.priority == priority else 0.0)
+        objective.SetMaximization()
+        everything = sum(item.value * item.pods for item in self.items if item.priority == priority)
+        if self.lp.Solve() != pywraplp.Solver.OPTIMAL:
+            return everything
+        value = float(objective.Value())
+        return min(everything, math.floor(value + TOLERANCE * (1.0 + abs(value))))

@@ -45,6 +45,7 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
+from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.predicates import PREDICATE_CODES, predicate_failure
 
 WHOLE_GPU_MILLI: Final = 1000
@@ -116,7 +117,8 @@ _DEFAULT_POLICY: Final = Policy()
 
 def check(snapshot: Snapshot, decision: Decision, policy: Policy = _DEFAULT_POLICY) -> list[Violation]:
     """Every hard rule of contract §3 the decision breaks; empty when it keeps them all."""
-    return _Checker(snapshot, decision, policy).run()
+    with no_gc_pauses():
+        return _Checker(snapshot, decision, policy).run()
 
 
 def gang_key(pod: Pod) -> str:

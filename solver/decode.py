@@ -16,6 +16,7 @@ from vcsat.model import Binding, Pod
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
+from vcsat.solver.fragmentation import fragmentation_layout, node_score
 from vcsat.solver.gpu_choice import plan_node
 from vcsat.solver.gpu_share import fresh_gpus_needed
 from vcsat.solver.problem import Bucket, Problem
@@ -35,6 +36,9 @@ class Resolution:
 
 
 def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> Resolution:
+    layout = fragmentation_layout(problem, assignment)  # GPU-sharing workloads: FGD's measure decides where
+    if layout is not None:
+        return Resolution(shape_slots=layout)
     out = Resolution(shape_slots=dict(assignment.shape_slots))
     room = [list(row) for row in problem.free]
     for (s, node), k in assignment.shape_slots.items():
@@ -318,6 +322,7 @@ def gpu_bindings(problem: Problem, node: int, pods: list[Pod], free: tuple[int, 
             [pod.gpus for pod in whole],
             shares=[pod.gpu_milli for pod in shares],
             shared=problem.shared_milli[node],
+            fragmentation=node_score(problem, node, pods) if shares else None,
         )
         for pod, chosen in zip(whole, plan.whole, strict=True):
             ids[pod.key] = sorted(chosen)

@@ -61,7 +61,7 @@ are new (Volcano has only the proposal above).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -155,8 +155,10 @@ def admit(
         waiting.setdefault(group.queue, []).append(group)
     shares = fair_shares(snapshot)
     committed = {name: dict(share.usage) for name, share in shares.items()}
+    # Volcano's enqueue walks queues of higher ``spec.priority`` first, then by share.
+    priority = {q.name: q.priority for q in snapshot.queues}
     while waiting:
-        queue = min(waiting, key=lambda q: (_served(shares, committed, q), q))
+        queue = min(waiting, key=lambda q: (-priority.get(q, 0), _served(shares, committed, q), q))
         group = waiting[queue].pop(0)
         if not waiting[queue]:
             del waiting[queue]
@@ -223,9 +225,11 @@ class _State:
     """``⌊allocatable × factor⌋ − used``, before reservations."""
     allowed: dict[str, dict[str, int | None]]
     """Per queue and resource, Volcano's realCapability (None: unbounded)."""
-    queue_rank: dict[str, tuple[Fraction, str]]
+    queue_rank: dict[str, tuple[int, Fraction, str]]
     placeable: _Placeable
     victims: _Victims | None = None
+    freed: dict[tuple[str, int, bool], dict[str, int]] = field(default_factory=dict)
+    """What :meth:`evictable` found, per (queue, priority, same queue only): the same all pass."""
 
     @staticmethod
     def of(snapshot: Snapshot, policy: Policy) -> _State:
@@ -327,9 +331,9 @@ class _State:
 
     # -- ordering and the verdict --
 
-    def order(self, group: PodGroup) -> tuple[Fraction, str, int, float, str]:
-        share, queue = self.queue_rank.get(group.queue, (Fraction(0), group.queue))
-        return (share, queue, -group.priority, group.created, group.key)
+    def order(self, group: PodGroup) -> tuple[int, Fraction, str, int, float, str]:
+        queue_priority, share, queue = self.queue_rank.get(group.queue, (0, Fraction(0), group.queue))
+        return (-queue_priority, share, queue, -group.priority, group.created, group.key)
 
     def never_runs(self, group: PodGroup) -> tuple[str, str] | None:
         """Rule 3's static check: why the group can never run as the cluster is built, if so."""
@@ -361,6 +365,15 @@ class _State:
         """Whether running pods that preempt (same queue, lower priority) or, unless
         ``same_queue``, reclaim (a reclaimable queue above its share, for a queue below its own)
         could give up at least ``short`` of each resource for this group."""
+        key = (group.queue, group.priority, same_queue)
+        freed = self.freed.get(key)
+        if freed is None:
+            freed = self._freeable(group, same_queue=same_queue)
+            self.freed[key] = freed
+        return all(freed.get(name, 0) >= amount for name, amount in short.items())
+
+    def _freeable(self, group: PodGroup, *, same_queue: bool) -> dict[str, int]:
+        """What evictions could free at most for a group of this queue and priority."""
         victims = self._victims()
         freed: dict[str, int] = {}
         if self.policy.preempt:
@@ -374,7 +387,7 @@ class _State:
                 if queue != group.queue:
                     for name, amount in held.items():
                         freed[name] = freed.get(name, 0) + amount
-        return all(freed.get(name, 0) >= amount for name, amount in short.items())
+        return freed
 
     def _victims(self) -> _Victims:
         """Who could be evicted, gathered once per cycle: per queue, running pods that may be
@@ -493,16 +506,18 @@ def _allowed(
     return out
 
 
-def _queue_rank(snapshot: Snapshot) -> dict[str, tuple[Fraction, str]]:
-    """Proportion's queue order: the largest ``held / deserved`` over resources, lowest first."""
-    rank: dict[str, tuple[Fraction, str]] = {}
+def _queue_rank(snapshot: Snapshot) -> dict[str, tuple[int, Fraction, str]]:
+    """Proportion's queue order: ``spec.priority`` (kept positive here, negated in ``order``), then the
+    largest ``held / deserved`` over resources, lowest first."""
+    priority = {q.name: q.priority for q in snapshot.queues}
+    rank: dict[str, tuple[int, Fraction, str]] = {}
     for name, share in fair_shares(snapshot).items():
         worst = Fraction(0)
         for resource, held in share.usage.items():
             deserved = share.deserved.get(resource, 0)
             if held > 0:
                 worst = max(worst, Fraction(1) if deserved <= 0 else Fraction(held, deserved))
-        rank[name] = (worst, name)
+        rank[name] = (priority.get(name, 0), worst, name)
     return rank
 
 

@@ -10,7 +10,6 @@ exact assignment so far). Out of time, :mod:`vcsat.solver.repair` makes the last
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -19,6 +18,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.constraints.capacity import add_capacity
 from vcsat.solver.constraints.gang import add_gang
 from vcsat.solver.constraints.quota import add_quota
+from vcsat.solver.constraints.share_room import add_share_room
 from vcsat.solver.constraints.symmetry import add_symmetry_breaking, order_like_model, weight
 from vcsat.solver.constraints.topology import add_topology, domain_counts
 from vcsat.solver.decode import resolve
@@ -35,6 +35,17 @@ FIRST_STAGE_SHARE = 0.7
 """Of a search's time, what its most important stage may use; later stages share the rest."""
 MAX_REFINEMENTS = 6
 MIN_STAGE_SECONDS = 0.05
+FIRST_SOLUTION_PER_SIZE_SQUARED = 8e-11
+"""Deterministic seconds CP-SAT needs before the first solution of the first stage, per squared
+variable (:func:`_model_size`): its root LP grows faster than the model (measured: about 0.03 s
+at 19,000 variables, more than 0.5 s at 170,000). A first stage given less ends UNKNOWN, so the
+model is not even built and the greedy decision stands."""
+WALL_SLACK_SECONDS = 1.0
+"""Every solve stops at its deterministic limit; the wall-clock limit (twice that, plus this) is
+only a safety net, loose enough that a loaded machine never reaches it first (which would make
+the decision depend on the load)."""
+TAIL_SHARE = 0.25
+"""Of a search's budget, what the stages below the last placed-work level may use together."""
 
 
 @dataclass
@@ -48,6 +59,8 @@ class ExactResult:
     """Per level name: the upper bound CP-SAT proved (levels of stages never reached have none)."""
     notes: list[str] = field(default_factory=list)
     """How each search and stage ended, for logs."""
+    skipped: bool = False
+    """The budget was too small for a model of this size to reach a first solution: no search."""
 
 
 @dataclass
@@ -56,24 +69,39 @@ class _Search:
     optimal: bool
     levels: list[Level]
     bounds: dict[str, int]
+    spent: float = 0.0
+    """Deterministic seconds CP-SAT used."""
 
 
 def solve_exact(
-    problem: Problem, hint: Assignment, *, started: float, targets: dict[str, int] | None = None
+    problem: Problem,
+    hint: Assignment,
+    *,
+    budget: float,
+    targets: dict[str, int] | None = None,
 ) -> ExactResult:
-    """Search within the policy's time; ``targets`` (per level name, an upper bound proven
-    elsewhere) let a stage stop as soon as its solution reaches them."""
-    policy = problem.policy
+    """Search within ``budget`` deterministic seconds of CP-SAT; ``targets`` (per level name, an
+    upper bound proven elsewhere) let a stage stop as soon as its solution reaches them.
+
+    Every limit is cut from ``budget`` by what CP-SAT reports it spent in deterministic time,
+    never by the wall clock: the same input gives the same decision whatever the machine's load
+    (the wall-clock limit of each solve, twice its deterministic one, is only a safety net)."""
     buckets = list(problem.buckets)
+    size = _model_size(problem, buckets)
+    if problem.candidates and budget * FIRST_STAGE_SHARE < FIRST_SOLUTION_PER_SIZE_SQUARED * size**2:
+        note = f"search skipped: {budget:.2f}s is too little for a model of about {size} variables"
+        return ExactResult(None, False, notes=[note], skipped=True)
     best = hint
     notes: list[str] = []
     last: _Search | None = None
+    spent = 0.0
     for refinement in range(MAX_REFINEMENTS + 1):
-        left = policy.time_limit_s - (time.monotonic() - started)
+        left = budget - spent
         if left <= MIN_STAGE_SECONDS and refinement > 0:
             break
-        budget = left if refinement == MAX_REFINEMENTS else left * (0.6 if refinement == 0 else 0.5)
-        search = _search(problem, buckets, best, budget, notes, targets or {})
+        share = left if refinement == MAX_REFINEMENTS else left * (0.6 if refinement == 0 else 0.5)
+        search = _search(problem, buckets, best, share, notes, targets or {})
+        spent += search.spent
         if not search.levels:
             return ExactResult(Assignment(), True, [], {}, notes)
         last = search
@@ -96,6 +124,15 @@ def solve_exact(
     if last is None or best is hint:
         return ExactResult(None, False, [] if last is None else last.levels, {} if last is None else last.bounds, notes)
     return ExactResult(best, False, last.levels, last.bounds, notes)
+
+
+def _model_size(problem: Problem, buckets: list[Bucket]) -> int:
+    """About how many variables the model gets, before building it: the (bucket, node) slots and,
+    for each topology-priced gang, at most one count per finest-tier domain."""
+    slots = sum(len(bucket.nodes) for bucket in buckets)
+    domains = problem.domains
+    racks = len(domains.members[domains.tiers[0]]) if domains is not None else 0
+    return slots + len(problem.topology_gangs) * racks
 
 
 def _rank(problem: Problem, levels: list[Level], assignment: Assignment) -> tuple[int, ...]:
@@ -124,12 +161,13 @@ def _search(
     notes: list[str],
     targets: dict[str, int],
 ) -> _Search:
-    started = time.monotonic()
+    spent = 0.0
     policy = problem.policy
     cp = cp_model.CpModel()
     v = create_variables(cp, problem, buckets)
     add_gang(cp, problem, v)
     add_capacity(cp, problem, v, buckets)
+    add_share_room(cp, problem, v)  # valid cuts: a GPU share fits only where that much is left on one GPU
     add_quota(cp, problem, v)
     classes = add_symmetry_breaking(cp, problem, v)
     topo = add_topology(cp, problem, v, buckets, hint)
@@ -165,6 +203,7 @@ def _search(
     optimal = True
     bounds: dict[str, int] = {}
     values: dict[int, int] | None = None
+    last_reported = max((i for i, stage in enumerate(stages) if any(lv.reported for lv in stage.levels)), default=-1)
     for number, stage in enumerate(stages):
         met = _meets(problem, stage, hint, targets, policy.relative_gap)
         if met is not None:
@@ -177,14 +216,26 @@ def _search(
             cp.add(stage.expression() >= hint_value)
             values = _hinted(cp)
             continue
-        left = budget - (time.monotonic() - started)
+        left = budget - spent
+        if left < 2 * MIN_STAGE_SECONDS and number > last_reported:
+            # Out of time: the tie-breaks below placed work (topology, packing, age) keep what the
+            # stages above left them rather than overrun the cycle's time limit.
+            notes.append(f"{stage.names}: skipped, out of time")
+            optimal = False
+            continue
         share = FIRST_STAGE_SHARE if number == 0 and len(stages) > 1 else 1.0 / (len(stages) - number)
-        limit = max(left * share, MIN_STAGE_SECONDS)
+        limit = left * share
+        if number > last_reported:
+            # Tie-breaks below placed work (topology, packing, age) share a small part of the
+            # budget: the cycle's time goes to the levels that decide what runs.
+            limit = min(limit, TAIL_SHARE * budget / (len(stages) - 1 - last_reported))
+        limit = max(limit, MIN_STAGE_SECONDS)
         solver.parameters.max_deterministic_time = limit
-        solver.parameters.max_time_in_seconds = 2 * limit
+        solver.parameters.max_time_in_seconds = 2 * limit + WALL_SLACK_SECONDS
         cp.maximize(stage.expression())
         stopper = _StopAtTargets(stage, targets, policy.relative_gap)
         status = solver.solve(cp, stopper)
+        spent += solver.response_proto.deterministic_time
         notes.append(f"{stage.names}: {solver.status_name(status)} in {solver.wall_time:.2f}s")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             optimal = False
@@ -193,17 +244,20 @@ def _search(
         found = [sum(coef * int(solver.value(var)) for var, coef in level.terms) for level in stage.levels]
         proven = stage.level_bounds(found, math.floor(solver.best_objective_bound))
         bounds.update({level.name: b for level, b in zip(stage.levels, proven, strict=True)})
-        # A stage stopped at bounds proven elsewhere is as proven as one CP-SAT closed itself.
-        optimal = optimal and (status == cp_model.OPTIMAL or stopper.reached)
+        # With ``relative_gap_limit`` CP-SAT says OPTIMAL once the gap is within it: proven only
+        # when its bound meets the objective (integers). A stage stopped at bounds proven
+        # elsewhere is as proven as one CP-SAT closed itself.
+        closed = status == cp_model.OPTIMAL and solver.best_objective_bound < solver.objective_value + 0.5
+        optimal = optimal and (closed or stopper.reached)
         # Later stages may not give back what this one won.
         cp.add(stage.expression() >= round(solver.objective_value))
         if number + 1 < len(stages):
             _rehint(cp, values)
     if values is None:
-        return _Search(None, False, levels, bounds)
+        return _Search(None, False, levels, bounds, spent)
     found_assignment = _assignment(problem, v, values)
     found_assignment.domain_counts = domain_counts(values, topo)
-    return _Search(found_assignment, optimal, levels, bounds)
+    return _Search(found_assignment, optimal, levels, bounds, spent)
 
 
 def _rehint(cp: cp_model.CpModel, values: dict[int, int]) -> None:
@@ -299,8 +353,10 @@ def _hint(
         values[var.index] = hint.count.get(c, 0) if problem.classes[c].gang in hint.placed else 0
     for key, var in v.slot.items():
         values[var.index] = slots.get(key, 0)
-    for var in v.all():
-        cp.add_hint(var, values[var.index])
+    # In bulk on the proto: ``add_hint`` one variable at a time costs seconds at 5,000 nodes.
+    hint_proto = cp.proto.solution_hint
+    hint_proto.vars.extend(list(values))
+    hint_proto.values.extend(list(values.values()))
     return values
 
 

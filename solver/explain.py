@@ -9,7 +9,8 @@ objective level that decided it, with amounts:
 - ``Fragmented``: there is enough free room in total, but not on nodes where its pods fit;
 - ``NetworkTopologyUnsatisfied``: a hard ``networkTopology`` finds no HyperNode of its tier with room;
 - ``Outranked``: it would fit on its own, but the room went to work ranked higher by the objective
-  (higher priority, or more work placed).
+  (queues of higher ``spec.priority``, whose fair shares are served first; higher priority; or more
+  work placed).
 """
 
 from __future__ import annotations
@@ -41,9 +42,12 @@ def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
     placed_by_queue = placed_amounts(problem, assignment)
     out: list[PodGroupOutcome] = []
     higher: dict[int, int] = {}
+    by_queue_priority: dict[int, int] = {}
     for gang in problem.gangs:
         if gang.index in assignment.placed:
             higher[gang.rank] = higher.get(gang.rank, 0) + 1
+            priority = problem.queue_priority(gang.queue)
+            by_queue_priority[priority] = by_queue_priority.get(priority, 0) + 1
     for gang in problem.gangs:
         if gang.index in assignment.placed:
             out.append(PodGroupOutcome(podgroup=gang.key, phase="Running"))
@@ -53,7 +57,7 @@ def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
             reason, message = blocked.reason, blocked.message
         else:
             reason, message = _why_left_out(
-                problem, gang, room, caps_after, placed_by_queue, free_total, fits_cache, higher
+                problem, gang, room, caps_after, placed_by_queue, free_total, fits_cache, higher, by_queue_priority
             )
         out.append(PodGroupOutcome(podgroup=gang.key, phase=_waiting_phase(gang), reason=reason, message=message))
     out.sort(key=lambda o: o.podgroup)
@@ -100,6 +104,7 @@ def _why_left_out(
     free_total: dict[str, int],
     fits_cache: dict[tuple[object, ...], bool],
     placed_by_priority: dict[int, int],
+    placed_by_queue_priority: dict[int, int],
 ) -> tuple[str, str]:
     need = minimum_request(problem, gang)
     for queue in problem.caps_of(gang.queue):
@@ -161,6 +166,15 @@ def _why_left_out(
                 f"{res.format_amount(name, deserved)} after this cycle; the gang ({res.format_vector(need)}) "
                 "would fit, but the room went to queues below their shares (objective level: queue fair share)",
             )
+    own = problem.queue_priority(gang.queue)
+    before = sum(count for priority, count in placed_by_queue_priority.items() if priority > own)
+    if before:
+        return (
+            "Outranked",
+            f"it fits on its own ({res.format_vector(need)}), but the room went to {before} gangs of queues of "
+            f"higher priority than queue {gang.queue} (priority {own}), whose fair shares are served first "
+            "(objective level: queue fair share, by queue priority)",
+        )
     above = sum(count for priority, count in placed_by_priority.items() if priority > gang.rank)
     if above:
         return (

@@ -25,12 +25,14 @@ same question for many nodes of a cycle.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations, pairwise
 
 from vcsat.model.gpu_topology import GpuTopology
+from vcsat.model.gpus import FULL_GPU_MILLI
+from vcsat.solver.fragmentation import share_gpus
 from vcsat.solver.gpu_share import fresh_gpus_needed, place_shares
 
 EXACT_MAX_FREE = 10
@@ -93,6 +95,7 @@ def plan_node(
     *,
     shares: Sequence[int] = (),
     shared: Mapping[int, int] | None = None,
+    fragmentation: Callable[[Sequence[int]], float] | None = None,
 ) -> NodePlan:
     """Whole-GPU pods and share requests on one node, chosen together.
 
@@ -102,15 +105,34 @@ def plan_node(
     (``gpu_holdings(...).share_milli``, see :mod:`vcsat.model.gpus`).
     Shares fill GPUs that hold shares first (best fit); the fresh GPUs they still need are chosen
     with the whole-GPU pods as 1-GPU sets that rank last, so they take the GPUs whose loss leaves
-    the rest best connected.
+    the rest best connected. With ``fragmentation`` (the node's expected fragmentation as a
+    function of each GPU's room left, :mod:`vcsat.solver.fragmentation`), each share, biggest first,
+    goes to the GPU after which it is least instead (GPUs holding shares, then those fresh GPUs,
+    then other free ones, on ties), unless that leaves a share without room where best fit has it.
     """
     free_sorted = _distinct(topology, free)
     room = len(free_sorted) - sum(counts)
     fresh = min(fresh_gpus_needed(shares, shared=shared), max(room, 0))
     sets = choose_gpus(topology, free_sorted, [*counts, *([1] * fresh)])
+    whole = tuple(sets[: len(counts)])
     opened = [gpus[0] for gpus in sets[len(counts) :]]
+    if fragmentation is not None and shares:
+        taken = {gpu for gpus in whole for gpu in gpus}
+        lefts = [0] * topology.gpu_count
+        for gpu in free_sorted:
+            lefts[gpu] = FULL_GPU_MILLI
+        in_use = {gpu: milli for gpu, milli in (shared or {}).items() if milli > 0}
+        for gpu, milli in in_use.items():
+            lefts[gpu] = FULL_GPU_MILLI - milli
+        others = [gpu for gpu in free_sorted if gpu not in taken and gpu not in opened]
+        candidates = [*sorted(in_use), *opened, *others]
+        for gpu in taken:
+            lefts[gpu] = 0
+        chosen = share_gpus(fragmentation, shares, lefts, candidates)
+        if all(gpu is not None for gpu in chosen):
+            return NodePlan(whole=whole, shares=tuple(chosen))
     placed = place_shares(shares, shared=shared, free=opened)
-    return NodePlan(whole=tuple(sets[: len(counts)]), shares=tuple(placed))
+    return NodePlan(whole=whole, shares=tuple(placed))
 
 
 def _distinct(topology: GpuTopology, indices: Iterable[int]) -> tuple[int, ...]:

@@ -8,10 +8,15 @@ fallback need; it is not optimal, which is why CP-SAT runs after it.
 
 from __future__ import annotations
 
+from collections import deque
+from fractions import Fraction
+
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.fragmentation import greedy_chooser
+from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, tier_threshold
+from vcsat.solver.problem import Domains, Gang, Problem
 
 
 def gang_order(gang: Gang) -> tuple[int, float, str]:
@@ -36,6 +41,9 @@ class Room:
         self.levels: dict[int, dict[int, None]] = {}
         for node, row in enumerate(self.free):
             self.levels.setdefault(self._level(row), {})[node] = None
+        self.touched: set[int] = set()
+        """Nodes changed since :meth:`free_gpus_in` last looked."""
+        self.domain_sums: dict[tuple[int, str], int] = {}
 
     def _level(self, row: list[int]) -> int:
         return max(0, row[self.gpu]) if self.gpu is not None else 0
@@ -47,6 +55,7 @@ class Room:
         return whole, share
 
     def _shift(self, node: int, change: list[int]) -> None:
+        self.touched.add(node)
         row = self.free[node]
         before = self._level(row)
         for i, amount in enumerate(change):
@@ -105,6 +114,20 @@ class Room:
             return True
         return self.whole[node] - whole >= 1
 
+    def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
+        """Free whole GPUs in a topology domain: sums kept per domain and redone only where nodes
+        changed (summing every domain for every gang is quadratic at 5,000 nodes)."""
+        if self.touched:
+            for node in self.touched:
+                for t, domain in domains.of_node[node].items():
+                    self.domain_sums.pop((t, domain), None)
+            self.touched.clear()
+        total = self.domain_sums.get((tier, name))
+        if total is None:
+            total = sum(max(0, self.whole[n]) for n in domains.nodes_in(tier, name))
+            self.domain_sums[(tier, name)] = total
+        return total
+
     def fullest_with(self, gpus: int) -> int | None:
         """A node with at least ``gpus`` free GPUs and the fewest such (lowest index on ties)."""
         for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
@@ -127,37 +150,71 @@ class Room:
 
 
 def greedy(problem: Problem) -> Assignment:
-    """Volcano's allocate, greedily: queues in order of their share of what they deserve (the
-    least served first, and none past its share while others are below theirs), gangs within a
-    queue by priority then age; then whatever is left, in that order, into idle room (lending)."""
+    """Volcano's allocate, greedily, in the order of the objective's levels (:mod:`objectives`):
+    first each queue fair-share level (:func:`_fill_tier`: per queue priority, highest first, as
+    Volcano's QueueOrderFn, and per tier of each queue's own priorities, queues water-filled
+    towards their deserved shares, the least served first), then
+    everything left by priority then age into whatever room remains (lending).
+
+    Following the levels matters: a queue's low-priority work placed before another queue's
+    high-priority work takes room that the first fair-share level would give the latter, and the
+    search then starts far from the optimum (it cannot undo whole gangs quickly)."""
     room = Room(problem)
     queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
     assignment = Assignment()
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
-    waiting: dict[str, list[Gang]] = {}
-    for gang in sorted(problem.candidates, key=gang_order):
-        waiting.setdefault(gang.queue, []).append(gang)
-    left: list[Gang] = []
-    while problem.deserved and waiting:
-        queue = min(waiting, key=lambda q: (_served(problem, held.get(q, {}), q), q))
-        if _served(problem, held.get(queue, {}), queue) >= 1:
-            break
-        gang = waiting[queue].pop(0)
-        if not waiting[queue]:
-            del waiting[queue]
-        if not _place(problem, gang, room, queue_room, assignment, held):
-            left.append(gang)
-    left += [gang for gangs in waiting.values() for gang in gangs]
-    for gang in sorted(left, key=gang_order):
-        _place(problem, gang, room, queue_room, assignment, held)
+    order = sorted(problem.candidates, key=lambda gang: _packing_order(problem, gang))
+    tried: set[int] = set()
+    for tier in fair_ranks(problem):
+        _fill_tier(problem, tier, order, tried, room, queue_room, assignment, held)
+    for gang in order:
+        if gang.index not in tried:
+            _place(problem, gang, room, queue_room, assignment, held)
     return assignment
 
 
-def _served(problem: Problem, held: dict[str, int], queue: str) -> float:
-    """How much of its deserved share a queue holds, on its most served resource (1 = all of it)."""
-    deserved = problem.deserved.get(queue, {})
-    ratios = [held.get(name, 0) / amount for name, amount in deserved.items() if amount > 0 and name in problem.total]
-    return max(ratios, default=1.0)
+def _packing_order(problem: Problem, gang: Gang) -> tuple[int, bool, float, str]:
+    """Job order, except that within one priority the gangs confined to one topology domain go
+    first: they need whole nodes side by side, which the smaller gangs placed before them would
+    break up; the others fit into what is left (first-fit decreasing)."""
+    return (-gang.rank, problem.highest_tier(gang) is None, gang.created, gang.key)
+
+
+def _fill_tier(
+    problem: Problem,
+    tier: int,
+    order: list[Gang],
+    tried: set[int],
+    room: Room,
+    queue_room: dict[str, dict[str, int]],
+    assignment: Assignment,
+    held: dict[str, dict[str, int]],
+) -> None:
+    """One queue fair-share level: the queues it can raise, least filled first (on the resource
+    the level measures), each with its work of this tier's priorities in job order, until each is
+    at its deserved share or out of work. Room only shrinks, so a gang that failed once is not
+    tried again."""
+    share: dict[str, tuple[str, int]] = {}
+    for queue, name, deserved, _held, _asked in fair_terms(problem, tier):
+        share[queue] = (name, deserved)
+    waiting: dict[str, deque[Gang]] = {}
+    for gang in order:
+        if gang.queue in share and gang.index not in tried and gang.rank >= tier_threshold(problem, gang.queue, tier):
+            waiting.setdefault(gang.queue, deque()).append(gang)
+
+    def fill(queue: str) -> Fraction:
+        name, deserved = share[queue]
+        return Fraction(held.get(queue, {}).get(name, 0), deserved)
+
+    while waiting:
+        queue = min(waiting, key=lambda q: (fill(q), q))
+        if fill(queue) >= 1:
+            break  # the least filled is at its share: no queue gains more at this level
+        gang = waiting[queue].popleft()
+        if not waiting[queue]:
+            del waiting[queue]
+        tried.add(gang.index)
+        _place(problem, gang, room, queue_room, assignment, held)
 
 
 def _place(
@@ -223,7 +280,7 @@ def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> list[list[int]
         inside = []
         for name in domains.domains(tier):
             nodes = domains.nodes_in(tier, name)
-            free = sum(max(0, room.whole[n]) for n in nodes)
+            free = room.free_gpus_in(domains, tier, name)
             if name and free >= needed:  # a domain without that many free GPUs cannot hold it
                 inside.append((free, name, nodes))
         attempts += [nodes for _, _, nodes in sorted(inside)]
@@ -246,6 +303,7 @@ def fit_gang(
     """
     taken: Taken = []
     used: dict[str, int] = {}
+    least_fragmenting = greedy_chooser(problem)  # GPU-sharing workloads: FGD's choice of node
     classes = sorted(
         (problem.classes[c] for c in gang.classes),
         key=lambda pc: (-problem.shapes[pc.shape].gpus, pc.index),
@@ -261,10 +319,12 @@ def fit_gang(
                 if request_by_name.get(name, 0) > 0
             ):
                 break
-            if within is None:
-                node = room.best_fit(shape.request, shape.gpus, shape.upper)
-            else:
+            if within is not None:
                 node = room.best_fit_in(shape.request, shape.upper, within)
+            elif least_fragmenting is not None:
+                node = least_fragmenting(room, shape)
+            else:
+                node = room.best_fit(shape.request, shape.gpus, shape.upper)
             if node is None:
                 break
             room.take(node, shape.request)

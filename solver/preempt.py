@@ -7,7 +7,13 @@ that may go (the *victims*), and the room left on each node.
 - **preempt** acts inside one queue: a victim has strictly lower priority than a preemptor that
   uses its room (on each node, pods of priority at most p only use room freed by victims below p);
 - **reclaim** acts across queues: a queue below its deserved share takes room from reclaimable
-  queues above theirs, never more than their excess on their dominant resource.
+  queues above theirs, never more than their excess on their dominant resource. Queue priority
+  (``Queue.spec.priority``) orders, it grants nothing, as in Volcano: the reclaim action serves the
+  waiting queues in QueueOrderFn order (higher priority first), and the victims of other queues in
+  the reverse of it (lower-priority queues' pods go first); a queue at or above its share reclaims
+  nothing whatever its priority, and the victims' queues still give back only their excess. Here:
+  preemptor work is ranked by (queue priority, priority), and victims in higher-priority queues
+  are spared before anything else of the victims' order.
 
 In both, a victim's gang keeps at least its minMember or goes whole; pods that conformance
 protects (kube-system, critical priority classes, ``volcano.sh/preemptable: "false"``,
@@ -19,16 +25,17 @@ victims are gone.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from vcsat.model import Pod
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
 from vcsat.model.gpus import GpuHoldings, gpu_holdings
+from vcsat.solver.exact import WALL_SLACK_SECONDS
 from vcsat.solver.greedy import gang_order
 from vcsat.solver.levels import Level, make_level, plan_stages
 from vcsat.solver.objectives.fairness import SHARE_SCALE
@@ -36,6 +43,13 @@ from vcsat.solver.problem import Gang, Problem
 
 MAX_PREEMPTORS = 16
 """Gangs considered per model: the highest-ranked waiting ones; the rest try again next cycle."""
+NODES_PER_CLASS = 32
+"""Candidate nodes per preemptor class: at least this many ..."""
+NODES_PER_POD = 4
+"""... or this many per pod of the class, the likeliest first (see ``_run``)."""
+FIRST_STAGE_SHARE = 0.6
+"""Of a run's budget, what its first stage (the preemptors' work) may use."""
+MIN_STAGE_SECONDS = 0.02
 
 Reason = Literal["preempt", "reclaim"]
 
@@ -65,6 +79,8 @@ class Evictions:
     nominated: set[int] = field(default_factory=set)
     """Placed gangs that wait for victims (all their pods are nominations)."""
     notes: list[str] = field(default_factory=list)
+    spent: float = 0.0
+    """Deterministic seconds the models used."""
 
     def placed_gangs(self, problem: Problem) -> list[Gang]:
         return [problem.gangs[g] for g in sorted(self.placed)]
@@ -113,21 +129,29 @@ def preempt_and_reclaim(
     room: list[list[int]],
     usage: dict[str, dict[str, int]],
     *,
-    deadline: float,
+    budget: float,
 ) -> Evictions:
-    """Run preempt (per queue) then reclaim over ``room`` (what allocate left, changed in place)."""
+    """Run preempt (per queue) then reclaim over ``room`` (what allocate left, changed in place),
+    within ``budget`` deterministic seconds of CP-SAT (never the wall clock: same input, same
+    decision)."""
     out = Evictions()
     policy = problem.policy
     victims = victims_of(problem) if (policy.preempt or policy.reclaim) and waiting else []
     if not victims:
         return out
-    if policy.preempt:
-        for queue in sorted({gang.queue for gang in waiting}):
-            preemptors = [g for g in waiting if g.queue == queue and g.index not in out.placed]
-            top = max(g.priority for g in preemptors)
-            mine = [v for v in victims if v.queue == queue and v.pod.priority < top and v.pod.key not in out.evicted]
-            if mine:
-                _run(problem, preemptors, mine, room, usage, "preempt", out, deadline)
+    queues = sorted({gang.queue for gang in waiting}) if policy.preempt else []
+    runs = len(queues) + (1 if policy.reclaim else 0)
+
+    def share(number: int) -> float:
+        """Run ``number``'s budget: what is left of the phase, shared by the runs still to come."""
+        return max(0.0, budget - out.spent) / max(1, runs - number)
+
+    for number, queue in enumerate(queues):
+        preemptors = [g for g in waiting if g.queue == queue and g.index not in out.placed]
+        top = max(g.priority for g in preemptors)
+        mine = [v for v in victims if v.queue == queue and v.pod.priority < top and v.pod.key not in out.evicted]
+        if mine:
+            _run(problem, preemptors, mine, room, usage, "preempt", out, share(number))
     if policy.reclaim and problem.deserved:
         below = {q for q in problem.deserved if _share(problem, usage, q) < 1}
         reclaimable = {queue.name for queue in problem.snapshot.queues if queue.reclaimable}
@@ -135,7 +159,7 @@ def preempt_and_reclaim(
         preemptors = [g for g in waiting if g.queue in below and g.index not in out.placed]
         theirs = [v for v in victims if v.queue in above and v.pod.key not in out.evicted]
         if preemptors and theirs:
-            _run(problem, preemptors, theirs, room, usage, "reclaim", out, deadline)
+            _run(problem, preemptors, theirs, room, usage, "reclaim", out, share(runs - 1))
     return out
 
 
@@ -154,9 +178,8 @@ def _run(
     usage: dict[str, dict[str, int]],
     reason: Reason,
     out: Evictions,
-    deadline: float,
+    budget: float,
 ) -> None:
-    preemptors = sorted(preemptors, key=gang_order)[:MAX_PREEMPTORS]
     on_node: dict[int, list[Victim]] = {}
     for victim in victims:
         on_node.setdefault(victim.node, []).append(victim)
@@ -164,6 +187,10 @@ def _run(
         node: [room[node][r] + sum(v.request[r] for v in vs) for r in range(len(problem.resources))]
         for node, vs in on_node.items()
     }
+    preemptors = _could_run(problem, sorted(preemptors, key=lambda g: _preemptor_order(problem, g)), room, freeable)
+    if not preemptors:
+        out.notes.append(f"{reason}: no waiting gang fits even with every victim evicted")
+        return
 
     cp = cp_model.CpModel()
     upper: dict[int, int] = {}
@@ -174,13 +201,21 @@ def _run(
         for c in gang.classes:
             shape = problem.shapes[problem.classes[c].shape]
             # Nodes with victims, and nodes with room left after allocate (a preemptor's other pods,
-            # or an elastic gang's extra ones, may fit there without evicting anyone).
+            # or an elastic gang's extra ones, may fit there without evicting anyone). Only the
+            # likeliest few per class: those with room now, then those with the fewest victims,
+            # so the model stays small enough to solve within the cycle on a thousand busy nodes.
+            pods = len(problem.classes[c].pods)
+            fitting = []
             for node in problem.eligible_nodes(shape.eligibility):
                 fit = _fits(shape.request, freeable.get(node, room[node]))
                 if fit:
-                    var = cp.new_int_var(0, min(fit, len(problem.classes[c].pods)), f"x[{c},{node}]")
-                    x[(c, node)] = var
-                    upper[var.index] = min(fit, len(problem.classes[c].pods))
+                    now = 0 if _fits(shape.request, room[node]) else 1
+                    fitting.append((now, len(on_node.get(node, ())), node, fit))
+            fitting.sort()
+            for _, _, node, fit in fitting[: max(NODES_PER_CLASS, NODES_PER_POD * pods)]:
+                var = cp.new_int_var(0, min(fit, pods), f"x[{c},{node}]")
+                x[(c, node)] = var
+                upper[var.index] = min(fit, pods)
     # Victims on nodes no preemptor can use are never worth evicting.
     reachable = {node for (_, node) in x}
     victims = [v for v in victims if v.node in reachable]
@@ -294,13 +329,23 @@ def _run(
     solver.parameters.num_workers = problem.policy.num_workers
     solver.parameters.random_seed = problem.policy.random_seed
     solver.parameters.interleave_search = problem.policy.num_workers > 1
+    # Nothing placed, nobody evicted is always feasible: a hint that gives every stage a solution
+    # from the start, so a short budget ends with an answer, not UNKNOWN.
+    for var in [*placed.values(), *x.values(), *evict.values()]:
+        cp.add_hint(var, 0)
     values: dict[int, int] | None = None
-    for stage in plan_stages(levels):
-        budget = max(0.05, deadline - time.monotonic())
-        solver.parameters.max_deterministic_time = budget
-        solver.parameters.max_time_in_seconds = 2 * budget
+    stages = plan_stages(levels)
+    spent = 0.0
+    for number, stage in enumerate(stages):
+        # The first stage (the preemptors' work) matters most; later ones share what is left.
+        left = budget - spent
+        limit = max(MIN_STAGE_SECONDS, left * (FIRST_STAGE_SHARE if number == 0 else 1.0 / (len(stages) - number)))
+        solver.parameters.max_deterministic_time = limit
+        solver.parameters.max_time_in_seconds = 2 * limit + WALL_SLACK_SECONDS
         cp.maximize(stage.expression())
         status = solver.solve(cp)
+        spent += solver.response_proto.deterministic_time
+        out.spent += solver.response_proto.deterministic_time
         out.notes.append(f"{reason}: {stage.names}: {solver.status_name(status)}")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break
@@ -312,6 +357,53 @@ def _run(
     if values is None:
         return
     _apply(problem, preemptors, victims, placed, x, evict, values, room, usage, reason, out)
+
+
+def _preemptor_order(problem: Problem, gang: Gang) -> tuple[int, int, float, str]:
+    """Volcano's order of reclaimers: queues of higher priority first, then the job order."""
+    return (-problem.queue_priority(gang.queue), *gang_order(gang))
+
+
+def _could_run(
+    problem: Problem, ranked: list[Gang], room: list[list[int]], freeable: dict[int, list[int]]
+) -> list[Gang]:
+    """The first :data:`MAX_PREEMPTORS` of ``ranked`` whose minimum could fit if every victim
+    went: each class counted alone on every eligible node (a relaxation, so a gang it drops can
+    never be placed by this phase). Gangs that cannot run are no use to the model, and without
+    this filter they would crowd out those that can."""
+    if not ranked:
+        return []
+    best = np.maximum(np.array(room, dtype=np.int64).reshape(len(room), -1), 0)
+    for node, row in freeable.items():
+        best[node] = np.maximum(np.array(row, dtype=np.int64), 0)
+    fits_of_shape: dict[int, int] = {}
+
+    def fits(shape_index: int) -> int:
+        if shape_index not in fits_of_shape:
+            shape = problem.shapes[shape_index]
+            nodes = problem.eligible_nodes(shape.eligibility)
+            asked = [r for r, amount in enumerate(shape.request) if amount > 0]
+            if not nodes or not asked:
+                fits_of_shape[shape_index] = (1 << 30) if nodes else 0
+            else:
+                amounts = np.array([shape.request[r] for r in asked], dtype=np.int64)
+                fits_of_shape[shape_index] = int(np.min(best[np.ix_(nodes, asked)] // amounts, axis=1).sum())
+        return fits_of_shape[shape_index]
+
+    out: list[Gang] = []
+    for gang in ranked:
+        placeable = {c: min(len(problem.classes[c].pods), fits(problem.classes[c].shape)) for c in gang.classes}
+        if sum(placeable.values()) < max(1, gang.need):
+            continue
+        if any(
+            sum(k for c, k in placeable.items() if problem.classes[c].task == task) < need
+            for task, need in gang.task_need.items()
+        ):
+            continue
+        out.append(gang)
+        if len(out) == MAX_PREEMPTORS:
+            break
+    return out
 
 
 def _levels(
@@ -327,13 +419,33 @@ def _levels(
         raise NotImplementedError("preemption levels are read from the solver, not measured")
 
     levels: list[Level] = []
-    for rank in sorted({g.rank for g in preemptors}, reverse=True):
-        terms = [
-            (var, problem.classes[c].value)
-            for (c, _), var in sorted(x.items())
-            if problem.gangs[problem.classes[c].gang].rank == rank
-        ]
-        levels.append(make_level(f"preemptor work at priority {rank}", terms, upper_of=upper, measure=unmeasured))
+    queue_priorities = sorted({problem.queue_priority(g.queue) for g in preemptors}, reverse=True)
+    for queue_priority in queue_priorities:
+        mine = [g for g in preemptors if problem.queue_priority(g.queue) == queue_priority]
+        for rank in sorted({g.rank for g in mine}, reverse=True):
+            terms = [
+                (var, problem.classes[c].value)
+                for (c, _), var in sorted(x.items())
+                if problem.gangs[problem.classes[c].gang].rank == rank
+                and problem.queue_priority(problem.gangs[problem.classes[c].gang].queue) == queue_priority
+            ]
+            name = f"preemptor work at priority {rank}"
+            if len(queue_priorities) > 1:
+                name += f" in queues of priority {queue_priority}"
+            levels.append(make_level(name, terms, upper_of=upper, measure=unmeasured))
+    # Reclaim takes from lower-priority queues first (Volcano's victim queue order).
+    victim_queue_priorities = sorted({problem.queue_priority(v.queue) for v in victims}, reverse=True)
+    if len(victim_queue_priorities) > 1:
+        for queue_priority in victim_queue_priorities:
+            terms = [(evict[v.index], -1) for v in victims if problem.queue_priority(v.queue) == queue_priority]
+            levels.append(
+                make_level(
+                    f"victims in queues of priority {queue_priority} spared",
+                    terms,
+                    upper_of=upper,
+                    measure=unmeasured,
+                )
+            )
     for priority in sorted({v.pod.priority for v in victims}, reverse=True):
         terms = [(evict[v.index], -1) for v in victims if v.pod.priority == priority]
         levels.append(make_level(f"victims of priority {priority} spared", terms, upper_of=upper, measure=unmeasured))

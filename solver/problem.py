@@ -185,10 +185,20 @@ class Problem:
     """HyperNode tiers, when the snapshot has HyperNodes and topology is on."""
     queue_tiers: dict[str, list[int]] | None = None
     """Per queue: its candidates' priorities, highest first (filled on first use)."""
+    queue_priorities: dict[str, int] = field(default_factory=dict)
+    """Per queue with a nonzero ``spec.priority`` (Volcano's queue priority): its priority. Queues of
+    higher priority have their fair shares served first (:mod:`vcsat.solver.objectives.fairness`)."""
+    fair_levels: list[tuple[int, int]] | None = None
+    """(queue priority, tier) of each queue fair-share level, most important first (filled on first use)."""
     _candidates: list[Gang] | None = None
     topology_gangs: tuple[int, ...] = ()
     """Candidate gangs whose placement is priced by the domains it spans: more GPUs than one node
     has, or a ``networkTopology`` of their own."""
+
+    def queue_priority(self, queue: str) -> int:
+        """The queue's own ``spec.priority`` (0 when unset or unknown). In a hierarchy only the
+        queue a job is in counts, as Volcano's QueueOrderFn compares the queues' own values."""
+        return self.queue_priorities.get(queue, 0)
 
     def highest_tier(self, gang: Gang) -> int | None:
         """The tier a hard ``networkTopology`` keeps the gang within, if any."""
@@ -467,6 +477,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         queue_usage=usage,
         deserved=deserved,
         wanted=wanted,
+        queue_priorities={queue.name: queue.priority for queue in snapshot.queues if queue.priority},
         node_index=node_index,
         domains=domains,
         topology_gangs=topology_gangs,

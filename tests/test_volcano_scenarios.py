@@ -329,7 +329,6 @@ def fairness_problems(case: Case) -> list[str]:
     total = cluster_total(snap)
     deserved = deserved_shares(snap, total)
     held = queue_usage(snap)
-    placed = per_queue(snap, placed_pods(case))
     room = node_room(case)
     pods = snap.pod_by_key
     touched = {snap.queue_of(pods[n.pod]) for n in case.decision.nominations}
@@ -340,7 +339,10 @@ def fairness_problems(case: Case) -> list[str]:
     placed_keys = {p.key for p in placed_pods(case)}
 
     def usage(name: str, r: str) -> int:
-        return held.get(name, {}).get(r, 0) + placed.get(name, {}).get(r, 0)
+        # What the queue's top-tier level counts: all it holds, plus its new work of at least its
+        # highest pending priority (lower tiers do not count at that level).
+        added = [p for p in placed_pods(case) if snap.queue_of(p) == name and p.priority >= top.get(name, 0)]
+        return held.get(name, {}).get(r, 0) + res.total(p.requests for p in added).get(r, 0)
 
     def part(name: str, r: str, amount: int) -> int:
         return part_within_share(amount, deserved[name][r], total[r])

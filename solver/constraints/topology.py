@@ -28,6 +28,8 @@ class TopologyVars:
     domain_count: dict[tuple[int, int, str], cp_model.IntVar] = field(default_factory=dict)
     uses: dict[tuple[int, int, str], cp_model.IntVar] = field(default_factory=dict)
     """Per (gang, tier, domain): whether any of the gang's pods is in that domain."""
+    uses_of: dict[tuple[int, int], list[cp_model.IntVar]] = field(default_factory=dict)
+    """Per (gang, tier): its ``uses`` variables (looked up per gang, never by a scan of all)."""
 
 
 def add_topology(
@@ -40,6 +42,9 @@ def add_topology(
     finest = domains.tiers[0]
     bucket_of = {s: b.index for b in buckets for s in b.shapes}
     hinted_counts, hinted = _hinted_domains(problem, hint, bucket_of, finest)
+    hinted_racks: dict[tuple[int, int], set[str]] = {}
+    for gg, kk, name in hinted_counts:
+        hinted_racks.setdefault((gg, kk), set()).add(name)
     demand: dict[tuple[int, str], list[tuple[cp_model.IntVar, int]]] = {}
 
     # Per bucket: its slots' nodes by rack, and the room there (computed once, not per gang).
@@ -67,8 +72,10 @@ def add_topology(
             # The roomiest racks (and the hint's) get a count of their own; a soft gang's other
             # racks share one count, priced as at least two racks. A hard gang sees every rack.
             ranked = sorted(room, key=lambda name: (-room[name], name))
+            if hard is not None and len(per_bucket) == 1:
+                ranked = _roomy_enough(domains, room, ranked, hard, max(1, gang.need))
             named = set(ranked if hard is not None else ranked[:RACKS_PER_GANG])
-            named |= {name for (gg, kk, name) in hinted_counts if gg == g and kk == k}
+            named |= hinted_racks.get((g, k), set())
             rest = [name for name in ranked if name not in named]
             in_domain: list[cp_model.IntVar] = []
             for name in sorted(named & set(room)):
@@ -93,10 +100,7 @@ def add_topology(
             cp.add(cp_model.LinearExpr.sum(in_domain) == cp_model.LinearExpr.sum([v.count[c] for c in classes]))
         _coarser(cp, domains, out, v, g, hinted, used_racks)
         if hard is not None:
-            cp.add(
-                cp_model.LinearExpr.sum([u for (gg, t, _), u in out.uses.items() if gg == g and t == hard])
-                <= v.placed[g]
-            )
+            cp.add(cp_model.LinearExpr.sum(out.uses_of.get((g, hard), [])) <= v.placed[g])
 
     # A rack's slots of a bucket hold at least the topology gangs' pods counted there; the rest
     # of its slots serve the bucket's other pods.
@@ -104,6 +108,18 @@ def add_topology(
         slots = [v.slot[(k, n)] for n in domains.nodes_in(finest, name) if (k, n) in v.slot]
         cp.add(cp_model.LinearExpr.sum(slots) >= cp_model.LinearExpr.sum([var for var, _ in terms]))
     return out
+
+
+def _roomy_enough(domains: Domains, room: dict[str, int], ranked: list[str], hard: int, need: int) -> list[str]:
+    """The racks a hard gang of one bucket may use: all its pods share one domain of its highest
+    tier, so a rack in a domain without slots for its minimum can hold none of them (dropping
+    them loses no solution, and at 5,000 nodes most racks go)."""
+    finest = domains.tiers[0]
+    above = {name: name if hard == finest else domains.parent(finest, name, hard) for name in ranked}
+    total: dict[str, int] = {}
+    for name in ranked:
+        total[above[name]] = total.get(above[name], 0) + room[name]
+    return [name for name in ranked if total[above[name]] >= need]
 
 
 def _use(
@@ -122,6 +138,7 @@ def _use(
         v.upper[use.index] = 1
         cp.add_hint(use, 1 if hinted.get(key, 0) else 0)
         out.uses[key] = use
+        out.uses_of.setdefault((gang, tier), []).append(use)
     return use
 
 

@@ -48,8 +48,9 @@ Invariants (tested in tests/test_deserved.py), per resource:
 
 Where it follows Volcano's proportion plugin: water-filling by weight over ``min(request,
 capability)`` where request is what a queue's pods hold plus what its pending pods ask, the
-result raised to ``guarantee``, and what a queue cannot use flows to the others. Where it differs,
-and why:
+result raised to ``guarantee``, and what a queue cannot use flows to the others. A queue's
+``spec.priority`` plays no part here, as in Volcano (it only orders queues: who is served first,
+see :mod:`vcsat.solver.objectives.fairness`). Where it differs, and why:
 
 - Volcano iterates in rounds and stops when the float remainder stops changing; this is the
   fixed point of that iteration, computed exactly, so the same snapshot gives the same integers.

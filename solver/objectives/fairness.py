@@ -5,7 +5,13 @@ jobs): per queue, how much of its deserved share (:mod:`vcsat.solver.fairness.de
 dominant deserved resource it holds, in thousandths, through a concave utility, summed over
 queues: raising the least-served queue gains most, as Volcano serves the queue with the lowest
 share first. One such level per priority, highest first, counting only work of at least that
-priority, so a queue's share is filled with its higher-priority work first. Room a
+priority, so a queue's share is filled with its higher-priority work first. Above all of that
+stands the queues' own priority (``Queue.spec.priority``, Volcano v1.10+, whose QueueOrderFn in the
+proportion and capacity plugins compares it before the shares): the levels of the queues of the
+highest priority come first, those of the next priority below them, and so on, so a lower-priority
+queue's fair share is served only with what the higher-priority queues' shares leave; queues of
+equal priority share their levels as before (all queues at one priority: exactly the old levels).
+Priority orders the serving of deserved shares; it raises no share. Room a
 queue cannot use earns it nothing, and work beyond a share is still rewarded by the placed-work
 levels below, so idle room is lent and the whole stays work-conserving.
 
@@ -66,20 +72,33 @@ def _queue_tiers(problem: Problem) -> dict[str, list[int]]:
     return problem.queue_tiers
 
 
+def fair_levels(problem: Problem) -> list[tuple[int, int]]:
+    """(queue priority, tier) of each queue fair-share level, most important first: the queue
+    priorities from the highest, and within one, the tiers of its queues' own job priorities
+    (0 = each queue's highest), as deep as its deepest queue goes. Computed once per problem."""
+    if problem.fair_levels is None:
+        depth: dict[int, int] = {}
+        for queue, ranks in _queue_tiers(problem).items():
+            priority = problem.queue_priority(queue)
+            depth[priority] = max(depth.get(priority, 0), len(ranks))
+        problem.fair_levels = [(p, tier) for p in sorted(depth, reverse=True) for tier in range(depth[p])]
+    return problem.fair_levels
+
+
 def fair_ranks(problem: Problem) -> list[int]:
-    """The tiers the queue level is split by (0 = each queue's highest priority), one level each."""
+    """The queue fair-share levels, as indices into :func:`fair_levels` (0 = the most important)."""
     if not problem.deserved:
         return []
-    deepest = max((len(ranks) for ranks in _queue_tiers(problem).values()), default=0)
-    return list(range(deepest))
+    return list(range(len(fair_levels(problem))))
 
 
-def tier_threshold(problem: Problem, queue: str, tier: int) -> int:
-    """The least priority a queue's work needs to count at this tier: the queue's ``tier``-th own
-    priority (its lowest once it has fewer)."""
+def tier_threshold(problem: Problem, queue: str, rank: int) -> int:
+    """The least priority a queue's work needs to count at level ``rank``: the queue's ``tier``-th
+    own priority (its lowest once it has fewer), where ``tier`` is the level's job-priority tier."""
     ranks = _queue_tiers(problem).get(queue)
     if not ranks:
         return 0
+    tier = fair_levels(problem)[rank][1]
     return ranks[min(tier, len(ranks) - 1)]
 
 
@@ -89,15 +108,24 @@ def _held(problem: Problem, queue: str, name: str) -> int:
     return problem.queue_usage.get(queue, {}).get(name, 0)
 
 
-def fair_terms(problem: Problem, tier: int) -> list[tuple[str, str, int, int, list[int]]]:
-    """(queue, resource, deserved amount, held, asking classes) for every queue share the level of
-    ``tier`` can still grow, counting each queue's work of its ``tier`` highest priorities only.
+def fair_terms(problem: Problem, rank: int) -> list[tuple[str, str, int, int, list[int]]]:
+    """(queue, resource, deserved amount, held, asking classes) for every queue share the level
+    ``rank`` can still grow: the queues of the level's queue priority, each counting its work of its
+    ``tier`` highest priorities only.
 
-    The model's variables and the measure of a decided assignment both come from this list, so
-    the two always agree."""
+    The model's variables, the greedy's fill order, the LP bound and the measure of a decided
+    assignment all come from this list, so they always agree."""
+    priority = fair_levels(problem)[rank][0]
+    # Per queue of the level's queue priority, the least job priority that counts (once per queue).
+    thresholds = {
+        queue: tier_threshold(problem, queue, rank)
+        for queue in _queue_tiers(problem)
+        if problem.queue_priority(queue) == priority
+    }
     by_queue: dict[str, list[int]] = {}
     for gang in problem.candidates:
-        if gang.rank < tier_threshold(problem, gang.queue, tier):
+        threshold = thresholds.get(gang.queue)
+        if threshold is None or gang.rank < threshold:
             continue
         for c in gang.classes:
             if problem.shapes[problem.classes[c].shape].nodes:
@@ -118,13 +146,18 @@ def fair_terms(problem: Problem, tier: int) -> list[tuple[str, str, int, int, li
     return out
 
 
-def level_name(tier: int) -> str:
-    return f"queue fair share, each queue's {tier + 1} highest priorities"
+def level_name(problem: Problem, rank: int) -> str:
+    priority, tier = fair_levels(problem)[rank]
+    name = f"queue fair share, each queue's {tier + 1} highest priorities"
+    if len({p for p, _ in fair_levels(problem)}) > 1:
+        name += f", queues of priority {priority}"
+    return name
 
 
 def fairness_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: Assignment) -> list[Level]:
-    """One queue level per tier of each queue's own priorities, highest first: between queues the
-    levels are blind to priority (each queue's top tier weighs alike), inside a queue its share is
+    """One queue level per queue priority (highest first) and tier of each queue's own job priorities
+    (highest first): between queues of one queue priority the levels are blind to job priority
+    (each queue's top tier weighs alike), inside a queue its share is
     first filled with its highest-priority work, so fairness never trades a queue's higher-priority pods
     for its lower-priority ones. Variables are hinted from ``hint``'s placements."""
     levels: list[Level] = []
@@ -147,7 +180,7 @@ def fairness_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: 
             cp.add_hint(utility, share_utility(hinted))
             terms.append((utility, 1))
         levels.append(
-            make_level(level_name(rank), terms, upper_of=v.upper, measure=partial(queue_fair_share, rank=rank))
+            make_level(level_name(problem, rank), terms, upper_of=v.upper, measure=partial(queue_fair_share, rank=rank))
         )
     return levels
 

@@ -1,0 +1,216 @@
+"""FGD's fragmentation measure in vcsat's own decisions: the greedy's choice of node, the decode's
+layout and GPU choice for shares, and the share-room cuts that let the exact search work near
+saturation. Every decision here is validated (a broken rule fails the test)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.builders import node, pod, snapshot
+from vcsat.model import Decision, Pod, Policy, Snapshot
+from vcsat.model.gpu_topology import uniform_topology
+from vcsat.solver import check, solve
+from vcsat.solver.fragmentation import (
+    Fragmentation,
+    for_problem,
+    gpu_lefts,
+    gpu_share_workload,
+    placement_delta,
+    share_gpus,
+    typical_tasks,
+    workload_of,
+)
+from vcsat.solver.gpu_choice import plan_node
+from vcsat.solver.gpu_share import place_shares
+from vcsat.solver.predicates import NodeIndex
+from vcsat.solver.problem import build_problem
+
+POLICY = Policy(time_limit_s=5)
+
+
+def decide(snap: Snapshot) -> Decision:
+    decision = solve(snap, POLICY)
+    assert check(snap, decision, POLICY) == []
+    return decision
+
+
+def placed(decision: Decision) -> dict[str, tuple[str, list[int]]]:
+    return {b.pod: (b.node, b.gpus) for b in decision.bindings}
+
+
+def history(node_name: str, whole: int = 2, shares: Sequence[int] = (300,), cpu: str = "12") -> list[Pod]:
+    """Bound pods that tell vcsat what its workload looks like: 1-GPU pods of ``cpu`` cores and shares."""
+    out = [pod(f"hist/w{i}", cpu=cpu, gpus=1, node=node_name, gpu_ids=[i]) for i in range(whole)]
+    out += [
+        pod(f"hist/s{i}", cpu="1", gpu_milli=milli, node=node_name, gpu_ids=[whole + i])
+        for i, milli in enumerate(shares)
+    ]
+    return out
+
+
+# --- the workload ---------------------------------------------------------------------------------
+
+
+def test_workload_is_our_bound_and_pending_pods() -> None:
+    snap = snapshot(
+        nodes=[node("a", gpus=4)],
+        pods=[
+            pod("x/bound", gpus=1, node="a", gpu_ids=[0]),
+            pod("x/pending", gpu_milli=300),
+            pod("x/done", gpus=1, node="a", phase="Succeeded"),
+            pod("x/other", gpus=1, managed=False, node="a", gpu_ids=[1]),
+            pod("x/cpu-only", cpu="4"),
+        ],
+    )
+    distribution = workload_of(snap)
+    # Weighed by GPU demand: the share asks 300 thousandths, the 1-GPU pod 1000; no-GPU pods drop out.
+    assert sorted((t.gpu_milli, round(p, 3)) for t, p in distribution) == [(300, 0.231), (1000, 0.769)]
+    assert gpu_share_workload(distribution)
+
+
+def test_a_rare_big_task_weighs_by_the_gpus_it_asks() -> None:
+    pods = [pod(f"x/s{i}", gpu_milli=500, node="a", gpu_ids=[i % 8]) for i in range(16)]
+    snap = snapshot(nodes=[node("a", gpus=8)], pods=[*pods, pod("x/big", gpus=8)])
+    assert sorted((t.gpu_count, round(p, 3)) for t, p in workload_of(snap)) == [(1, 0.5), (8, 0.5)]
+
+
+def test_whole_gpu_workloads_keep_best_fit() -> None:
+    snap = snapshot(nodes=[node("a", gpus=2)], pods=[pod("x/p", gpus=1)])
+    assert not gpu_share_workload(workload_of(snap))
+    assert for_problem(build_problem(snap, POLICY)) is None
+
+
+# --- one pod on one node --------------------------------------------------------------------------
+
+
+def measure() -> Fragmentation:
+    frag = Fragmentation(typical_tasks([pod("x/whole", cpu="12", gpus=1), pod("x/share", gpu_milli=300)]))
+    nodes = (node("n", gpus=2),)
+    assert frag.access(nodes, NodeIndex(nodes)) == [0]
+    return frag
+
+
+@pytest.mark.parametrize(
+    ("lefts", "cpu_before", "cpu_after", "gpus", "share", "expected"),
+    [
+        # A share on the shared GPU keeps the whole one free: the 1-GPU type loses 300 less, the
+        # share type gains the 200 sliver left.
+        ([1000, 500], 32000, 31000, 0, 300, 0.5 * -300 + 0.5 * 200),
+        # A CPU-only pod leaving 8 cores strands both GPUs for the 12-core 1-GPU type (the 1-core
+        # shares still fit).
+        ([1000, 1000], 16000, 8000, 0, 0, 0.5 * 2000),
+        # The same pod where cpu stays plentiful changes nothing.
+        ([1000, 1000], 64000, 56000, 0, 0, 0.0),
+        # A whole GPU on a node with one free GPU: nothing left to fragment.
+        ([1000], 32000, 20000, 1, 0, 0.0),
+        # A whole GPU where none is free does not fit.
+        ([500], 32000, 20000, 1, 0, None),
+        # A share larger than any room does not fit.
+        ([200], 32000, 31000, 0, 300, None),
+    ],
+)
+def test_placement_delta(
+    lefts: list[int], cpu_before: int, cpu_after: int, gpus: int, share: int, expected: float | None
+) -> None:
+    frag = measure()
+
+    def score(cpu: int) -> Callable[[Sequence[int]], float]:
+        return lambda rooms: frag.of(0, cpu, rooms)
+
+    delta = placement_delta(score(cpu_after), lefts, score(cpu_before), gpus, share)
+    assert delta == (None if expected is None else pytest.approx(expected))
+
+
+@pytest.mark.parametrize(
+    ("whole", "shared", "expected"),
+    [(2, [], [1000, 1000]), (1, [300, 900], [1000, 700, 100]), (0, [1000, 400], [600])],
+)
+def test_gpu_lefts_list_rooms_largest_first(whole: int, shared: list[int], expected: list[int]) -> None:
+    assert gpu_lefts(whole, shared) == expected
+
+
+def test_share_goes_to_the_gpu_that_fragments_least() -> None:
+    frag = measure()
+    # GPU 0 untouched, GPU 1 with 500 left: the 300 share keeps GPU 0 whole for 1-GPU pods.
+    assert share_gpus(lambda rooms: frag.of(0, 32000, rooms), [300], [1000, 500], [1, 0]) == [1]
+    assert share_gpus(lambda rooms: frag.of(0, 32000, rooms), [300], [1000, 500], [0, 1]) == [1]
+
+
+def test_plan_node_falls_back_to_best_fit_when_the_measure_strands_a_share() -> None:
+    # A measure that prefers the biggest room first would put the 500 on GPU 0 (900 left) and then
+    # find no room for the second 450: best fit places all three.
+    def adversarial(rooms: Sequence[int]) -> float:
+        return float(max(rooms))
+
+    plan = plan_node(
+        uniform_topology(2), [], [], shares=[500, 450, 450], shared={0: 100, 1: 500}, fragmentation=adversarial
+    )
+    assert plan.shares == tuple(place_shares([500, 450, 450], shared={0: 100, 1: 500}))
+    assert None not in plan.shares
+
+
+# --- whole decisions ------------------------------------------------------------------------------
+
+
+def test_a_cpu_pod_goes_where_it_strands_no_gpu() -> None:
+    # Node a would keep 8 of its 16 cores: too few for the workload's 12-core 1-GPU pods, so both
+    # its GPUs would be lost; node b has cores to spare. Best fit alone would take a (listed first).
+    snap = snapshot(
+        nodes=[
+            node("a", cpu="16", memory="64Gi", gpus=2),
+            node("b", cpu="64", memory="256Gi", gpus=2),
+            node("h", cpu="96", memory="512Gi", gpus=8),
+        ],
+        pods=[*history("h", whole=4, shares=(300, 300)), pod("x/cpu", cpu="8", memory="8Gi")],
+    )
+    assert placed(decide(snap))["x/cpu"][0] == "b"
+
+
+def test_a_share_joins_a_shared_gpu_rather_than_opening_a_fresh_one() -> None:
+    snap = snapshot(
+        nodes=[
+            node("a", cpu="32", memory="128Gi", gpus=1),
+            node("b", cpu="32", memory="128Gi", gpus=1),
+            node("h", cpu="96", memory="512Gi", gpus=8),
+        ],
+        pods=[
+            *history("h", whole=2, shares=(300,)),
+            pod("x/old", cpu="1", gpu_milli=400, node="b", gpu_ids=[0]),
+            pod("x/share", cpu="1", gpu_milli=300),
+        ],
+    )
+    where, gpus = placed(decide(snap))["x/share"]
+    assert (where, gpus) in [("b", [0]), ("h", [2])]  # a GPU holding a share, never node a's fresh one
+
+
+def test_slivers_do_not_count_as_room_for_a_share() -> None:
+    # Three GPUs with 200 thousandths left each: 600 in all, yet no 470 share fits on any of them.
+    # The exact search must see that (and prove it), not place it and fall back.
+    shares = [pod(f"x/s{i}", cpu="1", gpu_milli=800, node="a", gpu_ids=[i]) for i in range(3)]
+    snap = snapshot(
+        nodes=[node("a", cpu="32", memory="128Gi", gpus=3)],
+        pods=[*shares, pod("x/big", cpu="1", gpu_milli=470), pod("x/small", cpu="1", gpu_milli=150, created=1)],
+    )
+    decision = decide(snap)
+    assert decision.solver.status == "OPTIMAL"
+    assert list(placed(decision)) == ["x/small"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rooms=st.lists(st.integers(min_value=1, max_value=1000), min_size=1, max_size=6),
+    requests=st.lists(st.sampled_from([110, 230, 320, 470, 650, 810]), min_size=1, max_size=8),
+)
+def test_share_room_cuts_hold_for_every_real_packing(rooms: list[int], requests: list[int]) -> None:
+    """Whatever best fit really packs, every cut (shares ≥ m fit only where m is left, left // m of
+    them per GPU) counts no more than the rooms hold."""
+    shared = {gpu: 1000 - room for gpu, room in enumerate(rooms) if room < 1000}
+    free = [gpu for gpu, room in enumerate(rooms) if room == 1000]
+    gpus = place_shares(requests, shared=shared, free=free)
+    packed = [r for r, gpu in zip(requests, gpus, strict=True) if gpu is not None]
+    for size in set(requests):
+        assert sum(1 for r in packed if r >= size) <= sum(room // size for room in rooms)
