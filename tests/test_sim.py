@@ -16,20 +16,16 @@ from vcsat.adapters.errors import InputError
 from vcsat.adapters.sim import workloads
 from vcsat.adapters.sim.engine import JobSpec, SimOptions, SimResult, TaskSpec, Workload, simulate
 from vcsat.adapters.sim.metrics import bottleneck, jain, percentile, summarize, water_fill
-from vcsat.adapters.sim.schedulers import make_scheduler
+from vcsat.adapters.sim.schedulers import DEFAULT_NAMES, make_scheduler
 from vcsat.model import Queue
 from vcsat.model import resources as res
 
 GPU_POD = {res.CPU: 1000, res.MEMORY: 1024, res.PODS: 1, res.GPU: 1}
 
 
-def job(
-    name: str, arrival: float, duration: float, gpus: int = 1, pods: int = 1, queue: str = "default"
-) -> JobSpec:
+def job(name: str, arrival: float, duration: float, gpus: int = 1, pods: int = 1, queue: str = "default") -> JobSpec:
     requests = {**GPU_POD, res.GPU: gpus}
-    return JobSpec(
-        name=name, tasks=(TaskSpec("w", pods, requests),), arrival=arrival, duration=duration, queue=queue
-    )
+    return JobSpec(name=name, tasks=(TaskSpec("w", pods, requests),), arrival=arrival, duration=duration, queue=queue)
 
 
 def small_cluster(jobs: list[JobSpec]) -> Workload:
@@ -65,10 +61,7 @@ def test_fifo_on_one_node_by_hand(scheduler: str) -> None:
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
 def test_every_pod_is_accounted_for(scheduler: str) -> None:
-    jobs = [
-        job(f"j{i}", arrival=7.0 * i, duration=40.0 + 13 * i, gpus=1 + i % 2, pods=1 + i % 3)
-        for i in range(8)
-    ]
+    jobs = [job(f"j{i}", arrival=7.0 * i, duration=40.0 + 13 * i, gpus=1 + i % 2, pods=1 + i % 3) for i in range(8)]
     workload = Workload(
         name="mix",
         nodes=tuple(node(f"n{i}", cpu="16", memory="64Gi", gpus=4) for i in range(2)),
@@ -204,9 +197,7 @@ def test_openb_experiment_arrives_until_the_target(trace_dir: Path) -> None:
 def test_openb_run_allocates_and_stops(trace_dir: Path, scheduler: str) -> None:
     exp = workloads.openb(target=1.2, directory=trace_dir)
     pods = [workloads.as_pod(p) for p in workloads.openb_pods("default", trace_dir)]
-    result = simulate(
-        exp.workload, make_scheduler(scheduler, time_limit_s=1.0, workload_pods=pods), exp.options
-    )
+    result = simulate(exp.workload, make_scheduler(scheduler, time_limit_s=1.0, workload_pods=pods), exp.options)
     summary = summarize(result)
     assert result.rejected == 0
     assert summary.final_alloc is not None and 0 < summary.final_alloc <= 1
@@ -214,9 +205,7 @@ def test_openb_run_allocates_and_stops(trace_dir: Path, scheduler: str) -> None:
 
 
 def test_bad_trace_is_one_clear_line(tmp_path: Path) -> None:
-    (tmp_path / "openb_node_list_gpu_node.csv").write_text(
-        "sn,cpu_milli,memory_mib,gpu,model\nn0,lots,1,1,T4\n"
-    )
+    (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,lots,1,1,T4\n")
     with pytest.raises(InputError, match=r"openb_node_list_gpu_node.csv: line 2: cpu_milli: not an integer"):
         workloads.openb_nodes(tmp_path)
 
@@ -246,9 +235,7 @@ def test_jain_and_percentile() -> None:
     assert percentile([], 0.5) is None
 
 
-@pytest.mark.parametrize(
-    ("gpus", "width"), [([0, 1], 32.0), ([0, 3], 32.0), ([0, 4], 16.0), ([2, 5, 6], 16.0)]
-)
+@pytest.mark.parametrize(("gpus", "width"), [([0, 1], 32.0), ([0, 3], 32.0), ([0, 4], 16.0), ([2, 5, 6], 16.0)])
 def test_bottleneck_bandwidth_on_two_pcie_switches(gpus: list[int], width: float) -> None:
     assert bottleneck(workloads.pcie_2x4_topology(), gpus) == width
 
@@ -256,9 +243,7 @@ def test_bottleneck_bandwidth_on_two_pcie_switches(gpus: list[int], width: float
 def test_fairness_against_weighted_deserved_shares() -> None:
     # Queue a (weight 3) and b (weight 1), 4 GPUs, both always want more: a deserves 3, b 1. FIFO
     # gives b's older jobs everything first: the error is how far that is from 3/1.
-    jobs = [job(f"b{i}", 0, 100, queue="b") for i in range(4)] + [
-        job(f"a{i}", 1, 100, queue="a") for i in range(4)
-    ]
+    jobs = [job(f"b{i}", 0, 100, queue="b") for i in range(4)] + [job(f"a{i}", 1, 100, queue="a") for i in range(4)]
     workload = Workload(
         name="fair",
         nodes=(node("n1", cpu="16", memory="64Gi", gpus=4),),
@@ -302,5 +287,14 @@ def test_unknown_scheduler_is_bad_usage(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
         "vcsat: --schedulers: unknown scheduler 'slurm' (one of vcsat, volcano, kube-default, bestfit, "
-        "firstfit, fgd)"
+        "firstfit, fgd, vcsat-evict)"
     ]
+
+
+@pytest.mark.parametrize(("name", "evicts"), [("vcsat", False), ("vcsat-evict", True)])
+def test_vcsat_runs_volcano_default_actions_unless_told_to_evict(name: str, evicts: bool) -> None:
+    """The bench compares schedulers under the same actions (Volcano's default: no preempt or
+    reclaim); the evicting variant is there to measure what evictions cost."""
+    scheduler = make_scheduler(name)
+    assert (scheduler.policy.preempt, scheduler.policy.reclaim) == (evicts, evicts)
+    assert (name in DEFAULT_NAMES) is not evicts

@@ -23,10 +23,10 @@ from vcsat.adapters.errors import InputError
 from vcsat.adapters.sim import report, workloads
 from vcsat.adapters.sim.engine import SimResult, simulate
 from vcsat.adapters.sim.metrics import Summary, summarize
-from vcsat.adapters.sim.schedulers import NAMES, VCSAT, make_scheduler
+from vcsat.adapters.sim.schedulers import DEFAULT_NAMES, NAMES, VCSAT, make_scheduler
 from vcsat.model import Pod
 
-DEFAULT_SCHEDULERS = NAMES
+DEFAULT_SCHEDULERS = DEFAULT_NAMES
 Progressed = Callable[[float, float], None]
 
 
@@ -63,9 +63,7 @@ def experiment(name: str, sizes: Sizes, seed: int = 0) -> tuple[workloads.Experi
         return exp, None
     if name == "tf-gang":
         return workloads.tf_gang(), None
-    raise InputError(
-        f"unknown workload {name!r} (one of {', '.join(workloads.WORKLOADS)})", field="--workload"
-    )
+    raise InputError(f"unknown workload {name!r} (one of {', '.join(workloads.WORKLOADS)})", field="--workload")
 
 
 def run(
@@ -79,9 +77,7 @@ def run(
     exp, pods = experiment(name, sizes, seed)
     results = []
     for scheduler_name in schedulers:
-        scheduler = make_scheduler(
-            scheduler_name, time_limit_s=sizes.time_limit_s, workload_pods=pods, seed=seed
-        )
+        scheduler = make_scheduler(scheduler_name, time_limit_s=sizes.time_limit_s, workload_pods=pods, seed=seed)
         callback = progress(scheduler_name) if progress is not None else None
         results.append(simulate(exp.workload, scheduler, exp.options, callback))
     return exp, results
@@ -106,9 +102,7 @@ def section(name: str, exp: workloads.Experiment, results: Sequence[SimResult], 
     return "\n".join(parts)
 
 
-def _problems(
-    name: str, summaries: Sequence[Summary], results: Sequence[SimResult], out: Path | None
-) -> list[str]:
+def _problems(name: str, summaries: Sequence[Summary], results: Sequence[SimResult], out: Path | None) -> list[str]:
     """Notes on decisions that failed validation or raised; the first failing snapshot of each
     scheduler is written under ``out/failures`` to reproduce it."""
     notes = []
@@ -138,13 +132,9 @@ def _plots(name: str, results: Sequence[SimResult], out: Path) -> list[Path]:
         title = "openb: allocated GPUs as the workload arrives"
         return [report.plot_saturation(results, plots / f"sim-{name}-allocation.png", title)]
     return [
-        report.plot_allocation(
-            results, plots / f"sim-{name}-allocation.png", f"{name}: GPUs allocated over time"
-        ),
+        report.plot_allocation(results, plots / f"sim-{name}-allocation.png", f"{name}: GPUs allocated over time"),
         report.plot_jct(results, plots / f"sim-{name}-jct.png", f"{name}: job completion times"),
-        report.plot_cycles(
-            results, plots / f"sim-{name}-cycles.png", f"{name}: seconds per scheduling cycle"
-        ),
+        report.plot_cycles(results, plots / f"sim-{name}-cycles.png", f"{name}: seconds per scheduling cycle"),
     ]
 
 
@@ -180,7 +170,7 @@ def _progress_bar(console: Console) -> Progress:
     "--schedulers",
     multiple=True,
     metavar="NAMES",
-    help=f"Comma-separated, from {', '.join(NAMES)} (default: all).",
+    help=f"Comma-separated, from {', '.join(NAMES)} (default: all but {NAMES[-1]}).",
 )
 @click.option(
     "-o",

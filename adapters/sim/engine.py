@@ -334,9 +334,7 @@ class Engine:
     def _settled(self) -> int:
         """Jobs whose fate is known: ended, or running for ever (the FGD experiment's pods)."""
         return sum(
-            1
-            for job in self.jobs
-            if not job.active or (job.ready_since is not None and math.isinf(job.spec.duration))
+            1 for job in self.jobs if not job.active or (job.ready_since is not None and math.isinf(job.spec.duration))
         )
 
     def _quiescent(self) -> bool:

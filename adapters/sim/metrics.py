@@ -242,8 +242,7 @@ def _fairness(result: SimResult, summary: Summary) -> None:
         summary.fairness_error = error_sum / error_time
     if total_time > 0:
         summary.queue_shares = {
-            q: (held_sum[q] / total_time / capacity, deserved_sum[q] / total_time / capacity)
-            for q in sorted(held_sum)
+            q: (held_sum[q] / total_time / capacity, deserved_sum[q] / total_time / capacity) for q in sorted(held_sum)
         }
         ratios = [held_sum[q] / deserved_sum[q] for q in held_sum if deserved_sum[q] > 0]
         summary.jain_index = jain(ratios)
@@ -267,10 +266,7 @@ def rack_of(nodes: Sequence[Node], hypernodes: Sequence[HyperNode]) -> dict[str,
                 if (
                     (member.exact_name is not None and member.exact_name == node.name)
                     or (member.regex is not None and re.fullmatch(member.regex, node.name))
-                    or (
-                        member.labels is not None
-                        and all(node.labels.get(k) == v for k, v in member.labels.items())
-                    )
+                    or (member.labels is not None and all(node.labels.get(k) == v for k, v in member.labels.items()))
                 ):
                     out[node.name] = hyper.name
     return out

@@ -102,8 +102,7 @@ def fairness_table(summaries: Sequence[Summary]) -> str:
     rows = []
     for s in summaries:
         shares = [
-            f"{pct(s.queue_shares[q][0])} / {pct(s.queue_shares[q][1])}" if q in s.queue_shares else "–"
-            for q in queues
+            f"{pct(s.queue_shares[q][0])} / {pct(s.queue_shares[q][1])}" if q in s.queue_shares else "–" for q in queues
         ]
         rows.append([f"**{s.scheduler}**", pct(s.fairness_error), number(s.jain_index, 3), *shares])
     return table(headers, rows)
@@ -223,9 +222,7 @@ def plot_jct(results: Sequence[SimResult], path: Path, title: str) -> Path:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for result in results:
-        jct = sorted(
-            (job.finished - job.spec.arrival) / 60 for job in result.jobs if job.finished is not None
-        )
+        jct = sorted((job.finished - job.spec.arrival) / 60 for job in result.jobs if job.finished is not None)
         if jct:
             ax.step(
                 jct,

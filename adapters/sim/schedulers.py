@@ -1,7 +1,12 @@
 """The schedulers a simulation can run, by name: vcsat itself and the baselines.
 
 vcsat is ``vcsat.solver.solve`` with a Policy whose time limit the caller picks per cycle (the
-default, 2 s, is the per-cycle target of the core engine at 1,000 nodes). Each baseline comes from
+default, 2 s, is the per-cycle target of the core engine at 1,000 nodes). It runs the actions of
+Volcano's default ``volcano-scheduler.conf`` (Helm chart: ``enqueue, allocate, backfill``), the
+configuration the ``volcano`` baseline models: no preempt, no reclaim, like every baseline here, so
+that a comparison measures placement and ordering, not whether a scheduler may evict. ``vcsat-evict``
+is vcsat with its preempt and reclaim phases on (the Policy's defaults): an eviction restarts the
+victim's whole job, which the simulator charges in full. Each baseline comes from
 :data:`vcsat.solver.baselines.BASELINES`; FGD can be given the workload's task distribution up front,
 as the FGD paper gives it the trace's.
 """
@@ -18,7 +23,10 @@ from vcsat.solver.baselines import BASELINES, check_policy
 from vcsat.solver.baselines.fgd import FGD, typical_tasks
 
 VCSAT = "vcsat"
-NAMES = (VCSAT, *BASELINES)
+VCSAT_EVICTING = "vcsat-evict"
+NAMES = (VCSAT, *BASELINES, VCSAT_EVICTING)
+DEFAULT_NAMES = (VCSAT, *BASELINES)
+"""What ``vcsat bench`` runs unless told otherwise: schedulers under the same actions."""
 DEFAULT_TIME_LIMIT_S = 2.0
 
 
@@ -30,9 +38,10 @@ def make_scheduler(
     seed: int = 0,
 ) -> Scheduler:
     """The scheduler called ``name``; ``workload_pods`` tells FGD what the workload looks like."""
-    if name == VCSAT:
-        policy = Policy(time_limit_s=time_limit_s, random_seed=seed)
-        return Scheduler(VCSAT, solve, policy, policy)
+    if name in (VCSAT, VCSAT_EVICTING):
+        evicting = name == VCSAT_EVICTING
+        policy = Policy(time_limit_s=time_limit_s, random_seed=seed, preempt=evicting, reclaim=evicting)
+        return Scheduler(name, solve, policy, policy)
     baseline = BASELINES.get(name)
     if baseline is None:
         raise InputError(f"unknown scheduler {name!r} (one of {', '.join(NAMES)})", field="--schedulers")
