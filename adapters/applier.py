@@ -29,6 +29,11 @@ The solver decides; this module makes it so, in the order that keeps the cluster
 
 There are no per-pod GETs: what is current comes from the informer :class:`~vcsat.adapters.informer.Store`.
 
+Each report says when applying the same decision again would still write something although
+nothing changed (``ApplyReport.follow_ups``): the second cycle of the rules above, or the end of an
+``event_refresh_s`` window. The scheduler idles between cycles while nothing changes, and it is
+these times (and any change) that end the idling, so each of those writes comes when it always did.
+
 Bindings are what a pod waits for; statuses, conditions and Events are not. So the latter go out
 on a few threads of their own once an apply's bindings are answered, and never hold up the next
 cycle's bindings (during a burst they trail the bindings; admissions to Inqueue go first).
@@ -92,6 +97,34 @@ class ApplyReport:
     """``namespace/name reason`` of every Event created or refreshed."""
     unschedulable: list[str] = field(default_factory=list)
     """Pods whose PodScheduled=False (Unschedulable) condition was written or changed."""
+    follow_ups: dict[str, float] = field(default_factory=dict)
+    """What applying this decision again on an unchanged cluster would write, and from when on
+    (``time.monotonic()``): e.g. ``unschedulable-second-cycle`` (the pods seen unplaced for the
+    first time get their condition the next cycle) or ``event-refresh`` (a waiting group's Event
+    is refreshed once its window ends). Empty: repeating it writes nothing until something changes."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def follow_up(self, what: str, at: float) -> None:
+        """Note that a repeat of this decision writes ``what`` from ``at`` on (the earliest counts)."""
+        with self._lock:
+            if at < self.follow_ups.get(what, float("inf")):
+                self.follow_ups[what] = at
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing written, and nothing refused or cut short that a repeat might get done."""
+        return not (
+            self.bound
+            or self.failed
+            or self.stale
+            or self.partial
+            or self.evicted
+            or self.evictions_deferred
+            or self.nominated
+            or self.podgroups_updated
+            or self.events
+            or self.unschedulable
+        )
 
 
 @dataclass
@@ -262,6 +295,8 @@ class Applier:
         for nomination, future in futures:
             if future.result():
                 report.nominated.append(nomination.pod)
+            else:
+                report.follow_up("retry", time.monotonic())
 
     def _nominate_one(self, nomination: Nomination) -> bool:
         namespace, _, name = nomination.pod.partition("/")
@@ -424,13 +459,13 @@ class Applier:
             outcome = outcomes.get(group.key)
             if outcome is None and not any(pod.managed for pod in pods):
                 continue  # not ours: another scheduler's group
-            futures.append(self._reports.submit(self._podgroup_one, group, pods, outcome, gangs.get(group.key)))
+            futures.append(self._reports.submit(self._podgroup_one, group, pods, outcome, gangs.get(group.key), report))
         for outcome in decision.podgroups:
             if outcome.podgroup in snapshot.podgroup_by_key:
                 continue
             pod = snapshot.pod_by_key.get(outcome.podgroup)  # a pod with no PodGroup: a gang of one
             if pod is not None:
-                futures.append(self._reports.submit(self._lone_pod_events, pod, outcome, gangs.get(pod.key)))
+                futures.append(self._reports.submit(self._lone_pod_events, pod, outcome, gangs.get(pod.key), report))
         for future in futures:
             for done in future.result():
                 if done.startswith("status "):
@@ -454,7 +489,9 @@ class Applier:
                         self._unplaced_seen.clear()  # pods bound or deleted meanwhile: forget them all
                     self._unplaced_seen.add(pod.uid)
             if not seen:
-                continue  # first time left out: maybe only its gang's other pods are not created yet
+                # First time left out: maybe only its gang's other pods are not created yet.
+                report.follow_up("unschedulable-second-cycle", time.monotonic())
+                continue
             if pod.key in nominated:
                 message = f"{PREEMPTING}: waits for evictions to free room on node {nominated[pod.key]}"
             else:
@@ -475,25 +512,32 @@ class Applier:
                     "message": written.message,
                     "lastTransitionTime": written.since,
                 }
-            if not self._condition_due(written, condition, message):
+            due = self._condition_due(written, condition, message)
+            if due is None:
+                continue
+            if due > time.monotonic():
+                report.follow_up("unschedulable-refresh", due)
                 continue
             futures.append((pod.key, self._reports.submit(self._mark_unschedulable, pod, current, condition, message)))
         for key, future in futures:
             if future.result():
                 report.unschedulable.append(key)
+            else:
+                report.follow_up("retry", time.monotonic())
 
     def _condition_due(
         self, written: _ConditionWrite | None, condition: Mapping[str, Any] | None, message: str
-    ) -> bool:
-        """Write when the condition is missing, another, or names another reason code; a new
-        message alone waits ``event_refresh_s`` after our last write."""
+    ) -> float | None:
+        """From when (``time.monotonic()``) to write; None: the pod says it already. Write when the
+        condition is missing, another, or names another reason code; a new message alone waits
+        ``event_refresh_s`` after our last write."""
         if condition is None or condition.get("status") != "False" or condition.get("reason") != UNSCHEDULABLE:
-            return True
+            return 0.0
         if condition.get("message") == message:
-            return False
-        if _reason_code(str(condition.get("message") or "")) != _reason_code(message):
-            return True
-        return written is None or time.monotonic() - written.at >= self.event_refresh_s
+            return None
+        if _reason_code(str(condition.get("message") or "")) != _reason_code(message) or written is None:
+            return 0.0
+        return written.at + self.event_refresh_s
 
     def _mark_unschedulable(
         self, pod: Pod, current: Mapping[str, Any], condition: Mapping[str, Any] | None, message: str
@@ -540,6 +584,7 @@ class Applier:
         pods: tuple[Pod, ...],
         outcome: PodGroupOutcome | None,
         gang: _GangOutcome | None,
+        report: ApplyReport,
     ) -> list[str]:
         done: list[str] = []
         current = self.store.get("PodGroup", group.key)
@@ -548,21 +593,24 @@ class Applier:
         bound_now = len(gang.bound) if gang is not None else 0
         placed = sum(1 for pod in pods if pod.bound) + bound_now
         status = _desired_status(group, pods, outcome, placed, current.get("status") or {})
-        if status is not None and self._status_due(group.key, current.get("status") or {}, status):
+        if status is not None and self._status_due(group.key, current.get("status") or {}, status, report):
             try:
                 self.kube.patch(PODGROUPS.path(group.namespace, group.name, "status"), {"status": status})
                 done.append(f"status {group.key}")
             except ApiError as error:
                 if error.status != 404:
                     log.warning("podgroup status update failed", extra={"podgroup": group.key, "error": str(error)})
-        done.extend(self._group_events(PODGROUPS, current, group.key, outcome, gang))
+                report.follow_up("retry", time.monotonic())
+        done.extend(self._group_events(PODGROUPS, current, group.key, outcome, gang, report))
         return done
 
-    def _lone_pod_events(self, pod: Pod, outcome: PodGroupOutcome, gang: _GangOutcome | None) -> list[str]:
+    def _lone_pod_events(
+        self, pod: Pod, outcome: PodGroupOutcome, gang: _GangOutcome | None, report: ApplyReport
+    ) -> list[str]:
         current = self.store.get("Pod", pod.key)
         if current is None:
             return []
-        return self._group_events(PODS, current, pod.key, outcome, gang)
+        return self._group_events(PODS, current, pod.key, outcome, gang, report)
 
     def _group_events(
         self,
@@ -571,6 +619,7 @@ class Applier:
         key: str,
         outcome: PodGroupOutcome | None,
         gang: _GangOutcome | None,
+        report: ApplyReport,
     ) -> list[str]:
         done: list[str] = []
         if gang is not None and gang.bound:
@@ -588,13 +637,15 @@ class Applier:
             outcome is not None
             and outcome.phase != "Running"
             and outcome.reason
-            and self._still_waiting(str((current.get("metadata") or {}).get("uid")), outcome.reason)
-            and self._event(resource, current, outcome.reason, outcome.message or outcome.reason, "Warning")
+            and self._still_waiting(str((current.get("metadata") or {}).get("uid")), outcome.reason, report)
+            and self._event(
+                resource, current, outcome.reason, outcome.message or outcome.reason, "Warning", report=report
+            )
         ):
             done.append(f"{key} {outcome.reason}")
         return done
 
-    def _still_waiting(self, uid: str, reason: str) -> bool:
+    def _still_waiting(self, uid: str, reason: str, report: ApplyReport) -> bool:
         """Whether a group waits for ``reason`` a second time: the first sighting records no Event.
 
         A gang seen while its pods are still being created waits one cycle for GangUnsatisfied;
@@ -605,9 +656,14 @@ class Applier:
                 self._waiting_seen.clear()  # groups deleted while waiting: forget them all at once
             reasons = self._waiting_seen.setdefault(uid, {})
             reasons[reason] = reasons.get(reason, 0) + 1
-            return reasons[reason] >= 2
+            if reasons[reason] >= 2:
+                return True
+        report.follow_up("event-second-cycle", time.monotonic())
+        return False
 
-    def _status_due(self, key: str, current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+    def _status_due(
+        self, key: str, current: Mapping[str, Any], desired: Mapping[str, Any], report: ApplyReport
+    ) -> bool:
         """Write when phase, counts or condition type/reason change; a new message alone waits a while."""
         now = time.monotonic()
         if _status_core(current, messages=True) == _status_core(desired, messages=True):
@@ -616,10 +672,12 @@ class Applier:
             if len(self._status_written_at) > MAX_REMEMBERED:
                 _forget_oldest(self._status_written_at, lambda written_at: written_at)
             changed = _status_core(current) != _status_core(desired)
-            if changed or now - self._status_written_at.get(key, 0.0) >= self.event_refresh_s:
+            due = self._status_written_at.get(key, -float("inf")) + self.event_refresh_s
+            if changed or now >= due:
                 self._status_written_at[key] = now
                 return True
-            return False
+        report.follow_up("status-refresh", due)
+        return False
 
     def _forget_waiting(self, uid: str) -> None:
         """A group that got placed starts afresh: if it waits again later, that is a new Event."""
@@ -636,9 +694,11 @@ class Applier:
         kind: str,
         *,
         dedupe: bool = True,
+        report: ApplyReport | None = None,
     ) -> bool:
         """Record an Event on ``involved``; a repeat of the same reason only counts, written at most
-        every ``event_refresh_s``. True when something was written."""
+        every ``event_refresh_s`` (when the window ends is noted in ``report``). True when something
+        was written."""
         metadata = involved.get("metadata") or {}
         key = f"{metadata.get('namespace')}/{metadata.get('name')}"
         message = message[:MAX_EVENT_MESSAGE]
@@ -649,7 +709,10 @@ class Applier:
                 if record is not None:
                     record.count += 1
                     record.message = message
-                    if now - record.sent_at < self.event_refresh_s:
+                    due = record.sent_at + self.event_refresh_s
+                    if now < due:
+                        if report is not None:
+                            report.follow_up("event-refresh", due)
                         return False
                     record.sent_at = now
             if record is not None:
@@ -662,6 +725,8 @@ class Applier:
                 except ApiError as error:
                     if error.status != 404:
                         log.warning("event update failed", extra={"object": key, "error": str(error)})
+                        if report is not None:
+                            report.follow_up("retry", time.monotonic())
                         return False
                     # expired (the API server keeps Events an hour): write a new one
         namespace = str(metadata.get("namespace") or "default")
@@ -693,6 +758,8 @@ class Applier:
             self.kube.post(EVENTS.path(namespace), body)
         except ApiError as error:
             log.warning("event not recorded", extra={"object": key, "reason": reason, "error": str(error)})
+            if report is not None:
+                report.follow_up("retry", time.monotonic())
             return False
         if dedupe:
             with self._events_lock:

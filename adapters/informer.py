@@ -13,7 +13,10 @@ breaks. All informers feed one :class:`Store`, which:
   last changed in a way that matters for scheduling is remembered, so the applier can tell a gang
   whose pods changed after its snapshot (stale: skipped, decided again next cycle);
 - wakes the scheduling loop only for changes that can alter a decision (a new pending pod, a node
-  cordoned, a queue closed), not for heartbeats, a pod turning Running, or our own writes;
+  cordoned, a queue closed), not for heartbeats, a pod turning Running, or our own writes; and
+  counts apart (``reported``) the changes that alter only what a cycle writes back (a pod's phase,
+  which a PodGroup's status counts; a PodScheduled condition; a PodGroup's status), so the loop
+  knows when repeating the last cycle would write nothing new;
 - remembers the bindings the applier sent (``expect_binding``) until the watch confirms them, and
   shows those pods as bound in the next snapshot meanwhile, as kube-scheduler "assumes" pods:
   otherwise a cycle that starts before the confirmations arrive would see their room as free.
@@ -71,6 +74,10 @@ class Store:
         """Goes up by one on every change of any object."""
         self.relevant = 0
         """Goes up on changes that may alter a decision; the scheduling loop waits on it."""
+        self.reported = 0
+        """Goes up on the other changes that may alter what a cycle writes back (a PodGroup's status,
+        a pod's condition), though not its decision: they wake nobody, but the loop does not stay
+        idle over them (see ``_REPORTED_PROJECTIONS``)."""
         self._changed_at: dict[tuple[str, str], int] = {}
         self._node_load_at: dict[str, int] = {}
         self._tombstones: dict[tuple[str, str], int] = {}
@@ -125,6 +132,10 @@ class Store:
             self._changed_at[(kind, key)] = generation
         if relevant:
             self.relevant += 1
+        elif old is not None and new is not None:
+            projection = _REPORTED_PROJECTIONS.get(kind)
+            if projection is not None and projection(old) != projection(new):
+                self.reported += 1
 
     def _pod_change(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None, relevant: bool) -> bool:
         """Pod-specific bookkeeping; whether the change still counts as relevant."""
@@ -163,6 +174,12 @@ class Store:
             expected.state = outcome
             ttl = BINDING_TTL_S if outcome == "bound" else UNCERTAIN_BINDING_TTL_S
             expected.deadline = time.monotonic() + ttl
+
+    def next_expiry(self) -> float | None:
+        """When (``time.monotonic()``) the first binding in flight stops being shown as bound
+        without the watch confirming it: the next snapshot may differ from then on."""
+        with self._cond:
+            return min((expected.deadline for expected in self._expected.values()), default=None)
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -497,6 +514,29 @@ _PROJECTIONS: dict[str, Callable[[Mapping[str, Any]], tuple[Any, ...]]] = {
     "PodGroup": _spec_projection,
     "Queue": _queue_projection,
 }
+
+
+def _pod_reported(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    status = pod.get("status") or {}
+    scheduled = [
+        (c.get("status"), c.get("reason"), c.get("message"))
+        for c in status.get("conditions") or ()
+        if c.get("type") == "PodScheduled"
+    ]
+    return (status.get("phase"), status.get("nominatedNodeName"), scheduled)
+
+
+def _podgroup_reported(group: Mapping[str, Any]) -> Any:
+    return group.get("status")
+
+
+_REPORTED_PROJECTIONS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "Pod": _pod_reported,
+    "PodGroup": _podgroup_reported,
+}
+"""What a cycle's writes depend on beyond its decision: a pod's phase (a PodGroup's status counts
+running, succeeded and failed pods), its nomination and PodScheduled condition (written when they
+differ from what the decision says); a PodGroup's status (written when it differs)."""
 
 
 def _trim(obj: dict[str, Any]) -> dict[str, Any]:

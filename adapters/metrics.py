@@ -1,8 +1,9 @@
 """Prometheus metrics and the health endpoints of a long-running vcsat process.
 
-An operator needs to see, without reading logs, how long cycles take, whether CP-SAT proves its
-decisions optimal or runs out of time (and how far from optimal it then is), how many pods are
-bound and evicted, and why PodGroups wait. Kubernetes needs ``/healthz`` (restart me) and
+An operator needs to see, without reading logs, how long cycles take and what started them (and
+how many a loop on a period would have run for nothing), whether CP-SAT proves its decisions
+optimal or runs out of time (and how far from optimal it then is), how many pods are bound and
+evicted, and why PodGroups wait. Kubernetes needs ``/healthz`` (restart me) and
 ``/readyz`` (send me work). Both are served from one small HTTP server on one port.
 
 The metrics live in their own ``CollectorRegistry``, not the process-global one, so that two
@@ -98,6 +99,20 @@ class Metrics:
             "Nominations issued, summed over cycles (a pod waiting several cycles counts each time).",
             registry=self.registry,
         )
+        self.cycles = Counter(
+            "vcsat_cycles",
+            "Cycles by what started them: start, change (a change that may alter the decision), follow-up "
+            "(--period after a cycle that wrote something, or whose report back changed), deadline (a "
+            "clock rule came due) or resync (--resync seconds without any of these).",
+            ["trigger"],
+            registry=self.registry,
+        )
+        self.idle_periods = Counter(
+            "vcsat_idle_periods_skipped",
+            "Periods (--period) with no cycle because nothing had changed and nothing was due: cycles a "
+            "loop on a period would have run for nothing.",
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "vcsat_leader",
             "1 while this replica holds the leader lease and acts, 0 while it stands by.",
@@ -128,6 +143,15 @@ class Metrics:
         self._pending_reasons.update(waiting)
         for reason in self._pending_reasons:
             self.pending_podgroups.labels(reason=reason).set(waiting.get(reason, 0))
+
+    def observe_trigger(self, trigger: str, n: int = 1) -> None:
+        """``n`` cycles start for ``trigger`` (see ``vcsat.adapters.scheduler.TRIGGERS``); 0 makes the
+        series exist, so a rate() over it starts from a known zero."""
+        self.cycles.labels(trigger=trigger).inc(n)
+
+    def observe_idle_periods(self, n: int) -> None:
+        """``n`` more periods passed with no cycle due."""
+        self.idle_periods.inc(n)
 
     def observe_bound(self, n: int) -> None:
         """``n`` pods were bound (successful Binding calls only)."""

@@ -2,10 +2,28 @@
 
 One cycle is design.md's: a frozen, generation-stamped snapshot from the informer caches (through
 the same converter as ``vcsat solve``), ``solve``, ``check`` (a decision that breaks a hard rule is
-logged and never applied), then the applier. Cycles run on a period and, sooner, when something
-that can change a decision happens (debounced, so a burst of 1,000 new pods makes one cycle, not
-1,000). ``--dump-dir`` writes each cycle with pending work as an instance file plus its decision,
-which ``vcsat solve`` replays to the same decision.
+logged and never applied), then the applier. ``--dump-dir`` writes each cycle with pending work as
+an instance file plus its decision, which ``vcsat solve`` replays to the same decision.
+
+When cycles run (:func:`next_cycle_due`): at once when something that can change a decision
+happens (debounced, so a burst of 1,000 new pods makes one cycle, not 1,000); ``--period`` after a
+cycle that wrote something, or whose report back may change (a pod turned Running); and otherwise
+not until the clock makes a repeat worth it, or ``--resync`` at the latest. A cycle is a pure
+function of its snapshot, so with no change since the last one, which wrote nothing, a repeat
+gives the same decision and writes nothing: a cluster of 10,000 idle pods costs no solving. What
+only the clock changes comes as a deadline, and a cycle runs then:
+
+- the applier's rules that wait: a pod's PodScheduled=False and a group's Event are written from
+  the second cycle it waits on (the next period), and a changed message or an Event's refresh only
+  ``event_refresh_s`` after the last write (``ApplyReport.follow_ups``);
+- a binding shown as bound until the watch confirms it stops being shown after a while
+  (``Store.next_expiry``): the pod may be pending again.
+
+The solver reads no clock here: its one rule that would (``InqueueTimeout`` in
+``vcsat.solver.enqueue``, which needs ``now`` and the time each group became Inqueue) is not given
+them by the live scheduler. Whoever wires it must add its deadline to :meth:`Scheduler.deadlines`.
+Nothing of this survives a restart, nor needs to: a new process's first cycle runs at once, and the
+second-cycle rules start afresh from what the API shows.
 
 With ``--leader-elect`` (the default) the caches fill at once on every replica, but only the
 replica holding the Lease runs cycles, so a standby takes over with warm caches.
@@ -13,6 +31,7 @@ replica holding the Lease runs cycles, so a standby takes over with warm caches.
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import logging
@@ -48,6 +67,11 @@ The next cycle sees them as bound already (the store assumes them), so it need n
 while pods stream in, waiting for the queue to drain only makes the next batch (and the time from
 the last pod's creation to its binding) larger. The bound keeps a slow API server from collecting
 a queue of many cycles' bindings."""
+RESYNC_S = 30.0
+"""The longest the loop waits without a cycle when nothing changes and nothing is due (``--resync``):
+a bound on what any change the loop failed to notice could cost."""
+IDLE_POLL_S = 0.2
+"""How often an idle loop looks at its stop events (a lost Lease sets one without waking the store)."""
 REST_PER_CYCLE_SECOND = 1.0
 """After a cycle of S seconds the loop rests S * this before a quiet moment may start the next
 one: while changes stream in, cycles take at most about half of a core."""
@@ -72,6 +96,48 @@ class CycleResult:
     pending: PendingApply | None = None
     apply_seconds: float | None = None
     """From the snapshot until the whole decision was applied."""
+    trigger: str = "call"
+    """Why it ran: ``start``, ``change``, ``follow-up``, ``resync`` or ``deadline`` (:func:`next_cycle_due`);
+    ``call`` when called directly."""
+    why: str = ""
+    """The detail of the trigger (which follow-up or deadline)."""
+
+
+TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
+"""Why the loop runs a cycle: its first; a relevant change; the last cycle wrote or failed
+something, or what it reports on changed; nothing for ``--resync`` seconds; a clock deadline."""
+UNSETTLED = ("failed", "unapplied", "applied", "reported")
+"""Why a cycle is followed by another ``--period`` after it: it failed; its decision is not wholly
+applied yet (or broke a hard rule); applying it wrote (or was refused) something; what it reports
+back changed since it started (``Store.reported``)."""
+
+
+def next_cycle_due(
+    *,
+    ended: float,
+    period_s: float,
+    resync_s: float,
+    unsettled: str | None,
+    deadlines: Mapping[str, float],
+) -> tuple[float, str, str]:
+    """When the next cycle is due if nothing relevant changes before, as ``(at, trigger, why)``.
+
+    ``ended``: when the last cycle ended; ``unsettled``: why a repeat of it could do something new
+    (one of :data:`UNSETTLED`), or None when it would give the same decision and write nothing;
+    ``deadlines``: from when on (same clock) the clock alone makes a repeat write or decide
+    something new, by what. An unsettled cycle is followed ``period_s`` after it; a settled one at
+    the earliest deadline or ``resync_s`` after it, whichever comes first, never sooner than
+    ``period_s`` after it.
+    """
+    earliest = ended + period_s
+    if unsettled is not None:
+        return earliest, "follow-up", unsettled
+    at, trigger, why = ended + resync_s, "resync", "resync"
+    if deadlines:
+        first, what = min((deadline, what) for what, deadline in deadlines.items())
+        if first < at:
+            at, trigger, why = first, "deadline", what
+    return max(at, earliest), trigger, why
 
 
 class Scheduler:
@@ -83,6 +149,7 @@ class Scheduler:
         *,
         policy: Policy,
         period_s: float = 1.0,
+        resync_s: float = RESYNC_S,
         debounce_s: float = 0.05,
         max_delay_s: float = 1.0,
         dump_dir: Path | None = None,
@@ -93,6 +160,7 @@ class Scheduler:
         self.kube = kube
         self.policy = policy
         self.period_s = period_s
+        self.resync_s = resync_s
         self.debounce_s = debounce_s
         self.max_delay_s = max_delay_s
         self.dump_dir = dump_dir
@@ -106,7 +174,16 @@ class Scheduler:
         self._rest_until = 0.0
         """Until then a quiet moment does not start the next cycle, only ``max_delay_s`` does (``_debounce``)."""
         self.cycles = 0
+        self.triggers: collections.Counter[str] = collections.Counter()
+        """Cycles the loop ran, by trigger (:data:`TRIGGERS`)."""
+        self.idle_periods = 0
+        """Periods in which the loop ran no cycle because none was due (a loop on a period would have)."""
+        self.idle_until: tuple[float, str] | None = None
+        """While the loop idles: until when (``time.monotonic()``) at the latest, and why then."""
         self.last: CycleResult | None = None
+        if metrics is not None:
+            for trigger in TRIGGERS:
+                metrics.observe_trigger(trigger, 0)
         self._cycle_started: float | None = None
         self._quarantined: dict[str, str] = {}
         self._conversions: dict[Any, Any] = {}
@@ -140,33 +217,60 @@ class Scheduler:
         return not stuck and all(informer.alive() for informer in self.informers.informers)
 
     def run(self, stop: threading.Event, *more: threading.Event) -> None:
-        """Run cycles until any of the events is set: on a period, and on relevant changes."""
+        """Run cycles until any of the events is set: on relevant changes, and when due without
+        one (:func:`next_cycle_due`)."""
         events = (stop, *more)
 
         def stopped() -> bool:
             return any(event.is_set() for event in events)
 
-        while not stopped() and not self.store.wait_synced(0.2):
+        while not stopped() and not self.store.wait_synced(IDLE_POLL_S):
             pass
         seen = -1
-        next_at = 0.0
+        reported = -1
+        next_at = ended = 0.0
+        trigger, why = "start", "start"
         failure = ""
+        idle_since: float | None = None  # when the loop, due on a period, first found no cycle due
+        idle_counted = 0  # idle periods counted since then
         while not stopped():
             now = time.monotonic()
             if seen >= 0 and now < next_at:
-                count = self.store.wait_relevant(seen, min(next_at - now, 0.2))
+                if idle_since is not None:
+                    idle_counted = self._count_idle_periods(idle_since, idle_counted, now)
+                    if self.store.reported != reported:
+                        next_at = now  # what the last cycle reported on changed: it is due again
+                        continue
+                count = self.store.wait_relevant(seen, min(next_at - now, IDLE_POLL_S))
                 if count == seen:
                     continue  # look at the stop events and the clock again
                 self._debounce(count, stopped)
                 if stopped():
                     break
+                trigger, why = "change", "change"
+            elif seen >= 0:
+                at, trigger, why = self._next_due(ended, failed=bool(failure), reported=reported)
+                if at > now:  # nothing to do yet: idle until then, or until a change
+                    if idle_since is None:
+                        idle_since = now
+                        log.debug("idle", extra={"seconds": round(at - now, 3), "until": why})
+                    self.idle_until = (at, why)
+                    next_at = at
+                    continue
+            if idle_since is not None:
+                self._count_idle_periods(idle_since, idle_counted, time.monotonic())
+                idle_since, idle_counted = None, 0
+            self.idle_until = None
             self._wait_for_room(stopped)
             if stopped():
                 break
-            seen = self.store.relevant
+            seen, reported = self.store.relevant, self.store.reported
             started = time.monotonic()
+            self.triggers[trigger] += 1
+            if self.metrics is not None:
+                self.metrics.observe_trigger(trigger)
             try:
-                self._in_flight = self.run_cycle(stop=_AnyEvent(events), wait=False).pending
+                self._in_flight = self.run_cycle(stop=_AnyEvent(events), wait=False, trigger=trigger, why=why).pending
                 failure = ""
             except Exception as error:
                 # The whole traceback once; the same failure again, every period, in one line.
@@ -178,6 +282,49 @@ class Scheduler:
             ended = time.monotonic()
             next_at = ended + self.period_s
             self._rest_until = ended + REST_PER_CYCLE_SECOND * (ended - started)
+
+    def _next_due(self, ended: float, *, failed: bool, reported: int) -> tuple[float, str, str]:
+        """When the cycle after the one that ended at ``ended`` is due if nothing changes: see
+        :func:`next_cycle_due`. ``reported``: ``Store.reported`` when that cycle started."""
+        last = self.last
+        report = last.report if last is not None else None
+        unsettled: str | None = None
+        if failed:
+            unsettled = "failed"
+        elif report is None:
+            unsettled = "unapplied"  # still being applied, or it broke a hard rule: as on a period
+        elif not report.quiet:
+            unsettled = "applied"
+        elif self.store.reported != reported:
+            unsettled = "reported"
+        return next_cycle_due(
+            ended=ended,
+            period_s=self.period_s,
+            resync_s=self.resync_s,
+            unsettled=unsettled,
+            deadlines=self.deadlines(),
+        )
+
+    def deadlines(self) -> dict[str, float]:
+        """From when on (``time.monotonic()``) the clock alone makes repeating the last cycle
+        worth it, by what: the applier's rules that wait, and bindings shown as bound that stop
+        being shown. (A solver rule that reads the clock would add its next deadline here.)"""
+        last = self.last
+        due = dict(last.report.follow_ups) if last is not None and last.report is not None else {}
+        expiry = self.store.next_expiry()
+        if expiry is not None:
+            due["binding-ttl"] = expiry
+        return due
+
+    def _count_idle_periods(self, since: float, counted: int, now: float) -> int:
+        """Count the periods a loop on a period would have run a cycle in since ``since`` (the first
+        at ``since``), beyond the ``counted`` ones; how many are counted now."""
+        periods = int((now - since) / self.period_s) + 1
+        if periods > counted:
+            self.idle_periods += periods - counted
+            if self.metrics is not None:
+                self.metrics.observe_idle_periods(periods - counted)
+        return max(periods, counted)
 
     def _wait_for_room(self, stopped: Any) -> None:
         """Let the last cycle's bindings drain to ``overlap`` before solving again."""
@@ -206,9 +353,12 @@ class Scheduler:
 
     # --- one cycle ------------------------------------------------------------------------------
 
-    def run_cycle(self, *, stop: threading.Event | None = None, wait: bool = True) -> CycleResult:
+    def run_cycle(
+        self, *, stop: threading.Event | None = None, wait: bool = True, trigger: str = "call", why: str = ""
+    ) -> CycleResult:
         """One cycle. ``wait``: return once the decision is wholly applied (``report`` set);
-        otherwise once its bindings are queued (``report`` is set when they are done)."""
+        otherwise once its bindings are queued (``report`` is set when they are done).
+        ``trigger`` and ``why``: why it runs, for the log (:data:`TRIGGERS`)."""
         from vcsat.solver import check, solve  # OR-Tools loads here, not at import
 
         started = time.monotonic()
@@ -232,7 +382,16 @@ class Scheduler:
             else:
                 applying = self.applier.submit(_with_admissions(decision, snapshot, self.policy), snapshot, stop=stop)
             result = CycleResult(
-                number, snapshot, objects, decision, violations, None, time.monotonic() - started, applying
+                number,
+                snapshot,
+                objects,
+                decision,
+                violations,
+                None,
+                time.monotonic() - started,
+                applying,
+                trigger=trigger,
+                why=why or trigger,
             )
             self.last = result
         finally:
@@ -291,6 +450,8 @@ class Scheduler:
         report = result.report
         fields: dict[str, Any] = {
             "cycle": result.number,
+            "trigger": result.trigger,
+            "why": result.why,
             "generation": result.snapshot.generation,
             "seconds": round(result.seconds, 3),
             "apply_seconds": round(result.apply_seconds or 0.0, 3),
@@ -357,7 +518,17 @@ def _last_cycle_number(directory: Path) -> int:
     default=1.0,
     show_default=True,
     metavar="S",
-    help="Seconds between cycles when nothing changes; changes start one sooner.",
+    help="Seconds from a cycle that wrote something (or whose pods changed status) to the next one; "
+    "a change that may alter the decision starts one sooner.",
+)
+@click.option(
+    "--resync",
+    type=click.FloatRange(min=0.05),
+    default=RESYNC_S,
+    show_default=True,
+    metavar="S",
+    help="Most seconds without a cycle while nothing changes and no timed write (a waiting pod's "
+    "condition or Event refresh) is due; an idle cluster costs no solving in between.",
 )
 @click.option(
     "--time-limit",
@@ -386,6 +557,7 @@ def scheduler_cmd(
     kubeconfig: str | None,
     scheduler_name: str | None,
     period: float,
+    resync: float,
     time_limit: float | None,
     policy_file: str | None,
     dump_dir: Path | None,
@@ -413,6 +585,7 @@ def scheduler_cmd(
         kube,
         policy=policy,
         period_s=period,
+        resync_s=resync,
         dump_dir=dump_dir,
         metrics=metrics,
         identity=identity,

@@ -195,6 +195,7 @@ def test_two_replicas_one_leader_and_the_standby_takes_over(
         f"--lease-name={lease}",
         "--metrics-port=0",
         "--period=0.5",
+        "--resync=5",
         "--log-format=json",
     ]
     logs = [tmp_path / "a.log", tmp_path / "b.log"]

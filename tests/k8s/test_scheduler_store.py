@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from vcsat.adapters.informer import Informer, Store
+from vcsat.adapters.informer import QUEUED_BINDING_TTL_S, UNCERTAIN_BINDING_TTL_S, Informer, Store
 from vcsat.adapters.kube import PODS, ApiError, Resource
 
 # --- builders ---------------------------------------------------------------------------------
@@ -88,42 +88,55 @@ _POD = _pod("p")
 _NODE = _node("n")
 _GROUP = _podgroup("g")
 _QUEUE = _queue("q")
+_UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "no room"}
+_READY = {"type": "Ready", "status": "False", "reason": "ContainersNotReady"}
 
 
 @pytest.mark.parametrize(
-    ("kind", "before", "after", "relevant"),
+    ("kind", "before", "after", "relevant", "reported"),
     [
-        pytest.param("Pod", _POD, _changed(_POD, "2", status__phase="Running"), False, id="pod-starts-running"),
-        pytest.param("Pod", _POD, _changed(_POD, "2", status__podIP="10.0.0.1"), False, id="pod-status-detail"),
-        pytest.param("Pod", _POD, _changed(_POD, "2", status__phase="Succeeded"), True, id="pod-finishes"),
-        pytest.param("Pod", _POD, _changed(_POD, "2", metadata__labels={"a": "b"}), True, id="pod-relabelled"),
+        pytest.param("Pod", _POD, _changed(_POD, "2", status__phase="Running"), False, True, id="pod-starts-running"),
+        pytest.param("Pod", _POD, _changed(_POD, "2", status__podIP="10.0.0.1"), False, False, id="pod-status-detail"),
+        pytest.param("Pod", _POD, _changed(_POD, "2", status__phase="Succeeded"), True, False, id="pod-finishes"),
+        pytest.param("Pod", _POD, _changed(_POD, "2", metadata__labels={"a": "b"}), True, False, id="pod-relabelled"),
         pytest.param(
             "Pod",
             _POD,
             _changed(_POD, "2", metadata__deletionTimestamp="2025-01-01T00:00:00Z"),
             True,
+            False,
             id="pod-deleting",
         ),
-        pytest.param("Pod", _POD, _changed(_POD, "2", spec__nodeName="n"), True, id="pod-bound-by-someone-else"),
-        pytest.param("Node", _NODE, _node("n", "2", heartbeat="t1"), False, id="node-heartbeat"),
-        pytest.param("Node", _NODE, _node("n", "2", ready="False"), True, id="node-not-ready"),
-        pytest.param("Node", _NODE, _node("n", "2", cpu="8"), True, id="node-resized"),
-        pytest.param("Node", _NODE, _changed(_NODE, "2", spec__unschedulable=True), True, id="node-cordoned"),
-        pytest.param("PodGroup", _GROUP, _podgroup("g", "2", phase="Running"), False, id="podgroup-status-ours"),
-        pytest.param("PodGroup", _GROUP, _podgroup("g", "2", generation=2, min_member=3), True, id="podgroup-spec"),
-        pytest.param("Queue", _QUEUE, _queue("q", "2", allocated="3"), False, id="queue-usage"),
-        pytest.param("Queue", _QUEUE, _queue("q", "2", state="Closed"), True, id="queue-closed"),
+        pytest.param("Pod", _POD, _changed(_POD, "2", spec__nodeName="n"), True, False, id="pod-bound-by-someone-else"),
+        pytest.param("Node", _NODE, _node("n", "2", heartbeat="t1"), False, False, id="node-heartbeat"),
+        pytest.param("Node", _NODE, _node("n", "2", ready="False"), True, False, id="node-not-ready"),
+        pytest.param("Node", _NODE, _node("n", "2", cpu="8"), True, False, id="node-resized"),
+        pytest.param("Node", _NODE, _changed(_NODE, "2", spec__unschedulable=True), True, False, id="node-cordoned"),
+        pytest.param("PodGroup", _GROUP, _podgroup("g", "2", phase="Running"), False, True, id="podgroup-status-ours"),
+        pytest.param(
+            "PodGroup", _GROUP, _podgroup("g", "2", generation=2, min_member=3), True, False, id="podgroup-spec"
+        ),
+        pytest.param("Queue", _QUEUE, _queue("q", "2", allocated="3"), False, False, id="queue-usage"),
+        pytest.param("Queue", _QUEUE, _queue("q", "2", state="Closed"), True, False, id="queue-closed"),
+        pytest.param(
+            "Pod", _POD, _changed(_POD, "2", status__conditions=[_UNSCHEDULABLE]), False, True, id="pod-marked"
+        ),
+        pytest.param("Pod", _POD, _changed(_POD, "2", status__nominatedNodeName="n"), False, True, id="pod-nominated"),
+        pytest.param("Pod", _POD, _changed(_POD, "2", status__conditions=[_READY]), False, False, id="pod-ready"),
     ],
 )
 def test_only_changes_that_can_alter_a_decision_wake_the_loop(
-    kind: str, before: dict[str, Any], after: dict[str, Any], relevant: bool
+    kind: str, before: dict[str, Any], after: dict[str, Any], relevant: bool, reported: bool
 ) -> None:
+    """``reported``: the change alters only what a cycle writes back (a PodGroup's status counts
+    running pods; a PodScheduled condition, a nomination are rewritten when they differ)."""
     store = Store()
     store.replace(kind, [copy.deepcopy(before)])
-    woken, generation = store.relevant, store.generation
+    woken, generation, noted = store.relevant, store.generation, store.reported
     store.apply(kind, "MODIFIED", copy.deepcopy(after))
     assert store.generation == generation + 1, "every change is counted"
     assert (store.relevant > woken) is relevant
+    assert (store.reported > noted) is reported
     key = "ns/" + before["metadata"]["name"] if kind in ("Pod", "PodGroup") else before["metadata"]["name"]
     stale = store.changed_since(
         generation,
@@ -196,6 +209,24 @@ def test_our_binding_shows_as_bound_until_the_watch_confirms_it_and_the_confirma
     assert store.relevant == woken, "our own binding coming back is nothing new to decide"
     assert store.changed_since(generation, nodes=["n"]) is None, "nor is it someone else's load"
     assert _snapshot_pod(store, "p") is store.get("Pod", "ns/p")
+
+
+def test_the_next_expiry_is_when_the_first_unconfirmed_binding_stops_showing_as_bound() -> None:
+    store = Store()
+    store.replace("Pod", [_pod("a"), _pod("b")])
+    assert store.next_expiry() is None
+    before = time.monotonic()
+    store.expect_binding("ns/a", "n", {})
+    store.expect_binding("ns/b", "n", {})
+    store.binding_done("ns/a", "uncertain")
+    expiry = store.next_expiry()
+    assert expiry is not None
+    assert before + UNCERTAIN_BINDING_TTL_S <= expiry <= time.monotonic() + UNCERTAIN_BINDING_TTL_S
+    store.apply("Pod", "MODIFIED", _pod("a", "2", node="n"))  # the watch confirms a
+    later = store.next_expiry()
+    assert later is not None and later >= before + QUEUED_BINDING_TTL_S, "b, still queued, is next"
+    store.binding_done("ns/b", "failed")
+    assert store.next_expiry() is None
 
 
 def test_a_failed_binding_makes_the_pod_pending_again() -> None:

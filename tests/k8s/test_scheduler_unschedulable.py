@@ -48,6 +48,7 @@ def test_unplaced_pods_are_marked_unschedulable_once_and_bound_later(bubble: Bub
         first = scheduler.run_cycle()
         assert first.report is not None and first.report.bound == []
         assert first.report.unschedulable == [], "the first cycle unplaced writes nothing"
+        assert "unschedulable-second-cycle" in first.report.follow_ups, "but the next one is due to"
         assert all(_pod_scheduled(bubble, name) is None for name in names)
 
         second = scheduler.run_cycle()
@@ -66,6 +67,8 @@ def test_unplaced_pods_are_marked_unschedulable_once_and_bound_later(bubble: Bub
         for _ in range(2):
             again = scheduler.run_cycle()
             assert again.report is not None and again.report.unschedulable == []
+            # Nothing more is due but the waiting Event's refresh, a minute after it was written.
+            assert set(again.report.follow_ups) == {"event-refresh"}
         assert _versions(bubble) == written
 
         # Room (or the missing member) arrives: the marked pods bind, and the server turns
