@@ -54,6 +54,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from vcsat.adapters.clock import INQUEUED_CONDITION, INQUEUED_REASON
 from vcsat.adapters.informer import Store
 from vcsat.adapters.kube import EVENTS, PODGROUPS, PODS, STRATEGIC_MERGE_PATCH, ApiError, Kube, Resource, now_rfc3339
 from vcsat.adapters.objects import GPU_IDS_ANNOTATION
@@ -868,6 +869,10 @@ def _desired_status(
             conditions = [_condition("Unschedulable", outcome.reason, outcome.message, current)]
     else:
         phase = str(current.get("phase") or "Pending")
+    # While Inqueue, the Inqueued condition keeps when it was admitted (admission's timeout reads it).
+    conditions = [c for c in conditions if c.get("type") != INQUEUED_CONDITION]
+    if phase == "Inqueue":
+        conditions.append(_condition(INQUEUED_CONDITION, INQUEUED_REASON, "admitted: its pods may be placed", current))
     status: dict[str, Any] = {
         "phase": phase,
         "running": running,

@@ -4,7 +4,8 @@ A cycle is only debuggable if it can be replayed offline: ``vcsat solve`` on a d
 must see exactly what the live cycle saw. So an instance here is contract §1's v1 ``List`` of the
 very objects the scheduler reads (Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes, as
 the API server sends them, ``managedFields`` dropped as kubectl does), and the scheduler writes
-its cycles' instances with the same function as this command.
+its cycles' instances with the same function as this command. The cycle's clock goes with them
+(``vcsat.io/now`` on the List: :mod:`vcsat.adapters.clock`), since admission's timeout reads it.
 """
 
 from __future__ import annotations
@@ -18,14 +19,18 @@ from typing import Any
 import click
 import yaml
 
+from vcsat.adapters.clock import NOW_ANNOTATION, format_clock, wall_clock
 from vcsat.adapters.kube import SCHEDULING_RESOURCES, ApiError, Kube
 
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def instance_document(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The v1 List kubectl prints for these objects."""
-    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": list(objects)}
+def instance_document(objects: Iterable[Mapping[str, Any]], *, now: float | None = None) -> dict[str, Any]:
+    """The v1 List kubectl prints for these objects; ``now``, the cycle's clock, as its annotation."""
+    metadata: dict[str, Any] = {"resourceVersion": ""}
+    if now is not None:
+        metadata["annotations"] = {NOW_ANNOTATION: format_clock(now)}
+    return {"apiVersion": "v1", "kind": "List", "metadata": metadata, "items": list(objects)}
 
 
 def cluster_objects(kube: Kube) -> list[dict[str, Any]]:
@@ -44,9 +49,9 @@ def cluster_objects(kube: Kube) -> list[dict[str, Any]]:
     return objects
 
 
-def write_instance(path: Path | None, objects: Iterable[Mapping[str, Any]]) -> None:
+def write_instance(path: Path | None, objects: Iterable[Mapping[str, Any]], *, now: float | None = None) -> None:
     """JSON (YAML when ``path`` ends in .yaml or .yml) to ``path``, or JSON to stdout when None."""
-    document = instance_document(objects)
+    document = instance_document(objects, now=now)
     as_yaml = path is not None and path.suffix.lower() in (".yaml", ".yml")
     text = (
         yaml.dump(document, Dumper=_Dumper, sort_keys=False)
@@ -74,7 +79,8 @@ def write_instance(path: Path | None, objects: Iterable[Mapping[str, Any]]) -> N
 def dump_cmd(output: Path | None, kubeconfig: str | None) -> None:
     """Write the live cluster's instance (a v1 List, as `vcsat solve` reads) from the API server."""
     with Kube.from_kubeconfig(kubeconfig, pool_size=4) as kube:
+        now = wall_clock()  # as the live scheduler's cycle would have had, listing now
         objects = cluster_objects(kube)
-    write_instance(output, objects)
+    write_instance(output, objects, now=now)
     if output is not None:
         click.echo(f"wrote {len(objects)} objects to {output}", err=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from vcsat.adapters.clock import NOW_ANNOTATION, parse_clock
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import Snapshot
@@ -24,8 +25,9 @@ _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's loader when PyYAML was built with it: ten times faster on a 10,000-pod dump."""
 
 
-def read_objects(path: str | Path) -> list[dict[str, Any]]:
-    """The Kubernetes objects in the file, in file order, each with a ``kind`` and ``apiVersion``."""
+def read_objects(path: str | Path, *, clock: list[float | None] | None = None) -> list[dict[str, Any]]:
+    """The Kubernetes objects in the file, in file order, each with a ``kind`` and ``apiVersion``.
+    ``clock``: receives the clock of each top-level List that records one (``vcsat.io/now``)."""
     source = str(path)
     text = _read_text(Path(path), source)
     if not text.strip():
@@ -39,16 +41,23 @@ def read_objects(path: str | Path) -> list[dict[str, Any]]:
     several = len(documents) > 1
     objects: list[dict[str, Any]] = []
     for number, document in enumerate(documents, start=1):
-        objects.extend(_objects_of(document, f"document {number}" if several else "", source))
+        doc = f"document {number}" if several else ""
+        if clock is not None:
+            clock.append(_list_clock(document, doc, source))
+        objects.extend(_objects_of(document, doc, source))
     return objects
 
 
 def read_snapshot(path: str | Path, *, scheduler_name: str = "vcsat") -> Snapshot:
-    """The snapshot of an instance file; dangling references in it are errors (strict)."""
+    """The snapshot of an instance file; dangling references in it are errors (strict). Its clock
+    (``Snapshot.now``) is the List's ``vcsat.io/now`` annotation, as the scheduler's dumps carry it."""
     # The parsed file is a large tree of fresh containers: the cyclic collector would walk it again
     # and again while it grows, and finds no garbage in it.
     with no_gc_pauses():
-        return snapshot_from_objects(read_objects(path), scheduler_name=scheduler_name, source=str(path), strict=True)
+        clock: list[float | None] = []
+        objects = read_objects(path, clock=clock)
+        now = next((moment for moment in clock if moment is not None), None)
+        return snapshot_from_objects(objects, scheduler_name=scheduler_name, source=str(path), strict=True, now=now)
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
@@ -105,6 +114,22 @@ def _load_yaml(text: str, source: str) -> list[Any]:
         raise InputError(f"invalid YAML: {' '.join(str(error).split())}", source=source) from None
     except RecursionError:
         raise InputError("invalid YAML: nested too deeply", source=source) from None
+
+
+def _list_clock(document: Any, doc: str, source: str) -> float | None:
+    """A List's ``metadata.annotations["vcsat.io/now"]`` in epoch seconds, or None without one."""
+    if not isinstance(document, Mapping) or document.get("kind") != "List":
+        return None
+    metadata = document.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    if not isinstance(annotations, Mapping) or annotations.get(NOW_ANNOTATION) is None:
+        return None
+    try:
+        return parse_clock(annotations[NOW_ANNOTATION])
+    except ValueError as error:
+        raise InputError(
+            str(error), source=source, obj="List", field=_field(doc, f'metadata.annotations["{NOW_ANNOTATION}"]')
+        ) from None
 
 
 def _objects_of(document: Any, doc: str, source: str, path: str = "") -> Iterator[dict[str, Any]]:

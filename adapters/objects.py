@@ -35,6 +35,7 @@ from typing import Any, Literal, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel
 
+from vcsat.adapters.clock import INQUEUED_CONDITION
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.fields import EMPTY, MAPPING_TYPES, FieldReader, type_name
 from vcsat.model import resources as res
@@ -111,12 +112,14 @@ def snapshot_from_objects(
     strict: bool = True,
     generation: int = 0,
     memo: dict[Any, Any] | None = None,
+    now: float | None = None,
 ) -> Snapshot:
     """The snapshot of these objects; objects of other kinds are ignored (contract §1).
 
     ``memo``: a dict kept by the caller across calls with the same options (the live scheduler's
     cycles). Nodes and pods that are the very same dict objects as last time (an informer cache
     replaces an object when it changes, never edits it) are not converted again.
+    ``now``: the cycle's clock (``Snapshot.now``; see :mod:`vcsat.adapters.clock`).
     """
     converter = _Converter(scheduler_name=scheduler_name, source=source, strict=strict, memo=memo)
     # Tens of thousands of new objects and no reference cycles among them: the cyclic garbage
@@ -124,7 +127,7 @@ def snapshot_from_objects(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return converter.convert(objects, generation)
+        return converter.convert(objects, generation, now)
     finally:
         if collecting:
             gc.enable()
@@ -262,7 +265,7 @@ class _Converter:
             found = self._parts[key] = make()
         return cast(_T, found)
 
-    def convert(self, objects: Iterable[Mapping[str, Any]], generation: int) -> Snapshot:
+    def convert(self, objects: Iterable[Mapping[str, Any]], generation: int, now: float | None = None) -> Snapshot:
         by_kind: dict[str, dict[str, _Object]] = {kind: {} for kind in _KINDS}
         for index, raw in enumerate(objects):
             obj = self._identify(raw, index)
@@ -312,6 +315,7 @@ class _Converter:
             queues=tuple(queues[name] for name in sorted(queues)),
             hypernodes=tuple(hypernodes),
             generation=generation,
+            now=now,
         )
 
     def _identify(self, raw: Any, index: int) -> _Object | None:
@@ -501,8 +505,9 @@ class _Converter:
                 obj.nanos_map(spec, "minResources", "spec.minResources"), "spec.minResources", round_up=True
             ),
             network_topology=topology,
-            phase=obj.string(status, "phase", "status.phase"),
+            phase=(phase := obj.string(status, "phase", "status.phase")),
             created=obj.created(),
+            inqueue_since=_inqueue_since(obj, status, phase),
             scheduler_name=(obj.raw.get("metadata", {}).get("annotations") or {}).get(SCHEDULER_NAME_ANNOTATION),
         )
 
@@ -1026,6 +1031,20 @@ def _epoch_seconds(obj: _Object, stamp: Any, path: str) -> float:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
+
+
+def _inqueue_since(obj: _Object, status: Mapping[str, Any], phase: str) -> float | None:
+    """When an Inqueue group was admitted: its ``Inqueued`` condition's ``lastTransitionTime``."""
+    if phase != "Inqueue":
+        return None
+    for index, condition in enumerate(obj.sequence(status, "conditions", "status.conditions")):
+        path = f"status.conditions[{index}]"
+        if not isinstance(condition, _MAPPING):
+            obj.fail(path, f"must be a mapping, not {type_name(condition)}")
+        if condition.get("type") == INQUEUED_CONDITION and condition.get("status") == "True":
+            stamp = condition.get("lastTransitionTime")
+            return None if stamp is None else _epoch_seconds(obj, stamp, f"{path}.lastTransitionTime")
+    return None
 
 
 def _is_integer_text(text: str) -> bool:

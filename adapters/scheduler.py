@@ -48,6 +48,7 @@ import click
 import yaml
 
 from vcsat.adapters.applier import Applier, ApplyReport, PendingApply
+from vcsat.adapters.clock import wall_clock
 from vcsat.adapters.daemon import daemon_options, default_lease_namespace, stop_on_signals
 from vcsat.adapters.dump import instance_document
 from vcsat.adapters.errors import InputError
@@ -308,12 +309,19 @@ class Scheduler:
     def deadlines(self) -> dict[str, float]:
         """From when on (``time.monotonic()``) the clock alone makes repeating the last cycle
         worth it, by what: the applier's rules that wait, and bindings shown as bound that stop
-        being shown. (A solver rule that reads the clock would add its next deadline here.)"""
+        being shown, and the solver's one rule that reads the clock: an admission that times out."""
+        from vcsat.solver.enqueue import next_inqueue_timeout
+
         last = self.last
         due = dict(last.report.follow_ups) if last is not None and last.report is not None else {}
         expiry = self.store.next_expiry()
         if expiry is not None:
             due["binding-ttl"] = expiry
+        if last is not None:
+            timeout = next_inqueue_timeout(last.snapshot, self.policy)
+            if timeout is not None:
+                # The snapshot's clock is the wall clock; the loop's is monotonic.
+                due["inqueue-timeout"] = time.monotonic() + max(0.0, timeout - time.time())
         return due
 
     def _count_idle_periods(self, since: float, counted: int, now: float) -> int:
@@ -372,7 +380,7 @@ class Scheduler:
             number = self.cycles
             pending = any(pod.pending for pod in snapshot.pods)
             if self.dump_dir is not None and (pending or decision.evictions or decision.nominations):
-                self._dump(number, objects, decision)
+                self._dump(number, objects, decision, snapshot.now)
             applying = None
             if violations:
                 log.error(
@@ -420,6 +428,7 @@ class Scheduler:
                     strict=False,
                     generation=generation,
                     memo=self._conversions,
+                    now=wall_clock(),  # the cycle's clock (admission's timeout), recorded in its dump
                 )
                 return snapshot, objects
             except InputError as error:
@@ -436,13 +445,13 @@ class Scheduler:
                 objects = kept
         raise RuntimeError(f"more than {MAX_QUARANTINED} malformed objects")
 
-    def _dump(self, number: int, objects: list[dict[str, Any]], decision: Decision) -> None:
+    def _dump(self, number: int, objects: list[dict[str, Any]], decision: Decision, now: float | None = None) -> None:
         assert self.dump_dir is not None
         stem = self.dump_dir / f"cycle-{number:06d}"
         instance = stem.with_name(stem.name + ".instance.json")
         decision_file = stem.with_name(stem.name + ".decision.json")
         temporary = instance.with_name(instance.name + ".tmp")
-        temporary.write_text(json.dumps(instance_document(objects), separators=(",", ":")), encoding="utf-8")
+        temporary.write_text(json.dumps(instance_document(objects, now=now), separators=(",", ":")), encoding="utf-8")
         temporary.replace(instance)
         decision_file.write_text(decision.model_dump_json(indent=2) + "\n", encoding="utf-8")
 

@@ -156,6 +156,10 @@ class PodGroup(Frozen):
     phase: str = ""
     """``status.phase`` as last written (Pending, Inqueue, Running, ...)."""
     created: float = 0.0
+    inqueue_since: float | None = None
+    """Epoch seconds at which it became ``Inqueue`` (the ``lastTransitionTime`` of its ``Inqueued``
+    condition, which vcsat writes on admission); None when not Inqueue or not recorded. With the
+    snapshot's ``now`` it drives enqueue's ``InqueueTimeout`` (``Policy.inqueue_timeout_s``)."""
     scheduler_name: str | None = None
     """Annotation ``vcsat.io/scheduler-name``: the scheduler meant to admit it while it has no pods
     yet (its Job's schedulerName, written by the Job controller)."""
@@ -211,6 +215,10 @@ class Snapshot(Frozen):
     """Always holds the queue ``default`` (the converter adds it when not listed)."""
     hypernodes: tuple[HyperNode, ...] = ()
     generation: int = 0
+    now: float | None = None
+    """The cycle's clock in epoch seconds: the live scheduler's wall clock when it converted the
+    objects, recorded in its dumps (``vcsat.io/now`` on the instance List), so that an offline
+    ``vcsat solve`` decides exactly as the live cycle did. None (no clock): nothing times out."""
 
     @cached_property
     def node_by_name(self) -> dict[str, Node]:

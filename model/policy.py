@@ -44,5 +44,17 @@ class Policy(BaseModel):
     """Enqueue also checks the cluster's overcommitted idle room (Volcano's overcommit plugin)."""
     overcommit_factor: float = Field(default=1.2, ge=1.0)
     """Enqueue admits up to this multiple of the cluster's allocatable (Volcano's overcommit plugin)."""
+    inqueue_timeout_s: float | None = Field(default=600.0, gt=0)
+    """Enqueue's ``InqueueTimeout``: a group admitted (Inqueue) this many seconds ago with none of its
+    pods placed goes back to ``Pending`` and releases its overcommit reservation, so that an unplaceable
+    group does not hold the cluster's admission room for ever and groups that can run now are admitted
+    in its place. It is re-admitted by the usual rules (often in the next cycle, if room is left). None:
+    never (Volcano's behaviour). Needs the snapshot's clock (``Snapshot.now``); without one nothing
+    times out. A group whose queue holds less than its deserved share keeps its room while a queue that
+    holds its own waits for admission (see ``vcsat.solver.enqueue``). The default, 10 minutes: far above
+    a cycle, so a gang is not demoted while room for it is being freed, yet well below typical batch job
+    lengths, so room idles minutes, not hours. Measured on the synthetic simulation (docs/volcano-config.md):
+    mean JCT 0.79-0.80x Volcano's against 0.83-0.90x without, fairness error still the lowest; 120-400 s
+    churn (a group re-admitted every few cycles) and 900-1200 s release room later, both gaining less."""
     topology: bool = True
     """Price placements by GPU interconnect and HyperNode tiers (network-topology-aware plugin)."""

@@ -151,6 +151,10 @@ class Scheduler:
     policy: Policy
     check_policy: Policy
     """What its decisions are validated under (no gangs for the default Kubernetes scheduler)."""
+    inqueue_timeout_s: float | None = None
+    """Its admission sends a group Inqueue this long with nothing placed back to Pending (vcsat's
+    ``Policy.inqueue_timeout_s``): a cycle is due when such a timeout falls due, even if nothing
+    else changed."""
 
 
 # --- what is recorded ---------------------------------------------------------------------------
@@ -267,6 +271,8 @@ class Engine:
         self.generation = 0
         self.dirty = True
         self.now = 0.0
+        self.last_cycle = -math.inf
+        """When the scheduler last decided."""
         self.arrived_gpu_milli = 0
         self.unfinished = 0
         self.result = SimResult(
@@ -348,7 +354,22 @@ class Engine:
             return False
         if self.options.drop_unplaced_after is not None and any(pod.pending for pod in self.pods.values()):
             return False
+        if math.isfinite(self._admission_timeout_due()):
+            return False
         return not self.dirty or not any(pod.pending for pod in self.pods.values())
+
+    def _admission_timeout_due(self) -> float:
+        """The earliest moment after the last decision at which an Inqueue group's admission times
+        out (``inf``: none will). Whether it has pods placed is left to the scheduler to judge."""
+        timeout = self.scheduler.inqueue_timeout_s
+        if timeout is None:
+            return math.inf
+        due = (
+            group.inqueue_since + timeout
+            for group in self.groups.values()
+            if group.phase == "Inqueue" and group.inqueue_since is not None
+        )
+        return min((moment for moment in due if moment > self.last_cycle), default=math.inf)
 
     def _next_cycle_at(self, when: float) -> float:
         period = self.options.cycle_period
@@ -461,7 +482,9 @@ class Engine:
         job.epoch += 1
         group_key = f"{job.spec.namespace}/{job.spec.name}"
         if group_key in self.groups:
-            self.groups[group_key] = self.groups[group_key].model_copy(update={"phase": "Pending"})
+            self.groups[group_key] = self.groups[group_key].model_copy(
+                update={"phase": "Pending", "inqueue_since": None}
+            )
         self._create_pods(job)
         self.dirty = True
         self.generation += 1
@@ -499,12 +522,15 @@ class Engine:
             queues=self.queues,
             hypernodes=self.workload.hypernodes,
             generation=self.generation,
+            now=self.now,
         )
 
     def _cycle(self) -> None:
         self._timeouts()
         self._give_up()
         pending = sum(1 for pod in self.pods.values() if pod.pending)
+        if not self.dirty and self._admission_timeout_due() <= self.now:
+            self.dirty = True  # a group's Inqueue time ran out since the last decision
         if pending == 0 or not self.dirty:
             if pending:
                 self.result.skipped_cycles += 1
@@ -517,6 +543,7 @@ class Engine:
             self._failed_cycle(snapshot, pending, time.perf_counter() - started, error)
             return
         seconds = time.perf_counter() - started
+        self.last_cycle = self.now
         violations = []
         if self.options.check:
             violations = check(snapshot, decision, self.scheduler.check_policy)
@@ -579,7 +606,10 @@ class Engine:
         for outcome in decision.podgroups:
             group = self.groups.get(outcome.podgroup)
             if group is not None and group.phase != outcome.phase:
-                self.groups[outcome.podgroup] = group.model_copy(update={"phase": outcome.phase})
+                since = self.now if outcome.phase == "Inqueue" else None  # as the scheduler's Inqueued condition
+                self.groups[outcome.podgroup] = group.model_copy(
+                    update={"phase": outcome.phase, "inqueue_since": since}
+                )
         for job in touched.values():
             self._update_readiness(job)
 

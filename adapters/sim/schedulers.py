@@ -41,7 +41,7 @@ def make_scheduler(
     if name in (VCSAT, VCSAT_EVICTING):
         evicting = name == VCSAT_EVICTING
         policy = Policy(time_limit_s=time_limit_s, random_seed=seed, preempt=evicting, reclaim=evicting)
-        return Scheduler(name, solve, policy, policy)
+        return Scheduler(name, solve, policy, policy, inqueue_timeout_s=policy.inqueue_timeout_s)
     baseline = BASELINES.get(name)
     if baseline is None:
         raise InputError(f"unknown scheduler {name!r} (one of {', '.join(NAMES)})", field="--schedulers")

@@ -1,0 +1,49 @@
+"""The cycle's clock and the admission time, as they are written into and read from objects.
+
+Why: enqueue's ``InqueueTimeout`` depends on time, yet a cycle must replay offline exactly as it ran
+live. So time enters a decision only through the instance itself: the live scheduler's wall clock at
+conversion is recorded on the instance List it dumps (annotation ``vcsat.io/now``), and the moment
+each PodGroup became Inqueue is the ``lastTransitionTime`` of the ``Inqueued`` condition that the
+scheduler writes into the group's status on admission (Volcano's own conditions, ``Unschedulable``
+and ``Scheduled``, keep no admission time), so it survives a restart. A file without the
+annotation has no clock, and then nothing times out.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from vcsat.adapters.fields import type_name
+
+NOW_ANNOTATION = "vcsat.io/now"
+"""On the instance List's ``metadata.annotations``: the cycle's clock, RFC 3339 with microseconds."""
+INQUEUED_CONDITION = "Inqueued"
+"""PodGroup ``status.conditions`` type vcsat writes while the group is Inqueue (status ``True``)."""
+INQUEUED_REASON = "Admitted"
+
+
+def wall_clock() -> float:
+    """Now, to the microsecond a dump records: the live cycle and its replay see the very same clock."""
+    return parse_clock(format_clock(time.time()))
+
+
+def format_clock(epoch_seconds: float) -> str:
+    """``2026-11-29T19:51:36.123456Z``: exact to the microsecond, so a replay sees the same clock."""
+    return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_clock(text: object) -> float:
+    """The epoch seconds of an RFC 3339 time (a naive one is UTC); ValueError when it is none."""
+    if isinstance(text, datetime):  # an unquoted timestamp in YAML arrives parsed
+        moment = text
+    elif isinstance(text, str):
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"not an RFC 3339 time: {text!r}") from None
+    else:
+        raise ValueError(f"must be a time string, not {type_name(text)}")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
