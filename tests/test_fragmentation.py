@@ -21,6 +21,7 @@ from vcsat.solver.fragmentation import (
     gpu_share_workload,
     placement_delta,
     share_gpus,
+    task_type,
     typical_tasks,
     workload_of,
 )
@@ -42,9 +43,12 @@ def placed(decision: Decision) -> dict[str, tuple[str, list[int]]]:
     return {b.pod: (b.node, b.gpus) for b in decision.bindings}
 
 
-def history(node_name: str, whole: int = 2, shares: Sequence[int] = (300,), cpu: str = "12") -> list[Pod]:
-    """Bound pods that tell vcsat what its workload looks like: 1-GPU pods of ``cpu`` cores and shares."""
-    out = [pod(f"hist/w{i}", cpu=cpu, gpus=1, node=node_name, gpu_ids=[i]) for i in range(whole)]
+def history(
+    node_name: str, whole: int = 2, shares: Sequence[int] = (300,), cpu: str = "12", memory: str = "1Gi"
+) -> list[Pod]:
+    """Bound pods that tell vcsat what its workload looks like: 1-GPU pods of ``cpu`` cores and
+    ``memory``, and shares."""
+    out = [pod(f"hist/w{i}", cpu=cpu, memory=memory, gpus=1, node=node_name, gpu_ids=[i]) for i in range(whole)]
     out += [
         pod(f"hist/s{i}", cpu="1", gpu_milli=milli, node=node_name, gpu_ids=[whole + i])
         for i, milli in enumerate(shares)
@@ -76,6 +80,17 @@ def test_a_rare_big_task_weighs_by_the_gpus_it_asks() -> None:
     pods = [pod(f"x/s{i}", gpu_milli=500, node="a", gpu_ids=[i % 8]) for i in range(16)]
     snap = snapshot(nodes=[node("a", gpus=8)], pods=[*pods, pod("x/big", gpus=8)])
     assert sorted((t.gpu_count, round(p, 3)) for t, p in workload_of(snap)) == [(1, 0.5), (8, 0.5)]
+
+
+def test_vcsat_counts_memory_fgd_counts_cpu_only() -> None:
+    pods = [pod("x/a", cpu="4", memory="40Gi", gpus=1), pod("x/b", cpu="4", memory="80Gi", gpus=1)]
+    snap = snapshot(nodes=[node("a", gpus=4)], pods=[*pods, pod("x/s", gpu_milli=300)])
+    # vcsat's own distribution: the two 1-GPU pods differ by their memory, so they are two types.
+    ours = sorted((t.gpu_milli, t.memory_mib) for t, _ in workload_of(snap))
+    assert ours == [(300, 1024), (1000, 40960), (1000, 81920)]
+    # The FGD baseline's distribution, as its paper's, knows cpu only: one 1-GPU type.
+    fgds = sorted((t.gpu_milli, t.memory_mib) for t, _ in typical_tasks([*pods, pod("x/s", gpu_milli=300)]))
+    assert fgds == [(300, 0), (1000, 0)]
 
 
 def test_whole_gpu_workloads_keep_best_fit() -> None:
@@ -126,6 +141,23 @@ def test_placement_delta(
 
 
 @pytest.mark.parametrize(
+    ("memory_left", "expected"),
+    [
+        (None, 0.0),  # memory not counted: both types fit both GPUs
+        (64 * 1024, 0.0),  # room for the 48 GiB 1-GPU type
+        (16 * 1024, 0.5 * 2000),  # too little memory: the 1-GPU type loses both GPUs, the share type none
+        (512, 2000.0),  # not even the 1 GiB share fits
+    ],
+)
+def test_memory_left_strands_gpus(memory_left: int | None, expected: float) -> None:
+    pods = [pod("x/whole", cpu="12", memory="48Gi", gpus=1), pod("x/share", memory="1Gi", gpu_milli=300)]
+    frag = Fragmentation(tuple((task_type(p, memory=True), 0.5) for p in pods))
+    nodes = (node("n", gpus=2),)
+    frag.access(nodes, NodeIndex(nodes))
+    assert frag.of(0, 32000, [1000, 1000], memory_left) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
     ("whole", "shared", "expected"),
     [(2, [], [1000, 1000]), (1, [300, 900], [1000, 700, 100]), (0, [1000, 400], [600])],
 )
@@ -166,6 +198,21 @@ def test_a_cpu_pod_goes_where_it_strands_no_gpu() -> None:
             node("h", cpu="96", memory="512Gi", gpus=8),
         ],
         pods=[*history("h", whole=4, shares=(300, 300)), pod("x/cpu", cpu="8", memory="8Gi")],
+    )
+    assert placed(decide(snap))["x/cpu"][0] == "b"
+
+
+def test_a_pod_goes_where_its_memory_strands_no_gpu() -> None:
+    # Both nodes have cores to spare; node a would keep 32 GiB, too little for the workload's 48 GiB
+    # 1-GPU pods, so both its GPUs would be lost; node b keeps plenty. A measure that counts cpu
+    # only sees no difference and takes a (listed first).
+    snap = snapshot(
+        nodes=[
+            node("a", cpu="64", memory="64Gi", gpus=2),
+            node("b", cpu="64", memory="512Gi", gpus=2),
+            node("h", cpu="96", memory="512Gi", gpus=8),
+        ],
+        pods=[*history("h", whole=4, shares=(300, 300), memory="48Gi"), pod("x/cpu", cpu="4", memory="32Gi")],
     )
     assert placed(decide(snap))["x/cpu"][0] == "b"
 
