@@ -29,13 +29,12 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel
 
-from vcsat.adapters.clock import INQUEUED_CONDITION
+from vcsat.adapters.clock import INQUEUED_CONDITION, parse_clock
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.fields import EMPTY, MAPPING_TYPES, FieldReader, type_name
 from vcsat.model import resources as res
@@ -1019,18 +1018,10 @@ def _construct(model: type[_M], **values: Any) -> _M:
 def _epoch_seconds(obj: _Object, stamp: Any, path: str) -> float:
     if stamp is None:
         return 0.0
-    if isinstance(stamp, datetime):  # an unquoted timestamp in YAML arrives parsed
-        moment = stamp
-    elif isinstance(stamp, str):
-        try:
-            moment = datetime.fromisoformat(stamp)
-        except ValueError:
-            obj.fail(path, f"not an RFC 3339 time: {stamp!r}")
-    else:
-        obj.fail(path, f"must be a time string, not {type_name(stamp)}")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    try:
+        return parse_clock(stamp)
+    except ValueError as error:
+        obj.fail(path, str(error))
 
 
 def _inqueue_since(obj: _Object, status: Mapping[str, Any], phase: str) -> float | None:
