@@ -18,6 +18,11 @@ from vcsat.adapters.fields import type_name
 
 NOW_ANNOTATION = "vcsat.io/now"
 """On the instance List's ``metadata.annotations``: the cycle's clock, RFC 3339 with microseconds."""
+CLUSTER_DUMP_ANNOTATION = "vcsat.io/cluster-dump"
+"""``"true"`` on an instance List dumped from a live cluster (``--dump-dir``, ``vcsat dump``): it is
+read as the live scheduler reads the cluster, dangling references (a PodGroup naming a deleted
+PriorityClass, a pod of a missing PodGroup) tolerated as the scheduler tolerates them, so that
+``vcsat solve`` replays the very decision the scheduler took. Any other file is read strictly."""
 INQUEUED_CONDITION = "Inqueued"
 """PodGroup ``status.conditions`` type vcsat writes while the group is Inqueue (status ``True``)."""
 INQUEUED_REASON = "Admitted"

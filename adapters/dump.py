@@ -19,17 +19,19 @@ from typing import Any
 import click
 import yaml
 
-from vcsat.adapters.clock import NOW_ANNOTATION, format_clock, wall_clock
+from vcsat.adapters.clock import CLUSTER_DUMP_ANNOTATION, NOW_ANNOTATION, format_clock, wall_clock
 from vcsat.adapters.kube import SCHEDULING_RESOURCES, ApiError, Kube
 
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def instance_document(objects: Iterable[Mapping[str, Any]], *, now: float | None = None) -> dict[str, Any]:
-    """The v1 List kubectl prints for these objects; ``now``, the cycle's clock, as its annotation."""
-    metadata: dict[str, Any] = {"resourceVersion": ""}
+    """The v1 List kubectl prints for these objects, marked as a cluster dump; ``now``, the cycle's
+    clock, as its annotation."""
+    annotations = {CLUSTER_DUMP_ANNOTATION: "true"}
     if now is not None:
-        metadata["annotations"] = {NOW_ANNOTATION: format_clock(now)}
+        annotations[NOW_ANNOTATION] = format_clock(now)
+    metadata: dict[str, Any] = {"resourceVersion": "", "annotations": annotations}
     return {"apiVersion": "v1", "kind": "List", "metadata": metadata, "items": list(objects)}
 
 

@@ -163,3 +163,29 @@ def test_admission_writes_the_inqueued_condition_and_keeps_its_time() -> None:
 )
 def test_leaving_inqueue_drops_the_condition(outcome: PodGroupOutcome, placed: int) -> None:
     assert written(outcome, {"phase": "Inqueue", "conditions": [inqueued()]}, placed) == []
+
+
+def _dangling_priority_class() -> dict[str, Any]:
+    group = podgroup("Inqueue", [inqueued()])
+    group["spec"]["priorityClassName"] = "deleted-meanwhile"
+    return group
+
+
+def test_a_cluster_dump_replays_what_the_live_scheduler_tolerated(tmp_path: Path) -> None:
+    """A live cluster can hold a PodGroup whose PriorityClass was deleted; the scheduler reads it
+    (priority 0), so the replay of its dump must read it alike rather than refuse the file."""
+    path = tmp_path / "cycle.json"
+    path.write_text(json.dumps(instance_document([_dangling_priority_class()], now=wall_clock())))
+    (group,) = read_snapshot(path).podgroups
+    assert group.priority == 0
+    assert group.priority == snapshot_from_objects([_dangling_priority_class()], strict=False).podgroups[0].priority
+
+
+def test_any_other_file_refuses_a_dangling_reference_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "hand-written.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [_dangling_priority_class()]}))
+    with pytest.raises(InputError) as raised:
+        read_snapshot(path)
+    assert str(raised.value) == (
+        f"{path}: PodGroup ns/pg: spec.priorityClassName: unknown PriorityClass 'deleted-meanwhile'"
+    )
