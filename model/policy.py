@@ -56,5 +56,10 @@ class Policy(BaseModel):
     lengths, so room idles minutes, not hours. Measured on the synthetic simulation (docs/volcano-config.md):
     mean JCT 0.79-0.80x Volcano's against 0.83-0.90x without, fairness error still the lowest; 120-400 s
     churn (a group re-admitted every few cycles) and 900-1200 s release room later, both gaining less."""
+    admit_by_fit: bool = True
+    """Enqueue's rule 6 (not Volcano's): a group refused only because the overcommitted admission room
+    is taken is admitted all the same when its gang fits the nodes' free room now (after what admitted
+    groups would take) and its queue stays within its deserved share, so idle room does not wait
+    behind reservations of gangs that cannot start. False: Volcano's enqueue exactly."""
     topology: bool = True
     """Price placements by GPU interconnect and HyperNode tiers (network-topology-aware plugin)."""

@@ -71,6 +71,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NamedTuple
 
+import numpy as np
+from numpy.typing import NDArray
+
 from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
@@ -139,6 +142,7 @@ def admit(
     state = _State.of(snapshot, policy)
     out: dict[str, Admission] = {}
     shares = fair_shares(snapshot)
+    state.shares = shares
     served_now = {name: _served(shares, {name: share.usage}, name) for name, share in shares.items()}
     # Queues that wait for admission while holding their deserved share already: the room a
     # timed-out group releases would be lent to them (rule 3's exception for queues below theirs).
@@ -165,6 +169,7 @@ def admit(
             )
         if why is None:
             out[group.key] = Admission(True, "Inqueue", "", "")
+            state.admitted.append(group)
             continue
         out[group.key] = Admission(False, "Pending", *why)
         state.release(group)
@@ -188,6 +193,7 @@ def admit(
         out[group.key] = verdict
         if verdict.admitted:
             state.reserve(group)
+            state.note_admitted(group)
             held = committed.setdefault(queue, {})
             for name, amount in state.need[group.key].items():
                 held[name] = held.get(name, 0) + amount
@@ -233,6 +239,11 @@ def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
     """
     if group.min_resources:
         return _without_shares(group.min_resources)
+    return _without_shares(res.total(p.requests for p in gang_pods(group, pods)))
+
+
+def gang_pods(group: PodGroup, pods: Sequence[Pod]) -> list[Pod]:
+    """The pods that make a group's gang (see :func:`group_need`), oldest first per task."""
     alive = sorted((p for p in pods if not p.finished), key=lambda p: (p.created, p.key))
     chosen: list[Pod] = []
     for task, minimum in sorted(group.min_task_member.items()):
@@ -240,7 +251,7 @@ def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
     taken = {p.key for p in chosen}
     rest = [p for p in alive if p.key not in taken]
     chosen.extend(rest[: max(0, group.min_member - len(chosen))])
-    return _without_shares(res.total(p.requests for p in chosen))
+    return chosen
 
 
 # --- the bookkeeping of one admission pass ------------------------------------------------------
@@ -267,6 +278,14 @@ class _State:
     victims: _Victims | None = None
     freed: dict[tuple[str, int, bool], dict[str, int]] = field(default_factory=dict)
     """What :meth:`evictable` found, per (queue, priority, same queue only): the same all pass."""
+    shares: Mapping[str, QueueShare] = field(default_factory=dict)
+    """Each queue's deserved share: the bound of admission by fit (rule 6)."""
+    admitted: list[PodGroup] = field(default_factory=list)
+    """Groups holding an admission, in the order they got it: the first claims on the free room."""
+    room: _FreeRoom | None = None
+    """The nodes' free room less what admitted groups' gangs take of it, built on first need."""
+    lent: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per queue, what the groups admitted by fit this pass will hold (rule 6's share bound)."""
 
     @staticmethod
     def of(snapshot: Snapshot, policy: Policy) -> _State:
@@ -456,6 +475,53 @@ class _State:
             )
         return self.victims
 
+    def note_admitted(self, group: PodGroup) -> None:
+        """An admitted group claims the free room its gang would take now, before later groups."""
+        self.admitted.append(group)
+        if self.room is not None:
+            self.room.take(self._unbound_gang(group))
+
+    def _unbound_gang(self, group: PodGroup) -> list[Pod] | None:
+        pods = self.snapshot.pods_of_group.get(group.key, ())
+        if sum(1 for p in pods if not p.finished) < group.min_member:
+            return None  # its pods are not all created yet: where they would go is unknown
+        return [p for p in gang_pods(group, pods) if not p.bound]
+
+    def fits_idle_room(self, group: PodGroup) -> str | None:
+        """Rule 6: why a group refused for cluster room may not be admitted by fit, or None (then
+        its gang's room is taken)."""
+        need, held = self.need[group.key], self.held[group.key]
+        unheld = {r: max(0, amount - held.get(r, 0)) for r, amount in need.items()}
+        for name in self.lineage(group.queue):
+            share = self.shares.get(name)
+            if share is None:
+                continue
+            # What the queue holds now, plus what admissions by fit this pass will hold, plus this gang.
+            after = res.add(res.add(share.usage, self.lent.get(name, {})), unheld)
+            over = sorted(
+                r
+                for r, amount in need.items()
+                if amount > 0 and r not in FAIR_EXCLUDED and after.get(r, 0) > share.deserved.get(r, 0)
+            )
+            if over:
+                parts = [
+                    f"{res.format_amount(r, after.get(r, 0))} > {res.format_amount(r, share.deserved.get(r, 0))}"
+                    for r in over
+                ]
+                return f"admitting it by fit would put queue {name} above its deserved share ({'; '.join(parts)})"
+        gang = self._unbound_gang(group)
+        if gang is None:
+            return "its pods are not all created, so its fit on the nodes is unknown"
+        if self.room is None:
+            self.room = _FreeRoom(self.snapshot)
+            for earlier in sorted(self.admitted, key=self.order):
+                self.room.take(self._unbound_gang(earlier))
+        if not self.room.take(gang):
+            return "its gang does not fit the free room of the nodes now"
+        for name in self.lineage(group.queue):
+            self.lent[name] = res.add(self.lent.get(name, {}), unheld)
+        return None
+
     def consider(self, group: PodGroup, *, overcommit: bool) -> Admission:
         queue = self.snapshot.queue_by_name.get(group.queue)
         if queue is None:
@@ -497,6 +563,11 @@ class _State:
             }
             if short and self.evictable(group, short, same_queue=False):
                 short = {}  # evictions can make the room: admitted, so preempt or reclaim may act
+            not_by_fit: str | None = ""
+            if short and self.policy.admit_by_fit:
+                not_by_fit = self.fits_idle_room(group)
+                if not_by_fit is None:
+                    short = {}  # rule 6: its gang fits the nodes' free room now, within its queue's share
             if short:
                 factor = self.policy.overcommit_factor
                 parts = [
@@ -506,7 +577,8 @@ class _State:
                     f"after {res.format_amount(r, self.reserved.get(r, 0))} reserved by admitted groups"
                     for r in sorted(short)
                 ]
-                return _refuse("ClusterOverused", "the cluster is overcommitted: " + "; ".join(parts))
+                because = f"; and {not_by_fit}" if not_by_fit else ""
+                return _refuse("ClusterOverused", "the cluster is overcommitted: " + "; ".join(parts) + because)
         return Admission(True, "Inqueue", "", "")
 
 
@@ -609,6 +681,69 @@ class _Placeable:
                     f"task {task}: only {placeable} of its pods could ever be placed, minTaskMember is {minimum}",
                 )
         return None
+
+
+class _FreeRoom:
+    """What each Ready, uncordoned node has free now (allocatable less its bound pods' requests), for
+    rule 6: a gang is placed on it greedily, pod by pod (largest first, each on the eligible node it
+    leaves least GPU room on, then least cpu), and takes that room only if all its pods fit. A
+    heuristic, so it may refuse a gang that some packing would fit (it then waits as Volcano's would);
+    it never admits one whose pods fit nowhere. One row per node, so a pod costs a few array
+    operations even on thousands of nodes."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        usable = [node for node in snapshot.nodes if node.ready and not node.unschedulable]
+        self.index = predicates.NodeIndex(usable)
+        on_node = snapshot.pods_on_node
+        self.columns = {name: i for i, name in enumerate(sorted({r for node in usable for r in node.allocatable}))}
+        self.free = np.zeros((len(usable), len(self.columns)), dtype=np.int64)
+        for row, node in enumerate(usable):
+            free = res.sub(node.allocatable, res.total(p.requests for p in on_node.get(node.name, ())))
+            for name, amount in free.items():
+                if name in self.columns:
+                    self.free[row, self.columns[name]] = amount
+        self.eligible: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
+        # Room only shrinks during a pass: a pod shape that fitted no node once never will.
+        self.hopeless: set[tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]]] = set()
+
+    def _eligible(self, key: predicates.EligibilityKey) -> NDArray[np.bool_]:
+        rows = self.eligible.get(key)
+        if rows is None:
+            mask = self.index.mask(key)
+            rows = np.array([bool(mask >> i & 1) for i in range(len(self.index.nodes))], dtype=np.bool_)
+            self.eligible[key] = rows
+        return rows
+
+    def take(self, gang: Sequence[Pod] | None) -> bool:
+        if not gang or any(p.requests.get(res.GPU_MILLI, 0) > 0 for p in gang):
+            # Nothing to place, or GPU shares (packed on single devices by the model, not here).
+            return gang is not None and not gang
+        gpu, cpu = self.columns.get(res.GPU), self.columns.get(res.CPU)
+        taken: list[tuple[int, NDArray[np.int64]]] = []
+        for pod in sorted(gang, key=lambda p: (-p.requests.get(res.GPU, 0), -p.requests.get(res.CPU, 0), p.key)):
+            key = predicates.eligibility_key(pod)
+            shape = (key, tuple(sorted(pod.requests.items())))
+            rows = None
+            if shape not in self.hopeless and all(a <= 0 or r in self.columns for r, a in pod.requests.items()):
+                request = np.zeros(len(self.columns), dtype=np.int64)
+                for name, amount in pod.requests.items():
+                    if amount > 0:
+                        request[self.columns[name]] = amount
+                rows = np.flatnonzero(self._eligible(key) & np.all(self.free >= request, axis=1))
+            if rows is None or not rows.size:
+                if not taken:
+                    self.hopeless.add(shape)
+                for row, request in taken:  # the gang does not fit: give back what it took
+                    self.free[row] += request
+                return False
+            for column in (gpu, cpu):
+                if column is not None and rows.size > 1:
+                    left = self.free[rows, column]
+                    rows = rows[left == left.min()]
+            row = int(rows[0])
+            self.free[row] -= request
+            taken.append((row, request))
+        return True
 
 
 def _timed_out(
