@@ -26,7 +26,6 @@ model objects are made with ``model_construct`` after them, not validated a seco
 
 from __future__ import annotations
 
-import gc
 import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
@@ -59,6 +58,7 @@ from vcsat.model.cluster import (
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.model.hypernodes import resolve_hypernodes
 from vcsat.model.quantity import nanos_to_solver_units, parse_nanos
+from vcsat.solver.pauses import no_gc_pauses
 
 GROUP_NAME_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
@@ -123,13 +123,8 @@ def snapshot_from_objects(
     converter = _Converter(scheduler_name=scheduler_name, source=source, strict=strict, memo=memo)
     # Tens of thousands of new objects and no reference cycles among them: the cyclic garbage
     # collector would only rescan the (large) input again and again, about 40% of the time.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with no_gc_pauses():
         return converter.convert(objects, generation, now)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def field_path(*parts: str | int) -> str:

@@ -7,39 +7,18 @@ explanations); all are fixed, and these keep them fixed.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
 import pytest
 from builders import gangs, node, queue, snapshot
 from hypothesis import HealthCheck, example, given, settings
+from test_fair_sharing import AMOUNT, DEFAULT, NO_ENQUEUE, POLICIES, placed_per_queue, reasons, solved
 from test_volcano_scenarios import POLICIES as RANDOM_POLICIES
 from test_volcano_scenarios import clusters
 
-from vcsat.model import Decision, Pod, PodGroup, Policy, Queue, Snapshot
+from vcsat.model import Pod, PodGroup, Policy, Queue, Snapshot
 from vcsat.solver import check, solve
-
-DEFAULT = Policy(time_limit_s=2)
-NO_ENQUEUE = Policy(time_limit_s=2, enqueue=False)
-POLICIES = pytest.mark.parametrize("policy", [DEFAULT, NO_ENQUEUE], ids=["default", "no-enqueue"])
-AMOUNT = re.compile(r"\b\d+(?:m|Mi)? (?:cpu|memory|pods|nvidia\.com/gpu)\b")
-
-
-def solved(snap: Snapshot, policy: Policy) -> Decision:
-    decision = solve(snap, policy)
-    assert check(snap, decision, policy) == []
-    return decision
-
-
-def placed_per_queue(snap: Snapshot, decision: Decision) -> dict[str, int]:
-    pods = snap.pod_by_key
-    placed = [pods[b.pod] for b in decision.bindings] + [pods[n.pod] for n in decision.nominations]
-    return dict(Counter(snap.queue_of(p) or "" for p in placed))
-
-
-def reasons(decision: Decision) -> dict[str, tuple[str, str]]:
-    return {o.podgroup: (o.reason, o.message) for o in decision.podgroups if o.phase != "Running"}
 
 
 def demand(per_queue: dict[str, int], **kwargs: Any) -> tuple[list[Pod], list[PodGroup]]:
@@ -254,9 +233,7 @@ def _queue_at_its_share() -> Snapshot:
     """qa (weight 3) and qb (weight 1), four admitted one-core jobs each, one node of four cores:
     qb gets its one core and its other three jobs wait for the queue's share, not for room."""
     pods, groups = demand({"qa": 4, "qb": 4}, phase="Inqueue")
-    return snapshot(
-        nodes=ONE_NODE, pods=pods, groups=groups, queues=[queue("qa", weight=3), queue("qb", weight=1)]
-    )
+    return snapshot(nodes=ONE_NODE, pods=pods, groups=groups, queues=[queue("qa", weight=3), queue("qb", weight=1)])
 
 
 def _outranked_by_priority() -> Snapshot:
@@ -326,9 +303,7 @@ def test_a_new_podgroup_that_needs_evictions_is_admitted_and_gets_them(action: s
     queue_of_load = "qa" if action == "preempt" else "qb"
     run, run_groups = gangs("lo", 4, queue=queue_of_load, priority=1, node="n1")
     new, new_groups = gangs("hi", queue="qa", priority=10, created=100)
-    snap = snapshot(
-        nodes=ONE_NODE, pods=run + new, groups=run_groups + new_groups, queues=[queue("qa"), queue("qb")]
-    )
+    snap = snapshot(nodes=ONE_NODE, pods=run + new, groups=run_groups + new_groups, queues=[queue("qa"), queue("qb")])
     decision = solved(snap, DEFAULT)
     assert [e.reason for e in decision.evictions] == [action]
     assert [n.pod for n in decision.nominations] == ["ns/hi-0-0"]
