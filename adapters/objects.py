@@ -2,8 +2,9 @@
 
 The live scheduler (objects from informers) and ``vcsat solve`` (objects from a dumped file) both
 call :func:`snapshot_from_objects`, so a cycle replayed offline sees exactly what the live cycle
-saw. It reads only the fields of contract §1 and turns every amount into integer solver units
-(requests round up, allocatable and queue limits round down).
+saw. It reads only the fields of contract §1 and turns every amount into the exact integer
+kube-scheduler compares (cpu millicores, everything else whole units, a fraction rounded up; queue
+limits as Volcano compares them, see :mod:`vcsat.model.quantity`).
 
 Bad input raises :class:`~vcsat.adapters.errors.InputError` naming the source, the object and the
 field path, one line. ``strict=True`` (files) also refuses dangling references; ``strict=False``
@@ -57,7 +58,7 @@ from vcsat.model.cluster import (
 )
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.model.hypernodes import resolve_hypernodes
-from vcsat.model.quantity import nanos_to_solver_units, parse_nanos
+from vcsat.model.quantity import nanos_to_amount, nanos_to_quota, parse_nanos
 from vcsat.solver.pauses import no_gc_pauses
 
 GROUP_NAME_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
@@ -71,8 +72,10 @@ DEFAULT_SCHEDULER = "default-scheduler"
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 """Kubernetes creates these itself; a file may use them without listing them."""
 
-MAX_AMOUNT = 2**50
-"""Largest amount in solver units accepted (about 10^15): room for sums without int64 overflow."""
+MAX_AMOUNT = 2**53
+"""Largest amount accepted in model units (about 9·10^15: 8 PiB, or 9·10^12 cores in millicores):
+exact as a float too, and room for sums without int64 overflow. A queue quota above it is held at
+it (it bounds nothing a cluster holds)."""
 
 _KINDS = {
     # kind -> API group; a version is not checked (v1alpha1 and v1beta1 read alike)
@@ -201,24 +204,27 @@ class _Object(FieldReader):
             out[name] = nanos
         return out
 
-    def solver_units(
-        self, nanos: Mapping[str, int], path: str, *, round_up: bool, keep_zero: bool = False
-    ) -> dict[str, int]:
-        """Exact amounts in solver units. Zeros are dropped unless they mean something (a quota of 0)."""
+    def amounts(self, nanos: Mapping[str, int], path: str) -> dict[str, int]:
+        """Requests or allocatable as the model's exact integers (:func:`nanos_to_amount`: what
+        kube-scheduler compares). Zeros are dropped."""
         out: dict[str, int] = {}
         for name, amount in nanos.items():
-            units = nanos_to_solver_units(name, amount, round_up=round_up)
+            units = nanos_to_amount(name, amount)
             if units > MAX_AMOUNT:
-                self.fail(child(path, name), f"too large ({units}{res.unit_of(name)} {name})")
-            if units or keep_zero:
+                self.fail(child(path, name), f"too large ({res.format_amount(name, units)})")
+            if units:
                 out[name] = units
         return out
 
     def quota(self, spec: Mapping[str, Any], key: str, path: str) -> dict[str, int] | None:
-        """A queue's resource limit (rounded down, zeros kept); None when not given."""
+        """A queue's resource limit as Volcano compares it (:func:`nanos_to_quota`), zeros kept;
+        None when not given."""
         if spec.get(key) is None:
             return None
-        return self.solver_units(self.nanos_map(spec, key, path), path, round_up=False, keep_zero=True)
+        return {
+            name: min(nanos_to_quota(name, amount), MAX_AMOUNT)
+            for name, amount in self.nanos_map(spec, key, path).items()
+        }
 
     def created(self) -> float:
         stamp = self.raw["metadata"].get("creationTimestamp")
@@ -417,7 +423,7 @@ class _Converter:
             for index, taint in enumerate(obj.sequence(spec, "taints", "spec.taints"))
         )
         field = "status.allocatable" if status.get("allocatable") is not None else "status.capacity"
-        allocatable = obj.solver_units(obj.nanos_map(status, field.rpartition(".")[2], field), field, round_up=False)
+        allocatable = obj.amounts(obj.nanos_map(status, field.rpartition(".")[2], field), field)
         ready = True
         for index, condition in enumerate(obj.sequence(status, "conditions", "status.conditions")):
             if not isinstance(condition, _MAPPING):
@@ -495,9 +501,7 @@ class _Converter:
             queue=queue,
             priority=classes.value_of(obj, priority_class, "spec.priorityClassName"),
             priority_class=priority_class,
-            min_resources=obj.solver_units(
-                obj.nanos_map(spec, "minResources", "spec.minResources"), "spec.minResources", round_up=True
-            ),
+            min_resources=obj.amounts(obj.nanos_map(spec, "minResources", "spec.minResources"), "spec.minResources"),
             network_topology=topology,
             phase=(phase := obj.string(status, "phase", "status.phase")),
             created=obj.created(),
@@ -699,8 +703,9 @@ def _pod_context(
 
 
 def _pod_requests(obj: _Object, spec: Mapping[str, Any]) -> dict[str, int]:
-    """The pod's requests in solver units, rounded up once on the exact total, with ``pods: 1``."""
-    requests = obj.solver_units(_pod_request_nanos(obj, spec), "spec.containers", round_up=True)
+    """The pod's requests as kube-scheduler counts them (rounded up once, on the exact total), with
+    ``pods: 1``."""
+    requests = obj.amounts(_pod_request_nanos(obj, spec), "spec.containers")
     requests[res.PODS] = 1
     return requests
 

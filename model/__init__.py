@@ -1,7 +1,7 @@
 """Pure typed data: the cluster snapshot a cycle reads and the decision it writes.
 
-Nothing here talks to a cluster or a solver. Every amount is an integer in solver units
-(see :mod:`vcsat.model.resources`), so the solver never rounds.
+Nothing here talks to a cluster or a solver. Every amount is the exact integer Kubernetes compares
+(cpu millicores, bytes, counts; see :mod:`vcsat.model.resources`), so the solver never rounds.
 """
 
 from vcsat.model.cluster import (

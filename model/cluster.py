@@ -2,7 +2,7 @@
 
 These types are what the one converter (``vcsat.adapters.objects``) makes of Kubernetes and
 Volcano objects, for the live scheduler and for ``vcsat solve`` alike. They keep only what a
-decision depends on, already in integer solver units (:mod:`vcsat.model.resources`).
+decision depends on, already in the exact integer units of :mod:`vcsat.model.resources`.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class Pod(Frozen):
     phase: PodPhase = "Pending"
     requests: dict[str, int] = Field(default_factory=dict)
     """As Kubernetes counts them (containers summed, max with each init container, plus
-    overhead), in solver units, with ``pods: 1`` included."""
+    overhead), in exact model units, with ``pods: 1`` included."""
     priority: int = 0
     priority_class: str = ""
     node_selector: dict[str, str] = Field(default_factory=dict)

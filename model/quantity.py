@@ -1,14 +1,15 @@
 """Kubernetes resource quantities, parsed exactly as the API server parses them.
 
 Every amount in an instance (``500m``, ``2Gi``, ``1.5e3``) must mean here what it means to
-Kubernetes, or a decision that fits in solver units would not fit in the cluster. This module
+Kubernetes, or a decision that fits in the model would not fit in the cluster. This module
 mirrors ``k8s.io/apimachinery/pkg/api/resource.ParseQuantity``: the same grammar, the same
 suffixes, the magnitude rounded *up* to a whole nano (so a tiny request never becomes nothing) and
 binary-suffixed amounts capped at the int64 maximum.
 
 Internally every quantity is an integer number of nanos (10⁻⁹ of the unit): Kubernetes never keeps
-finer amounts, so sums of requests stay exact integers and the one rounding to solver units happens
-once, on the total.
+finer amounts, so sums of requests stay exact integers and the one rounding to the model's integer
+(:func:`nanos_to_amount`: millicores for cpu, whole units for the rest, as kube-scheduler rounds)
+happens once, on the total.
 
 Deliberate differences from Kubernetes, all on input no Kubernetes client ever writes:
 
@@ -123,30 +124,31 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
-def to_solver_units(resource: str, quantity: Fraction, *, round_up: bool) -> int:
-    """A quantity of ``resource`` in its integer solver unit (:mod:`vcsat.model.resources`).
+def nanos_to_amount(resource: str, nanos: int) -> int:
+    """A pod's request or a node's allocatable as the exact integer the model holds.
 
-    cpu counts millicores, byte resources (memory, ephemeral-storage, hugepages-*) count MiB, and
-    everything else counts whole units. Requests round up, capacities round down.
+    Kubernetes' own arithmetic (kube-scheduler's ``framework.Resource``): cpu is ``MilliValue()``,
+    every other resource ``Value()``, both the ceiling of the exact amount. The pod's amount is
+    rounded once, after its containers are summed (as ``PodRequests`` sums quantities exactly), and
+    a node's allocatable rounds the same way; fit is then integer arithmetic on these.
     """
-    scaled = quantity * _units_per_unit(resource)
-    return math.ceil(scaled) if round_up else math.floor(scaled)
-
-
-def nanos_to_solver_units(resource: str, nanos: int, *, round_up: bool) -> int:
-    """:func:`to_solver_units` for an amount in nanos, in integer arithmetic only (the fast path)."""
     if resource in res.MILLI_UNIT_RESOURCES:
-        numerator, denominator = nanos, NANO // 1000
-    elif res.is_byte_resource(resource):
-        numerator, denominator = nanos, NANO * res.MIB
-    else:
-        numerator, denominator = nanos, NANO
-    return -(-numerator // denominator) if round_up else numerator // denominator
+        return -(-nanos // _NANOS_PER_MILLI)
+    return -(-nanos // NANO)
 
 
-def _units_per_unit(resource: str) -> Fraction:
-    if resource in res.MILLI_UNIT_RESOURCES:
-        return Fraction(1000)
-    if res.is_byte_resource(resource):
-        return Fraction(1, res.MIB)
-    return Fraction(1)
+def nanos_to_quota(resource: str, nanos: int) -> int:
+    """A queue's ``capability`` (also ``deserved``, ``guarantee``) as the integer the model holds.
+
+    Volcano compares a queue's room with its pods' requests in its own ``Resource``: cpu by
+    ``MilliValue()`` and memory by ``Value()`` (as above), every other resource by ``MilliValue()``.
+    Pods ask whole units of those (Kubernetes refuses fractional extended resources), and a whole
+    number ``n`` has ``1000·n ≤ ceil(1000·cap)`` exactly when ``n ≤ ⌊ceil(1000·cap)/1000⌋``: so a
+    capability of 1.5 GPUs holds one GPU pod, not two, here as in Volcano.
+    """
+    if resource in res.MILLI_UNIT_RESOURCES or resource == res.MEMORY:
+        return nanos_to_amount(resource, nanos)
+    return -(-nanos // _NANOS_PER_MILLI) // 1000
+
+
+_NANOS_PER_MILLI = NANO // 1000

@@ -1,8 +1,17 @@
-"""Resource names and integer solver units, in one place.
+"""Resource names and the exact integer amounts the model holds, in one place.
 
-Kubernetes quantities are decimals with suffixes; CP-SAT wants integers. Every resource gets one
-canonical integer unit here, and every conversion rounds in the safe direction: a request rounds
-up, an allocatable amount rounds down, so a decision that fits in solver units fits in the cluster.
+Kubernetes quantities are decimals with suffixes; the model wants integers that compare exactly as
+Kubernetes compares them. kube-scheduler's NodeResourcesFit turns every quantity into an integer
+once: cpu by ``MilliValue()`` (millicores), every other resource by ``Value()`` (whole units: bytes
+for memory, ephemeral-storage and hugepages-*, counts for the rest), both rounding a fraction up,
+and then only adds and compares those integers. The model holds exactly those integers
+(:func:`vcsat.model.quantity.nanos_to_amount`), so a set of pods fits a node here if and only if it
+fits there: no unit rounding loses or invents room (contract §1).
+
+Byte amounts are large (a node's memory is some 10¹¹ bytes); the solver keeps CP-SAT's numbers
+small by dividing each resource by a common divisor of the amounts it compares
+(:mod:`vcsat.solver.units`), which is exact. Messages print amounts as Kubernetes quantities
+(:func:`format_amount`).
 """
 
 from __future__ import annotations
@@ -20,25 +29,17 @@ GPU_MILLI = "vcsat.io/gpu-milli"
 MILLI_UNIT_RESOURCES = frozenset({CPU})
 """Resources counted in thousandths of the Kubernetes unit (cpu: millicores)."""
 
+KI = 1024
 MIB = 1024 * 1024
-MIB_UNIT_RESOURCES = frozenset({MEMORY, EPHEMERAL_STORAGE})
-"""Byte resources counted in MiB; hugepages-* are treated the same way (see :func:`unit_of`)."""
+BYTE_RESOURCES = frozenset({MEMORY, EPHEMERAL_STORAGE})
+"""Resources counted in bytes; hugepages-* are too (see :func:`is_byte_resource`)."""
 
 Resources = Mapping[str, int]
-"""A resource vector in solver units. Missing names mean zero."""
+"""A resource vector in exact model units (cpu millicores, bytes, counts). Missing names mean zero."""
 
 
 def is_byte_resource(name: str) -> bool:
-    return name in MIB_UNIT_RESOURCES or name.startswith("hugepages-")
-
-
-def unit_of(name: str) -> str:
-    """Human name of the solver unit of a resource, for messages and tables."""
-    if name in MILLI_UNIT_RESOURCES:
-        return "m"
-    if is_byte_resource(name):
-        return "Mi"
-    return ""
+    return name in BYTE_RESOURCES or name.startswith("hugepages-")
 
 
 def add(a: Resources, b: Resources) -> dict[str, int]:
@@ -81,9 +82,29 @@ def shortfall(request: Resources, free: Resources) -> dict[str, int]:
     }
 
 
+def format_quantity(name: str, amount: int) -> str:
+    """An amount as the Kubernetes quantity a person would write (``1500m``, ``2048Mi``, ``4G``).
+
+    cpu keeps millicores; bytes print in MiB when they are whole MiB, else in the shortest exact
+    spelling (``1G``, ``1000Ki``, ``1000001``); counts print plain. The text is exact: parsing it
+    back gives the same amount.
+    """
+    if name in MILLI_UNIT_RESOURCES:
+        return f"{amount}m"
+    if not is_byte_resource(name) or amount == 0:
+        return str(amount)
+    if amount % MIB == 0:
+        return f"{amount // MIB}Mi"
+    spellings = [str(amount)]
+    for suffix, size in (("Ki", KI), ("k", 10**3), ("M", 10**6), ("G", 10**9), ("T", 10**12)):
+        if amount % size == 0:
+            spellings.append(f"{amount // size}{suffix}")
+    return min(spellings, key=len)
+
+
 def format_amount(name: str, amount: int) -> str:
-    """An amount in solver units as a person reads it (``4 nvidia.com/gpu``, ``1500m cpu``)."""
-    return f"{amount}{unit_of(name)} {name}"
+    """An amount as a person reads it (``4 nvidia.com/gpu``, ``1500m cpu``, ``1G memory``)."""
+    return f"{format_quantity(name, amount)} {name}"
 
 
 def format_vector(vector: Resources) -> str:

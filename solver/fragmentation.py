@@ -82,8 +82,8 @@ class TaskType:
     gpu_count: int
     """GPU devices it needs: its whole GPUs, 1 for a share, 0 for none."""
     eligibility: EligibilityKey
-    memory_mib: int = 0
-    """Memory it asks; 0 where memory is not counted (FGD's own measure, as its paper's, counts cpu
+    memory: int = 0
+    """Memory it asks, in bytes; 0 where memory is not counted (FGD's own measure, as its paper's, counts cpu
     only: :func:`task_type` with ``memory=False``)."""
 
 
@@ -99,8 +99,8 @@ def task_type(pod: Pod, *, memory: bool = False) -> TaskType:
         milli, count = pod.gpu_milli, 1
     else:
         milli, count = 0, 0
-    memory_mib = pod.requests.get(res.MEMORY, 0) if memory else 0
-    return TaskType(pod.requests.get(res.CPU, 0), milli, count, eligibility_key(pod), memory_mib)
+    asked = pod.requests.get(res.MEMORY, 0) if memory else 0
+    return TaskType(pod.requests.get(res.CPU, 0), milli, count, eligibility_key(pod), asked)
 
 
 def typical_tasks(pods: Iterable[Pod], popularity: float = POPULARITY) -> Distribution:
@@ -122,7 +122,7 @@ def typical_of_counts(counts: Counter[TaskType], popularity: float = POPULARITY)
             item[0].gpu_milli,
             item[0].gpu_count,
             item[0].cpu_milli,
-            item[0].memory_mib,
+            item[0].memory,
             repr(item[0].eligibility),
         ),
     )
@@ -207,7 +207,7 @@ class Fragmentation:
                 continue
             # lefts is sorted largest first: the task fits its GPUs iff the gpu_count-th largest does.
             gpus_fit = len(lefts) >= task.gpu_count and lefts[task.gpu_count - 1] >= task.gpu_milli
-            memory_fits = memory_left is None or memory_left >= task.memory_mib
+            memory_fits = memory_left is None or memory_left >= task.memory
             if gpus_fit and cpu_left >= task.cpu_milli and memory_fits:
                 expected += weight * sum(left for left in lefts if left < task.gpu_milli)
             else:
@@ -291,12 +291,12 @@ class ProblemFragmentation:
         return self.problem.nodes[node].allocatable.get(res.CPU, 0)
 
     def memory_left(self, node: int) -> int | None:
-        """MiB free on the node now; None when no pending pod asks memory (nothing to strand)."""
+        """Bytes of memory free on the node now; None when no pending pod asks memory (nothing to strand)."""
         return self.problem.free[node][self.memory] if self.memory is not None else None
 
     def score(self, node: int, cpu_taken: int = 0, memory_taken: int = 0) -> NodeScore:
         """The node's expected fragmentation as a function of its GPUs' room, after ``cpu_taken``
-        more millicores and ``memory_taken`` more MiB are placed there."""
+        more millicores and ``memory_taken`` more bytes of memory are placed there."""
         memory = self.memory_left(node)
         return NodeScore(
             self.fragmentation,

@@ -12,7 +12,8 @@ what it is about and everything else takes a plain default::
     dec = decision(snap, bindings=[bind("ns/p", "n1", gpus=[0])])   # podgroups filled in to match
 
 Quantities are Kubernetes strings or plain numbers in the Kubernetes unit (``cpu=0.5`` is 500m,
-``memory=512`` is 512Mi); requests round up and allocatable rounds down, as the loader does.
+``memory=512`` is 512Mi, ``memory="1G"`` is 10^9 bytes); amounts are the model's exact integers
+(cpu millicores, bytes, counts), a fraction of the unit rounded up as kube-scheduler rounds it.
 """
 
 from __future__ import annotations
@@ -61,19 +62,20 @@ _QUANTITY = re.compile(r"([0-9.]+)([a-zA-Z]*)")
 
 
 def units(resource: str, amount: Quantity, *, round_up: bool = True) -> int:
-    """A quantity in solver units: cpu millicores, byte resources MiB, everything else a count.
+    """A quantity in the model's exact units: cpu millicores, byte resources bytes, the rest counts.
 
-    Strings are Kubernetes quantities (``"500m"``, ``"2Gi"``, ``"1073741824"`` bytes); bare numbers
-    are already in the Kubernetes unit, except that bytes are MiB (``memory=512`` is 512Mi)."""
+    Strings are Kubernetes quantities (``"500m"``, ``"2Gi"``, ``"1G"``); bare numbers are in the
+    Kubernetes unit, except that bytes are MiB for brevity (``memory=512`` is 512Mi). A fraction of
+    the unit rounds up, as kube-scheduler rounds (``round_up=False``: down)."""
     if isinstance(amount, str):
         match = _QUANTITY.fullmatch(amount.strip())
         if match is None or match.group(2) not in _SUFFIX:
             raise ValueError(f"not a quantity: {amount!r}")
         value = Fraction(Decimal(match.group(1))) * _SUFFIX[match.group(2)]
-        if res.is_byte_resource(resource):
-            value /= res.MIB
     else:
         value = Fraction(Decimal(str(amount)))
+        if res.is_byte_resource(resource):
+            value *= res.MIB
     if resource in res.MILLI_UNIT_RESOURCES:
         value *= 1000
     whole = value.numerator // value.denominator
@@ -172,15 +174,15 @@ def node(
     cpu_milli: int | None = None,
     memory_mib: int | None = None,
 ) -> Node:
-    """A node; ``cpu_milli`` / ``memory_mib`` give the amounts in solver units instead."""
+    """A node; ``cpu_milli`` / ``memory_mib`` give the amounts in millicores / MiB instead."""
     allocatable = {
-        res.CPU: units(res.CPU, cpu, round_up=False) if cpu_milli is None else cpu_milli,
-        res.MEMORY: units(res.MEMORY, memory, round_up=False) if memory_mib is None else memory_mib,
+        res.CPU: units(res.CPU, cpu) if cpu_milli is None else cpu_milli,
+        res.MEMORY: units(res.MEMORY, memory) if memory_mib is None else memory_mib * res.MIB,
         res.PODS: pods,
     }
     if gpus:
         allocatable[res.GPU] = gpus
-    allocatable.update(vector(extra, round_up=False))
+    allocatable.update(vector(extra))
     return Node(
         name=name,
         labels=dict(labels or {}),
@@ -220,12 +222,12 @@ def pod(
 ) -> Pod:
     """A pod ``namespace/name``; bound (phase Running) when ``node`` is given, else Pending.
     A string ``affinity`` is one term of one requirement (``"zone in (a)"``); ``cpu_milli`` /
-    ``memory_mib`` give the requests in solver units instead. ``pods: 1`` is always requested.
+    ``memory_mib`` give the requests in millicores / MiB instead. ``pods: 1`` is always requested.
     ``nominated_node`` is ``status.nominatedNodeName``: where it waits for preemption victims."""
     namespace, name = split(key)
     requests = {
         res.CPU: units(res.CPU, cpu) if cpu_milli is None else cpu_milli,
-        res.MEMORY: units(res.MEMORY, memory) if memory_mib is None else memory_mib,
+        res.MEMORY: units(res.MEMORY, memory) if memory_mib is None else memory_mib * res.MIB,
         res.PODS: 1,
     }
     if gpus:

@@ -606,11 +606,13 @@ def test_every_rule_has_a_broken_case() -> None:
     assert broken == set(RULES)
 
 
-def test_builders_take_solver_units_too() -> None:
-    assert node("n1", cpu_milli=1500, memory_mib=100).allocatable == {"cpu": 1500, "memory": 100, "pods": 110}
-    assert pod("ns/p", cpu_milli=250, memory_mib=64).requests == {"cpu": 250, "memory": 64, "pods": 1}
-    assert pod("ns/p", cpu="250m", memory="64Mi").requests == {"cpu": 250, "memory": 64, "pods": 1}
-    assert node("n1", cpu=1.5, memory=100).allocatable == {"cpu": 1500, "memory": 100, "pods": 110}
+def test_builders_take_model_units_too() -> None:
+    mi = 2**20
+    assert node("n1", cpu_milli=1500, memory_mib=100).allocatable == {"cpu": 1500, "memory": 100 * mi, "pods": 110}
+    assert pod("ns/p", cpu_milli=250, memory_mib=64).requests == {"cpu": 250, "memory": 64 * mi, "pods": 1}
+    assert pod("ns/p", cpu="250m", memory="64Mi").requests == {"cpu": 250, "memory": 64 * mi, "pods": 1}
+    assert node("n1", cpu=1.5, memory=100).allocatable == {"cpu": 1500, "memory": 100 * mi, "pods": 110}
+    assert pod("ns/p", cpu="0.0001", memory="1G").requests == {"cpu": 1, "memory": 10**9, "pods": 1}
 
 
 def test_violations_name_subject_and_amounts() -> None:

@@ -86,10 +86,10 @@ def test_vcsat_counts_memory_fgd_counts_cpu_only() -> None:
     pods = [pod("x/a", cpu="4", memory="40Gi", gpus=1), pod("x/b", cpu="4", memory="80Gi", gpus=1)]
     snap = snapshot(nodes=[node("a", gpus=4)], pods=[*pods, pod("x/s", gpu_milli=300)])
     # vcsat's own distribution: the two 1-GPU pods differ by their memory, so they are two types.
-    ours = sorted((t.gpu_milli, t.memory_mib) for t, _ in workload_of(snap))
-    assert ours == [(300, 1024), (1000, 40960), (1000, 81920)]
+    ours = sorted((t.gpu_milli, t.memory) for t, _ in workload_of(snap))
+    assert ours == [(300, 2**30), (1000, 40 * 2**30), (1000, 80 * 2**30)]
     # The FGD baseline's distribution, as its paper's, knows cpu only: one 1-GPU type.
-    fgds = sorted((t.gpu_milli, t.memory_mib) for t, _ in typical_tasks([*pods, pod("x/s", gpu_milli=300)]))
+    fgds = sorted((t.gpu_milli, t.memory) for t, _ in typical_tasks([*pods, pod("x/s", gpu_milli=300)]))
     assert fgds == [(300, 0), (1000, 0)]
 
 
@@ -144,9 +144,9 @@ def test_placement_delta(
     ("memory_left", "expected"),
     [
         (None, 0.0),  # memory not counted: both types fit both GPUs
-        (64 * 1024, 0.0),  # room for the 48 GiB 1-GPU type
-        (16 * 1024, 0.5 * 2000),  # too little memory: the 1-GPU type loses both GPUs, the share type none
-        (512, 2000.0),  # not even the 1 GiB share fits
+        (64 * 2**30, 0.0),  # room for the 48 GiB 1-GPU type
+        (16 * 2**30, 0.5 * 2000),  # too little memory: the 1-GPU type loses both GPUs, the share type none
+        (512 * 2**20, 2000.0),  # not even the 1 GiB share fits
     ],
 )
 def test_memory_left_strands_gpus(memory_left: int | None, expected: float) -> None:

@@ -18,6 +18,9 @@ Obj = dict[str, Any]
 # --- raw objects, as kubectl prints them ------------------------------------------------------
 
 
+MI = 2**20
+
+
 def k8s_node(name: str = "n1", *, gpus: int = 0, ready: str | None = "True", **extra: Any) -> Obj:
     allocatable: dict[str, Any] = {"cpu": "8", "memory": "32Gi", "pods": "110"}
     if gpus:
@@ -126,15 +129,15 @@ def _container(cpu: str | None = None, memory: str | None = None, restart: str |
 
 
 REQUEST_CASES = [
-    pytest.param({"containers": [_container("1", "1Gi")]}, {"cpu": 1000, "memory": 1024}, id="one container"),
+    pytest.param({"containers": [_container("1", "1Gi")]}, {"cpu": 1000, "memory": 1024 * MI}, id="one container"),
     pytest.param(
         {"containers": [_container("1", "1Gi"), _container("500m", "512Mi")]},
-        {"cpu": 1500, "memory": 1536},
+        {"cpu": 1500, "memory": 1536 * MI},
         id="containers are summed",
     ),
     pytest.param(
         {"containers": [_container("1", "1Gi")], "initContainers": [_container("2", "512Mi")]},
-        {"cpu": 2000, "memory": 1024},
+        {"cpu": 2000, "memory": 1024 * MI},
         id="max with each init container, per resource",
     ),
     pytest.param(
@@ -171,7 +174,7 @@ REQUEST_CASES = [
     ),
     pytest.param(
         {"containers": [_container("1", "1Gi")], "overhead": {"cpu": "250m", "memory": "64Mi"}},
-        {"cpu": 1250, "memory": 1088},
+        {"cpu": 1250, "memory": 1088 * MI},
         id="overhead on top",
     ),
     pytest.param(
@@ -186,7 +189,7 @@ REQUEST_CASES = [
     ),
     pytest.param(
         {"containers": [_container("1", "1Gi"), _container("1")], "resources": {"requests": {"cpu": "3"}}},
-        {"cpu": 3000, "memory": 1024},
+        {"cpu": 3000, "memory": 1024 * MI},
         id="pod-level resources replace the cpu total",
     ),
     pytest.param({"containers": [{"name": "c"}]}, {}, id="no resources"),
@@ -194,6 +197,16 @@ REQUEST_CASES = [
         {"containers": [_container("1n", "1")]},
         {"cpu": 1, "memory": 1},
         id="requests round up",
+    ),
+    pytest.param(
+        {"containers": [_container("1", "1G"), _container("333m", "1.5")]},
+        {"cpu": 1333, "memory": 10**9 + 2},
+        id="exact bytes, a fraction of a byte rounded up once on the total",
+    ),
+    pytest.param(
+        {"containers": [_container("0.0005", "0.5"), _container("0.0005", "0.5")]},
+        {"cpu": 1, "memory": 1},
+        id="fractions summed before rounding, as PodRequests sums quantities",
     ),
 ]
 
@@ -329,7 +342,7 @@ def test_node_fields() -> None:
         Taint(key="gpu", effect="NoSchedule"),
         Taint(key="x", value="y", effect="NoExecute"),
     )
-    assert node.allocatable == {"cpu": 8000, "memory": 32768, "pods": 110, "nvidia.com/gpu": 8}
+    assert node.allocatable == {"cpu": 8000, "memory": 32 * 2**30, "pods": 110, "nvidia.com/gpu": 8}
     assert node.gpu_topology == "preset:hgx-h100-8"
 
 
@@ -343,11 +356,12 @@ def test_node_readiness(ready: str | None, expected: bool) -> None:
     assert node.ready is expected
 
 
-def test_allocatable_rounds_down_and_falls_back_to_capacity() -> None:
-    rounded = k8s_node(status__allocatable={"cpu": "1999999u", "memory": "1048575", "pods": "3"})
+def test_allocatable_is_exact_and_falls_back_to_capacity() -> None:
+    exact = k8s_node(status__allocatable={"cpu": "1999999u", "memory": "1048575", "pods": "3", "hugepages-2Mi": "4G"})
     capacity_only = k8s_node("n2", status={"capacity": {"cpu": "2", "pods": "10"}})
-    nodes = convert(rounded, capacity_only).nodes
-    assert nodes[0].allocatable == {"cpu": 1999, "pods": 3}  # under 1Mi of memory is none
+    nodes = convert(exact, capacity_only).nodes
+    # kube-scheduler's NodeInfo reads allocatable by MilliValue()/Value(), which round up.
+    assert nodes[0].allocatable == {"cpu": 2000, "memory": 1048575, "pods": 3, "hugepages-2Mi": 4 * 10**9}
     assert nodes[1].allocatable == {"cpu": 2000, "pods": 10}
 
 
@@ -534,7 +548,7 @@ def test_queue_fields_and_the_default_queue() -> None:
     assert sorted(queues) == ["child", "default", "q"]
     queue = queues["q"]
     assert queue.capability == {"cpu": 10000, "nvidia.com/gpu": 0}  # a zero cap is kept: no GPUs at all
-    assert (queue.weight, queue.deserved, queue.guarantee) == (3, {"cpu": 4500}, {"memory": 1024})
+    assert (queue.weight, queue.deserved, queue.guarantee) == (3, {"cpu": 4500}, {"memory": 2**30})
     assert (queue.reclaimable, queue.open, queue.parent) == (False, False, None)
     assert queues["child"].parent == "q"
     assert queues["default"].capability is None and queues["default"].weight == 1

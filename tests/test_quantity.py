@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from vcsat.model.quantity import (
     INT64_MAX,
-    nanos_to_solver_units,
+    nanos_to_amount,
+    nanos_to_quota,
     parse_nanos,
     parse_quantity,
-    to_solver_units,
 )
 
 F = Fraction
@@ -126,41 +126,55 @@ def test_refuses_what_kubernetes_refuses(value: object, reason: str) -> None:
 
 
 UNITS = [
-    # resource, quantity, round_up, solver units
-    ("cpu", "1", True, 1000),
-    ("cpu", "250m", False, 250),
-    ("cpu", "1.5", True, 1500),
-    ("cpu", "1n", True, 1),  # a request of a nano-core still needs a millicore
-    ("cpu", "1n", False, 0),  # an allocatable nano-core is no millicore
-    ("cpu", "999999n", False, 0),
-    ("cpu", "1000001n", True, 2),
-    ("memory", "1Gi", True, 1024),
-    ("memory", "1G", True, 954),  # 10^9 bytes is 953.67 MiB
-    ("memory", "1G", False, 953),
-    ("memory", "1", True, 1),
-    ("memory", "1", False, 0),
-    ("memory", "257426816Ki", False, 251393),
-    ("ephemeral-storage", "1Mi", True, 1),
-    ("hugepages-2Mi", "4Mi", False, 4),
-    ("hugepages-1Gi", "2Gi", True, 2048),
-    ("pods", "110", False, 110),
-    ("nvidia.com/gpu", "8", False, 8),
-    ("nvidia.com/gpu", "1.5", True, 2),
-    ("nvidia.com/gpu", "1.5", False, 1),
-    ("vcsat.io/gpu-milli", "250", True, 250),
-    ("example.com/foo", "1k", False, 1000),
-    ("cpu", "-1500m", True, -1500),
-    ("memory", "-1", True, 0),  # ceil of -1/2^20
-    ("memory", "-1", False, -1),
+    # resource, quantity, the model's amount (kube-scheduler's MilliValue for cpu, Value otherwise)
+    ("cpu", "1", 1000),
+    ("cpu", "250m", 250),
+    ("cpu", "1.5", 1500),
+    ("cpu", "1n", 1),  # a nano-core is a millicore to kube-scheduler (MilliValue rounds up)
+    ("cpu", "999999n", 1),
+    ("cpu", "1000001n", 2),
+    ("memory", "1Gi", 2**30),
+    ("memory", "1G", 10**9),  # exact: no MiB rounding
+    ("memory", "1", 1),
+    ("memory", "1.5", 2),  # Value() rounds a fraction of a byte up
+    ("memory", "999m", 1),
+    ("memory", "257426816Ki", 257426816 * 1024),
+    ("ephemeral-storage", "1Mi", 2**20),
+    ("ephemeral-storage", "10G", 10**10),
+    ("hugepages-2Mi", "4Mi", 4 * 2**20),
+    ("hugepages-1Gi", "2Gi", 2 * 2**30),
+    ("pods", "110", 110),
+    ("nvidia.com/gpu", "8", 8),
+    ("nvidia.com/gpu", "1.5", 2),
+    ("vcsat.io/gpu-milli", "250", 250),
+    ("example.com/foo", "1k", 1000),
+    ("example.com/foo", "1n", 1),
 ]
 
 
-@pytest.mark.parametrize(("resource", "text", "round_up", "expected"), UNITS)
-def test_solver_units_round_in_the_safe_direction(
-    resource: str, text: str, round_up: bool, expected: int
-) -> None:
-    assert to_solver_units(resource, parse_quantity(text), round_up=round_up) == expected
-    assert nanos_to_solver_units(resource, parse_nanos(text), round_up=round_up) == expected
+@pytest.mark.parametrize(("resource", "text", "expected"), UNITS)
+def test_amounts_are_what_kube_scheduler_compares(resource: str, text: str, expected: int) -> None:
+    assert nanos_to_amount(resource, parse_nanos(text)) == expected
+
+
+QUOTAS = [
+    # resource, capability, the model's amount (Volcano: cpu MilliValue, memory Value, else milli)
+    ("cpu", "1.5", 1500),
+    ("cpu", "1n", 1),
+    ("memory", "1G", 10**9),
+    ("memory", "0.5", 1),
+    ("nvidia.com/gpu", "1.5", 1),  # 1500 milli holds one whole GPU pod (1000), not two
+    ("nvidia.com/gpu", "1999m", 1),
+    ("nvidia.com/gpu", "2", 2),
+    ("nvidia.com/gpu", "1999999999n", 2),  # 2000 milli after Volcano's MilliValue rounds up
+    ("ephemeral-storage", "1G", 10**9),
+    ("pods", "10", 10),
+]
+
+
+@pytest.mark.parametrize(("resource", "text", "expected"), QUOTAS)
+def test_quotas_are_what_volcano_compares(resource: str, text: str, expected: int) -> None:
+    assert nanos_to_quota(resource, parse_nanos(text)) == expected
 
 
 _EXACT = Context(prec=100)

@@ -73,7 +73,7 @@ class TaskSpec:
     name: str
     replicas: int
     requests: dict[str, int]
-    """Per pod, in solver units, ``pods: 1`` included."""
+    """Per pod, in model units (cpu millicores, bytes, counts), ``pods: 1`` included."""
     node_selector: dict[str, str] = field(default_factory=dict)
     affinity: tuple[NodeSelectorTerm, ...] = ()
 

@@ -4,7 +4,7 @@ Why: fairness across queues is the first level of the objective (design.md), and
 ``QueueOverused`` explanation compare what a queue holds with what it deserves. The deserved share
 must therefore be one exact number per (queue, resource) that the model, the validator and a user
 asking "why does my job wait" all read alike. It is computed here, before the solve, from the
-snapshot alone, in integer solver units.
+snapshot alone, in the exact integer units of :mod:`vcsat.model.resources`.
 
 The algorithm, exactly. Each resource ``r`` is shared on its own (the shares of cpu and memory do
 not interact). Per queue ``q``:
@@ -448,7 +448,7 @@ def compute_fair_shares(snapshot: Snapshot, total: res.Resources | None = None) 
 
 
 def deserved_shares(snapshot: Snapshot, total: res.Resources | None = None) -> dict[str, dict[str, int]]:
-    """Each queue's deserved share per resource, in solver units (its whole subtree's share)."""
+    """Each queue's deserved share per resource, in model units (its whole subtree's share)."""
     return {name: share.deserved for name, share in fair_shares(snapshot, total).items()}
 
 
