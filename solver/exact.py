@@ -345,7 +345,7 @@ def _hint(
     for (s, node), k in hint.shape_slots.items():
         key = (bucket_of[s], node)
         slots[key] = slots.get(key, 0) + k
-    slots = order_like_model(slots, {b.index: weight(b) for b in buckets}, classes)
+    slots = order_like_model(slots, {b.index: weight(b, problem.units) for b in buckets}, classes)
     values: dict[int, int] = {}
     for gang, var in v.placed.items():
         values[var.index] = 1 if gang in hint.placed else 0

@@ -40,6 +40,7 @@ from vcsat.solver.greedy import gang_order
 from vcsat.solver.levels import Level, make_level, plan_stages
 from vcsat.solver.objectives.fairness import SHARE_SCALE
 from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.units import units_for
 
 MAX_PREEMPTORS = 16
 """Gangs considered per model: the highest-ranked waiting ones; the rest try again next cycle."""
@@ -223,6 +224,9 @@ def _run(
     if not victims or not x:
         return
     evict = {v.index: cp.new_bool_var(f"evict[{v.index}]") for v in victims}
+    # Requests enter CP-SAT divided by their common divisor, rooms floored: exact (solver/units.py).
+    units = units_for(len(problem.resources), [*(s.request for s in problem.shapes), *(v.request for v in victims)])
+    small = units.request
     for var in evict.values():
         upper[var.index] = 1
 
@@ -252,18 +256,19 @@ def _run(
                 continue
             for threshold in thresholds if reason == "preempt" else thresholds[-1:]:
                 users = [
-                    (var, problem.shapes[problem.classes[c].shape].request[r])
+                    (var, small(r, problem.shapes[problem.classes[c].shape].request[r]))
                     for c, var in asked
                     if reason == "reclaim" or problem.gangs[problem.classes[c].gang].priority <= threshold
                 ]
                 freed = [
-                    (evict[v.index], v.request[r])
+                    (evict[v.index], small(r, v.request[r]))
                     for v in local
                     if v.request[r] > 0 and (reason == "reclaim" or v.pod.priority < threshold)
                 ]
                 cp.add(
                     cp_model.LinearExpr.weighted_sum([u for u, _ in users], [k for _, k in users])
-                    <= room[node][r] + cp_model.LinearExpr.weighted_sum([f for f, _ in freed], [k for _, k in freed])
+                    <= units.room(r, room[node][r])
+                    + cp_model.LinearExpr.weighted_sum([f for f, _ in freed], [k for _, k in freed])
                 )
 
     # A victim goes only for a preemptor it justifies.
@@ -298,8 +303,8 @@ def _run(
             excess = usage.get(queue, {}).get(name, 0) - problem.deserved[queue][name]
             mine = [v for v in victims if v.queue == queue and v.request[r] > 0]
             cp.add(
-                cp_model.LinearExpr.weighted_sum([evict[v.index] for v in mine], [v.request[r] for v in mine])
-                <= max(0, excess)
+                cp_model.LinearExpr.weighted_sum([evict[v.index] for v in mine], [small(r, v.request[r]) for v in mine])
+                <= units.room(r, max(0, excess))
             )
 
     # Queue capability (own and ancestors'): what the queue's subtree holds after allocate, plus
@@ -314,14 +319,15 @@ def _run(
             r = problem.resources.index(name)
             held = sum(usage[q].get(name, 0) for q in subtree)
             adds = [
-                (var, problem.shapes[problem.classes[c].shape].request[r])
+                (var, small(r, problem.shapes[problem.classes[c].shape].request[r]))
                 for (c, _), var in x.items()
                 if queue in problem.lineage(problem.gangs[problem.classes[c].gang].queue)
             ]
-            frees = [(evict[v.index], v.request[r]) for v in victims if queue in problem.lineage(v.queue)]
+            frees = [(evict[v.index], small(r, v.request[r])) for v in victims if queue in problem.lineage(v.queue)]
             cp.add(
                 cp_model.LinearExpr.weighted_sum([a for a, _ in adds], [k for _, k in adds])
-                <= cap - held + cp_model.LinearExpr.weighted_sum([f for f, _ in frees], [k for _, k in frees])
+                <= units.room(r, cap - held)
+                + cp_model.LinearExpr.weighted_sum([f for f, _ in frees], [k for _, k in frees])
             )
 
     levels = _levels(problem, preemptors, victims, placed, x, evict, upper)

@@ -27,6 +27,7 @@ from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import predicates
 from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
+from vcsat.solver.units import Units, units_for
 
 VALUE_SCALE = 1000
 """A pod's value is its dominant share of the largest node, in thousandths (see ``pod_value``)."""
@@ -169,6 +170,9 @@ class Problem:
     """Gangs that cannot be placed this cycle whatever the others do."""
     queue_room: dict[str, dict[str, int]]
     """Per queue with a capability: what it may still take, per capped resource."""
+    units: Units
+    """What the CP-SAT model divides each resource by (:mod:`vcsat.solver.units`); every amount
+    above stays exact."""
     lineages: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Per queue: itself, then its parent, and so on up (``parent``)."""
     total: dict[str, int] = field(default_factory=dict)
@@ -472,6 +476,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         buckets=buckets,
         blocked=blocked,
         queue_room=queue_room,
+        units=units_for(len(resources), (shape.request for shape in shapes)),
         lineages=lineage,
         total=total,
         queue_usage=usage,

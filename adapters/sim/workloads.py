@@ -92,7 +92,7 @@ def openb_nodes(directory: Path = OPENB_DIR, *, every: int = 1) -> tuple[Node, .
         model = row.get("model", "").strip()
         allocatable = {
             res.CPU: _int(row, "cpu_milli", path, line),
-            res.MEMORY: _int(row, "memory_mib", path, line),
+            res.MEMORY: _int(row, "memory_mib", path, line) * res.MIB,
             res.PODS: DEFAULT_PODS_LIMIT,
         }
         gpus = _int(row, "gpu", path, line)
@@ -129,7 +129,7 @@ class TracePod:
         return f"{self.gpus}gpu"
 
     def requests(self) -> dict[str, int]:
-        out = {res.CPU: self.cpu_milli, res.MEMORY: self.memory_mib, res.PODS: 1}
+        out = {res.CPU: self.cpu_milli, res.MEMORY: self.memory_mib * res.MIB, res.PODS: 1}
         if self.gpus and self.gpu_milli >= 1000:
             out[res.GPU] = self.gpus
         elif self.gpus and self.gpu_milli > 0:
@@ -323,7 +323,7 @@ def synthetic(
             break
         gpus, pods = _draw_gpus(rng)
         cpu_per_gpu = rng.choice((4000, 6000, 8000, 10000))
-        mem_per_gpu = rng.choice((32, 48, 64, 80)) * 1024
+        mem_per_gpu = rng.choice((32, 48, 64, 80)) * 1024 * res.MIB
         requests = {res.CPU: cpu_per_gpu * gpus, res.MEMORY: mem_per_gpu * gpus, res.PODS: 1, res.GPU: gpus}
         queue = rng.choice(queues)
         priority = HIGH_PRIORITY if rng.random() < HIGH_PRIORITY_SHARE else 0
@@ -378,18 +378,18 @@ def tf_gang(
             labels={"kubernetes.io/hostname": f"node-{i:02d}"},
             allocatable={
                 res.CPU: 64000,
-                res.MEMORY: 512 * 1024,
+                res.MEMORY: 512 * 1024 * res.MIB,
                 res.PODS: DEFAULT_PODS_LIMIT,
                 res.GPU: gpus_per_node,
             },
         )
         for i in range(nodes)
     )
-    ps = TaskSpec("ps", 1, {res.CPU: 4000, res.MEMORY: 16 * 1024, res.PODS: 1})
+    ps = TaskSpec("ps", 1, {res.CPU: 4000, res.MEMORY: 16 * 1024 * res.MIB, res.PODS: 1})
     worker = TaskSpec(
         "worker",
         workers,
-        {res.CPU: 8000, res.MEMORY: 64 * 1024, res.PODS: 1, res.GPU: gpus_per_worker},
+        {res.CPU: 8000, res.MEMORY: 64 * 1024 * res.MIB, res.PODS: 1, res.GPU: gpus_per_worker},
     )
     specs = [
         JobSpec(

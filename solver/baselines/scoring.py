@@ -22,7 +22,8 @@ from vcsat.solver.predicates import tolerated
 
 MAX_NODE_SCORE = 100
 DEFAULT_MILLI_CPU_REQUEST = 100
-DEFAULT_MEMORY_REQUEST_MIB = 200
+DEFAULT_MEMORY_REQUEST = 200 * res.MIB
+"""kube-scheduler's non-zero defaults for a pod that asks no cpu or memory (100m, 200Mi)."""
 SCORED_RESOURCES = (res.CPU, res.MEMORY)
 """kube-scheduler's default resources for NodeResourcesFit and BalancedAllocation scoring."""
 
@@ -34,7 +35,7 @@ def _non_zero(pod: Pod, name: str) -> int:
     if name == res.CPU:
         return DEFAULT_MILLI_CPU_REQUEST
     if name == res.MEMORY:
-        return DEFAULT_MEMORY_REQUEST_MIB
+        return DEFAULT_MEMORY_REQUEST
     return 0
 
 

@@ -2,7 +2,8 @@
 
 Counts are tied to slots here too: the pods the gangs place are exactly the pods the nodes
 receive, bucket by bucket. Within a bucket each pod counts at the bucket's least request (a
-relaxation that the decode makes exact, see :class:`vcsat.solver.problem.Bucket`).
+relaxation that the decode makes exact, see :class:`vcsat.solver.problem.Bucket`). Amounts enter
+CP-SAT divided exactly by their resource's common divisor (:mod:`vcsat.solver.units`).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ def add_capacity(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: 
         if counts:
             cp.add(cp_model.LinearExpr.sum(slots_of_bucket.get(bucket.index, [])) == cp_model.LinearExpr.sum(counts))
 
+    units = problem.units
     for node, terms in v.on_node.items():
         for r, room in enumerate(problem.free[node]):
             used = [t for t in terms if t.bucket.request[r] > 0]
             if len(used) < 2 or sum(t.upper * t.bucket.request[r] for t in used) <= room:
                 continue  # the slots' upper bounds already keep them within room
-            cp.add(cp_model.LinearExpr.weighted_sum([t.var for t in used], [t.bucket.request[r] for t in used]) <= room)
+            coefs = [units.request(r, t.bucket.request[r]) for t in used]
+            cp.add(cp_model.LinearExpr.weighted_sum([t.var for t in used], coefs) <= units.room(r, room))

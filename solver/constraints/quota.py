@@ -1,6 +1,7 @@
 """Queue capability: a queue's pods never hold more than its ``capability`` (contract §3), and a
 parent queue's capability caps its whole subtree.
 
+Amounts enter CP-SAT divided exactly by their resource's common divisor (:mod:`vcsat.solver.units`).
 Closed queues never reach the model: the prefilter blocks their gangs with ``QueueClosed``.
 """
 
@@ -21,10 +22,11 @@ def add_quota(cp: cp_model.CpModel, problem: Problem, v: Variables) -> None:
             if name not in problem.resources:
                 continue
             r = problem.resource_index(name)
+            units = problem.units
             terms = [
-                (v.count[c], problem.shapes[problem.classes[c].shape].request[r])
+                (v.count[c], units.request(r, problem.shapes[problem.classes[c].shape].request[r]))
                 for c in classes
                 if problem.shapes[problem.classes[c].shape].request[r] > 0
             ]
             if terms:
-                cp.add(sum(coef * var for var, coef in terms) <= max(0, left))
+                cp.add(sum(coef * var for var, coef in terms) <= units.room(r, max(0, left)))

@@ -14,6 +14,7 @@ from itertools import pairwise
 from ortools.sat.python import cp_model
 
 from vcsat.solver.problem import Bucket, Problem
+from vcsat.solver.units import Units
 from vcsat.solver.variables import NodeTerm, Variables
 
 
@@ -28,9 +29,10 @@ def _signature(problem: Problem, node: int, terms: list[NodeTerm]) -> Hashable:
     )
 
 
-def weight(bucket: Bucket) -> int:
-    """Any fixed positive weight per bucket orders identical nodes; this one follows size."""
-    return 1 + sum(bucket.request)
+def weight(bucket: Bucket, units: Units) -> int:
+    """Any fixed positive weight per bucket orders identical nodes; this one follows size (in the
+    solver's small units, :mod:`vcsat.solver.units`)."""
+    return 1 + sum(units.request(r, amount) for r, amount in enumerate(bucket.request))
 
 
 def node_classes(problem: Problem, v: Variables) -> list[list[int]]:
@@ -47,7 +49,11 @@ def add_symmetry_breaking(cp: cp_model.CpModel, problem: Problem, v: Variables) 
         loads = []
         for node in nodes:
             terms = sorted(v.on_node[node], key=lambda t: t.bucket.index)
-            loads.append(cp_model.LinearExpr.weighted_sum([t.var for t in terms], [weight(t.bucket) for t in terms]))
+            loads.append(
+                cp_model.LinearExpr.weighted_sum(
+                    [t.var for t in terms], [weight(t.bucket, problem.units) for t in terms]
+                )
+            )
         for before, after in pairwise(loads):
             cp.add(before >= after)
     return classes

@@ -32,6 +32,7 @@ from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.levels import Level, make_level
 from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.units import share_row
 from vcsat.solver.variables import Variables
 
 SHARE_SCALE = 1000
@@ -166,11 +167,14 @@ def fairness_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: 
         for queue, name, deserved, held, asked in fair_terms(problem, rank):
             r = problem.resource_index(name)
             fill = cp.new_int_var(0, SHARE_SCALE, f"fill[{queue},{name},{rank}]")
+            # deserved·fill ≤ SHARE_SCALE·(held + Σ count·request), in small exact integers.
+            divisor = problem.units.divisor[r]
+            coef, factor, bound = share_row(deserved, SHARE_SCALE, divisor, held)
             allocation = cp_model.LinearExpr.weighted_sum(
                 [v.count[c] for c in asked],
-                [SHARE_SCALE * problem.shapes[problem.classes[c].shape].request[r] for c in asked],
+                [factor * (problem.shapes[problem.classes[c].shape].request[r] // divisor) for c in asked],
             )
-            cp.add(deserved * fill <= SHARE_SCALE * held + allocation)
+            cp.add(coef * fill <= bound + allocation)
             utility = cp.new_int_var(0, share_utility(SHARE_SCALE), f"fair[{queue},{name},{rank}]")
             v.upper[utility.index] = share_utility(SHARE_SCALE)
             for slope, offset in utility_pieces():
@@ -263,11 +267,12 @@ def drf_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: Assig
         r = problem.resource_index(name)
         classes = [c for c in gang.classes if c in v.count]
         share = cp.new_int_var(0, SHARE_SCALE, f"drf_share[{gang.index}]")
+        # totals·share ≤ SHARE_SCALE·(held + Σ count·request), in small exact integers.
+        divisor = problem.units.divisor[r]
+        coef, factor, bound = share_row(totals[name], SHARE_SCALE, divisor, held)
+        small = [factor * (problem.shapes[problem.classes[c].shape].request[r] // divisor) for c in classes]
+        cp.add(coef * share <= bound + cp_model.LinearExpr.weighted_sum([v.count[c] for c in classes], small))
         coefs = [SHARE_SCALE * problem.shapes[problem.classes[c].shape].request[r] for c in classes]
-        cp.add(
-            totals[name] * share
-            <= SHARE_SCALE * held + cp_model.LinearExpr.weighted_sum([v.count[c] for c in classes], coefs)
-        )
         added = sum(k * hint.count.get(c, 0) for c, k in zip(classes, coefs, strict=True))
         hinted = min(SHARE_SCALE, (SHARE_SCALE * held + added) // totals[name])
         cp.add_hint(share, hinted)
