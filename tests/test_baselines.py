@@ -235,7 +235,7 @@ def test_volcano_deserved_shares_follow_weights_up_to_demand() -> None:
         groups=[*(group(f"a/g{i}", queue="a") for i in range(3)), group("b/g", queue="b")],
         queues=[queue("a", weight=1), queue("b", weight=2)],
     )
-    proportion = Proportion(snap, ClusterState(snap), {"cpu": 30000.0, "memory": 30720.0})
+    proportion = Proportion(snap, ClusterState(snap), {"cpu": 30000.0, "memory": 30.0 * 2**30})
     # b asks 5 cores (less than its 2/3 of 30): it deserves 5; a gets the remaining 25.
     assert proportion.attrs["b"].deserved["cpu"] == pytest.approx(5000)
     assert proportion.attrs["a"].deserved["cpu"] == pytest.approx(25000)

@@ -20,7 +20,7 @@ from vcsat.adapters.sim.schedulers import DEFAULT_NAMES, make_scheduler
 from vcsat.model import Queue
 from vcsat.model import resources as res
 
-GPU_POD = {res.CPU: 1000, res.MEMORY: 1024, res.PODS: 1, res.GPU: 1}
+GPU_POD = {res.CPU: 1000, res.MEMORY: 1024 * res.MIB, res.PODS: 1, res.GPU: 1}
 
 
 def job(name: str, arrival: float, duration: float, gpus: int = 1, pods: int = 1, queue: str = "default") -> JobSpec:
@@ -172,16 +172,16 @@ def test_openb_nodes_carry_the_gpu_model_label(trace_dir: Path) -> None:
         ("node-1", 8, "V100M32"),
         ("node-2", 0, None),
     ]
-    assert nodes[1].allocatable == {res.CPU: 64000, res.MEMORY: 262144, res.PODS: 110, res.GPU: 8}
+    assert nodes[1].allocatable == {res.CPU: 64000, res.MEMORY: 262144 * res.MIB, res.PODS: 110, res.GPU: 8}
 
 
 def test_openb_pods_in_trace_order_with_shares_and_gpu_types(trace_dir: Path) -> None:
     pods = workloads.openb_pods("default", trace_dir)
     assert [p.name for p in pods] == ["p-early", "p-cpu", "p-late"]
     early, cpu, late = (workloads.as_pod(p) for p in pods)
-    assert early.requests == {res.CPU: 8000, res.MEMORY: 16384, res.PODS: 1, res.GPU: 2}
+    assert early.requests == {res.CPU: 8000, res.MEMORY: 16384 * res.MIB, res.PODS: 1, res.GPU: 2}
     assert early.affinity[0].match_expressions[0].values == ("T4", "V100M32")
-    assert late.requests == {res.CPU: 4000, res.MEMORY: 8192, res.PODS: 1, res.GPU_MILLI: 500}
+    assert late.requests == {res.CPU: 4000, res.MEMORY: 8192 * res.MIB, res.PODS: 1, res.GPU_MILLI: 500}
     assert res.GPU not in cpu.requests and res.GPU_MILLI not in cpu.requests
 
 

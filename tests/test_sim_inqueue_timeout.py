@@ -14,7 +14,7 @@ HOST = "kubernetes.io/hostname"
 
 
 def gpu_job(name: str, arrival: float, gpus: int, *, on: str | None = None) -> JobSpec:
-    requests = {res.CPU: 1000, res.MEMORY: 1024, res.PODS: 1, res.GPU: gpus}
+    requests = {res.CPU: 1000, res.MEMORY: 1024 * res.MIB, res.PODS: 1, res.GPU: gpus}
     task = TaskSpec("w", 1, requests, node_selector={HOST: on} if on else {})
     return JobSpec(name=name, tasks=(task,), arrival=arrival, duration=1000.0)
 

@@ -21,6 +21,7 @@ from vcsat.model import (
 from vcsat.solver import check, solve
 
 GPU = "nvidia.com/gpu"
+MIB = 2**20
 SHARE = "vcsat.io/gpu-milli"
 
 
@@ -28,7 +29,7 @@ def gpu_node(name: str, rack: str = "", gpus: int = 8, topology: str | None = No
     return Node(
         name=name,
         labels={"rack": rack} if rack else {},
-        allocatable={"cpu": 96000, "memory": 1 << 20, "pods": 110, GPU: gpus},
+        allocatable={"cpu": 96000, "memory": (1 << 20) * MIB, "pods": 110, GPU: gpus},
         gpu_topology=topology,
     )
 
@@ -45,7 +46,7 @@ def gpu_pod(
     created: float = 0.0,
 ) -> Pod:
     namespace, name = key.split("/")
-    requests = {"cpu": cpu, "memory": 1000, "pods": 1}
+    requests = {"cpu": cpu, "memory": 1000 * MIB, "pods": 1}
     if gpus:
         requests[GPU] = gpus
     if milli:
