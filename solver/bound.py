@@ -28,6 +28,7 @@ from ortools.linear_solver import pywraplp
 from vcsat.model import resources as res
 from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, tier_threshold, utility_pieces
 from vcsat.solver.problem import Problem
+from vcsat.solver.units import share_row
 
 TOLERANCE = 1e-6
 """Relative slack added to the LP optimum, so floating point never makes the bound too small."""
@@ -115,6 +116,7 @@ class _Relaxation:
         y = [lp.NumVar(0, item.pods, f"y{i}") for i, item in enumerate(items)]
         self.y = y
         free = np.maximum(np.array(problem.free, dtype=np.int64).reshape(len(problem.nodes), -1), 0)
+        units = problem.units  # rows in the solver's small exact units, as the CP-SAT model's
         gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
 
         def add(indices: list[int], coefs: list[float], upper: float, lower: float = -1.0) -> None:
@@ -160,7 +162,8 @@ class _Relaxation:
             room = free[mask].sum(axis=0)
             for r in range(len(problem.resources)):
                 asked = [i for i in inside if items[i].request[r] > 0]
-                add(asked, [float(items[i].request[r]) for i in asked], float(room[r]))
+                small = [float(units.request(r, items[i].request[r])) for i in asked]
+                add(asked, small, float(units.room(r, int(room[r]))))
             # Blocks: a pod of s GPUs takes at least floor(s / g) of its node's floor(f / g) blocks
             # of g GPUs (floor is superadditive, so pods sharing a node never take more blocks than
             # it has). This says that four free GPUs spread over four nodes take no 4-GPU pod, and
@@ -177,7 +180,8 @@ class _Relaxation:
                 if name in problem.resources:
                     r = problem.resource_index(name)
                     asked = [i for i in members if items[i].request[r] > 0]
-                    add(asked, [float(items[i].request[r]) for i in asked], float(max(0, left)))
+                    small = [float(units.request(r, items[i].request[r])) for i in asked]
+                    add(asked, small, float(units.room(r, max(0, left))))
 
         # Floors of the more important priorities: loose until ``hold`` sets them.
         self.floors: dict[int, Any] = {}
@@ -200,11 +204,12 @@ class _Relaxation:
                 r = problem.resource_index(name)
                 threshold = tier_threshold(problem, queue, rank)
                 fill = lp.NumVar(0, SHARE_SCALE, f"fill{rank}_{len(within)}")
-                row = lp.Constraint(-infinity, float(SHARE_SCALE * held))
-                row.SetCoefficient(fill, float(deserved))
+                coef, factor, constant = share_row(deserved, SHARE_SCALE, units.divisor[r], held)
+                row = lp.Constraint(-infinity, float(constant))
+                row.SetCoefficient(fill, float(coef))
                 for i, item in enumerate(items):
                     if item.queue == queue and item.priority >= threshold and item.request[r] > 0:
-                        row.SetCoefficient(y[i], -float(SHARE_SCALE * item.request[r]))
+                        row.SetCoefficient(y[i], -float(factor * units.request(r, item.request[r])))
                 utility = lp.NumVar(0, infinity, f"fair{rank}_{len(within)}")
                 for slope, offset in utility_pieces():
                     piece = lp.Constraint(-infinity, float(offset))

@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import Decision, Policy, Snapshot
+from vcsat.model import resources as res
+from vcsat.model.quantity import nanos_to_amount, parse_nanos
 from vcsat.solver import check, solve
 from vcsat.solver.units import share_row, units_for
 
@@ -298,3 +300,30 @@ def test_share_rows_keep_their_solutions(deserved: int, divisor: int, held: int,
     coef, factor, constant = share_row(deserved, 1000, divisor, held)
     exact = deserved * fill <= 1000 * held + 1000 * divisor * added
     assert exact == (coef * fill <= constant + factor * added)
+
+
+# --- how amounts read ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "amount", "text"),
+    [
+        ("memory", 2**31, "2048Mi"),  # whole MiB read as before
+        ("memory", 10**9, "1G"),
+        ("memory", 1023 * 1024, "1023Ki"),
+        ("memory", 1024000, "1024k"),  # the shortest exact spelling
+        ("memory", 1500000, "1500k"),
+        ("memory", 1000001, "1000001"),
+        ("hugepages-2Mi", 4 * 10**9, "4G"),
+        ("cpu", 1500, "1500m"),
+        ("nvidia.com/gpu", 4, "4"),
+    ],
+)
+def test_amounts_print_as_exact_quantities(name: str, amount: int, text: str) -> None:
+    assert res.format_quantity(name, amount) == text
+    assert res.format_amount(name, amount) == f"{text} {name}"
+
+
+@given(amount=st.integers(0, 2**53), name=st.sampled_from(["memory", "ephemeral-storage", "cpu", "pods"]))
+def test_printed_quantities_parse_back_to_the_amount(amount: int, name: str) -> None:
+    assert nanos_to_amount(name, parse_nanos(res.format_quantity(name, amount))) == amount
