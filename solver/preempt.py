@@ -225,7 +225,7 @@ def _run(
         return
     evict = {v.index: cp.new_bool_var(f"evict[{v.index}]") for v in victims}
     # Requests enter CP-SAT divided by their common divisor, rooms floored: exact (solver/units.py).
-    units = units_for(len(problem.resources), [*(s.request for s in problem.shapes), *(v.request for v in victims)])
+    units = units_for(problem.resources, [*(s.request for s in problem.shapes), *(v.request for v in victims)])
     small = units.request
     for var in evict.values():
         upper[var.index] = 1

@@ -476,7 +476,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         buckets=buckets,
         blocked=blocked,
         queue_room=queue_room,
-        units=units_for(len(resources), (shape.request for shape in shapes)),
+        units=units_for(resources, (shape.request for shape in shapes)),
         lineages=lineage,
         total=total,
         queue_usage=usage,

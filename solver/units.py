@@ -1,20 +1,25 @@
-"""Small exact integers for CP-SAT: each resource divided by the common divisor of its requests.
+"""Small exact integers for CP-SAT: byte resources divided by a common divisor of their requests.
 
 The model holds exact amounts (:mod:`vcsat.model.resources`): bytes for memory, so one node's
 memory is some 10¹¹ and a sum over a cluster's pods or a fair-share product (amount × 1000) comes
 near int64's limit, which CP-SAT refuses, and large coefficients slow its search. The CP-SAT models
-therefore see every resource in a unit of their own, chosen so that nothing is lost:
+(and the LP bound) therefore see every resource in a unit of their own, chosen so that nothing is
+lost:
 
-- per resource ``r``, ``g_r`` is the greatest common divisor of every request the model multiplies
-  by a variable (the pending pods' shapes and buckets, and preemption victims), so each request is
-  an exact multiple ``q·g_r``;
-- every room it is compared with (a node's free room, a queue's room under its capability, the
-  excess reclaim may take) is a bound on a sum of such multiples, and for integers
-  ``Σ kᵢ·qᵢ·g_r ≤ room ⟺ Σ kᵢ·qᵢ ≤ ⌊room / g_r⌋``: the room is floored, exactly.
+- per resource ``r``, the divisor ``g_r`` is the greatest common divisor of the resource's grain
+  and every request the model multiplies by a variable (the pending pods' shapes and buckets, and
+  preemption victims), so each request is an exact multiple ``q·g_r``. The grain is a MiB for byte
+  resources (memory, ephemeral-storage, hugepages-*) and 1 for the rest: cpu millicores and
+  counts are small already;
+- every room a sum of requests is compared with (a node's free room, a queue's room under its
+  capability, the excess reclaim may take) is floored, and for integers
+  ``Σ kᵢ·qᵢ·g_r ≤ room ⟺ Σ kᵢ·qᵢ ≤ ⌊room / g_r⌋``: fit is decided exactly.
 
-Clusters whose requests are whole MiB get ``g`` of a MiB or more, so the solver's numbers are no
-larger than when the model counted MiB; requests like ``1G`` next to ``1Gi`` give ``g = 512``.
-Python code outside CP-SAT (greedy, decode, validator) keeps the exact amounts.
+Why the grain: on a cluster whose requests are whole MiB (most are: ``Mi``/``Gi`` requests, and
+system pods' ``Mi``), ``g`` is a MiB and the models are the very integers they were when the model
+counted MiB, so their speed and decisions stay as measured; requests such as ``1G`` (10⁹ =
+2⁹·5⁹ bytes) refine it as far as they need (``g = 512``), never further. Python code outside the
+models (greedy, decode, validator) keeps the exact amounts.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from math import gcd
+
+from vcsat.model import resources as res
 
 
 @dataclass(frozen=True)
@@ -39,21 +46,26 @@ class Units:
         return amount // self.divisor[r]
 
 
-def units_for(count: int, requests: Iterable[Sequence[int]]) -> Units:
-    """The divisors for ``count`` resources from every request vector the model weighs."""
-    divisor = [0] * count
+def grain(resource: str) -> int:
+    """The coarsest divisor a resource's unit may take: a MiB for bytes, else the unit itself."""
+    return res.MIB if res.is_byte_resource(resource) else 1
+
+
+def units_for(resources: Sequence[str], requests: Iterable[Sequence[int]]) -> Units:
+    """The divisors for ``resources`` from every request vector the model weighs."""
+    divisor = [grain(name) for name in resources]
     for request in requests:
         for r, amount in enumerate(request):
-            if amount:
+            if amount and divisor[r] > 1:
                 divisor[r] = gcd(divisor[r], amount)
-    return Units(tuple(d or 1 for d in divisor))
+    return Units(tuple(divisor))
 
 
 def share_row(deserved: int, scale: int, divisor: int, held: int) -> tuple[int, int, int]:
-    """``deserved·fill ≤ scale·held + scale·Σ kᵢ·requestᵢ`` (requests multiples of ``divisor``) in
-    small exact integers: (fill's coefficient, each ``kᵢ·requestᵢ/divisor`` term's factor, the
-    right-hand constant), all divided by ``G = gcd(deserved, scale·divisor)`` with the constant
-    floored. Every term on the left is a multiple of ``G``, so the row keeps the same solutions.
-    Request term ``i`` gets coefficient ``factor · requestᵢ/divisor``."""
-    common = gcd(deserved, scale * divisor) or 1
+    """The fair-share row ``deserved·fill ≤ scale·held + scale·Σ kᵢ·requestᵢ`` (requests multiples
+    of ``divisor``) in the solver's units: (fill's coefficient, the factor of each
+    ``kᵢ·requestᵢ/divisor`` term, the right-hand constant). The row is divided by
+    ``G = gcd(deserved, divisor, held)``, which divides every term, so it keeps the same solutions;
+    on a cluster of whole MiB it is the row in MiB, as it was."""
+    common = gcd(deserved, divisor, held) or 1
     return deserved // common, scale * divisor // common, scale * held // common

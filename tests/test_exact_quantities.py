@@ -282,8 +282,11 @@ def test_a_gang_fits_a_node_in_vcsat_iff_it_fits_by_kubernetes_arithmetic(
 )
 def test_common_divisor_keeps_fit_exact(divisor: int, multiples: list[int], counts: list[int], room: int) -> None:
     requests = [[m * divisor] for m in multiples]
-    units = units_for(1, requests)
-    assert divisor <= units.divisor[0]
+    units = units_for(["memory"], requests)
+    assert res.MIB % units.divisor[0] == 0
+    assert all(r[0] % units.divisor[0] == 0 for r in requests)
+    if divisor % res.MIB == 0:
+        assert units.divisor[0] == res.MIB  # whole MiB: the unit the model counted before
     exact = sum(k * r[0] for k, r in zip(counts, requests, strict=False)) <= room
     small = sum(k * units.request(0, r[0]) for k, r in zip(counts, requests, strict=False)) <= units.room(0, room)
     assert exact == small
@@ -300,6 +303,13 @@ def test_share_rows_keep_their_solutions(deserved: int, divisor: int, held: int,
     coef, factor, constant = share_row(deserved, 1000, divisor, held)
     exact = deserved * fill <= 1000 * held + 1000 * divisor * added
     assert exact == (coef * fill <= constant + factor * added)
+
+
+def test_whole_mib_clusters_get_the_rows_they_had_in_mib() -> None:
+    mib = res.MIB
+    assert units_for(["cpu", "memory", "pods"], [[1500, 3 * 2**30, 1], [250, 512 * mib, 1]]).divisor == (1, mib, 1)
+    assert units_for(["memory"], [[10**9], [2**30]]).divisor == (512,)
+    assert share_row(40 * 1024 * mib, 1000, mib, 7 * mib) == (40 * 1024, 1000, 7000)
 
 
 # --- how amounts read ---------------------------------------------------------------------------

@@ -31,9 +31,10 @@ share among its children, recursively, by :func:`split`:
 
 An inner queue whose own pods exist (Volcano allows jobs in leaf queues only) competes for its
 share as one more child of weight 1. A queue's deserved share is what its whole subtree received.
-The level ``λ`` is an exact fraction; shares round down and the few units left over go one each to
-the siblings with the largest fractional part, ties by name, so every split hands out exactly
-``min(amount, Σ max(G, C))``.
+The level ``λ`` is an exact fraction; shares round down to whole grains (:func:`share_grain`: a
+millicore, one, or for bytes a common divisor of the amounts up to a MiB) and the few grains left
+over go one each to the siblings with the largest fractional part, ties by name, so every split
+hands out exactly ``min(amount, Σ max(G, C))``.
 
 Invariants (tested in tests/test_deserved.py), per resource:
 
@@ -44,7 +45,7 @@ Invariants (tested in tests/test_deserved.py), per resource:
 - (I2) ``d(q) ≤ max(G(q), C(q))``: no queue deserves more than it can use unless guaranteed;
 - (I3) ``d(q) ≥ G(q)`` whenever the siblings' guarantees fit in the amount;
 - (I4) weighted max-min among weighted siblings: if ``i`` wants more (``d_i < max(G_i, C_i)``) and
-  ``j`` holds more than its guarantee, then ``(d_j − 1)/w_j < (d_i + 1)/w_i`` (one unit of rounding).
+  ``j`` holds more than its guarantee, then ``(d_j − 1)/w_j < (d_i + 1)/w_i`` (one grain of rounding).
 
 Where it follows Volcano's proportion plugin: water-filling by weight over ``min(request,
 capability)`` where request is what a queue's pods hold plus what its pending pods ask, the
@@ -76,6 +77,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from math import gcd
 
 from vcsat.model import Pod, Queue, Snapshot
 from vcsat.model import resources as res
@@ -306,6 +308,42 @@ class Claim:
     explicit: int | None
 
 
+def share_grain(resource: str, room: int, demand: Mapping[str, Mapping[str, int]], queues: Iterable[Queue]) -> int:
+    """The grain shares of ``resource`` are handed out in: for bytes the greatest common divisor of a
+    MiB and every amount the split reads (room, demands, capabilities, guarantees, explicit
+    shares), else 1 (millicores and counts). The split's rounding falls on whole grains; on a
+    cluster of whole MiB these are MiB, so the shares are those the model computed when it counted
+    MiB, and finer amounts refine the grain as far as they need. Every input is a whole number of
+    grains, so nothing is rounded to make them so."""
+    if not res.is_byte_resource(resource):
+        return 1
+    unit = gcd(res.MIB, room)
+    for vector in demand.values():
+        unit = gcd(unit, vector.get(resource, 0))
+    for queue in queues:
+        for quota in (queue.capability, queue.deserved, queue.guarantee):
+            if quota is not None:
+                unit = gcd(unit, quota.get(resource, 0))
+    return unit
+
+
+def split_in_grains(amount: int, claims: Sequence[Claim], unit: int) -> list[int]:
+    """:func:`split` with every amount a whole number of ``unit`` (see :func:`share_grain`)."""
+    if unit == 1:
+        return split(amount, claims)
+    grains = [
+        Claim(
+            claim.name,
+            claim.weight,
+            claim.capped_demand // unit,
+            claim.guarantee // unit,
+            None if claim.explicit is None else claim.explicit // unit,
+        )
+        for claim in claims
+    ]
+    return [share * unit for share in split(amount // unit, grains)]
+
+
 def split(amount: int, claims: Sequence[Claim]) -> list[int]:
     """One level of the tree: ``amount`` shared among sibling claims (steps 0 to 3 above)."""
     if not claims:
@@ -413,6 +451,7 @@ def compute_fair_shares(snapshot: Snapshot, total: res.Resources | None = None) 
             capped_r[name] = usable if cap is _UNBOUNDED else min(cap, usable)
             guarantee_r[name] = held if cap is _UNBOUNDED else min(cap, held)
 
+        unit = share_grain(resource, room.get(resource, 0), own_demand, queues.values())
         share_r: dict[str, int] = {}
         pending: list[tuple[str | None, int]] = [(None, room.get(resource, 0))]
         while pending:
@@ -425,7 +464,7 @@ def compute_fair_shares(snapshot: Snapshot, total: res.Resources | None = None) 
                 if own > 0:
                     usable = own if cap is _UNBOUNDED else min(cap, own)
                     claims.append(Claim("", OWN_PODS_WEIGHT, usable, 0, None))
-            for claim, share in zip(claims, split(amount, claims), strict=True):
+            for claim, share in zip(claims, split_in_grains(amount, claims, unit), strict=True):
                 if claim.name:
                     share_r[claim.name] = share
                     pending.append((claim.name, share))
