@@ -69,3 +69,24 @@ def share_row(deserved: int, scale: int, divisor: int, held: int) -> tuple[int, 
     on a cluster of whole MiB it is the row in MiB, as it was."""
     common = gcd(deserved, divisor, held) or 1
     return deserved // common, scale * divisor // common, scale * held // common
+
+
+ROW_LIMIT = 2**56
+"""Largest magnitude a fair-share row may reach (CP-SAT refuses rows that could overflow int64)."""
+
+
+def bounded_row(
+    coef: int, fill_upper: int, constant: int, terms: Sequence[int], uppers: Sequence[int]
+) -> tuple[int, int, list[int]]:
+    """The row ``coef·fill ≤ constant + Σ termsᵢ·yᵢ`` (every variable from 0 to its upper bound,
+    every number ≥ 0) as CP-SAT can take it: unchanged while each side stays below
+    :data:`ROW_LIMIT`, which every cluster of realistic size does. Beyond it (amounts near 10¹⁵
+    bytes that share no common divisor) it is divided by ``K`` with the left side rounded down
+    and the right side up: a relaxation, so every exact solution (and so the greedy's hint) stays
+    feasible, and ``fill`` may read at most a rounding high. Fair-share rows only: they shape an
+    objective level, never a hard rule. Returns (coef, constant, terms)."""
+    size = max(coef * fill_upper, constant + sum(t * u for t, u in zip(terms, uppers, strict=True)))
+    if size <= ROW_LIMIT:
+        return coef, constant, list(terms)
+    k = -(-size // ROW_LIMIT)
+    return coef // k, -(-constant // k), [-(-t // k) for t in terms]

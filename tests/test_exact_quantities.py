@@ -23,7 +23,7 @@ from vcsat.model import Decision, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.quantity import nanos_to_amount, parse_nanos
 from vcsat.solver import check, solve
-from vcsat.solver.units import share_row, units_for
+from vcsat.solver.units import bounded_row, share_row, units_for
 
 POLICY = Policy(time_limit_s=5)
 Obj = dict[str, Any]
@@ -337,3 +337,46 @@ def test_amounts_print_as_exact_quantities(name: str, amount: int, text: str) ->
 @given(amount=st.integers(0, 2**53), name=st.sampled_from(["memory", "ephemeral-storage", "cpu", "pods"]))
 def test_printed_quantities_parse_back_to_the_amount(amount: int, name: str) -> None:
     assert nanos_to_amount(name, parse_nanos(res.format_quantity(name, amount))) == amount
+
+
+# --- huge amounts that share no divisor ---------------------------------------------------------
+
+
+def test_huge_odd_amounts_solve_without_overflow() -> None:
+    """Memory near 2⁵³ bytes with requests that share no divisor: the solver's rows would pass
+    int64 in CP-SAT unless kept in bounds; the decision is still exact and valid."""
+    big = 2**53 - 1
+
+    def jobs(queue: str, count: int, memory: int) -> list[Obj]:
+        out: list[Obj] = []
+        for i in range(count):
+            name = f"{queue}-{i}"
+            out += [k_group(name, queue=queue), k_pod(name, [{"cpu": "1", "memory": str(memory)}], group=name)]
+        return out
+
+    nodes = [k_node(f"n{i}", memory=str(big)) for i in range(4)]
+    capped = k_queue("qa", capability={"memory": str(big)})
+    _, dec = solved(*nodes, capped, *jobs("qa", 8, big // 7 + 1))
+    assert len(dec.bindings) == 6  # ⌊big / (big // 7 + 1)⌋: the capability, exactly
+    # Two queues: fair-share rows with these amounts too.
+    _, dec = solved(*nodes, capped, k_queue("qb", weight=2), *jobs("qa", 8, big // 3 + 1), *jobs("qb", 8, big // 5 + 7))
+    assert dec.solver.status in ("OPTIMAL", "FEASIBLE")
+    assert dec.bindings
+
+
+@given(
+    coef=st.integers(0, 2**70),
+    constant=st.integers(0, 2**70),
+    terms=st.lists(st.tuples(st.integers(0, 2**70), st.integers(0, 10**4)), max_size=4),
+    fill=st.integers(0, 1000),
+    data=st.data(),
+)
+def test_bounded_rows_stay_small_and_relax(
+    coef: int, constant: int, terms: list[tuple[int, int]], fill: int, data: st.DataObject
+) -> None:
+    coefs, uppers = [t for t, _ in terms], [u for _, u in terms]
+    values = [data.draw(st.integers(0, u)) for u in uppers]
+    small_coef, small_constant, small_terms = bounded_row(coef, 1000, constant, coefs, uppers)
+    assert max(small_coef * 1000, small_constant + sum(t * u for t, u in zip(small_terms, uppers, strict=True))) < 2**62
+    if coef * fill <= constant + sum(t * y for t, y in zip(coefs, values, strict=True)):
+        assert small_coef * fill <= small_constant + sum(t * y for t, y in zip(small_terms, values, strict=True))

@@ -32,7 +32,7 @@ from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.levels import Level, make_level
 from vcsat.solver.problem import Gang, Problem
-from vcsat.solver.units import share_row
+from vcsat.solver.units import bounded_row, share_row
 from vcsat.solver.variables import Variables
 
 SHARE_SCALE = 1000
@@ -170,10 +170,14 @@ def fairness_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: 
             # deserved·fill ≤ SHARE_SCALE·(held + Σ count·request), in small exact integers.
             divisor = problem.units.divisor[r]
             coef, factor, bound = share_row(deserved, SHARE_SCALE, divisor, held)
-            allocation = cp_model.LinearExpr.weighted_sum(
-                [v.count[c] for c in asked],
+            coef, bound, coefs = bounded_row(
+                coef,
+                SHARE_SCALE,
+                bound,
                 [factor * (problem.shapes[problem.classes[c].shape].request[r] // divisor) for c in asked],
+                [v.upper[v.count[c].index] for c in asked],
             )
+            allocation = cp_model.LinearExpr.weighted_sum([v.count[c] for c in asked], coefs)
             cp.add(coef * fill <= bound + allocation)
             utility = cp.new_int_var(0, share_utility(SHARE_SCALE), f"fair[{queue},{name},{rank}]")
             v.upper[utility.index] = share_utility(SHARE_SCALE)
@@ -270,7 +274,13 @@ def drf_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: Assig
         # totals·share ≤ SHARE_SCALE·(held + Σ count·request), in small exact integers.
         divisor = problem.units.divisor[r]
         coef, factor, bound = share_row(totals[name], SHARE_SCALE, divisor, held)
-        small = [factor * (problem.shapes[problem.classes[c].shape].request[r] // divisor) for c in classes]
+        coef, bound, small = bounded_row(
+            coef,
+            SHARE_SCALE,
+            bound,
+            [factor * (problem.shapes[problem.classes[c].shape].request[r] // divisor) for c in classes],
+            [v.upper[v.count[c].index] for c in classes],
+        )
         cp.add(coef * share <= bound + cp_model.LinearExpr.weighted_sum([v.count[c] for c in classes], small))
         coefs = [SHARE_SCALE * problem.shapes[problem.classes[c].shape].request[r] for c in classes]
         added = sum(k * hint.count.get(c, 0) for c, k in zip(classes, coefs, strict=True))
