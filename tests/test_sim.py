@@ -335,6 +335,21 @@ def test_bench_prints_markdown_and_writes_plots(tmp_path: Path) -> None:
     ]
 
 
+def test_bench_without_matplotlib_writes_the_tables_and_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(report, "can_plot", lambda: False)
+    out = tmp_path / "bench"
+    result = CliRunner().invoke(
+        cli.main,
+        ["bench", "--quick", "--workload", "tf-gang", "--schedulers", "firstfit", "--seeds", "1", "-o", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "no plots: they need the bench extra, pip install 'vcsat[bench]'" in result.stderr
+    assert (out / "results.md").exists() and not (out / "plots").exists()
+    assert "![" not in (out / "results.md").read_text()
+
+
 def test_simulate_one_scheduler() -> None:
     result = CliRunner().invoke(cli.main, ["simulate", "tf-gang", "--scheduler", "volcano", "--quick"])
     assert result.exit_code == 0, result.output
