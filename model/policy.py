@@ -25,7 +25,8 @@ class Policy(BaseModel):
     """Run the CP-SAT search of the allocate phase. Off: the greedy decision with its LP bound
     (``FALLBACK``), what the exact search adds being the difference; for ablations, not for use."""
     relative_gap: float = Field(default=0.0, ge=0)
-    """Stop as soon as the proven gap is at most this (0: prove optimality or hit the limit)."""
+    """Stop as soon as the proven gap (:func:`vcsat.model.relative_gap`) is at most this (0: prove
+    optimality or hit the limit)."""
     packing_weight: int = Field(default=1, ge=0)
     """Packing levels (whole GPU nodes kept free, partly used ones completed) rank below every
     placement level; 0 leaves them out."""

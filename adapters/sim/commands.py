@@ -225,7 +225,8 @@ def bench(quick: bool, workload: str, schedulers: tuple[str, ...], out: str, see
 
                     return update
 
-                exp, results = run(name, names, sizes, seed=one_seed, progress=progress)
+                drawn, results = run(name, names, sizes, seed=one_seed, progress=progress)
+                exp = exp or drawn  # the description (job counts) of the first seed's draw
                 for result in results:
                     by_scheduler[result.scheduler].append(result)
             for task in tasks.values():
