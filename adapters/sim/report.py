@@ -103,7 +103,7 @@ def jobs_table(runs_by_scheduler: Sequence[Runs], reference: str = "volcano") ->
     rows = [
         [
             _label(runs),
-            f"{spread([s.completed for s in runs], count)}/{runs[0].jobs}",
+            f"{spread([s.completed for s in runs], count)}/{spread([s.jobs for s in runs], count)}",
             _failed(runs),
             _cell(runs, lambda s: s.gpu_alloc_busy, pct),
             _cell(runs, lambda s: s.gpu_alloc_mean, pct),
