@@ -22,6 +22,7 @@ import pydantic
 import yaml
 from rich.console import Console
 
+from vcsat import __version__
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.instance_file import read_objects, read_snapshot, read_yaml_mapping
 from vcsat.adapters.objects import snapshot_from_objects
@@ -104,8 +105,12 @@ def one_line(text: str) -> str:
 
 
 @click.group(cls=VcsatGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="vcsat", message="%(prog)s %(version)s")
 def main() -> None:
-    """vcsat: a Volcano-compatible batch scheduler that solves every cycle with CP-SAT."""
+    """vcsat: a Volcano-compatible batch scheduler that solves every cycle with CP-SAT.
+
+    Instance and decision formats, hard rules and exit statuses: docs/contract.md in the repository.
+    """
 
 
 @main.command("solve")
@@ -116,7 +121,7 @@ def main() -> None:
     type=click.Choice(["table", "json", "yaml"]),
     default="table",
     show_default=True,
-    help="table for people; json or yaml print the decision of contract §2.",
+    help="table for people; json or yaml print the decision of docs/contract.md §2.",
 )
 @click.option(
     "--time-limit",

@@ -4,7 +4,7 @@ Tests and benchmarks need clusters of a thousand nodes and more that look like a
 cluster dumped with ``kubectl get ... -o yaml`` (contract §1), not toy rows: racks of identical
 machines under spines, GPUs unevenly busy (some nodes full, some empty, most partial, with holes in
 the device indices), and a queue of pending work in a production-like mix. Real dumps cannot be
-shared, and the openb trace (``/work/shared/traces/openb``) gives sizes but no Kubernetes objects,
+shared, and the openb trace (``adapters/data/openb``) gives sizes but no Kubernetes objects,
 so this module makes them up: the same seed and options always give byte-identical output.
 
 The objects are what the real API server prints: Nodes (GPU model in the label
@@ -1013,7 +1013,7 @@ def write_instance(obj: dict[str, Any], path: str | Path) -> int:
 def generate_cmd(
     nodes: int, gpus_per_node: int, pending_jobs: int, busy: float, seed: int, output: str | None
 ) -> None:
-    """Make up a realistic GPU cluster instance (contract §1), the same for the same seed."""
+    """Make up a realistic GPU cluster instance (docs/contract.md §1), the same for the same seed."""
     try:
         options = GeneratorOptions(
             nodes=nodes,

@@ -37,13 +37,6 @@ NO_REASON = "Unknown"
 """The ``reason`` label of a waiting PodGroup whose outcome gave none."""
 
 
-def relative_gap(objective: float, bound: float) -> float:
-    """``(bound - objective) / bound`` for the maximised placed work, 0 when nothing can be placed."""
-    if bound <= 0:
-        return 0.0
-    return max(0.0, bound - objective) / bound
-
-
 class Metrics:
     """The metrics of one process, with ``observe_*`` calls for the scheduler loop and the applier."""
 
@@ -69,7 +62,7 @@ class Metrics:
         )
         self.solver_gap = Gauge(
             "vcsat_solver_relative_gap",
-            "Proven relative gap of the last cycle's decision: (bound - objective) / bound; 0 is optimal.",
+            "Proven relative gap of the last cycle's decision: (bound - objective) / max(|bound|, 1); 0 is optimal.",
             registry=self.registry,
         )
         self.pods_bound = Counter(
@@ -130,7 +123,7 @@ class Metrics:
         self.cycle_seconds.observe(seconds)
         self.solver_seconds.observe(decision.solver.seconds)
         self.solver_status.labels(status=decision.solver.status).inc()
-        self.solver_gap.set(relative_gap(decision.solver.objective, decision.solver.bound))
+        self.solver_gap.set(decision.solver.gap)
         self.nominations.set(len(decision.nominations))
         self.nominations_issued.inc(len(decision.nominations))
 

@@ -47,13 +47,8 @@ def header_line(decision: Decision) -> str:
     stats = decision.solver
     return (
         f"solver {stats.status}  objective {stats.objective:g}  bound {stats.bound:g}  "
-        f"gap {relative_gap(stats.objective, stats.bound):.2%}  {stats.seconds:.2f} s"
+        f"gap {stats.gap:.2%}  {stats.seconds:.2f} s"
     )
-
-
-def relative_gap(objective: float, bound: float) -> float:
-    """CP-SAT's own measure: |objective - bound| / max(1, |objective|)."""
-    return abs(objective - bound) / max(1.0, abs(objective))
 
 
 def placed_text(pod: str, node: str, gpus: list[int], podgroup: str) -> str:

@@ -56,7 +56,7 @@ SUPPORTED_PLUGINS = frozenset(
 )
 
 UNSUPPORTED_PLUGINS: dict[str, str] = {
-    "deviceshare": "GPU sharing is the vcsat.io/gpu-milli resource (contract §1), not a plugin",
+    "deviceshare": "GPU sharing is the vcsat.io/gpu-milli resource (docs/contract.md §1), not a plugin",
     "numaaware": "NUMA placement inside a node is the kubelet's topology manager's job here",
     "tdm": "time-division multiplexing of nodes between schedulers is not modelled",
     "sla": "job waiting-time SLAs are not an objective level",
@@ -418,7 +418,7 @@ class _Reader:
                 self.warn(
                     where,
                     "ignored: vcsat never breaks a victim gang below minMember unless the whole gang goes "
-                    "(contract §3); Volcano with this flag would",
+                    "(docs/contract.md §3); Volcano with this flag would",
                 )
             elif plugin.name == "drf" and flag in ("enablePreemptable", "enableReclaimable"):
                 continue  # vcsat's victims are chosen by priority and cost, never vetoed by DRF: the same
@@ -456,7 +456,7 @@ class _Reader:
             self.warn(
                 "tiers",
                 "conformance is absent: vcsat still never evicts kube-system, system-critical or "
-                'preemptable: "false" pods (contract §3)',
+                'preemptable: "false" pods (docs/contract.md §3)',
             )
         if "predicates" not in by_name:
             self.warn("tiers", "predicates is absent: vcsat still applies the Kubernetes predicates")

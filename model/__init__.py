@@ -25,6 +25,7 @@ from vcsat.model.decision import (
     Nomination,
     PodGroupOutcome,
     SolverStats,
+    relative_gap,
 )
 from vcsat.model.policy import Policy
 
@@ -48,4 +49,5 @@ __all__ = [
     "SolverStats",
     "Taint",
     "Toleration",
+    "relative_gap",
 ]

@@ -50,11 +50,29 @@ class PodGroupOutcome(_Out):
 SolverStatus = Literal["OPTIMAL", "FEASIBLE", "FALLBACK"]
 
 
+def relative_gap(objective: float, bound: float) -> float:
+    """How far a decision may be from the best one: ``(bound − objective) / max(|bound|, 1)``.
+
+    The one definition of the gap, used by the table, the metrics, the benchmarks and the simulator.
+    The objective is maximised, so the proven ``bound`` is at least the ``objective``; dividing by the
+    bound makes the gap the share of the best possible value this decision may miss, between 0
+    (optimal) and 1, and the floor of 1 keeps a cycle with nothing to place at 0 instead of dividing
+    by zero. The solver's own stop rule for ``Policy.relative_gap`` measures the same way. A bound
+    below the objective (a baseline reports none) counts as no gap.
+    """
+    return max(0.0, bound - objective) / max(abs(bound), 1.0)
+
+
 class SolverStats(_Out):
     status: SolverStatus
     objective: float = 0.0
     bound: float = 0.0
     seconds: float = 0.0
+
+    @property
+    def gap(self) -> float:
+        """:func:`relative_gap` of this decision."""
+        return relative_gap(self.objective, self.bound)
 
 
 class Decision(_Out):

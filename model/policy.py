@@ -21,8 +21,12 @@ class Policy(BaseModel):
     """CP-SAT search workers. Several workers are interleaved deterministically, so the same input
     and options still give the same decision."""
     random_seed: int = 0
+    search: bool = True
+    """Run the CP-SAT search of the allocate phase. Off: the greedy decision with its LP bound
+    (``FALLBACK``), what the exact search adds being the difference; for ablations, not for use."""
     relative_gap: float = Field(default=0.0, ge=0)
-    """Stop as soon as the proven gap is at most this (0: prove optimality or hit the limit)."""
+    """Stop as soon as the proven gap (:func:`vcsat.model.relative_gap`) is at most this (0: prove
+    optimality or hit the limit)."""
     packing_weight: int = Field(default=1, ge=0)
     """Packing levels (whole GPU nodes kept free, partly used ones completed) rank below every
     placement level; 0 leaves them out."""
@@ -53,9 +57,8 @@ class Policy(BaseModel):
     times out. A group whose queue holds less than its deserved share keeps its room while a queue that
     holds its own waits for admission (see ``vcsat.solver.enqueue``). The default, 10 minutes: far above
     a cycle, so a gang is not demoted while room for it is being freed, yet well below typical batch job
-    lengths, so room idles minutes, not hours. Measured on the synthetic simulation (docs/volcano-config.md):
-    mean JCT 0.79-0.80x Volcano's against 0.83-0.90x without, fairness error still the lowest; 120-400 s
-    churn (a group re-admitted every few cycles) and 900-1200 s release room later, both gaining less."""
+    lengths, so room idles minutes, not hours; much shorter timeouts churn (a group re-admitted every
+    few cycles), much longer ones release the room late (benchmarks/RESULTS.md, design measurements)."""
     admit_by_fit: bool = True
     """Enqueue's rule 6 (not Volcano's): a group refused only because the overcommitted admission room
     is taken is admitted all the same when its gang fits the nodes' free room now (after what admitted

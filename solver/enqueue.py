@@ -29,9 +29,8 @@ The rules, in the order they are applied:
      ``Policy.inqueue_timeout_s``. Without a clock (a file dumped without one) nothing times out.
      Exception: a group whose queue holds less than its deserved share keeps its room while
      another queue that holds its share has groups waiting for admission: the released room
-     would be lent to that queue, against fair sharing (measured on the synthetic workload:
-     without the exception the lowest-weight queue ends above its share and the fairness error
-     rises from 11% to 17%).
+     would be lent to that queue, against fair sharing (without the exception the lowest-weight
+     queue of the synthetic workload ends above its share; benchmarks/RESULTS.md).
    Demoted groups release their reservation at once and are not readmitted in the same cycle.
 4. Pending groups are then considered one at a time from the queue least served, counting both
    what it holds and what its groups admitted so far in this pass will hold (relative to its

@@ -37,9 +37,9 @@ MAX_REFINEMENTS = 6
 MIN_STAGE_SECONDS = 0.05
 FIRST_SOLUTION_PER_SIZE_SQUARED = 8e-11
 """Deterministic seconds CP-SAT needs before the first solution of the first stage, per squared
-variable (:func:`_model_size`): its root LP grows faster than the model (measured: about 0.03 s
-at 19,000 variables, more than 0.5 s at 170,000). A first stage given less ends UNKNOWN, so the
-model is not even built and the greedy decision stands."""
+variable (:func:`_model_size`): its root LP grows faster than the model (calibrated on the
+benchmark instances, benchmarks/RESULTS.md). A first stage given less ends UNKNOWN, so the model is
+not even built and the greedy decision stands."""
 WALL_SLACK_SECONDS = 1.0
 """Every solve stops at its deterministic limit; the wall-clock limit (twice that, plus this) is
 only a safety net, loose enough that a loaded machine never reaches it first (which would make

@@ -15,10 +15,9 @@ decided with this measure itself, which is not linear in the model's counts: one
 each on the node whose expected fragmentation grows least (:func:`greedy_chooser` for the greedy
 warm start and fallback, :func:`fragmentation_layout` for the search's decision), and each share on
 the GPU that grows it least (:func:`share_gpus`, through :func:`vcsat.solver.gpu_choice.plan_node`).
-A per-(bucket, node) table of the measure as a CP-SAT objective was tried and dropped: it sees
-neither the cpu that differs between a bucket's pods nor two buckets meeting on one node, and on
-openb at 1/8 scale it stranded more GPUs (95.0% allocated at saturation) than the greedy it started
-from (96.8%).
+The measure is not a CP-SAT objective (a per-(bucket, node) table of it): such a table sees neither
+the cpu that differs between a bucket's pods nor two buckets meeting on one node, and it strands
+more GPUs than the greedy it starts from (benchmarks/RESULTS.md, design measurements).
 
 - **The workload** is a distribution over task types (cpu, GPUs per task, thousandths per GPU,
   where the task may run, and in vcsat's own, memory): the most popular types covering 95% of the
@@ -34,13 +33,10 @@ from (96.8%).
   vcsat's distribution a task type includes the memory it asks, and a node without that much
   memory left cannot use any of its GPU room for it, exactly as with cpu. A GPU node whose memory
   is gone holds idle GPUs however many cores it has left, and a measure blind to memory packs
-  memory-heavy pods onto the same nodes as readily as light ones. On Alibaba's openb trace (a
-  fifth of its 1-GPU pods ask more memory than its 8-GPU nodes have per GPU, some 2.5 times as
-  much) the cpu-only measure ended with every pod turned away after saturation short of memory on
-  the nodes that had GPU room and cores for it, and 94 GPUs' room idle on 8-GPU nodes with under
-  16 GiB of memory left, against kube-default's 16 (its BalancedAllocation spreads cpu and memory
-  evenly); counting memory raised vcsat's allocation at saturation from 93.20% to 93.43% and at
-  the end from 93.46% to 93.68% (kube-default: 93.54%).
+  memory-heavy pods onto the same nodes as readily as light ones. Alibaba's openb trace is such a
+  workload: many of its 1-GPU pods ask more memory than its 8-GPU nodes have per GPU, and with a
+  cpu-only measure the pods turned away after saturation were short of memory on nodes that still
+  had GPU room and cores (benchmarks/RESULTS.md, design measurements).
 
 Source of the measure: the paper and its simulator (hkust-adsl/kubernetes-scheduler-simulator,
 ``pkg/utils/frag.go``; read, not copied). Deterministic; the one state kept is the last problem's
@@ -433,8 +429,8 @@ def fragmentation_layout(problem: Problem, assignment: Assignment) -> dict[tuple
     """For the decode: the nodes of every pod the model decided to place, chosen as the greedy
     chooses them (:func:`greedy_chooser`: one pod at a time, each where the node's expected
     fragmentation grows least, with its real request and the node's exact GPU state), gangs in the
-    greedy's order (priority, then age; placing the biggest first was measured worse on openb:
-    92.3% allocated at saturation against 93.5%). Per (shape, node), the pods placed there.
+    greedy's order (priority, then age; biggest first strands more GPUs on openb, see
+    benchmarks/RESULTS.md). Per (shape, node), the pods placed there.
 
     The model decides *what* runs (the most work, fairly); FGD's measure is not linear in its
     counts, so *where* is decided here with the measure itself. None when the workload shares no

@@ -28,7 +28,7 @@ from vcsat.model import (
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.bound import lp_level_bounds
 from vcsat.solver.decode import bindings, gpu_bindings
-from vcsat.solver.exact import solve_exact
+from vcsat.solver.exact import ExactResult, solve_exact
 from vcsat.solver.explain import outcomes
 from vcsat.solver.fairness.deserved import queue_usage
 from vcsat.solver.greedy import greedy
@@ -45,7 +45,7 @@ EVICTION_SHARE = 0.15
 """Of the time limit, what the preempt and reclaim models may spend in CP-SAT."""
 OVERHEAD_PER_NODE = 5e-4
 """Seconds per node the cycle spends outside CP-SAT (aggregating, the greedy, building the
-model, decoding, explaining), measured on the 1,000- and 5,000-node benchmarks. Estimated from
+model, decoding, explaining), calibrated on the 1,000- and 5,000-node benchmarks. Estimated from
 the snapshot's size, never read off the clock, so that the budgets, and with them the decision,
 are the same whatever the machine's load."""
 
@@ -81,7 +81,10 @@ def _solve(snapshot: Snapshot, policy: Policy) -> Decision:
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
     evicting = policy.preempt or policy.reclaim
     search = policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes)
-    result = solve_exact(problem, hint, budget=max(0.0, search), targets=targets)
+    if policy.search:
+        result = solve_exact(problem, hint, budget=max(0.0, search), targets=targets)
+    else:
+        result = ExactResult(None, False, notes=["search off (Policy.search)"], skipped=True)
 
     if result.assignment is not None and _lexicographic(problem, result.assignment) >= _lexicographic(problem, hint):
         assignment, status = result.assignment, ("OPTIMAL" if result.optimal else "FEASIBLE")

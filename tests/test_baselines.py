@@ -147,10 +147,21 @@ def test_fgd_puts_a_share_on_the_used_gpu_to_keep_a_whole_gpu_free() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "gpu"), [("firstfit", 0), ("bestfit", 1), ("volcano", 0), ("kube-default", 0)]
+    ("name", "gpu"), [("firstfit", 0), ("bestfit", 1), ("volcano", 0), ("volcano-gpu", 0), ("kube-default", 0)]
 )
 def test_where_other_baselines_put_a_share(name: str, gpu: int) -> None:
     assert gpus_of(decide(name, half_used_gpu())) == {"ns/share": [gpu]}
+
+
+@pytest.mark.parametrize(("name", "node_name"), [("volcano", "empty"), ("volcano-gpu", "busy")])
+def test_volcano_gpu_binpack_fills_the_node_whose_gpus_are_in_use(name: str, node_name: str) -> None:
+    """The Helm chart's binpack weighs cpu and memory only, and nodeorder's least-allocated spreads
+    a GPU pod onto the empty node; binpack weighting nvidia.com/gpu packs it next to the busy GPUs."""
+    snap = snapshot(
+        nodes=[node("busy", cpu="64", memory="256Gi", gpus=8), node("empty", cpu="64", memory="256Gi", gpus=8)],
+        pods=[pod("ns/old", cpu="2", gpus=4, node="busy", gpu_ids=[0, 1, 2, 3]), pod("ns/new", cpu="2", gpus=2)],
+    )
+    assert placed(decide(name, snap)) == {"ns/new": node_name}
 
 
 def test_fgd_prefers_the_node_whose_gpu_is_already_shared() -> None:

@@ -141,7 +141,7 @@ def test_table_output(tmp_path: Path, solver: FakeSolver) -> None:
     result = run("solve", str(write(tmp_path, INSTANCE)))
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "solver FEASIBLE  objective 10  bound 12  gap 20.00%  0.25 s"
+    assert lines[0] == "solver FEASIBLE  objective 10  bound 12  gap 16.67%  0.25 s"
     assert any("ns/pg" in line and "Running" in line and "p→n1[0]" in line for line in lines)
     assert any("ns/big" in line and "Unschedulable" in line and "no node fits" in line for line in lines)
     assert "nominations" in result.stdout and "ns/later" in result.stdout

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from vcsat.adapters.metrics import Metrics, relative_gap
-from vcsat.model import Decision, Nomination, PodGroupOutcome, SolverStats
+from vcsat.adapters.metrics import Metrics
+from vcsat.model import Decision, Nomination, PodGroupOutcome, SolverStats, relative_gap
 
 
 def _decision(
@@ -49,7 +49,7 @@ def _value(metrics: Metrics, name: str, **labels: str) -> float:
 
 @pytest.mark.parametrize(
     ("objective", "bound", "gap"),
-    [(100, 100, 0.0), (90, 100, 0.1), (0, 0, 0.0), (0, 50, 1.0), (101, 100, 0.0)],
+    [(100, 100, 0.0), (90, 100, 0.1), (0, 0, 0.0), (0, 50, 1.0), (101, 100, 0.0), (0, 0.5, 0.5), (10, 12, 1 / 6)],
 )
 def test_relative_gap(objective: float, bound: float, gap: float) -> None:
     assert relative_gap(objective, bound) == pytest.approx(gap)

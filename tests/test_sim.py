@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from tests.builders import node
 from vcsat.adapters import cli
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.sim import workloads
-from vcsat.adapters.sim.engine import JobSpec, SimOptions, SimResult, TaskSpec, Workload, simulate
+from vcsat.adapters.sim import report, workloads
+from vcsat.adapters.sim.engine import CycleRecord, JobSpec, SimOptions, SimResult, TaskSpec, Workload, simulate
 from vcsat.adapters.sim.metrics import bottleneck, jain, percentile, summarize, water_fill
 from vcsat.adapters.sim.schedulers import DEFAULT_NAMES, make_scheduler
 from vcsat.model import Queue
@@ -204,6 +204,21 @@ def test_openb_run_allocates_and_stops(trace_dir: Path, scheduler: str) -> None:
     assert summary.arrived_final is not None and summary.arrived_final >= 1.2
 
 
+def test_the_trace_ships_with_the_package_and_an_env_var_points_elsewhere(
+    trace_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(workloads.OPENB_DIR_ENV, raising=False)
+    packaged = workloads.openb_dir()
+    assert packaged.parts[-3:] == ("adapters", "data", "openb")
+    assert {"NOTICE", "openb_node_list_gpu_node.csv", *workloads.OPENB_TRACES.values()} <= {
+        p.name for p in packaged.iterdir()
+    }
+    assert len(workloads.openb_nodes(every=100)) == 13  # 1,213 nodes in the trace
+    monkeypatch.setenv(workloads.OPENB_DIR_ENV, str(trace_dir))
+    assert workloads.openb_dir() == trace_dir
+    assert [n.name for n in workloads.openb_nodes()] == ["node-0", "node-1", "node-2"]
+
+
 def test_bad_trace_is_one_clear_line(tmp_path: Path) -> None:
     (tmp_path / "openb_node_list_gpu_node.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,lots,1,1,T4\n")
     with pytest.raises(InputError, match=r"openb_node_list_gpu_node.csv: line 2: cpu_milli: not an integer"):
@@ -256,6 +271,48 @@ def test_fairness_against_weighted_deserved_shares() -> None:
     assert summary.fairness_error is not None and summary.fairness_error > 0.4
 
 
+@pytest.mark.parametrize(
+    ("scheduler", "cycles", "expected"),
+    [
+        # OPTIMAL cycles have no gap; FEASIBLE and FALLBACK cycles all count; an ERROR decided nothing.
+        (
+            "vcsat",
+            [("OPTIMAL", 10, 10), ("FEASIBLE", 90, 100), ("FALLBACK", 50, 100), ("ERROR", 0, 0)],
+            (0.25, (0.1 + 0.5) / 2, 0.5, 1),
+        ),
+        ("vcsat", [("OPTIMAL", 10, 10), ("OPTIMAL", 0, 0)], (1.0, 0.0, 0.0, 0)),
+        ("vcsat-greedy", [("FALLBACK", 0, 0.5), ("FALLBACK", 8, 8)], (0.0, 0.25, 0.5, 2)),
+        ("firstfit", [("FALLBACK", 5, 0)], (None, None, None, None)),  # a baseline proves no bound
+    ],
+)
+def test_cycle_summary_gaps_over_every_cycle_not_proved_optimal(
+    scheduler: str, cycles: list[tuple[str, float, float]], expected: tuple[float | None, ...]
+) -> None:
+    result = run(small_cluster([]), "firstfit")
+    result.scheduler = scheduler
+    result.cycles = [CycleRecord(float(i), 0.1, status, o, b, 0, 0, 0, 0) for i, (status, o, b) in enumerate(cycles)]
+    summary = summarize(result)
+    assert (summary.optimal_share, summary.gap_mean, summary.gap_worst, summary.fallbacks) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([0.5, 0.5, 0.5], "50.0%"),  # the seeds agree: no range
+        ([0.5, 0.6, 0.7], "60.0% (50.0%–70.0%)"),
+        ([None, 0.2, 0.4], "30.0% (20.0%–40.0%)"),  # a seed without a value is left out
+        ([None, None], "–"),
+    ],
+)
+def test_a_cell_is_the_mean_over_seeds_with_its_range(values: list[float | None], expected: str) -> None:
+    assert report.spread(values, report.pct) == expected
+
+
+def test_counts_over_seeds() -> None:
+    assert report.spread([3, 3], report.count) == "3"
+    assert report.spread([2, 3], report.count) == "2.5 (2–3)"
+
+
 # --- the commands -----------------------------------------------------------------------------
 
 
@@ -263,9 +320,11 @@ def test_bench_prints_markdown_and_writes_plots(tmp_path: Path) -> None:
     out = tmp_path / "bench"
     result = CliRunner().invoke(
         cli.main,
-        ["bench", "--quick", "--workload", "tf-gang", "--schedulers", "vcsat,kube-default", "-o", str(out)],
+        ["bench", "--quick", "--workload", "tf-gang", "--schedulers", "vcsat,kube-default", "--seeds", "2",
+         "-o", str(out)],
     )
     assert result.exit_code == 0, result.output
+    assert result.output.startswith("## Simulations (quick; 2 seeds, 0–1;")
     assert "| **kube-default** | 0/6 | 6 timeout |" in result.output
     assert "| **vcsat** | 6/6 | 0 |" in result.output
     assert (out / "results.md").read_text().startswith("## Simulations (quick")
@@ -274,6 +333,21 @@ def test_bench_prints_markdown_and_writes_plots(tmp_path: Path) -> None:
         "sim-tf-gang-cycles.png",
         "sim-tf-gang-jct.png",
     ]
+
+
+def test_bench_without_matplotlib_writes_the_tables_and_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(report, "can_plot", lambda: False)
+    out = tmp_path / "bench"
+    result = CliRunner().invoke(
+        cli.main,
+        ["bench", "--quick", "--workload", "tf-gang", "--schedulers", "firstfit", "--seeds", "1", "-o", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "no plots: they need the bench extra, pip install 'vcsat[bench]'" in result.stderr
+    assert (out / "results.md").exists() and not (out / "plots").exists()
+    assert "![" not in (out / "results.md").read_text()
 
 
 def test_simulate_one_scheduler() -> None:
@@ -286,8 +360,8 @@ def test_unknown_scheduler_is_bad_usage(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli.main, ["bench", "--quick", "--schedulers", "slurm", "-o", str(tmp_path)])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        "vcsat: --schedulers: unknown scheduler 'slurm' (one of vcsat, volcano, kube-default, bestfit, "
-        "firstfit, fgd, vcsat-evict)"
+        "vcsat: --schedulers: unknown scheduler 'slurm' (one of vcsat, vcsat-no-fit, vcsat-no-timeout, "
+        "vcsat-greedy, volcano, volcano-gpu, kube-default, bestfit, firstfit, fgd, vcsat-evict)"
     ]
 
 
@@ -298,3 +372,25 @@ def test_vcsat_runs_volcano_default_actions_unless_told_to_evict(name: str, evic
     scheduler = make_scheduler(name)
     assert (scheduler.policy.preempt, scheduler.policy.reclaim) == (evicts, evicts)
     assert (name in DEFAULT_NAMES) is not evicts
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "value"),
+    [
+        ("vcsat-no-fit", "admit_by_fit", False),
+        ("vcsat-no-timeout", "inqueue_timeout_s", None),
+        ("vcsat-greedy", "search", False),
+    ],
+)
+def test_each_ablation_turns_one_part_off(name: str, field: str, value: object) -> None:
+    full, ablated = make_scheduler("vcsat").policy, make_scheduler(name).policy
+    assert getattr(ablated, field) == value != getattr(full, field)
+    assert ablated.model_copy(update={field: getattr(full, field)}) == full
+    assert name in DEFAULT_NAMES
+
+
+def test_the_greedy_ablation_never_searches() -> None:
+    workload = small_cluster([job("a", 0, 100, gpus=2), job("b", 10, 50), job("c", 20, 30)])
+    summary = summarize(run(workload, "vcsat-greedy", cycle_period=10.0))
+    assert summary.cycles > 0 and summary.fallbacks == summary.cycles
+    assert summary.optimal_share == 0.0

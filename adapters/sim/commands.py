@@ -2,9 +2,11 @@
 
 ``simulate`` runs one workload under one scheduler and prints its numbers; ``bench`` runs several
 schedulers side by side on one or all workloads, prints markdown tables, writes PNG plots, and shows
-progress on a terminal. ``--quick`` shrinks every experiment (an eighth of the openb cluster, a
-16-node synthetic cluster over three hours, 1 s per vcsat cycle) so the whole bench finishes within
-five minutes on a 2-core machine; the full sizes are what ``benchmarks/SIMULATIONS.md`` reports.
+progress on a terminal. Every experiment runs over several seeds (``--seeds``, default
+:data:`DEFAULT_SEEDS`) and the tables show the mean and the range, since one seed's margin may be
+noise. ``--quick`` shrinks every experiment (an eighth of the openb cluster, a 16-node synthetic
+cluster over three hours, 1 s per vcsat cycle) and runs :data:`QUICK_SEEDS` seeds: a smoke run; the
+full sizes are what ``benchmarks/SIMULATIONS.md`` reports.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from vcsat.model import Pod
 
 DEFAULT_SCHEDULERS = DEFAULT_NAMES
 Progressed = Callable[[float, float], None]
+DEFAULT_SEEDS = 5
+"""Seeds per experiment in ``vcsat bench``: one seed's margin can be noise; five show the spread."""
+QUICK_SEEDS = 2
+"""Seeds with ``--quick``, a smoke run: enough to show a spread, few enough to stay quick."""
 
 
 @dataclass(frozen=True)
@@ -83,20 +89,24 @@ def run(
     return exp, results
 
 
-def section(name: str, exp: workloads.Experiment, results: Sequence[SimResult], out: Path | None) -> str:
-    """The markdown of one workload's results; plots written under ``out`` when given."""
-    summaries = [summarize(result) for result in results]
+def section(
+    name: str, exp: workloads.Experiment, results: Sequence[Sequence[SimResult]], out: Path | None
+) -> str:
+    """The markdown of one workload's results, ``results[i]`` being scheduler i's runs over the seeds;
+    plots of the first seed's runs written under ``out`` when given."""
+    runs = [[summarize(result) for result in seeds] for seeds in results]
     parts = [f"### {name}", "", exp.workload.description, ""]
     if name == "openb":
-        parts += [report.saturation_table(summaries), ""]
+        parts += [report.saturation_table(runs), ""]
     else:
-        parts += [report.jobs_table(summaries), ""]
-        if any(s.queue_shares for s in summaries):
-            parts += [report.fairness_table(summaries), ""]
-    parts += [report.placement_table(summaries), ""]
-    parts += _problems(name, summaries, results, out)
-    if out is not None:
-        plots = _plots(name, results, out)
+        parts += [report.jobs_table(runs), ""]
+        if any(s.queue_shares for seeds in runs for s in seeds):
+            parts += [report.fairness_table(runs), ""]
+    parts += [report.placement_table(runs), ""]
+    flat_results = [result for seeds in results for result in seeds]
+    parts += _problems(name, [s for seeds in runs for s in seeds], flat_results, out)
+    if out is not None and report.can_plot():
+        plots = _plots(name, [seeds[0] for seeds in results], out)
         parts += [f"![{path.stem}](plots/{path.name})" for path in plots]
         parts.append("")
     return "\n".join(parts)
@@ -121,7 +131,8 @@ def _problems(name: str, summaries: Sequence[Summary], results: Sequence[SimResu
             if out is not None and failing:
                 path = out / "failures" / f"{name}-{result.scheduler}.snapshot.json"
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(failing)
+                if not path.exists():  # the first failing seed's
+                    path.write_text(failing)
                 notes.append(f"  (its first failing snapshot: `failures/{path.name}`)")
     return [*notes, ""] if notes else []
 
@@ -159,7 +170,7 @@ def _progress_bar(console: Console) -> Progress:
 
 
 @click.command("bench")
-@click.option("--quick", is_flag=True, help="Small sizes: the whole bench in at most 5 minutes.")
+@click.option("--quick", is_flag=True, help=f"Small sizes and {QUICK_SEEDS} seeds: a smoke run, not for reporting.")
 @click.option(
     "--workload",
     type=click.Choice([*workloads.WORKLOADS, "all"]),
@@ -181,9 +192,17 @@ def _progress_bar(console: Console) -> Progress:
     show_default=True,
     help="Directory for results.md and the PNG plots.",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
-def bench(quick: bool, workload: str, schedulers: tuple[str, ...], out: str, seed: int) -> None:
-    """Run schedulers side by side on the simulator's workloads; print markdown, write plots."""
+@click.option("--seed", type=int, default=0, show_default=True, help="The first seed.")
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help=f"Run every experiment with seeds SEED..SEED+N-1 (the workload's draws and each scheduler's); "
+    f"tables show the mean and the range (min–max). Default {DEFAULT_SEEDS}, or {QUICK_SEEDS} with --quick.",
+)
+def bench(quick: bool, workload: str, schedulers: tuple[str, ...], out: str, seed: int, seeds: int | None) -> None:
+    """Run schedulers side by side on the simulator's workloads over several seeds; print markdown,
+    write plots (with the bench extra)."""
     names = _names(schedulers)
     sizes = QUICK if quick else FULL
     chosen = list(workloads.WORKLOADS) if workload == "all" else [workload]
@@ -191,26 +210,40 @@ def bench(quick: bool, workload: str, schedulers: tuple[str, ...], out: str, see
     console = Console(stderr=True)
     started = time.monotonic()
     sections = []
+    seeds = seeds or (QUICK_SEEDS if quick else DEFAULT_SEEDS)
+    seed_list = list(range(seed, seed + seeds))
     with _progress_bar(console) as bar:
         for name in chosen:
-            tasks = {s: bar.add_task(f"{name} · {s}", total=1.0) for s in names}
+            tasks = {s: bar.add_task(f"{name} · {s}", total=float(seeds)) for s in names}
+            by_scheduler: dict[str, list[SimResult]] = {s: [] for s in names}
+            exp: workloads.Experiment | None = None
+            for index, one_seed in enumerate(seed_list):
 
-            def progress(scheduler: str, tasks: dict[str, TaskID] = tasks) -> Progressed:
-                def update(done: float, total: float) -> None:
-                    bar.update(tasks[scheduler], completed=done / max(total, 1))
+                def progress(scheduler: str, tasks: dict[str, TaskID] = tasks, index: int = index) -> Progressed:
+                    def update(done: float, total: float) -> None:
+                        bar.update(tasks[scheduler], completed=index + done / max(total, 1))
 
-                return update
+                    return update
 
-            exp, results = run(name, names, sizes, seed=seed, progress=progress)
+                drawn, results = run(name, names, sizes, seed=one_seed, progress=progress)
+                exp = exp or drawn  # the description (job counts) of the first seed's draw
+                for result in results:
+                    by_scheduler[result.scheduler].append(result)
             for task in tasks.values():
-                bar.update(task, completed=1.0)
-            sections.append(section(name, exp, results, out_dir))
-    heading = f"## Simulations ({'quick' if quick else 'full'}; {time.monotonic() - started:.0f} s)"
+                bar.update(task, completed=float(seeds))
+            assert exp is not None
+            sections.append(section(name, exp, [by_scheduler[s] for s in names], out_dir))
+    span = f"seed {seed}" if seeds == 1 else f"{seeds} seeds, {seed}–{seed + seeds - 1}"
+    heading = f"## Simulations ({'quick' if quick else 'full'}; {span}; {time.monotonic() - started:.0f} s)"
     markdown = "\n\n".join([heading, *sections])
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.md").write_text(markdown + "\n")
     click.echo(markdown)
-    click.echo(f"wrote {out_dir / 'results.md'} and plots under {out_dir / 'plots'}", err=True)
+    if report.can_plot():
+        click.echo(f"wrote {out_dir / 'results.md'} and plots under {out_dir / 'plots'}", err=True)
+    else:
+        click.echo(f"wrote {out_dir / 'results.md'}; no plots: they need the bench extra, "
+                   "pip install 'vcsat[bench]' (matplotlib)", err=True)
 
 
 @click.command("simulate")
@@ -238,7 +271,7 @@ def simulate_command(workload: str, scheduler: str, quick: bool, time_limit: flo
             return lambda done, total: bar.update(task, completed=done / max(total, 1))
 
         exp, results = run(workload, names, sizes, seed=seed, progress=progress)
-    click.echo(section(workload, exp, results, None))
+    click.echo(section(workload, exp, [[result] for result in results], None))
     summary: Summary = summarize(results[0])
     click.echo(f"simulated {results[0].end_time / 3600:.2f} h in {summary.wall_seconds:.1f} s", err=True)
     sys.stdout.flush()

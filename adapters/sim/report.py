@@ -1,12 +1,15 @@
 """Side-by-side results as people read them: markdown tables and PNG plots.
 
 Tables are plain GitHub markdown (what ``vcsat bench`` prints and ``benchmarks/SIMULATIONS.md``
-holds); plots are matplotlib PNGs written with the non-interactive Agg backend, one file per figure,
-named after the workload.
+holds), one row per scheduler, each cell the mean over the seeds with the range ``(min–max)`` when
+the seeds disagree; plots are matplotlib PNGs of the first seed's runs, written with the
+non-interactive Agg backend, one file per figure, named after the workload. matplotlib is the
+``bench`` extra: without it the tables are written and the plots are skipped.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,38 +46,79 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def _failed(s: Summary) -> str:
-    return ", ".join(f"{n} {why}" for why, n in sorted(s.failed.items())) or "0"
+Runs = Sequence[Summary]
+"""One scheduler's summaries, one per seed, in seed order."""
 
 
-def _ratio(value: float | None, reference: float | None) -> str:
-    if value is None or not reference:
+def spread(values: Sequence[float | None], fmt: Callable[[float | None], str]) -> str:
+    """The mean over the seeds, then ``(min–max)`` when the seeds disagree at the shown precision;
+    seeds without a value (no job completed, say) are left out of both."""
+    present = [v for v in values if v is not None]
+    if not present:
         return "–"
-    return f"{value / reference:.2f}×"
+    low, high = fmt(min(present)), fmt(max(present))
+    text = fmt(sum(present) / len(present))
+    return text if low == high else f"{text} ({low}–{high})"
 
 
-def jobs_table(summaries: Sequence[Summary], reference: str = "volcano") -> str:
-    """Outcomes of a workload over time, one row per scheduler; JCT also relative to ``reference``."""
-    ref = next((s for s in summaries if s.scheduler == reference), None)
+def count(value: float | None) -> str:
+    """A count, or the mean of counts (one decimal when it is not whole)."""
+    if value is None:
+        return "–"
+    return str(round(value)) if float(value).is_integer() else f"{value:.1f}"
+
+
+def _cell(runs: Runs, get: Callable[[Summary], float | None], fmt: Callable[[float | None], str]) -> str:
+    return spread([get(s) for s in runs], fmt)
+
+
+def _failed(runs: Runs) -> str:
+    reasons = sorted({why for s in runs for why in s.failed})
+    parts = [f"{spread([s.failed.get(why, 0) for s in runs], count)} {why}" for why in reasons]
+    return ", ".join(parts) or "0"
+
+
+def _ratios(runs: Runs, reference: Runs | None) -> list[float | None]:
+    """Per seed, the JCT over the reference scheduler's JCT on the same seed."""
+    if reference is None:
+        return []
+    return [
+        s.jct_mean / r.jct_mean if s.jct_mean is not None and r.jct_mean else None
+        for s, r in zip(runs, reference, strict=True)
+    ]
+
+
+def _times(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def _label(runs: Runs) -> str:
+    return f"**{runs[0].scheduler}**"
+
+
+def jobs_table(runs_by_scheduler: Sequence[Runs], reference: str = "volcano") -> str:
+    """Outcomes of a workload over time, one row per scheduler; JCT also relative to ``reference``
+    (per seed, then averaged)."""
+    ref = next((runs for runs in runs_by_scheduler if runs[0].scheduler == reference), None)
     rows = [
         [
-            f"**{s.scheduler}**",
-            f"{s.completed}/{s.jobs}",
-            _failed(s),
-            pct(s.gpu_alloc_busy),
-            pct(s.gpu_alloc_mean),
-            minutes(s.jct_mean),
-            _ratio(s.jct_mean, ref.jct_mean if ref else None),
-            minutes(s.jct_p50),
-            minutes(s.jct_p99),
-            minutes(s.wait_mean),
-            minutes(s.wait_p99),
-            hours(s.makespan),
-            str(s.timeouts),
-            number(s.partial_gpu_hours, 1),
-            str(s.evictions),
+            _label(runs),
+            f"{spread([s.completed for s in runs], count)}/{spread([s.jobs for s in runs], count)}",
+            _failed(runs),
+            _cell(runs, lambda s: s.gpu_alloc_busy, pct),
+            _cell(runs, lambda s: s.gpu_alloc_mean, pct),
+            _cell(runs, lambda s: s.jct_mean, minutes),
+            spread(_ratios(runs, ref), _times),
+            _cell(runs, lambda s: s.jct_p50, minutes),
+            _cell(runs, lambda s: s.jct_p99, minutes),
+            _cell(runs, lambda s: s.wait_mean, minutes),
+            _cell(runs, lambda s: s.wait_p99, minutes),
+            _cell(runs, lambda s: s.makespan, hours),
+            _cell(runs, lambda s: s.timeouts, count),
+            _cell(runs, lambda s: s.partial_gpu_hours, lambda v: number(v, 1)),
+            _cell(runs, lambda s: s.evictions, count),
         ]
-        for s in summaries
+        for runs in runs_by_scheduler
     ]
     headers = [
         "scheduler",
@@ -96,19 +140,36 @@ def jobs_table(summaries: Sequence[Summary], reference: str = "volcano") -> str:
     return table(headers, rows)
 
 
-def fairness_table(summaries: Sequence[Summary]) -> str:
-    queues = sorted({q for s in summaries for q in s.queue_shares})
+def _queue_share(queue: str, which: int) -> Callable[[Summary], float | None]:
+    """A queue's time-averaged held (0) or deserved (1) share."""
+    return lambda s: s.queue_shares[queue][which] if queue in s.queue_shares else None
+
+
+def _alloc_at(level: float) -> Callable[[Summary], float | None]:
+    return lambda s: s.alloc_at.get(level)
+
+
+def fairness_table(runs_by_scheduler: Sequence[Runs]) -> str:
+    queues = sorted({q for runs in runs_by_scheduler for s in runs for q in s.queue_shares})
     headers = ["scheduler", "fairness error", "Jain", *(f"{q} held/deserved" for q in queues)]
     rows = []
-    for s in summaries:
+    for runs in runs_by_scheduler:
         shares = [
-            f"{pct(s.queue_shares[q][0])} / {pct(s.queue_shares[q][1])}" if q in s.queue_shares else "–" for q in queues
+            f"{_cell(runs, _queue_share(q, 0), pct)} / {_cell(runs, _queue_share(q, 1), pct)}"
+            for q in queues
         ]
-        rows.append([f"**{s.scheduler}**", pct(s.fairness_error), number(s.jain_index, 3), *shares])
+        rows.append(
+            [
+                _label(runs),
+                _cell(runs, lambda s: s.fairness_error, pct),
+                _cell(runs, lambda s: s.jain_index, lambda v: number(v, 3)),
+                *shares,
+            ]
+        )
     return table(headers, rows)
 
 
-def placement_table(summaries: Sequence[Summary]) -> str:
+def placement_table(runs_by_scheduler: Sequence[Runs]) -> str:
     headers = [
         "scheduler",
         "multi-GPU jobs",
@@ -121,48 +182,58 @@ def placement_table(summaries: Sequence[Summary]) -> str:
         "cycle max (s)",
         "proved optimal",
         "mean gap",
+        "worst gap",
+        "fallbacks",
         "rejected",
         "errors",
     ]
     rows = [
         [
-            f"**{s.scheduler}**",
-            str(s.multi_gpu_jobs),
-            pct(s.one_node_share),
-            pct(s.one_rack_share),
-            number(s.bandwidth_mean, 1),
-            str(s.cycles),
-            seconds(s.cycle_mean),
-            seconds(s.cycle_p99),
-            seconds(s.cycle_max),
-            pct(s.optimal_share),
-            pct(s.gap_mean, 2),
-            str(s.rejected),
-            str(s.errors),
+            _label(runs),
+            _cell(runs, lambda s: s.multi_gpu_jobs, count),
+            _cell(runs, lambda s: s.one_node_share, pct),
+            _cell(runs, lambda s: s.one_rack_share, pct),
+            _cell(runs, lambda s: s.bandwidth_mean, lambda v: number(v, 1)),
+            _cell(runs, lambda s: s.cycles, count),
+            _cell(runs, lambda s: s.cycle_mean, seconds),
+            _cell(runs, lambda s: s.cycle_p99, seconds),
+            _cell(runs, lambda s: s.cycle_max, seconds),
+            _cell(runs, lambda s: s.optimal_share, pct),
+            _cell(runs, lambda s: s.gap_mean, lambda v: pct(v, 2)),
+            _cell(runs, lambda s: s.gap_worst, lambda v: pct(v, 2)),
+            _cell(runs, lambda s: s.fallbacks, count),
+            _cell(runs, lambda s: s.rejected, count),
+            _cell(runs, lambda s: s.errors, count),
         ]
-        for s in summaries
+        for runs in runs_by_scheduler
     ]
     return table(headers, rows)
 
 
-def saturation_table(summaries: Sequence[Summary]) -> str:
+def saturation_table(runs_by_scheduler: Sequence[Runs]) -> str:
     """The FGD experiment: allocated GPU share at each arrived level; a bound row first."""
-    levels = [level for level in ARRIVED_LEVELS if any(level in s.alloc_at for s in summaries)]
+    levels = [level for level in ARRIVED_LEVELS if any(level in s.alloc_at for runs in runs_by_scheduler for s in runs)]
     headers = ["scheduler", *(f"arrived {level:.0%}" for level in levels), "at the end", "cycle mean (s)"]
     rows = [["*bound: min(arrived, 100%)*", *(pct(min(level, 1.0)) for level in levels), pct(1.0), "–"]]
-    for s in summaries:
+    for runs in runs_by_scheduler:
         rows.append(
             [
-                f"**{s.scheduler}**",
-                *(pct(s.alloc_at.get(level)) for level in levels),
-                f"{pct(s.final_alloc)} of {pct(s.arrived_final, 0)}",
-                seconds(s.cycle_mean),
+                _label(runs),
+                *(_cell(runs, _alloc_at(level), pct) for level in levels),
+                f"{_cell(runs, lambda s: s.final_alloc, pct)} of "
+                f"{_cell(runs, lambda s: s.arrived_final, lambda v: pct(v, 0))}",
+                _cell(runs, lambda s: s.cycle_mean, seconds),
             ]
         )
     return table(headers, rows)
 
 
 # --- plots -----------------------------------------------------------------------------------
+
+
+def can_plot() -> bool:
+    """Whether matplotlib is installed: it comes with the ``bench`` extra, not with the scheduler."""
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def _pyplot() -> Any:

@@ -6,7 +6,13 @@ Volcano's default ``volcano-scheduler.conf`` (Helm chart: ``enqueue, allocate, b
 configuration the ``volcano`` baseline models: no preempt, no reclaim, like every baseline here, so
 that a comparison measures placement and ordering, not whether a scheduler may evict. ``vcsat-evict``
 is vcsat with its preempt and reclaim phases on (the Policy's defaults): an eviction restarts the
-victim's whole job, which the simulator charges in full. Each baseline comes from
+victim's whole job, which the simulator charges in full.
+
+Ablations show what each part of vcsat's own gain comes from: ``vcsat-no-fit`` admits as Volcano's
+enqueue does (``Policy.admit_by_fit`` off), ``vcsat-no-timeout`` never sends an admitted group back
+to Pending (``Policy.inqueue_timeout_s`` None, as Volcano, which has no such timeout), and
+``vcsat-greedy`` runs no CP-SAT search (``Policy.search`` off: its greedy warm start with the LP
+bound), so the search's own share is vcsat against ``vcsat-greedy``. Each baseline comes from
 :data:`vcsat.solver.baselines.BASELINES`; FGD can be given the workload's task distribution up front,
 as the FGD paper gives it the trace's.
 """
@@ -24,10 +30,22 @@ from vcsat.solver.baselines.fgd import FGD, typical_tasks
 
 VCSAT = "vcsat"
 VCSAT_EVICTING = "vcsat-evict"
-NAMES = (VCSAT, *BASELINES, VCSAT_EVICTING)
-DEFAULT_NAMES = (VCSAT, *BASELINES)
+ABLATIONS: dict[str, dict[str, object]] = {
+    "vcsat-no-fit": {"admit_by_fit": False},
+    "vcsat-no-timeout": {"inqueue_timeout_s": None},
+    "vcsat-greedy": {"search": False},
+}
+"""vcsat with one part turned off: the Policy fields each one changes."""
+NAMES = (VCSAT, *ABLATIONS, *BASELINES, VCSAT_EVICTING)
+DEFAULT_NAMES = (VCSAT, *ABLATIONS, *BASELINES)
 """What ``vcsat bench`` runs unless told otherwise: schedulers under the same actions."""
 DEFAULT_TIME_LIMIT_S = 2.0
+
+
+def proves_bounds(name: str) -> bool:
+    """Whether the scheduler called ``name`` reports a proven bound (vcsat and its variants); a
+    baseline's decision carries none, so it has no gap."""
+    return name == VCSAT or name.startswith(f"{VCSAT}-")
 
 
 def make_scheduler(
@@ -38,9 +56,10 @@ def make_scheduler(
     seed: int = 0,
 ) -> Scheduler:
     """The scheduler called ``name``; ``workload_pods`` tells FGD what the workload looks like."""
-    if name in (VCSAT, VCSAT_EVICTING):
+    if name in (VCSAT, VCSAT_EVICTING, *ABLATIONS):
         evicting = name == VCSAT_EVICTING
         policy = Policy(time_limit_s=time_limit_s, random_seed=seed, preempt=evicting, reclaim=evicting)
+        policy = policy.model_copy(update=ABLATIONS.get(name, {}))
         return Scheduler(name, solve, policy, policy, inqueue_timeout_s=policy.inqueue_timeout_s)
     baseline = BASELINES.get(name)
     if baseline is None:

@@ -5,7 +5,8 @@ Each builder returns a :class:`~vcsat.adapters.sim.engine.Workload` (nodes, queu
 :class:`~vcsat.adapters.sim.engine.SimOptions` its experiment is run with, the same for every
 scheduler. Everything is deterministic for a seed.
 
-- **openb** (``/work/shared/traces/openb``, Apache-2.0, see its NOTICE): nodes from
+- **openb** (the trace files ship with the package in ``vcsat/adapters/data/openb``, Apache-2.0, see
+  the NOTICE there; ``$VCSAT_OPENB_DIR`` points elsewhere, see :func:`openb_dir`): nodes from
   ``openb_node_list_gpu_node.csv`` with the GPU model as the node label ``nvidia.com/gpu.product``
   (as NVIDIA GPU feature discovery names it; the generator uses the same label), pods from a pod
   list with ``num_gpu`` as ``nvidia.com/gpu`` and a ``gpu_milli`` below 1000 as the GPU share
@@ -30,8 +31,10 @@ scheduler. Everything is deterministic for a seed.
 from __future__ import annotations
 
 import csv
+import importlib.resources
 import json
 import math
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +46,8 @@ from vcsat.adapters.sim.engine import JobSpec, SimOptions, TaskSpec, Workload
 from vcsat.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod
 from vcsat.model import resources as res
 
-OPENB_DIR = Path("/work/shared/traces/openb")
+OPENB_DIR_ENV = "VCSAT_OPENB_DIR"
+"""Environment variable naming a directory with the openb CSV files, instead of the packaged ones."""
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 OPENB_TRACES = {
     "default": "openb_pod_list_default.csv",
@@ -52,6 +56,15 @@ OPENB_TRACES = {
 }
 DEFAULT_PODS_LIMIT = 110
 """Kubelet's default ``maxPods``: the trace gives none."""
+
+
+def openb_dir() -> Path:
+    """Where the openb trace is read from: ``$VCSAT_OPENB_DIR`` if set, else the copy shipped inside
+    the package (``vcsat/adapters/data/openb``), so an installed vcsat finds it wherever it lives."""
+    override = os.environ.get(OPENB_DIR_ENV)
+    if override:
+        return Path(override)
+    return Path(str(importlib.resources.files("vcsat.adapters").joinpath("data", "openb")))
 
 
 @dataclass(frozen=True)
@@ -68,7 +81,11 @@ def _rows(path: Path) -> list[dict[str, str]]:
         with path.open(newline="") as handle:
             return list(csv.DictReader(handle))
     except OSError as error:
-        raise InputError(f"cannot read: {error.strerror or error}", source=str(path)) from None
+        raise InputError(
+            f"cannot read: {error.strerror or error} (the openb trace directory is ${OPENB_DIR_ENV} if set, "
+            "else the package's own copy)",
+            source=str(path),
+        ) from None
 
 
 def _int(row: dict[str, str], column: str, path: Path, line: int) -> int:
@@ -79,9 +96,9 @@ def _int(row: dict[str, str], column: str, path: Path, line: int) -> int:
         raise InputError(f"line {line}: {column}: not an integer: {text!r}", source=str(path)) from None
 
 
-def openb_nodes(directory: Path = OPENB_DIR, *, every: int = 1) -> tuple[Node, ...]:
+def openb_nodes(directory: Path | None = None, *, every: int = 1) -> tuple[Node, ...]:
     """The trace's GPU nodes (every ``every``-th one, for a smaller cluster of the same mix)."""
-    path = directory / "openb_node_list_gpu_node.csv"
+    path = (directory or openb_dir()) / "openb_node_list_gpu_node.csv"
     nodes: list[Node] = []
     for line, row in enumerate(_rows(path), start=2):
         if (line - 2) % every:
@@ -143,11 +160,11 @@ class TracePod:
         return (NodeSelectorTerm(match_expressions=(requirement,)),)
 
 
-def openb_pods(trace: str = "default", directory: Path = OPENB_DIR) -> list[TracePod]:
+def openb_pods(trace: str = "default", directory: Path | None = None) -> list[TracePod]:
     """The pods of one pod list, in trace order (creation time, then name)."""
     if trace not in OPENB_TRACES:
         raise InputError(f"unknown openb trace {trace!r} (one of {', '.join(OPENB_TRACES)})")
-    path = directory / OPENB_TRACES[trace]
+    path = (directory or openb_dir()) / OPENB_TRACES[trace]
     pods: list[TracePod] = []
     for line, row in enumerate(_rows(path), start=2):
         gpus, milli = _int(row, "num_gpu", path, line), _int(row, "gpu_milli", path, line)
@@ -181,7 +198,7 @@ def openb(
     target: float = 1.3,
     batch: float = 0.01,
     seed: int = 0,
-    directory: Path = OPENB_DIR,
+    directory: Path | None = None,
 ) -> Experiment:
     """The FGD paper's saturation experiment (see the module docstring). ``every`` > 1 keeps every
     ``every``-th node, for a smaller cluster of the same mix; ``batch`` is the GPU demand of one
@@ -234,7 +251,7 @@ def openb(
     return Experiment(workload, options)
 
 
-def openb_distribution_pods(trace: str = "default", directory: Path = OPENB_DIR) -> list[Pod]:
+def openb_distribution_pods(trace: str = "default", directory: Path | None = None) -> list[Pod]:
     """The trace's pods as model pods: what FGD is told the workload looks like (as in the paper)."""
     return [as_pod(pod) for pod in openb_pods(trace, directory)]
 

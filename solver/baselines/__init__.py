@@ -30,6 +30,7 @@ BASELINES: dict[str, Baseline] = {
     b.name: b
     for b in (
         Baseline(volcano.NAME, volcano.solve, True, "Volcano allocate, default conf (drf, binpack)"),
+        Baseline(volcano.GPU_NAME, volcano.solve_gpu, True, "Volcano allocate, binpack weighting nvidia.com/gpu"),
         Baseline(kube_default.NAME, kube_default.solve, False, "default kube-scheduler: pod by pod, spread"),
         Baseline(bestfit.NAME, bestfit.solve, True, "best fit on cpu and GPU, FIFO, gangs whole"),
         Baseline(firstfit.NAME, firstfit.solve, True, "first fit in node order, FIFO, gangs whole"),

@@ -25,6 +25,21 @@ conformance`` / ``overcommit, drf, predicates, proportion, nodeorder, binpack``)
   (``minMember`` placed) and has more pods, it goes back into its queue and waits for its next turn.
   The job's placements are committed when it is ready and discarded otherwise (``Statement``).
 
+**volcano-gpu** (:func:`solve_gpu`) is the same scheduler configured as a GPU cluster's operator
+would: binpack given the arguments ``binpack.weight: 10``, ``binpack.cpu: 1``, ``binpack.memory: 1``,
+``binpack.resources: nvidia.com/gpu``, ``binpack.resources.nvidia.com/gpu: 10`` (Volcano's binpack
+plugin, ``pkg/scheduler/plugins/binpack``: the score is the weighted mean of each weighted resource's
+used share after placement, times ``MaxNodeScore`` × ``binpack.weight``), so that GPU pods fill the
+nodes whose GPUs are already in use before they open whole ones, and binpack outweighs nodeorder's
+spreading. A GPU share (``vcsat.io/gpu-milli``) asks no ``nvidia.com/gpu``, so it is packed by cpu
+and memory only, as Volcano's binpack sees only the resources it is given.
+
+**Admission timeout**: Volcano has no equivalent of vcsat's ``Policy.inqueue_timeout_s``. An Inqueue
+PodGroup stays Inqueue until it has ``minMember`` pods scheduled (``getPodGroupPhase`` in
+``pkg/scheduler/framework/session.go`` only moves a group that is not Inqueue back to Pending); the
+nearest setting, the sla plugin's ``sla-waiting-time``, works the other way round: a job waiting
+longer than it is admitted at once and room is reserved for it. So neither baseline times out.
+
 Where this differs, and why: no pipelining onto room that terminating pods will free (the decision
 format has no such placement; it waits for the next cycle instead); GPU indices are not chosen by
 Volcano at all — whole GPUs get the lowest free indices, as the device plugin does, and a GPU share
@@ -50,7 +65,22 @@ from vcsat.solver.baselines.state import ClusterState, NodeRoom, Statement, lowe
 from vcsat.solver.check import gang_key
 
 NAME = "volcano"
+GPU_NAME = "volcano-gpu"
 TAINT_TOLERATION_WEIGHT = 3
+
+
+@dataclass(frozen=True)
+class Binpack:
+    """The binpack plugin's arguments: ``binpack.weight`` and the weight of each resource."""
+
+    weight: int
+    resources: Mapping[str, int]
+
+
+DEFAULT_BINPACK = Binpack(1, {res.CPU: 1, res.MEMORY: 1})
+"""The Helm chart's conf gives binpack no arguments: weight 1, cpu and memory 1, no extended resource."""
+GPU_BINPACK = Binpack(10, {res.CPU: 1, res.MEMORY: 1, res.GPU: 10})
+"""A GPU cluster's binpack: GPUs weigh ten times cpu and memory, and binpack ten times nodeorder."""
 
 
 def fair_vector(requests: Mapping[str, int]) -> dict[str, int]:
@@ -213,9 +243,10 @@ def _max(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
 
 
 class _Allocator:
-    def __init__(self, snapshot: Snapshot, policy: Policy) -> None:
+    def __init__(self, snapshot: Snapshot, policy: Policy, binpack: Binpack = DEFAULT_BINPACK) -> None:
         self.snapshot = snapshot
         self.policy = policy
+        self.binpack = binpack
         self.state = ClusterState(snapshot)
         self.rng = random.Random(f"volcano:{policy.random_seed}:{snapshot.generation}")
         ready_nodes = [node for node in snapshot.nodes if node.ready]
@@ -400,7 +431,7 @@ class _Allocator:
                 scoring.least_allocated(room, pod)
                 + scoring.balanced_allocation(room, pod)
                 + TAINT_TOLERATION_WEIGHT * taint
-                + scoring.binpack(room, pod)
+                + self.binpack.weight * scoring.binpack(room, pod, dict(self.binpack.resources))
             )
             if score > best_score:
                 best, best_score = [room], score
@@ -411,9 +442,17 @@ class _Allocator:
 
 def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
     """One cycle of Volcano's enqueue and allocate actions (see the module docstring)."""
-    policy = policy or Policy()
+    return _solve(snapshot, policy or Policy(), DEFAULT_BINPACK, NAME)
+
+
+def solve_gpu(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
+    """The same cycle with binpack configured for GPUs (:data:`GPU_BINPACK`)."""
+    return _solve(snapshot, policy or Policy(), GPU_BINPACK, GPU_NAME)
+
+
+def _solve(snapshot: Snapshot, policy: Policy, binpack: Binpack, name: str) -> Decision:
     started = time.monotonic()
-    allocator = _Allocator(snapshot, policy)
+    allocator = _Allocator(snapshot, policy, binpack)
     jobs = pending_jobs(snapshot, gang=policy.gang)
     valid: list[Job] = []
     for job in jobs:
@@ -430,7 +469,7 @@ def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
         snapshot,
         allocator.state.placements,
         allocator.reasons,
-        scheduler=NAME,
+        scheduler=name,
         started=started,
         inqueue=allocator.inqueue,
     )

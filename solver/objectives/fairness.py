@@ -10,7 +10,7 @@ stands the queues' own priority (``Queue.spec.priority``, Volcano v1.10+, whose 
 proportion and capacity plugins compares it before the shares): the levels of the queues of the
 highest priority come first, those of the next priority below them, and so on, so a lower-priority
 queue's fair share is served only with what the higher-priority queues' shares leave; queues of
-equal priority share their levels as before (all queues at one priority: exactly the old levels).
+equal priority share their levels (when all queues have one priority, there is one set of levels).
 Priority orders the serving of deserved shares; it raises no share. Room a
 queue cannot use earns it nothing, and work beyond a share is still rewarded by the placed-work
 levels below, so idle room is lent and the whole stays work-conserving.
