@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from functools import lru_cache
 from itertools import compress
 from typing import Final, Literal, NamedTuple
@@ -40,6 +41,9 @@ PredicateCode = Literal[
     "NodeSelectorMismatch",
     "NodeAffinityMismatch",
     "TaintNotTolerated",
+    "VolumeRestrictions",
+    "VolumeBinding",
+    "VolumeZone",
 ]
 PREDICATE_CODES: Final[tuple[PredicateCode, ...]] = (
     "NodeNotReady",
@@ -49,6 +53,8 @@ PREDICATE_CODES: Final[tuple[PredicateCode, ...]] = (
     "TaintNotTolerated",
 )
 """In the order :func:`predicate_failure` tests them; the first that fails is reported."""
+VOLUME_CODES: Final[tuple[PredicateCode, ...]] = ("VolumeRestrictions", "VolumeBinding", "VolumeZone")
+"""Codes of a :class:`NodeRestriction` (kube-scheduler's volume plugins), tested after the others."""
 
 UNSCHEDULABLE_TAINT: Final = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 """What a pod must tolerate to land on a cordoned node (kube-scheduler's NodeUnschedulable)."""
@@ -204,20 +210,49 @@ def _term_failure(term: NodeSelectorTerm, node: Node) -> str | None:
 # --- eligibility keys, compiled once ----------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class NodeRestriction:
+    """Nodes a pod may use by facts of the whole snapshot rather than of the pod alone (its volumes:
+    :mod:`vcsat.solver.volumes` computes them), with why each other node refuses it.
+
+    Equality and hashing see only ``allowed``: pods allowed the same nodes share an eligibility key,
+    and the refusal messages of the first one speak for all of them.
+    """
+
+    allowed: frozenset[str]
+    refusals: Mapping[str, tuple[PredicateCode, str]] = dataclass_field(compare=False, default_factory=dict)
+    """Per refused node name: the code and message of the first rule it fails."""
+    default: tuple[PredicateCode, str] = dataclass_field(
+        compare=False, default=("VolumeBinding", "refused by its volumes")
+    )
+    """The refusal of a node ``refusals`` does not list (every node when the pod can run nowhere)."""
+
+    def refusal(self, node: Node) -> PredicateFailure | None:
+        if node.name in self.allowed:
+            return None
+        found = self.refusals.get(node.name)
+        if found is None:
+            return PredicateFailure(*self.default)
+        return PredicateFailure(found[0], f"node {node.name}: {found[1]}")
+
+
 class EligibilityKey(NamedTuple):
     """Everything about a pod that decides which nodes pass; equal keys pass equal nodes."""
 
     node_selector: frozenset[tuple[str, str]]
     affinity: tuple[NodeSelectorTerm, ...]
     tolerations: frozenset[Toleration]
+    restriction: NodeRestriction | None = None
+    """Nodes its volumes allow (None: no such limit)."""
 
 
-def eligibility_key(pod: Pod) -> EligibilityKey:
+def eligibility_key(pod: Pod, restriction: NodeRestriction | None = None) -> EligibilityKey:
     # PreferNoSchedule-only tolerations never change a filter result; dropping them merges keys.
     return EligibilityKey(
         frozenset(pod.node_selector.items()),
         pod.affinity,
         frozenset(t for t in pod.tolerations if t.effect != "PreferNoSchedule"),
+        restriction,
     )
 
 
@@ -332,6 +367,8 @@ class CompiledKey:
                     "TaintNotTolerated",
                     f"node {node.name} has taint {format_taint(taint)} that the pod does not tolerate",
                 )
+        if self.key.restriction is not None:
+            return self.key.restriction.refusal(node)
         return None
 
     def mask(self, index: NodeIndex) -> int:
@@ -352,6 +389,11 @@ class CompiledKey:
         for taints, taint_mask in index.taint_groups:
             if mask & taint_mask and not all(self.taint_ok(taint) for taint in taints):
                 mask &= ~taint_mask
+        if self.key.restriction is not None:
+            allowed = 0
+            for name in self.key.restriction.allowed:
+                allowed |= index.name_mask(name)
+            mask &= allowed
         return mask
 
 
@@ -360,9 +402,10 @@ def compiled(key: EligibilityKey) -> CompiledKey:
     return CompiledKey(key)
 
 
-def predicate_failure(pod: Pod, node: Node) -> PredicateFailure | None:
-    """The first predicate (in :data:`PREDICATE_CODES` order) the node fails for the pod, or None."""
-    return compiled(eligibility_key(pod)).failure(node)
+def predicate_failure(pod: Pod, node: Node, restriction: NodeRestriction | None = None) -> PredicateFailure | None:
+    """The first predicate (in :data:`PREDICATE_CODES` order, then the restriction's) the node fails
+    for the pod, or None."""
+    return compiled(eligibility_key(pod, restriction)).failure(node)
 
 
 # --- all nodes at once ------------------------------------------------------------------------
