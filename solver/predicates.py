@@ -28,7 +28,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from dataclasses import field as dataclass_field
 from functools import lru_cache
 from itertools import compress
 from typing import Final, Literal, NamedTuple
@@ -210,22 +209,44 @@ def _term_failure(term: NodeSelectorTerm, node: Node) -> str | None:
 # --- eligibility keys, compiled once ----------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class NodeRestriction:
     """Nodes a pod may use by facts of the whole snapshot rather than of the pod alone (its volumes:
     :mod:`vcsat.solver.volumes` computes them), with why each other node refuses it.
 
-    Equality and hashing see only ``allowed``: pods allowed the same nodes share an eligibility key,
-    and the refusal messages of the first one speak for all of them.
+    Immutable and hashable (the hash is computed once): pods with equal restrictions share an
+    eligibility key, so the messages are kept free of per-pod detail where they can be.
     """
 
-    allowed: frozenset[str]
-    refusals: Mapping[str, tuple[PredicateCode, str]] = dataclass_field(compare=False, default_factory=dict)
-    """Per refused node name: the code and message of the first rule it fails."""
-    default: tuple[PredicateCode, str] = dataclass_field(
-        compare=False, default=("VolumeBinding", "refused by its volumes")
-    )
-    """The refusal of a node ``refusals`` does not list (every node when the pod can run nowhere)."""
+    __slots__ = ("_hash", "allowed", "default", "refusals")
+
+    def __init__(
+        self,
+        allowed: frozenset[str],
+        refusals: Mapping[str, tuple[PredicateCode, str]] | None = None,
+        default: tuple[PredicateCode, str] = ("VolumeBinding", "refused by its volumes"),
+    ) -> None:
+        self.allowed = allowed
+        self.refusals: Mapping[str, tuple[PredicateCode, str]] = dict(refusals or {})
+        """Per refused node name: the code and message of the first rule it fails."""
+        self.default = default
+        """The refusal of a node ``refusals`` does not list (every node when the pod can run nowhere)."""
+        self._hash = hash((allowed, frozenset(self.refusals.items()), default))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NodeRestriction):
+            return NotImplemented
+        return (
+            self._hash == other._hash
+            and self.allowed == other.allowed
+            and self.default == other.default
+            and self.refusals == other.refusals
+        )
+
+    def __repr__(self) -> str:
+        return f"NodeRestriction({len(self.allowed)} nodes allowed, {len(self.refusals)} refused)"
 
     def refusal(self, node: Node) -> PredicateFailure | None:
         if node.name in self.allowed:

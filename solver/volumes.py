@@ -19,7 +19,9 @@ eligibility key, and cost nothing in the CP-SAT model. The rules follow kube-sch
   available volumes of their class (smallest claims first, each the smallest volume that is big
   enough, with the access modes, volume mode, labels and node affinity), or else a provisioner
   whose ``allowedTopologies`` admit the node. Storage capacity tracking (CSIStorageCapacity) is
-  not modelled: provisioning is taken to have room.
+  not modelled: provisioning is taken to have room. Pending pods whose claims could bind the same
+  available volume do not both count on it: the later one in queue order sees only the volumes
+  no earlier one could take (conservative: it may wait a cycle for a volume the other did not use).
 - **VolumeZone**: a node with any zone or region label must carry, for every zone or region label
   of each named volume, one of the volume's values (``__``-separated); the legacy
   ``failure-domain.beta.kubernetes.io`` labels of a volume match the node's GA labels too.
@@ -87,6 +89,7 @@ class VolumeRules:
         self.nodes = snapshot.nodes
         self._affinity: dict[str, frozenset[str]] = {}
         self._rwop_owner = self._rwop_owners(pending)
+        self._taken_before = self._contended(pending)
 
     # --- claims and their holders -------------------------------------------------------------
 
@@ -110,6 +113,26 @@ class VolumeRules:
                     owner.setdefault(claim.key, pod.key)
         return owner
 
+    def _contended(self, pending: Sequence[Pod]) -> dict[str, frozenset[str]]:
+        """Per pending pod: the available volumes a pod before it in queue order might bind.
+
+        Two pods must not count on one volume, and which pod gets it is not known before the solve:
+        a pod's waiting claims count only on the volumes no earlier pod could take (and on
+        provisioning), so whatever both are given, both can bind.
+        """
+        out: dict[str, frozenset[str]] = {}
+        seen: set[str] = set()
+        for pod in sorted(pending, key=lambda p: (-p.priority, p.created, p.key)):
+            mine: set[str] = set()
+            for name in pod.claims:
+                claim = self.claim(pod, name)
+                if claim is not None and self._delayed(claim) and not claim.fully_bound:
+                    mine.update(v.name for v in self.snapshot.volumes if v.claim is None and _could_suit(v, claim))
+            if mine:
+                out[pod.key] = frozenset(seen)
+                seen |= mine
+        return out
+
     # --- per pod ------------------------------------------------------------------------------
 
     def restriction(self, pod: Pod) -> NodeRestriction | None:
@@ -127,8 +150,9 @@ class VolumeRules:
             return _nowhere(everywhere.code, everywhere.message)
         refusals: dict[str, tuple[PredicateCode, str]] = {}
         allowed: set[str] = set()
+        taken = self._taken_before.get(pod.key, frozenset())
         for node in self.nodes:
-            refusal = self._node_level(claims, node)
+            refusal = self._node_level(claims, node, taken)
             if refusal is None:
                 allowed.add(node.name)
             else:
@@ -167,7 +191,7 @@ class VolumeRules:
         storage_class = self.snapshot.storage_class_by_name.get(claim.storage_class) if claim.storage_class else None
         return storage_class is not None and storage_class.binding_mode == WAIT_FOR_FIRST_CONSUMER
 
-    def _node_level(self, claims: list[PersistentVolumeClaim], node: Node) -> _Refusal | None:
+    def _node_level(self, claims: list[PersistentVolumeClaim], node: Node, taken: frozenset[str]) -> _Refusal | None:
         """The first of VolumeBinding's and VolumeZone's filters the node fails, or None."""
         volumes = self.snapshot.volume_by_name
         missing = False
@@ -178,11 +202,11 @@ class VolumeRules:
             if volume is None:
                 missing = True
             elif node.name not in self._matching(volume):
-                return _Refusal("VolumeBinding", f"{NODE_CONFLICT} (volume {volume.name})")
+                return _Refusal("VolumeBinding", NODE_CONFLICT)
         if missing:
             return _Refusal("VolumeBinding", PV_NOT_EXIST)
         delayed = [claim for claim in claims if not claim.fully_bound and self._delayed(claim)]
-        if delayed and not self._can_bind(delayed, node):
+        if delayed and not self._can_bind(delayed, node, taken):
             return _Refusal("VolumeBinding", BIND_CONFLICT)
         return self._zone(claims, node)
 
@@ -197,9 +221,10 @@ class VolumeRules:
             self._affinity[volume.name] = found
         return found
 
-    def _can_bind(self, claims: list[PersistentVolumeClaim], node: Node) -> bool:
-        """VolumeBinding's search for the unbound WaitForFirstConsumer claims on one node."""
-        chosen: set[str] = set()
+    def _can_bind(self, claims: list[PersistentVolumeClaim], node: Node, taken: frozenset[str]) -> bool:
+        """VolumeBinding's search for the unbound WaitForFirstConsumer claims on one node, without
+        the volumes in ``taken``."""
+        chosen: set[str] = set(taken)
         for claim in sorted(claims, key=lambda c: c.request_bytes):
             if claim.selected_node is not None and claim.selected_node != node.name:
                 return False
@@ -228,11 +253,7 @@ class VolumeRules:
             fits_node = node.name in self._matching(volume)
             if volume.claim == claim.key:
                 return volume if fits_node else None
-            if volume.phase != "Available" or not fits_node:
-                continue
-            if claim.selector is not None and any(volume.labels.get(k) != v for k, v in claim.selector.items()):
-                continue
-            if not set(claim.access_modes) <= set(volume.access_modes):
+            if not fits_node or not _could_suit(volume, claim):
                 continue
             if best is None or volume.capacity_bytes < best.capacity_bytes:
                 best = volume
@@ -261,7 +282,7 @@ class VolumeRules:
                     continue  # unparsable: Kubernetes ignores the label
                 have = node.labels.get(label, node.labels.get(_GA_LABEL.get(label, label)))
                 if have is None or have not in zones:
-                    return _Refusal("VolumeZone", f"{ZONE_CONFLICT} (volume {volume.name} {label}={value})")
+                    return _Refusal("VolumeZone", ZONE_CONFLICT)
         return None
 
     # --- NodeVolumeLimits ---------------------------------------------------------------------
@@ -309,6 +330,19 @@ def csi_room(rules: VolumeRules, drivers: Iterable[str], nodes: Sequence[Node], 
             row[driver] = unlimited if limit is None else limit - sum(1 for d in attached.values() if d == driver)
         out.append(row)
     return out
+
+
+def _could_suit(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
+    """An unclaimed volume's node-independent match for a claim (``FindMatchingVolume``)."""
+    return (
+        volume.phase == "Available"
+        and not volume.deleting
+        and volume.storage_class == claim.storage_class
+        and volume.capacity_bytes >= claim.request_bytes
+        and volume.volume_mode == claim.volume_mode
+        and (claim.selector is None or all(volume.labels.get(k) == v for k, v in claim.selector.items()))
+        and set(claim.access_modes) <= set(volume.access_modes)
+    )
 
 
 def _nowhere(code: PredicateCode, message: str) -> NodeRestriction:
