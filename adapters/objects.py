@@ -33,6 +33,7 @@ from typing import Any, Literal, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel
 
+from vcsat.adapters import storage_objects as storage
 from vcsat.adapters.clock import INQUEUED_CONDITION, parse_clock
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.fields import EMPTY, MAPPING_TYPES, FieldReader, type_name
@@ -82,8 +83,13 @@ _KINDS = {
     "Queue": "scheduling.volcano.sh",
     "PriorityClass": "scheduling.k8s.io",
     "HyperNode": "topology.volcano.sh",
+    "PersistentVolumeClaim": "",
+    "PersistentVolume": "",
+    "StorageClass": "storage.k8s.io",
+    "CSINode": "storage.k8s.io",
+    "PodDisruptionBudget": "policy",
 }
-_NAMESPACED = frozenset({"Pod", "PodGroup"})
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PersistentVolumeClaim", "PodDisruptionBudget"})
 _TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 _EFFECT_NAMES = "NoSchedule, PreferNoSchedule, NoExecute"
 _SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
@@ -310,6 +316,15 @@ class _Converter:
             hypernodes=tuple(hypernodes),
             generation=generation,
             now=now,
+            claims=tuple(storage.claim(obj) for _, obj in sorted(by_kind["PersistentVolumeClaim"].items())),
+            volumes=tuple(
+                storage.volume(obj, _requirements) for _, obj in sorted(by_kind["PersistentVolume"].items())
+            ),
+            storage_classes=tuple(storage.storage_class(obj) for _, obj in sorted(by_kind["StorageClass"].items())),
+            csinodes=tuple(storage.csinode(obj) for _, obj in sorted(by_kind["CSINode"].items())),
+            disruption_budgets=tuple(
+                storage.disruption_budget(obj) for _, obj in sorted(by_kind["PodDisruptionBudget"].items())
+            ),
         )
 
     def _identify(self, raw: Any, index: int) -> _Object | None:
@@ -604,6 +619,8 @@ class _Converter:
             gpu_ids=gpu_ids,
             nominated_node=_nominated_node(obj),
             created=obj.created(),
+            labels=labels,
+            claims=storage.pod_claims(obj, spec),
         )
 
     # --- HyperNode ----------------------------------------------------------------------------

@@ -4,8 +4,8 @@ Preemption and reclaim (``vcsat.solver.preempt``) prefer victims that leave ever
 as kube-scheduler's DefaultPreemption does. The budget's ``status.disruptionsAllowed`` is what the
 disruption controller computed; vcsat reads it and never recomputes it.
 
-:class:`PodSelector` is the part of ``metav1.LabelSelector`` a budget uses (``matchLabels`` and
-``matchExpressions`` with In, NotIn, Exists, DoesNotExist), kept here until the project has one
+:class:`PodSelector` is ``metav1.LabelSelector`` (``matchLabels`` and ``matchExpressions`` with In,
+NotIn, Exists, DoesNotExist), as budgets and claims use it; kept here until the project has one
 shared label-selector type.
 """
 

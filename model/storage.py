@@ -14,6 +14,7 @@ from typing import Final, Literal
 from pydantic import Field
 
 from vcsat.model.cluster import Frozen, NodeSelectorTerm
+from vcsat.model.disruption import PodSelector
 
 READ_WRITE_ONCE_POD: Final = "ReadWriteOncePod"
 WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
@@ -34,8 +35,8 @@ class PersistentVolumeClaim(Frozen):
     request_bytes: int = 0
     """``spec.resources.requests.storage`` in bytes, rounded up."""
     volume_mode: VolumeMode = "Filesystem"
-    selector: dict[str, str] | None = None
-    """``spec.selector.matchLabels`` (PV labels a matching volume must carry); None: any volume."""
+    selector: PodSelector | None = None
+    """``spec.selector``: labels a volume must carry to be bound to it; None: any volume."""
     lost: bool = False
     """``status.phase: Lost``: its volume is gone."""
     deleting: bool = False

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from vcsat.model import Node, Pod, Snapshot
+from vcsat.model.disruption import PodSelector
 from vcsat.model.storage import PersistentVolume, PersistentVolumeClaim
 from vcsat.solver.predicates import affinity_matches
 
@@ -135,9 +136,27 @@ def _suits(pv: PersistentVolume, claim: PersistentVolumeClaim, node: Node) -> bo
         and pv.capacity_bytes >= claim.request_bytes
         and pv.volume_mode == claim.volume_mode
         and all(mode in pv.access_modes for mode in claim.access_modes)
-        and all(pv.labels.get(k) == v for k, v in (claim.selector or {}).items())
+        and (claim.selector is None or _selects(claim.selector, pv.labels))
         and _pv_admits(pv, node)
     )
+
+
+def _selects(selector: PodSelector, labels: Mapping[str, str]) -> bool:
+    """``metav1.LabelSelector`` semantics, spelled out here rather than borrowed."""
+    for key, value in selector.match_labels.items():
+        if labels.get(key) != value:
+            return False
+    for requirement in selector.match_expressions:
+        present = requirement.key in labels
+        if requirement.operator == "Exists" and not present:
+            return False
+        if requirement.operator == "DoesNotExist" and present:
+            return False
+        if requirement.operator == "In" and labels.get(requirement.key) not in requirement.values:
+            return False
+        if requirement.operator == "NotIn" and present and labels[requirement.key] in requirement.values:
+            return False
+    return True
 
 
 def _binding(snapshot: Snapshot, waiting: list[tuple[Pod, Node, PersistentVolumeClaim]]) -> list[Flag]:

@@ -340,7 +340,7 @@ def _could_suit(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
         and volume.storage_class == claim.storage_class
         and volume.capacity_bytes >= claim.request_bytes
         and volume.volume_mode == claim.volume_mode
-        and (claim.selector is None or all(volume.labels.get(k) == v for k, v in claim.selector.items()))
+        and (claim.selector is None or claim.selector.matches(volume.labels))
         and set(claim.access_modes) <= set(volume.access_modes)
     )
 

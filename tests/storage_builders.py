@@ -53,7 +53,7 @@ def pvc(
         bind_completed=bool(volume) if bound is None else bound,
         access_modes=tuple(modes),
         request_bytes=size(request),
-        selector=None if selector is None else dict(selector),
+        selector=None if selector is None else PodSelector(match_labels=dict(selector)),
         lost=lost,
         deleting=deleting,
         selected_node=selected_node,
