@@ -27,9 +27,10 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from vcsat.model import Node, Pod, Snapshot
+from vcsat.model.cluster import Toleration
 from vcsat.model.disruption import PodSelector
 from vcsat.model.storage import PersistentVolume, PersistentVolumeClaim
-from vcsat.solver.predicates import affinity_matches
+from vcsat.solver.predicates import EligibilityKey, affinity_matches, compiled, node_index
 
 RULES: Final = ("VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits")
 
@@ -40,6 +41,9 @@ _TOPOLOGY_KEYS: Final = {
     "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
 }
 """Each zone/region label a volume may carry, and the GA key a node may carry instead."""
+
+_ANY: Final = frozenset({Toleration(operator="Exists")})
+"""Tolerates every taint and the cordon: a volume index looks at node affinity alone."""
 
 Flag = tuple[str, str, str]
 """(rule, subject, message), as :class:`vcsat.solver.check.Violation` takes them."""
@@ -91,9 +95,14 @@ def volume_violations(
 
 
 def _pv_admits(pv: PersistentVolume, node: Node) -> bool:
+    """The volume's required node affinity (none: every node; an empty term list: no node)."""
     if pv.node_affinity is None:
         return True
-    return bool(pv.node_affinity) and affinity_matches(pv.node_affinity, node)
+    # The predicates' compiled form of node affinity: the one reading of NodeSelectorTerms that
+    # check.py shares with the solver (contract §3), compiled once per distinct affinity.
+    return bool(pv.node_affinity) and compiled(EligibilityKey(frozenset(), pv.node_affinity, frozenset())).affinity_ok(
+        node
+    )
 
 
 def _zone(pod: Pod, node: Node, pv: PersistentVolume) -> list[Flag]:
@@ -171,24 +180,60 @@ def _binding(snapshot: Snapshot, waiting: list[tuple[Pod, Node, PersistentVolume
             continue
         need.setdefault(claim.key, (pod, node, claim))
     must_match = [entry for entry in need.values() if not _provisionable(snapshot, entry[2], entry[1])]
-    options = [[pv.name for pv in snapshot.volumes if _suits(pv, claim, node)] for _, node, claim in must_match]
+    if not must_match:
+        return out
+    near = _volumes_by_node(snapshot)
+    options = [
+        [pv.name for pv in near.get(node.name, near[""]) if _suits(pv, claim, node)] for _, node, claim in must_match
+    ]
     owner: dict[str, int] = {}
+    assigned: dict[int, str] = {}
 
-    def augment(i: int, seen: set[str]) -> bool:
-        for name in options[i]:
-            if name in seen:
-                continue
-            seen.add(name)
-            if name not in owner or augment(owner[name], seen):
-                owner[name] = i
-                return True
+    def augment(start: int) -> bool:
+        """Kuhn's augmenting path, breadth first, from claim ``start``."""
+        reached: dict[str, int] = {}
+        frontier = [start]
+        while frontier:
+            i = frontier.pop()
+            for name in options[i]:
+                if name in reached:
+                    continue
+                reached[name] = i
+                if name in owner:
+                    frontier.append(owner[name])
+                    continue
+                while True:  # flip the path back to start
+                    j = reached[name]
+                    previous = assigned.get(j)
+                    owner[name], assigned[j] = j, name
+                    if j == start or previous is None:
+                        return True
+                    name = previous
         return False
 
     for i, (pod, node, claim) in enumerate(must_match):
-        if not augment(i, set()):
+        if not augment(i):
             why = f"no volume left for claim {claim.name} on {node.name}, and none to provision"
             out.append(("VolumeBinding", pod.key, why))
     return out
+
+
+def _volumes_by_node(snapshot: Snapshot) -> dict[str, list[PersistentVolume]]:
+    """Per node name, the volumes whose node affinity may admit it (key ``""``: those for a node
+    not listed). An index only: :func:`_suits` still judges each."""
+    index = node_index(snapshot.nodes)
+    wide: list[PersistentVolume] = []
+    out: dict[str, list[PersistentVolume]] = {}
+    unready = [node for node in snapshot.nodes if not node.ready]
+    for pv in snapshot.volumes:
+        if pv.node_affinity is None:
+            wide.append(pv)
+            continue
+        mask = compiled(EligibilityKey(frozenset(), pv.node_affinity, _ANY)).mask(index)
+        names = [node.name for node in index.nodes_of(mask)] + [n.name for n in unready if _pv_admits(pv, n)]
+        for name in names:
+            out.setdefault(name, []).append(pv)
+    return {"": wide} | {name: wide + pvs for name, pvs in out.items()}
 
 
 def _read_write_once_pod(snapshot: Snapshot, placed: list[tuple[Pod, Node]]) -> list[Flag]:

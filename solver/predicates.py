@@ -18,6 +18,10 @@ here. The rules follow upstream code, not folklore:
   ``Lt`` parse the label as Go's ``strconv.ParseInt(v, 10, 64)`` and fail when it is no integer.
   An empty term list is no requirement: the model uses it for "no affinity given".
 
+Facts of the whole snapshot rather than of the pod (its volumes' node affinity, zones, claims
+held by others: :mod:`vcsat.solver.volumes`) come in as a :class:`NodeRestriction` in the key: a
+set of allowed node names with kube-scheduler's reason for each refused node, tested last.
+
 Speed: pods with the same :func:`eligibility_key` pass exactly the same nodes, so everything about
 a key is compiled once (:func:`compiled`), and :class:`NodeIndex` answers a key for all nodes at
 once with a few big-integer bit operations (bit ``i`` is ``nodes[i]``).
@@ -211,26 +215,26 @@ def _term_failure(term: NodeSelectorTerm, node: Node) -> str | None:
 
 class NodeRestriction:
     """Nodes a pod may use by facts of the whole snapshot rather than of the pod alone (its volumes:
-    :mod:`vcsat.solver.volumes` computes them), with why each other node refuses it.
+    :mod:`vcsat.solver.volumes` computes them), with why the other nodes refuse it.
 
-    Immutable and hashable (the hash is computed once): pods with equal restrictions share an
+    Immutable and hashable (frozensets cache their hashes): pods with equal restrictions share an
     eligibility key, so the messages are kept free of per-pod detail where they can be.
     """
 
-    __slots__ = ("_hash", "allowed", "default", "refusals")
+    __slots__ = ("_hash", "allowed", "default", "groups")
 
     def __init__(
         self,
         allowed: frozenset[str],
-        refusals: Mapping[str, tuple[PredicateCode, str]] | None = None,
+        groups: tuple[tuple[PredicateCode, str, frozenset[str]], ...] = (),
         default: tuple[PredicateCode, str] = ("VolumeBinding", "refused by its volumes"),
     ) -> None:
         self.allowed = allowed
-        self.refusals: Mapping[str, tuple[PredicateCode, str]] = dict(refusals or {})
-        """Per refused node name: the code and message of the first rule it fails."""
+        self.groups = groups
+        """(code, message, refused node names): a refused node's first group says why."""
         self.default = default
-        """The refusal of a node ``refusals`` does not list (every node when the pod can run nowhere)."""
-        self._hash = hash((allowed, frozenset(self.refusals.items()), default))
+        """The refusal of a refused node no group lists (every node when the pod can run nowhere)."""
+        self._hash = hash((allowed, groups, default))
 
     def __hash__(self) -> int:
         return self._hash
@@ -241,20 +245,20 @@ class NodeRestriction:
         return (
             self._hash == other._hash
             and self.allowed == other.allowed
+            and self.groups == other.groups
             and self.default == other.default
-            and self.refusals == other.refusals
         )
 
     def __repr__(self) -> str:
-        return f"NodeRestriction({len(self.allowed)} nodes allowed, {len(self.refusals)} refused)"
+        return f"NodeRestriction({len(self.allowed)} nodes allowed, {self.default[0]})"
 
     def refusal(self, node: Node) -> PredicateFailure | None:
         if node.name in self.allowed:
             return None
-        found = self.refusals.get(node.name)
-        if found is None:
-            return PredicateFailure(*self.default)
-        return PredicateFailure(found[0], f"node {node.name}: {found[1]}")
+        for code, message, names in self.groups:
+            if node.name in names:
+                return PredicateFailure(code, f"node {node.name}: {message}")
+        return PredicateFailure(*self.default)
 
 
 class EligibilityKey(NamedTuple):

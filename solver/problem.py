@@ -29,7 +29,7 @@ from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
 
 UNLIMITED_VOLUMES = 1 << 30
-"""Attachable-volume room of a node whose CSINode sets no limit for a driver."""
+"""Volume room of a node without a limit (no CSINode limit for a driver, a provisioner for a class)."""
 
 VALUE_SCALE = 1000
 """A pod's value is its dominant share of the largest node, in thousandths (see ``pod_value``)."""
@@ -293,23 +293,19 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     ]
     sharing = any(pod.gpu_milli for pod in pending)
     rules = volumes.VolumeRules(snapshot, pending) if any(pod.claims for pod in pending) else None
-    # NodeVolumeLimits: each limited CSI driver's unique volumes are one more resource.
-    csi_asked: dict[str, dict[str, int]] = {}
-    if rules is not None and (limited := rules.limited_drivers()):
+    # Volume counts that change as pods land (CSI attach limits, node-local volumes) are resources.
+    volume_asked: dict[str, dict[str, int]] = {}
+    if rules is not None:
         for pod in pending:
-            counts: dict[str, int] = {}
-            for driver in rules.csi_volumes(pod).values():
-                if driver in limited:
-                    name = volumes.attachable_resource(driver)
-                    counts[name] = counts.get(name, 0) + 1
-            if counts:
-                csi_asked[pod.key] = counts
-    csi_drivers = sorted({name for counts in csi_asked.values() for name in counts})
+            asked = rules.requests(pod)
+            if asked:
+                volume_asked[pod.key] = asked
+    volume_resources = sorted({name for asked in volume_asked.values() for name in asked})
     resources = sorted(
         {name for pod in pending for name in pod.requests if name != res.GPU_MILLI}
         | {res.PODS}
         | ({res.GPU_MILLI} if sharing else set())
-        | set(csi_drivers)
+        | set(volume_resources)
     )
     resource_index = {name: i for i, name in enumerate(resources)}
     milli_index = resource_index.get(res.GPU_MILLI)
@@ -338,11 +334,10 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 FULL_GPU_MILLI - used for used in holdings.share_milli.values()
             )
         free.append(row)
-    if csi_drivers and rules is not None:
-        drivers = [name.removeprefix(volumes.ATTACHABLE_PREFIX) for name in csi_drivers]
-        for row, room in zip(free, volumes.csi_room(rules, drivers, nodes, UNLIMITED_VOLUMES), strict=True):
-            for driver, name in zip(drivers, csi_drivers, strict=True):
-                row[resource_index[name]] = room[driver]
+    if volume_resources and rules is not None:
+        for node, row in zip(nodes, free, strict=True):
+            for name in volume_resources:
+                row[resource_index[name]] = rules.room(node, name, UNLIMITED_VOLUMES)
     gpu_index = resource_index.get(res.GPU)
     if gpu_index is not None:
         # Whole GPUs are the free indices, which is stricter than the count when shares hold some.
@@ -387,11 +382,9 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey], list[Pod]] = {}
         for pod in pods:
             request = request_of(pod, resources)
-            if pod.key in csi_asked:
-                request = tuple(
-                    csi_asked[pod.key].get(name, amount) if name in csi_drivers else amount
-                    for name, amount in zip(resources, request, strict=True)
-                )
+            if pod.key in volume_asked:
+                asked = volume_asked[pod.key]
+                request = tuple(asked.get(name, amount) for name, amount in zip(resources, request, strict=True))
             restriction = rules.restriction(pod) if rules is not None else None
             class_key = (pod.task, request, predicates.eligibility_key(pod, restriction))
             by_class.setdefault(class_key, []).append(pod)

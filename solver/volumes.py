@@ -26,25 +26,34 @@ eligibility key, and cost nothing in the CP-SAT model. The rules follow kube-sch
   of each named volume, one of the volume's values (``__``-separated); the legacy
   ``failure-domain.beta.kubernetes.io`` labels of a volume match the node's GA labels too.
 
-NodeVolumeLimits changes as pods land, so it is not a restriction but a resource: see
-:func:`csi_volumes` and :func:`attachable_resource`.
+What changes as pods land is not a restriction but a per-node resource (:meth:`VolumeRules.requests`,
+:meth:`VolumeRules.room`): NodeVolumeLimits' unique CSI volumes per driver, and the node-local
+volumes a class's waiting claims bind (see ``_local_classes``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Final
 
 from vcsat.model import Node, Pod, Snapshot
+from vcsat.model.cluster import Toleration
 from vcsat.model.storage import (
     READ_WRITE_ONCE_POD,
     WAIT_FOR_FIRST_CONSUMER,
     PersistentVolume,
     PersistentVolumeClaim,
 )
-from vcsat.solver.predicates import NodeRestriction, PredicateCode, affinity_matches
+from vcsat.solver.predicates import (
+    EligibilityKey,
+    NodeIndex,
+    NodeRestriction,
+    PredicateCode,
+    affinity_matches,
+    node_index,
+)
 
 NO_PROVISIONER: Final = "kubernetes.io/no-provisioner"
 RWOP_CONFLICT: Final = (
@@ -52,7 +61,6 @@ RWOP_CONFLICT: Final = (
 )
 NODE_CONFLICT: Final = "node(s) didn't match PersistentVolume's node affinity"
 BIND_CONFLICT: Final = "node(s) didn't find available persistent volumes to bind"
-PV_NOT_EXIST: Final = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 ZONE_CONFLICT: Final = "node(s) had no available volume zone"
 UNBOUND_IMMEDIATE: Final = "pod has unbound immediate PersistentVolumeClaims"
 MAX_VOLUME_COUNT: Final = "node(s) exceed max volume count"
@@ -69,10 +77,17 @@ _GA_LABEL: Final = {
 }
 ATTACHABLE_PREFIX: Final = "attachable-volumes-csi-"
 """Problem resources named ``attachable-volumes-csi-<driver>`` count a driver's unique volumes."""
+LOCAL_PREFIX: Final = "vcsat.io/local-volumes-"
+"""Problem resources named ``vcsat.io/local-volumes-<class>`` count a class's node-local volumes."""
+_TOLERATE_ALL: Final = frozenset({Toleration(operator="Exists")})
 
 
 def attachable_resource(driver: str) -> str:
     return ATTACHABLE_PREFIX + driver
+
+
+def local_volume_resource(storage_class: str) -> str:
+    return LOCAL_PREFIX + storage_class
 
 
 @dataclass(frozen=True)
@@ -88,7 +103,13 @@ class VolumeRules:
         self.snapshot = snapshot
         self.nodes = snapshot.nodes
         self._affinity: dict[str, frozenset[str]] = {}
+        self._zones: dict[str, frozenset[str]] = {}
+        self._candidates_of: dict[str, list[PersistentVolume]] = {}
+        self._unclaimed_of: dict[tuple[object, ...], list[PersistentVolume]] = {}
         self._rwop_owner = self._rwop_owners(pending)
+        self._local_room: dict[str, dict[str, int]] = {}
+        self._local_claims: set[str] = set()
+        self._local_classes(pending)
         self._taken_before = self._contended(pending)
 
     # --- claims and their holders -------------------------------------------------------------
@@ -126,8 +147,10 @@ class VolumeRules:
             mine: set[str] = set()
             for name in pod.claims:
                 claim = self.claim(pod, name)
-                if claim is not None and self._delayed(claim) and not claim.fully_bound:
-                    mine.update(v.name for v in self.snapshot.volumes if v.claim is None and _could_suit(v, claim))
+                if claim is None or claim.key in self._local_claims:
+                    continue  # counted per node instead
+                if self._delayed(claim) and not claim.fully_bound:
+                    mine.update(v.name for v in self._candidates(claim) if v.claim is None)
             if mine:
                 out[pod.key] = frozenset(seen)
                 seen |= mine
@@ -148,18 +171,37 @@ class VolumeRules:
         everywhere = self._pod_level(pod, claims)
         if everywhere is not None:
             return _nowhere(everywhere.code, everywhere.message)
-        refusals: dict[str, tuple[PredicateCode, str]] = {}
-        allowed: set[str] = set()
         taken = self._taken_before.get(pod.key, frozenset())
-        for node in self.nodes:
-            refusal = self._node_level(claims, node, taken)
-            if refusal is None:
-                allowed.add(node.name)
-            else:
-                refusals[node.name] = (refusal.code, refusal.message)
-        if not refusals:
+        every = self._all_names
+        # kube-scheduler's Filter order: VolumeBinding (bound volumes' node affinity, then the
+        # waiting claims' search), then VolumeZone. Each as the set of nodes that pass it.
+        bound_ok = every
+        zone_ok = every
+        for claim in claims:
+            volume = self.snapshot.volume_by_name.get(claim.volume_name) if claim.volume_name else None
+            if volume is None:
+                continue
+            if claim.fully_bound:
+                bound_ok = bound_ok & self._matching(volume)
+            zone_ok = zone_ok & self._zone_nodes(volume)
+        delayed = [claim for claim in claims if not claim.fully_bound and self._delayed(claim)]
+        bind_ok = every
+        for claim in delayed:
+            # Each waiting claim alone binds only where one of its volumes or its provisioner can.
+            bind_ok = bind_ok & self._bindable(claim, taken)
+        if len(delayed) > 1:
+            # Together they need distinct volumes: kube-scheduler's search, node by node.
+            nodes = self.snapshot.node_by_name
+            bind_ok = frozenset(name for name in bind_ok if self._can_bind(delayed, nodes[name], taken))
+        allowed = bound_ok & bind_ok & zone_ok
+        if allowed == every:
             return None
-        return NodeRestriction(frozenset(allowed), refusals)
+        groups: list[tuple[PredicateCode, str, frozenset[str]]] = [
+            ("VolumeBinding", NODE_CONFLICT, every - bound_ok),
+            ("VolumeBinding", BIND_CONFLICT, bound_ok - bind_ok),
+            ("VolumeZone", ZONE_CONFLICT, (bound_ok & bind_ok) - zone_ok),
+        ]
+        return NodeRestriction(allowed, tuple(group for group in groups if group[2]))
 
     def _pod_level(self, pod: Pod, claims: list[PersistentVolumeClaim]) -> _Refusal | None:
         """What refuses the pod on every node (kube-scheduler's PreFilter results), in plugin order."""
@@ -191,35 +233,91 @@ class VolumeRules:
         storage_class = self.snapshot.storage_class_by_name.get(claim.storage_class) if claim.storage_class else None
         return storage_class is not None and storage_class.binding_mode == WAIT_FOR_FIRST_CONSUMER
 
-    def _node_level(self, claims: list[PersistentVolumeClaim], node: Node, taken: frozenset[str]) -> _Refusal | None:
-        """The first of VolumeBinding's and VolumeZone's filters the node fails, or None."""
-        volumes = self.snapshot.volume_by_name
-        missing = False
-        for claim in claims:
-            if not claim.fully_bound:
-                continue
-            volume = volumes.get(claim.volume_name)
-            if volume is None:
-                missing = True
-            elif node.name not in self._matching(volume):
-                return _Refusal("VolumeBinding", NODE_CONFLICT)
-        if missing:
-            return _Refusal("VolumeBinding", PV_NOT_EXIST)
-        delayed = [claim for claim in claims if not claim.fully_bound and self._delayed(claim)]
-        if delayed and not self._can_bind(delayed, node, taken):
-            return _Refusal("VolumeBinding", BIND_CONFLICT)
-        return self._zone(claims, node)
+    def _bindable(self, claim: PersistentVolumeClaim, taken: frozenset[str]) -> frozenset[str]:
+        """Nodes where this waiting claim alone can bind: what ``_can_bind`` finds for one claim."""
+        if claim.selected_node is not None:
+            node = self.snapshot.node_by_name.get(claim.selected_node)
+            return frozenset({node.name}) if node is not None and self._can_provision(claim, node) else frozenset()
+        candidates = self._candidates(claim)
+        prebound = [volume for volume in candidates if volume.claim == claim.key]
+        out: set[str] = set()
+        if prebound:
+            # FindMatchingVolume: a volume pre-bound to the claim is the only one it may get.
+            out |= self._matching(prebound[0])
+        else:
+            for volume in candidates:
+                if volume.name not in taken:
+                    out |= self._matching(volume)
+        storage_class = self.snapshot.storage_class_by_name.get(claim.storage_class)
+        if storage_class is not None and storage_class.provisioner not in ("", NO_PROVISIONER):
+            out |= {node.name for node in self.nodes if self._can_provision(claim, node)}
+        return frozenset(out)
+
+    def _candidates(self, claim: PersistentVolumeClaim) -> list[PersistentVolume]:
+        """Volumes the claim could bind on some node: those pre-bound to it (which decide alone),
+        then the unclaimed ones that suit it."""
+        found = self._candidates_of.get(claim.key)
+        if found is None:
+            prebound = [v for v in self._by_claim.get(claim.key, ()) if v.storage_class == claim.storage_class]
+            found = [v for v in prebound if _fits(v, claim)] + self._unclaimed(claim)
+            self._candidates_of[claim.key] = found
+        return found
+
+    def _unclaimed(self, claim: PersistentVolumeClaim) -> list[PersistentVolume]:
+        """Unclaimed volumes that suit the claim, in snapshot order (cached per claim requirements)."""
+        selector = claim.selector
+        signature = (
+            claim.storage_class,
+            claim.request_bytes,
+            claim.volume_mode,
+            frozenset(claim.access_modes),
+            None if selector is None else (tuple(sorted(selector.match_labels.items())), selector.match_expressions),
+        )
+        found = self._unclaimed_of.get(signature)
+        if found is None:
+            same_class = self._by_class.get(claim.storage_class, ())
+            found = [v for v in same_class if v.claim is None and _could_suit(v, claim)]
+            self._unclaimed_of[signature] = found
+        return found
+
+    @cached_property
+    def _by_claim(self) -> dict[str, list[PersistentVolume]]:
+        out: dict[str, list[PersistentVolume]] = {}
+        for volume in self.snapshot.volumes:
+            if volume.claim is not None:
+                out.setdefault(volume.claim, []).append(volume)
+        return out
+
+    @cached_property
+    def _by_class(self) -> dict[str, list[PersistentVolume]]:
+        out: dict[str, list[PersistentVolume]] = {}
+        for volume in self.snapshot.volumes:
+            out.setdefault(volume.storage_class, []).append(volume)
+        return out
 
     def _matching(self, volume: PersistentVolume) -> frozenset[str]:
         """Names of the nodes the volume's node affinity admits (cached per volume)."""
         found = self._affinity.get(volume.name)
         if found is None:
             terms = volume.node_affinity
-            found = frozenset(node.name for node in self.nodes if terms is None or affinity_matches(terms, node))
-            if terms is not None and not terms:
+            if terms is None:
+                found = self._all_names
+            elif not terms:
                 found = frozenset()  # required with no terms: Kubernetes matches no node
+            else:
+                key = EligibilityKey(frozenset(), terms, _TOLERATE_ALL)
+                # Not-Ready nodes fall out of the mask; they take no pod anyway (NodeNotReady comes first).
+                found = frozenset(node.name for node in self._index.nodes_of(self._index.mask(key)))
             self._affinity[volume.name] = found
         return found
+
+    @cached_property
+    def _index(self) -> NodeIndex:
+        return node_index(self.nodes)
+
+    @cached_property
+    def _all_names(self) -> frozenset[str]:
+        return frozenset(node.name for node in self.nodes)
 
     def _can_bind(self, claims: list[PersistentVolumeClaim], node: Node, taken: frozenset[str]) -> bool:
         """VolumeBinding's search for the unbound WaitForFirstConsumer claims on one node, without
@@ -241,21 +339,13 @@ class VolumeRules:
     def _find_volume(self, claim: PersistentVolumeClaim, node: Node, chosen: set[str]) -> PersistentVolume | None:
         """``FindMatchingVolume``: a volume pre-bound to the claim, else the smallest that fits."""
         best: PersistentVolume | None = None
-        for volume in self.snapshot.volumes:
-            if volume.name in chosen or volume.storage_class != claim.storage_class:
-                continue
-            if volume.claim is not None and volume.claim != claim.key:
-                continue
-            if volume.capacity_bytes < claim.request_bytes or volume.volume_mode != claim.volume_mode:
-                continue
-            if volume.deleting:
+        for volume in self._candidates(claim):
+            if volume.name in chosen:
                 continue
             fits_node = node.name in self._matching(volume)
             if volume.claim == claim.key:
                 return volume if fits_node else None
-            if not fits_node or not _could_suit(volume, claim):
-                continue
-            if best is None or volume.capacity_bytes < best.capacity_bytes:
+            if fits_node and (best is None or volume.capacity_bytes < best.capacity_bytes):
                 best = volume
         return best
 
@@ -266,13 +356,16 @@ class VolumeRules:
         topologies = storage_class.allowed_topologies
         return not topologies or affinity_matches(topologies, node)
 
-    def _zone(self, claims: list[PersistentVolumeClaim], node: Node) -> _Refusal | None:
-        if not any(label in node.labels for label in ZONE_LABELS):
-            return None
-        for claim in claims:
-            volume = self.snapshot.volume_by_name.get(claim.volume_name) if claim.volume_name else None
-            if volume is None:
-                continue
+    def _zone_nodes(self, volume: PersistentVolume) -> frozenset[str]:
+        """Nodes VolumeZone lets the volume's pods use (cached per volume): those with no zone or
+        region label at all, and those matching each of the volume's zone and region labels."""
+        found = self._zones.get(volume.name)
+        if found is None:
+            index = self._index
+            unlabelled = index.all_mask
+            for label in ZONE_LABELS:
+                unlabelled &= ~index.key_mask(label)
+            matching = index.all_mask
             for label in ZONE_LABELS:
                 value = volume.labels.get(label)
                 if value is None:
@@ -280,12 +373,17 @@ class VolumeRules:
                 zones = {zone for zone in value.split("__") if zone}
                 if not zones:
                     continue  # unparsable: Kubernetes ignores the label
-                have = node.labels.get(label, node.labels.get(_GA_LABEL.get(label, label)))
-                if have is None or have not in zones:
-                    return _Refusal("VolumeZone", ZONE_CONFLICT)
-        return None
+                ga = _GA_LABEL.get(label, label)
+                # The node's own label, else (a legacy volume label) the GA one.
+                passes = index.label_mask(label, zones)
+                if ga != label:
+                    passes |= index.label_mask(ga, zones) & ~index.key_mask(label)
+                matching &= passes
+            found = frozenset(node.name for node in index.nodes_of(unlabelled | matching))
+            self._zones[volume.name] = found
+        return found
 
-    # --- NodeVolumeLimits ---------------------------------------------------------------------
+    # --- what changes as pods land: per-node counts as extra resources -------------------------
 
     def csi_volumes(self, pod: Pod) -> dict[str, str]:
         """Per unique CSI volume the pod uses: its driver (NodeVolumeLimits' counting)."""
@@ -304,32 +402,97 @@ class VolumeRules:
                 out[f"{storage_class.provisioner}/claim:{claim.key}"] = storage_class.provisioner
         return out
 
-    def attached(self, node: str) -> dict[str, str]:
+    def _attached(self, node: str) -> dict[str, str]:
         """Unique CSI volumes the pods bound to the node use, with their drivers."""
         out: dict[str, str] = {}
         for pod in self.snapshot.pods_on_node.get(node, ()):
             out.update(self.csi_volumes(pod))
         return out
 
-    def limited_drivers(self) -> frozenset[str]:
+    def requests(self, pod: Pod) -> dict[str, int]:
+        """The pod's amounts of :meth:`resources`: its CSI volumes of each limited driver (all counted
+        as new: conservative where a volume is already attached on the node or shared with another
+        pending pod), and its waiting claims of each local-volume class."""
+        out: dict[str, int] = {}
+        limited = self._limited_drivers
+        for driver in self.csi_volumes(pod).values():
+            if driver in limited:
+                name = attachable_resource(driver)
+                out[name] = out.get(name, 0) + 1
+        for name in pod.claims:
+            claim = self.claim(pod, name)
+            if claim is not None and claim.key in self._local_claims:
+                resource = local_volume_resource(claim.storage_class)
+                out[resource] = out.get(resource, 0) + 1
+        return out
+
+    def room(self, node: Node, resource: str, unlimited: int) -> int:
+        """What the node has left of one of :meth:`requests`' resources."""
+        if resource.startswith(ATTACHABLE_PREFIX):
+            driver = resource.removeprefix(ATTACHABLE_PREFIX)
+            csinode = self.snapshot.csinode_by_name.get(node.name)
+            limit = csinode.limits.get(driver) if csinode is not None else None
+            if limit is None:
+                return unlimited
+            return limit - sum(1 for d in self._attached(node.name).values() if d == driver)
+        storage_class = resource.removeprefix(LOCAL_PREFIX)
+        if self._provisions(storage_class, node):
+            return unlimited
+        return self._local_room.get(storage_class, {}).get(node.name, 0)
+
+    @cached_property
+    def _limited_drivers(self) -> frozenset[str]:
         return frozenset(driver for csinode in self.snapshot.csinodes for driver in csinode.limits)
 
+    def _provisions(self, storage_class_name: str, node: Node) -> bool:
+        storage_class = self.snapshot.storage_class_by_name.get(storage_class_name)
+        if storage_class is None or storage_class.provisioner in ("", NO_PROVISIONER):
+            return False
+        return not storage_class.allowed_topologies or affinity_matches(storage_class.allowed_topologies, node)
 
-def csi_room(rules: VolumeRules, drivers: Iterable[str], nodes: Sequence[Node], unlimited: int) -> list[dict[str, int]]:
-    """Per node, per driver: unique volumes it may still attach (``unlimited`` without a limit)."""
-    out: list[dict[str, int]] = []
-    for node in nodes:
-        limits: Mapping[str, int] = {}
-        csinode = rules.snapshot.csinode_by_name.get(node.name)
-        if csinode is not None:
-            limits = csinode.limits
-        attached = rules.attached(node.name) if limits else {}
-        row: dict[str, int] = {}
-        for driver in drivers:
-            limit = limits.get(driver)
-            row[driver] = unlimited if limit is None else limit - sum(1 for d in attached.values() if d == driver)
-        out.append(row)
-    return out
+    def _local_classes(self, pending: Sequence[Pod]) -> None:
+        """Classes whose waiting claims bind node-local volumes only: counted per node, exactly.
+
+        A class is local when every available volume of it admits one node. Its waiting claims (not
+        pre-bound, no node selected yet) then take one unit each of ``local-volumes-<class>`` on
+        their node, and a node has as many units as it has available volumes of the class that suit
+        every such claim (unbounded where the class's provisioner may create volumes). Distinct
+        claims so get distinct volumes, whatever the solve picks. Other classes fall back to the
+        queue-order rule of :meth:`_contended`.
+        """
+        waiting: dict[str, list[PersistentVolumeClaim]] = {}
+        for pod in pending:
+            for name in pod.claims:
+                claim = self.claim(pod, name)
+                if claim is None or claim.fully_bound or not self._delayed(claim) or claim.selected_node is not None:
+                    continue
+                if any(volume.claim == claim.key for volume in self._candidates(claim)):
+                    continue
+                waiting.setdefault(claim.storage_class, []).append(claim)
+        for storage_class, claims in waiting.items():
+            free = [
+                v
+                for v in self._by_class.get(storage_class, ())
+                if v.claim is None and v.phase == "Available" and not v.deleting
+            ]
+            if any(len(self._matching(volume)) != 1 for volume in free):
+                continue
+            # One id set per distinct requirement (claims of one StatefulSet share theirs).
+            suiting = list({frozenset(map(id, self._unclaimed(claim))): None for claim in claims})
+            room: dict[str, int] = {}
+            for volume in free:
+                if all(id(volume) in ids for ids in suiting):
+                    (node,) = self._matching(volume)
+                    room[node] = room.get(node, 0) + 1
+            self._local_room[storage_class] = room
+            self._local_claims.update(claim.key for claim in claims)
+
+
+def _fits(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
+    """What ``FindMatchingVolume`` asks of any volume, the pre-bound one included."""
+    return (
+        volume.capacity_bytes >= claim.request_bytes and volume.volume_mode == claim.volume_mode and not volume.deleting
+    )
 
 
 def _could_suit(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
@@ -346,4 +509,4 @@ def _could_suit(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
 
 
 def _nowhere(code: PredicateCode, message: str) -> NodeRestriction:
-    return NodeRestriction(frozenset(), {}, (code, message))
+    return NodeRestriction(frozenset(), (), (code, message))

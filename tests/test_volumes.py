@@ -417,3 +417,51 @@ def instances(draw: st.DrawFn) -> Snapshot:
 def test_random_volume_instances_have_no_violations(snap: Snapshot) -> None:
     dec = solve(snap)
     assert check(snap, dec) == [], [str(v) for v in check(snap, dec)]
+
+
+def test_local_volumes_are_counted_per_node() -> None:
+    """Three replicas, each with its own waiting claim of a local-volume class: node a has two
+    volumes, b one, c none. Each replica binds a distinct volume, so all three go, at most two on
+    a, none on c."""
+    snap = snapshot(
+        nodes=THREE,
+        pods=[pod(f"ns/r{i}", claims=[f"data-{i}"], created=i) for i in range(3)],
+        claims=[pvc(f"ns/data-{i}", "5Gi", storage_class="local") for i in range(3)],
+        volumes=[
+            pv(f"v{i}", "10Gi", storage_class="local", node_affinity=[f"{HOST} in ({n})"])
+            for i, n in enumerate("aab")
+        ],
+        storage_classes=[_local],
+    )
+    where = placed(solved(snap))
+    assert sorted(where.values()) == ["a", "a", "b"]
+
+
+def test_local_volumes_too_few_for_every_replica() -> None:
+    snap = snapshot(
+        nodes=THREE,
+        pods=[pod(f"ns/r{i}", claims=[f"data-{i}"], created=i) for i in range(3)],
+        claims=[pvc(f"ns/data-{i}", storage_class="local") for i in range(3)],
+        volumes=[pv(f"v{i}", storage_class="local", node_affinity=[f"{HOST} in ({n})"]) for i, n in enumerate("ab")],
+        storage_classes=[_local],
+    )
+    dec = solved(snap)
+    assert sorted(placed(dec).values()) == ["a", "b"]
+    waiting = [o for o in dec.podgroups if o.phase != "Running"]
+    assert len(waiting) == 1
+
+
+def test_volumes_shared_by_several_nodes_go_to_the_first_claim_in_queue_order() -> None:
+    """A volume any node may use, two waiting claims that both suit it: only the older pod counts on
+    it this cycle (the other waits, conservatively)."""
+    snap = snapshot(
+        nodes=THREE,
+        pods=[pod("ns/p", claims=["d1"], created=1), pod("ns/q", claims=["d2"], created=2)],
+        claims=[pvc("ns/d1", storage_class="nfs"), pvc("ns/d2", storage_class="nfs")],
+        volumes=[pv("shared", storage_class="nfs")],
+        storage_classes=[storage_class("nfs", provisioner="kubernetes.io/no-provisioner")],
+    )
+    dec = solved(snap)
+    assert placed(dec).keys() == {"ns/p"}
+    outcome = next(o for o in dec.podgroups if o.podgroup == "ns/q")
+    assert BIND_CONFLICT in outcome.message
