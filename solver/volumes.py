@@ -106,6 +106,7 @@ class VolumeRules:
         self._zones: dict[str, frozenset[str]] = {}
         self._candidates_of: dict[str, list[PersistentVolume]] = {}
         self._unclaimed_of: dict[tuple[object, ...], list[PersistentVolume]] = {}
+        self._bindable_of: dict[tuple[object, ...], frozenset[str]] = {}
         self._rwop_owner = self._rwop_owners(pending)
         self._local_room: dict[str, dict[str, int]] = {}
         self._local_claims: set[str] = set()
@@ -240,6 +241,11 @@ class VolumeRules:
             return frozenset({node.name}) if node is not None and self._can_provision(claim, node) else frozenset()
         candidates = self._candidates(claim)
         prebound = [volume for volume in candidates if volume.claim == claim.key]
+        # Claims of one StatefulSet share their candidates (one list object): computed once for all.
+        cache_key = (id(candidates) if not prebound else claim.key, claim.storage_class, taken)
+        found = self._bindable_of.get(cache_key)
+        if found is not None:
+            return found
         out: set[str] = set()
         if prebound:
             # FindMatchingVolume: a volume pre-bound to the claim is the only one it may get.
@@ -251,7 +257,8 @@ class VolumeRules:
         storage_class = self.snapshot.storage_class_by_name.get(claim.storage_class)
         if storage_class is not None and storage_class.provisioner not in ("", NO_PROVISIONER):
             out |= {node.name for node in self.nodes if self._can_provision(claim, node)}
-        return frozenset(out)
+        found = self._bindable_of[cache_key] = frozenset(out)
+        return found
 
     def _candidates(self, claim: PersistentVolumeClaim) -> list[PersistentVolume]:
         """Volumes the claim could bind on some node: those pre-bound to it (which decide alone),
@@ -259,7 +266,9 @@ class VolumeRules:
         found = self._candidates_of.get(claim.key)
         if found is None:
             prebound = [v for v in self._by_claim.get(claim.key, ()) if v.storage_class == claim.storage_class]
-            found = [v for v in prebound if _fits(v, claim)] + self._unclaimed(claim)
+            suiting = [v for v in prebound if _fits(v, claim)]
+            # Without a pre-bound volume, the shared list itself (claims alike share it and its caches).
+            found = suiting + self._unclaimed(claim) if suiting else self._unclaimed(claim)
             self._candidates_of[claim.key] = found
         return found
 
@@ -466,7 +475,7 @@ class VolumeRules:
                 claim = self.claim(pod, name)
                 if claim is None or claim.fully_bound or not self._delayed(claim) or claim.selected_node is not None:
                     continue
-                if any(volume.claim == claim.key for volume in self._candidates(claim)):
+                if any(volume.storage_class == claim.storage_class for volume in self._by_claim.get(claim.key, ())):
                     continue
                 waiting.setdefault(claim.storage_class, []).append(claim)
         for storage_class, claims in waiting.items():

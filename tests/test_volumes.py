@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.builders import bind, decision, node, pod, snapshot
-from tests.storage_builders import RWO, RWOP, RWX, csinode_limits, pv, pvc, storage_class
-from vcsat.model import Decision, Node, Pod, Snapshot
+from tests.builders import bind, decision, group, node, pod, snapshot
+from tests.storage_builders import RWO, RWOP, RWX, csinode_limits, pdb, pv, pvc, storage_class
+from vcsat.model import Decision, Node, Pod, Policy, Snapshot
 from vcsat.model.storage import CSINode
 from vcsat.solver import check, solve
 from vcsat.solver.volumes import (
@@ -353,44 +353,53 @@ def test_csi_volumes_of_unbound_claims_count_by_provisioner() -> None:
 @st.composite
 def instances(draw: st.DrawFn) -> Snapshot:
     zones = ["z1", "z2"]
-    nodes = [host(f"n{i}", **{ZONE: draw(st.sampled_from(zones))}) for i in range(draw(st.integers(1, 4)))]
+    nodes = [
+        host(f"n{i}", cpu="2", **{ZONE: draw(st.sampled_from(zones))}) for i in range(draw(st.integers(1, 4)))
+    ]
     names = [n.name for n in nodes]
     classes = [
         storage_class("local", provisioner="kubernetes.io/no-provisioner"),
+        storage_class("disk", provisioner="kubernetes.io/no-provisioner"),
         storage_class("zonal", topologies=[f"{ZONE} in ({draw(st.sampled_from(zones))})"]),
         storage_class("now", mode="Immediate"),
         storage_class("ebs", provisioner="ebs"),
     ]
     volumes = []
-    for i in range(draw(st.integers(0, 5))):
+    for i in range(draw(st.integers(0, 6))):
+        pinned = [f"{HOST} in ({draw(st.sampled_from(names))})"]
+        storage = draw(st.sampled_from(["local", "disk", "disk", "zonal", ""]))
         volumes.append(
             pv(
                 f"v{i}",
                 f"{draw(st.integers(1, 4))}Gi",
-                storage_class=draw(st.sampled_from(["local", "zonal", ""])),
-                node_affinity=draw(st.sampled_from([None, [f"{HOST} in ({draw(st.sampled_from(names))})"]])),
+                storage_class=storage,
+                # Class disk: every volume pinned to one node (counted per node).
+                node_affinity=pinned if storage == "disk" else draw(st.sampled_from([None, pinned])),
                 labels=draw(st.sampled_from([{}, {ZONE: draw(st.sampled_from(zones))}])),
                 modes=draw(st.sampled_from([[RWO], [RWO, RWX], [RWOP]])),
                 csi=draw(st.sampled_from([None, ("ebs", f"h{i}")])),
             )
         )
     claims = []
-    for i in range(draw(st.integers(0, 5))):
+    for i in range(draw(st.integers(0, 8))):
         bound_to = draw(st.sampled_from([None, *[v.name for v in volumes]]))
         claims.append(
             pvc(
                 f"ns/c{i}",
                 f"{draw(st.integers(1, 4))}Gi",
-                storage_class=draw(st.sampled_from(["local", "zonal", "now", "ebs", "missing"])),
+                storage_class=draw(st.sampled_from(["local", "disk", "zonal", "now", "ebs", "missing"])),
                 volume=bound_to or "",
                 modes=draw(st.sampled_from([[RWO], [RWOP], [RWX]])),
+                selected_node=draw(st.sampled_from([None, None, None, *names])),
             )
         )
     claim_names = [c.name for c in claims] + ["ghost"]
     pods: list[Pod] = []
-    for i in range(draw(st.integers(1, 6))):
+    groups = []
+    for i in range(draw(st.integers(1, 7))):
         used = draw(st.lists(st.sampled_from(claim_names), max_size=2))
         running = draw(st.booleans()) and i % 2 == 0
+        gang = None if running or not draw(st.booleans()) else f"ns/g{i % 2}"
         pods.append(
             pod(
                 f"ns/p{i}",
@@ -398,24 +407,32 @@ def instances(draw: st.DrawFn) -> Snapshot:
                 claims=used,
                 node=draw(st.sampled_from(names)) if running else None,
                 created=i,
-                priority=draw(st.integers(0, 1)),
+                priority=draw(st.integers(0, 2)),
+                group=gang,
+                labels=draw(st.sampled_from([{}, {"app": "db"}])),
             )
         )
+    for key in sorted({p.group for p in pods if p.group}):
+        members = sum(1 for p in pods if p.group == key)
+        groups.append(group(key, min_member=draw(st.integers(1, members)), phase="Inqueue"))
     limits = [csinode_limits(n, {"ebs": draw(st.integers(0, 2))}) for n in names if draw(st.booleans())]
+    budgets = [pdb("ns/db", draw(st.integers(0, 1)), {"app": "db"})] if draw(st.booleans()) else []
     return snapshot(
         nodes=nodes,
         pods=pods,
+        groups=groups,
         claims=claims,
         volumes=volumes,
         storage_classes=classes,
         csinodes=limits,
+        disruption_budgets=budgets,
     )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
 def test_random_volume_instances_have_no_violations(snap: Snapshot) -> None:
-    dec = solve(snap)
+    dec = solve(snap, Policy(time_limit_s=2))
     assert check(snap, dec) == [], [str(v) for v in check(snap, dec)]
 
 
