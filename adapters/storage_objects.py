@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from vcsat.adapters.fields import type_name
 from vcsat.model.cluster import NodeSelectorRequirement, NodeSelectorTerm
-from vcsat.model.disruption import LabelRequirement, PodDisruptionBudget, PodSelector
+from vcsat.model.disruption import PodDisruptionBudget
 from vcsat.model.quantity import NANO, parse_nanos
+from vcsat.model.selectors import LabelRequirement, LabelSelector, label_selector
 from vcsat.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def _volume_mode(obj: Reader, spec: Mapping[str, Any]) -> Literal["Filesystem", 
     return cast('Literal["Filesystem", "Block"]', mode)
 
 
-def label_selector(obj: Reader, parent: Mapping[str, Any], key: str, path: str) -> PodSelector | None:
+def read_label_selector(obj: Reader, parent: Mapping[str, Any], key: str, path: str) -> LabelSelector | None:
     """A ``metav1.LabelSelector``; None when absent."""
     raw = parent.get(key)
     if raw is None:
@@ -103,7 +104,7 @@ def label_selector(obj: Reader, parent: Mapping[str, Any], key: str, path: str) 
                 values=tuple(values),
             )
         )
-    return PodSelector(match_labels=labels, match_expressions=tuple(expressions))
+    return label_selector(labels, expressions)
 
 
 def claim(obj: Reader) -> PersistentVolumeClaim:
@@ -121,7 +122,7 @@ def claim(obj: Reader) -> PersistentVolumeClaim:
         access_modes=_access_modes(obj, spec),
         request_bytes=_bytes(obj, requests, "spec.resources.requests.storage", round_up=True),
         volume_mode=_volume_mode(obj, spec),
-        selector=label_selector(obj, spec, "selector", "spec.selector"),
+        selector=read_label_selector(obj, spec, "selector", "spec.selector"),
         lost=obj.string(status, "phase", "status.phase") == "Lost",
         deleting=obj.raw["metadata"].get("deletionTimestamp") is not None,
         selected_node=annotations.get(SELECTED_NODE_ANNOTATION) or None,
@@ -229,7 +230,7 @@ def disruption_budget(obj: Reader) -> PodDisruptionBudget:
     return PodDisruptionBudget(
         namespace=obj.namespace,
         name=obj.name,
-        selector=label_selector(obj, spec, "selector", "spec.selector"),
+        selector=read_label_selector(obj, spec, "selector", "spec.selector"),
         disruptions_allowed=obj.integer(status, "disruptionsAllowed", "status.disruptionsAllowed", 0, minimum=0),
     )
 

@@ -14,7 +14,7 @@ from typing import Final, Literal
 from pydantic import Field
 
 from vcsat.model.cluster import Frozen, NodeSelectorTerm
-from vcsat.model.disruption import PodSelector
+from vcsat.model.selectors import LabelSelector
 
 READ_WRITE_ONCE_POD: Final = "ReadWriteOncePod"
 WAIT_FOR_FIRST_CONSUMER: Final = "WaitForFirstConsumer"
@@ -35,7 +35,7 @@ class PersistentVolumeClaim(Frozen):
     request_bytes: int = 0
     """``spec.resources.requests.storage`` in bytes, rounded up."""
     volume_mode: VolumeMode = "Filesystem"
-    selector: PodSelector | None = None
+    selector: LabelSelector | None = None
     """``spec.selector``: labels a volume must carry to be bound to it; None: any volume."""
     lost: bool = False
     """``status.phase: Lost``: its volume is gone."""

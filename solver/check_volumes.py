@@ -28,7 +28,7 @@ from typing import Final
 
 from vcsat.model import Node, Pod, Snapshot
 from vcsat.model.cluster import Toleration
-from vcsat.model.disruption import PodSelector
+from vcsat.model.selectors import LabelSelector
 from vcsat.model.storage import PersistentVolume, PersistentVolumeClaim
 from vcsat.solver.predicates import EligibilityKey, affinity_matches, compiled, node_index
 
@@ -150,12 +150,9 @@ def _suits(pv: PersistentVolume, claim: PersistentVolumeClaim, node: Node) -> bo
     )
 
 
-def _selects(selector: PodSelector, labels: Mapping[str, str]) -> bool:
+def _selects(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
     """``metav1.LabelSelector`` semantics, spelled out here rather than borrowed."""
-    for key, value in selector.match_labels.items():
-        if labels.get(key) != value:
-            return False
-    for requirement in selector.match_expressions:
+    for requirement in selector.requirements:
         present = requirement.key in labels
         if requirement.operator == "Exists" and not present:
             return False

@@ -274,13 +274,12 @@ class VolumeRules:
 
     def _unclaimed(self, claim: PersistentVolumeClaim) -> list[PersistentVolume]:
         """Unclaimed volumes that suit the claim, in snapshot order (cached per claim requirements)."""
-        selector = claim.selector
         signature = (
             claim.storage_class,
             claim.request_bytes,
             claim.volume_mode,
             frozenset(claim.access_modes),
-            None if selector is None else (tuple(sorted(selector.match_labels.items())), selector.match_expressions),
+            claim.selector,
         )
         found = self._unclaimed_of.get(signature)
         if found is None:

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from tests.builders import split, term
-from vcsat.model.disruption import LabelRequirement, PodDisruptionBudget, PodSelector
+from vcsat.model.disruption import PodDisruptionBudget
 from vcsat.model.quantity import parse_quantity
+from vcsat.model.selectors import LabelRequirement, label_selector
 from vcsat.model.storage import BindingMode, CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 RWO = "ReadWriteOnce"
@@ -53,7 +54,7 @@ def pvc(
         bind_completed=bool(volume) if bound is None else bound,
         access_modes=tuple(modes),
         request_bytes=size(request),
-        selector=None if selector is None else PodSelector(match_labels=dict(selector)),
+        selector=None if selector is None else label_selector(selector),
         lost=lost,
         deleting=deleting,
         selected_node=selected_node,
@@ -119,5 +120,5 @@ def pdb(
     expressions: Iterable[LabelRequirement] = (),
 ) -> PodDisruptionBudget:
     namespace, name = split(key)
-    selector = PodSelector(match_labels=dict(labels or {}), match_expressions=tuple(expressions))
+    selector = label_selector(labels, list(expressions))
     return PodDisruptionBudget(namespace=namespace, name=name, selector=selector, disruptions_allowed=allowed)

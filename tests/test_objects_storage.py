@@ -9,7 +9,8 @@ import pytest
 from tests.test_objects import Obj, convert, k8s_node, k8s_pod
 from vcsat.adapters.errors import InputError
 from vcsat.model import NodeSelectorRequirement, NodeSelectorTerm
-from vcsat.model.disruption import LabelRequirement, PodDisruptionBudget, PodSelector
+from vcsat.model.disruption import PodDisruptionBudget
+from vcsat.model.selectors import LabelRequirement, label_selector
 from vcsat.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 
@@ -54,9 +55,7 @@ def test_claim_fields() -> None:
             access_modes=("ReadWriteOncePod",),
             request_bytes=1500,
             volume_mode="Block",
-            selector=PodSelector(
-                match_labels={"tier": "gold"}, match_expressions=(LabelRequirement(key="x", operator="Exists"),)
-            ),
+            selector=label_selector({"tier": "gold"}, [LabelRequirement(key="x", operator="Exists")]),
             lost=True,
             deleting=True,
             selected_node="n1",
@@ -175,7 +174,7 @@ def test_disruption_budget() -> None:
     )
     assert convert(budget).disruption_budgets == (
         PodDisruptionBudget(
-            namespace="ns", name="pdb", selector=PodSelector(match_labels={"app": "db"}), disruptions_allowed=1
+            namespace="ns", name="pdb", selector=label_selector({"app": "db"}), disruptions_allowed=1
         ),
     )
 

@@ -13,7 +13,8 @@ from builders import gangs, node, queue, snapshot
 from storage_builders import pdb
 
 from vcsat.model import Decision, Pod, PodGroup, Policy, Snapshot
-from vcsat.model.disruption import LabelRequirement, PodDisruptionBudget
+from vcsat.model.disruption import PodDisruptionBudget
+from vcsat.model.selectors import LabelRequirement
 from vcsat.solver import check, solve
 
 POLICY = Policy(time_limit_s=2)
