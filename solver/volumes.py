@@ -20,8 +20,10 @@ eligibility key, and cost nothing in the CP-SAT model. The rules follow kube-sch
   enough, with the access modes, volume mode, labels and node affinity), or else a provisioner
   whose ``allowedTopologies`` admit the node. Storage capacity tracking (CSIStorageCapacity) is
   not modelled: provisioning is taken to have room. Pending pods whose claims could bind the same
-  available volume do not both count on it: the later one in queue order sees only the volumes
-  no earlier one could take (conservative: it may wait a cycle for a volume the other did not use).
+  available volume do not both count on it. Where every free volume of the class admits one node
+  (local volumes), the class's waiting claims are counted per node as a resource (below), which
+  is exact when they ask alike. Otherwise the later pod in queue order sees only the volumes no
+  earlier one could take (conservative: it may wait a cycle for a volume the other did not use).
 - **VolumeZone**: a node with any zone or region label must carry, for every zone or region label
   of each named volume, one of the volume's values (``__``-separated); the legacy
   ``failure-domain.beta.kubernetes.io`` labels of a volume match the node's GA labels too.
