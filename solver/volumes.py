@@ -20,7 +20,9 @@ eligibility key, and cost nothing in the CP-SAT model. The rules follow kube-sch
   enough, with the access modes, volume mode, labels and node affinity), or else a provisioner
   whose ``allowedTopologies`` admit the node. Storage capacity tracking (CSIStorageCapacity) is
   not modelled: provisioning is taken to have room. Pending pods whose claims could bind the same
-  available volume do not both count on it. Where every free volume of the class admits one node
+  available volume do not both count on it, and of pending pods that share one waiting claim
+  only the first in queue order is placed this cycle (the claim's node is chosen with it; the
+  others follow once it is bound). Where every free volume of the class admits one node
   (local volumes), the class's waiting claims are counted per node as a resource (below), which
   is exact when they ask alike. Otherwise the later pod in queue order sees only the volumes no
   earlier one could take (conservative: it may wait a cycle for a volume the other did not use).
@@ -109,7 +111,8 @@ class VolumeRules:
         self._candidates_of: dict[str, list[PersistentVolume]] = {}
         self._unclaimed_of: dict[tuple[object, ...], list[PersistentVolume]] = {}
         self._bindable_of: dict[tuple[object, ...], frozenset[str]] = {}
-        self._rwop_owner = self._rwop_owners(pending)
+        self._owner = self._owners(pending)
+        """Per RWOP or waiting claim: the one pending pod that may use it this cycle."""
         self._local_room: dict[str, dict[str, int]] = {}
         self._local_claims: set[str] = set()
         self._local_classes(pending)
@@ -127,13 +130,16 @@ class VolumeRules:
             f"{pod.namespace}/{name}" for pod in self.snapshot.pods if pod.bound for name in pod.claims
         )
 
-    def _rwop_owners(self, pending: Sequence[Pod]) -> dict[str, str]:
-        """Per ReadWriteOncePod claim key no running pod uses: the pending pod that may take it."""
+    def _owners(self, pending: Sequence[Pod]) -> dict[str, str]:
+        """Per ReadWriteOncePod claim, and per waiting claim (its volume is chosen with the node of
+        the first pod placed): the pending pod that may take it this cycle, the first in queue order."""
         owner: dict[str, str] = {}
         for pod in sorted(pending, key=lambda p: (-p.priority, p.created, p.key)):
             for name in pod.claims:
                 claim = self.claim(pod, name)
-                if claim is not None and READ_WRITE_ONCE_POD in claim.access_modes:
+                if claim is None:
+                    continue
+                if READ_WRITE_ONCE_POD in claim.access_modes or (not claim.fully_bound and self._delayed(claim)):
                     owner.setdefault(claim.key, pod.key)
         return owner
 
@@ -211,7 +217,7 @@ class VolumeRules:
         for claim in claims:
             if READ_WRITE_ONCE_POD not in claim.access_modes:
                 continue
-            if claim.key in self._claims_in_use or self._rwop_owner.get(claim.key, pod.key) != pod.key:
+            if claim.key in self._claims_in_use or self._owner.get(claim.key, pod.key) != pod.key:
                 return _Refusal("VolumeRestrictions", f"{RWOP_CONFLICT} (claim {claim.name})")
         for claim in claims:
             if claim.lost:
@@ -224,6 +230,11 @@ class VolumeRules:
         for claim in claims:
             if not claim.fully_bound and not self._delayed(claim):
                 return _Refusal("VolumeBinding", f"{UNBOUND_IMMEDIATE} (claim {claim.name})")
+        for claim in claims:
+            owner = self._owner.get(claim.key, pod.key)
+            if owner != pod.key and not claim.fully_bound:
+                # Two pods placed at once could choose two nodes for the one claim: the later waits.
+                return _Refusal("VolumeBinding", f"{BIND_CONFLICT} (claim {claim.name} is bound first for {owner})")
         for claim in claims:
             if claim.volume_name and claim.volume_name not in self.snapshot.volume_by_name:
                 return _Refusal("VolumeZone", f'persistentvolume "{claim.volume_name}" not found')

@@ -381,7 +381,7 @@ def instances(draw: st.DrawFn) -> Snapshot:
             )
         )
     claims = []
-    for i in range(draw(st.integers(0, 8))):
+    for i in range(draw(st.integers(0, draw(st.sampled_from([3, 8]))))):  # few claims: often shared
         bound_to = draw(st.sampled_from([None, *[v.name for v in volumes]]))
         claims.append(
             pvc(
@@ -482,3 +482,23 @@ def test_volumes_shared_by_several_nodes_go_to_the_first_claim_in_queue_order() 
     assert placed(dec).keys() == {"ns/p"}
     outcome = next(o for o in dec.podgroups if o.podgroup == "ns/q")
     assert BIND_CONFLICT in outcome.message
+
+
+def test_pods_sharing_one_waiting_claim_are_not_placed_apart() -> None:
+    """A ReadWriteMany claim not bound yet, two pods using it, a local volume on each node: placed
+    at once, they could pick two nodes for the one claim. The older goes, the other waits."""
+    snap = snapshot(
+        nodes=[host("a", cpu="1"), host("b", cpu="1")],
+        pods=[pod("ns/p", claims=["shared"], created=1), pod("ns/q", claims=["shared"], created=2)],
+        claims=[pvc("ns/shared", storage_class="local", modes=[RWX])],
+        volumes=[
+            pv(f"v{n}", storage_class="local", modes=[RWX], node_affinity=[f"{HOST} in ({n})"]) for n in "ab"
+        ],
+        storage_classes=[_local],
+    )
+    dec = solved(snap)
+    assert placed(dec).keys() == {"ns/p"}
+    outcome = next(o for o in dec.podgroups if o.podgroup == "ns/q")
+    assert BIND_CONFLICT in outcome.message
+    both = decision(snap, bindings=[bind("ns/p", "a"), bind("ns/q", "b")])
+    assert [v.rule for v in check(snap, both)] == ["VolumeBinding"]
