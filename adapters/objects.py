@@ -295,6 +295,11 @@ class _Converter:
             )
             for _, obj in sorted(by_kind["Pod"].items())
         ]
+        claims = self._storage(by_kind["PersistentVolumeClaim"], storage.claim)
+        volumes = self._storage(by_kind["PersistentVolume"], partial(storage.volume, requirements=_requirements))
+        storage_classes = self._storage(by_kind["StorageClass"], storage.storage_class)
+        csinodes = self._storage(by_kind["CSINode"], storage.csinode)
+        budgets = self._storage(by_kind["PodDisruptionBudget"], storage.disruption_budget)
         if self._memo is not None:
             self._memo.clear()  # what is gone from the cluster is forgotten
             self._memo.update(self._memo_next)
@@ -316,16 +321,17 @@ class _Converter:
             hypernodes=tuple(hypernodes),
             generation=generation,
             now=now,
-            claims=tuple(storage.claim(obj) for _, obj in sorted(by_kind["PersistentVolumeClaim"].items())),
-            volumes=tuple(
-                storage.volume(obj, _requirements) for _, obj in sorted(by_kind["PersistentVolume"].items())
-            ),
-            storage_classes=tuple(storage.storage_class(obj) for _, obj in sorted(by_kind["StorageClass"].items())),
-            csinodes=tuple(storage.csinode(obj) for _, obj in sorted(by_kind["CSINode"].items())),
-            disruption_budgets=tuple(
-                storage.disruption_budget(obj) for _, obj in sorted(by_kind["PodDisruptionBudget"].items())
-            ),
+            claims=claims,
+            volumes=volumes,
+            storage_classes=storage_classes,
+            csinodes=csinodes,
+            disruption_budgets=budgets,
         )
+
+    def _storage(self, objects: Mapping[str, _Object], read: Callable[[_Object], _T]) -> tuple[_T, ...]:
+        """Storage objects and budgets (``adapters/storage_objects.py``), in key order, each converted
+        once while the informer keeps the same object."""
+        return tuple(self._reuse(obj, (), partial(read, obj)) for _, obj in sorted(objects.items()))
 
     def _identify(self, raw: Any, index: int) -> _Object | None:
         if not isinstance(raw, _MAPPING):

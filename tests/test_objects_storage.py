@@ -224,3 +224,24 @@ def test_bad_storage_input_names_object_and_field(raw: Obj, where: str) -> None:
         convert(k8s_node(), raw)
     text = str(caught.value)
     assert where in text and "\n" not in text
+
+
+def test_storage_objects_are_converted_once_while_unchanged() -> None:
+    """The live scheduler's memo: the same raw objects give the very same model objects."""
+    from vcsat.adapters.objects import snapshot_from_objects
+
+    raw = [
+        k8s_node(),
+        k8s("PersistentVolumeClaim", "v1", "data", "ns", spec={"accessModes": ["ReadWriteOnce"]}),
+        k8s("PersistentVolume", "v1", "pv1", spec={"capacity": {"storage": "1Gi"}}),
+        k8s("PodDisruptionBudget", "policy/v1", "pdb", "ns", spec={"selector": {"matchLabels": {"a": "b"}}}),
+    ]
+    memo: dict[Any, Any] = {}
+    first = snapshot_from_objects(raw, memo=memo, strict=False)
+    second = snapshot_from_objects(raw, memo=memo, strict=False)
+    assert first.claims[0] is second.claims[0]
+    assert first.volumes[0] is second.volumes[0]
+    assert first.disruption_budgets[0] is second.disruption_budgets[0]
+    changed = [*raw[:1], {**raw[1], "spec": {"accessModes": ["ReadWriteOncePod"]}}, *raw[2:]]
+    third = snapshot_from_objects(changed, memo=memo, strict=False)
+    assert third.claims[0].access_modes == ("ReadWriteOncePod",)
