@@ -119,3 +119,31 @@ def test_reclaim_prefers_victims_no_budget_protects() -> None:
     decision = solve(snap, POLICY)
     assert check(snap, decision, POLICY) == []
     assert {e.pod: e.reason for e in decision.evictions} == {"ns/b-2-0": "reclaim"}
+
+
+def test_a_budget_spent_by_one_queue_s_preemption_protects_in_the_next() -> None:
+    """Preemption runs queue by queue; one budget (1 disruption allowed) covers pods of both queues.
+    qa's preemption takes its youngest pod, spending the budget; qb's then takes its uncovered pod
+    rather than its youngest, which the spent budget now protects."""
+    pods: list[Pod] = []
+    groups: list[PodGroup] = []
+    for name, q, created in (("qa-old", "qa", 0), ("qa-young", "qa", 1), ("qb-old", "qb", 2), ("qb-young", "qb", 3)):
+        more, more_groups = gangs(name, queue=q, priority=1, node="n1", created=created)
+        pods += more
+        groups += more_groups
+    labels = {key: {"app": "db"} for key in ("ns/qa-old-0-0", "ns/qa-young-0-0", "ns/qb-young-0-0")}
+    waiting: list[Pod] = []
+    for q in ("qa", "qb"):
+        more, more_groups = gangs(f"hi-{q}", queue=q, priority=10, created=100, phase="Inqueue")
+        waiting += more
+        groups += more_groups
+    snap = snapshot(
+        nodes=[NODE],
+        pods=labelled(pods, labels) + waiting,
+        groups=groups,
+        queues=[queue("qa"), queue("qb")],
+        disruption_budgets=[pdb("ns/db", 1, {"app": "db"})],
+    )
+    decision = solve(snap, POLICY)
+    assert check(snap, decision, POLICY) == []
+    assert evicted(decision) == {"ns/qa-young-0-0", "ns/qb-old-0-0"}
