@@ -289,7 +289,7 @@ class _Checker:
 
     def _volumes(self) -> None:
         placed = [(p.pod, p.node) for p in self.placements if p.node is not None]
-        for rule, subject, message in check_volumes.volume_violations(self.snapshot, placed, self.victims):
+        for rule, subject, message in check_volumes.volume_violations(self.snapshot, placed):
             self._flag(rule, subject, message)
 
     # --- GPU devices --------------------------------------------------------------------------

@@ -49,14 +49,12 @@ Flag = tuple[str, str, str]
 """(rule, subject, message), as :class:`vcsat.solver.check.Violation` takes them."""
 
 
-def volume_violations(
-    snapshot: Snapshot, placements: Sequence[tuple[Pod, Node]], evicted: Mapping[str, Pod]
-) -> list[Flag]:
-    """Every volume rule the placements (pod, node) break. ``evicted`` are still there: "now"."""
+def volume_violations(snapshot: Snapshot, placements: Sequence[tuple[Pod, Node]]) -> list[Flag]:
+    """Every volume rule the placements (pod, node) break. Victims of the decision still hold their
+    volumes (as "now" in check.py): a claim or attach slot is not freed by an eviction here."""
     placed = [(pod, node) for pod, node in placements if pod.claims]
     if not placed:
         return []
-    del evicted  # victims still hold their volumes until they are gone: nothing to subtract
     out: list[Flag] = []
     claims = snapshot.claim_by_key
     pvs = snapshot.volume_by_name
