@@ -73,8 +73,27 @@ QUEUES = Resource("Queue", "scheduling.volcano.sh/v1beta1", "queues", namespaced
 PRIORITY_CLASSES = Resource("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", namespaced=False)
 HYPERNODES = Resource("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", namespaced=False)
 EVENTS = Resource("Event", "v1", "events", namespaced=True)
+NAMESPACES = Resource("Namespace", "v1", "namespaces", namespaced=False)
+PERSISTENT_VOLUMES = Resource("PersistentVolume", "v1", "persistentvolumes", namespaced=False)
+PERSISTENT_VOLUME_CLAIMS = Resource("PersistentVolumeClaim", "v1", "persistentvolumeclaims", namespaced=True)
+STORAGE_CLASSES = Resource("StorageClass", "storage.k8s.io/v1", "storageclasses", namespaced=False)
+CSINODES = Resource("CSINode", "storage.k8s.io/v1", "csinodes", namespaced=False)
+POD_DISRUPTION_BUDGETS = Resource("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", namespaced=True)
 
-SCHEDULING_RESOURCES = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES)
+SCHEDULING_RESOURCES = (
+    NODES,
+    PODS,
+    PODGROUPS,
+    QUEUES,
+    PRIORITY_CLASSES,
+    HYPERNODES,
+    NAMESPACES,
+    PERSISTENT_VOLUMES,
+    PERSISTENT_VOLUME_CLAIMS,
+    STORAGE_CLASSES,
+    CSINODES,
+    POD_DISRUPTION_BUDGETS,
+)
 """What a scheduling cycle reads (contract §1), in the order a dump lists them."""
 
 

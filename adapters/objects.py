@@ -34,6 +34,7 @@ from typing import Any, Literal, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel
 
+from vcsat.adapters import storage_objects as storage
 from vcsat.adapters.clock import INQUEUED_CONDITION, parse_clock
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.fields import EMPTY, MAPPING_TYPES, FieldReader, type_name
@@ -85,8 +86,13 @@ _KINDS = {
     "Queue": "scheduling.volcano.sh",
     "PriorityClass": "scheduling.k8s.io",
     "HyperNode": "topology.volcano.sh",
+    "PersistentVolumeClaim": "",
+    "PersistentVolume": "",
+    "StorageClass": "storage.k8s.io",
+    "CSINode": "storage.k8s.io",
+    "PodDisruptionBudget": "policy",
 }
-_NAMESPACED = frozenset({"Pod", "PodGroup"})
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PersistentVolumeClaim", "PodDisruptionBudget"})
 _TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 _EFFECT_NAMES = "NoSchedule, PreferNoSchedule, NoExecute"
 _SELECTOR_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
@@ -295,6 +301,11 @@ class _Converter:
             )
             for _, obj in sorted(by_kind["Pod"].items())
         ]
+        claims = self._storage(by_kind["PersistentVolumeClaim"], storage.claim)
+        volumes = self._storage(by_kind["PersistentVolume"], partial(storage.volume, requirements=_requirements))
+        storage_classes = self._storage(by_kind["StorageClass"], storage.storage_class)
+        csinodes = self._storage(by_kind["CSINode"], storage.csinode)
+        budgets = self._storage(by_kind["PodDisruptionBudget"], storage.disruption_budget)
         if self._memo is not None:
             self._memo.clear()  # what is gone from the cluster is forgotten
             self._memo.update(self._memo_next)
@@ -316,7 +327,17 @@ class _Converter:
             hypernodes=tuple(hypernodes),
             generation=generation,
             now=now,
+            claims=claims,
+            volumes=volumes,
+            storage_classes=storage_classes,
+            csinodes=csinodes,
+            disruption_budgets=budgets,
         )
+
+    def _storage(self, objects: Mapping[str, _Object], read: Callable[[_Object], _T]) -> tuple[_T, ...]:
+        """Storage objects and budgets (``adapters/storage_objects.py``), in key order, each converted
+        once while the informer keeps the same object."""
+        return tuple(self._reuse(obj, (), partial(read, obj)) for _, obj in sorted(objects.items()))
 
     def _identify(self, raw: Any, index: int) -> _Object | None:
         if not isinstance(raw, _MAPPING):
@@ -608,6 +629,8 @@ class _Converter:
             gpu_ids=gpu_ids,
             nominated_node=_nominated_node(obj),
             created=obj.created(),
+            labels=labels,
+            claims=storage.pod_claims(obj, spec),
         )
 
     # --- HyperNode ----------------------------------------------------------------------------

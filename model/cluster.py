@@ -84,6 +84,7 @@ class Pod(Frozen):
     namespace: str
     name: str
     uid: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
     managed: bool = True
     """Whether the pod's schedulerName is ours; pods of other schedulers are only load."""
     node_name: str | None = None
@@ -110,6 +111,9 @@ class Pod(Frozen):
     """``status.nominatedNodeName``: a node where it waits for preemption victims to go."""
     created: float = 0.0
     """Creation time as epoch seconds: FIFO order, and younger victims go first."""
+    claims: tuple[str, ...] = ()
+    """Names of the PersistentVolumeClaims (in its namespace) its volumes use, in ``spec.volumes``
+    order: ``persistentVolumeClaim.claimName``, and ``<pod>-<volume>`` for a generic ephemeral volume."""
 
     @property
     def key(self) -> str:
@@ -204,6 +208,10 @@ class HyperNode(Frozen):
 
 DEFAULT_QUEUE = "default"
 
+# The storage and disruption types build on Frozen and NodeSelectorTerm above.
+from vcsat.model.disruption import PodDisruptionBudget  # noqa: E402
+from vcsat.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass  # noqa: E402
+
 
 class Snapshot(Frozen):
     """Everything one cycle decides on. Generation-stamped so a stale decision can be told."""
@@ -219,6 +227,11 @@ class Snapshot(Frozen):
     """The cycle's clock in epoch seconds: the live scheduler's wall clock when it converted the
     objects, recorded in its dumps (``vcsat.io/now`` on the instance List), so that an offline
     ``vcsat solve`` decides exactly as the live cycle did. None (no clock): nothing times out."""
+    claims: tuple[PersistentVolumeClaim, ...] = ()
+    volumes: tuple[PersistentVolume, ...] = ()
+    storage_classes: tuple[StorageClass, ...] = ()
+    csinodes: tuple[CSINode, ...] = ()
+    disruption_budgets: tuple[PodDisruptionBudget, ...] = ()
 
     @cached_property
     def node_by_name(self) -> dict[str, Node]:
@@ -254,6 +267,22 @@ class Snapshot(Frozen):
             group = self.podgroup_by_key.get(pod.group)
             return group.queue if group is not None else None
         return DEFAULT_QUEUE
+
+    @cached_property
+    def claim_by_key(self) -> dict[str, PersistentVolumeClaim]:
+        return {claim.key: claim for claim in self.claims}
+
+    @cached_property
+    def volume_by_name(self) -> dict[str, PersistentVolume]:
+        return {volume.name: volume for volume in self.volumes}
+
+    @cached_property
+    def storage_class_by_name(self) -> dict[str, StorageClass]:
+        return {storage_class.name: storage_class for storage_class in self.storage_classes}
+
+    @cached_property
+    def csinode_by_name(self) -> dict[str, CSINode]:
+        return {csinode.name: csinode for csinode in self.csinodes}
 
     @cached_property
     def pods_of_group(self) -> dict[str, tuple[Pod, ...]]:

@@ -3,8 +3,8 @@
 It exists so that no decision is trusted because the solver built it: tests run it on every
 decision, and production runs it before anything is applied. It is written straight from the
 contract, shares nothing with the solver's model (only :mod:`vcsat.solver.predicates` and
-:mod:`vcsat.model.resources`), and indexes by node and group once so that a large decision checks in
-linear time.
+:mod:`vcsat.model.resources`; volumes are judged by its own :mod:`vcsat.solver.check_volumes`),
+and indexes by node and group once so that a large decision checks in linear time.
 
 Where the contract leaves a choice, the choice made here (each is the stricter or the Kubernetes /
 Volcano reading):
@@ -45,6 +45,7 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
+from vcsat.solver import check_volumes
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.predicates import PREDICATE_CODES, predicate_failure
 
@@ -59,6 +60,7 @@ RULES: Final = (
     "DuplicatePlacement",
     "UnknownNode",
     *PREDICATE_CODES,
+    *check_volumes.RULES,
     "CapacityNow",
     "CapacityAfterEvictions",
     "GpuIndices",
@@ -156,6 +158,7 @@ class _Checker:
         self._placements()
         self._evictions()
         self._capacity()
+        self._volumes()
         self._gpus()
         self._gangs()
         self._queues()
@@ -281,6 +284,13 @@ class _Checker:
             f"{name} {when}: {res.format_amount(name, have)} held + {res.format_amount(name, new)} "
             f"new > {res.format_amount(name, node.allocatable.get(name, 0))} allocatable",
         )
+
+    # --- volumes (check_volumes: the validator's own reading of kube-scheduler's volume plugins)
+
+    def _volumes(self) -> None:
+        placed = [(p.pod, p.node) for p in self.placements if p.node is not None]
+        for rule, subject, message in check_volumes.volume_violations(self.snapshot, placed):
+            self._flag(rule, subject, message)
 
     # --- GPU devices --------------------------------------------------------------------------
 

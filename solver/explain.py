@@ -18,6 +18,7 @@ from __future__ import annotations
 from vcsat.model import PodGroupOutcome
 from vcsat.model import resources as res
 from vcsat.model.decision import PodGroupPhase
+from vcsat.solver import volumes
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import Room, fit_topology_first, undo
 from vcsat.solver.objectives.fairness import fair_resources
@@ -180,11 +181,22 @@ def _why_left_out(
         return (
             "Outranked",
             f"it fits on its own ({res.format_vector(need)}), but the room went to {above} gangs of higher "
-            f"priority (objective level: placed work at priority above {gang.priority})",
+            f"priority (objective level: placed work at priority above {gang.priority}){volume_note(need)}",
         )
     return (
         "Outranked",
         f"it fits on its own ({res.format_vector(need)}), but the room went to work the objective ranks "
         f"higher at priority {gang.priority}: "
-        "fairer queue shares, more placed work (by dominant share), better locality or packing, or older gangs",
+        "fairer queue shares, more placed work (by dominant share), better locality or packing, or older gangs"
+        f"{volume_note(need)}",
     )
+
+
+def volume_note(need: res.Resources) -> str:
+    """kube-scheduler's words for volume room another pod took (see :mod:`vcsat.solver.volumes`)."""
+    notes = []
+    if any(name.startswith(volumes.LOCAL_PREFIX) for name in need):
+        notes.append(volumes.BIND_CONFLICT)
+    if any(name.startswith(volumes.ATTACHABLE_PREFIX) for name in need):
+        notes.append(volumes.MAX_VOLUME_COUNT)
+    return "".join(f"; for its volumes: {note}" for note in notes)

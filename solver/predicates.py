@@ -18,6 +18,10 @@ here. The rules follow upstream code, not folklore:
   ``Lt`` parse the label as Go's ``strconv.ParseInt(v, 10, 64)`` and fail when it is no integer.
   An empty term list is no requirement: the model uses it for "no affinity given".
 
+Facts of the whole snapshot rather than of the pod (its volumes' node affinity, zones, claims
+held by others: :mod:`vcsat.solver.volumes`) come in as a :class:`NodeRestriction` in the key: a
+set of allowed node names with kube-scheduler's reason for each refused node, tested last.
+
 Speed: pods with the same :func:`eligibility_key` pass exactly the same nodes, so everything about
 a key is compiled once (:func:`compiled`), and :class:`NodeIndex` answers a key for all nodes at
 once with a few big-integer bit operations (bit ``i`` is ``nodes[i]``).
@@ -40,6 +44,9 @@ PredicateCode = Literal[
     "NodeSelectorMismatch",
     "NodeAffinityMismatch",
     "TaintNotTolerated",
+    "VolumeRestrictions",
+    "VolumeBinding",
+    "VolumeZone",
 ]
 PREDICATE_CODES: Final[tuple[PredicateCode, ...]] = (
     "NodeNotReady",
@@ -49,6 +56,8 @@ PREDICATE_CODES: Final[tuple[PredicateCode, ...]] = (
     "TaintNotTolerated",
 )
 """In the order :func:`predicate_failure` tests them; the first that fails is reported."""
+VOLUME_CODES: Final[tuple[PredicateCode, ...]] = ("VolumeRestrictions", "VolumeBinding", "VolumeZone")
+"""Codes of a :class:`NodeRestriction` (kube-scheduler's volume plugins), tested after the others."""
 
 UNSCHEDULABLE_TAINT: Final = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 """What a pod must tolerate to land on a cordoned node (kube-scheduler's NodeUnschedulable)."""
@@ -204,20 +213,71 @@ def _term_failure(term: NodeSelectorTerm, node: Node) -> str | None:
 # --- eligibility keys, compiled once ----------------------------------------------------------
 
 
+class NodeRestriction:
+    """Nodes a pod may use by facts of the whole snapshot rather than of the pod alone (its volumes:
+    :mod:`vcsat.solver.volumes` computes them), with why the other nodes refuse it.
+
+    Immutable and hashable (frozensets cache their hashes): pods with equal restrictions share an
+    eligibility key, so the messages are kept free of per-pod detail where they can be.
+    """
+
+    __slots__ = ("_hash", "allowed", "default", "groups")
+
+    def __init__(
+        self,
+        allowed: frozenset[str],
+        groups: tuple[tuple[PredicateCode, str, frozenset[str]], ...] = (),
+        default: tuple[PredicateCode, str] = ("VolumeBinding", "refused by its volumes"),
+    ) -> None:
+        self.allowed = allowed
+        self.groups = groups
+        """(code, message, refused node names): a refused node's first group says why."""
+        self.default = default
+        """The refusal of a refused node no group lists (every node when the pod can run nowhere)."""
+        self._hash = hash((allowed, groups, default))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NodeRestriction):
+            return NotImplemented
+        return (
+            self._hash == other._hash
+            and self.allowed == other.allowed
+            and self.groups == other.groups
+            and self.default == other.default
+        )
+
+    def __repr__(self) -> str:
+        return f"NodeRestriction({len(self.allowed)} nodes allowed, {self.default[0]})"
+
+    def refusal(self, node: Node) -> PredicateFailure | None:
+        if node.name in self.allowed:
+            return None
+        for code, message, names in self.groups:
+            if node.name in names:
+                return PredicateFailure(code, f"node {node.name}: {message}")
+        return PredicateFailure(*self.default)
+
+
 class EligibilityKey(NamedTuple):
     """Everything about a pod that decides which nodes pass; equal keys pass equal nodes."""
 
     node_selector: frozenset[tuple[str, str]]
     affinity: tuple[NodeSelectorTerm, ...]
     tolerations: frozenset[Toleration]
+    restriction: NodeRestriction | None = None
+    """Nodes its volumes allow (None: no such limit)."""
 
 
-def eligibility_key(pod: Pod) -> EligibilityKey:
+def eligibility_key(pod: Pod, restriction: NodeRestriction | None = None) -> EligibilityKey:
     # PreferNoSchedule-only tolerations never change a filter result; dropping them merges keys.
     return EligibilityKey(
         frozenset(pod.node_selector.items()),
         pod.affinity,
         frozenset(t for t in pod.tolerations if t.effect != "PreferNoSchedule"),
+        restriction,
     )
 
 
@@ -332,6 +392,8 @@ class CompiledKey:
                     "TaintNotTolerated",
                     f"node {node.name} has taint {format_taint(taint)} that the pod does not tolerate",
                 )
+        if self.key.restriction is not None:
+            return self.key.restriction.refusal(node)
         return None
 
     def mask(self, index: NodeIndex) -> int:
@@ -352,6 +414,11 @@ class CompiledKey:
         for taints, taint_mask in index.taint_groups:
             if mask & taint_mask and not all(self.taint_ok(taint) for taint in taints):
                 mask &= ~taint_mask
+        if self.key.restriction is not None:
+            allowed = 0
+            for name in self.key.restriction.allowed:
+                allowed |= index.name_mask(name)
+            mask &= allowed
         return mask
 
 
@@ -360,9 +427,10 @@ def compiled(key: EligibilityKey) -> CompiledKey:
     return CompiledKey(key)
 
 
-def predicate_failure(pod: Pod, node: Node) -> PredicateFailure | None:
-    """The first predicate (in :data:`PREDICATE_CODES` order) the node fails for the pod, or None."""
-    return compiled(eligibility_key(pod)).failure(node)
+def predicate_failure(pod: Pod, node: Node, restriction: NodeRestriction | None = None) -> PredicateFailure | None:
+    """The first predicate (in :data:`PREDICATE_CODES` order, then the restriction's) the node fails
+    for the pod, or None."""
+    return compiled(eligibility_key(pod, restriction)).failure(node)
 
 
 # --- all nodes at once ------------------------------------------------------------------------

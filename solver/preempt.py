@@ -18,8 +18,10 @@ that may go (the *victims*), and the room left on each node.
 In both, a victim's gang keeps at least its minMember or goes whole; pods that conformance
 protects (kube-system, critical priority classes, ``volcano.sh/preemptable: "false"``,
 terminating) are never victims. The objective, in order: the most preemptor work placed (by
-priority), then victims of the highest priority spared first, then the fewest victims, then the
-youngest victims first. Preemptors are *nominated*: they are bound in a later cycle, once their
+priority), then the fewest PodDisruptionBudget violations (victims that leave every budget
+intact are taken when they exist, as kube-scheduler's DefaultPreemption orders candidates), then
+victims of the highest priority spared first, then the fewest victims, then the youngest victims
+first. Preemptors are *nominated*: they are bound in a later cycle, once their
 victims are gone.
 """
 
@@ -79,6 +81,8 @@ class Evictions:
     evicted_on: dict[int, list[Victim]] = field(default_factory=dict)
     nominated: set[int] = field(default_factory=set)
     """Placed gangs that wait for victims (all their pods are nominations)."""
+    budget_used: dict[str, int] = field(default_factory=dict)
+    """Per PodDisruptionBudget key: disruptions the evictions decided so far take from it."""
     notes: list[str] = field(default_factory=list)
     spent: float = 0.0
     """Deterministic seconds the models used."""
@@ -330,7 +334,8 @@ def _run(
                 + cp_model.LinearExpr.weighted_sum([f for f, _ in frees], [k for _, k in frees])
             )
 
-    levels = _levels(problem, preemptors, victims, placed, x, evict, upper)
+    over_budget = _budget_violations(cp, problem, victims, evict, upper, out.budget_used)
+    levels = _levels(problem, preemptors, victims, placed, x, evict, upper, over_budget)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = problem.policy.num_workers
     solver.parameters.random_seed = problem.policy.random_seed
@@ -363,6 +368,36 @@ def _run(
     if values is None:
         return
     _apply(problem, preemptors, victims, placed, x, evict, values, room, usage, reason, out)
+
+
+def _budget_violations(
+    cp: cp_model.CpModel,
+    problem: Problem,
+    victims: list[Victim],
+    evict: dict[int, cp_model.IntVar],
+    upper: dict[int, int],
+    used: dict[str, int],
+) -> list[cp_model.IntVar]:
+    """Per PodDisruptionBudget that selects some victim: how many evictions exceed what it allows.
+
+    kube-scheduler's DefaultPreemption prefers the candidate with the fewest victims that violate
+    a budget (a budget allows ``status.disruptionsAllowed``, less what earlier evictions of this
+    cycle took). Here a victim selected by two exhausted budgets counts once per budget: the same
+    wherever each pod has at most one budget, which is what Kubernetes' eviction API expects.
+    """
+    out: list[cp_model.IntVar] = []
+    for budget in problem.snapshot.disruption_budgets:
+        covered = [v for v in victims if budget.selects(v.pod.namespace, v.pod.labels)]
+        if not covered:
+            continue
+        allowed = max(0, budget.disruptions_allowed - used.get(budget.key, 0))
+        if allowed >= len(covered):
+            continue
+        over = cp.new_int_var(0, len(covered) - allowed, f"over_budget[{budget.key}]")
+        cp.add(over >= cp_model.LinearExpr.sum([evict[v.index] for v in covered]) - allowed)
+        upper[over.index] = len(covered) - allowed
+        out.append(over)
+    return out
 
 
 def _preemptor_order(problem: Problem, gang: Gang) -> tuple[int, int, float, str]:
@@ -420,6 +455,7 @@ def _levels(
     x: dict[tuple[int, int], cp_model.IntVar],
     evict: dict[int, cp_model.IntVar],
     upper: dict[int, int],
+    over_budget: list[cp_model.IntVar],
 ) -> list[Level]:
     def unmeasured(_problem: Problem, _assignment: object) -> int:
         raise NotImplementedError("preemption levels are read from the solver, not measured")
@@ -439,6 +475,16 @@ def _levels(
             if len(queue_priorities) > 1:
                 name += f" in queues of priority {queue_priority}"
             levels.append(make_level(name, terms, upper_of=upper, measure=unmeasured))
+    # Then, as kube-scheduler orders preemption candidates, the fewest PodDisruptionBudget violations.
+    if over_budget:
+        levels.append(
+            make_level(
+                "fewest PodDisruptionBudget violations",
+                [(var, -1) for var in over_budget],
+                upper_of=upper,
+                measure=unmeasured,
+            )
+        )
     # Reclaim takes from lower-priority queues first (Volcano's victim queue order).
     victim_queue_priorities = sorted({problem.queue_priority(v.queue) for v in victims}, reverse=True)
     if len(victim_queue_priorities) > 1:
@@ -518,6 +564,9 @@ def _apply(
             # It relies on the evictions, for room or for its queue's capability: it waits for them.
             out.nominated.add(gang.index)
     for victim in gone:
+        for budget in problem.snapshot.disruption_budgets:
+            if budget.selects(victim.pod.namespace, victim.pod.labels):
+                out.budget_used[budget.key] = out.budget_used.get(budget.key, 0) + 1
         out.evicted[victim.pod.key] = reason
         out.evicted_on.setdefault(victim.node, []).append(victim)
         queue_usage = usage.setdefault(victim.queue, {})

@@ -24,10 +24,13 @@ from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
-from vcsat.solver import predicates
+from vcsat.solver import predicates, volumes
 from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
 from vcsat.solver.units import Units, units_for
+
+UNLIMITED_VOLUMES = 1 << 30
+"""Volume room of a node without a limit (no CSINode limit for a driver, a provisioner for a class)."""
 
 VALUE_SCALE = 1000
 """A pod's value is its dominant share of the largest node, in thousandths (see ``pod_value``)."""
@@ -293,10 +296,20 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         if pod.pending and pod.managed and (pod.group is None or pod.group in snapshot.podgroup_by_key)
     ]
     sharing = any(pod.gpu_milli for pod in pending)
+    rules = volumes.VolumeRules(snapshot, pending) if any(pod.claims for pod in pending) else None
+    # Volume counts that change as pods land (CSI attach limits, node-local volumes) are resources.
+    volume_asked: dict[str, dict[str, int]] = {}
+    if rules is not None:
+        for pod in pending:
+            asked = rules.requests(pod)
+            if asked:
+                volume_asked[pod.key] = asked
+    volume_resources = sorted({name for asked in volume_asked.values() for name in asked})
     resources = sorted(
         {name for pod in pending for name in pod.requests if name != res.GPU_MILLI}
         | {res.PODS}
         | ({res.GPU_MILLI} if sharing else set())
+        | set(volume_resources)
     )
     resource_index = {name: i for i, name in enumerate(resources)}
     milli_index = resource_index.get(res.GPU_MILLI)
@@ -325,6 +338,10 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 FULL_GPU_MILLI - used for used in holdings.share_milli.values()
             )
         free.append(row)
+    if volume_resources and rules is not None:
+        for node, row in zip(nodes, free, strict=True):
+            for name in volume_resources:
+                row[resource_index[name]] = rules.room(node, name, UNLIMITED_VOLUMES)
     gpu_index = resource_index.get(res.GPU)
     if gpu_index is not None:
         # Whole GPUs are the free indices, which is stricter than the count when shares hold some.
@@ -369,7 +386,11 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey], list[Pod]] = {}
         for pod in pods:
             request = request_of(pod, resources)
-            class_key = (pod.task, request, predicates.eligibility_key(pod))
+            if pod.key in volume_asked:
+                asked = volume_asked[pod.key]
+                request = tuple(asked.get(name, amount) for name, amount in zip(resources, request, strict=True))
+            restriction = rules.restriction(pod) if rules is not None else None
+            class_key = (pod.task, request, predicates.eligibility_key(pod, restriction))
             by_class.setdefault(class_key, []).append(pod)
 
         for (task, request, elig_key), class_pods in by_class.items():
@@ -669,22 +690,22 @@ def _prefilter(
         if gang.need == 0 and not gang.task_need:
             continue  # optional pods only; others of the gang may still go
         pod = pod_class.pods[0]
+        key = predicates.compiled(shape.eligibility)
         could_ever = any(
-            predicates.predicate_failure(pod, node) is None and res.fits(_without_share(pod.requests), node.allocatable)
-            for node in nodes
+            key.failure(node) is None and res.fits(_without_share(pod.requests), node.allocatable) for node in nodes
         )
         code = "InsufficientResources" if could_ever else "Unschedulable"
-        return Blocked(gang.index, code, _why_no_node(pod, nodes))
+        return Blocked(gang.index, code, _why_no_node(pod, nodes, key))
     return None
 
 
-def _why_no_node(pod: Pod, nodes: tuple[Node, ...]) -> str:
+def _why_no_node(pod: Pod, nodes: tuple[Node, ...], key: predicates.CompiledKey) -> str:
     """Kubernetes-style count of why each node refuses the pod ("0/5 nodes: ...")."""
     counts: dict[str, int] = {}
     example: dict[str, str] = {}
     too_small = 0
     for node in nodes:
-        failure = predicates.predicate_failure(pod, node)
+        failure = key.failure(node)
         if failure is not None:
             counts[failure.code] = counts.get(failure.code, 0) + 1
             example.setdefault(failure.code, failure.message)

@@ -44,6 +44,8 @@ from vcsat.model import (
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodPhase, TaintEffect
 from vcsat.model.decision import PodGroupPhase, SolverStatus
+from vcsat.model.disruption import PodDisruptionBudget
+from vcsat.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 Quantity = str | int | float
 _SUFFIX = {
@@ -219,6 +221,8 @@ def pod(
     cpu_milli: int | None = None,
     memory_mib: int | None = None,
     nominated_node: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    claims: Sequence[str] = (),
 ) -> Pod:
     """A pod ``namespace/name``; bound (phase Running) when ``node`` is given, else Pending.
     A string ``affinity`` is one term of one requirement (``"zone in (a)"``); ``cpu_milli`` /
@@ -255,6 +259,8 @@ def pod(
         gpu_ids=None if gpu_ids is None else tuple(gpu_ids),
         nominated_node=nominated_node,
         created=created,
+        labels=dict(labels or {}),
+        claims=tuple(claims),
     )
 
 
@@ -350,8 +356,14 @@ def snapshot(
     queues: Iterable[Queue] = (),
     *,
     generation: int = 0,
+    claims: Iterable[PersistentVolumeClaim] = (),
+    volumes: Iterable[PersistentVolume] = (),
+    storage_classes: Iterable[StorageClass] = (),
+    csinodes: Iterable[CSINode] = (),
+    disruption_budgets: Iterable[PodDisruptionBudget] = (),
 ) -> Snapshot:
-    """A snapshot; the queue ``default`` is added when not given, as the converter does."""
+    """A snapshot; the queue ``default`` is added when not given, as the converter does. Storage
+    objects and budgets: see ``tests/storage_builders.py``."""
     queue_list = list(queues)
     if all(q.name != DEFAULT_QUEUE for q in queue_list):
         queue_list.insert(0, Queue(name=DEFAULT_QUEUE))
@@ -361,6 +373,11 @@ def snapshot(
         podgroups=tuple(groups),
         queues=tuple(queue_list),
         generation=generation,
+        claims=tuple(claims),
+        volumes=tuple(volumes),
+        storage_classes=tuple(storage_classes),
+        csinodes=tuple(csinodes),
+        disruption_budgets=tuple(disruption_budgets),
     )
 
 

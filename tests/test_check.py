@@ -24,6 +24,7 @@ from tests.builders import (
     queue,
     snapshot,
 )
+from tests.storage_builders import RWOP, csinode, pv, pvc, storage_class
 from vcsat.model import Binding, Decision, Pod, Policy, Snapshot, SolverStats
 from vcsat.model import resources as res
 from vcsat.solver.check import RULES, Violation, check
@@ -589,6 +590,54 @@ case(
     snap,
     dec.model_copy(update={"solver": dec.solver.model_copy(update={"seconds": -1.0})}),
     "SolverStats",
+)
+
+
+# --- volumes (check_volumes): each rule kept and broken --------------------------------------
+
+_zones = [node(name, labels={"topology.kubernetes.io/zone": zone}) for name, zone in (("a", "z1"), ("b", "z2"))]
+_pinned = snapshot(
+    nodes=_zones,
+    pods=[pod("ns/p", claims=["data"])],
+    claims=[pvc("ns/data", volume="pv")],
+    volumes=[pv("pv", node_affinity=["topology.kubernetes.io/zone in (z2)"], claim="ns/data")],
+)
+case("volume node affinity kept", _pinned, decision(_pinned, bindings=[bind("ns/p", "b")]))
+case("volume node affinity broken", _pinned, decision(_pinned, bindings=[bind("ns/p", "a")]), "VolumeBinding")
+_zoned = snapshot(
+    nodes=_zones,
+    pods=[pod("ns/p", claims=["data"])],
+    claims=[pvc("ns/data", volume="pv")],
+    volumes=[pv("pv", claim="ns/data", labels={"failure-domain.beta.kubernetes.io/zone": "z1"})],
+)
+case("volume zone kept", _zoned, decision(_zoned, bindings=[bind("ns/p", "a")]))
+case("volume zone broken", _zoned, decision(_zoned, bindings=[bind("ns/p", "b")]), "VolumeZone")
+_rwop = snapshot(
+    nodes=_zones,
+    pods=[pod("ns/p", claims=["data"]), pod("ns/q", claims=["data"])],
+    claims=[pvc("ns/data", storage_class="wffc", modes=[RWOP])],
+    storage_classes=[storage_class("wffc")],
+)
+case("one ReadWriteOncePod user", _rwop, decision(_rwop, bindings=[bind("ns/p", "a")]))
+case(
+    "two ReadWriteOncePod users",
+    _rwop,
+    decision(_rwop, bindings=[bind("ns/p", "a"), bind("ns/q", "a")]),
+    "VolumeRestrictions",
+)
+_csi = snapshot(
+    nodes=_zones,
+    pods=[pod("ns/p", claims=["c1"]), pod("ns/q", claims=["c2"])],
+    claims=[pvc("ns/c1", volume="v1"), pvc("ns/c2", volume="v2")],
+    volumes=[pv("v1", claim="ns/c1", csi=("ebs", "h1")), pv("v2", claim="ns/c2", csi=("ebs", "h2"))],
+    csinodes=[csinode("a", ebs=1), csinode("b", ebs=1)],
+)
+case("volume limit kept", _csi, decision(_csi, bindings=[bind("ns/p", "a"), bind("ns/q", "b")]))
+case(
+    "volume limit broken",
+    _csi,
+    decision(_csi, bindings=[bind("ns/p", "a"), bind("ns/q", "a")]),
+    "NodeVolumeLimits",
 )
 
 

@@ -279,6 +279,13 @@ BAD_INSTANCES = [
         ["duplicate object"],
         id="duplicate",
     ),
+    pytest.param(
+        INSTANCE
+        + "- apiVersion: v1\n  kind: PersistentVolumeClaim\n  metadata: {name: data, namespace: ns}\n"
+        + "  spec: {accessModes: [ReadWriteSometimes]}\n",
+        ["in.yaml: PersistentVolumeClaim ns/data: spec.accessModes[0]: must be one of"],
+        id="bad claim access mode",
+    ),
 ]
 
 

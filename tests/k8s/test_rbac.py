@@ -87,6 +87,14 @@ SCHEDULER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     ("watch", "priorityclasses.scheduling.k8s.io", {}, True),
     ("watch", "hypernodes.topology.volcano.sh", {}, True),
     ("list", "poddisruptionbudgets.policy", {}, True),
+    ("watch", "poddisruptionbudgets.policy", {}, True),
+    ("watch", "namespaces", {}, True),
+    ("watch", "persistentvolumes", {}, True),
+    ("list", "persistentvolumeclaims", {}, True),
+    ("watch", "persistentvolumeclaims", {}, True),
+    ("watch", "storageclasses.storage.k8s.io", {}, True),
+    ("list", "csinodes.storage.k8s.io", {}, True),
+    ("watch", "csinodes.storage.k8s.io", {}, True),
     ("create", "events", {"namespace": "team"}, True),
     ("create", "events.events.k8s.io", {"namespace": "team"}, True),
     ("create", "leases.coordination.k8s.io", {"namespace": NAMESPACE}, True),
@@ -108,6 +116,13 @@ SCHEDULER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     ("update", "leases.coordination.k8s.io", {"namespace": NAMESPACE, "name": "vcsat-controller"}, False),
     ("update", "leases.coordination.k8s.io", {"namespace": "kube-system", "name": "kube-scheduler"}, False),
     ("create", "clusterrolebindings.rbac.authorization.k8s.io", {}, False),
+    ("update", "persistentvolumes", {}, False),
+    ("update", "persistentvolumeclaims", {"namespace": "team"}, False),
+    ("create", "persistentvolumeclaims", {"namespace": "team"}, False),
+    ("update", "namespaces", {}, False),
+    ("update", "storageclasses.storage.k8s.io", {}, False),
+    ("update", "csinodes.storage.k8s.io", {}, False),
+    ("delete", "poddisruptionbudgets.policy", {"namespace": "team"}, False),
 ]
 
 CONTROLLER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
