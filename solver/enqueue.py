@@ -53,7 +53,10 @@ The rules, in the order they are applied:
      without a PodGroup its requests;
    - cluster room, unless the overcommit plugin is off (``ClusterOverused``): ``need + reserved ≤
      ⌊allocatable × overcommit_factor⌋ − used``, where ``used`` is everything bound on Ready nodes
-     and ``reserved`` is, per admitted group, the part of its need its pods do not hold yet.
+     and ``reserved`` is, per admitted group of ours, the part of its need its pods do not hold
+     yet. Another scheduler's groups (:func:`is_ours`) are load only: their bound pods are in
+     ``used``, and none of their need is reserved or committed (counting both refused our Jobs
+     with ``ClusterOverused`` next to another scheduler's running gangs).
    Each admission adds to ``committed`` and ``reserved`` before the next group is considered.
 
 Where this differs from Volcano, and why: the need of a group without ``minResources`` is taken
@@ -126,16 +129,7 @@ def admit(
         inqueue_timeout_s = policy.inqueue_timeout_s
     # Groups of other schedulers (no pod of ours, and named for another scheduler) are not ours
     # to admit, and hold no room in our admission.
-    pods_of = snapshot.pods_of_group
-    groups = sorted(
-        (
-            g
-            for g in snapshot.podgroups
-            if any(p.managed for p in pods_of.get(g.key, ()))
-            or (g.scheduler_name or DEFAULT_SCHEDULER) == policy.scheduler_name
-        ),
-        key=lambda g: g.key,
-    )
+    groups = sorted((g for g in snapshot.podgroups if is_ours(g, snapshot, policy)), key=lambda g: g.key)
     if not policy.enqueue:
         return {g.key: Admission(True, _kept_phase(g), "", "") for g in groups}
 
@@ -213,6 +207,18 @@ def next_inqueue_timeout(snapshot: Snapshot, policy: Policy) -> float | None:
         if group.phase == "Inqueue" and group.inqueue_since is not None
     ]
     return min((moment for moment in due if moment > snapshot.now), default=None)
+
+
+def is_ours(group: PodGroup, snapshot: Snapshot, policy: Policy) -> bool:
+    """Whether a PodGroup is ours to admit: one of its pods is ours, or it is named for us (or for
+    nobody) while it has no pod. Another scheduler's groups are only load: their bound pods count
+    as used, and nothing of their need is reserved or committed in our admission."""
+    pods = snapshot.pods_of_group.get(group.key, ())
+    if any(p.managed for p in pods):
+        return True
+    if pods:
+        return False
+    return (group.scheduler_name or DEFAULT_SCHEDULER) == policy.scheduler_name
 
 
 def _served(shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[str, int]], queue: str) -> Fraction:
@@ -334,7 +340,12 @@ class _State:
     # -- what each group counts for --
 
     def reserving(self, group: PodGroup) -> bool:
-        """Admitted groups hold their whole need (Volcano: Inqueue, or Running with its gang up)."""
+        """Admitted groups of ours hold their whole need (Volcano: Inqueue, or Running with its gang
+        up). Another scheduler's groups reserve nothing: their bound pods are in ``used`` already,
+        and what they have not bound yet is that scheduler's business (counting both was
+        ``ClusterOverused`` next to another scheduler's running gangs with the cluster half idle)."""
+        if not is_ours(group, self.snapshot, self.policy):
+            return False
         if group.phase == "Inqueue":
             return True
         if group.phase == "Running":
