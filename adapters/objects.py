@@ -66,6 +66,7 @@ PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 GPU_IDS_ANNOTATION = "vcsat.io/gpu-ids"
 GPU_TOPOLOGY_ANNOTATION = "vcsat.io/gpu-topology"
 SCHEDULER_NAME_ANNOTATION = "vcsat.io/scheduler-name"
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 DEFAULT_SCHEDULER = "default-scheduler"
 
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
@@ -604,6 +605,9 @@ class _Converter:
             gpu_ids=gpu_ids,
             nominated_node=_nominated_node(obj),
             created=obj.created(),
+            scheduling_gates=_names(obj, spec, "schedulingGates"),
+            resource_claims=_names(obj, spec, "resourceClaims"),
+            queue_name=annotations.get(QUEUE_NAME_ANNOTATION) or None,
         )
 
     # --- HyperNode ----------------------------------------------------------------------------
@@ -906,6 +910,21 @@ def _toleration(obj: _Object, raw: Any, path: str) -> Toleration:
         value=value,
         effect=cast('TaintEffect | Literal[""]', effect),
     )
+
+
+def _names(obj: _Object, spec: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """The ``name`` of each entry of a list of named items (``spec.schedulingGates``,
+    ``spec.resourceClaims``)."""
+    names = []
+    for index, raw in enumerate(obj.sequence(spec, key, f"spec.{key}")):
+        path = f"spec.{key}[{index}]"
+        if not isinstance(raw, _MAPPING):
+            obj.fail(path, "must be a mapping")
+        name = obj.string(raw, "name", f"{path}.name")
+        if not name:
+            obj.fail(f"{path}.name", "missing")
+        names.append(name)
+    return tuple(names)
 
 
 def _nominated_node(obj: _Object) -> str | None:

@@ -110,10 +110,24 @@ class Pod(Frozen):
     """``status.nominatedNodeName``: a node where it waits for preemption victims to go."""
     created: float = 0.0
     """Creation time as epoch seconds: FIFO order, and younger victims go first."""
+    scheduling_gates: tuple[str, ...] = ()
+    """``spec.schedulingGates`` names: while any is there the pod is not placed (kube-scheduler's
+    ``SchedulingGated``), and it counts for no gang's ``minMember``."""
+    resource_claims: tuple[str, ...] = ()
+    """``spec.resourceClaims`` names (dynamic resource allocation): vcsat does not model devices
+    claimed this way, so such a pod is never placed, and its gang says why."""
+    queue_name: str | None = None
+    """``scheduling.volcano.sh/queue-name``: the queue of a pod without a PodGroup (``default`` when
+    unset, as Volcano's PodGroup controller makes it); ignored for a pod in a PodGroup."""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def held(self) -> bool:
+        """Whether something other than room keeps the pod from being placed (gates, claims)."""
+        return bool(self.scheduling_gates or self.resource_claims)
 
     @property
     def finished(self) -> bool:
@@ -246,14 +260,15 @@ class Snapshot(Frozen):
         return {name: tuple(pods) for name, pods in out.items()}
 
     def queue_of(self, pod: Pod) -> str | None:
-        """The queue a pod's room counts against: its PodGroup's queue; ``default`` for a pod of ours
-        without a PodGroup; None for pods of other schedulers, which belong to no queue."""
+        """The queue a pod's room counts against: its PodGroup's queue; for a pod of ours without a
+        PodGroup its ``scheduling.volcano.sh/queue-name`` annotation, else ``default``; None for
+        pods of other schedulers, which belong to no queue."""
         if not pod.managed:
             return None
         if pod.group is not None:
             group = self.podgroup_by_key.get(pod.group)
             return group.queue if group is not None else None
-        return DEFAULT_QUEUE
+        return pod.queue_name or DEFAULT_QUEUE
 
     @cached_property
     def pods_of_group(self) -> dict[str, tuple[Pod, ...]]:

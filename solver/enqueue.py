@@ -242,10 +242,14 @@ def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
 
     The gang's pods: per task its ``minTaskMember`` oldest pods, then the oldest others up to
     ``minMember``; with fewer pods than that (the controller may still be creating them), all.
+    Pods held by scheduling gates or resource claims are not counted (Volcano's
+    ``DeductSchGatedResources``): they take no room until released.
     """
     if group.min_resources:
-        return _without_shares(group.min_resources)
-    return _without_shares(res.total(p.requests for p in gang_pods(group, pods)))
+        # Volcano deducts what gated pods ask from minResources: they cannot use the room yet.
+        gated = res.total(p.requests for p in pods if p.held and not p.bound and not p.finished)
+        return {r: max(0, amount - gated.get(r, 0)) for r, amount in _without_shares(group.min_resources).items()}
+    return _without_shares(res.total(p.requests for p in gang_pods(group, pods) if not p.held))
 
 
 def gang_pods(group: PodGroup, pods: Sequence[Pod]) -> list[Pod]:

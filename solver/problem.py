@@ -109,6 +109,8 @@ class Gang:
     """Pods that must be placed for the gang to run: minMember less the members already running."""
     task_need: dict[str, int] = field(default_factory=dict)
     """Per task, likewise for minTaskMember."""
+    held: tuple[Pod, ...] = ()
+    """Its pending pods that are never placed (scheduling gates, resource claims): in no class."""
 
 
 NO_DOMAIN = ""
@@ -349,16 +351,21 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     blocked: dict[int, Blocked] = {}
 
     for key in sorted(by_gang, key=lambda k: (min(p.created for p in by_gang[k]), k)):
-        pods = sorted(by_gang[key], key=lambda p: (p.created, p.key))
+        every = sorted(by_gang[key], key=lambda p: (p.created, p.key))
+        # Gated pods and pods with resource claims are never placed: they make no class, so no
+        # count, greedy step or decode can place them, and they count for no minMember.
+        pods = [pod for pod in every if not pod.held]
         group = snapshot.podgroup_by_key.get(key) if policy.gang else None
+        lone_queue = (every[0].queue_name or DEFAULT_QUEUE) if every[0].group is None else DEFAULT_QUEUE
         gang = Gang(
             index=len(gangs),
             key=key,
             group=group,
-            queue=group.queue if group is not None else DEFAULT_QUEUE,
-            priority=_gang_priority(group, pods),
-            created=group.created if group is not None else pods[0].created,
+            queue=group.queue if group is not None else lone_queue,
+            priority=_gang_priority(group, every),
+            created=group.created if group is not None else every[0].created,
         )
+        gang.held = tuple(pod for pod in every if pod.held)
         gang.rank = gang.priority if policy.priority else 0
         gangs.append(gang)
 
@@ -400,7 +407,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             classes.append(pod_class)
             gang.classes.append(pod_class.index)
 
-        _set_needs(gang, snapshot, pods)
+        _set_needs(gang, snapshot, every if group is None else pods)
 
     admissions = admit(snapshot, policy, overcommit=policy.overcommit)
     for gang in gangs:
@@ -411,7 +418,9 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             blocked[gang.index] = Blocked(gang.index, admission.reason, admission.message)
             continue
         gang.admitted = True
-        reason = _prefilter(gang, snapshot, classes, shapes, nodes)
+        reason = _queue_missing(gang, snapshot) or _prefilter(gang, snapshot, classes, shapes, nodes)
+        if gang.held and (reason.reason == "GangUnsatisfied" if reason is not None else not gang.classes):
+            reason = _held_reason(gang)
         if reason is not None:
             blocked[gang.index] = reason
 
@@ -618,6 +627,43 @@ def _set_needs(gang: Gang, snapshot: Snapshot, pending: list[Pod]) -> None:
         have = sum(1 for p in running if p.task == task)
         if minimum - have > 0:
             gang.task_need[task] = minimum - have
+
+
+def _queue_missing(gang: Gang, snapshot: Snapshot) -> Blocked | None:
+    """A gang whose queue no Queue object defines: Volcano's cache leaves such a job out of its
+    session, so it is never scheduled; here it waits and says so (``QueueNotFound``)."""
+    if gang.queue in snapshot.queue_by_name:
+        return None
+    where = (
+        f"its PodGroup's spec.queue {gang.queue!r}"
+        if gang.group is not None
+        else f"its annotation scheduling.volcano.sh/queue-name {gang.queue!r}"
+    )
+    return Blocked(gang.index, "QueueNotFound", f"{where} names no Queue: not scheduled until the queue exists")
+
+
+def _held_reason(gang: Gang) -> Blocked:
+    """Why a gang whose other pods cannot make it waits on its held pods: kube-scheduler keeps a
+    gated pod out of its queue (``SchedulingGated``) and Volcano's allocate skips it, so only the
+    other pods count towards ``minMember``; a pod claiming devices through dynamic resource
+    allocation (``spec.resourceClaims``) is not modelled by vcsat, so it is not placed rather than
+    placed as if it claimed nothing (``Unschedulable``)."""
+    gated = [pod for pod in gang.held if pod.scheduling_gates]
+    if gated:
+        names = sorted({gate for pod in gated for gate in pod.scheduling_gates})
+        return Blocked(
+            gang.index,
+            "SchedulingGated",
+            f"{len(gated)} pod(s) blocked by scheduling gates ({', '.join(names)}), e.g. pod {gated[0].key}: "
+            "not placed until the gates are removed, and the other pending pods cannot make the gang",
+        )
+    pod = next(pod for pod in gang.held if pod.resource_claims)
+    return Blocked(
+        gang.index,
+        "Unschedulable",
+        f"pod {pod.key} has spec.resourceClaims ({', '.join(pod.resource_claims)}): dynamic resource "
+        "allocation is not supported by vcsat, so the pod is not placed",
+    )
 
 
 def _prefilter(

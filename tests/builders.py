@@ -217,11 +217,16 @@ def pod(
     cpu_milli: int | None = None,
     memory_mib: int | None = None,
     nominated_node: str | None = None,
+    gates: Sequence[str] = (),
+    claims: Sequence[str] = (),
+    queue_name: str | None = None,
 ) -> Pod:
     """A pod ``namespace/name``; bound (phase Running) when ``node`` is given, else Pending.
     A string ``affinity`` is one term of one requirement (``"zone in (a)"``); ``cpu_milli`` /
     ``memory_mib`` give the requests in solver units instead. ``pods: 1`` is always requested.
-    ``nominated_node`` is ``status.nominatedNodeName``: where it waits for preemption victims."""
+    ``nominated_node`` is ``status.nominatedNodeName``: where it waits for preemption victims;
+    ``gates`` its ``spec.schedulingGates``, ``claims`` its ``spec.resourceClaims``, ``queue_name`` its
+    ``scheduling.volcano.sh/queue-name`` annotation."""
     namespace, name = split(key)
     requests = {
         res.CPU: units(res.CPU, cpu) if cpu_milli is None else cpu_milli,
@@ -253,6 +258,9 @@ def pod(
         gpu_ids=None if gpu_ids is None else tuple(gpu_ids),
         nominated_node=nominated_node,
         created=created,
+        scheduling_gates=tuple(gates),
+        resource_claims=tuple(claims),
+        queue_name=queue_name,
     )
 
 
