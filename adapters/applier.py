@@ -22,10 +22,13 @@ The solver decides; this module makes it so, in the order that keeps the cluster
    them: from the second cycle a pod waits on (a gang whose pods are still being created is a
    passing state), and written only when it changes (a new message alone at most every
    ``event_refresh_s``), never once per cycle per pod.
-6. **Events**: why a group waits, as a core/v1 Event on the PodGroup (or on a lone pod), from the
-   second cycle it waits for that reason on (a passing state, such as a gang whose pods are still
-   being created, records none), counted and refreshed at most every ``event_refresh_s`` instead
-   of one new Event per cycle; and one ``Scheduled`` Event per gang bound.
+6. **Events**: a Warning Event on each object the converter tolerated but that keeps work from
+   running (``Snapshot.notices``: a PodGroup naming a missing queue, a pod naming a missing
+   PodGroup, a node with an invalid ``vcsat.io/gpu-topology``); why a group waits, as a core/v1
+   Event on the PodGroup (or on a lone pod), from the second cycle it waits for that reason on
+   (a passing state, such as a gang whose pods are still being created, records none); both
+   counted and refreshed at most every ``event_refresh_s`` instead of one new Event per cycle;
+   and one ``Scheduled`` Event per gang bound.
 
 There are no per-pod GETs: what is current comes from the informer :class:`~vcsat.adapters.informer.Store`.
 
@@ -56,7 +59,17 @@ from typing import Any
 
 from vcsat.adapters.clock import INQUEUED_CONDITION, INQUEUED_REASON
 from vcsat.adapters.informer import Store
-from vcsat.adapters.kube import EVENTS, PODGROUPS, PODS, STRATEGIC_MERGE_PATCH, ApiError, Kube, Resource, now_rfc3339
+from vcsat.adapters.kube import (
+    EVENTS,
+    NODES,
+    PODGROUPS,
+    PODS,
+    STRATEGIC_MERGE_PATCH,
+    ApiError,
+    Kube,
+    Resource,
+    now_rfc3339,
+)
 from vcsat.adapters.objects import GPU_IDS_ANNOTATION
 from vcsat.model import Binding, Decision, Eviction, Nomination, Pod, PodGroup, PodGroupOutcome, Snapshot
 from vcsat.model.cluster import DEFAULT_QUEUE
@@ -228,6 +241,8 @@ class Applier:
         stopped: Callable[[], bool],
     ) -> ApplyReport:
         gangs = self._collect(sent, report)
+        if not stopped():
+            self._notices(snapshot, report)
         if not stopped():
             self._podgroups(decision, snapshot, gangs, report)
         if not stopped():
@@ -443,6 +458,20 @@ class Applier:
         if bound_to:
             return "" if bound_to == binding.node else f"already bound to {bound_to}"
         return None
+
+    # --- notices: what the converter tolerated, as Events on the objects -----------------------
+
+    def _notices(self, snapshot: Snapshot, report: ApplyReport) -> None:
+        """A Warning Event on each object the converter tolerated but that keeps work from running
+        (``Snapshot.notices``: a PodGroup's missing queue, a pod's missing PodGroup, a node's invalid
+        GPU topology); one Event per object and reason, counted and refreshed like the others."""
+        resources = {"Node": NODES, "Pod": PODS, "PodGroup": PODGROUPS}
+        for notice in snapshot.notices:
+            current = self.store.get(notice.kind, notice.key)
+            if current is None:
+                continue
+            if self._event(resources[notice.kind], current, notice.reason, notice.message, "Warning", report=report):
+                report.events.append(f"{notice.key} {notice.reason}")
 
     # --- PodGroup status and Events -----------------------------------------------------------
 

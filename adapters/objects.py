@@ -9,11 +9,16 @@ Bad input raises :class:`~vcsat.adapters.errors.InputError` naming the source, t
 field path, one line. ``strict=True`` (files) also refuses dangling references; ``strict=False``
 (a live cluster, where informers lag and objects come and go) tolerates them:
 
-- a pod whose PodGroup, or whose PodGroup's queue, is missing is not placed: it stays as load
-  (``managed=False``, no group) until the object shows up;
+- a PodGroup whose queue is missing is kept, and its pods are not placed (``QueueNotFound``); a
+  pod whose PodGroup is missing keeps the name of its group and is not placed
+  (``PodGroupNotFound``): both wait, saying why, until the object shows up;
 - an unknown priority class counts as priority 0; an unknown queue parent is no parent;
 - a pod bound to a node not in the input is left out (it holds room on no node we know);
-- a bound GPU pod that finds too few free GPU indices takes the lowest ones anyway.
+- a bound GPU pod that finds too few free GPU indices takes the lowest ones anyway;
+- a node whose ``vcsat.io/gpu-topology`` is invalid counts as uniformly connected.
+
+What it tolerates that keeps work from running or changes a decision (a missing queue or PodGroup,
+an invalid GPU topology) is listed in ``Snapshot.notices``, one per object, never silent.
 
 Node readiness: a node whose ``Ready`` condition is present and not ``"True"`` takes nothing new;
 a node with no ``Ready`` condition at all (a hand-written instance) counts as ready.
@@ -45,6 +50,7 @@ from vcsat.model.cluster import (
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    Notice,
     Pod,
     PodGroup,
     PodPhase,
@@ -294,6 +300,7 @@ class _Converter:
             self._memo.clear()  # what is gone from the cluster is forgotten
             self._memo.update(self._memo_next)
         placed = _resolve_gpu_ids([pod for pod in pods if pod is not None], nodes, self)
+        notices = _notices(by_kind, nodes, podgroups, queues, placed)
         hypernodes = [self._hypernode(obj) for _, obj in sorted(by_kind["HyperNode"].items())]
         if hypernodes:
             try:
@@ -311,6 +318,7 @@ class _Converter:
             hypernodes=tuple(hypernodes),
             generation=generation,
             now=now,
+            notices=notices,
         )
 
     def _identify(self, raw: Any, index: int) -> _Object | None:
@@ -463,10 +471,9 @@ class _Converter:
         spec = obj.mapping(obj.raw, "spec", "spec")
         status = obj.mapping(obj.raw, "status", "status")
         queue = obj.string(spec, "queue", "spec.queue") or DEFAULT_QUEUE
-        if queue not in queues:
-            if self.strict:
-                obj.fail("spec.queue", f"unknown Queue {queue!r}")
-            return None  # its pods wait until the queue shows up
+        if queue not in queues and self.strict:
+            obj.fail("spec.queue", f"unknown Queue {queue!r}")
+        # Live, a missing queue is kept: the group waits with QueueNotFound until it shows up.
         min_task_member = obj.mapping(spec, "minTaskMember", "spec.minTaskMember")
         for task in min_task_member:
             if not isinstance(task, str):
@@ -553,13 +560,12 @@ class _Converter:
         group_name = next((annotations[key] for key in GROUP_NAME_ANNOTATIONS if annotations.get(key)), None)
         if group_name is not None:
             group = f"{obj.namespace}/{group_name}"
-            if group not in podgroups:
-                if self.strict:
-                    obj.fail(
-                        field_path("metadata", "annotations", GROUP_NAME_ANNOTATIONS[0]),
-                        f"unknown PodGroup {group!r}",
-                    )
-                managed, group = False, None  # not placed until its PodGroup shows up
+            if group not in podgroups and self.strict:
+                obj.fail(
+                    field_path("metadata", "annotations", GROUP_NAME_ANNOTATIONS[0]),
+                    f"unknown PodGroup {group!r}",
+                )
+            # Live, a missing PodGroup is kept: not placed (PodGroupNotFound) until it shows up.
 
         preemptable_text = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
         preemptable = True
@@ -910,6 +916,47 @@ def _toleration(obj: _Object, raw: Any, path: str) -> Toleration:
         value=value,
         effect=cast('TaintEffect | Literal[""]', effect),
     )
+
+
+def _notices(
+    by_kind: Mapping[str, Mapping[str, _Object]],
+    nodes: Mapping[str, Node],
+    podgroups: Mapping[str, PodGroup],
+    queues: Mapping[str, Queue],
+    pods: Iterable[Pod],
+) -> tuple[Notice, ...]:
+    """What a lenient conversion tolerated that keeps work from running, once per object."""
+    out: list[Notice] = []
+    for key, node in nodes.items():
+        raw = by_kind["Node"][key].raw.get("metadata", {}).get("annotations") or {}
+        text = raw.get(GPU_TOPOLOGY_ANNOTATION)
+        if node.gpu_topology is None and isinstance(text, str):
+            try:
+                gpu_topology(text, node.gpus)
+                continue
+            except ValueError as error:
+                message = (
+                    f"annotation {GPU_TOPOLOGY_ANNOTATION} is invalid ({error}): "
+                    "its GPUs count as uniformly connected"
+                )
+            out.append(Notice.model_construct(kind="Node", key=key, reason="InvalidGpuTopology", message=message))
+    for key, group in podgroups.items():
+        if group.queue not in queues:
+            message = f"spec.queue {group.queue!r} names no Queue: its pods are not scheduled until the queue exists"
+            out.append(Notice.model_construct(kind="PodGroup", key=key, reason="QueueNotFound", message=message))
+    dangling: dict[str, list[str]] = {}
+    for pod in pods:
+        if pod.group is not None and pod.group not in podgroups and pod.managed:
+            dangling.setdefault(pod.group, []).append(pod.key)
+    for group_key, keys in sorted(dangling.items()):
+        message = (
+            f"names PodGroup {group_key!r} (annotation {GROUP_NAME_ANNOTATIONS[0]}), which does not exist: "
+            "not scheduled until it does"
+        )
+        out.extend(
+            Notice.model_construct(kind="Pod", key=key, reason="PodGroupNotFound", message=message) for key in keys
+        )
+    return tuple(out)
 
 
 def _names(obj: _Object, spec: Mapping[str, Any], key: str) -> tuple[str, ...]:

@@ -219,6 +219,22 @@ class HyperNode(Frozen):
 DEFAULT_QUEUE = "default"
 
 
+class Notice(Frozen):
+    """Something in the input that the converter tolerated (a live cluster, a cluster dump) but that
+    keeps work from running or changes a decision, said once per object: the live scheduler logs it
+    and records an Event on the object, ``vcsat solve`` prints it on stderr."""
+
+    kind: Literal["Node", "Pod", "PodGroup"]
+    key: str
+    """The object: a node's name, ``namespace/name`` otherwise."""
+    reason: str
+    """Machine-readable: ``QueueNotFound``, ``PodGroupNotFound``, ``InvalidGpuTopology``."""
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key}: {self.reason}: {self.message}"
+
+
 class Snapshot(Frozen):
     """Everything one cycle decides on. Generation-stamped so a stale decision can be told."""
 
@@ -233,6 +249,8 @@ class Snapshot(Frozen):
     """The cycle's clock in epoch seconds: the live scheduler's wall clock when it converted the
     objects, recorded in its dumps (``vcsat.io/now`` on the instance List), so that an offline
     ``vcsat solve`` decides exactly as the live cycle did. None (no clock): nothing times out."""
+    notices: tuple[Notice, ...] = ()
+    """What the converter tolerated but must not stay silent about (see :class:`Notice`)."""
 
     @cached_property
     def node_by_name(self) -> dict[str, Node]:

@@ -284,12 +284,9 @@ def _gang_priority(group: PodGroup | None, pods: list[Pod]) -> int:
 
 
 def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
-    # A pod whose PodGroup is not (yet) there waits: its gang's rules are unknown.
-    pending = [
-        pod
-        for pod in snapshot.pods
-        if pod.pending and pod.managed and (pod.group is None or pod.group in snapshot.podgroup_by_key)
-    ]
+    # A pod whose PodGroup is not (yet) there waits, its gang's rules unknown: it makes a gang of
+    # its group's name that is never placed and says so (PodGroupNotFound).
+    pending = [pod for pod in snapshot.pods if pod.pending and pod.managed]
     sharing = any(pod.gpu_milli for pod in pending)
     resources = sorted(
         {name for pod in pending for name in pod.requests if name != res.GPU_MILLI}
@@ -418,7 +415,11 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             blocked[gang.index] = Blocked(gang.index, admission.reason, admission.message)
             continue
         gang.admitted = True
-        reason = _queue_missing(gang, snapshot) or _prefilter(gang, snapshot, classes, shapes, nodes)
+        reason = (
+            _group_missing(gang, snapshot, policy)
+            or _queue_missing(gang, snapshot)
+            or _prefilter(gang, snapshot, classes, shapes, nodes)
+        )
         if gang.held and (reason.reason == "GangUnsatisfied" if reason is not None else not gang.classes):
             reason = _held_reason(gang)
         if reason is not None:
@@ -627,6 +628,18 @@ def _set_needs(gang: Gang, snapshot: Snapshot, pending: list[Pod]) -> None:
         have = sum(1 for p in running if p.task == task)
         if minimum - have > 0:
             gang.task_need[task] = minimum - have
+
+
+def _group_missing(gang: Gang, snapshot: Snapshot, policy: Policy) -> Blocked | None:
+    """Pods naming a PodGroup that does not exist: the gang's rules are unknown, so they wait."""
+    lone = snapshot.pod_by_key.get(gang.key)
+    if not policy.gang or gang.group is not None or (lone is not None and lone.group is None):
+        return None
+    return Blocked(
+        gang.index,
+        "PodGroupNotFound",
+        f"its pods name PodGroup {gang.key}, which does not exist: not scheduled until it does",
+    )
 
 
 def _queue_missing(gang: Gang, snapshot: Snapshot) -> Blocked | None:
