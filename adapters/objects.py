@@ -54,6 +54,7 @@ from vcsat.model.cluster import (
     Pod,
     PodGroup,
     PodPhase,
+    PreferredSchedulingTerm,
     Queue,
     SelectorOperator,
     Snapshot,
@@ -614,6 +615,9 @@ class _Converter:
             scheduling_gates=_names(obj, spec, "schedulingGates"),
             resource_claims=_names(obj, spec, "resourceClaims"),
             queue_name=annotations.get(QUEUE_NAME_ANNOTATION) or None,
+            preferred_affinity=self._shared(
+                ("preferred", repr(spec.get("affinity"))), lambda: _preferred_affinity(obj, spec)
+            ),
         )
 
     # --- HyperNode ----------------------------------------------------------------------------
@@ -863,6 +867,33 @@ def _required_affinity(obj: _Object, spec: Mapping[str, Any]) -> tuple[NodeSelec
         nothing = NodeSelectorRequirement.model_construct(key="metadata.name", operator="In", values=())
         terms.append(NodeSelectorTerm.model_construct(match_expressions=(), match_fields=(nothing,)))
     return tuple(terms)
+
+
+def _preferred_affinity(obj: _Object, spec: Mapping[str, Any]) -> tuple[PreferredSchedulingTerm, ...]:
+    base = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    affinity = obj.mapping(spec, "affinity", "spec.affinity")
+    node_affinity = obj.mapping(affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
+    out = []
+    for index, raw in enumerate(obj.sequence(node_affinity, "preferredDuringSchedulingIgnoredDuringExecution", base)):
+        path = f"{base}[{index}]"
+        if not isinstance(raw, _MAPPING):
+            obj.fail(path, "must be a mapping")
+        weight = obj.integer(raw, "weight", f"{path}.weight", None, minimum=1)
+        if weight is None:
+            obj.fail(f"{path}.weight", "missing")
+        if weight > 100:
+            obj.fail(f"{path}.weight", f"must be 1 to 100, not {weight}")
+        preference = obj.mapping(raw, "preference", f"{path}.preference")
+        expressions = _requirements(obj, preference, "matchExpressions", f"{path}.preference")
+        fields = _requirements(obj, preference, "matchFields", f"{path}.preference")
+        for position, requirement in enumerate(fields):
+            if requirement.key != "metadata.name":
+                obj.fail(
+                    f"{path}.preference.matchFields[{position}].key", f"must be metadata.name, not {requirement.key!r}"
+                )
+        term = NodeSelectorTerm.model_construct(match_expressions=expressions, match_fields=fields)
+        out.append(PreferredSchedulingTerm.model_construct(weight=weight, preference=term))
+    return tuple(out)
 
 
 def _requirements(obj: _Object, term: Mapping[str, Any], key: str, base: str) -> tuple[NodeSelectorRequirement, ...]:

@@ -56,6 +56,14 @@ class NodeSelectorTerm(Frozen):
     """Only the field ``metadata.name`` exists for nodes."""
 
 
+class PreferredSchedulingTerm(Frozen):
+    """One ``preferredDuringSchedulingIgnoredDuringExecution`` entry: nodes matching ``preference``
+    score ``weight`` (1 to 100) more for the pod (kube-scheduler's NodeAffinity score)."""
+
+    weight: int
+    preference: NodeSelectorTerm
+
+
 class Node(Frozen):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
@@ -119,6 +127,8 @@ class Pod(Frozen):
     queue_name: str | None = None
     """``scheduling.volcano.sh/queue-name``: the queue of a pod without a PodGroup (``default`` when
     unset, as Volcano's PodGroup controller makes it); ignored for a pod in a PodGroup."""
+    preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
+    """Preferred node affinity terms: a score, never a filter (see :mod:`vcsat.solver.preferences`)."""
 
     @property
     def key(self) -> str:

@@ -27,6 +27,7 @@ from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import predicates
 from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
+from vcsat.solver.preferences import PreferenceKey, any_prefer_no_schedule, node_scores, preference_key
 
 VALUE_SCALE = 1000
 """A pod's value is its dominant share of the largest node, in thousandths (see ``pod_value``)."""
@@ -46,6 +47,10 @@ class Shape:
     """Per eligible node: how many pods of this shape fit there on their own."""
     eligibility: predicates.EligibilityKey
     """Pods of this shape pass the predicates on the same nodes (see ``predicates.eligibility_key``)."""
+    preference: dict[int, int] = field(default_factory=dict)
+    """Per node where its pods are preferred (:mod:`vcsat.solver.preferences`), each pod's score
+    there above the least; empty for pods without preferences."""
+    preference_key: PreferenceKey | None = None
 
 
 @dataclass(frozen=True)
@@ -196,6 +201,8 @@ class Problem:
     topology_gangs: tuple[int, ...] = ()
     """Candidate gangs whose placement is priced by the domains it spans: more GPUs than one node
     has, or a ``networkTopology`` of their own."""
+    preferring: bool = False
+    """Whether any pending pod prefers some node to another (else no preference level exists)."""
 
     def queue_priority(self, queue: str) -> int:
         """The queue's own ``spec.priority`` (0 when unset or unknown). In a hierarchy only the
@@ -248,6 +255,11 @@ class Problem:
 
     def resource_index(self, name: str) -> int:
         return self.resources.index(name)
+
+    def preference(self, bucket: Bucket, node: int) -> int:
+        """A bucket's pods' node-preference score on a node (its shapes share one preference key)."""
+        return max((self.shapes[s].preference.get(node, 0) for s in bucket.shapes), default=0)
+
 
 
 def pod_value(request: res.Resources, largest: res.Resources) -> int:
@@ -341,8 +353,10 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     gangs: list[Gang] = []
     classes: list[PodClass] = []
     shapes: list[Shape] = []
-    shape_by_key: dict[tuple[tuple[int, ...], Hashable], int] = {}
+    shape_by_key: dict[tuple[tuple[int, ...], Hashable, PreferenceKey | None], int] = {}
+    tainted = any_prefer_no_schedule(nodes)
     eligible_cache: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
+    preference_cache: dict[tuple[predicates.EligibilityKey, PreferenceKey], dict[int, int]] = {}
     node_index = predicates.NodeIndex(nodes)
     free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
     blocked: dict[int, Blocked] = {}
@@ -366,14 +380,16 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         gang.rank = gang.priority if policy.priority else 0
         gangs.append(gang)
 
-        by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey], list[Pod]] = {}
+        by_class: dict[
+            tuple[str, tuple[int, ...], predicates.EligibilityKey, PreferenceKey | None], list[Pod]
+        ] = {}
         for pod in pods:
             request = request_of(pod, resources)
-            class_key = (pod.task, request, predicates.eligibility_key(pod))
+            class_key = (pod.task, request, predicates.eligibility_key(pod), preference_key(pod, tainted))
             by_class.setdefault(class_key, []).append(pod)
 
-        for (task, request, elig_key), class_pods in by_class.items():
-            shape_key = (request, elig_key)
+        for (task, request, elig_key, pref_key), class_pods in by_class.items():
+            shape_key = (request, elig_key, pref_key)
             shape_index = shape_by_key.get(shape_key)
             if shape_index is None:
                 eligible = eligible_cache.get(elig_key)
@@ -381,6 +397,13 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                     eligible = _mask_array(node_index, node_index.mask(elig_key))
                     eligible_cache[elig_key] = eligible
                 upper = _fit_counts(request, free_array, eligible)
+                preference = {}
+                if pref_key is not None:
+                    scores = preference_cache.get((elig_key, pref_key))
+                    if scores is None:
+                        scores = node_scores(pref_key, nodes, [int(i) for i in np.flatnonzero(eligible)])
+                        preference_cache[(elig_key, pref_key)] = scores
+                    preference = {n: score for n, score in scores.items() if n in upper}
                 shape_index = len(shapes)
                 shape_by_key[shape_key] = shape_index
                 shapes.append(
@@ -391,6 +414,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         nodes=tuple(sorted(upper)),
                         upper=upper,
                         eligibility=elig_key,
+                        preference=preference,
+                        preference_key=pref_key,
                     )
                 )
             pod_class = PodClass(
@@ -491,6 +516,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         node_index=node_index,
         domains=domains,
         topology_gangs=topology_gangs,
+        preferring=any(shape.preference for shape in shapes),
     )
 
 
@@ -527,12 +553,16 @@ DIVISIBLE = frozenset({res.CPU, res.MEMORY, res.EPHEMERAL_STORAGE})
 
 
 def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[int]]) -> list[Bucket]:
-    """One bucket per (GPU count and other indivisible requests, predicates)."""
+    """One bucket per (GPU count and other indivisible requests, predicates, node preferences)."""
     keep = [i for i, name in enumerate(resources) if name not in DIVISIBLE and not res.is_byte_resource(name)]
     groups: dict[tuple[object, ...], list[Shape]] = {}
     for shape in shapes:
         if shape.nodes:
-            groups.setdefault((tuple(shape.request[i] for i in keep), shape.eligibility), []).append(shape)
+            # Shapes with node preferences get exact buckets: at a relaxed request the preference
+            # level would crowd the preferred nodes beyond their real room.
+            exact = shape.index if shape.preference_key is not None else None
+            key = (tuple(shape.request[i] for i in keep), shape.eligibility, shape.preference_key, exact)
+            groups.setdefault(key, []).append(shape)
     buckets: list[Bucket] = []
     for members in sorted(groups.values(), key=lambda m: m[0].index):
         buckets.append(_bucket(len(buckets), members, free))
