@@ -17,7 +17,8 @@ The solver decides; this module makes it so, in the order that keeps the cluster
    (the solver counts bound members towards ``minMember``).
 4. **PodGroup status** (phase, conditions, running/succeeded/failed) through the status
    subresource, written only when it differs from what the group already shows.
-5. **PodScheduled=False** (reason ``Unschedulable``, the decision's reason code and message) on
+5. **PodScheduled=False** (reason ``Unschedulable``, or ``SchedulingGated`` for a pod with
+   scheduling gates, with the decision's reason code and message) on
    the pods a cycle leaves unplaced, as kube-scheduler marks them and cluster-autoscaler looks for
    them: from the second cycle a pod waits on (a gang whose pods are still being created is a
    passing state), and written only when it changes (a new message alone at most every
@@ -87,6 +88,7 @@ REPORT_WORKERS = 8
 """Concurrent PodGroup status, pod condition and Event writes."""
 POD_SCHEDULED = "PodScheduled"
 UNSCHEDULABLE = "Unschedulable"
+SCHEDULING_GATED = "SchedulingGated"
 """The reason kube-scheduler gives a pod it could not place; cluster-autoscaler scales up for it."""
 
 
@@ -530,6 +532,9 @@ class Applier:
             if current is None or (current.get("spec") or {}).get("nodeName"):
                 continue
             condition = _pod_condition(current, POD_SCHEDULED)
+            # A gated pod says SchedulingGated, as kube-scheduler marks it: cluster-autoscaler scales
+            # up for Unschedulable pods, and room would not help a pod held by its gates.
+            reason = SCHEDULING_GATED if pod.scheduling_gates else UNSCHEDULABLE
             with self._events_lock:
                 written = self._conditions_written.get(pod.key)
             version = (current.get("metadata") or {}).get("resourceVersion")
@@ -538,17 +543,19 @@ class Applier:
                 current = {**current, "metadata": {**current["metadata"], "resourceVersion": written.after}}
                 condition = {
                     "status": "False",
-                    "reason": UNSCHEDULABLE,
+                    "reason": reason,
                     "message": written.message,
                     "lastTransitionTime": written.since,
                 }
-            due = self._condition_due(written, condition, message)
+            due = self._condition_due(written, condition, message, reason)
             if due is None:
                 continue
             if due > time.monotonic():
                 report.follow_up("unschedulable-refresh", due)
                 continue
-            futures.append((pod.key, self._reports.submit(self._mark_unschedulable, pod, current, condition, message)))
+            futures.append(
+                (pod.key, self._reports.submit(self._mark_unschedulable, pod, current, condition, message, reason))
+            )
         for key, future in futures:
             if future.result():
                 report.unschedulable.append(key)
@@ -556,12 +563,12 @@ class Applier:
                 report.follow_up("retry", time.monotonic())
 
     def _condition_due(
-        self, written: _ConditionWrite | None, condition: Mapping[str, Any] | None, message: str
+        self, written: _ConditionWrite | None, condition: Mapping[str, Any] | None, message: str, reason: str
     ) -> float | None:
         """From when (``time.monotonic()``) to write; None: the pod says it already. Write when the
         condition is missing, another, or names another reason code; a new message alone waits
         ``event_refresh_s`` after our last write."""
-        if condition is None or condition.get("status") != "False" or condition.get("reason") != UNSCHEDULABLE:
+        if condition is None or condition.get("status") != "False" or condition.get("reason") != reason:
             return 0.0
         if condition.get("message") == message:
             return None
@@ -570,7 +577,7 @@ class Applier:
         return written.at + self.event_refresh_s
 
     def _mark_unschedulable(
-        self, pod: Pod, current: Mapping[str, Any], condition: Mapping[str, Any] | None, message: str
+        self, pod: Pod, current: Mapping[str, Any], condition: Mapping[str, Any] | None, message: str, reason: str
     ) -> bool:
         version = str((current.get("metadata") or {}).get("resourceVersion") or "")
         since = now_rfc3339()
@@ -584,7 +591,7 @@ class Applier:
                     {
                         "type": POD_SCHEDULED,
                         "status": "False",
-                        "reason": UNSCHEDULABLE,
+                        "reason": reason,
                         "message": message,
                         "lastProbeTime": None,
                         "lastTransitionTime": since,
