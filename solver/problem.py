@@ -116,6 +116,8 @@ class Gang:
     """Per task, likewise for minTaskMember."""
     held: tuple[Pod, ...] = ()
     """Its pending pods that are never placed (scheduling gates, resource claims): in no class."""
+    missing_group: str | None = None
+    """The PodGroup its pods name when that PodGroup does not exist (they are then never placed)."""
 
 
 NO_DOMAIN = ""
@@ -377,6 +379,9 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             created=group.created if group is not None else every[0].created,
         )
         gang.held = tuple(pod for pod in every if pod.held)
+        gang.missing_group = next(
+            (p.group for p in every if p.group is not None and p.group not in snapshot.podgroup_by_key), None
+        )
         gang.rank = gang.priority if policy.priority else 0
         gangs.append(gang)
 
@@ -441,7 +446,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             continue
         gang.admitted = True
         reason = (
-            _group_missing(gang, snapshot, policy)
+            _group_missing(gang)
             or _queue_missing(gang, snapshot)
             or _prefilter(gang, snapshot, classes, shapes, nodes)
         )
@@ -660,15 +665,15 @@ def _set_needs(gang: Gang, snapshot: Snapshot, pending: list[Pod]) -> None:
             gang.task_need[task] = minimum - have
 
 
-def _group_missing(gang: Gang, snapshot: Snapshot, policy: Policy) -> Blocked | None:
-    """Pods naming a PodGroup that does not exist: the gang's rules are unknown, so they wait."""
-    lone = snapshot.pod_by_key.get(gang.key)
-    if not policy.gang or gang.group is not None or (lone is not None and lone.group is None):
+def _group_missing(gang: Gang) -> Blocked | None:
+    """Pods naming a PodGroup that does not exist: the gang's rules are unknown, so they wait (with
+    gang scheduling off too: the validator refuses placing a pod of an unknown PodGroup)."""
+    if gang.missing_group is None:
         return None
     return Blocked(
         gang.index,
         "PodGroupNotFound",
-        f"its pods name PodGroup {gang.key}, which does not exist: not scheduled until it does",
+        f"its pods name PodGroup {gang.missing_group}, which does not exist: not scheduled until it does",
     )
 
 
