@@ -239,3 +239,18 @@ def test_held_pods_are_never_placed_and_decisions_check(
     assert check(snap, result, POLICY) == []
     held = {p.key for p in snap.pods if p.held}
     assert not held & {b.pod for b in result.bindings}
+
+
+def test_a_file_with_lone_pods_in_a_capped_queue_keeps_the_cap() -> None:
+    """The issue's case as a user writes it: three 1-cpu lone pods annotated for a queue capped at
+    2 cpu; two are placed, not three."""
+    annotation = {"scheduling.volcano.sh/queue-name": "small"}
+    objects = [
+        k8s_node(),
+        k8s_queue("small", capability={"cpu": "2"}),
+        *(k8s_pod(f"p{i}", annotations=annotation) for i in range(3)),
+    ]
+    snap = snapshot_from_objects(objects, source="t.yaml")
+    result, outcomes = run(snap)
+    assert len(result.bindings) == 2
+    assert sorted(reason for _, reason, _ in outcomes.values()) == ["", "", "QueueOverused"]
