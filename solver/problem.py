@@ -263,7 +263,6 @@ class Problem:
         return max((self.shapes[s].preference.get(node, 0) for s in bucket.shapes), default=0)
 
 
-
 def pod_value(request: res.Resources, largest: res.Resources) -> int:
     """Dominant share of the largest node, in thousandths, at least 1.
 
@@ -565,7 +564,7 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
         if shape.nodes:
             # Shapes with node preferences get exact buckets: at a relaxed request the preference
             # level would crowd the preferred nodes beyond their real room.
-            exact = shape.index if shape.preference_key is not None else None
+            exact = shape.index if shape.preference else None
             key = (tuple(shape.request[i] for i in keep), shape.eligibility, shape.preference_key, exact)
             groups.setdefault(key, []).append(shape)
     buckets: list[Bucket] = []
