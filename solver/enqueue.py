@@ -196,15 +196,16 @@ def admit(
 
 def next_inqueue_timeout(snapshot: Snapshot, policy: Policy) -> float | None:
     """When (epoch seconds, on the snapshot's clock) the next Inqueue group's admission times out,
-    if one is still to: a live scheduler idle until then re-runs the cycle at that moment. Groups
-    with pods placed never time out, but are not told apart here: an early extra cycle is harmless."""
+    if one is still to: a live scheduler idle until then re-runs the cycle at that moment. Only our
+    groups time out (another scheduler's are not ours to admit). Groups with pods placed never time
+    out, but are not told apart here: an early extra cycle is harmless."""
     timeout = policy.inqueue_timeout_s
     if not policy.enqueue or timeout is None or snapshot.now is None:
         return None
     due = [
         group.inqueue_since + timeout
         for group in snapshot.podgroups
-        if group.phase == "Inqueue" and group.inqueue_since is not None
+        if group.phase == "Inqueue" and group.inqueue_since is not None and is_ours(group, snapshot, policy)
     ]
     return min((moment for moment in due if moment > snapshot.now), default=None)
 

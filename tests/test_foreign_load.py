@@ -93,3 +93,14 @@ def test_the_owner_of_a_bound_gang_never_changes_a_jobs_admission(
         policy = Policy(overcommit_factor=factor, admit_by_fit=False, proportion=False)
         verdicts.append(admit(snap, policy)["ns/job"].admitted)
     assert verdicts[0] == verdicts[1]
+
+
+def test_another_schedulers_inqueue_group_sets_no_deadline_of_ours() -> None:
+    from vcsat.solver.enqueue import next_inqueue_timeout
+
+    theirs = group("ns/theirs", 1, phase="Inqueue").model_copy(
+        update={"scheduler_name": "other-scheduler", "inqueue_since": 100.0}
+    )
+    ours = group("ns/ours", 1, phase="Inqueue").model_copy(update={"inqueue_since": 500.0})
+    snap = snapshot(nodes=[node("n0")], groups=[theirs, ours]).model_copy(update={"now": 200.0})
+    assert next_inqueue_timeout(snap, Policy(inqueue_timeout_s=60)) == 560.0
