@@ -65,6 +65,7 @@ from vcsat.model.cluster import (
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.model.hypernodes import resolve_hypernodes
 from vcsat.model.quantity import nanos_to_solver_units, parse_nanos
+from vcsat.solver.enqueue import is_ours
 from vcsat.solver.pauses import no_gc_pauses
 
 GROUP_NAME_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
@@ -301,7 +302,6 @@ class _Converter:
             self._memo.clear()  # what is gone from the cluster is forgotten
             self._memo.update(self._memo_next)
         placed = _resolve_gpu_ids([pod for pod in pods if pod is not None], nodes, self)
-        notices = _notices(by_kind, nodes, podgroups, queues, placed)
         hypernodes = [self._hypernode(obj) for _, obj in sorted(by_kind["HyperNode"].items())]
         if hypernodes:
             try:
@@ -311,7 +311,7 @@ class _Converter:
                     raise InputError(str(error), source=self.source) from None
                 hypernodes = []  # live: no topology rather than a wrong one
 
-        return Snapshot.model_construct(
+        snapshot = Snapshot.model_construct(
             nodes=tuple(nodes.values()),
             pods=tuple(placed),
             podgroups=tuple(podgroups.values()),
@@ -319,8 +319,9 @@ class _Converter:
             hypernodes=tuple(hypernodes),
             generation=generation,
             now=now,
-            notices=notices,
         )
+        notices = _notices(by_kind, snapshot, self.scheduler_name)
+        return snapshot.model_copy(update={"notices": notices}) if notices else snapshot
 
     def _identify(self, raw: Any, index: int) -> _Object | None:
         if not isinstance(raw, _MAPPING):
@@ -950,16 +951,13 @@ def _toleration(obj: _Object, raw: Any, path: str) -> Toleration:
 
 
 def _notices(
-    by_kind: Mapping[str, Mapping[str, _Object]],
-    nodes: Mapping[str, Node],
-    podgroups: Mapping[str, PodGroup],
-    queues: Mapping[str, Queue],
-    pods: Iterable[Pod],
+    by_kind: Mapping[str, Mapping[str, _Object]], snapshot: Snapshot, scheduler_name: str
 ) -> tuple[Notice, ...]:
-    """What a lenient conversion tolerated that keeps work from running, once per object."""
+    """What a lenient conversion tolerated that keeps work from running, once per object: only
+    about this scheduler's work (its pods, its PodGroups) and the nodes."""
     out: list[Notice] = []
-    for key, node in nodes.items():
-        raw = by_kind["Node"][key].raw.get("metadata", {}).get("annotations") or {}
+    for node in snapshot.nodes:
+        raw = by_kind["Node"][node.name].raw.get("metadata", {}).get("annotations") or {}
         text = raw.get(GPU_TOPOLOGY_ANNOTATION)
         if node.gpu_topology is None and isinstance(text, str):
             try:
@@ -970,14 +968,16 @@ def _notices(
                     f"annotation {GPU_TOPOLOGY_ANNOTATION} is invalid ({error}): "
                     "its GPUs count as uniformly connected"
                 )
-            out.append(Notice.model_construct(kind="Node", key=key, reason="InvalidGpuTopology", message=message))
-    for key, group in podgroups.items():
-        if group.queue not in queues:
+            out.append(Notice.model_construct(kind="Node", key=node.name, reason="InvalidGpuTopology", message=message))
+    queues = snapshot.queue_by_name
+    for group in snapshot.podgroups:
+        if group.queue not in queues and is_ours(group, snapshot, scheduler_name):
             message = f"spec.queue {group.queue!r} names no Queue: its pods are not scheduled until the queue exists"
-            out.append(Notice.model_construct(kind="PodGroup", key=key, reason="QueueNotFound", message=message))
+            out.append(Notice.model_construct(kind="PodGroup", key=group.key, reason="QueueNotFound", message=message))
+    groups = snapshot.podgroup_by_key
     dangling: dict[str, list[str]] = {}
-    for pod in pods:
-        if pod.group is not None and pod.group not in podgroups and pod.managed:
+    for pod in snapshot.pods:
+        if pod.group is not None and pod.group not in groups and pod.managed and not pod.finished:
             dangling.setdefault(pod.group, []).append(pod.key)
     for group_key, keys in sorted(dangling.items()):
         message = (

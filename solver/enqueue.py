@@ -129,7 +129,7 @@ def admit(
         inqueue_timeout_s = policy.inqueue_timeout_s
     # Groups of other schedulers (no pod of ours, and named for another scheduler) are not ours
     # to admit, and hold no room in our admission.
-    groups = sorted((g for g in snapshot.podgroups if is_ours(g, snapshot, policy)), key=lambda g: g.key)
+    groups = sorted((g for g in snapshot.podgroups if is_ours(g, snapshot, policy.scheduler_name)), key=lambda g: g.key)
     if not policy.enqueue:
         return {g.key: Admission(True, _kept_phase(g), "", "") for g in groups}
 
@@ -205,12 +205,14 @@ def next_inqueue_timeout(snapshot: Snapshot, policy: Policy) -> float | None:
     due = [
         group.inqueue_since + timeout
         for group in snapshot.podgroups
-        if group.phase == "Inqueue" and group.inqueue_since is not None and is_ours(group, snapshot, policy)
+        if group.phase == "Inqueue"
+        and group.inqueue_since is not None
+        and is_ours(group, snapshot, policy.scheduler_name)
     ]
     return min((moment for moment in due if moment > snapshot.now), default=None)
 
 
-def is_ours(group: PodGroup, snapshot: Snapshot, policy: Policy) -> bool:
+def is_ours(group: PodGroup, snapshot: Snapshot, scheduler_name: str) -> bool:
     """Whether a PodGroup is ours to admit: one of its pods is ours, or it is named for us (or for
     nobody) while it has no pod. Another scheduler's groups are only load: their bound pods count
     as used, and nothing of their need is reserved or committed in our admission."""
@@ -219,7 +221,7 @@ def is_ours(group: PodGroup, snapshot: Snapshot, policy: Policy) -> bool:
         return True
     if pods:
         return False
-    return (group.scheduler_name or DEFAULT_SCHEDULER) == policy.scheduler_name
+    return (group.scheduler_name or DEFAULT_SCHEDULER) == scheduler_name
 
 
 def _served(shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[str, int]], queue: str) -> Fraction:
@@ -349,7 +351,7 @@ class _State:
         up). Another scheduler's groups reserve nothing: their bound pods are in ``used`` already,
         and what they have not bound yet is that scheduler's business (counting both was
         ``ClusterOverused`` next to another scheduler's running gangs with the cluster half idle)."""
-        if not is_ours(group, self.snapshot, self.policy):
+        if not is_ours(group, self.snapshot, self.policy.scheduler_name):
             return False
         if group.phase == "Inqueue":
             return True

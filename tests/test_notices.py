@@ -88,3 +88,13 @@ def test_with_gang_scheduling_off_a_pod_of_a_missing_podgroup_still_waits() -> N
     assert "ns/orphan" not in {b.pod for b in decision.bindings}
     assert "UnknownPodGroup" not in {v.rule for v in check(snap, decision, policy)}
     assert {o.podgroup: o.reason for o in decision.podgroups}["ns/orphan"] == "PodGroupNotFound"
+
+
+def test_another_schedulers_podgroup_is_not_ours_to_warn_about() -> None:
+    objects = [
+        k8s_node("n1"),
+        k8s_podgroup("theirs", queue="nope", minMember=1),
+        k8s_pod("t", group="theirs", scheduler="other-scheduler"),
+        k8s_pod("o", group="gone", scheduler="other-scheduler"),
+    ]
+    assert snapshot_from_objects(objects, strict=False).notices == ()
