@@ -472,7 +472,9 @@ class Applier:
             current = self.store.get(notice.kind, notice.key)
             if current is None:
                 continue
-            if self._event(resources[notice.kind], current, notice.reason, notice.message, "Warning", report=report):
+            # No follow-up: a notice stands until its object is fixed, and the next cycle writes or
+            # counts its Event again; a failed write (a namespace being deleted) is not retried.
+            if self._event(resources[notice.kind], current, notice.reason, notice.message, "Warning"):
                 report.events.append(f"{notice.key} {notice.reason}")
 
     # --- PodGroup status and Events -----------------------------------------------------------
