@@ -17,15 +17,19 @@ The solver decides; this module makes it so, in the order that keeps the cluster
    (the solver counts bound members towards ``minMember``).
 4. **PodGroup status** (phase, conditions, running/succeeded/failed) through the status
    subresource, written only when it differs from what the group already shows.
-5. **PodScheduled=False** (reason ``Unschedulable``, the decision's reason code and message) on
+5. **PodScheduled=False** (reason ``Unschedulable``, or ``SchedulingGated`` for a pod with
+   scheduling gates, with the decision's reason code and message) on
    the pods a cycle leaves unplaced, as kube-scheduler marks them and cluster-autoscaler looks for
    them: from the second cycle a pod waits on (a gang whose pods are still being created is a
    passing state), and written only when it changes (a new message alone at most every
    ``event_refresh_s``), never once per cycle per pod.
-6. **Events**: why a group waits, as a core/v1 Event on the PodGroup (or on a lone pod), from the
-   second cycle it waits for that reason on (a passing state, such as a gang whose pods are still
-   being created, records none), counted and refreshed at most every ``event_refresh_s`` instead
-   of one new Event per cycle; and one ``Scheduled`` Event per gang bound.
+6. **Events**: a Warning Event on each object the converter tolerated but that keeps work from
+   running (``Snapshot.notices``: a PodGroup naming a missing queue, a pod naming a missing
+   PodGroup, a node with an invalid ``vcsat.io/gpu-topology``); why a group waits, as a core/v1
+   Event on the PodGroup (or on a lone pod), from the second cycle it waits for that reason on
+   (a passing state, such as a gang whose pods are still being created, records none); both
+   counted and refreshed at most every ``event_refresh_s`` instead of one new Event per cycle;
+   and one ``Scheduled`` Event per gang bound.
 
 There are no per-pod GETs: what is current comes from the informer :class:`~vcsat.adapters.informer.Store`.
 
@@ -56,7 +60,17 @@ from typing import Any
 
 from vcsat.adapters.clock import INQUEUED_CONDITION, INQUEUED_REASON
 from vcsat.adapters.informer import Store
-from vcsat.adapters.kube import EVENTS, PODGROUPS, PODS, STRATEGIC_MERGE_PATCH, ApiError, Kube, Resource, now_rfc3339
+from vcsat.adapters.kube import (
+    EVENTS,
+    NODES,
+    PODGROUPS,
+    PODS,
+    STRATEGIC_MERGE_PATCH,
+    ApiError,
+    Kube,
+    Resource,
+    now_rfc3339,
+)
 from vcsat.adapters.objects import GPU_IDS_ANNOTATION
 from vcsat.model import Binding, Decision, Eviction, Nomination, Pod, PodGroup, PodGroupOutcome, Snapshot
 from vcsat.model.cluster import DEFAULT_QUEUE
@@ -74,6 +88,7 @@ REPORT_WORKERS = 8
 """Concurrent PodGroup status, pod condition and Event writes."""
 POD_SCHEDULED = "PodScheduled"
 UNSCHEDULABLE = "Unschedulable"
+SCHEDULING_GATED = "SchedulingGated"
 """The reason kube-scheduler gives a pod it could not place; cluster-autoscaler scales up for it."""
 
 
@@ -228,6 +243,8 @@ class Applier:
         stopped: Callable[[], bool],
     ) -> ApplyReport:
         gangs = self._collect(sent, report)
+        if not stopped():
+            self._notices(snapshot, report)
         if not stopped():
             self._podgroups(decision, snapshot, gangs, report)
         if not stopped():
@@ -444,6 +461,22 @@ class Applier:
             return "" if bound_to == binding.node else f"already bound to {bound_to}"
         return None
 
+    # --- notices: what the converter tolerated, as Events on the objects -----------------------
+
+    def _notices(self, snapshot: Snapshot, report: ApplyReport) -> None:
+        """A Warning Event on each object the converter tolerated but that keeps work from running
+        (``Snapshot.notices``: a PodGroup's missing queue, a pod's missing PodGroup, a node's invalid
+        GPU topology); one Event per object and reason, counted and refreshed like the others."""
+        resources = {"Node": NODES, "Pod": PODS, "PodGroup": PODGROUPS}
+        for notice in snapshot.notices:
+            current = self.store.get(notice.kind, notice.key)
+            if current is None:
+                continue
+            # No follow-up: a notice stands until its object is fixed, and the next cycle writes or
+            # counts its Event again; a failed write (a namespace being deleted) is not retried.
+            if self._event(resources[notice.kind], current, notice.reason, notice.message, "Warning"):
+                report.events.append(f"{notice.key} {notice.reason}")
+
     # --- PodGroup status and Events -----------------------------------------------------------
 
     def _podgroups(
@@ -501,6 +534,9 @@ class Applier:
             if current is None or (current.get("spec") or {}).get("nodeName"):
                 continue
             condition = _pod_condition(current, POD_SCHEDULED)
+            # A gated pod says SchedulingGated, as kube-scheduler marks it: cluster-autoscaler scales
+            # up for Unschedulable pods, and room would not help a pod held by its gates.
+            reason = SCHEDULING_GATED if pod.scheduling_gates else UNSCHEDULABLE
             with self._events_lock:
                 written = self._conditions_written.get(pod.key)
             version = (current.get("metadata") or {}).get("resourceVersion")
@@ -509,17 +545,19 @@ class Applier:
                 current = {**current, "metadata": {**current["metadata"], "resourceVersion": written.after}}
                 condition = {
                     "status": "False",
-                    "reason": UNSCHEDULABLE,
+                    "reason": reason,
                     "message": written.message,
                     "lastTransitionTime": written.since,
                 }
-            due = self._condition_due(written, condition, message)
+            due = self._condition_due(written, condition, message, reason)
             if due is None:
                 continue
             if due > time.monotonic():
                 report.follow_up("unschedulable-refresh", due)
                 continue
-            futures.append((pod.key, self._reports.submit(self._mark_unschedulable, pod, current, condition, message)))
+            futures.append(
+                (pod.key, self._reports.submit(self._mark_unschedulable, pod, current, condition, message, reason))
+            )
         for key, future in futures:
             if future.result():
                 report.unschedulable.append(key)
@@ -527,12 +565,12 @@ class Applier:
                 report.follow_up("retry", time.monotonic())
 
     def _condition_due(
-        self, written: _ConditionWrite | None, condition: Mapping[str, Any] | None, message: str
+        self, written: _ConditionWrite | None, condition: Mapping[str, Any] | None, message: str, reason: str
     ) -> float | None:
         """From when (``time.monotonic()``) to write; None: the pod says it already. Write when the
         condition is missing, another, or names another reason code; a new message alone waits
         ``event_refresh_s`` after our last write."""
-        if condition is None or condition.get("status") != "False" or condition.get("reason") != UNSCHEDULABLE:
+        if condition is None or condition.get("status") != "False" or condition.get("reason") != reason:
             return 0.0
         if condition.get("message") == message:
             return None
@@ -541,7 +579,7 @@ class Applier:
         return written.at + self.event_refresh_s
 
     def _mark_unschedulable(
-        self, pod: Pod, current: Mapping[str, Any], condition: Mapping[str, Any] | None, message: str
+        self, pod: Pod, current: Mapping[str, Any], condition: Mapping[str, Any] | None, message: str, reason: str
     ) -> bool:
         version = str((current.get("metadata") or {}).get("resourceVersion") or "")
         since = now_rfc3339()
@@ -555,7 +593,7 @@ class Applier:
                     {
                         "type": POD_SCHEDULED,
                         "status": "False",
-                        "reason": UNSCHEDULABLE,
+                        "reason": reason,
                         "message": message,
                         "lastProbeTime": None,
                         "lastTransitionTime": since,

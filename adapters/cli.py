@@ -155,6 +155,9 @@ def solve_command(
     """
     policy = load_policy(policy_file, time_limit_s=time_limit, num_workers=workers)
     snapshot = load_instance(instance, scheduler_name=policy.scheduler_name)
+    for notice in snapshot.notices:
+        # What a cluster dump's lenient reading tolerated: said as the live scheduler logs it.
+        click.echo(f"vcsat: warning: {one_line(str(notice))}", err=True)
     from vcsat.solver import check, solve  # only now: the solver loads OR-Tools, bad input need not wait
 
     decision = solve(snapshot, policy)

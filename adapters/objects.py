@@ -10,11 +10,16 @@ Bad input raises :class:`~vcsat.adapters.errors.InputError` naming the source, t
 field path, one line. ``strict=True`` (files) also refuses dangling references; ``strict=False``
 (a live cluster, where informers lag and objects come and go) tolerates them:
 
-- a pod whose PodGroup, or whose PodGroup's queue, is missing is not placed: it stays as load
-  (``managed=False``, no group) until the object shows up;
+- a PodGroup whose queue is missing is kept, and its pods are not placed (``QueueNotFound``); a
+  pod whose PodGroup is missing keeps the name of its group and is not placed
+  (``PodGroupNotFound``): both wait, saying why, until the object shows up;
 - an unknown priority class counts as priority 0; an unknown queue parent is no parent;
 - a pod bound to a node not in the input is left out (it holds room on no node we know);
-- a bound GPU pod that finds too few free GPU indices takes the lowest ones anyway.
+- a bound GPU pod that finds too few free GPU indices takes the lowest ones anyway;
+- a node whose ``vcsat.io/gpu-topology`` is invalid counts as uniformly connected.
+
+What it tolerates that keeps work from running or changes a decision (a missing queue or PodGroup,
+an invalid GPU topology) is listed in ``Snapshot.notices``, one per object, never silent.
 
 Node readiness: a node whose ``Ready`` condition is present and not ``"True"`` takes nothing new;
 a node with no ``Ready`` condition at all (a hand-written instance) counts as ready.
@@ -47,9 +52,11 @@ from vcsat.model.cluster import (
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    Notice,
     Pod,
     PodGroup,
     PodPhase,
+    PreferredSchedulingTerm,
     Queue,
     SelectorOperator,
     Snapshot,
@@ -60,6 +67,7 @@ from vcsat.model.cluster import (
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.model.hypernodes import resolve_hypernodes
 from vcsat.model.quantity import nanos_to_amount, nanos_to_quota, parse_nanos
+from vcsat.solver.enqueue import is_ours
 from vcsat.solver.pauses import no_gc_pauses
 
 GROUP_NAME_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
@@ -68,6 +76,7 @@ PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 GPU_IDS_ANNOTATION = "vcsat.io/gpu-ids"
 GPU_TOPOLOGY_ANNOTATION = "vcsat.io/gpu-topology"
 SCHEDULER_NAME_ANNOTATION = "vcsat.io/scheduler-name"
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 DEFAULT_SCHEDULER = "default-scheduler"
 
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
@@ -319,7 +328,7 @@ class _Converter:
                     raise InputError(str(error), source=self.source) from None
                 hypernodes = []  # live: no topology rather than a wrong one
 
-        return Snapshot.model_construct(
+        snapshot = Snapshot.model_construct(
             nodes=tuple(nodes.values()),
             pods=tuple(placed),
             podgroups=tuple(podgroups.values()),
@@ -333,6 +342,8 @@ class _Converter:
             csinodes=csinodes,
             disruption_budgets=budgets,
         )
+        notices = _notices(by_kind, snapshot, self.scheduler_name)
+        return snapshot.model_copy(update={"notices": notices}) if notices else snapshot
 
     def _storage(self, objects: Mapping[str, _Object], read: Callable[[_Object], _T]) -> tuple[_T, ...]:
         """Storage objects and budgets (``adapters/storage_objects.py``), in key order, each converted
@@ -489,10 +500,9 @@ class _Converter:
         spec = obj.mapping(obj.raw, "spec", "spec")
         status = obj.mapping(obj.raw, "status", "status")
         queue = obj.string(spec, "queue", "spec.queue") or DEFAULT_QUEUE
-        if queue not in queues:
-            if self.strict:
-                obj.fail("spec.queue", f"unknown Queue {queue!r}")
-            return None  # its pods wait until the queue shows up
+        if queue not in queues and self.strict:
+            obj.fail("spec.queue", f"unknown Queue {queue!r}")
+        # Live, a missing queue is kept: the group waits with QueueNotFound until it shows up.
         min_task_member = obj.mapping(spec, "minTaskMember", "spec.minTaskMember")
         for task in min_task_member:
             if not isinstance(task, str):
@@ -577,13 +587,12 @@ class _Converter:
         group_name = next((annotations[key] for key in GROUP_NAME_ANNOTATIONS if annotations.get(key)), None)
         if group_name is not None:
             group = f"{obj.namespace}/{group_name}"
-            if group not in podgroups:
-                if self.strict:
-                    obj.fail(
-                        field_path("metadata", "annotations", GROUP_NAME_ANNOTATIONS[0]),
-                        f"unknown PodGroup {group!r}",
-                    )
-                managed, group = False, None  # not placed until its PodGroup shows up
+            if group not in podgroups and self.strict:
+                obj.fail(
+                    field_path("metadata", "annotations", GROUP_NAME_ANNOTATIONS[0]),
+                    f"unknown PodGroup {group!r}",
+                )
+            # Live, a missing PodGroup is kept: not placed (PodGroupNotFound) until it shows up.
 
         preemptable_text = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
         preemptable = True
@@ -631,6 +640,12 @@ class _Converter:
             created=obj.created(),
             labels=labels,
             claims=storage.pod_claims(obj, spec),
+            scheduling_gates=_names(obj, spec, "schedulingGates"),
+            resource_claims=_names(obj, spec, "resourceClaims"),
+            queue_name=annotations.get(QUEUE_NAME_ANNOTATION) or None,
+            preferred_affinity=self._shared(
+                ("preferred", repr(spec.get("affinity"))), lambda: _preferred_affinity(obj, spec)
+            ),
         )
 
     # --- HyperNode ----------------------------------------------------------------------------
@@ -883,6 +898,33 @@ def _required_affinity(obj: _Object, spec: Mapping[str, Any]) -> tuple[NodeSelec
     return tuple(terms)
 
 
+def _preferred_affinity(obj: _Object, spec: Mapping[str, Any]) -> tuple[PreferredSchedulingTerm, ...]:
+    base = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    affinity = obj.mapping(spec, "affinity", "spec.affinity")
+    node_affinity = obj.mapping(affinity, "nodeAffinity", "spec.affinity.nodeAffinity")
+    out = []
+    for index, raw in enumerate(obj.sequence(node_affinity, "preferredDuringSchedulingIgnoredDuringExecution", base)):
+        path = f"{base}[{index}]"
+        if not isinstance(raw, _MAPPING):
+            obj.fail(path, "must be a mapping")
+        weight = obj.integer(raw, "weight", f"{path}.weight", None, minimum=1)
+        if weight is None:
+            obj.fail(f"{path}.weight", "missing")
+        if weight > 100:
+            obj.fail(f"{path}.weight", f"must be 1 to 100, not {weight}")
+        preference = obj.mapping(raw, "preference", f"{path}.preference")
+        expressions = _requirements(obj, preference, "matchExpressions", f"{path}.preference")
+        fields = _requirements(obj, preference, "matchFields", f"{path}.preference")
+        for position, requirement in enumerate(fields):
+            if requirement.key != "metadata.name":
+                obj.fail(
+                    f"{path}.preference.matchFields[{position}].key", f"must be metadata.name, not {requirement.key!r}"
+                )
+        term = NodeSelectorTerm.model_construct(match_expressions=expressions, match_fields=fields)
+        out.append(PreferredSchedulingTerm.model_construct(weight=weight, preference=term))
+    return tuple(out)
+
+
 def _requirements(obj: _Object, term: Mapping[str, Any], key: str, base: str) -> tuple[NodeSelectorRequirement, ...]:
     out = []
     for index, raw in enumerate(obj.sequence(term, key, f"{base}.{key}")):
@@ -934,6 +976,61 @@ def _toleration(obj: _Object, raw: Any, path: str) -> Toleration:
         value=value,
         effect=cast('TaintEffect | Literal[""]', effect),
     )
+
+
+def _notices(
+    by_kind: Mapping[str, Mapping[str, _Object]], snapshot: Snapshot, scheduler_name: str
+) -> tuple[Notice, ...]:
+    """What a lenient conversion tolerated that keeps work from running, once per object: only
+    about this scheduler's work (its pods, its PodGroups) and the nodes."""
+    out: list[Notice] = []
+    for node in snapshot.nodes:
+        raw = by_kind["Node"][node.name].raw.get("metadata", {}).get("annotations") or {}
+        text = raw.get(GPU_TOPOLOGY_ANNOTATION)
+        if node.gpu_topology is None and isinstance(text, str):
+            try:
+                gpu_topology(text, node.gpus)
+                continue
+            except ValueError as error:
+                message = (
+                    f"annotation {GPU_TOPOLOGY_ANNOTATION} is invalid ({error}): "
+                    "its GPUs count as uniformly connected"
+                )
+            out.append(Notice.model_construct(kind="Node", key=node.name, reason="InvalidGpuTopology", message=message))
+    queues = snapshot.queue_by_name
+    for group in snapshot.podgroups:
+        if group.queue not in queues and is_ours(group, snapshot, scheduler_name):
+            message = f"spec.queue {group.queue!r} names no Queue: its pods are not scheduled until the queue exists"
+            out.append(Notice.model_construct(kind="PodGroup", key=group.key, reason="QueueNotFound", message=message))
+    groups = snapshot.podgroup_by_key
+    dangling: dict[str, list[str]] = {}
+    for pod in snapshot.pods:
+        if pod.group is not None and pod.group not in groups and pod.managed and not pod.finished:
+            dangling.setdefault(pod.group, []).append(pod.key)
+    for group_key, keys in sorted(dangling.items()):
+        message = (
+            f"names PodGroup {group_key!r} (annotation {GROUP_NAME_ANNOTATIONS[0]}), which does not exist: "
+            "not scheduled until it does"
+        )
+        out.extend(
+            Notice.model_construct(kind="Pod", key=key, reason="PodGroupNotFound", message=message) for key in keys
+        )
+    return tuple(out)
+
+
+def _names(obj: _Object, spec: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """The ``name`` of each entry of a list of named items (``spec.schedulingGates``,
+    ``spec.resourceClaims``)."""
+    names = []
+    for index, raw in enumerate(obj.sequence(spec, key, f"spec.{key}")):
+        path = f"spec.{key}[{index}]"
+        if not isinstance(raw, _MAPPING):
+            obj.fail(path, "must be a mapping")
+        name = obj.string(raw, "name", f"{path}.name")
+        if not name:
+            obj.fail(f"{path}.name", "missing")
+        names.append(name)
+    return tuple(names)
 
 
 def _nominated_node(obj: _Object) -> str | None:

@@ -187,6 +187,8 @@ class Scheduler:
                 metrics.observe_trigger(trigger, 0)
         self._cycle_started: float | None = None
         self._quarantined: dict[str, str] = {}
+        self._noticed: set[str] = set()
+        """The notices of the last cycle, each logged once when it first showed."""
         self._conversions: dict[Any, Any] = {}
         """Last cycle's converted nodes and pods, reused for the objects that did not change."""
         if dump_dir is not None:
@@ -430,6 +432,7 @@ class Scheduler:
                     memo=self._conversions,
                     now=wall_clock(),  # the cycle's clock (admission's timeout), recorded in its dump
                 )
+                self._log_notices(snapshot)
                 return snapshot, objects
             except InputError as error:
                 kind, _, key = (error.obj or "").partition(" ")
@@ -444,6 +447,18 @@ class Scheduler:
                     )
                 objects = kept
         raise RuntimeError(f"more than {MAX_QUARANTINED} malformed objects")
+
+    def _log_notices(self, snapshot: Snapshot) -> None:
+        """One log line per tolerated problem (``Snapshot.notices``), when it first shows, not every cycle;
+        one that went away and comes back is logged again."""
+        now = {str(notice) for notice in snapshot.notices}
+        for notice in snapshot.notices:
+            if str(notice) not in self._noticed:
+                log.warning(
+                    "input problem: work waits until it is fixed",
+                    extra={"object": f"{notice.kind} {notice.key}", "reason": notice.reason, "error": notice.message},
+                )
+        self._noticed = now
 
     def _dump(self, number: int, objects: list[dict[str, Any]], decision: Decision, now: float | None = None) -> None:
         assert self.dump_dir is not None

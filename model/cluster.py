@@ -56,6 +56,14 @@ class NodeSelectorTerm(Frozen):
     """Only the field ``metadata.name`` exists for nodes."""
 
 
+class PreferredSchedulingTerm(Frozen):
+    """One ``preferredDuringSchedulingIgnoredDuringExecution`` entry: nodes matching ``preference``
+    score ``weight`` (1 to 100) more for the pod (kube-scheduler's NodeAffinity score)."""
+
+    weight: int
+    preference: NodeSelectorTerm
+
+
 class Node(Frozen):
     name: str
     labels: dict[str, str] = Field(default_factory=dict)
@@ -114,10 +122,26 @@ class Pod(Frozen):
     claims: tuple[str, ...] = ()
     """Names of the PersistentVolumeClaims (in its namespace) its volumes use, in ``spec.volumes``
     order: ``persistentVolumeClaim.claimName``, and ``<pod>-<volume>`` for a generic ephemeral volume."""
+    scheduling_gates: tuple[str, ...] = ()
+    """``spec.schedulingGates`` names: while any is there the pod is not placed (kube-scheduler's
+    ``SchedulingGated``), and it counts for no gang's ``minMember``."""
+    resource_claims: tuple[str, ...] = ()
+    """``spec.resourceClaims`` names (dynamic resource allocation): vcsat does not model devices
+    claimed this way, so such a pod is never placed, and its gang says why."""
+    queue_name: str | None = None
+    """``scheduling.volcano.sh/queue-name``: the queue of a pod without a PodGroup (``default`` when
+    unset, as Volcano's PodGroup controller makes it); ignored for a pod in a PodGroup."""
+    preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
+    """Preferred node affinity terms: a score, never a filter (see :mod:`vcsat.solver.preferences`)."""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def held(self) -> bool:
+        """Whether something other than room keeps the pod from being placed (gates, claims)."""
+        return bool(self.scheduling_gates or self.resource_claims)
 
     @property
     def finished(self) -> bool:
@@ -213,6 +237,22 @@ from vcsat.model.disruption import PodDisruptionBudget  # noqa: E402
 from vcsat.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass  # noqa: E402
 
 
+class Notice(Frozen):
+    """Something in the input that the converter tolerated (a live cluster, a cluster dump) but that
+    keeps work from running or changes a decision, said once per object: the live scheduler logs it
+    and records an Event on the object, ``vcsat solve`` prints it on stderr."""
+
+    kind: Literal["Node", "Pod", "PodGroup"]
+    key: str
+    """The object: a node's name, ``namespace/name`` otherwise."""
+    reason: str
+    """Machine-readable: ``QueueNotFound``, ``PodGroupNotFound``, ``InvalidGpuTopology``."""
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key}: {self.reason}: {self.message}"
+
+
 class Snapshot(Frozen):
     """Everything one cycle decides on. Generation-stamped so a stale decision can be told."""
 
@@ -232,6 +272,8 @@ class Snapshot(Frozen):
     storage_classes: tuple[StorageClass, ...] = ()
     csinodes: tuple[CSINode, ...] = ()
     disruption_budgets: tuple[PodDisruptionBudget, ...] = ()
+    notices: tuple[Notice, ...] = ()
+    """What the converter tolerated but must not stay silent about (see :class:`Notice`)."""
 
     @cached_property
     def node_by_name(self) -> dict[str, Node]:
@@ -259,14 +301,15 @@ class Snapshot(Frozen):
         return {name: tuple(pods) for name, pods in out.items()}
 
     def queue_of(self, pod: Pod) -> str | None:
-        """The queue a pod's room counts against: its PodGroup's queue; ``default`` for a pod of ours
-        without a PodGroup; None for pods of other schedulers, which belong to no queue."""
+        """The queue a pod's room counts against: its PodGroup's queue; for a pod of ours without a
+        PodGroup its ``scheduling.volcano.sh/queue-name`` annotation, else ``default``; None for
+        pods of other schedulers, which belong to no queue."""
         if not pod.managed:
             return None
         if pod.group is not None:
             group = self.podgroup_by_key.get(pod.group)
             return group.queue if group is not None else None
-        return DEFAULT_QUEUE
+        return pod.queue_name or DEFAULT_QUEUE
 
     @cached_property
     def claim_by_key(self) -> dict[str, PersistentVolumeClaim]:

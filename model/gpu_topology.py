@@ -15,6 +15,9 @@ Without that rule the DGX-1's NV2 links, which form one ring through all eight G
 every pair 50 GB/s and hide the cube-mesh entirely. The matrix is computed exactly with a
 max-min Floyd–Warshall whose intermediate vertices are the non-GPU vertices only.
 
+GPU pairs with no such path (a graph listing only the NVLink pairs, as ``nvidia-smi topo -m``
+shows them) are not refused: they talk through the host at :data:`HOST_FLOOR`.
+
 Parallel links add up: in a multigraph (``"multigraph": true``) two 25 GB/s edges between the
 same vertices are one 50 GB/s link, as NVLink bricks are. Directed graphs are refused: a link's
 bandwidth is given once, per direction, for both directions.
@@ -84,6 +87,14 @@ PCIE_GEN3_X16 = 16.0
 """PCIe gen3 x16: 15.75 GB/s per direction, rounded."""
 CROSS_SOCKET = 10.0
 """Assumed effective GPU-to-GPU throughput across the CPU sockets (staged through host memory)."""
+HOST_FLOOR = CROSS_SOCKET
+"""GB/s between two GPUs the graph joins by no path free of other GPUs. Every GPU of a node hangs
+off the host's PCIe tree, so any two can always exchange data through host memory; a graph that
+lists only NVLink pairs (what ``nvidia-smi topo -m`` shows as NV1/NV2) simply leaves that path
+out. The slowest such path on a real machine is a copy staged through host memory across the CPU
+sockets, which the presets already take as 10 GB/s (:data:`CROSS_SOCKET`, below one PCIe gen3 x16
+link): a floor, so that a pair the graph leaves out is never preferred to one it describes with a
+PCIe or NVLink path, and is never refused."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -295,10 +306,8 @@ def from_node_link(data: object, *, source: str) -> GpuTopology:
     for a in range(count):
         for b in range(a + 1, count):
             if bandwidths[a][b] <= 0:
-                raise ValueError(
-                    f"GPU {a} and GPU {b} are not connected "
-                    "(a path may pass switches, CPUs and NICs, but not another GPU)"
-                )
+                # Not described: they still talk through the host (see HOST_FLOOR).
+                bandwidths[a][b] = bandwidths[b][a] = HOST_FLOOR
     matrix = tuple(tuple(row) for row in bandwidths)
     return GpuTopology(source=source, graph=nx.freeze(graph), bandwidths=matrix, key=_digest(matrix))
 

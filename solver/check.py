@@ -19,6 +19,8 @@ Volcano reading):
   (contract §1), resolved oldest first exactly as the loader (``adapters/objects.py``) does.
 - Queue usage counts the managed pods of the queue (pods of other schedulers belong to no queue).
   A pod whose PodGroup is not in the snapshot has no queue: placing it is ``UnknownPodGroup``.
+- A pod with scheduling gates or with ``spec.resourceClaims`` must not be placed; a pod without a
+  PodGroup counts against the queue its ``scheduling.volcano.sh/queue-name`` names (else ``default``).
 - Victims must be pods of ours (managed); Volcano never evicts another scheduler's pods.
 - With ``policy.gang`` off both gang rules (placement and victim) are off.
 - A PodGroup whose placements include a nomination may stay non-Running with reason
@@ -59,6 +61,8 @@ RULES: Final = (
     "PodNotPending",
     "DuplicatePlacement",
     "UnknownNode",
+    "SchedulingGated",
+    "ResourceClaimsUnsupported",
     *PREDICATE_CODES,
     *check_volumes.RULES,
     "CapacityNow",
@@ -195,6 +199,17 @@ class _Checker:
             if not pod.pending:
                 self._flag("PodNotPending", key, f"{kind} of a pod that is {_why_not_pending(pod)}")
                 continue
+            if pod.scheduling_gates:
+                # kube-scheduler places no pod while spec.schedulingGates lists a gate.
+                gates = list(pod.scheduling_gates)
+                self._flag("SchedulingGated", key, f"{kind} of a pod with scheduling gates {gates}")
+            if pod.resource_claims:
+                # Devices claimed through dynamic resource allocation are outside what vcsat models.
+                self._flag(
+                    "ResourceClaimsUnsupported",
+                    key,
+                    f"{kind} of a pod with spec.resourceClaims {list(pod.resource_claims)}, which vcsat does not model",
+                )
             node = nodes.get(node_name)
             if node is None:
                 self._flag("UnknownNode", key, f"{kind} to node {node_name}, which is not in the snapshot")
@@ -373,9 +388,10 @@ class _Checker:
     # --- queues -------------------------------------------------------------------------------
 
     def _queue_name(self, pod: Pod) -> str | None:
-        """The pod's queue; None when its PodGroup is missing."""
+        """The pod's queue; None when its PodGroup is missing. A pod without a PodGroup is in the
+        queue its ``scheduling.volcano.sh/queue-name`` annotation names, else ``default``."""
         if pod.group is None:
-            return DEFAULT_QUEUE
+            return pod.queue_name or DEFAULT_QUEUE
         group = self._group_of(pod)
         return None if group is None else group.queue
 

@@ -100,7 +100,8 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
         # A pod the bucket's slots could not hold may still fit elsewhere with its real request:
         # the placement (and its value) stands, only the packing changes.
         for s in missing:
-            elsewhere = _anywhere(problem.shapes[s].request, problem.shapes[s].upper, room)
+            wanted = problem.shapes[s]
+            elsewhere = _anywhere(wanted.request, wanted.upper, room, wanted.preference)
             if elsewhere is None:
                 _short(out, bucket, [s])
                 continue
@@ -177,16 +178,19 @@ def _pack_shares(problem: Problem, out: Resolution, room: list[list[int]]) -> No
             out.moved += 1
 
 
-def _anywhere(request: tuple[int, ...], eligible: dict[int, int], room: list[list[int]]) -> int | None:
-    """The eligible node with the least room left that still fits ``request`` (best fit)."""
-    best: tuple[int, int] | None = None
+def _anywhere(
+    request: tuple[int, ...], eligible: dict[int, int], room: list[list[int]], preference: dict[int, int]
+) -> int | None:
+    """The eligible node that still fits ``request``: the most preferred (node preferences), then
+    the one with the least room left (best fit)."""
+    best: tuple[int, int, int] | None = None
     for node in eligible:
         row = room[node]
         if all(amount <= row[r] for r, amount in enumerate(request) if amount > 0):
             left = sum(row[r] - amount for r, amount in enumerate(request) if amount > 0)
-            if best is None or (left, node) < best:
-                best = (left, node)
-    return None if best is None else best[1]
+            if best is None or (-preference.get(node, 0), left, node) < best:
+                best = (-preference.get(node, 0), left, node)
+    return None if best is None else best[2]
 
 
 def _place_in_domains(

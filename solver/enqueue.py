@@ -52,7 +52,10 @@ The rules, in the order they are applied:
      without a PodGroup its requests;
    - cluster room, unless the overcommit plugin is off (``ClusterOverused``): ``need + reserved ≤
      ⌊allocatable × overcommit_factor⌋ − used``, where ``used`` is everything bound on Ready nodes
-     and ``reserved`` is, per admitted group, the part of its need its pods do not hold yet.
+     and ``reserved`` is, per admitted group of ours, the part of its need its pods do not hold
+     yet. Another scheduler's groups (:func:`is_ours`) are load only: their bound pods are in
+     ``used``, and none of their need is reserved or committed (counting both refused our Jobs
+     with ``ClusterOverused`` next to another scheduler's running gangs).
    Each admission adds to ``committed`` and ``reserved`` before the next group is considered.
 
 Where this differs from Volcano, and why: the need of a group without ``minResources`` is taken
@@ -125,16 +128,7 @@ def admit(
         inqueue_timeout_s = policy.inqueue_timeout_s
     # Groups of other schedulers (no pod of ours, and named for another scheduler) are not ours
     # to admit, and hold no room in our admission.
-    pods_of = snapshot.pods_of_group
-    groups = sorted(
-        (
-            g
-            for g in snapshot.podgroups
-            if any(p.managed for p in pods_of.get(g.key, ()))
-            or (g.scheduler_name or DEFAULT_SCHEDULER) == policy.scheduler_name
-        ),
-        key=lambda g: g.key,
-    )
+    groups = sorted((g for g in snapshot.podgroups if is_ours(g, snapshot, policy.scheduler_name)), key=lambda g: g.key)
     if not policy.enqueue:
         return {g.key: Admission(True, _kept_phase(g), "", "") for g in groups}
 
@@ -201,17 +195,32 @@ def admit(
 
 def next_inqueue_timeout(snapshot: Snapshot, policy: Policy) -> float | None:
     """When (epoch seconds, on the snapshot's clock) the next Inqueue group's admission times out,
-    if one is still to: a live scheduler idle until then re-runs the cycle at that moment. Groups
-    with pods placed never time out, but are not told apart here: an early extra cycle is harmless."""
+    if one is still to: a live scheduler idle until then re-runs the cycle at that moment. Only our
+    groups time out (another scheduler's are not ours to admit). Groups with pods placed never time
+    out, but are not told apart here: an early extra cycle is harmless."""
     timeout = policy.inqueue_timeout_s
     if not policy.enqueue or timeout is None or snapshot.now is None:
         return None
     due = [
         group.inqueue_since + timeout
         for group in snapshot.podgroups
-        if group.phase == "Inqueue" and group.inqueue_since is not None
+        if group.phase == "Inqueue"
+        and group.inqueue_since is not None
+        and is_ours(group, snapshot, policy.scheduler_name)
     ]
     return min((moment for moment in due if moment > snapshot.now), default=None)
+
+
+def is_ours(group: PodGroup, snapshot: Snapshot, scheduler_name: str) -> bool:
+    """Whether a PodGroup is ours to admit: one of its pods is ours, or it is named for us (or for
+    nobody) while it has no pod. Another scheduler's groups are only load: their bound pods count
+    as used, and nothing of their need is reserved or committed in our admission."""
+    pods = snapshot.pods_of_group.get(group.key, ())
+    if any(p.managed for p in pods):
+        return True
+    if pods:
+        return False
+    return (group.scheduler_name or DEFAULT_SCHEDULER) == scheduler_name
 
 
 def _served(shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[str, int]], queue: str) -> Fraction:
@@ -235,10 +244,14 @@ def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
 
     The gang's pods: per task its ``minTaskMember`` oldest pods, then the oldest others up to
     ``minMember``; with fewer pods than that (the controller may still be creating them), all.
+    Pods held by scheduling gates or resource claims are not counted (Volcano's
+    ``DeductSchGatedResources``): they take no room until released.
     """
     if group.min_resources:
-        return _without_shares(group.min_resources)
-    return _without_shares(res.total(p.requests for p in gang_pods(group, pods)))
+        # Volcano deducts what gated pods ask from minResources: they cannot use the room yet.
+        gated = res.total(p.requests for p in pods if p.held and not p.bound and not p.finished)
+        return {r: max(0, amount - gated.get(r, 0)) for r, amount in _without_shares(group.min_resources).items()}
+    return _without_shares(res.total(p.requests for p in gang_pods(group, pods) if not p.held))
 
 
 def gang_pods(group: PodGroup, pods: Sequence[Pod]) -> list[Pod]:
@@ -333,7 +346,12 @@ class _State:
     # -- what each group counts for --
 
     def reserving(self, group: PodGroup) -> bool:
-        """Admitted groups hold their whole need (Volcano: Inqueue, or Running with its gang up)."""
+        """Admitted groups of ours hold their whole need (Volcano: Inqueue, or Running with its gang
+        up). Another scheduler's groups reserve nothing: their bound pods are in ``used`` already,
+        and what they have not bound yet is that scheduler's business (counting both was
+        ``ClusterOverused`` next to another scheduler's running gangs with the cluster half idle)."""
+        if not is_ours(group, self.snapshot, self.policy.scheduler_name):
+            return False
         if group.phase == "Inqueue":
             return True
         if group.phase == "Running":

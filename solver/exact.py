@@ -27,6 +27,7 @@ from vcsat.solver.objectives.fairness import drf_levels, fairness_levels
 from vcsat.solver.objectives.locality import locality_levels
 from vcsat.solver.objectives.packing import packing_levels
 from vcsat.solver.objectives.placement import age_level, placement_levels
+from vcsat.solver.objectives.preference import preference_levels
 from vcsat.solver.problem import Bucket, Problem, split_bucket
 from vcsat.solver.repair import repair
 from vcsat.solver.variables import Variables, create_variables
@@ -176,6 +177,7 @@ def _search(
         *placement_levels(problem, v),
         *drf_levels(cp, problem, v, hint),
         *locality_levels(problem, v, topo),
+        *preference_levels(problem, v),
     ]
     if policy.packing_weight > 0:
         levels += packing_levels(cp, problem, v, hint)

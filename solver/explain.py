@@ -1,7 +1,8 @@
 """Why each PodGroup got what it got: the typed outcome per gang (contract §2 ``podgroups``).
 
 Reasons found before the search (no node can ever take a pod, too few pods for minMember, a closed
-queue) come from the prefilter. For a gang the search left out, this module names the constraint or
+or missing queue, a missing PodGroup, pods held by scheduling gates or resource claims) come from
+the prefilter. For a gang the search left out, this module names the constraint or
 objective level that decided it, with amounts:
 
 - ``QueueOverused``: its queue's capability has less room than the gang's minimum needs;

@@ -1,7 +1,8 @@
 """The greedy decision: CP-SAT's warm start and the fallback when the search finds nothing better.
 
 It places gangs one at a time in the order Volcano's allocate action would (priority, then age),
-each pod on the best-fitting node (fewest free GPUs that still fit, so whole nodes stay free), and
+each pod on its most preferred node (:mod:`vcsat.solver.preferences`) if it has preferences, else
+the best-fitting one (fewest free GPUs that still fit, so whole nodes stay free), and
 commits a gang only when all of it fits. It is fast and always feasible, which is what a hint and a
 fallback need; it is not optimal, which is why CP-SAT runs after it.
 """
@@ -16,7 +17,7 @@ from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.fragmentation import greedy_chooser
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, tier_threshold
-from vcsat.solver.problem import Domains, Gang, Problem
+from vcsat.solver.problem import Domains, Gang, Problem, Shape
 
 
 def gang_order(gang: Gang) -> tuple[int, float, str]:
@@ -140,6 +141,14 @@ class Room:
         """Best fit among the given nodes only (a topology domain): fewest free GPUs, then index."""
         fitting = [n for n in nodes if n in eligible and self.fits(n, request)]
         return min(fitting, key=lambda n: (self._level(self.free[n]), n)) if fitting else None
+
+    def preferred_fit(self, shape: Shape) -> int | None:
+        """The node a pod with node preferences goes to: the highest preference score among those
+        it fits (kube-scheduler's choice), then best fit (fewest free GPUs), then node order."""
+        fitting = [n for n in shape.upper if self.fits(n, shape.request)]
+        if not fitting:
+            return None
+        return min(fitting, key=lambda n: (-shape.preference.get(n, 0), self._level(self.free[n]), n))
 
     def best_fit(self, request: tuple[int, ...], gpus: int, eligible: dict[int, int]) -> int | None:
         for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
@@ -321,6 +330,8 @@ def fit_gang(
                 break
             if within is not None:
                 node = room.best_fit_in(shape.request, shape.upper, within)
+            elif shape.preference:
+                node = room.preferred_fit(shape)
             elif least_fragmenting is not None:
                 node = least_fragmenting(room, shape)
             else:

@@ -27,6 +27,7 @@ from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import predicates, volumes
 from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
+from vcsat.solver.preferences import PreferenceKey, any_prefer_no_schedule, node_scores, preference_key
 from vcsat.solver.units import Units, units_for
 
 UNLIMITED_VOLUMES = 1 << 30
@@ -50,6 +51,10 @@ class Shape:
     """Per eligible node: how many pods of this shape fit there on their own."""
     eligibility: predicates.EligibilityKey
     """Pods of this shape pass the predicates on the same nodes (see ``predicates.eligibility_key``)."""
+    preference: dict[int, int] = field(default_factory=dict)
+    """Per node where its pods are preferred (:mod:`vcsat.solver.preferences`), each pod's score
+    there above the least; empty for pods without preferences."""
+    preference_key: PreferenceKey | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,10 @@ class Gang:
     """Pods that must be placed for the gang to run: minMember less the members already running."""
     task_need: dict[str, int] = field(default_factory=dict)
     """Per task, likewise for minTaskMember."""
+    held: tuple[Pod, ...] = ()
+    """Its pending pods that are never placed (scheduling gates, resource claims): in no class."""
+    missing_group: str | None = None
+    """The PodGroup its pods name when that PodGroup does not exist (they are then never placed)."""
 
 
 NO_DOMAIN = ""
@@ -201,6 +210,8 @@ class Problem:
     topology_gangs: tuple[int, ...] = ()
     """Candidate gangs whose placement is priced by the domains it spans: more GPUs than one node
     has, or a ``networkTopology`` of their own."""
+    preferring: bool = False
+    """Whether any pending pod prefers some node to another (else no preference level exists)."""
 
     def queue_priority(self, queue: str) -> int:
         """The queue's own ``spec.priority`` (0 when unset or unknown). In a hierarchy only the
@@ -254,6 +265,10 @@ class Problem:
     def resource_index(self, name: str) -> int:
         return self.resources.index(name)
 
+    def preference(self, bucket: Bucket, node: int) -> int:
+        """A bucket's pods' node-preference score on a node (its shapes share one preference key)."""
+        return max((self.shapes[s].preference.get(node, 0) for s in bucket.shapes), default=0)
+
 
 def pod_value(request: res.Resources, largest: res.Resources) -> int:
     """Dominant share of the largest node, in thousandths, at least 1.
@@ -289,12 +304,9 @@ def _gang_priority(group: PodGroup | None, pods: list[Pod]) -> int:
 
 
 def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
-    # A pod whose PodGroup is not (yet) there waits: its gang's rules are unknown.
-    pending = [
-        pod
-        for pod in snapshot.pods
-        if pod.pending and pod.managed and (pod.group is None or pod.group in snapshot.podgroup_by_key)
-    ]
+    # A pod whose PodGroup is not (yet) there waits, its gang's rules unknown: it makes a gang of
+    # its group's name that is never placed and says so (PodGroupNotFound).
+    pending = [pod for pod in snapshot.pods if pod.pending and pod.managed]
     sharing = any(pod.gpu_milli for pod in pending)
     rules = volumes.VolumeRules(snapshot, pending) if any(pod.claims for pod in pending) else None
     # Volume counts that change as pods land (CSI attach limits, node-local volumes) are resources.
@@ -363,38 +375,52 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     gangs: list[Gang] = []
     classes: list[PodClass] = []
     shapes: list[Shape] = []
-    shape_by_key: dict[tuple[tuple[int, ...], Hashable], int] = {}
+    shape_by_key: dict[tuple[tuple[int, ...], Hashable, PreferenceKey | None], int] = {}
+    tainted = any_prefer_no_schedule(nodes)
     eligible_cache: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
+    preference_cache: dict[tuple[predicates.EligibilityKey, PreferenceKey], dict[int, int]] = {}
     node_index = predicates.NodeIndex(nodes)
     free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
     blocked: dict[int, Blocked] = {}
 
     for key in sorted(by_gang, key=lambda k: (min(p.created for p in by_gang[k]), k)):
-        pods = sorted(by_gang[key], key=lambda p: (p.created, p.key))
+        every = sorted(by_gang[key], key=lambda p: (p.created, p.key))
+        # Gated pods and pods with resource claims are never placed: they make no class, so no
+        # count, greedy step or decode can place them, and they count for no minMember.
+        pods = [pod for pod in every if not pod.held]
         group = snapshot.podgroup_by_key.get(key) if policy.gang else None
+        lone_queue = (every[0].queue_name or DEFAULT_QUEUE) if every[0].group is None else DEFAULT_QUEUE
         gang = Gang(
             index=len(gangs),
             key=key,
             group=group,
-            queue=group.queue if group is not None else DEFAULT_QUEUE,
-            priority=_gang_priority(group, pods),
-            created=group.created if group is not None else pods[0].created,
+            queue=group.queue if group is not None else lone_queue,
+            priority=_gang_priority(group, every),
+            created=group.created if group is not None else every[0].created,
+        )
+        gang.held = tuple(pod for pod in every if pod.held)
+        gang.missing_group = next(
+            (p.group for p in every if p.group is not None and p.group not in snapshot.podgroup_by_key), None
         )
         gang.rank = gang.priority if policy.priority else 0
         gangs.append(gang)
 
-        by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey], list[Pod]] = {}
+        by_class: dict[
+            tuple[str, tuple[int, ...], predicates.EligibilityKey, PreferenceKey | None], list[Pod]
+        ] = {}
         for pod in pods:
             request = request_of(pod, resources)
             if pod.key in volume_asked:
                 asked = volume_asked[pod.key]
                 request = tuple(asked.get(name, amount) for name, amount in zip(resources, request, strict=True))
             restriction = rules.restriction(pod) if rules is not None else None
-            class_key = (pod.task, request, predicates.eligibility_key(pod, restriction))
+            class_key = (
+                pod.task, request, predicates.eligibility_key(pod, restriction), preference_key(pod, tainted)
+            )
             by_class.setdefault(class_key, []).append(pod)
 
-        for (task, request, elig_key), class_pods in by_class.items():
-            shape_key = (request, elig_key)
+        for (task, request, elig_key, pref_key), class_pods in by_class.items():
+            shape_key = (request, elig_key, pref_key)
             shape_index = shape_by_key.get(shape_key)
             if shape_index is None:
                 eligible = eligible_cache.get(elig_key)
@@ -402,6 +428,13 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                     eligible = _mask_array(node_index, node_index.mask(elig_key))
                     eligible_cache[elig_key] = eligible
                 upper = _fit_counts(request, free_array, eligible)
+                preference = {}
+                if pref_key is not None:
+                    scores = preference_cache.get((elig_key, pref_key))
+                    if scores is None:
+                        scores = node_scores(pref_key, nodes, [int(i) for i in np.flatnonzero(eligible)])
+                        preference_cache[(elig_key, pref_key)] = scores
+                    preference = {n: score for n, score in scores.items() if n in upper}
                 shape_index = len(shapes)
                 shape_by_key[shape_key] = shape_index
                 shapes.append(
@@ -412,6 +445,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         nodes=tuple(sorted(upper)),
                         upper=upper,
                         eligibility=elig_key,
+                        preference=preference,
+                        preference_key=pref_key,
                     )
                 )
             pod_class = PodClass(
@@ -425,7 +460,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             classes.append(pod_class)
             gang.classes.append(pod_class.index)
 
-        _set_needs(gang, snapshot, pods)
+        _set_needs(gang, snapshot, every if group is None else pods)
 
     admissions = admit(snapshot, policy, overcommit=policy.overcommit)
     for gang in gangs:
@@ -436,7 +471,13 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             blocked[gang.index] = Blocked(gang.index, admission.reason, admission.message)
             continue
         gang.admitted = True
-        reason = _prefilter(gang, snapshot, classes, shapes, nodes)
+        reason = (
+            _group_missing(gang)
+            or _queue_missing(gang, snapshot)
+            or _prefilter(gang, snapshot, classes, shapes, nodes)
+        )
+        if gang.held and (reason.reason == "GangUnsatisfied" if reason is not None else not gang.classes):
+            reason = _held_reason(gang)
         if reason is not None:
             blocked[gang.index] = reason
 
@@ -507,6 +548,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         node_index=node_index,
         domains=domains,
         topology_gangs=topology_gangs,
+        preferring=any(shape.preference for shape in shapes),
     )
 
 
@@ -543,12 +585,16 @@ DIVISIBLE = frozenset({res.CPU, res.MEMORY, res.EPHEMERAL_STORAGE})
 
 
 def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[int]]) -> list[Bucket]:
-    """One bucket per (GPU count and other indivisible requests, predicates)."""
+    """One bucket per (GPU count and other indivisible requests, predicates, node preferences)."""
     keep = [i for i, name in enumerate(resources) if name not in DIVISIBLE and not res.is_byte_resource(name)]
     groups: dict[tuple[object, ...], list[Shape]] = {}
     for shape in shapes:
         if shape.nodes:
-            groups.setdefault((tuple(shape.request[i] for i in keep), shape.eligibility), []).append(shape)
+            # Shapes with node preferences get exact buckets: at a relaxed request the preference
+            # level would crowd the preferred nodes beyond their real room.
+            exact = shape.index if shape.preference else None
+            key = (tuple(shape.request[i] for i in keep), shape.eligibility, shape.preference_key, exact)
+            groups.setdefault(key, []).append(shape)
     buckets: list[Bucket] = []
     for members in sorted(groups.values(), key=lambda m: m[0].index):
         buckets.append(_bucket(len(buckets), members, free))
@@ -644,6 +690,55 @@ def _set_needs(gang: Gang, snapshot: Snapshot, pending: list[Pod]) -> None:
         have = sum(1 for p in running if p.task == task)
         if minimum - have > 0:
             gang.task_need[task] = minimum - have
+
+
+def _group_missing(gang: Gang) -> Blocked | None:
+    """Pods naming a PodGroup that does not exist: the gang's rules are unknown, so they wait (with
+    gang scheduling off too: the validator refuses placing a pod of an unknown PodGroup)."""
+    if gang.missing_group is None:
+        return None
+    return Blocked(
+        gang.index,
+        "PodGroupNotFound",
+        f"its pods name PodGroup {gang.missing_group}, which does not exist: not scheduled until it does",
+    )
+
+
+def _queue_missing(gang: Gang, snapshot: Snapshot) -> Blocked | None:
+    """A gang whose queue no Queue object defines: Volcano's cache leaves such a job out of its
+    session, so it is never scheduled; here it waits and says so (``QueueNotFound``)."""
+    if gang.queue in snapshot.queue_by_name:
+        return None
+    where = (
+        f"its PodGroup's spec.queue {gang.queue!r}"
+        if gang.group is not None
+        else f"its annotation scheduling.volcano.sh/queue-name {gang.queue!r}"
+    )
+    return Blocked(gang.index, "QueueNotFound", f"{where} names no Queue: not scheduled until the queue exists")
+
+
+def _held_reason(gang: Gang) -> Blocked:
+    """Why a gang whose other pods cannot make it waits on its held pods: kube-scheduler keeps a
+    gated pod out of its queue (``SchedulingGated``) and Volcano's allocate skips it, so only the
+    other pods count towards ``minMember``; a pod claiming devices through dynamic resource
+    allocation (``spec.resourceClaims``) is not modelled by vcsat, so it is not placed rather than
+    placed as if it claimed nothing (``Unschedulable``)."""
+    gated = [pod for pod in gang.held if pod.scheduling_gates]
+    if gated:
+        names = sorted({gate for pod in gated for gate in pod.scheduling_gates})
+        return Blocked(
+            gang.index,
+            "SchedulingGated",
+            f"{len(gated)} pod(s) blocked by scheduling gates ({', '.join(names)}), e.g. pod {gated[0].key}: "
+            "not placed until the gates are removed, and the other pending pods cannot make the gang",
+        )
+    pod = next(pod for pod in gang.held if pod.resource_claims)
+    return Blocked(
+        gang.index,
+        "Unschedulable",
+        f"pod {pod.key} has spec.resourceClaims ({', '.join(pod.resource_claims)}): dynamic resource "
+        "allocation is not supported by vcsat, so the pod is not placed",
+    )
 
 
 def _prefilter(

@@ -223,11 +223,17 @@ def pod(
     nominated_node: str | None = None,
     labels: Mapping[str, str] | None = None,
     claims: Sequence[str] = (),
+    gates: Sequence[str] = (),
+    resource_claims: Sequence[str] = (),
+    queue_name: str | None = None,
 ) -> Pod:
     """A pod ``namespace/name``; bound (phase Running) when ``node`` is given, else Pending.
     A string ``affinity`` is one term of one requirement (``"zone in (a)"``); ``cpu_milli`` /
     ``memory_mib`` give the requests in millicores / MiB instead. ``pods: 1`` is always requested.
-    ``nominated_node`` is ``status.nominatedNodeName``: where it waits for preemption victims."""
+    ``nominated_node`` is ``status.nominatedNodeName``: where it waits for preemption victims;
+    ``claims`` the PersistentVolumeClaims its volumes use, ``gates`` its ``spec.schedulingGates``,
+    ``resource_claims`` its ``spec.resourceClaims``, ``queue_name`` its
+    ``scheduling.volcano.sh/queue-name`` annotation."""
     namespace, name = split(key)
     requests = {
         res.CPU: units(res.CPU, cpu) if cpu_milli is None else cpu_milli,
@@ -261,6 +267,9 @@ def pod(
         created=created,
         labels=dict(labels or {}),
         claims=tuple(claims),
+        scheduling_gates=tuple(gates),
+        resource_claims=tuple(resource_claims),
+        queue_name=queue_name,
     )
 
 

@@ -54,6 +54,15 @@ case("bind", one, decision(one, bindings=[bind("ns/p", "n1")]))
 case("nominate", one, decision(one, nominations=[nominate("ns/p", "n1")]))
 case("unknown pod", one, decision(one, bindings=[bind("ns/ghost", "n1")]), "UnknownPod")
 case("unknown node", one, decision(one, bindings=[bind("ns/p", "n9")]), "UnknownNode")
+gated = snapshot(nodes=[node("n1")], pods=[pod("ns/p", gates=["example.com/wait"])])
+case("gated pod placed", gated, decision(gated, bindings=[bind("ns/p", "n1")]), "SchedulingGated")
+dra_claims = snapshot(nodes=[node("n1")], pods=[pod("ns/p", resource_claims=["gpu"])])
+case(
+    "resourceClaims placed",
+    dra_claims,
+    decision(dra_claims, bindings=[bind("ns/p", "n1")]),
+    "ResourceClaimsUnsupported",
+)
 case("bound twice", one, decision(one, bindings=[bind("ns/p", "n1")] * 2), "DuplicatePlacement")
 case(
     "bound and nominated",

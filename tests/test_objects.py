@@ -673,11 +673,16 @@ def test_unknown_references_are_tolerated_live() -> None:
     )
     pods = snapshot.pod_by_key
     assert "ns/lost" not in pods  # bound to a node we do not know: left out
-    assert (pods["ns/orphan"].managed, pods["ns/orphan"].group) == (False, None)  # not placed
-    assert (pods["ns/queueless"].managed, pods["ns/queueless"].group) == (False, None)
+    # Kept, so that they wait saying why (PodGroupNotFound, QueueNotFound), never silently.
+    assert (pods["ns/orphan"].managed, pods["ns/orphan"].group) == (True, "ns/missing")
+    assert (pods["ns/queueless"].managed, pods["ns/queueless"].group) == (True, "ns/pg")
     assert pods["ns/gold"].priority == 0
-    assert snapshot.podgroups == ()
+    assert [(g.key, g.queue) for g in snapshot.podgroups] == [("ns/pg", "nope")]
     assert snapshot.queue_by_name["q"].parent is None
+    assert [(n.kind, n.key, n.reason) for n in snapshot.notices] == [
+        ("PodGroup", "ns/pg", "QueueNotFound"),
+        ("Pod", "ns/orphan", "PodGroupNotFound"),
+    ]
 
 
 def test_queue_parent_cycles() -> None:

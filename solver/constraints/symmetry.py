@@ -26,6 +26,10 @@ def _signature(problem: Problem, node: int, terms: list[NodeTerm]) -> Hashable:
         tuple(problem.free[node]),
         problem.nodes[node].gpus,
         tuple(sorted((t.bucket.index, t.upper) for t in terms)),
+        # Nodes a pod prefers differently are not interchangeable for the preference level.
+        tuple(sorted((t.bucket.index, problem.preference(t.bucket, node)) for t in terms))
+        if problem.preferring
+        else (),
     )
 
 
