@@ -58,6 +58,8 @@ from vcsat.model.cluster import (
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.model.hypernodes import resolve_hypernodes
 from vcsat.model.quantity import nanos_to_solver_units, parse_nanos
+from vcsat.model.selectors import LabelOperator, LabelSelector, LabelSelectorRequirement
+from vcsat.model.spread import InclusionPolicy, TopologySpreadConstraint
 from vcsat.solver.pauses import no_gc_pauses
 
 GROUP_NAME_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
@@ -582,6 +584,7 @@ class _Converter:
             namespace=obj.namespace,
             name=obj.name,
             uid=obj.string(metadata, "uid", "metadata.uid"),
+            labels=labels,
             managed=managed,
             node_name=node_name,
             phase=cast("PodPhase", phase),
@@ -604,6 +607,9 @@ class _Converter:
             gpu_ids=gpu_ids,
             nominated_node=_nominated_node(obj),
             created=obj.created(),
+            spread_constraints=self._shared(
+                ("spread", repr(spec.get("topologySpreadConstraints"))), lambda: _spread_constraints(obj, spec)
+            ),
         )
 
     # --- HyperNode ----------------------------------------------------------------------------
@@ -883,6 +889,85 @@ def _requirements(obj: _Object, term: Mapping[str, Any], key: str, base: str) ->
             )
         )
     return tuple(out)
+
+
+_SPREAD_PATH = "spec.topologySpreadConstraints"
+_LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
+
+def _spread_constraints(obj: _Object, spec: Mapping[str, Any]) -> tuple[TopologySpreadConstraint, ...]:
+    """``spec.topologySpreadConstraints``, validated as the API server does for what they decide."""
+    out = []
+    for index, raw in enumerate(obj.sequence(spec, "topologySpreadConstraints", _SPREAD_PATH)):
+        path = f"{_SPREAD_PATH}[{index}]"
+        if not isinstance(raw, _MAPPING):
+            obj.fail(path, "must be a mapping")
+        max_skew = obj.integer(raw, "maxSkew", f"{path}.maxSkew", minimum=1)
+        if max_skew is None:
+            obj.fail(f"{path}.maxSkew", "missing")
+        topology_key = obj.string(raw, "topologyKey", f"{path}.topologyKey")
+        if not topology_key:
+            obj.fail(f"{path}.topologyKey", "missing")
+        when = obj.string(raw, "whenUnsatisfiable", f"{path}.whenUnsatisfiable")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            obj.fail(f"{path}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, not {when!r}")
+        min_domains = obj.integer(raw, "minDomains", f"{path}.minDomains", minimum=1)
+        if min_domains is not None and when != "DoNotSchedule":
+            obj.fail(f"{path}.minDomains", "may only be set with whenUnsatisfiable DoNotSchedule")
+        policies: list[InclusionPolicy] = []
+        for name, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
+            policy = obj.string(raw, name, f"{path}.{name}", default)
+            if policy not in ("Honor", "Ignore"):
+                obj.fail(f"{path}.{name}", f"must be Honor or Ignore, not {policy!r}")
+            policies.append(cast("InclusionPolicy", policy))
+        keys = obj.sequence(raw, "matchLabelKeys", f"{path}.matchLabelKeys")
+        for position, key in enumerate(keys):
+            if not isinstance(key, str) or not key:
+                obj.fail(f"{path}.matchLabelKeys[{position}]", "must be a label key")
+        selector = None
+        if raw.get("labelSelector") is not None:
+            selector = _label_selector(obj, raw, f"{path}.labelSelector")
+        out.append(
+            TopologySpreadConstraint(
+                max_skew=max_skew,
+                topology_key=topology_key,
+                when_unsatisfiable=cast('Literal["DoNotSchedule", "ScheduleAnyway"]', when),
+                selector=selector,
+                min_domains=min_domains or 1,
+                node_affinity_policy=policies[0],
+                node_taints_policy=policies[1],
+                match_label_keys=tuple(keys),
+            )
+        )
+    return tuple(out)
+
+
+def _label_selector(obj: _Object, parent: Mapping[str, Any], path: str) -> LabelSelector:
+    raw = obj.mapping(parent, "labelSelector", path)
+    labels = obj.string_map(raw, "matchLabels", f"{path}.matchLabels")
+    expressions = []
+    for index, item in enumerate(obj.sequence(raw, "matchExpressions", f"{path}.matchExpressions")):
+        where = f"{path}.matchExpressions[{index}]"
+        if not isinstance(item, _MAPPING):
+            obj.fail(where, "must be a mapping")
+        key = obj.string(item, "key", f"{where}.key")
+        if not key:
+            obj.fail(f"{where}.key", "missing")
+        operator = obj.string(item, "operator", f"{where}.operator")
+        if operator not in _LABEL_OPERATORS:
+            obj.fail(f"{where}.operator", f"must be one of In, NotIn, Exists, DoesNotExist, not {operator!r}")
+        values = obj.sequence(item, "values", f"{where}.values")
+        for position, value in enumerate(values):
+            if not isinstance(value, str):
+                obj.fail(f"{where}.values[{position}]", f"must be a string, not {type_name(value)}")
+        if operator in ("In", "NotIn") and not values:
+            obj.fail(f"{where}.values", f"{operator} needs at least one value")
+        if operator in ("Exists", "DoesNotExist") and values:
+            obj.fail(f"{where}.values", f"{operator} takes no values")
+        expressions.append(
+            LabelSelectorRequirement(key=key, operator=cast("LabelOperator", operator), values=tuple(values))
+        )
+    return LabelSelector(match_labels=labels, match_expressions=tuple(expressions))
 
 
 def _toleration(obj: _Object, raw: Any, path: str) -> Toleration:

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from vcsat.model import resources as res
+from vcsat.model.spread import TopologySpreadConstraint
 
 
 class Frozen(BaseModel):
@@ -84,6 +85,7 @@ class Pod(Frozen):
     namespace: str
     name: str
     uid: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
     managed: bool = True
     """Whether the pod's schedulerName is ours; pods of other schedulers are only load."""
     node_name: str | None = None
@@ -110,6 +112,8 @@ class Pod(Frozen):
     """``status.nominatedNodeName``: a node where it waits for preemption victims to go."""
     created: float = 0.0
     """Creation time as epoch seconds: FIFO order, and younger victims go first."""
+    spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    """``spec.topologySpreadConstraints``, both DoNotSchedule and ScheduleAnyway."""
 
     @property
     def key(self) -> str:

@@ -100,6 +100,9 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
         # A pod the bucket's slots could not hold may still fit elsewhere with its real request:
         # the placement (and its value) stands, only the packing changes.
         for s in missing:
+            if problem.shapes[s].alone is not None:
+                _short(out, bucket, [s])  # its node counts for topology spread: it may not move
+                continue
             elsewhere = _anywhere(problem.shapes[s].request, problem.shapes[s].upper, room)
             if elsewhere is None:
                 _short(out, bucket, [s])

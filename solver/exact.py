@@ -19,6 +19,7 @@ from vcsat.solver.constraints.capacity import add_capacity
 from vcsat.solver.constraints.gang import add_gang
 from vcsat.solver.constraints.quota import add_quota
 from vcsat.solver.constraints.share_room import add_share_room
+from vcsat.solver.constraints.spread import add_spread
 from vcsat.solver.constraints.symmetry import add_symmetry_breaking, order_like_model, weight
 from vcsat.solver.constraints.topology import add_topology, domain_counts
 from vcsat.solver.decode import resolve
@@ -169,6 +170,7 @@ def _search(
     add_capacity(cp, problem, v, buckets)
     add_share_room(cp, problem, v)  # valid cuts: a GPU share fits only where that much is left on one GPU
     add_quota(cp, problem, v)
+    add_spread(cp, problem, v, buckets)
     classes = add_symmetry_breaking(cp, problem, v)
     topo = add_topology(cp, problem, v, buckets, hint)
     levels = [

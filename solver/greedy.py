@@ -9,7 +9,9 @@ fallback need; it is not optimal, which is why CP-SAT runs after it.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from fractions import Fraction
+from functools import partial
 
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
@@ -17,6 +19,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.fragmentation import greedy_chooser
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, tier_threshold
 from vcsat.solver.problem import Domains, Gang, Problem
+from vcsat.solver.spread import SpreadState
 
 
 def gang_order(gang: Gang) -> tuple[int, float, str]:
@@ -44,6 +47,8 @@ class Room:
         self.touched: set[int] = set()
         """Nodes changed since :meth:`free_gpus_in` last looked."""
         self.domain_sums: dict[tuple[int, str], int] = {}
+        self.spread = SpreadState(problem.spread) if problem.spread else None
+        """Topology spread counts of what is placed so far (None without spread constraints)."""
 
     def _level(self, row: list[int]) -> int:
         return max(0, row[self.gpu]) if self.gpu is not None else 0
@@ -136,15 +141,28 @@ class Room:
                 return min(nodes)
         return None
 
-    def best_fit_in(self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int]) -> int | None:
+    def best_fit_in(
+        self,
+        request: tuple[int, ...],
+        eligible: dict[int, int],
+        nodes: list[int],
+        accept: Callable[[int], bool] | None = None,
+    ) -> int | None:
         """Best fit among the given nodes only (a topology domain): fewest free GPUs, then index."""
-        fitting = [n for n in nodes if n in eligible and self.fits(n, request)]
+        fitting = [n for n in nodes if n in eligible and self.fits(n, request) and (accept is None or accept(n))]
         return min(fitting, key=lambda n: (self._level(self.free[n]), n)) if fitting else None
 
-    def best_fit(self, request: tuple[int, ...], gpus: int, eligible: dict[int, int]) -> int | None:
+    def best_fit(
+        self,
+        request: tuple[int, ...],
+        gpus: int,
+        eligible: dict[int, int],
+        accept: Callable[[int], bool] | None = None,
+    ) -> int | None:
+        """``accept``, when given, must also pass (a pod whose topology spread limits its nodes)."""
         for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
             for node in self.levels[level]:
-                if node in eligible and self.fits(node, request):
+                if node in eligible and self.fits(node, request) and (accept is None or accept(node)):
                     return node
         return None
 
@@ -319,15 +337,19 @@ def fit_gang(
                 if request_by_name.get(name, 0) > 0
             ):
                 break
+            spread = room.spread if room.spread is not None and pod_class.index in room.spread.of_class else None
+            accept = partial(spread.allows, pod_class.index) if spread is not None else None
             if within is not None:
-                node = room.best_fit_in(shape.request, shape.upper, within)
-            elif least_fragmenting is not None:
+                node = room.best_fit_in(shape.request, shape.upper, within, accept)
+            elif least_fragmenting is not None and accept is None:
                 node = least_fragmenting(room, shape)
             else:
-                node = room.best_fit(shape.request, shape.gpus, shape.upper)
+                node = room.best_fit(shape.request, shape.gpus, shape.upper, accept)
             if node is None:
                 break
             room.take(node, shape.request)
+            if spread is not None:
+                spread.add(pod_class.index, node, 1)
             for name, amount in request_by_name.items():
                 used[name] = used.get(name, 0) + amount
             taken.append((pod_class.index, shape.index, node))
@@ -346,5 +368,7 @@ def fit_gang(
 
 
 def undo(problem: Problem, room: Room, taken: Taken) -> None:
-    for _, shape_index, node in reversed(taken):
+    for class_index, shape_index, node in reversed(taken):
         room.give(node, problem.shapes[shape_index].request)
+        if room.spread is not None:
+            room.spread.add(class_index, node, -1)

@@ -25,6 +25,7 @@ from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import predicates
+from vcsat.solver import spread as spread_rules
 from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
 
@@ -46,6 +47,9 @@ class Shape:
     """Per eligible node: how many pods of this shape fit there on their own."""
     eligibility: predicates.EligibilityKey
     """Pods of this shape pass the predicates on the same nodes (see ``predicates.eligibility_key``)."""
+    alone: int | None = None
+    """The one pod class of this shape, for a class whose own per-node counts a rule between pods
+    reads (topology spread): it shares its shape and bucket with no other class."""
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,8 @@ class Problem:
     fair_levels: list[tuple[int, int]] | None = None
     """(queue priority, tier) of each queue fair-share level, most important first (filled on first use)."""
     _candidates: list[Gang] | None = None
+    spread: list[spread_rules.Group] = field(default_factory=list)
+    """The cycle's pod topology spread constraint groups (:mod:`vcsat.solver.spread`)."""
     topology_gangs: tuple[int, ...] = ()
     """Candidate gangs whose placement is priced by the domains it spans: more GPUs than one node
     has, or a ``networkTopology`` of their own."""
@@ -342,11 +348,12 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     gangs: list[Gang] = []
     classes: list[PodClass] = []
     shapes: list[Shape] = []
-    shape_by_key: dict[tuple[tuple[int, ...], Hashable], int] = {}
+    shape_by_key: dict[tuple[tuple[int, ...], Hashable, int | None], int] = {}
     eligible_cache: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
     node_index = predicates.NodeIndex(nodes)
     free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
     blocked: dict[int, Blocked] = {}
+    selectors = spread_rules.cycle_selectors(pending)
 
     for key in sorted(by_gang, key=lambda k: (min(p.created for p in by_gang[k]), k)):
         pods = sorted(by_gang[key], key=lambda p: (p.created, p.key))
@@ -362,20 +369,25 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         gang.rank = gang.priority if policy.priority else 0
         gangs.append(gang)
 
-        by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey], list[Pod]] = {}
+        by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey, Hashable], list[Pod]] = {}
         for pod in pods:
             request = request_of(pod, resources)
-            class_key = (pod.task, request, predicates.eligibility_key(pod))
+            token = spread_rules.pod_token(pod, selectors) if selectors else None
+            class_key = (pod.task, request, predicates.eligibility_key(pod), token)
             by_class.setdefault(class_key, []).append(pod)
 
-        for (task, request, elig_key), class_pods in by_class.items():
-            shape_key = (request, elig_key)
+        for (task, request, elig_key, token), class_pods in by_class.items():
+            alone = None if token is None else len(classes)
+            shape_key = (request, elig_key, alone)
             shape_index = shape_by_key.get(shape_key)
             if shape_index is None:
                 eligible = eligible_cache.get(elig_key)
                 if eligible is None:
                     eligible = _mask_array(node_index, node_index.mask(elig_key))
                     eligible_cache[elig_key] = eligible
+                if alone is not None and spread_rules.hard_constraints(class_pods[0]):
+                    keyed = [c.topology_key for c in spread_rules.hard_constraints(class_pods[0])]
+                    eligible = eligible & _mask_array(node_index, _keys_mask(node_index, keyed))
                 upper = _fit_counts(request, free_array, eligible)
                 shape_index = len(shapes)
                 shape_by_key[shape_key] = shape_index
@@ -387,6 +399,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         nodes=tuple(sorted(upper)),
                         upper=upper,
                         eligibility=elig_key,
+                        alone=alone,
                     )
                 )
             pod_class = PodClass(
@@ -416,6 +429,13 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             blocked[gang.index] = reason
 
     buckets = initial_buckets(shapes, resources, free)
+    groups = (
+        spread_rules.build_groups(
+            snapshot, nodes, [(c.index, c.pods[0]) for c in classes if shapes[c.shape].alone is not None]
+        )
+        if selectors
+        else []
+    )
 
     lineage = _lineages(snapshot)
     queue_room: dict[str, dict[str, int]] = {}
@@ -479,6 +499,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         wanted=wanted,
         queue_priorities={queue.name: queue.priority for queue in snapshot.queues if queue.priority},
         node_index=node_index,
+        spread=groups,
         domains=domains,
         topology_gangs=topology_gangs,
     )
@@ -522,7 +543,8 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
     groups: dict[tuple[object, ...], list[Shape]] = {}
     for shape in shapes:
         if shape.nodes:
-            groups.setdefault((tuple(shape.request[i] for i in keep), shape.eligibility), []).append(shape)
+            key = (tuple(shape.request[i] for i in keep), shape.eligibility, shape.alone)
+            groups.setdefault(key, []).append(shape)
     buckets: list[Bucket] = []
     for members in sorted(groups.values(), key=lambda m: m[0].index):
         buckets.append(_bucket(len(buckets), members, free))
@@ -570,6 +592,14 @@ def _renumber(bucket: Bucket, index: int) -> Bucket:
     if bucket.index == index:
         return bucket
     return Bucket(index, bucket.shapes, bucket.request, bucket.gpus, bucket.nodes, bucket.upper)
+
+
+def _keys_mask(index: predicates.NodeIndex, keys: list[str]) -> int:
+    """Nodes that carry every one of the label keys."""
+    mask = index.all_mask
+    for key in keys:
+        mask &= index.key_mask(key)
+    return mask
 
 
 def _mask_array(index: predicates.NodeIndex, mask: int) -> NDArray[np.bool_]:
@@ -665,7 +695,9 @@ def _prefilter(
             continue  # optional pods only; others of the gang may still go
         pod = pod_class.pods[0]
         could_ever = any(
-            predicates.predicate_failure(pod, node) is None and res.fits(_without_share(pod.requests), node.allocatable)
+            predicates.predicate_failure(pod, node) is None
+            and spread_rules.has_keys(pod, node)
+            and res.fits(_without_share(pod.requests), node.allocatable)
             for node in nodes
         )
         code = "InsufficientResources" if could_ever else "Unschedulable"
@@ -683,6 +715,10 @@ def _why_no_node(pod: Pod, nodes: tuple[Node, ...]) -> str:
         if failure is not None:
             counts[failure.code] = counts.get(failure.code, 0) + 1
             example.setdefault(failure.code, failure.message)
+            continue
+        if not spread_rules.has_keys(pod, node):
+            counts["PodTopologySpread"] = counts.get("PodTopologySpread", 0) + 1
+            example.setdefault("PodTopologySpread", spread_rules.MISSING_LABEL_REASON)
             continue
         if not res.fits(_without_share(pod.requests), node.allocatable):
             too_small += 1

@@ -37,6 +37,7 @@ from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.preempt import preempt_and_reclaim
 from vcsat.solver.problem import Problem, build_problem
+from vcsat.solver.spread import SpreadState
 
 SEARCH_SHARE = 0.65
 """Of the time limit, what the allocate search may spend in CP-SAT (deterministic seconds), less
@@ -66,6 +67,18 @@ def _lexicographic(problem: Problem, assignment: Assignment) -> tuple[int, ...]:
     return (*(fair[tier] for tier in sorted(fair)), *_ranked(_placed(problem, assignment)))
 
 
+def spread_broken(problem: Problem, placed: list[Binding]) -> bool:
+    """Whether these bindings leave a topology spread constraint beyond its maxSkew."""
+    state = SpreadState(problem.spread)
+    class_of = {pod.key: c for c in state.of_class for pod in problem.classes[c].pods}
+    node_of = {node.name: n for n, node in enumerate(problem.nodes)}
+    for binding in placed:
+        c = class_of.get(binding.pod)
+        if c is not None:
+            state.add(c, node_of[binding.node], 1)
+    return bool(state.broken())
+
+
 def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
     with no_gc_pauses():
         return _solve(snapshot, policy or Policy())
@@ -87,6 +100,12 @@ def _solve(snapshot: Snapshot, policy: Policy) -> Decision:
         assignment, status = result.assignment, ("OPTIMAL" if result.optimal else "FEASIBLE")
     else:
         assignment, status = hint, "FALLBACK"
+    now = bindings(problem, assignment, assignment.shape_slots)
+    if assignment is not hint and problem.spread and spread_broken(problem, now):
+        # The decode or the repair moved or dropped a pod the spread counts read: the greedy
+        # decision keeps every constraint by construction.
+        assignment, status = hint, "FALLBACK"
+        now = bindings(problem, assignment, assignment.shape_slots)
     values = _placed(problem, assignment)
     fair = fair_share_values(problem, assignment)
     # The first bounds hold the levels above each at least at the hint's values; they stay valid
@@ -110,7 +129,6 @@ def _solve(snapshot: Snapshot, policy: Policy) -> Decision:
         bound=float(bound),
         seconds=0.0,
     )
-    now = bindings(problem, assignment, assignment.shape_slots)
     podgroups = outcomes(problem, assignment)
     nominations: list[Nomination] = []
     evictions: list[Eviction] = []
