@@ -45,6 +45,8 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
+from vcsat.solver.check_spread import RULE as SPREAD_RULE
+from vcsat.solver.check_spread import spread_violations
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.predicates import PREDICATE_CODES, predicate_failure
 
@@ -59,6 +61,7 @@ RULES: Final = (
     "DuplicatePlacement",
     "UnknownNode",
     *PREDICATE_CODES,
+    "PodTopologySpread",
     "CapacityNow",
     "CapacityAfterEvictions",
     "GpuIndices",
@@ -155,6 +158,7 @@ class _Checker:
     def run(self) -> list[Violation]:
         self._placements()
         self._evictions()
+        self._spread()
         self._capacity()
         self._gpus()
         self._gangs()
@@ -242,6 +246,32 @@ class _Checker:
             protection = victim_protection(pod)
             if protection:
                 self._flag("VictimProtected", key, f"{eviction.reason} victim {protection}")
+
+    # --- pod topology spread (check_spread.py) -------------------------------------------------
+
+    def _spread(self) -> None:
+        if not any(p.pod.spread_constraints for p in self.placements if p.node is not None):
+            return
+        now: dict[str, list[Pod]] = defaultdict(list)
+        after: dict[str, list[Pod]] = defaultdict(list)
+        for name, pods in self.snapshot.pods_on_node.items():
+            now[name].extend(pods)
+            after[name].extend(pod for pod in pods if pod.key not in self.victims)
+        judged: list[tuple[Pod, Node, str]] = []
+        for placement in self.placements:
+            if placement.node is None:
+                continue
+            after[placement.node.name].append(placement.pod)
+            if placement.kind == "binding":
+                now[placement.node.name].append(placement.pod)
+                judged.append((placement.pod, placement.node, "before evictions"))
+            judged.append((placement.pod, placement.node, "after evictions"))
+        states = {"before evictions": now, "after evictions": after}
+        seen: set[tuple[str, str]] = set()
+        for key, message in spread_violations(self.snapshot, judged, states):
+            if (key, message.split(" (")[0]) not in seen:
+                seen.add((key, message.split(" (")[0]))
+                self._flag(SPREAD_RULE, key, message)
 
     # --- node capacity ------------------------------------------------------------------------
 
