@@ -31,26 +31,19 @@ RULE = "PodTopologySpread"
 
 
 def _selects(selector: LabelSelector | None, extra: Mapping[str, str], labels: Mapping[str, str]) -> bool:
-    if selector is None:
+    """kube-scheduler's selector with matchLabelKeys added; nil or empty selects no pod."""
+    if selector is None or (not selector.requirements and not extra):
         return False
-    if not selector.match_labels and not selector.match_expressions and not extra:
+    if any(labels.get(key) != value for key, value in extra.items()):
         return False
-    wanted = {**selector.match_labels}
-    for key, value in extra.items():
-        if key in wanted and wanted[key] != value:
-            return False
-        wanted[key] = value
-    for key, value in wanted.items():
-        if labels.get(key) != value:
-            return False
-    for expression in selector.match_expressions:
-        value = labels.get(expression.key)
+    for requirement in selector.requirements:
+        value = labels.get(requirement.key)
         ok = {
-            "In": value is not None and value in expression.values,
-            "NotIn": value is None or value not in expression.values,
+            "In": value is not None and value in requirement.values,
+            "NotIn": value is None or value not in requirement.values,
             "Exists": value is not None,
             "DoesNotExist": value is None,
-        }[expression.operator]
+        }[requirement.operator]
         if not ok:
             return False
     return True

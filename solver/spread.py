@@ -53,14 +53,11 @@ def resolve_selector(constraint: TopologySpreadConstraint, labels: Mapping[str, 
     selector: LabelSelector | None = constraint.selector
     if selector is None:
         return None
-    pairs = dict(selector.match_labels)
-    reqs = tuple(sorted((r.key, r.operator, tuple(sorted(r.values))) for r in selector.match_expressions))
-    extra = [(key, labels[key]) for key in constraint.match_label_keys if key in labels]
-    merged = sorted(pairs.items())
-    if not pairs and not reqs and not extra:
+    reqs = {(r.key, r.operator, tuple(sorted(r.values))) for r in selector.requirements}
+    reqs |= {(key, "In", (labels[key],)) for key in constraint.match_label_keys if key in labels}
+    if not reqs:
         return None  # an empty selector counts nothing
-    requirements = tuple(sorted({*reqs, *((key, "In", (value,)) for key, value in extra)}))
-    return tuple(merged), requirements
+    return (), tuple(sorted(reqs))
 
 
 def matches(selector: Selector | None, labels: Mapping[str, str]) -> bool:

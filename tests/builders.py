@@ -43,7 +43,7 @@ from vcsat.model import (
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodPhase, TaintEffect
 from vcsat.model.decision import PodGroupPhase, SolverStatus
-from vcsat.model.selectors import LabelSelector, LabelSelectorRequirement
+from vcsat.model.selectors import LabelRequirement, label_selector
 from vcsat.model.spread import TopologySpreadConstraint
 
 Quantity = str | int | float
@@ -272,14 +272,14 @@ def spread(
     affinity_policy: Literal["Honor", "Ignore"] = "Honor",
     taints_policy: Literal["Honor", "Ignore"] = "Ignore",
     match_label_keys: Sequence[str] = (),
-    expressions: Sequence[LabelSelectorRequirement] = (),
+    expressions: Sequence[LabelRequirement] = (),
 ) -> TopologySpreadConstraint:
     """A topology spread constraint over ``key`` whose labelSelector is ``match`` (matchLabels)."""
     return TopologySpreadConstraint(
         max_skew=max_skew,
         topology_key=key,
         when_unsatisfiable="ScheduleAnyway" if anyway else "DoNotSchedule",
-        selector=LabelSelector(match_labels=dict(match or {}), match_expressions=tuple(expressions)),
+        selector=label_selector(dict(match or {}), tuple(expressions)),
         min_domains=min_domains,
         node_affinity_policy=affinity_policy,
         node_taints_policy=taints_policy,
