@@ -376,8 +376,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             class_key = (pod.task, request, predicates.eligibility_key(pod), token)
             by_class.setdefault(class_key, []).append(pod)
 
-        for (task, request, elig_key, token), class_pods in by_class.items():
-            alone = None if token is None else len(classes)
+        for (task, request, elig_key, class_token), class_pods in by_class.items():
+            alone = None if class_token is None else len(classes)
             shape_key = (request, elig_key, alone)
             shape_index = shape_by_key.get(shape_key)
             if shape_index is None:
