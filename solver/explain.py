@@ -7,6 +7,8 @@ objective level that decided it, with amounts:
 - ``QueueOverused``: its queue's capability has less room than the gang's minimum needs;
 - ``InsufficientResources``: the whole cluster has less free than the gang's minimum needs;
 - ``Fragmented``: there is enough free room in total, but not on nodes where its pods fit;
+- ``Unschedulable``: it fits by room, but not within its pod topology spread constraints
+  maxSkew (kube-scheduler's "node(s) didn't match pod topology spread constraints");
 - ``NetworkTopologyUnsatisfied``: a hard ``networkTopology`` finds no HyperNode of its tier with room;
 - ``Outranked``: it would fit on its own, but the room went to work ranked higher by the objective
   (queues of higher ``spec.priority``, whose fair shares are served first; higher priority; or more
@@ -22,6 +24,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import Room, fit_topology_first, undo
 from vcsat.solver.objectives.fairness import fair_resources
 from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.spread import SPREAD_REASON
 
 
 def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
@@ -78,6 +81,12 @@ def placed_amounts(problem: Problem, assignment: Assignment) -> dict[str, dict[s
         for name, amount in zip(problem.resources, problem.shapes[problem.classes[c].shape].request, strict=True):
             row[name] = row.get(name, 0) + k * amount
     return out
+
+
+def undo_room(problem: Problem, room: Room, taken: list[tuple[int, int, int]]) -> None:
+    """Give back room only (no spread state was touched)."""
+    for _, shape_index, node in reversed(taken):
+        room.give(node, problem.shapes[shape_index].request)
 
 
 def minimum_request(problem: Problem, gang: Gang) -> dict[str, int]:
@@ -142,6 +151,18 @@ def _why_left_out(
         if taken is not None:
             undo(problem, room, taken)
         fits_cache[signature] = fits
+    if not fits and room.spread is not None and any(c in room.spread.of_class for c in gang.classes):
+        spread, room.spread = room.spread, None
+        caps = [problem.queue_room[q] for q in problem.caps_of(gang.queue)]
+        taken = fit_topology_first(problem, gang, room, caps)
+        room.spread = spread
+        if taken is not None:
+            undo_room(problem, room, taken)
+            return (
+                "Unschedulable",
+                f"the gang's {max(1, gang.need)} pods ({res.format_vector(need)}) fit by room, but "
+                f"{SPREAD_REASON} (maxSkew over the domains of their topologySpreadConstraints)",
+            )
     if not fits and hard is not None:
         return (
             "NetworkTopologyUnsatisfied",

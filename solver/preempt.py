@@ -15,6 +15,11 @@ that may go (the *victims*), and the room left on each node.
   preemptor work is ranked by (queue priority, priority), and victims in higher-priority queues
   are spared before anything else of the victims' order.
 
+Topology spread is kept out of both, which is sound and simple: gangs whose pods carry or match a
+``DoNotSchedule`` constraint of the cycle are not preemptors (they wait for free room), and pods
+such a constraint counts are not victims, so no eviction or nomination changes a count that the
+allocate phase's placements were judged on.
+
 In both, a victim's gang keeps at least its minMember or goes whole; pods that conformance
 protects (kube-system, critical priority classes, ``volcano.sh/preemptable: "false"``,
 terminating) are never victims. The objective, in order: the most preemptor work placed (by
@@ -40,6 +45,7 @@ from vcsat.solver.greedy import gang_order
 from vcsat.solver.levels import Level, make_level, plan_stages
 from vcsat.solver.objectives.fairness import SHARE_SCALE
 from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.spread import matches
 
 MAX_PREEMPTORS = 16
 """Gangs considered per model: the highest-ranked waiting ones; the rest try again next cycle."""
@@ -86,6 +92,16 @@ class Evictions:
         return [problem.gangs[g] for g in sorted(self.placed)]
 
 
+def spread_bound(problem: Problem, gang: Gang) -> bool:
+    """Whether a gang's pods carry or match a topology spread constraint of this cycle."""
+    return any(c in group.carriers or c in group.members for group in problem.spread for c in gang.classes)
+
+
+def counted_by_spread(problem: Problem, pod: Pod) -> bool:
+    """Whether a running pod counts for a topology spread constraint of this cycle."""
+    return any(group.namespace == pod.namespace and matches(group.selector, pod.labels) for group in problem.spread)
+
+
 def victims_of(problem: Problem) -> list[Victim]:
     """Every running pod of ours that conformance lets go, with its node and queue."""
     snapshot = problem.snapshot
@@ -93,7 +109,7 @@ def victims_of(problem: Problem) -> list[Victim]:
     out: list[Victim] = []
     holdings_of: dict[int, GpuHoldings] = {}
     for pod in snapshot.pods:
-        if not pod.bound or pod.node_name not in node_of or protection(pod):
+        if not pod.bound or pod.node_name not in node_of or protection(pod) or counted_by_spread(problem, pod):
             continue
         queue = snapshot.queue_of(pod)
         if queue is None:
@@ -136,6 +152,7 @@ def preempt_and_reclaim(
     decision)."""
     out = Evictions()
     policy = problem.policy
+    waiting = [gang for gang in waiting if not spread_bound(problem, gang)]
     victims = victims_of(problem) if (policy.preempt or policy.reclaim) and waiting else []
     if not victims:
         return out
