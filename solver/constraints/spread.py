@@ -27,8 +27,9 @@ def add_spread(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: li
         return
     bucket_of = {s: b.index for b in buckets for s in b.shapes}
     for group in problem.spread:
-        member_buckets = {bucket_of[problem.classes[c].shape] for c in group.members}
-        carrier_buckets = {bucket_of[problem.classes[c].shape] for c in group.carriers}
+        # A class with no node to go to has no bucket: it adds nothing.
+        member_buckets = {bucket_of.get(problem.classes[c].shape) for c in group.members} - {None}
+        carrier_buckets = {bucket_of.get(problem.classes[c].shape) for c in group.carriers} - {None}
         added: dict[str, list[cp_model.IntVar]] = {}
         received: dict[str, list[cp_model.IntVar]] = {}
         for node, domain in group.domain_of.items():
