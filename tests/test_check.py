@@ -23,6 +23,7 @@ from tests.builders import (
     pod,
     queue,
     snapshot,
+    spread,
 )
 from vcsat.model import Binding, Decision, Pod, Policy, Snapshot, SolverStats
 from vcsat.model import resources as res
@@ -590,6 +591,24 @@ case(
     dec.model_copy(update={"solver": dec.solver.model_copy(update={"seconds": -1.0})}),
     "SolverStats",
 )
+
+
+# --- pod topology spread (DoNotSchedule) ------------------------------------------------------
+
+_web = {"app": "web"}
+snap = snapshot(
+    nodes=[node(f"n{z}", labels={"zone": z}) for z in "ab"] + [node("bare")],
+    pods=[pod(f"ns/w{i}", cpu="0.5", labels=_web, spread=[spread("zone", 1, _web)]) for i in range(2)],
+)
+case("spread kept", snap, decision(snap, bindings=[bind("ns/w0", "na"), bind("ns/w1", "nb")]))
+case(
+    "spread: both in one zone",
+    snap,
+    decision(snap, bindings=[bind("ns/w0", "na"), bind("ns/w1", "na")]),
+    "PodTopologySpread",
+    "PodTopologySpread",
+)
+case("spread: node without the key", snap, decision(snap, bindings=[bind("ns/w0", "bare")]), "PodTopologySpread")
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
