@@ -27,6 +27,7 @@ from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import predicates
 from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
+from vcsat.solver.isolation import Isolation, isolation
 
 VALUE_SCALE = 1000
 """A pod's value is its dominant share of the largest node, in thousandths (see ``pod_value``)."""
@@ -46,6 +47,9 @@ class Shape:
     """Per eligible node: how many pods of this shape fit there on their own."""
     eligibility: predicates.EligibilityKey
     """Pods of this shape pass the predicates on the same nodes (see ``predicates.eligibility_key``)."""
+    isolated: int | None = None
+    """The one pod class of this shape when the class takes part in rules between pods
+    (:mod:`vcsat.solver.isolation`): its bucket then holds this shape alone."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +198,10 @@ class Problem:
     topology_gangs: tuple[int, ...] = ()
     """Candidate gangs whose placement is priced by the domains it spans: more GPUs than one node
     has, or a ``networkTopology`` of their own."""
+    isolation: Isolation = field(default_factory=lambda: Isolation(()))
+    """Rules between pods active this cycle (:mod:`vcsat.solver.isolation`)."""
+    isolated: frozenset[int] = frozenset()
+    """Classes that take part in rules between pods: each has a shape and a bucket of its own."""
 
     def queue_priority(self, queue: str) -> int:
         """The queue's own ``spec.priority`` (0 when unset or unknown). In a hierarchy only the
@@ -342,11 +350,13 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     gangs: list[Gang] = []
     classes: list[PodClass] = []
     shapes: list[Shape] = []
-    shape_by_key: dict[tuple[tuple[int, ...], Hashable], int] = {}
+    shape_by_key: dict[tuple[Hashable, ...], int] = {}
     eligible_cache: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
     node_index = predicates.NodeIndex(nodes)
     free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
     blocked: dict[int, Blocked] = {}
+    iso = isolation(snapshot, pending)
+    isolated: set[int] = set()
 
     for key in sorted(by_gang, key=lambda k: (min(p.created for p in by_gang[k]), k)):
         pods = sorted(by_gang[key], key=lambda p: (p.created, p.key))
@@ -362,20 +372,28 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         gang.rank = gang.priority if policy.priority else 0
         gangs.append(gang)
 
-        by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey], list[Pod]] = {}
+        by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey, Hashable], list[Pod]] = {}
         for pod in pods:
             request = request_of(pod, resources)
-            class_key = (pod.task, request, predicates.eligibility_key(pod))
+            class_key = (pod.task, request, predicates.eligibility_key(pod), iso.signature(pod))
             by_class.setdefault(class_key, []).append(pod)
 
-        for (task, request, elig_key), class_pods in by_class.items():
-            shape_key = (request, elig_key)
+        for (task, request, elig_key, signature), class_pods in by_class.items():
+            own = len(classes) if signature is not None else None
+            shape_key: tuple[Hashable, ...] = (request, elig_key) if own is None else (request, elig_key, own)
             shape_index = shape_by_key.get(shape_key)
             if shape_index is None:
                 eligible = eligible_cache.get(elig_key)
                 if eligible is None:
                     eligible = _mask_array(node_index, node_index.mask(elig_key))
                     eligible_cache[elig_key] = eligible
+                if own is not None:
+                    # Bound pods' terms and ports are static: they narrow the class's nodes.
+                    eligible = eligible.copy()
+                    for where in np.flatnonzero(eligible):
+                        if iso.failure(class_pods[0], int(where)) is not None:
+                            eligible[where] = False
+                    isolated.add(own)
                 upper = _fit_counts(request, free_array, eligible)
                 shape_index = len(shapes)
                 shape_by_key[shape_key] = shape_index
@@ -387,6 +405,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         nodes=tuple(sorted(upper)),
                         upper=upper,
                         eligibility=elig_key,
+                        isolated=own,
                     )
                 )
             pod_class = PodClass(
@@ -411,7 +430,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             blocked[gang.index] = Blocked(gang.index, admission.reason, admission.message)
             continue
         gang.admitted = True
-        reason = _prefilter(gang, snapshot, classes, shapes, nodes)
+        reason = _prefilter(gang, snapshot, classes, shapes, nodes, iso)
         if reason is not None:
             blocked[gang.index] = reason
 
@@ -481,6 +500,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         node_index=node_index,
         domains=domains,
         topology_gangs=topology_gangs,
+        isolation=iso,
+        isolated=frozenset(isolated),
     )
 
 
@@ -522,7 +543,8 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
     groups: dict[tuple[object, ...], list[Shape]] = {}
     for shape in shapes:
         if shape.nodes:
-            groups.setdefault((tuple(shape.request[i] for i in keep), shape.eligibility), []).append(shape)
+            key = (tuple(shape.request[i] for i in keep), shape.eligibility, shape.isolated)
+            groups.setdefault(key, []).append(shape)
     buckets: list[Bucket] = []
     for members in sorted(groups.values(), key=lambda m: m[0].index):
         buckets.append(_bucket(len(buckets), members, free))
@@ -626,6 +648,7 @@ def _prefilter(
     classes: list[PodClass],
     shapes: list[Shape],
     nodes: tuple[Node, ...],
+    iso: Isolation,
 ) -> Blocked | None:
     """Reasons that hold whatever else is placed: the typed outcome before any search."""
     for pod_class in (classes[c] for c in gang.classes):
@@ -664,31 +687,40 @@ def _prefilter(
         if gang.need == 0 and not gang.task_need:
             continue  # optional pods only; others of the gang may still go
         pod = pod_class.pods[0]
+        isolated = shape.isolated is not None
         could_ever = any(
-            predicates.predicate_failure(pod, node) is None and res.fits(_without_share(pod.requests), node.allocatable)
-            for node in nodes
+            predicates.predicate_failure(pod, node) is None
+            and res.fits(_without_share(pod.requests), node.allocatable)
+            and not (isolated and iso.failure(pod, i) is not None)
+            for i, node in enumerate(nodes)
         )
         code = "InsufficientResources" if could_ever else "Unschedulable"
-        return Blocked(gang.index, code, _why_no_node(pod, nodes))
+        return Blocked(gang.index, code, _why_no_node(pod, nodes, iso if isolated else None))
     return None
 
 
-def _why_no_node(pod: Pod, nodes: tuple[Node, ...]) -> str:
+def _why_no_node(pod: Pod, nodes: tuple[Node, ...], iso: Isolation | None = None) -> str:
     """Kubernetes-style count of why each node refuses the pod ("0/5 nodes: ...")."""
     counts: dict[str, int] = {}
     example: dict[str, str] = {}
     too_small = 0
-    for node in nodes:
+    between: dict[str, int] = {}
+    for i, node in enumerate(nodes):
         failure = predicates.predicate_failure(pod, node)
         if failure is not None:
             counts[failure.code] = counts.get(failure.code, 0) + 1
             example.setdefault(failure.code, failure.message)
+            continue
+        why = iso.failure(pod, i) if iso is not None else None
+        if why is not None:
+            between[why] = between.get(why, 0) + 1
             continue
         if not res.fits(_without_share(pod.requests), node.allocatable):
             too_small += 1
             continue
         counts["InsufficientFree"] = counts.get("InsufficientFree", 0) + 1
     parts = [f"{count} {code} ({example[code]})" for code, count in sorted(counts.items()) if code in example]
+    parts += [f"{count} {why}" for why, count in sorted(between.items())]
     if too_small:
         parts.append(f"{too_small} too small for {res.format_vector(_without_share(pod.requests))}")
     if "InsufficientFree" in counts:
