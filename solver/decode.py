@@ -100,8 +100,9 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
         # A pod the bucket's slots could not hold may still fit elsewhere with its real request:
         # the placement (and its value) stands, only the packing changes.
         for s in missing:
-            if problem.shapes[s].alone is not None:
-                _short(out, bucket, [s])  # its node counts for topology spread: it may not move
+            if problem.shapes[s].isolated is not None:
+                # Its nodes are the model's: rules between pods were decided for those (never moved).
+                _short(out, bucket, [s])
                 continue
             elsewhere = _anywhere(problem.shapes[s].request, problem.shapes[s].upper, room)
             if elsewhere is None:
@@ -162,7 +163,7 @@ def _pack_shares(problem: Problem, out: Resolution, room: list[list[int]]) -> No
             for r, amount in enumerate(request):
                 room[node][r] += amount
             target = None
-            for other in sorted(problem.shapes[s].upper):
+            for other in sorted(problem.shapes[s].upper if problem.shapes[s].isolated is None else ()):
                 if other == node or not all(a <= room[other][r] for r, a in enumerate(request) if a > 0):
                     continue
                 other_whole, other_shares = _gpu_load(problem, out.shape_slots, other)

@@ -28,6 +28,7 @@ from vcsat.solver import predicates
 from vcsat.solver import spread as spread_rules
 from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
+from vcsat.solver.isolation import Isolation, isolation
 
 VALUE_SCALE = 1000
 """A pod's value is its dominant share of the largest node, in thousandths (see ``pod_value``)."""
@@ -47,9 +48,9 @@ class Shape:
     """Per eligible node: how many pods of this shape fit there on their own."""
     eligibility: predicates.EligibilityKey
     """Pods of this shape pass the predicates on the same nodes (see ``predicates.eligibility_key``)."""
-    alone: int | None = None
-    """The one pod class of this shape, for a class whose own per-node counts a rule between pods
-    reads (topology spread): it shares its shape and bucket with no other class."""
+    isolated: int | None = None
+    """The one pod class of this shape when the class takes part in rules between pods
+    (:mod:`vcsat.solver.isolation`): its bucket then holds this shape alone."""
 
 
 @dataclass(frozen=True)
@@ -195,11 +196,15 @@ class Problem:
     fair_levels: list[tuple[int, int]] | None = None
     """(queue priority, tier) of each queue fair-share level, most important first (filled on first use)."""
     _candidates: list[Gang] | None = None
-    spread: list[spread_rules.Group] = field(default_factory=list)
-    """The cycle's pod topology spread constraint groups (:mod:`vcsat.solver.spread`)."""
     topology_gangs: tuple[int, ...] = ()
     """Candidate gangs whose placement is priced by the domains it spans: more GPUs than one node
     has, or a ``networkTopology`` of their own."""
+    isolation: Isolation = field(default_factory=lambda: Isolation(()))
+    """Rules between pods active this cycle (:mod:`vcsat.solver.isolation`)."""
+    isolated: frozenset[int] = frozenset()
+    """Classes that take part in rules between pods: each has a shape and a bucket of its own."""
+    spread: list[spread_rules.Group] = field(default_factory=list)
+    """The cycle's pod topology spread constraint groups (:mod:`vcsat.solver.spread`)."""
 
     def queue_priority(self, queue: str) -> int:
         """The queue's own ``spec.priority`` (0 when unset or unknown). In a hierarchy only the
@@ -348,12 +353,13 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     gangs: list[Gang] = []
     classes: list[PodClass] = []
     shapes: list[Shape] = []
-    shape_by_key: dict[tuple[tuple[int, ...], Hashable, int | None], int] = {}
+    shape_by_key: dict[tuple[Hashable, ...], int] = {}
     eligible_cache: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
     node_index = predicates.NodeIndex(nodes)
     free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
     blocked: dict[int, Blocked] = {}
-    selectors = spread_rules.cycle_selectors(pending)
+    iso = isolation(snapshot, pending)
+    isolated: set[int] = set()
 
     for key in sorted(by_gang, key=lambda k: (min(p.created for p in by_gang[k]), k)):
         pods = sorted(by_gang[key], key=lambda p: (p.created, p.key))
@@ -372,22 +378,25 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         by_class: dict[tuple[str, tuple[int, ...], predicates.EligibilityKey, Hashable], list[Pod]] = {}
         for pod in pods:
             request = request_of(pod, resources)
-            token = spread_rules.pod_token(pod, selectors) if selectors else None
-            class_key = (pod.task, request, predicates.eligibility_key(pod), token)
+            class_key = (pod.task, request, predicates.eligibility_key(pod), iso.signature(pod))
             by_class.setdefault(class_key, []).append(pod)
 
-        for (task, request, elig_key, class_token), class_pods in by_class.items():
-            alone = None if class_token is None else len(classes)
-            shape_key = (request, elig_key, alone)
+        for (task, request, elig_key, signature), class_pods in by_class.items():
+            own = len(classes) if signature is not None else None
+            shape_key: tuple[Hashable, ...] = (request, elig_key) if own is None else (request, elig_key, own)
             shape_index = shape_by_key.get(shape_key)
             if shape_index is None:
                 eligible = eligible_cache.get(elig_key)
                 if eligible is None:
                     eligible = _mask_array(node_index, node_index.mask(elig_key))
                     eligible_cache[elig_key] = eligible
-                if alone is not None and spread_rules.hard_constraints(class_pods[0]):
-                    keyed = [c.topology_key for c in spread_rules.hard_constraints(class_pods[0])]
-                    eligible = eligible & _mask_array(node_index, _keys_mask(node_index, keyed))
+                if own is not None:
+                    # Bound pods' terms and ports are static: they narrow the class's nodes.
+                    eligible = eligible.copy()
+                    for where in np.flatnonzero(eligible):
+                        if iso.failure(class_pods[0], int(where)) is not None:
+                            eligible[where] = False
+                    isolated.add(own)
                 upper = _fit_counts(request, free_array, eligible)
                 shape_index = len(shapes)
                 shape_by_key[shape_key] = shape_index
@@ -399,7 +408,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         nodes=tuple(sorted(upper)),
                         upper=upper,
                         eligibility=elig_key,
-                        alone=alone,
+                        isolated=own,
                     )
                 )
             pod_class = PodClass(
@@ -424,16 +433,14 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             blocked[gang.index] = Blocked(gang.index, admission.reason, admission.message)
             continue
         gang.admitted = True
-        reason = _prefilter(gang, snapshot, classes, shapes, nodes)
+        reason = _prefilter(gang, snapshot, classes, shapes, nodes, iso)
         if reason is not None:
             blocked[gang.index] = reason
 
     buckets = initial_buckets(shapes, resources, free)
     groups = (
-        spread_rules.build_groups(
-            snapshot, nodes, [(c.index, c.pods[0]) for c in classes if shapes[c.shape].alone is not None]
-        )
-        if selectors
+        spread_rules.build_groups(snapshot, nodes, [(c, classes[c].pods[0]) for c in sorted(isolated)])
+        if iso.state(spread_rules.NAME) is not None
         else []
     )
 
@@ -499,9 +506,11 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         wanted=wanted,
         queue_priorities={queue.name: queue.priority for queue in snapshot.queues if queue.priority},
         node_index=node_index,
-        spread=groups,
         domains=domains,
         topology_gangs=topology_gangs,
+        isolation=iso,
+        isolated=frozenset(isolated),
+        spread=groups,
     )
 
 
@@ -543,7 +552,7 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
     groups: dict[tuple[object, ...], list[Shape]] = {}
     for shape in shapes:
         if shape.nodes:
-            key = (tuple(shape.request[i] for i in keep), shape.eligibility, shape.alone)
+            key = (tuple(shape.request[i] for i in keep), shape.eligibility, shape.isolated)
             groups.setdefault(key, []).append(shape)
     buckets: list[Bucket] = []
     for members in sorted(groups.values(), key=lambda m: m[0].index):
@@ -592,14 +601,6 @@ def _renumber(bucket: Bucket, index: int) -> Bucket:
     if bucket.index == index:
         return bucket
     return Bucket(index, bucket.shapes, bucket.request, bucket.gpus, bucket.nodes, bucket.upper)
-
-
-def _keys_mask(index: predicates.NodeIndex, keys: list[str]) -> int:
-    """Nodes that carry every one of the label keys."""
-    mask = index.all_mask
-    for key in keys:
-        mask &= index.key_mask(key)
-    return mask
 
 
 def _mask_array(index: predicates.NodeIndex, mask: int) -> NDArray[np.bool_]:
@@ -656,6 +657,7 @@ def _prefilter(
     classes: list[PodClass],
     shapes: list[Shape],
     nodes: tuple[Node, ...],
+    iso: Isolation,
 ) -> Blocked | None:
     """Reasons that hold whatever else is placed: the typed outcome before any search."""
     for pod_class in (classes[c] for c in gang.classes):
@@ -694,37 +696,40 @@ def _prefilter(
         if gang.need == 0 and not gang.task_need:
             continue  # optional pods only; others of the gang may still go
         pod = pod_class.pods[0]
+        isolated = shape.isolated is not None
         could_ever = any(
             predicates.predicate_failure(pod, node) is None
-            and spread_rules.has_keys(pod, node)
             and res.fits(_without_share(pod.requests), node.allocatable)
-            for node in nodes
+            and not (isolated and iso.failure(pod, i) is not None)
+            for i, node in enumerate(nodes)
         )
         code = "InsufficientResources" if could_ever else "Unschedulable"
-        return Blocked(gang.index, code, _why_no_node(pod, nodes))
+        return Blocked(gang.index, code, _why_no_node(pod, nodes, iso if isolated else None))
     return None
 
 
-def _why_no_node(pod: Pod, nodes: tuple[Node, ...]) -> str:
+def _why_no_node(pod: Pod, nodes: tuple[Node, ...], iso: Isolation | None = None) -> str:
     """Kubernetes-style count of why each node refuses the pod ("0/5 nodes: ...")."""
     counts: dict[str, int] = {}
     example: dict[str, str] = {}
     too_small = 0
-    for node in nodes:
+    between: dict[str, int] = {}
+    for i, node in enumerate(nodes):
         failure = predicates.predicate_failure(pod, node)
         if failure is not None:
             counts[failure.code] = counts.get(failure.code, 0) + 1
             example.setdefault(failure.code, failure.message)
             continue
-        if not spread_rules.has_keys(pod, node):
-            counts["PodTopologySpread"] = counts.get("PodTopologySpread", 0) + 1
-            example.setdefault("PodTopologySpread", spread_rules.MISSING_LABEL_REASON)
+        why = iso.failure(pod, i) if iso is not None else None
+        if why is not None:
+            between[why] = between.get(why, 0) + 1
             continue
         if not res.fits(_without_share(pod.requests), node.allocatable):
             too_small += 1
             continue
         counts["InsufficientFree"] = counts.get("InsufficientFree", 0) + 1
     parts = [f"{count} {code} ({example[code]})" for code, count in sorted(counts.items()) if code in example]
+    parts += [f"{count} {why}" for why, count in sorted(between.items())]
     if too_small:
         parts.append(f"{too_small} too small for {res.format_vector(_without_share(pod.requests))}")
     if "InsufficientFree" in counts:

@@ -32,12 +32,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from vcsat.model import Node, Pod, Snapshot
 from vcsat.model.selectors import LabelSelector
 from vcsat.model.spread import TopologySpreadConstraint
 from vcsat.solver import predicates
 
+if TYPE_CHECKING:
+    from vcsat.solver.isolation import Interaction
+
+NAME = "PodTopologySpread"
 SPREAD_REASON = "node(s) didn't match pod topology spread constraints"
 MISSING_LABEL_REASON = "node(s) didn't match pod topology spread constraints (missing required label)"
 
@@ -119,6 +124,23 @@ def pod_token(pod: Pod, selectors: Sequence[tuple[str, Selector]]) -> tuple[obje
     if not own and not hits:
         return None
     return own, hits
+
+
+def spread_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interaction | None:
+    """Topology spread for :mod:`vcsat.solver.isolation`: pods that carry a DoNotSchedule constraint
+    or match one's selector get classes of their own; a node without a constraint's key refuses a
+    carrier ("missing required label")."""
+    from vcsat.solver.isolation import Interaction  # isolation lists this factory
+
+    selectors = cycle_selectors(pending)
+    if not selectors:
+        return None
+    nodes = snapshot.nodes
+
+    def failure(pod: Pod, node: int) -> str | None:
+        return None if has_keys(pod, nodes[node]) else MISSING_LABEL_REASON
+
+    return Interaction(NAME, lambda pod: pod_token(pod, selectors), failure, state=selectors)
 
 
 def cycle_selectors(pending: Iterable[Pod]) -> list[tuple[str, Selector]]:

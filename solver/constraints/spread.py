@@ -4,7 +4,7 @@ The rule, on the final state (see :mod:`vcsat.solver.spread` for why that is kub
 rule): per constraint group, every domain that receives a pod carrying the constraint ends within
 ``maxSkew`` of the least count over the group's eligible domains (0 with fewer domains than
 ``minDomains``). Every class that carries or matches a constraint has a bucket of its own
-(:attr:`vcsat.solver.problem.Shape.alone`), so ``slot[bucket, node]`` is that class's own count on
+(:mod:`vcsat.solver.isolation`), so ``slot[bucket, node]`` is that class's own count on
 the node and a domain's count is a sum of slots: no per-pod variable.
 
 Per group: ``final(d) = existing(d) + Σ matching slots in d``; one ``min`` variable below every
@@ -28,8 +28,8 @@ def add_spread(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: li
     bucket_of = {s: b.index for b in buckets for s in b.shapes}
     for group in problem.spread:
         # A class with no node to go to has no bucket: it adds nothing.
-        member_buckets = {bucket_of.get(problem.classes[c].shape) for c in group.members} - {None}
-        carrier_buckets = {bucket_of.get(problem.classes[c].shape) for c in group.carriers} - {None}
+        member_buckets = {bucket_of[s] for c in group.members if (s := problem.classes[c].shape) in bucket_of}
+        carrier_buckets = {bucket_of[s] for c in group.carriers if (s := problem.classes[c].shape) in bucket_of}
         added: dict[str, list[cp_model.IntVar]] = {}
         received: dict[str, list[cp_model.IntVar]] = {}
         for node, domain in group.domain_of.items():

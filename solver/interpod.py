@@ -1,0 +1,341 @@
+"""InterPodAffinity and NodePorts (kube-scheduler v1.35) as the solver sees them: what bound pods
+fix, and how the pending classes relate to each other.
+
+The rules, as kube-scheduler's filters apply them to one incoming pod P and a node N:
+
+- **P's required affinity** (all terms must hold): N has every term's ``topologyKey``, and for each
+  term the domain (key, N's value) holds a pod that matches *all* of P's terms. First-pod rule: if no
+  pod anywhere matches all of P's terms and P matches them itself, N only needs the keys.
+  Refusal: "node(s) didn't match pod affinity rules".
+- **P's required anti-affinity**: for each term, no pod it selects in N's domain of the term's key
+  (N without the key: no constraint). Refusal: "node(s) didn't match pod anti-affinity rules".
+- **Existing pods' required anti-affinity** (symmetry): a pod E whose term selects P forbids P the
+  domain of E's node under the term's key. Refusal: "node(s) didn't satisfy existing pods
+  anti-affinity rules".
+- **Host ports**: P's (protocol, hostIP, port) conflicts with one held on N when protocol and port
+  are equal and the IPs overlap (``0.0.0.0`` overlaps every IP). Refusal: "node(s) didn't have free
+  ports for the requested pod ports".
+
+A term selects a pod when the pod's namespace is among the term's ``namespaces``, or its
+namespace's labels match ``namespaceSelector`` (empty: every namespace), or, with neither given, is
+the term owner's namespace; and the pod's labels match ``labelSelector`` (absent: no pod).
+
+Bound pods are static: :class:`InterPod` folds them into a per-node refusal (:meth:`failure`) that
+narrows each isolated class's eligible nodes, so they cost nothing in the model. Between pending
+pods, :func:`relations` says which classes exclude each other from a domain (anti-affinity, either
+side's term), share a node port, or may justify another's affinity. Conservative choices, kept by
+the model and the greedy alike (each is a subset of what kube-scheduler accepts):
+
+- in-cycle affinity is justified only by pending classes that have no required affinity of their
+  own (kube-scheduler could have placed those first), and by bound pods;
+- a group relying on the first-pod rule puts all its pods, per term key, into one domain (or into
+  domains another justifier class occupies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from vcsat.model import Pod, Snapshot
+from vcsat.model.cluster import HostPort, PodAffinityTerm
+from vcsat.solver.isolation import Interaction
+
+INTERPOD = "interpod"
+ANY_IP = "0.0.0.0"
+AFFINITY_REASON = "node(s) didn't match pod affinity rules"
+ANTI_AFFINITY_REASON = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY_REASON = "node(s) didn't satisfy existing pods anti-affinity rules"
+PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"
+
+Domain = tuple[str, str]
+"""(topology key, value)."""
+LabelKey = tuple[str, tuple[tuple[str, str], ...]]
+"""(namespace, sorted labels): what a term looks at in a pod."""
+
+
+def label_key(pod: Pod) -> LabelKey:
+    return (pod.namespace, tuple(sorted(pod.labels.items())))
+
+
+def selects(
+    term: PodAffinityTerm, owner_namespace: str, target: LabelKey, namespaces: Mapping[str, Mapping[str, str]]
+) -> bool:
+    """Whether a term of a pod in ``owner_namespace`` selects a pod with these namespace and labels."""
+    if term.label_selector is None:
+        return False
+    namespace, labels = target
+    if term.namespaces or term.namespace_selector is not None:
+        inside = namespace in term.namespaces or (
+            term.namespace_selector is not None and term.namespace_selector.matches(namespaces.get(namespace, {}))
+        )
+    else:
+        inside = namespace == owner_namespace
+    return inside and term.label_selector.matches(dict(labels))
+
+
+def ports_conflict(a: HostPort, b: HostPort) -> bool:
+    return a[0] == b[0] and a[2] == b[2] and (a[1] == ANY_IP or b[1] == ANY_IP or a[1] == b[1])
+
+
+def has_rules(pod: Pod) -> bool:
+    return bool(pod.host_ports) or not pod.pod_affinity.empty or not pod.pod_anti_affinity.empty
+
+
+def all_terms(pod: Pod) -> list[PodAffinityTerm]:
+    rules = (pod.pod_affinity, pod.pod_anti_affinity)
+    return [t for r in rules for t in r.required] + [w.term for r in rules for w in r.preferred]
+
+
+Profile = tuple[LabelKey, object, object, tuple[HostPort, ...]]
+"""A pod as these rules see it: namespace and labels, affinity, anti-affinity, host ports."""
+
+
+def profile(pod: Pod) -> Profile:
+    return (label_key(pod), pod.pod_affinity, pod.pod_anti_affinity, tuple(sorted(set(pod.host_ports))))
+
+
+@dataclass
+class _Static:
+    """What bound pods fix for one profile."""
+
+    affinity_counts: dict[Domain, int]
+    forbidden: dict[Domain, str]
+    """Domains refused, with the reason (own anti-affinity, or a bound pod's)."""
+    self_match: bool
+    """The pod matches all its own required affinity terms (first-pod rule's second half)."""
+    justifiable: bool
+    """Some pending profile without required affinity matches all its terms, or the first-pod
+    rule applies: the model, not the static filter, decides the nodes its affinity needs."""
+
+
+class InterPod:
+    """Bound pods' terms, labels and ports indexed once per snapshot, and per pending profile the
+    static refusals they imply."""
+
+    def __init__(self, snapshot: Snapshot, pending: Sequence[Pod]) -> None:
+        self.snapshot = snapshot
+        self.namespaces = snapshot.namespaces
+        self.nodes = snapshot.nodes
+        index = {node.name: i for i, node in enumerate(snapshot.nodes)}
+        self.bound_nodes: dict[LabelKey, list[int]] = {}
+        self.bound_anti: list[tuple[PodAffinityTerm, str, int]] = []
+        self.bound_ports: dict[int, list[HostPort]] = {}
+        for pod in snapshot.pods:
+            node = index.get(pod.node_name) if pod.bound and pod.node_name is not None else None
+            if node is None:
+                continue
+            self.bound_nodes.setdefault(label_key(pod), []).append(node)
+            for term in pod.pod_anti_affinity.required:
+                self.bound_anti.append((term, pod.namespace, node))
+            if pod.host_ports:
+                self.bound_ports.setdefault(node, []).extend(pod.host_ports)
+        self.pending_profiles: dict[Profile, Pod] = {}
+        for pod in pending:
+            self.pending_profiles.setdefault(profile(pod), pod)
+        self.pending_terms = {
+            (term, pod.namespace) for pod in self.pending_profiles.values() for term in all_terms(pod)
+        }
+        self._selected: dict[LabelKey, bool] = {}
+        self._static: dict[Profile, _Static] = {}
+
+    @property
+    def active(self) -> bool:
+        """Whether any pending pod has rules, or any bound pod's anti-affinity could refuse one."""
+        return bool(self.pending_terms) or any(p[3] for p in self.pending_profiles) or bool(self.bound_anti)
+
+    def selected(self, key: LabelKey) -> bool:
+        """Whether a pending pod's term, or a bound pod's required anti-affinity, selects such pods."""
+        found = self._selected.get(key)
+        if found is None:
+            found = any(selects(term, owner, key, self.namespaces) for term, owner in self.pending_terms) or any(
+                selects(term, owner, key, self.namespaces) for term, owner, _ in self.bound_anti
+            )
+            self._selected[key] = found
+        return found
+
+    def signature(self, pod: Pod) -> Hashable | None:
+        if has_rules(pod) or self.selected(label_key(pod)):
+            return profile(pod)
+        return None
+
+    def value(self, node: int, key: str) -> str | None:
+        return self.nodes[node].labels.get(key)
+
+    def static(self, pod: Pod) -> _Static:
+        prof = profile(pod)
+        found = self._static.get(prof)
+        if found is None:
+            found = self._static[prof] = self._compute(pod)
+        return found
+
+    def _compute(self, pod: Pod) -> _Static:
+        own = label_key(pod)
+        required = pod.pod_affinity.required
+        counts: dict[Domain, int] = {}
+        if required:
+            for key, nodes in self.bound_nodes.items():
+                if all(selects(t, pod.namespace, key, self.namespaces) for t in required):
+                    for node in nodes:
+                        for term in required:
+                            value = self.value(node, term.topology_key)
+                            if value is not None:
+                                domain = (term.topology_key, value)
+                                counts[domain] = counts.get(domain, 0) + 1
+        forbidden: dict[Domain, str] = {}
+        for term in pod.pod_anti_affinity.required:
+            for key, nodes in self.bound_nodes.items():
+                if selects(term, pod.namespace, key, self.namespaces):
+                    for node in nodes:
+                        value = self.value(node, term.topology_key)
+                        if value is not None:
+                            forbidden.setdefault((term.topology_key, value), ANTI_AFFINITY_REASON)
+        for term, owner, node in self.bound_anti:
+            if selects(term, owner, own, self.namespaces):
+                value = self.value(node, term.topology_key)
+                if value is not None:
+                    forbidden.setdefault((term.topology_key, value), EXISTING_ANTI_AFFINITY_REASON)
+        self_match = bool(required) and all(selects(t, pod.namespace, own, self.namespaces) for t in required)
+        justifiable = (not counts and self_match) or any(
+            not other.pod_affinity.required
+            and all(selects(t, pod.namespace, label_key(other), self.namespaces) for t in required)
+            for other in self.pending_profiles.values()
+        )
+        return _Static(counts, forbidden, self_match, justifiable)
+
+    def failure(self, pod: Pod, node: int) -> str | None:
+        """kube-scheduler's refusal of the node for the pod from bound pods alone (NodePorts first,
+        then InterPodAffinity's affinity, anti-affinity, existing pods' anti-affinity), or None."""
+        if pod.host_ports:
+            held = self.bound_ports.get(node, ())
+            if any(ports_conflict(a, b) for a in pod.host_ports for b in held):
+                return PORTS_REASON
+        static = self.static(pod)
+        labels = self.nodes[node].labels
+        required = pod.pod_affinity.required
+        if required:
+            if any(t.topology_key not in labels for t in required):
+                return AFFINITY_REASON
+            met = all(static.affinity_counts.get((t.topology_key, labels[t.topology_key]), 0) > 0 for t in required)
+            if not met and not static.justifiable:
+                return AFFINITY_REASON
+        reasons = [static.forbidden[(k, v)] for k, v in labels.items() if (k, v) in static.forbidden]
+        if ANTI_AFFINITY_REASON in reasons:
+            return ANTI_AFFINITY_REASON
+        return reasons[0] if reasons else None
+
+
+def interpod_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interaction | None:
+    """The isolation hook (:mod:`vcsat.solver.isolation`) for inter-pod affinity and host ports."""
+    state = InterPod(snapshot, pending)
+    if not state.active:
+        return None
+    return Interaction(name=INTERPOD, signature=state.signature, failure=state.failure, state=state)
+
+
+# --- relations between isolated classes ---------------------------------------------------------
+
+
+@dataclass
+class AffinityNeed:
+    """A group's required affinity, as the model and the greedy enforce it."""
+
+    terms: tuple[PodAffinityTerm, ...]
+    static: dict[Domain, int]
+    """Bound pods matching all terms, per domain."""
+    justifiers: frozenset[int]
+    """Groups without required affinity whose pods match all the terms."""
+    first_pod: bool
+    """No bound pod matches and the group matches itself: one domain per key of its own choosing."""
+
+
+@dataclass
+class Relations:
+    """How the isolated classes of one cycle constrain each other."""
+
+    group_of: dict[int, int]
+    """Isolated class -> its group (classes with the same profile)."""
+    members: dict[int, list[int]]
+    """Group -> its classes."""
+    keys: tuple[str, ...]
+    """Every topology key a required term names."""
+    self_anti: dict[int, set[str]] = field(default_factory=dict)
+    """Group -> keys of its required anti-affinity terms that select its own pods: one pod per domain."""
+    anti_pairs: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
+    """Key -> pairs of distinct groups (low, high) that may not share a domain of that key."""
+    port_cliques: list[frozenset[int]] = field(default_factory=list)
+    """Sets of classes whose ports pairwise conflict: at most one of their pods per node."""
+    affinity: dict[int, AffinityNeed] = field(default_factory=dict)
+
+    def conflicts(self, group: int, key: str) -> set[int]:
+        """Groups that may not share a domain of ``key`` with ``group`` (itself excluded)."""
+        out = set()
+        for a, b in self.anti_pairs.get(key, ()):
+            if a == group:
+                out.add(b)
+            elif b == group:
+                out.add(a)
+        return out
+
+
+def relations(state: InterPod, classes: Mapping[int, Pod]) -> Relations:
+    """Relations among isolated classes, each given by one of its pods (all agree on the profile)."""
+    group_by_profile: dict[Profile, int] = {}
+    group_of: dict[int, int] = {}
+    members: dict[int, list[int]] = {}
+    rep: dict[int, Pod] = {}
+    for c, pod in sorted(classes.items()):
+        g = group_by_profile.setdefault(profile(pod), len(group_by_profile))
+        group_of[c] = g
+        members.setdefault(g, []).append(c)
+        rep.setdefault(g, pod)
+    keys = sorted(
+        {t.topology_key for pod in rep.values() for t in (*pod.pod_affinity.required, *pod.pod_anti_affinity.required)}
+    )
+    out = Relations(group_of=group_of, members=members, keys=tuple(keys))
+    ns = state.namespaces
+    for g, pod in rep.items():
+        for term in pod.pod_anti_affinity.required:
+            for h, other in rep.items():
+                if not selects(term, pod.namespace, label_key(other), ns):
+                    continue
+                if h == g:
+                    out.self_anti.setdefault(g, set()).add(term.topology_key)
+                else:
+                    out.anti_pairs.setdefault(term.topology_key, set()).add((min(g, h), max(g, h)))
+        required = pod.pod_affinity.required
+        if required:
+            static = state.static(pod)
+            justifiers = frozenset(
+                h
+                for h, other in rep.items()
+                if h != g
+                and not other.pod_affinity.required
+                and all(selects(t, pod.namespace, label_key(other), ns) for t in required)
+            )
+            out.affinity[g] = AffinityNeed(
+                terms=required,
+                static=static.affinity_counts,
+                justifiers=justifiers,
+                first_pod=not static.affinity_counts and static.self_match,
+            )
+    out.port_cliques = _port_cliques({c: pod.host_ports for c, pod in classes.items() if pod.host_ports})
+    return out
+
+
+def _port_cliques(ports: Mapping[int, Iterable[HostPort]]) -> list[frozenset[int]]:
+    """Per (protocol, port): the classes binding every IP together with those binding one IP, for
+    each such IP (the maximal sets of pairwise conflicting users)."""
+    users: dict[tuple[str, int], dict[str, set[int]]] = {}
+    for c, held in ports.items():
+        for protocol, ip, port in held:
+            users.setdefault((protocol, port), {}).setdefault(ip, set()).add(c)
+    cliques: set[frozenset[int]] = set()
+    for by_ip in users.values():
+        wildcard = by_ip.get(ANY_IP, set())
+        specific = [ip for ip in by_ip if ip != ANY_IP]
+        if not specific:
+            cliques.add(frozenset(wildcard))
+        for ip in specific:
+            cliques.add(frozenset(wildcard | by_ip[ip]))
+    return sorted(cliques, key=lambda s: sorted(s))
