@@ -102,6 +102,9 @@ class GeneratorOptions:
     """How tier-1 HyperNodes name their nodes: one exactMatch member per node, or one regexMatch."""
     shapes: tuple[NodeShape, ...] = DEFAULT_SHAPES
     scheduler_name: str = "vcsat"
+    spread_job_share: float = 0.0
+    """Pending jobs (not multi-node) whose pods carry a DoNotSchedule topology spread constraint over
+    their own job's pods, maxSkew 1: half over the spine label (a zone), half over hostnames."""
     start_epoch: int = 1_748_851_200
     """Creation time of the first running job (2025-06-02T08:00:00Z); everything follows in order."""
 
@@ -128,6 +131,7 @@ class GeneratorOptions:
             "ps_worker_job_share",
             "model_pinned_share",
             "unavailable_node_fraction",
+            "spread_job_share",
         ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 problems.append(f"{name} must be within [0, 1]")
@@ -414,6 +418,7 @@ class _Job:
     selector: dict[str, str] | None = None
     affinity: Object | None = None
     topology: Object | None = None
+    spread: Object | None = None
 
     @property
     def pods(self) -> int:
@@ -505,6 +510,8 @@ def _job_pods(
                 spec["nodeSelector"] = dict(job.selector)
             if job.affinity:
                 spec["affinity"] = job.affinity
+            if job.spread:
+                spec["topologySpreadConstraints"] = [job.spread]
             status: Object
             if placements is None:
                 status = {"phase": "Pending", "qosClass": "Burstable"}
@@ -875,6 +882,21 @@ def _pending_jobs(
     return jobs
 
 
+def _add_spread(jobs: list[_Job], options: GeneratorOptions) -> None:
+    """Topology spread on a share of the pending jobs, drawn from a generator of its own so that the
+    rest of the instance is the same as without it."""
+    rng = random.Random(f"{options.seed}-spread")
+    for job in jobs:
+        if job.topology is not None or rng.random() >= options.spread_job_share:
+            continue
+        job.spread = {
+            "maxSkew": 1,
+            "topologyKey": SPINE_LABEL if rng.random() < 0.5 else "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"volcano.sh/job-name": job.name}},
+        }
+
+
 def _pin_model(job: _Job, products: list[str], rng: random.Random) -> None:
     product = rng.choice(products)
     style = rng.randrange(3)
@@ -952,6 +974,8 @@ def generate_instance(options: GeneratorOptions | None = None) -> dict[str, Any]
     pending_groups: list[Object] = []
     pending_pods: list[Object] = []
     jobs = _pending_jobs(options, pending_rng, products, counter, pending_start)
+    if options.spread_job_share > 0:
+        _add_spread(jobs, options)
     inqueue_before = len(jobs) // 2  # the older half has passed Volcano's enqueue action
     for position, job in enumerate(jobs):
         uid = _uid(pending_rng)

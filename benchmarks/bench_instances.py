@@ -31,6 +31,11 @@ ONE_K_CONTENDED = GeneratorOptions(
 preemption and reclaim all have work to do."""
 
 
+ONE_K_SPREAD = GeneratorOptions(nodes=1000, busy_gpu_fraction=0.5, pending_jobs=2000, spread_job_share=0.2)
+"""The 1,000-node instance with a fifth of the pending jobs (about as many pods) spreading their
+pods with a DoNotSchedule topology spread constraint, maxSkew 1, over spines or hostnames."""
+
+
 def instance_key(options: GeneratorOptions) -> str:
     source = inspect.getsource(generate)
     digest = hashlib.sha256(f"{options!r}\n{source}".encode()).hexdigest()[:16]

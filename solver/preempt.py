@@ -45,7 +45,7 @@ from vcsat.solver.greedy import gang_order
 from vcsat.solver.levels import Level, make_level, plan_stages
 from vcsat.solver.objectives.fairness import SHARE_SCALE
 from vcsat.solver.problem import Gang, Problem
-from vcsat.solver.spread import matches
+from vcsat.solver.spread import counted_pods
 
 MAX_PREEMPTORS = 16
 """Gangs considered per model: the highest-ranked waiting ones; the rest try again next cycle."""
@@ -97,19 +97,16 @@ def spread_bound(problem: Problem, gang: Gang) -> bool:
     return any(c in group.carriers or c in group.members for group in problem.spread for c in gang.classes)
 
 
-def counted_by_spread(problem: Problem, pod: Pod) -> bool:
-    """Whether a running pod counts for a topology spread constraint of this cycle."""
-    return any(group.namespace == pod.namespace and matches(group.selector, pod.labels) for group in problem.spread)
-
-
 def victims_of(problem: Problem) -> list[Victim]:
     """Every running pod of ours that conformance lets go, with its node and queue."""
     snapshot = problem.snapshot
     node_of = {node.name: i for i, node in enumerate(problem.nodes)}
     out: list[Victim] = []
     holdings_of: dict[int, GpuHoldings] = {}
+    # Pods a topology spread constraint of this cycle counts are no victims (see the docstring).
+    counted = counted_pods(snapshot, problem.nodes, problem.spread) if problem.spread else set()
     for pod in snapshot.pods:
-        if not pod.bound or pod.node_name not in node_of or protection(pod) or counted_by_spread(problem, pod):
+        if not pod.bound or pod.node_name not in node_of or protection(pod) or pod.key in counted:
             continue
         queue = snapshot.queue_of(pod)
         if queue is None:

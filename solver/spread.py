@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from vcsat.model import Node, Pod, Snapshot
@@ -104,9 +105,10 @@ def counts_domain(pod: Pod, constraint: TopologySpreadConstraint, node: Node) ->
     return not (constraint.node_taints_policy == "Honor" and predicates.untolerated_taint(pod, node) is not None)
 
 
-def pod_token(pod: Pod, selectors: Sequence[tuple[str, Selector]]) -> tuple[object, ...] | None:
+def pod_token(pod: Pod, selectors: Sequence[tuple[int, Selector]]) -> tuple[object, ...] | None:
     """What makes two pending pods alike for spread: their resolved DoNotSchedule constraints and
-    which of the cycle's selectors (per namespace) their labels match. None: spread ignores it."""
+    which of the cycle's selectors of the pod's namespace (numbered) its labels match. None: spread
+    ignores it."""
     own = tuple(
         (
             c.topology_key,
@@ -118,9 +120,7 @@ def pod_token(pod: Pod, selectors: Sequence[tuple[str, Selector]]) -> tuple[obje
         )
         for c in hard_constraints(pod)
     )
-    hits = tuple(
-        i for i, (namespace, sel) in enumerate(selectors) if namespace == pod.namespace and matches(sel, pod.labels)
-    )
+    hits = tuple(sorted(i for i, sel in selectors if matches(sel, pod.labels)))
     if not own and not hits:
         return None
     return own, hits
@@ -136,11 +136,43 @@ def spread_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interactio
     if not selectors:
         return None
     nodes = snapshot.nodes
+    tokens: dict[str, tuple[object, ...] | None] = {}
+    # Selectors by (namespace, key, value) of their first In requirement: a pod is tried only
+    # against those its labels could meet (and the few without an In requirement).
+    by_pair: dict[tuple[str, str, str], list[tuple[int, Selector]]] = {}
+    scan: dict[str, list[tuple[int, Selector]]] = {}
+    for i, (namespace, selector) in enumerate(selectors):
+        first = next((r for r in selector[1] if r[1] == "In"), None)
+        if first is None:
+            scan.setdefault(namespace, []).append((i, selector))
+        else:
+            for value in first[2]:
+                by_pair.setdefault((namespace, first[0], value), []).append((i, selector))
+
+    def signature(pod: Pod) -> tuple[object, ...] | None:
+        # Asked once per (pod, node) by the isolation: computed once per pod.
+        if pod.key not in tokens:
+            candidates = list(scan.get(pod.namespace, ()))
+            for key, value in pod.labels.items():
+                candidates += by_pair.get((pod.namespace, key, value), ())
+            tokens[pod.key] = pod_token(pod, candidates)
+        return tokens[pod.key]
+
+    lacking: dict[tuple[str, ...], frozenset[int]] = {}
+    """Per set of topology keys: the nodes without one of them."""
 
     def failure(pod: Pod, node: int) -> str | None:
-        return None if has_keys(pod, nodes[node]) else MISSING_LABEL_REASON
+        keys = tuple(sorted({c.topology_key for c in hard_constraints(pod)}))
+        if not keys:
+            return None
+        found = lacking.get(keys)
+        if found is None:
+            found = lacking[keys] = frozenset(
+                n for n, each in enumerate(nodes) if not all(key in each.labels for key in keys)
+            )
+        return MISSING_LABEL_REASON if node in found else None
 
-    return Interaction(NAME, lambda pod: pod_token(pod, selectors), failure, state=selectors)
+    return Interaction(NAME, signature, failure, state=selectors)
 
 
 def cycle_selectors(pending: Iterable[Pod]) -> list[tuple[str, Selector]]:
@@ -177,6 +209,22 @@ class Group:
     def few_domains(self) -> bool:
         """Fewer eligible domains than minDomains: the minimum is taken as 0."""
         return len(self.static) < self.min_domains
+
+    @cached_property
+    def sizes(self) -> dict[str, int]:
+        """Per domain: its eligible nodes."""
+        out: dict[str, int] = {}
+        for domain in self.domain_of.values():
+            out[domain] = out.get(domain, 0) + 1
+        return out
+
+    def symmetry_part(self, node: int) -> object:
+        """What tells the node apart for this group: its domain, or for a domain of one node (a
+        hostname key) only its count, since such domains with equal counts are interchangeable."""
+        domain = self.domain_of.get(node)
+        if domain is None:
+            return None
+        return (1, self.static[domain]) if self.sizes[domain] == 1 else domain
 
     def nodes_in(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -258,8 +306,15 @@ class _BoundIndex:
 
     def matching(self, namespace: str, selector: Selector | None) -> dict[int, int]:
         """Per node index: bound pods of the namespace that the selector matches."""
+        out: dict[int, int] = {}
+        for _pod, node in self.pods(namespace, selector):
+            out[node] = out.get(node, 0) + 1
+        return out
+
+    def pods(self, namespace: str, selector: Selector | None) -> list[tuple[Pod, int]]:
+        """Bound pods of the namespace that the selector matches, with their node index."""
         if selector is None:
-            return {}
+            return []
         pairs, requirements = selector
         if pairs:
             candidates = self.by_pair.get((namespace, *pairs[0]), [])
@@ -269,11 +324,14 @@ class _BoundIndex:
                 candidates = [e for value in first_in[2] for e in self.by_pair.get((namespace, first_in[0], value), [])]
             else:
                 candidates = self.by_namespace.get(namespace, [])
-        out: dict[int, int] = {}
-        for pod, node in candidates:
-            if matches(selector, pod.labels):
-                out[node] = out.get(node, 0) + 1
-        return out
+        return [(pod, node) for pod, node in candidates if matches(selector, pod.labels)]
+
+
+def counted_pods(snapshot: Snapshot, nodes: Sequence[Node], groups: Sequence[Group]) -> set[str]:
+    """Keys of the bound pods that some group counts (their namespace and selector)."""
+    bound = _BoundIndex(snapshot, nodes)
+    seen = {(group.namespace, group.selector) for group in groups}
+    return {pod.key for namespace, selector in seen for pod, _node in bound.pods(namespace, selector)}
 
 
 class SpreadState:

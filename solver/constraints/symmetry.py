@@ -21,7 +21,7 @@ def _signature(problem: Problem, node: int, terms: list[NodeTerm]) -> Hashable:
     # Nodes in different topology domains are not interchangeable for a gang priced by locality.
     domains = tuple(sorted(problem.domains.of_node[node].items())) if problem.domains is not None else ()
     # Nor are nodes in different topology spread domains (or counted by different groups).
-    spread = tuple(group.domain_of.get(node) for group in problem.spread)
+    spread = tuple(group.symmetry_part(node) for group in problem.spread)
     return (
         domains,
         spread,
