@@ -569,7 +569,10 @@ def _bucket(index: int, members: list[Shape], free: list[list[int]]) -> Bucket:
         request=request,
         gpus=members[0].gpus,
         nodes=nodes,
-        upper={node: _fit_count(request, free[node]) for node in nodes},
+        # One shape: its own fit counts (same request, same room) need no second pass.
+        upper=dict(members[0].upper)
+        if len(members) == 1
+        else {node: _fit_count(request, free[node]) for node in nodes},
     )
 
 

@@ -161,15 +161,19 @@ def spread_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interactio
     lacking: dict[tuple[str, ...], frozenset[int]] = {}
     """Per set of topology keys: the nodes without one of them."""
 
+    refused: dict[str, frozenset[int]] = {}
+    """Per pod: the nodes it refuses (asked once per (pod, node): computed once per pod)."""
+
     def failure(pod: Pod, node: int) -> str | None:
-        keys = tuple(sorted({c.topology_key for c in hard_constraints(pod)}))
-        if not keys:
-            return None
-        found = lacking.get(keys)
+        found = refused.get(pod.key)
         if found is None:
-            found = lacking[keys] = frozenset(
-                n for n, each in enumerate(nodes) if not all(key in each.labels for key in keys)
-            )
+            keys = tuple(sorted({c.topology_key for c in hard_constraints(pod)}))
+            found = lacking.get(keys)
+            if found is None:
+                found = lacking[keys] = frozenset(
+                    n for n, each in enumerate(nodes) if not all(key in each.labels for key in keys)
+                )
+            refused[pod.key] = found
         return MISSING_LABEL_REASON if node in found else None
 
     return Interaction(NAME, signature, failure, state=selectors)
@@ -281,10 +285,20 @@ def build_groups(snapshot: Snapshot, nodes: Sequence[Node], classes: Sequence[tu
             if c not in group.carriers:
                 group.carriers.append(c)
     groups = list(by_key.values())
+    by_pair: dict[tuple[str, str, str], list[tuple[int, Pod]]] = {}
+    for c, pod in classes:
+        for key, value in pod.labels.items():
+            by_pair.setdefault((pod.namespace, key, value), []).append((c, pod))
     for group in groups:
-        group.members = [
-            c for c, pod in classes if pod.namespace == group.namespace and matches(group.selector, pod.labels)
-        ]
+        if group.selector is None:
+            continue
+        first = next((r for r in group.selector[1] if r[1] == "In"), None)
+        candidates = (
+            [entry for value in first[2] for entry in by_pair.get((group.namespace, first[0], value), [])]
+            if first is not None
+            else [(c, pod) for c, pod in classes if pod.namespace == group.namespace]
+        )
+        group.members = sorted(c for c, pod in candidates if matches(group.selector, pod.labels))
     return groups
 
 
