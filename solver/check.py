@@ -266,6 +266,9 @@ class _Checker:
                 now[placement.node.name].append(placement.pod)
                 judged.append((placement.pod, placement.node, "before evictions"))
             judged.append((placement.pod, placement.node, "after evictions"))
+        if not self.victims and not any(p.kind == "nomination" for p in self.placements):
+            # One final state: judge it once.
+            judged = [(pod, node, "before evictions") for pod, node, state in judged if state == "before evictions"]
         states = {"before evictions": now, "after evictions": after}
         seen: set[tuple[str, str]] = set()
         for key, message in spread_violations(self.snapshot, judged, states):

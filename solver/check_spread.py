@@ -50,11 +50,31 @@ def _selects(selector: LabelSelector | None, extra: Mapping[str, str], labels: M
 
 
 class _State:
-    """Pods present per node in one final state."""
+    """Pods present per node in one final state, and by (namespace, label, value) for lookups."""
 
     def __init__(self, pods_by_node: Mapping[str, Sequence[Pod]]) -> None:
         self.pods_by_node = pods_by_node
         self.cache: dict[tuple[object, ...], dict[str, int]] = {}
+        self.by_label: dict[tuple[str, str, str], list[tuple[Pod, str]]] = {}
+        self.by_namespace: dict[str, list[tuple[Pod, str]]] = {}
+        for name, pods in pods_by_node.items():
+            for pod in pods:
+                if pod.terminating:
+                    continue
+                self.by_namespace.setdefault(pod.namespace, []).append((pod, name))
+                for key, value in pod.labels.items():
+                    self.by_label.setdefault((pod.namespace, key, value), []).append((pod, name))
+
+    def candidates(
+        self, namespace: str, selector: LabelSelector, extra: Mapping[str, str]
+    ) -> Sequence[tuple[Pod, str]]:
+        """Pods that may match: those with one label the selector requires, else the namespace's."""
+        for key, value in extra.items():
+            return self.by_label.get((namespace, key, value), [])
+        for requirement in selector.requirements:
+            if requirement.operator == "In":
+                return [e for v in requirement.values for e in self.by_label.get((namespace, requirement.key, v), [])]
+        return self.by_namespace.get(namespace, [])
 
 
 def spread_violations(
@@ -141,16 +161,11 @@ def _counts(state: _State, pod: Pod, constraint: TopologySpreadConstraint, eligi
     )
     found = state.cache.get(key)
     if found is None:
-        found = {}
-        for node in eligible:
-            value = node.labels[constraint.topology_key]
-            here = sum(
-                1
-                for other in state.pods_by_node.get(node.name, ())
-                if other.namespace == pod.namespace
-                and not other.terminating
-                and _selects(constraint.selector, extra, other.labels)
-            )
-            found[value] = found.get(value, 0) + here
+        domain = {node.name: node.labels[constraint.topology_key] for node in eligible}
+        found = dict.fromkeys(domain.values(), 0)
+        if constraint.selector is not None:
+            for other, where in state.candidates(pod.namespace, constraint.selector, extra):
+                if where in domain and _selects(constraint.selector, extra, other.labels):
+                    found[domain[where]] += 1
         state.cache[key] = found
     return found

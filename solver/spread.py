@@ -287,8 +287,8 @@ def build_groups(snapshot: Snapshot, nodes: Sequence[Node], classes: Sequence[tu
     groups = list(by_key.values())
     by_pair: dict[tuple[str, str, str], list[tuple[int, Pod]]] = {}
     for c, pod in classes:
-        for key, value in pod.labels.items():
-            by_pair.setdefault((pod.namespace, key, value), []).append((c, pod))
+        for label, value in pod.labels.items():
+            by_pair.setdefault((pod.namespace, label, value), []).append((c, pod))
     for group in groups:
         if group.selector is None:
             continue
