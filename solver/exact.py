@@ -28,6 +28,7 @@ from vcsat.solver.objectives.fairness import drf_levels, fairness_levels
 from vcsat.solver.objectives.locality import locality_levels
 from vcsat.solver.objectives.packing import packing_levels
 from vcsat.solver.objectives.placement import age_level, placement_levels
+from vcsat.solver.objectives.spread import spread_levels
 from vcsat.solver.problem import Bucket, Problem, split_bucket
 from vcsat.solver.repair import repair
 from vcsat.solver.variables import Variables, create_variables
@@ -178,6 +179,7 @@ def _search(
         *placement_levels(problem, v),
         *drf_levels(cp, problem, v, hint),
         *locality_levels(problem, v, topo),
+        *spread_levels(cp, problem, v, buckets),
     ]
     if policy.packing_weight > 0:
         levels += packing_levels(cp, problem, v, hint)

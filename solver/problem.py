@@ -205,6 +205,8 @@ class Problem:
     """Classes that take part in rules between pods: each has a shape and a bucket of its own."""
     spread: list[spread_rules.Group] = field(default_factory=list)
     """The cycle's pod topology spread constraint groups (:mod:`vcsat.solver.spread`)."""
+    soft_spread: list[spread_rules.Group] = field(default_factory=list)
+    """Likewise for ScheduleAnyway constraints: an objective level, never a constraint."""
 
     def queue_priority(self, queue: str) -> int:
         """The queue's own ``spec.priority`` (0 when unset or unknown). In a hierarchy only the
@@ -438,11 +440,10 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             blocked[gang.index] = reason
 
     buckets = initial_buckets(shapes, resources, free)
-    groups = (
-        spread_rules.build_groups(snapshot, nodes, [(c, classes[c].pods[0]) for c in sorted(isolated)])
-        if iso.state(spread_rules.NAME) is not None
-        else []
-    )
+    spreading = iso.state(spread_rules.NAME) is not None
+    spread_classes = [(c, classes[c].pods[0]) for c in sorted(isolated)] if spreading else []
+    groups = spread_rules.build_groups(snapshot, nodes, spread_classes) if spreading else []
+    soft_groups = spread_rules.build_groups(snapshot, nodes, spread_classes, hard=False) if spreading else []
 
     lineage = _lineages(snapshot)
     queue_room: dict[str, dict[str, int]] = {}
@@ -511,6 +512,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         isolation=iso,
         isolated=frozenset(isolated),
         spread=groups,
+        soft_spread=soft_groups,
     )
 
 

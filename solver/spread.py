@@ -85,18 +85,19 @@ def matches(selector: Selector | None, labels: Mapping[str, str]) -> bool:
     return True
 
 
-def hard_constraints(pod: Pod) -> tuple[TopologySpreadConstraint, ...]:
-    return tuple(c for c in pod.spread_constraints if c.hard)
+def hard_constraints(pod: Pod, hard: bool = True) -> tuple[TopologySpreadConstraint, ...]:
+    """The pod's DoNotSchedule constraints (its ScheduleAnyway ones with ``hard`` False)."""
+    return tuple(c for c in pod.spread_constraints if c.hard == hard)
 
 
-def has_keys(pod: Pod, node: Node) -> bool:
-    """The node carries every topology key of the pod's DoNotSchedule constraints."""
-    return all(c.topology_key in node.labels for c in hard_constraints(pod))
+def has_keys(pod: Pod, node: Node, hard: bool = True) -> bool:
+    """The node carries every topology key of the pod's DoNotSchedule (or ScheduleAnyway) constraints."""
+    return all(c.topology_key in node.labels for c in hard_constraints(pod, hard))
 
 
 def counts_domain(pod: Pod, constraint: TopologySpreadConstraint, node: Node) -> bool:
     """Whether the node's pods count for this constraint of this pod (an eligible node)."""
-    if not has_keys(pod, node):
+    if not has_keys(pod, node, constraint.hard):
         return False
     if constraint.node_affinity_policy == "Honor" and not (
         predicates.selector_matches(pod.node_selector, node) and predicates.affinity_matches(pod.affinity, node)
@@ -117,8 +118,9 @@ def pod_token(pod: Pod, selectors: Sequence[tuple[int, Selector]]) -> tuple[obje
             c.node_affinity_policy,
             c.node_taints_policy,
             resolve_selector(c, pod.labels),
+            c.hard,
         )
-        for c in hard_constraints(pod)
+        for c in pod.spread_constraints
     )
     hits = tuple(sorted(i for i, sel in selectors if matches(sel, pod.labels)))
     if not own and not hits:
@@ -180,10 +182,10 @@ def spread_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interactio
 
 
 def cycle_selectors(pending: Iterable[Pod]) -> list[tuple[str, Selector]]:
-    """(namespace, selector) of every DoNotSchedule constraint of a pending pod, once each."""
+    """(namespace, selector) of every topology spread constraint of a pending pod, once each."""
     seen: dict[tuple[str, Selector], None] = {}
     for pod in pending:
-        for constraint in hard_constraints(pod):
+        for constraint in pod.spread_constraints:
             selector = resolve_selector(constraint, pod.labels)
             if selector is not None:
                 seen.setdefault((pod.namespace, selector), None)
@@ -237,16 +239,19 @@ class Group:
         return out
 
 
-def build_groups(snapshot: Snapshot, nodes: Sequence[Node], classes: Sequence[tuple[int, Pod]]) -> list[Group]:
-    """The cycle's constraint groups, from each pod class (index, first pod) that carries or matches."""
+def build_groups(
+    snapshot: Snapshot, nodes: Sequence[Node], classes: Sequence[tuple[int, Pod]], hard: bool = True
+) -> list[Group]:
+    """The cycle's constraint groups, from each pod class (index, first pod) that carries or matches;
+    of the DoNotSchedule constraints, or of the ScheduleAnyway ones with ``hard`` False."""
     by_key: dict[tuple[object, ...], Group] = {}
     eligible_cache: dict[tuple[object, ...], tuple[int, ...]] = {}
     bound = _BoundIndex(snapshot, nodes)
     for c, pod in classes:
-        for constraint in hard_constraints(pod):
+        for constraint in hard_constraints(pod, hard):
             selector = resolve_selector(constraint, pod.labels)
             elig_key = (
-                tuple(sorted({x.topology_key for x in hard_constraints(pod)})),
+                tuple(sorted({x.topology_key for x in hard_constraints(pod, hard)})),
                 predicates.eligibility_key(pod) if constraint.node_affinity_policy == "Honor" else None,
                 predicates.eligibility_key(pod).tolerations if constraint.node_taints_policy == "Honor" else None,
                 constraint.node_affinity_policy,

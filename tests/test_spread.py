@@ -240,6 +240,13 @@ def test_skew_bound_gang_names_the_spread_filter() -> None:
     assert "node(s) didn't match pod topology spread constraints" in (outcome.message or "")
 
 
+def test_schedule_anyway_spreads_when_it_costs_nothing() -> None:
+    nodes = zones("a", "b", "c", per_zone=1)
+    pods = [web(f"p{i}", spread("zone", 1, WEB, anyway=True)) for i in range(6)]
+    dec = solved(snapshot(nodes=nodes, pods=pods))
+    assert dict(per_zone(snapshot(nodes=nodes, pods=pods), dec)) == {"a": 2, "b": 2, "c": 2}
+
+
 def test_schedule_anyway_never_blocks() -> None:
     snap = snapshot(
         nodes=zones("a", per_zone=1), pods=[web(f"p{i}", spread("zone", 1, WEB, anyway=True)) for i in range(3)]
