@@ -404,6 +404,7 @@ def instances(draw: st.DrawFn) -> Snapshot:
                 affinity_policy=draw(st.sampled_from(["Honor", "Ignore"])),
                 taints_policy=draw(st.sampled_from(["Honor", "Ignore"])),
                 match_label_keys=draw(st.sampled_from([[], ["hash"]])),
+                anyway=draw(st.integers(0, 3)) == 0,
             )
             for _ in range(draw(st.integers(0, 2)))
         ]
