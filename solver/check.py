@@ -45,6 +45,7 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
+from vcsat.solver.check_interpod import INTERPOD_RULES, check_interpod
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.predicates import PREDICATE_CODES, predicate_failure
 
@@ -59,6 +60,7 @@ RULES: Final = (
     "DuplicatePlacement",
     "UnknownNode",
     *PREDICATE_CODES,
+    *INTERPOD_RULES,
     "CapacityNow",
     "CapacityAfterEvictions",
     "GpuIndices",
@@ -155,6 +157,7 @@ class _Checker:
     def run(self) -> list[Violation]:
         self._placements()
         self._evictions()
+        self._interpod()
         self._capacity()
         self._gpus()
         self._gangs()
@@ -217,6 +220,12 @@ class _Checker:
         if problem:
             self._flag("GpuIndices", pod.key, f"{kind} {problem}")
         return not problem
+
+    def _interpod(self) -> None:
+        """Inter-pod affinity, anti-affinity and host ports (:mod:`vcsat.solver.check_interpod`)."""
+        new = [(p.pod, p.node) for p in self.placements if p.node is not None]
+        for found in check_interpod(self.snapshot, new):
+            self._flag(found.rule, found.subject, found.message)
 
     # --- evictions: identity and protection ---------------------------------------------------
 

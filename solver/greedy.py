@@ -9,14 +9,20 @@ fallback need; it is not optimal, which is why CP-SAT runs after it.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from fractions import Fraction
+from functools import partial
 
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.fragmentation import greedy_chooser
+from vcsat.solver.interpod_tracker import Tracker
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, tier_threshold
 from vcsat.solver.problem import Domains, Gang, Problem
+
+Allow = Callable[[int], bool]
+"""Whether one more pod may go to a node under the rules between pods."""
 
 
 def gang_order(gang: Gang) -> tuple[int, float, str]:
@@ -44,6 +50,8 @@ class Room:
         self.touched: set[int] = set()
         """Nodes changed since :meth:`free_gpus_in` last looked."""
         self.domain_sums: dict[tuple[int, str], int] = {}
+        self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
+        """Rules between pods, pod by pod (None when no class is isolated)."""
 
     def _level(self, row: list[int]) -> int:
         return max(0, row[self.gpu]) if self.gpu is not None else 0
@@ -136,15 +144,19 @@ class Room:
                 return min(nodes)
         return None
 
-    def best_fit_in(self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int]) -> int | None:
+    def best_fit_in(
+        self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int], allow: Allow | None = None
+    ) -> int | None:
         """Best fit among the given nodes only (a topology domain): fewest free GPUs, then index."""
-        fitting = [n for n in nodes if n in eligible and self.fits(n, request)]
+        fitting = [n for n in nodes if n in eligible and self.fits(n, request) and (allow is None or allow(n))]
         return min(fitting, key=lambda n: (self._level(self.free[n]), n)) if fitting else None
 
-    def best_fit(self, request: tuple[int, ...], gpus: int, eligible: dict[int, int]) -> int | None:
+    def best_fit(
+        self, request: tuple[int, ...], gpus: int, eligible: dict[int, int], allow: Allow | None = None
+    ) -> int | None:
         for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
             for node in self.levels[level]:
-                if node in eligible and self.fits(node, request):
+                if node in eligible and self.fits(node, request) and (allow is None or allow(node)):
                     return node
         return None
 
@@ -319,15 +331,19 @@ def fit_gang(
                 if request_by_name.get(name, 0) > 0
             ):
                 break
+            tracker = room.interpod if pod_class.index in problem.isolated else None
+            allow = partial(tracker.allows, pod_class.index) if tracker is not None else None
             if within is not None:
-                node = room.best_fit_in(shape.request, shape.upper, within)
-            elif least_fragmenting is not None:
+                node = room.best_fit_in(shape.request, shape.upper, within, allow)
+            elif least_fragmenting is not None and allow is None:
                 node = least_fragmenting(room, shape)
             else:
-                node = room.best_fit(shape.request, shape.gpus, shape.upper)
+                node = room.best_fit(shape.request, shape.gpus, shape.upper, allow)
             if node is None:
                 break
             room.take(node, shape.request)
+            if tracker is not None:
+                tracker.place(pod_class.index, node)
             for name, amount in request_by_name.items():
                 used[name] = used.get(name, 0) + amount
             taken.append((pod_class.index, shape.index, node))
@@ -346,5 +362,7 @@ def fit_gang(
 
 
 def undo(problem: Problem, room: Room, taken: Taken) -> None:
-    for _, shape_index, node in reversed(taken):
+    for class_index, shape_index, node in reversed(taken):
         room.give(node, problem.shapes[shape_index].request)
+        if room.interpod is not None:
+            room.interpod.remove(class_index, node)

@@ -17,8 +17,8 @@ pods by an :data:`InteractionFactory`:
 - ``failure(pod, node)``: why the family's rules refuse the node for the pod whatever else this
   cycle places (bound pods only: the static part, folded into the class's eligible nodes), or None.
 
-:func:`isolation` runs the factories and answers per pod. New families add a factory to
-:data:`INTERACTIONS` (or pass their own list).
+:func:`isolation` runs the factories and answers per pod. New families add their factory to
+:func:`interactions` (or pass their own list).
 """
 
 from __future__ import annotations
@@ -75,20 +75,18 @@ class Isolation:
         return None
 
 
-def _factories() -> list[InteractionFactory]:
+def interactions() -> list[InteractionFactory]:
+    """The rule families between pods, in the order their failures are reported (imported here,
+    not at module level: each family's module builds on this one)."""
     from vcsat.solver.interpod import interpod_interaction
 
     return [interpod_interaction]
 
 
-INTERACTIONS: list[InteractionFactory] = _factories()
-"""The rule families between pods, in the order their failures are reported."""
-
-
 def isolation(
     snapshot: Snapshot, pending: Sequence[Pod], factories: Sequence[InteractionFactory] | None = None
 ) -> Isolation:
-    built = [factory(snapshot, pending) for factory in (INTERACTIONS if factories is None else factories)]
+    built = [factory(snapshot, pending) for factory in (interactions() if factories is None else factories)]
     return Isolation(tuple(interaction for interaction in built if interaction is not None))
 
 

@@ -27,6 +27,7 @@ from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import predicates
 from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
+from vcsat.solver.interpod import INTERPOD, InterPod, Relations, relations
 from vcsat.solver.isolation import Isolation, isolation
 
 VALUE_SCALE = 1000
@@ -202,6 +203,8 @@ class Problem:
     """Rules between pods active this cycle (:mod:`vcsat.solver.isolation`)."""
     isolated: frozenset[int] = frozenset()
     """Classes that take part in rules between pods: each has a shape and a bucket of its own."""
+    interpod: Relations | None = None
+    """How isolated classes constrain each other by inter-pod affinity and host ports."""
 
     def queue_priority(self, queue: str) -> int:
         """The queue's own ``spec.priority`` (0 when unset or unknown). In a hierarchy only the
@@ -477,6 +480,14 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             )
         )
 
+    interpod_state = iso.state(INTERPOD)
+    interpod = None
+    if isinstance(interpod_state, InterPod) and isolated:
+        taking_part = {c: classes[c].pods[0] for c in sorted(isolated)}
+        interpod = relations(
+            interpod_state, {c: pod for c, pod in taking_part.items() if interpod_state.signature(pod) is not None}
+        )
+
     return Problem(
         snapshot=snapshot,
         policy=policy,
@@ -502,6 +513,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         topology_gangs=topology_gangs,
         isolation=iso,
         isolated=frozenset(isolated),
+        interpod=interpod,
     )
 
 
