@@ -26,6 +26,13 @@ from vcsat.solver.problem import Gang, Problem
 
 def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
     room = Room(problem)
+    if room.interpod is not None:
+        # Rules between pods are judged beside what this cycle placed (room stays the free room).
+        for (s, node), k in assignment.shape_slots.items():
+            c = problem.shapes[s].isolated
+            if c is not None:
+                for _ in range(k):
+                    room.interpod.place(c, node)
     free_total = res.total(
         dict(zip(problem.resources, (max(0, x) for x in row), strict=True))
         for node, row in zip(problem.nodes, problem.free, strict=True)
@@ -135,13 +142,23 @@ def _why_left_out(
         gang.queue,
         *((problem.classes[c].shape, problem.classes[c].task, len(problem.classes[c].pods)) for c in gang.classes),
     )
-    fits = fits_cache.get(signature)
+    isolated = any(c in problem.isolated for c in gang.classes)
+    fits = fits_cache.get(signature) if not isolated else None
     if fits is None:
         taken = fit_topology_first(problem, gang, room, [problem.queue_room[q] for q in problem.caps_of(gang.queue)])
         fits = taken is not None
         if taken is not None:
             undo(problem, room, taken)
         fits_cache[signature] = fits
+    if not fits and room.interpod is not None and room.interpod.last:
+        # kube-scheduler's words for the pod that found no node (its own gang's pods placed before it).
+        refused = sorted(room.interpod.last.items(), key=lambda item: (-item[1], item[0]))
+        return (
+            "Unschedulable",
+            f"0/{len(problem.nodes)} nodes are available for one of its pods: "
+            + ", ".join(f"{count} {why}" for why, count in refused)
+            + "; the others have no room",
+        )
     if not fits and hard is not None:
         return (
             "NetworkTopologyUnsatisfied",

@@ -333,6 +333,8 @@ def fit_gang(
                 break
             tracker = room.interpod if pod_class.index in problem.isolated else None
             allow = partial(tracker.allows, pod_class.index) if tracker is not None else None
+            if tracker is not None:
+                tracker.begin()
             if within is not None:
                 node = room.best_fit_in(shape.request, shape.upper, within, allow)
             elif least_fragmenting is not None and allow is None:

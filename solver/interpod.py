@@ -74,7 +74,14 @@ def selects(
     return inside and term.label_selector.matches(dict(labels))
 
 
+def normal_port(port: HostPort) -> HostPort:
+    """NodePorts' reading: protocol TCP and IP ``0.0.0.0`` (every address) when left empty."""
+    protocol, ip, number = port
+    return (protocol or "TCP", ip or ANY_IP, number)
+
+
 def ports_conflict(a: HostPort, b: HostPort) -> bool:
+    a, b = normal_port(a), normal_port(b)
     return a[0] == b[0] and a[2] == b[2] and (a[1] == ANY_IP or b[1] == ANY_IP or a[1] == b[1])
 
 
@@ -92,7 +99,8 @@ Profile = tuple[LabelKey, object, object, tuple[HostPort, ...]]
 
 
 def profile(pod: Pod) -> Profile:
-    return (label_key(pod), pod.pod_affinity, pod.pod_anti_affinity, tuple(sorted(set(pod.host_ports))))
+    ports = tuple(sorted({normal_port(p) for p in pod.host_ports}))
+    return (label_key(pod), pod.pod_affinity, pod.pod_anti_affinity, ports)
 
 
 @dataclass
@@ -328,7 +336,7 @@ def _port_cliques(ports: Mapping[int, Iterable[HostPort]]) -> list[frozenset[int
     each such IP (the maximal sets of pairwise conflicting users)."""
     users: dict[tuple[str, int], dict[str, set[int]]] = {}
     for c, held in ports.items():
-        for protocol, ip, port in held:
+        for protocol, ip, port in map(normal_port, held):
             users.setdefault((protocol, port), {}).setdefault(ip, set()).add(c)
     cliques: set[frozenset[int]] = set()
     for by_ip in users.values():

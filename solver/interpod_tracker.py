@@ -37,9 +37,10 @@ class Tracker:
             for c in clique:
                 self.cliques_of.setdefault(c, []).append(clique)
         self.last: Counter[str] = Counter()
-        """Refusals by reason since :meth:`forget`, for explanations."""
+        """Nodes refused by reason since :meth:`begin` (one pod's search), for explanations."""
 
-    def forget(self) -> None:
+    def begin(self) -> None:
+        """A new pod's search for a node starts: forget the last one's refusals."""
         self.last.clear()
 
     def why(self, c: int, node: int) -> str | None:

@@ -144,6 +144,9 @@ def _preempt(
         for gang in problem.gangs
         if gang.index not in assignment.placed
         and (gang.index not in problem.blocked or problem.blocked[gang.index].reason in WAITING_ROOM)
+        # Rules between pods are not modelled in the eviction search: such gangs wait for room
+        # (sound: no victim is taken for them, none is counted as gone for their rules).
+        and not any(c in problem.isolated for c in gang.classes)
     ]
     if not waiting:
         return now, [], [], podgroups
