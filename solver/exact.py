@@ -25,6 +25,7 @@ from vcsat.solver.constraints.topology import add_topology, domain_counts
 from vcsat.solver.decode import resolve
 from vcsat.solver.levels import Level, Stage, plan_stages
 from vcsat.solver.objectives.fairness import drf_levels, fairness_levels
+from vcsat.solver.objectives.interpod import preference_levels
 from vcsat.solver.objectives.locality import locality_levels
 from vcsat.solver.objectives.packing import packing_levels
 from vcsat.solver.objectives.placement import age_level, placement_levels
@@ -178,6 +179,7 @@ def _search(
         *placement_levels(problem, v),
         *drf_levels(cp, problem, v, hint),
         *locality_levels(problem, v, topo),
+        *preference_levels(problem, v, buckets),
     ]
     if policy.packing_weight > 0:
         levels += packing_levels(cp, problem, v, hint)

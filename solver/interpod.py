@@ -47,6 +47,8 @@ AFFINITY_REASON = "node(s) didn't match pod affinity rules"
 ANTI_AFFINITY_REASON = "node(s) didn't match pod anti-affinity rules"
 EXISTING_ANTI_AFFINITY_REASON = "node(s) didn't satisfy existing pods anti-affinity rules"
 PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"
+HARD_POD_AFFINITY_WEIGHT = 1
+"""kube-scheduler's default weight of a bound pod's *required* affinity toward an incoming pod."""
 
 Domain = tuple[str, str]
 """(topology key, value)."""
@@ -129,6 +131,9 @@ class InterPod:
         self.bound_nodes: dict[LabelKey, list[int]] = {}
         self.bound_anti: list[tuple[PodAffinityTerm, str, int]] = []
         self.bound_ports: dict[int, list[HostPort]] = {}
+        self.bound_toward: list[tuple[PodAffinityTerm, str, int, int]] = []
+        """(term, owner namespace, node, weight) of bound pods' terms that score an incoming pod:
+        required affinity at ``HARD_POD_AFFINITY_WEIGHT``, preferred affinity +w, preferred anti -w."""
         for pod in snapshot.pods:
             node = index.get(pod.node_name) if pod.bound and pod.node_name is not None else None
             if node is None:
@@ -138,6 +143,12 @@ class InterPod:
                 self.bound_anti.append((term, pod.namespace, node))
             if pod.host_ports:
                 self.bound_ports.setdefault(node, []).extend(pod.host_ports)
+            for term in pod.pod_affinity.required:
+                self.bound_toward.append((term, pod.namespace, node, HARD_POD_AFFINITY_WEIGHT))
+            for weighted in pod.pod_affinity.preferred:
+                self.bound_toward.append((weighted.term, pod.namespace, node, weighted.weight))
+            for weighted in pod.pod_anti_affinity.preferred:
+                self.bound_toward.append((weighted.term, pod.namespace, node, -weighted.weight))
         self.pending_profiles: dict[Profile, Pod] = {}
         for pod in pending:
             self.pending_profiles.setdefault(profile(pod), pod)
@@ -146,18 +157,30 @@ class InterPod:
         }
         self._selected: dict[LabelKey, bool] = {}
         self._static: dict[Profile, _Static] = {}
+        self._by_key: dict[str, dict[str, list[int]]] = {}
+        self._by_profile: dict[Profile, dict[int, str]] = {}
+        self._refused: dict[int, tuple[Pod, dict[int, str]]] = {}
+        """By pod identity (the pod kept alive with it, so the identity stays its own)."""
 
     @property
     def active(self) -> bool:
-        """Whether any pending pod has rules, or any bound pod's anti-affinity could refuse one."""
-        return bool(self.pending_terms) or any(p[3] for p in self.pending_profiles) or bool(self.bound_anti)
+        """Whether any pending pod has rules, or any bound pod's terms could refuse or score one."""
+        return (
+            bool(self.pending_terms)
+            or any(p[3] for p in self.pending_profiles)
+            or bool(self.bound_anti)
+            or bool(self.bound_toward)
+        )
 
     def selected(self, key: LabelKey) -> bool:
-        """Whether a pending pod's term, or a bound pod's required anti-affinity, selects such pods."""
+        """Whether a pending pod's term, a bound pod's required anti-affinity, or a bound pod's term
+        that scores incoming pods selects such pods."""
         found = self._selected.get(key)
         if found is None:
-            found = any(selects(term, owner, key, self.namespaces) for term, owner in self.pending_terms) or any(
-                selects(term, owner, key, self.namespaces) for term, owner, _ in self.bound_anti
+            found = (
+                any(selects(term, owner, key, self.namespaces) for term, owner in self.pending_terms)
+                or any(selects(term, owner, key, self.namespaces) for term, owner, _ in self.bound_anti)
+                or any(selects(term, owner, key, self.namespaces) for term, owner, _, _ in self.bound_toward)
             )
             self._selected[key] = found
         return found
@@ -211,26 +234,88 @@ class InterPod:
         )
         return _Static(counts, forbidden, self_match, justifiable)
 
-    def failure(self, pod: Pod, node: int) -> str | None:
-        """kube-scheduler's refusal of the node for the pod from bound pods alone (NodePorts first,
-        then InterPodAffinity's affinity, anti-affinity, existing pods' anti-affinity), or None."""
-        if pod.host_ports:
-            held = self.bound_ports.get(node, ())
-            if any(ports_conflict(a, b) for a in pod.host_ports for b in held):
-                return PORTS_REASON
+    def preference(self, pod: Pod, nodes: Iterable[int]) -> dict[int, int]:
+        """InterPodAffinity's raw score per node (only nonzero ones) from bound pods: the pod's
+        preferred terms (+weight per selected bound pod in the node's domain, anti-affinity
+        negative) and bound pods' terms toward it (required affinity at weight 1, preferred ones at
+        theirs). Empty when nothing scores the pod."""
+        own = label_key(pod)
+        by_domain: dict[Domain, int] = {}
+
+        def add(key: str, node: int, weight: int) -> None:
+            value = self.value(node, key)
+            if value is not None:
+                by_domain[(key, value)] = by_domain.get((key, value), 0) + weight
+
+        preferred = [(w.term, w.weight) for w in pod.pod_affinity.preferred]
+        preferred += [(w.term, -w.weight) for w in pod.pod_anti_affinity.preferred]
+        for term, weight in preferred:
+            for key, bound in self.bound_nodes.items():
+                if selects(term, pod.namespace, key, self.namespaces):
+                    for node in bound:
+                        add(term.topology_key, node, weight)
+        for term, owner, node, weight in self.bound_toward:
+            if selects(term, owner, own, self.namespaces):
+                add(term.topology_key, node, weight)
+        if not any(by_domain.values()):
+            return {}
+        keys = {key for key, _ in by_domain}
+        out: dict[int, int] = {}
+        for node in nodes:
+            labels = self.nodes[node].labels
+            total = sum(by_domain.get((key, labels[key]), 0) for key in keys if key in labels)
+            if total:
+                out[node] = total
+        return out
+
+    def nodes_with(self, key: str) -> dict[str, list[int]]:
+        """Per value of a label key: the nodes having it."""
+        found = self._by_key.get(key)
+        if found is None:
+            found = {}
+            for index, node in enumerate(self.nodes):
+                value = node.labels.get(key)
+                if value is not None:
+                    found.setdefault(value, []).append(index)
+            self._by_key[key] = found
+        return found
+
+    def refused(self, pod: Pod) -> Mapping[int, str]:
+        """kube-scheduler's refusals of nodes for the pod from bound pods alone, per node: NodePorts
+        first, then InterPodAffinity's affinity, anti-affinity and existing pods' anti-affinity."""
+        cached = self._refused.get(id(pod))
+        if cached is not None:
+            return cached[1]
+        prof = profile(pod)
+        out = self._by_profile.get(prof)
+        if out is None:
+            out = self._by_profile[prof] = self._refusals(pod)
+        self._refused[id(pod)] = (pod, out)
+        return out
+
+    def _refusals(self, pod: Pod) -> dict[int, str]:
+        if not has_rules(pod) and not self.selected(label_key(pod)):
+            return {}
         static = self.static(pod)
-        labels = self.nodes[node].labels
+        out: dict[int, str] = {}
+        for wanted in (EXISTING_ANTI_AFFINITY_REASON, ANTI_AFFINITY_REASON):
+            for (key, value), why in static.forbidden.items():
+                if why == wanted:
+                    out.update(dict.fromkeys(self.nodes_with(key).get(value, ()), why))
         required = pod.pod_affinity.required
         if required:
-            if any(t.topology_key not in labels for t in required):
-                return AFFINITY_REASON
-            met = all(static.affinity_counts.get((t.topology_key, labels[t.topology_key]), 0) > 0 for t in required)
-            if not met and not static.justifiable:
-                return AFFINITY_REASON
-        reasons = [static.forbidden[(k, v)] for k, v in labels.items() if (k, v) in static.forbidden]
-        if ANTI_AFFINITY_REASON in reasons:
-            return ANTI_AFFINITY_REASON
-        return reasons[0] if reasons else None
+            for index, node in enumerate(self.nodes):
+                labels = node.labels
+                keyless = any(t.topology_key not in labels for t in required)
+                counts = static.affinity_counts
+                unmet = not keyless and not all(counts.get((t.topology_key, labels[t.topology_key])) for t in required)
+                if keyless or (unmet and not static.justifiable):
+                    out[index] = AFFINITY_REASON
+        if pod.host_ports:
+            for index, held in self.bound_ports.items():
+                if any(ports_conflict(a, b) for a in pod.host_ports for b in held):
+                    out[index] = PORTS_REASON
+        return out
 
 
 def interpod_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interaction | None:
@@ -238,7 +323,7 @@ def interpod_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interact
     state = InterPod(snapshot, pending)
     if not state.active:
         return None
-    return Interaction(name=INTERPOD, signature=state.signature, failure=state.failure, state=state)
+    return Interaction(name=INTERPOD, signature=state.signature, refused=state.refused, state=state)
 
 
 # --- relations between isolated classes ---------------------------------------------------------

@@ -205,6 +205,8 @@ class Problem:
     """Classes that take part in rules between pods: each has a shape and a bucket of its own."""
     interpod: Relations | None = None
     """How isolated classes constrain each other by inter-pod affinity and host ports."""
+    interpod_scores: dict[int, dict[int, int]] | None = None
+    """Per isolated class, per node: its preferred inter-pod score (filled on first use)."""
 
     def queue_priority(self, queue: str) -> int:
         """The queue's own ``spec.priority`` (0 when unset or unknown). In a hierarchy only the
@@ -392,10 +394,10 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                     eligible_cache[elig_key] = eligible
                 if own is not None:
                     # Bound pods' terms and ports are static: they narrow the class's nodes.
-                    eligible = eligible.copy()
-                    for where in np.flatnonzero(eligible):
-                        if iso.failure(class_pods[0], int(where)) is not None:
-                            eligible[where] = False
+                    refused = iso.refused(class_pods[0])
+                    if refused:
+                        eligible = eligible.copy()
+                        eligible[list(refused)] = False
                     isolated.add(own)
                 upper = _fit_counts(request, free_array, eligible)
                 shape_index = len(shapes)
@@ -703,7 +705,7 @@ def _prefilter(
         could_ever = any(
             predicates.predicate_failure(pod, node) is None
             and res.fits(_without_share(pod.requests), node.allocatable)
-            and not (isolated and iso.failure(pod, i) is not None)
+            and not (isolated and i in iso.refused(pod))
             for i, node in enumerate(nodes)
         )
         code = "InsufficientResources" if could_ever else "Unschedulable"

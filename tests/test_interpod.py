@@ -517,3 +517,30 @@ def instances(draw: st.DrawFn) -> Snapshot:
 def test_random_instances_with_inter_pod_rules_give_valid_decisions(snap: Snapshot) -> None:
     decision = solve(snap, POLICY)
     assert check(snap, decision, POLICY) == []
+
+
+# --- preferred terms: the score level -------------------------------------------------------------
+
+
+def preferred(key: str, labels: Mapping[str, str], weight: int) -> PodAffinityRules:
+    return PodAffinityRules(preferred=(WeightedPodAffinityTerm(weight=weight, term=term(key, labels)),))
+
+
+@pytest.mark.parametrize(
+    ("incoming", "bound_rules", "zone"),
+    [
+        # its preferred affinity draws it to the cache's zone (best fit alone picks n0 in zone a)
+        ({"affinity": preferred(ZONE, {"app": "cache"}, 50)}, {}, "b"),
+        # its preferred anti-affinity pushes it away from the cache's zone
+        ({"anti": preferred(ZONE, {"app": "cache"}, 50)}, {}, "a"),
+        # a bound pod's required affinity toward it scores too (hard pod affinity weight 1)
+        ({"labels": {"app": "client"}}, {"affinity": rules(term(ZONE, {"app": "client"}))}, "b"),
+    ],
+)
+def test_preferred_terms_choose_the_zone(incoming: dict[str, Any], bound_rules: dict[str, Any], zone: str) -> None:
+    cache = with_rules(pod("ns/cache", cpu="1", node="n4"), labels={"app": "cache"}, **bound_rules)
+    filler = pod("ns/filler", cpu="12", node="n0")
+    app = with_rules(pod("ns/app", cpu="1"), **incoming)
+    snap = snapshot(cluster(), [cache, filler, app])
+    _, where = placed(snap)
+    assert zone_of(snap, where["ns/app"]) == zone
