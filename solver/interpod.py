@@ -96,6 +96,55 @@ def all_terms(pod: Pod) -> list[PodAffinityTerm]:
     return [t for r in rules for t in r.required] + [w.term for r in rules for w in r.preferred]
 
 
+def _anchor(term: PodAffinityTerm) -> tuple[str, tuple[str, ...]] | None:
+    """A requirement ``key In (values)`` every pod the term selects must meet, if it has one."""
+    if term.label_selector is None:
+        return None
+    return next(((r.key, r.values) for r in term.label_selector.requirements if r.operator == "In"), None)
+
+
+class LabelIndex:
+    """Label keys (namespace and labels) indexed by label, so that a term's candidates are found
+    without testing every key: a term with a ``key In (values)`` requirement can only select keys
+    that carry one of those labels."""
+
+    def __init__(self, keys: Iterable[LabelKey]) -> None:
+        self.keys = list(dict.fromkeys(keys))
+        self.by_label: dict[tuple[str, str], list[LabelKey]] = {}
+        for key in self.keys:
+            for label in key[1]:
+                self.by_label.setdefault(label, []).append(key)
+
+    def candidates(self, term: PodAffinityTerm) -> list[LabelKey]:
+        anchor = _anchor(term)
+        if anchor is None:
+            return self.keys
+        name, values = anchor
+        return [key for value in values for key in self.by_label.get((name, value), ())]
+
+
+class TermIndex:
+    """Terms (with their owners' namespaces and any payload) indexed by their anchor label, so that
+    the terms that may select a pod are found from the pod's own labels."""
+
+    def __init__(self) -> None:
+        self.anchored: dict[tuple[str, str], list[tuple[PodAffinityTerm, str, int]]] = {}
+        self.loose: list[tuple[PodAffinityTerm, str, int]] = []
+
+    def add(self, term: PodAffinityTerm, owner: str, payload: int = 0) -> None:
+        anchor = _anchor(term)
+        if anchor is None:
+            self.loose.append((term, owner, payload))
+            return
+        name, values = anchor
+        for value in values:
+            self.anchored.setdefault((name, value), []).append((term, owner, payload))
+
+    def candidates(self, target: LabelKey) -> list[tuple[PodAffinityTerm, str, int]]:
+        found = [entry for label in target[1] for entry in self.anchored.get(label, ())]
+        return found + self.loose
+
+
 Profile = tuple[LabelKey, object, object, tuple[HostPort, ...]]
 """A pod as these rules see it: namespace and labels, affinity, anti-affinity, host ports."""
 
@@ -155,6 +204,26 @@ class InterPod:
         self.pending_terms = {
             (term, pod.namespace) for pod in self.pending_profiles.values() for term in all_terms(pod)
         }
+        self.bound_index = LabelIndex(self.bound_nodes)
+        self.pending_index = LabelIndex(label_key(pod) for pod in self.pending_profiles.values())
+        self.pending_by_key: dict[LabelKey, list[Pod]] = {}
+        for pod in self.pending_profiles.values():
+            self.pending_by_key.setdefault(label_key(pod), []).append(pod)
+        self.selecting = TermIndex()
+        """Every term that makes a pod it selects take part: pending pods' terms, bound pods'
+        required anti-affinity and their terms that score incoming pods."""
+        for term, owner in self.pending_terms:
+            self.selecting.add(term, owner)
+        for term, owner, _ in self.bound_anti:
+            self.selecting.add(term, owner)
+        for term, owner, _, _ in self.bound_toward:
+            self.selecting.add(term, owner)
+        self.bound_anti_index = TermIndex()
+        for i, (term, owner, _) in enumerate(self.bound_anti):
+            self.bound_anti_index.add(term, owner, i)
+        self.bound_toward_index = TermIndex()
+        for i, (term, owner, _, _) in enumerate(self.bound_toward):
+            self.bound_toward_index.add(term, owner, i)
         self._selected: dict[LabelKey, bool] = {}
         self._static: dict[Profile, _Static] = {}
         self._by_key: dict[str, dict[str, list[int]]] = {}
@@ -177,11 +246,7 @@ class InterPod:
         that scores incoming pods selects such pods."""
         found = self._selected.get(key)
         if found is None:
-            found = (
-                any(selects(term, owner, key, self.namespaces) for term, owner in self.pending_terms)
-                or any(selects(term, owner, key, self.namespaces) for term, owner, _ in self.bound_anti)
-                or any(selects(term, owner, key, self.namespaces) for term, owner, _, _ in self.bound_toward)
-            )
+            found = any(selects(term, owner, key, self.namespaces) for term, owner, _ in self.selecting.candidates(key))
             self._selected[key] = found
         return found
 
@@ -205,9 +270,9 @@ class InterPod:
         required = pod.pod_affinity.required
         counts: dict[Domain, int] = {}
         if required:
-            for key, nodes in self.bound_nodes.items():
+            for key in self.bound_index.candidates(required[0]):
                 if all(selects(t, pod.namespace, key, self.namespaces) for t in required):
-                    for node in nodes:
+                    for node in self.bound_nodes[key]:
                         for term in required:
                             value = self.value(node, term.topology_key)
                             if value is not None:
@@ -215,22 +280,23 @@ class InterPod:
                                 counts[domain] = counts.get(domain, 0) + 1
         forbidden: dict[Domain, str] = {}
         for term in pod.pod_anti_affinity.required:
-            for key, nodes in self.bound_nodes.items():
+            for key in self.bound_index.candidates(term):
                 if selects(term, pod.namespace, key, self.namespaces):
-                    for node in nodes:
+                    for node in self.bound_nodes[key]:
                         value = self.value(node, term.topology_key)
                         if value is not None:
                             forbidden.setdefault((term.topology_key, value), ANTI_AFFINITY_REASON)
-        for term, owner, node in self.bound_anti:
+        for term, owner, i in self.bound_anti_index.candidates(own):
+            node = self.bound_anti[i][2]
             if selects(term, owner, own, self.namespaces):
                 value = self.value(node, term.topology_key)
                 if value is not None:
                     forbidden.setdefault((term.topology_key, value), EXISTING_ANTI_AFFINITY_REASON)
         self_match = bool(required) and all(selects(t, pod.namespace, own, self.namespaces) for t in required)
         justifiable = (not counts and self_match) or any(
-            not other.pod_affinity.required
-            and all(selects(t, pod.namespace, label_key(other), self.namespaces) for t in required)
-            for other in self.pending_profiles.values()
+            not other.pod_affinity.required and all(selects(t, pod.namespace, key, self.namespaces) for t in required)
+            for key in (self.pending_index.candidates(required[0]) if required else ())
+            for other in self.pending_by_key[key]
         )
         return _Static(counts, forbidden, self_match, justifiable)
 
@@ -250,11 +316,12 @@ class InterPod:
         preferred = [(w.term, w.weight) for w in pod.pod_affinity.preferred]
         preferred += [(w.term, -w.weight) for w in pod.pod_anti_affinity.preferred]
         for term, weight in preferred:
-            for key, bound in self.bound_nodes.items():
+            for key in self.bound_index.candidates(term):
                 if selects(term, pod.namespace, key, self.namespaces):
-                    for node in bound:
+                    for node in self.bound_nodes[key]:
                         add(term.topology_key, node, weight)
-        for term, owner, node, weight in self.bound_toward:
+        for term, owner, i in self.bound_toward_index.candidates(own):
+            _, _, node, weight = self.bound_toward[i]
             if selects(term, owner, own, self.namespaces):
                 add(term.topology_key, node, weight)
         if not any(by_domain.values()):
@@ -320,6 +387,10 @@ class InterPod:
 
 def interpod_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interaction | None:
     """The isolation hook (:mod:`vcsat.solver.isolation`) for inter-pod affinity and host ports."""
+    if not any(map(has_rules, pending)) and not any(
+        not p.pod_affinity.empty or not p.pod_anti_affinity.empty for p in snapshot.pods if p.bound
+    ):
+        return None  # the common case, decided by one cheap scan
     state = InterPod(snapshot, pending)
     if not state.active:
         return None
@@ -387,9 +458,17 @@ def relations(state: InterPod, classes: Mapping[int, Pod]) -> Relations:
     )
     out = Relations(group_of=group_of, members=members, keys=tuple(keys))
     ns = state.namespaces
+    groups_by_key: dict[LabelKey, list[int]] = {}
+    for g, pod in rep.items():
+        groups_by_key.setdefault(label_key(pod), []).append(g)
+    index = LabelIndex(groups_by_key)
+
+    def candidates(term: PodAffinityTerm) -> list[tuple[int, Pod]]:
+        return [(h, rep[h]) for key in index.candidates(term) for h in groups_by_key[key]]
+
     for g, pod in rep.items():
         for term in pod.pod_anti_affinity.required:
-            for h, other in rep.items():
+            for h, other in candidates(term):
                 if not selects(term, pod.namespace, label_key(other), ns):
                     continue
                 if h == g:
@@ -401,7 +480,7 @@ def relations(state: InterPod, classes: Mapping[int, Pod]) -> Relations:
             static = state.static(pod)
             justifiers = frozenset(
                 h
-                for h, other in rep.items()
+                for h, other in candidates(required[0])
                 if h != g
                 and not other.pod_affinity.required
                 and all(selects(t, pod.namespace, label_key(other), ns) for t in required)

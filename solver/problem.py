@@ -567,6 +567,10 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
 
 def _bucket(index: int, members: list[Shape], free: list[list[int]]) -> Bucket:
     request = tuple(min(column) for column in zip(*(m.request for m in members), strict=True))
+    if len(members) == 1 and members[0].isolated is not None:
+        # An isolated class's own bucket: exactly its shape (the same counts, already computed).
+        shape = members[0]
+        return Bucket(index, (shape.index,), request, shape.gpus, shape.nodes, dict(shape.upper))
     nodes = tuple(sorted({node for m in members for node in m.nodes}))
     return Bucket(
         index=index,
