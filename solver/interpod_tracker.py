@@ -104,3 +104,45 @@ class Tracker:
 
     def remove(self, c: int, node: int) -> None:
         self.place(c, node, -1)
+
+
+def broken(problem: Problem, shape_slots: dict[tuple[int, int], int]) -> bool:
+    """Whether resolved placements break a rule the model keeps (a safety net after repairs that
+    drop pods: a dropped justifier would leave another class's affinity unmet)."""
+    rel = problem.interpod
+    if rel is None:
+        return False
+    tracker = Tracker(problem, rel)
+    on_node: dict[int, Counter[int]] = {}
+    for (s, node), k in shape_slots.items():
+        c = problem.shapes[s].isolated
+        if c is not None and k > 0 and c in rel.group_of:
+            on_node.setdefault(node, Counter())[c] += k
+            tracker.place(c, node, k)
+    for clique in rel.port_cliques:
+        if any(sum(here[c] for c in clique) > 1 for here in on_node.values()):
+            return True
+    for (g, key, _value), count in tracker.in_domain.items():
+        if count > 1 and key in rel.self_anti.get(g, ()):
+            return True
+    for key, pairs in rel.anti_pairs.items():
+        for g, h in pairs:
+            mine = {v for (gg, k, v), n in tracker.in_domain.items() if gg == g and k == key and n > 0}
+            if any(tracker.in_domain[(h, key, v)] > 0 for v in mine):
+                return True
+    for g, need in rel.affinity.items():
+        for term in need.terms:
+            key = term.topology_key
+            used = {v for (gg, k, v), n in tracker.in_domain.items() if gg == g and k == key and n > 0}
+            domain = tracker.in_domain
+            unjustified = [
+                v
+                for v in used
+                if not need.static.get((key, v), 0) and not any(domain[(h, key, v)] > 0 for h in need.justifiers)
+            ]
+            if len(unjustified) > (1 if need.first_pod else 0):
+                return True
+        present = {n for n, here in on_node.items() if any(here[c] for c in rel.members.get(g, []))}
+        if any(t.topology_key not in problem.nodes[n].labels for n in present for t in need.terms):
+            return True
+    return False

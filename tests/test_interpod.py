@@ -544,3 +544,15 @@ def test_preferred_terms_choose_the_zone(incoming: dict[str, Any], bound_rules: 
     snap = snapshot(cluster(), [cache, filler, app])
     _, where = placed(snap)
     assert zone_of(snap, where["ns/app"]) == zone
+
+
+def test_the_solvers_safety_net_sees_a_broken_rule() -> None:
+    from vcsat.solver.interpod_tracker import broken
+    from vcsat.solver.problem import build_problem
+
+    pods, groups = gangs("agent", 1, size=2)
+    pods = [with_rules(p, ports=[("TCP", "", 8080)]) for p in pods]
+    problem = build_problem(snapshot(cluster(2), pods, groups), POLICY)
+    (shape,) = [s.index for s in problem.shapes]
+    assert broken(problem, {(shape, 0): 2})
+    assert not broken(problem, {(shape, 0): 1, (shape, 1): 1})
