@@ -26,6 +26,8 @@ from tests.builders import (
 )
 from vcsat.model import Binding, Decision, Pod, Policy, Snapshot, SolverStats
 from vcsat.model import resources as res
+from vcsat.model.cluster import PodAffinityRules, PodAffinityTerm
+from vcsat.model.selectors import label_selector
 from vcsat.solver.check import RULES, Violation, check
 from vcsat.solver.predicates import predicate_failure
 
@@ -109,6 +111,58 @@ for label, n, p, fixed, rule in [
             decision(snap, bindings=[bind("ns/p", "n1")]),
             *expected,
         )
+
+# --- inter-pod affinity, anti-affinity and host ports -------------------------------------------
+
+
+def _term(key: str, **labels: str) -> PodAffinityTerm:
+    return PodAffinityTerm(label_selector=label_selector(labels), topology_key=key)
+
+
+def _labelled(p: Pod, **update: object) -> Pod:
+    return p.model_copy(update=update)
+
+
+zoned = [node(f"z{i}", labels={"zone": "a" if i < 2 else "b"}) for i in range(3)]
+web = {"app": "web"}
+anti_web = PodAffinityRules(required=(_term("zone", app="web"),))
+spread = [_labelled(pod(f"ns/w{i}"), labels=web, pod_anti_affinity=anti_web) for i in range(2)]
+snap = snapshot(nodes=zoned, pods=spread)
+case("anti-affinity kept", snap, decision(snap, bindings=[bind("ns/w0", "z0"), bind("ns/w1", "z2")]))
+case(
+    "anti-affinity in one zone",
+    snap,
+    decision(snap, bindings=[bind("ns/w0", "z0"), bind("ns/w1", "z1")]),
+    "PodAntiAffinityRulesNotMatch",
+    "PodAntiAffinityRulesNotMatch",
+)
+snap = snapshot(
+    nodes=zoned,
+    pods=[_labelled(pod("ns/guard", node="z0"), pod_anti_affinity=anti_web), _labelled(pod("ns/w"), labels=web)],
+)
+case(
+    "bound anti-affinity",
+    snap,
+    decision(snap, bindings=[bind("ns/w", "z1")]),
+    "ExistingPodsAntiAffinityRulesNotMatch",
+)
+case("bound anti-affinity kept", snap, decision(snap, bindings=[bind("ns/w", "z2")]))
+near_web = PodAffinityRules(required=(_term("zone", app="web"),))
+snap = snapshot(
+    nodes=zoned,
+    pods=[_labelled(pod("ns/w", node="z2"), labels=web), _labelled(pod("ns/c"), pod_affinity=near_web)],
+)
+case("affinity met", snap, decision(snap, bindings=[bind("ns/c", "z2")]))
+case("affinity unmet", snap, decision(snap, bindings=[bind("ns/c", "z0")]), "PodAffinityRulesNotMatch")
+snap = snapshot(nodes=zoned, pods=[_labelled(pod(f"ns/h{i}"), host_ports=(("TCP", "", 80),)) for i in range(2)])
+case("host ports apart", snap, decision(snap, bindings=[bind("ns/h0", "z0"), bind("ns/h1", "z1")]))
+case(
+    "host port twice",
+    snap,
+    decision(snap, bindings=[bind("ns/h0", "z0"), bind("ns/h1", "z0")]),
+    "NodePortsConflict",
+    "NodePortsConflict",
+)
 
 # --- capacity, now and after evictions ----------------------------------------------------------
 
