@@ -150,14 +150,15 @@ def _why_left_out(
         if taken is not None:
             undo(problem, room, taken)
         fits_cache[signature] = fits
-    if not fits and room.interpod is not None and room.interpod.last:
+    if not fits and room.interpod is not None and room.interpod.stuck and room.interpod.last:
         # kube-scheduler's words for the pod that found no node (its own gang's pods placed before it).
         refused = sorted(room.interpod.last.items(), key=lambda item: (-item[1], item[0]))
+        rest = len(problem.nodes) - sum(room.interpod.last.values())
         return (
             "Unschedulable",
             f"0/{len(problem.nodes)} nodes are available for one of its pods: "
             + ", ".join(f"{count} {why}" for why, count in refused)
-            + "; the others have no room",
+            + (f"; {rest} without room or eligibility for it" if rest > 0 else ""),
         )
     if not fits and hard is not None:
         return (

@@ -342,6 +342,8 @@ def fit_gang(
             else:
                 node = room.best_fit(shape.request, shape.gpus, shape.upper, allow)
             if node is None:
+                if tracker is not None:
+                    tracker.stuck = True
                 break
             room.take(node, shape.request)
             if tracker is not None:

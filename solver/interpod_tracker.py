@@ -38,10 +38,13 @@ class Tracker:
                 self.cliques_of.setdefault(c, []).append(clique)
         self.last: Counter[str] = Counter()
         """Nodes refused by reason since :meth:`begin` (one pod's search), for explanations."""
+        self.stuck = False
+        """The last pod searched found no node (its refusals are in :attr:`last`)."""
 
     def begin(self) -> None:
         """A new pod's search for a node starts: forget the last one's refusals."""
         self.last.clear()
+        self.stuck = False
 
     def why(self, c: int, node: int) -> str | None:
         """kube-scheduler's words for why one more pod of class ``c`` may not go to ``node``, or None."""
