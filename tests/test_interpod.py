@@ -19,7 +19,7 @@ from test_objects import convert, k8s_node, k8s_pod
 from vcsat.adapters.errors import InputError
 from vcsat.model import Binding, Decision, Node, Pod, Policy, Snapshot
 from vcsat.model.cluster import PodAffinityRules, PodAffinityTerm, WeightedPodAffinityTerm
-from vcsat.model.selectors import LabelSelector, label_selector
+from vcsat.model.selectors import LabelRequirement, LabelSelector, label_selector
 from vcsat.solver import check, solve
 
 HOST = "kubernetes.io/hostname"
@@ -191,6 +191,39 @@ def _cases() -> list[Case]:
             one,
             [with_rules(pod("ns/p0"), ports=[("TCP", "", 53)]), with_rules(pod("ns/p1"), ports=[("UDP", "", 53)])],
             2,
+        ),
+        # two affinity terms must be met by one pod: two bound pods meeting one each do not count
+        (
+            "terms met by different pods",
+            [
+                node("m0", cpu="16", labels={"region": "r1", ZONE: "z1"}),
+                node("m1", cpu="16", labels={"region": "r1", ZONE: "z2"}),
+            ],
+            [
+                with_rules(pod("ns/foo", node="m0"), labels={"foo": ""}),
+                with_rules(pod("ns/bar", node="m1"), labels={"bar": ""}),
+                with_rules(
+                    pod("ns/a"),
+                    affinity=rules(
+                        term("region", selector=label_selector(None, [LabelRequirement(key="foo", operator="Exists")])),
+                        term(ZONE, selector=label_selector(None, [LabelRequirement(key="bar", operator="Exists")])),
+                    ),
+                ),
+            ],
+            0,
+        ),
+        # any one anti-affinity term that selects a bound pod in the domain refuses the node
+        (
+            "any anti term",
+            [
+                node("m0", cpu="16", labels={"region": "r1", ZONE: "z1"}),
+                node("m1", cpu="16", labels={"region": "r1", ZONE: "z2"}),
+            ],
+            [
+                with_rules(pod("ns/b", node="m0"), labels={"foo": "abc", "service": "scan"}),
+                with_rules(pod("ns/a"), anti=rules(term("region", {"foo": "abc"}), term(ZONE, {"service": "scan"}))),
+            ],
+            0,
         ),
         # namespaces: a term looks at its own namespace unless told otherwise
         (
