@@ -411,6 +411,9 @@ class AffinityNeed:
     """Groups without required affinity whose pods match all the terms."""
     first_pod: bool
     """No bound pod matches and the group matches itself: one domain per key of its own choosing."""
+    unit: int = -1
+    """Groups under the first-pod rule that match each other's terms share one first domain per
+    key (the first pod of any of them goes first, the rest join it): this is the unit's id."""
 
 
 @dataclass
@@ -491,8 +494,42 @@ def relations(state: InterPod, classes: Mapping[int, Pod]) -> Relations:
                 justifiers=justifiers,
                 first_pod=not static.affinity_counts and static.self_match,
             )
+    _first_pod_units(out, rep, ns)
     out.port_cliques = _port_cliques({c: pod.host_ports for c, pod in classes.items() if pod.host_ports})
     return out
+
+
+def _first_pod_units(out: Relations, rep: Mapping[int, Pod], ns: Mapping[str, Mapping[str, str]]) -> None:
+    """First-pod groups that match each other's terms cannot each go first (the second would see
+    the first's pods): they form a unit with one first domain per key when their keys agree, and
+    lose the first-pod rule when they do not (conservative)."""
+    first = sorted(g for g, need in out.affinity.items() if need.first_pod)
+    parent = {g: g for g in first}
+
+    def root(g: int) -> int:
+        while parent[g] != g:
+            g = parent[g]
+        return g
+
+    def matches(owner: int, target: int) -> bool:
+        pod = rep[owner]
+        return all(selects(t, pod.namespace, label_key(rep[target]), ns) for t in pod.pod_affinity.required)
+
+    for i, g in enumerate(first):
+        for h in first[i + 1 :]:
+            if matches(g, h) and matches(h, g):
+                parent[root(h)] = root(g)
+    units: dict[int, list[int]] = {}
+    for g in first:
+        units.setdefault(root(g), []).append(g)
+    for unit, groups in units.items():
+        keys = {tuple(sorted({t.topology_key for t in out.affinity[g].terms})) for g in groups}
+        for g in groups:
+            need = out.affinity[g]
+            if len(keys) > 1:
+                need.first_pod = False
+            else:
+                need.unit = unit
 
 
 def _port_cliques(ports: Mapping[int, Iterable[HostPort]]) -> list[frozenset[int]]:

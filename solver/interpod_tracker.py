@@ -69,8 +69,8 @@ class Tracker:
                 if any(self.in_domain[(h, key, value)] > 0 for h in need.justifiers):
                     continue
                 if need.first_pod:
-                    used = [v for (h, k, v), n in self.in_domain.items() if h == g and k == key and n > 0]
-                    if not used or used == [value]:
+                    used = self.first_domains(need.unit, key)
+                    if not used or used == {value}:
                         continue
                 return AFFINITY_REASON
         for key in rel.self_anti.get(g, ()):
@@ -86,6 +86,11 @@ class Tracker:
                     # Either side's term: the placed pod's reads as the existing pods' rule.
                     return ANTI_AFFINITY_REASON if h > g else EXISTING_ANTI_AFFINITY_REASON
         return None
+
+    def first_domains(self, unit: int, key: str) -> set[str]:
+        """Domains of ``key`` where a first-pod unit's groups have pods."""
+        groups = {g for g, need in self.rel.affinity.items() if need.first_pod and need.unit == unit}
+        return {v for (h, k, v), n in self.in_domain.items() if h in groups and k == key and n > 0}
 
     def allows(self, c: int, node: int) -> bool:
         why = self.why(c, node)
@@ -133,18 +138,23 @@ def broken(problem: Problem, shape_slots: dict[tuple[int, int], int]) -> bool:
             mine = {v for (gg, k, v), n in tracker.in_domain.items() if gg == g and k == key and n > 0}
             if any(tracker.in_domain[(h, key, v)] > 0 for v in mine):
                 return True
+    first_domains: dict[tuple[int, str], set[str]] = {}
     for g, need in rel.affinity.items():
         for term in need.terms:
             key = term.topology_key
             used = {v for (gg, k, v), n in tracker.in_domain.items() if gg == g and k == key and n > 0}
             domain = tracker.in_domain
-            unjustified = [
+            unjustified = {
                 v
                 for v in used
                 if not need.static.get((key, v), 0) and not any(domain[(h, key, v)] > 0 for h in need.justifiers)
-            ]
-            if len(unjustified) > (1 if need.first_pod else 0):
+            }
+            if unjustified and not need.first_pod:
                 return True
+            if need.first_pod:
+                first_domains.setdefault((need.unit, key), set()).update(unjustified)
+    if any(len(values) > 1 for values in first_domains.values()):
+        return True
         present = {n for n, here in on_node.items() if any(here[c] for c in rel.members.get(g, []))}
         if any(t.topology_key not in problem.nodes[n].labels for n in present for t in need.terms):
             return True

@@ -589,3 +589,18 @@ def test_the_solvers_safety_net_sees_a_broken_rule() -> None:
     (shape,) = [s.index for s in problem.shapes]
     assert broken(problem, {(shape, 0): 2})
     assert not broken(problem, {(shape, 0): 1, (shape, 1): 1})
+
+
+def test_self_affine_gangs_that_match_each_other_share_one_first_domain() -> None:
+    # Two profiles (one with a host port) whose pods all match each other's affinity: whichever
+    # pod goes first, the others must join its node.
+    pods: list[Pod] = []
+    groups = []
+    for j, ports in enumerate([[("TCP", "", 80)], [], []]):
+        gp, gg = gangs(f"g{j}", 1, cpu="1", created=j)
+        near_x = rules(term(HOST, {"app": "x"}))
+        pods += [with_rules(p, labels={"app": "x"}, affinity=near_x, ports=ports) for p in gp]
+        groups += gg
+    snap = snapshot(cluster(2), pods, groups)
+    _, where = placed(snap)
+    assert len(where) == 3 and len(set(where.values())) == 1

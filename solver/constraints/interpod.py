@@ -15,7 +15,8 @@ is a sum of slots. Booleans exist only per (group, domain) that a rule needs, ne
   checks the incoming pod's terms and the existing pods' terms alike): not both present in a domain.
 - Required affinity: a group may be present in a domain of each term's key only where bound pods
   matching all its terms are, or a justifier group (no required affinity of its own, matching all
-  the terms) is present too, or, under the first-pod rule, in the one domain per key it picks.
+  the terms) is present too, or, under the first-pod rule, in the one domain per key it picks
+  (shared by first-pod groups that match each other's terms: :func:`vcsat.solver.interpod.relations`).
 """
 
 from __future__ import annotations
@@ -106,10 +107,10 @@ def add_interpod(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: 
                 if mine is not None and theirs is not None:
                     cp.add(mine + theirs <= 1)
 
+    firsts: dict[tuple[int, str, str], cp_model.IntVar] = {}
     for g, need in sorted(rel.affinity.items()):
         for term in need.terms:
             key = term.topology_key
-            firsts: list[cp_model.IntVar] = []
             for value in domains.get(key, {}):
                 if need.static.get((key, value), 0) > 0:
                     continue
@@ -126,14 +127,19 @@ def add_interpod(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: 
                     out.derived.append((y, justifying))
                     support.append(y)
                 if need.first_pod:
-                    f = cp.new_bool_var(f"first[{g},{key}={value}]")
-                    v.upper[f.index] = 1
-                    firsts.append(f)
+                    f = firsts.get((need.unit, key, value))
+                    if f is None:
+                        f = firsts[(need.unit, key, value)] = cp.new_bool_var(f"first[{need.unit},{key}={value}]")
+                        v.upper[f.index] = 1
                     out.firsts.append((f, here, support[0] if support else None))
                     support.append(f)
                 cp.add(here <= cp_model.LinearExpr.sum(support))
-            if len(firsts) > 1:
-                cp.add(cp_model.LinearExpr.sum(firsts) <= 1)
+    by_unit_key: dict[tuple[int, str], list[cp_model.IntVar]] = {}
+    for (unit, key, _value), f in sorted(firsts.items(), key=lambda item: item[0]):
+        by_unit_key.setdefault((unit, key), []).append(f)
+    for flags in by_unit_key.values():
+        if len(flags) > 1:
+            cp.add(cp_model.LinearExpr.sum(flags) <= 1)
     return out
 
 
@@ -146,7 +152,10 @@ def hint_values(ivars: InterpodVars, values: dict[int, int]) -> dict[int, int]:
         out[flag.index] = 1 if sum(values.get(t.index, 0) for t in terms) > 0 else 0
     for flag, terms in ivars.derived:
         out[flag.index] = 1 if sum(values.get(t.index, 0) for t in terms) > 0 else 0
+    for first, _here, _justified in ivars.firsts:
+        out[first.index] = 0
     for first, here, justified in ivars.firsts:
         unjustified = justified is None or not out.get(justified.index, 0)
-        out[first.index] = 1 if out.get(here.index, 0) and unjustified else 0
+        if out.get(here.index, 0) and unjustified:
+            out[first.index] = 1
     return out
