@@ -520,26 +520,41 @@ def instances(draw: st.DrawFn) -> Snapshot:
     keys = [HOST, ZONE]
 
     def some_rules(kind: str) -> PodAffinityRules:
+        terms = [
+            term(draw(st.sampled_from(keys)), {"app": draw(st.sampled_from(apps))})
+            for _ in range(draw(st.integers(0, 2)))
+        ]
+        wanted = [
+            WeightedPodAffinityTerm(
+                weight=draw(st.integers(1, 100)), term=term(ZONE, {"app": draw(st.sampled_from(apps))})
+            )
+            for _ in range(draw(st.integers(0, 1)))
+        ]
+        return PodAffinityRules(required=tuple(terms), preferred=tuple(wanted))
+
+    def some_ports() -> list[tuple[str, str, int]]:
         if not draw(st.booleans()):
-            return PodAffinityRules()
-        return rules(term(draw(st.sampled_from(keys)), {"app": draw(st.sampled_from(apps))}))
+            return []
+        ip = draw(st.sampled_from(["", "0.0.0.0", "10.0.0.1", "10.0.0.2"]))
+        return [(draw(st.sampled_from(["TCP", "UDP"])), ip, 80)]
 
     pods: list[Pod] = []
     for i in range(draw(st.integers(0, 4))):
         bound = with_rules(
             pod(f"ns/b{i}", cpu="1", node=f"n{draw(st.integers(0, count - 1))}"),
             labels={"app": draw(st.sampled_from(apps))},
+            affinity=some_rules("affinity"),
             anti=some_rules("anti"),
-            ports=[("TCP", "", 80)] if draw(st.booleans()) else [],
+            ports=some_ports(),
         )
         pods.append(bound)
     groups = []
     for j in range(draw(st.integers(1, 4))):
         size = draw(st.integers(1, 3))
-        gp, gg = gangs(f"g{j}", 1, size=size, cpu="1", created=j)
+        gp, gg = gangs(f"g{j}", 1, size=size, cpu="1", created=j, min_member=draw(st.integers(1, size)))
         labels = {"app": draw(st.sampled_from(apps))}
         affinity, anti = some_rules("affinity"), some_rules("anti")
-        ports = [("TCP", draw(st.sampled_from(["", "10.0.0.1"])), 80)] if draw(st.booleans()) else []
+        ports = some_ports()
         pods += [with_rules(p, labels=labels, affinity=affinity, anti=anti, ports=ports) for p in gp]
         groups += gg
     return snapshot(nodes, pods, groups)
