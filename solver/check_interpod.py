@@ -136,12 +136,24 @@ def check_interpod(snapshot: Snapshot, new: Sequence[tuple[Pod, Node]]) -> list[
                 break
 
     with_anti = [e for e in placed if e.pod.pod_anti_affinity.required]
+    in_domain: dict[str, dict[str, list[_Placed]]] = {}
+
+    def sharing(key: str, node: Node) -> list[_Placed]:
+        """The pods on nodes with the same value of ``key`` as ``node`` (none without the key)."""
+        if key not in in_domain:
+            groups: dict[str, list[_Placed]] = defaultdict(list)
+            for e in placed:
+                if key in e.node.labels:
+                    groups[e.node.labels[key]].append(e)
+            in_domain[key] = groups
+        return in_domain[key].get(node.labels[key], []) if key in node.labels else []
+
     for entry in placed:
         if not entry.new:
             continue
         for term in entry.pod.pod_anti_affinity.required:
-            for other in placed:
-                if other.pod.key == entry.pod.key or not _same_domain(term.topology_key, entry.node, other.node):
+            for other in sharing(term.topology_key, entry.node):
+                if other.pod.key == entry.pod.key:
                     continue
                 if _term_selects(term, entry.pod, other.pod, namespaces):
                     out.append(
