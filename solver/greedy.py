@@ -182,6 +182,12 @@ def greedy(problem: Problem) -> Assignment:
     for gang in order:
         if gang.index not in tried:
             _place(problem, gang, room, queue_room, assignment, held)
+    if problem.interpod is not None and any(need.justifiers for need in problem.interpod.affinity.values()):
+        # A gang whose affinity needs another gang of this cycle may have come before it: once
+        # more, now that the others are placed (kube-scheduler would retry it likewise).
+        for gang in order:
+            if gang.index not in assignment.placed and any(c in problem.isolated for c in gang.classes):
+                _place(problem, gang, room, queue_room, assignment, held)
     return assignment
 
 

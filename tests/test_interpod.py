@@ -619,3 +619,15 @@ def test_self_affine_gangs_that_match_each_other_share_one_first_domain() -> Non
     snap = snapshot(cluster(2), pods, groups)
     _, where = placed(snap)
     assert len(where) == 3 and len(set(where.values())) == 1
+
+
+def test_the_greedy_retries_a_gang_whose_affinity_needs_a_younger_gang() -> None:
+    from vcsat.solver.greedy import greedy
+    from vcsat.solver.problem import build_problem
+
+    client, gc = gangs("client", 1, size=2, cpu="2", created=0)
+    client = [with_rules(p, affinity=rules(term(ZONE, {"app": "server"}))) for p in client]
+    server, gs = gangs("server", 1, size=1, cpu="2", created=5)
+    server = [with_rules(p, labels={"app": "server"}) for p in server]
+    problem = build_problem(snapshot(cluster(), [*client, *server], [*gc, *gs]), POLICY)
+    assert len(greedy(problem).placed) == 2
