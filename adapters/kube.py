@@ -72,10 +72,12 @@ PODGROUPS = Resource("PodGroup", "scheduling.volcano.sh/v1beta1", "podgroups", n
 QUEUES = Resource("Queue", "scheduling.volcano.sh/v1beta1", "queues", namespaced=False)
 PRIORITY_CLASSES = Resource("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", namespaced=False)
 HYPERNODES = Resource("HyperNode", "topology.volcano.sh/v1alpha1", "hypernodes", namespaced=False)
+NAMESPACES = Resource("Namespace", "v1", "namespaces", namespaced=False)
 EVENTS = Resource("Event", "v1", "events", namespaced=True)
 
-SCHEDULING_RESOURCES = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES)
-"""What a scheduling cycle reads (contract §1), in the order a dump lists them."""
+SCHEDULING_RESOURCES = (NODES, PODS, PODGROUPS, QUEUES, PRIORITY_CLASSES, HYPERNODES, NAMESPACES)
+"""What a scheduling cycle reads (contract §1), in the order a dump lists them; Namespaces for the
+labels inter-pod terms' ``namespaceSelector`` reads."""
 
 
 class ApiError(Exception):

@@ -45,6 +45,7 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
+from vcsat.solver.check_interpod import INTERPOD_RULES, check_interpod
 from vcsat.solver.check_spread import RULE as SPREAD_RULE
 from vcsat.solver.check_spread import spread_violations
 from vcsat.solver.pauses import no_gc_pauses
@@ -62,6 +63,7 @@ RULES: Final = (
     "UnknownNode",
     *PREDICATE_CODES,
     "PodTopologySpread",
+    *INTERPOD_RULES,
     "CapacityNow",
     "CapacityAfterEvictions",
     "GpuIndices",
@@ -159,6 +161,7 @@ class _Checker:
         self._placements()
         self._evictions()
         self._spread()
+        self._interpod()
         self._capacity()
         self._gpus()
         self._gangs()
@@ -221,6 +224,12 @@ class _Checker:
         if problem:
             self._flag("GpuIndices", pod.key, f"{kind} {problem}")
         return not problem
+
+    def _interpod(self) -> None:
+        """Inter-pod affinity, anti-affinity and host ports (:mod:`vcsat.solver.check_interpod`)."""
+        new = [(p.pod, p.node) for p in self.placements if p.node is not None]
+        for found in check_interpod(self.snapshot, new):
+            self._flag(found.rule, found.subject, found.message)
 
     # --- evictions: identity and protection ---------------------------------------------------
 

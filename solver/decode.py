@@ -60,7 +60,10 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
     if assignment.domain_counts:
         _place_in_domains(problem, assignment, buckets, out, room, supply, slots_of)
 
-    for bucket in sorted(buckets, key=lambda b: (-b.gpus, b.index)):
+    # Isolated classes' buckets first: they are exact, so their slots always hold their pods, and
+    # rules between pods were decided for exactly those nodes.
+    isolated = {b.index for b in buckets if b.exact and problem.shapes[b.shapes[0]].isolated is not None}
+    for bucket in sorted(buckets, key=lambda b: (b.index not in isolated, -b.gpus, b.index)):
         slots = slots_of.get(bucket.index)
         pods = [s for s in bucket.shapes for _ in range(max(0, supply.get(s, 0)))]
         if not pods:

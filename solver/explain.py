@@ -29,6 +29,13 @@ from vcsat.solver.spread import SPREAD_REASON
 
 def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
     room = Room(problem)
+    if room.interpod is not None:
+        # Rules between pods are judged beside what this cycle placed (room stays the free room).
+        for (s, node), k in assignment.shape_slots.items():
+            c = problem.shapes[s].isolated
+            if c is not None:
+                for _ in range(k):
+                    room.interpod.place(c, node)
     free_total = res.total(
         dict(zip(problem.resources, (max(0, x) for x in row), strict=True))
         for node, row in zip(problem.nodes, problem.free, strict=True)
@@ -81,12 +88,6 @@ def placed_amounts(problem: Problem, assignment: Assignment) -> dict[str, dict[s
         for name, amount in zip(problem.resources, problem.shapes[problem.classes[c].shape].request, strict=True):
             row[name] = row.get(name, 0) + k * amount
     return out
-
-
-def undo_room(problem: Problem, room: Room, taken: list[tuple[int, int, int]]) -> None:
-    """Give back room only (no spread state was touched)."""
-    for _, shape_index, node in reversed(taken):
-        room.give(node, problem.shapes[shape_index].request)
 
 
 def minimum_request(problem: Problem, gang: Gang) -> dict[str, int]:
@@ -144,7 +145,8 @@ def _why_left_out(
         gang.queue,
         *((problem.classes[c].shape, problem.classes[c].task, len(problem.classes[c].pods)) for c in gang.classes),
     )
-    fits = fits_cache.get(signature)
+    isolated = any(c in problem.isolated for c in gang.classes)
+    fits = fits_cache.get(signature) if not isolated else None
     if fits is None:
         taken = fit_topology_first(problem, gang, room, [problem.queue_room[q] for q in problem.caps_of(gang.queue)])
         fits = taken is not None
@@ -155,14 +157,25 @@ def _why_left_out(
         spread, room.spread = room.spread, None
         caps = [problem.queue_room[q] for q in problem.caps_of(gang.queue)]
         taken = fit_topology_first(problem, gang, room, caps)
+        if taken is not None:
+            undo(problem, room, taken)  # with no spread state: none was touched
         room.spread = spread
         if taken is not None:
-            undo_room(problem, room, taken)
             return (
                 "Unschedulable",
                 f"the gang's {max(1, gang.need)} pods ({res.format_vector(need)}) fit by room, but "
                 f"{SPREAD_REASON} (maxSkew over the domains of their topologySpreadConstraints)",
             )
+    if not fits and room.interpod is not None and room.interpod.stuck and room.interpod.last:
+        # kube-scheduler's words for the pod that found no node (its own gang's pods placed before it).
+        refused = sorted(room.interpod.last.items(), key=lambda item: (-item[1], item[0]))
+        rest = len(problem.nodes) - sum(room.interpod.last.values())
+        return (
+            "Unschedulable",
+            f"0/{len(problem.nodes)} nodes are available for one of its pods: "
+            + ", ".join(f"{count} {why}" for why, count in refused)
+            + (f"; {rest} without room or eligibility for it" if rest > 0 else ""),
+        )
     if not fits and hard is not None:
         return (
             "NetworkTopologyUnsatisfied",

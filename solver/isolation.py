@@ -14,16 +14,17 @@ pods by an :data:`InteractionFactory`:
 - ``signature(pod)``: None when the pod takes part in none of the family's rules; otherwise a value
   that two pods share only if the family treats them alike (pods of one class must agree on it, so
   it joins the class key);
-- ``failure(pod, node)``: why the family's rules refuse the node for the pod whatever else this
-  cycle places (bound pods only: the static part, folded into the class's eligible nodes), or None.
+- ``refused(pod)``: the nodes the family's rules refuse the pod whatever else this cycle places
+  (bound pods only: the static part, folded into the class's eligible nodes), each with the
+  reason; computed once per kind of pod, so it must be cheap to ask again.
 
-:func:`isolation` runs the factories and answers per pod. New families add a factory to
-:data:`INTERACTIONS` (or pass their own list).
+:func:`isolation` runs the factories and answers per pod. New families add their factory to
+:func:`interactions` (or pass their own list).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from vcsat.model import Pod, Snapshot
@@ -33,8 +34,8 @@ from vcsat.model import Pod, Snapshot
 class Interaction:
     name: str
     signature: Callable[[Pod], Hashable | None]
-    failure: Callable[[Pod, int], str | None]
-    """(pod, node index) -> a kube-scheduler style reason, or None when the node is allowed."""
+    refused: Callable[[Pod], Mapping[int, str]]
+    """pod -> {node index: a kube-scheduler style reason} for the nodes refused."""
     state: object = None
     """The family's own index of the snapshot, for its constraint, greedy and explanation code."""
 
@@ -64,32 +65,36 @@ class Isolation:
         """The index of the family ``name``; None when that family is not active this cycle."""
         return next((i.state for i in self.interactions if i.name == name), None)
 
+    def refused(self, pod: Pod) -> dict[int, str]:
+        """Nodes refused to the pod by bound pods under any family's rules, with the first
+        family's reason."""
+        out: dict[int, str] = {}
+        for interaction in reversed(self.interactions):
+            out.update(interaction.refused(pod))
+        return out
+
     def failure(self, pod: Pod, node: int) -> str | None:
         """The first family's reason to refuse the node for the pod (bound pods only), or None."""
         for interaction in self.interactions:
-            if interaction.signature(pod) is None:
-                continue
-            why = interaction.failure(pod, node)
+            why = interaction.refused(pod).get(node)
             if why is not None:
                 return why
         return None
 
 
-def _factories() -> list[InteractionFactory]:
+def interactions() -> list[InteractionFactory]:
+    """The rule families between pods, in the order their failures are reported (imported here,
+    not at module level: each family's module builds on this one)."""
     from vcsat.solver.interpod import interpod_interaction
     from vcsat.solver.spread import spread_interaction
 
     return [interpod_interaction, spread_interaction]
 
 
-INTERACTIONS: list[InteractionFactory] = _factories()
-"""The rule families between pods, in the order their failures are reported."""
-
-
 def isolation(
     snapshot: Snapshot, pending: Sequence[Pod], factories: Sequence[InteractionFactory] | None = None
 ) -> Isolation:
-    built = [factory(snapshot, pending) for factory in (INTERACTIONS if factories is None else factories)]
+    built = [factory(snapshot, pending) for factory in (interactions() if factories is None else factories)]
     return Isolation(tuple(interaction for interaction in built if interaction is not None))
 
 

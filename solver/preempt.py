@@ -26,6 +26,12 @@ terminating) are never victims. The objective, in order: the most preemptor work
 priority), then victims of the highest priority spared first, then the fewest victims, then the
 youngest victims first. Preemptors are *nominated*: they are bound in a later cycle, once their
 victims are gone.
+
+Rules between pods (inter-pod affinity, anti-affinity, host ports) are not modelled here, so a gang
+with an isolated class (:mod:`vcsat.solver.isolation`) is never a preemptor (``solve`` leaves it
+out): no victim is taken for it. The other preemptors take part in no such rule by construction,
+and bound pods, victims included, keep refusing them nodes as before (a victim still blocks
+anti-affinity until it is gone and never justifies affinity).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from vcsat.solver import predicates
 from vcsat.solver import spread as spread_rules
 from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
+from vcsat.solver.interpod import INTERPOD, InterPod, Relations, relations
 from vcsat.solver.isolation import Isolation, isolation
 
 VALUE_SCALE = 1000
@@ -207,6 +208,10 @@ class Problem:
     """The cycle's pod topology spread constraint groups (:mod:`vcsat.solver.spread`)."""
     soft_spread: list[spread_rules.Group] = field(default_factory=list)
     """Likewise for ScheduleAnyway constraints: an objective level, never a constraint."""
+    interpod: Relations | None = None
+    """How isolated classes constrain each other by inter-pod affinity and host ports."""
+    interpod_scores: dict[int, dict[int, int]] | None = None
+    """Per isolated class, per node: its preferred inter-pod score (filled on first use)."""
 
     def queue_priority(self, queue: str) -> int:
         """The queue's own ``spec.priority`` (0 when unset or unknown). In a hierarchy only the
@@ -394,10 +399,10 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                     eligible_cache[elig_key] = eligible
                 if own is not None:
                     # Bound pods' terms and ports are static: they narrow the class's nodes.
-                    eligible = eligible.copy()
-                    for where in np.flatnonzero(eligible):
-                        if iso.failure(class_pods[0], int(where)) is not None:
-                            eligible[where] = False
+                    refused = iso.refused(class_pods[0])
+                    if refused:
+                        eligible = eligible.copy()
+                        eligible[list(refused)] = False
                     isolated.add(own)
                 upper = _fit_counts(request, free_array, eligible)
                 shape_index = len(shapes)
@@ -486,6 +491,14 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             )
         )
 
+    interpod_state = iso.state(INTERPOD)
+    interpod = None
+    if isinstance(interpod_state, InterPod) and isolated:
+        taking_part = {c: classes[c].pods[0] for c in sorted(isolated)}
+        interpod = relations(
+            interpod_state, {c: pod for c, pod in taking_part.items() if interpod_state.signature(pod) is not None}
+        )
+
     return Problem(
         snapshot=snapshot,
         policy=policy,
@@ -513,6 +526,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         isolated=frozenset(isolated),
         spread=groups,
         soft_spread=soft_groups,
+        interpod=interpod,
     )
 
 
@@ -564,6 +578,10 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
 
 def _bucket(index: int, members: list[Shape], free: list[list[int]]) -> Bucket:
     request = tuple(min(column) for column in zip(*(m.request for m in members), strict=True))
+    if len(members) == 1 and members[0].isolated is not None:
+        # An isolated class's own bucket: exactly its shape (the same counts, already computed).
+        shape = members[0]
+        return Bucket(index, (shape.index,), request, shape.gpus, shape.nodes, dict(shape.upper))
     nodes = tuple(sorted({node for m in members for node in m.nodes}))
     return Bucket(
         index=index,
@@ -705,7 +723,7 @@ def _prefilter(
         could_ever = any(
             predicates.predicate_failure(pod, node) is None
             and res.fits(_without_share(pod.requests), node.allocatable)
-            and not (isolated and iso.failure(pod, i) is not None)
+            and not (isolated and i in iso.refused(pod))
             for i, node in enumerate(nodes)
         )
         code = "InsufficientResources" if could_ever else "Unschedulable"

@@ -32,6 +32,7 @@ from vcsat.solver.exact import solve_exact
 from vcsat.solver.explain import outcomes
 from vcsat.solver.fairness.deserved import queue_usage
 from vcsat.solver.greedy import greedy
+from vcsat.solver.interpod_tracker import broken
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.pauses import no_gc_pauses
@@ -96,7 +97,11 @@ def _solve(snapshot: Snapshot, policy: Policy) -> Decision:
     search = policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes)
     result = solve_exact(problem, hint, budget=max(0.0, search), targets=targets)
 
-    if result.assignment is not None and _lexicographic(problem, result.assignment) >= _lexicographic(problem, hint):
+    if (
+        result.assignment is not None
+        and _lexicographic(problem, result.assignment) >= _lexicographic(problem, hint)
+        and not broken(problem, result.assignment.shape_slots)
+    ):
         assignment, status = result.assignment, ("OPTIMAL" if result.optimal else "FEASIBLE")
     else:
         assignment, status = hint, "FALLBACK"
@@ -162,6 +167,9 @@ def _preempt(
         for gang in problem.gangs
         if gang.index not in assignment.placed
         and (gang.index not in problem.blocked or problem.blocked[gang.index].reason in WAITING_ROOM)
+        # Rules between pods are not modelled in the eviction search: such gangs wait for room
+        # (sound: no victim is taken for them, none is counted as gone for their rules).
+        and not any(c in problem.isolated for c in gang.classes)
     ]
     if not waiting:
         return now, [], [], podgroups

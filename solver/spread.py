@@ -160,25 +160,21 @@ def spread_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interactio
             tokens[pod.key] = pod_token(pod, candidates)
         return tokens[pod.key]
 
-    lacking: dict[tuple[str, ...], frozenset[int]] = {}
-    """Per set of topology keys: the nodes without one of them."""
+    lacking: dict[tuple[str, ...], dict[int, str]] = {}
+    """Per set of topology keys: the nodes without one of them, with the reason."""
 
-    refused: dict[str, frozenset[int]] = {}
-    """Per pod: the nodes it refuses (asked once per (pod, node): computed once per pod)."""
-
-    def failure(pod: Pod, node: int) -> str | None:
-        found = refused.get(pod.key)
+    def refused(pod: Pod) -> Mapping[int, str]:
+        keys = tuple(sorted({c.topology_key for c in hard_constraints(pod)}))
+        if not keys:
+            return {}
+        found = lacking.get(keys)
         if found is None:
-            keys = tuple(sorted({c.topology_key for c in hard_constraints(pod)}))
-            found = lacking.get(keys)
-            if found is None:
-                found = lacking[keys] = frozenset(
-                    n for n, each in enumerate(nodes) if not all(key in each.labels for key in keys)
-                )
-            refused[pod.key] = found
-        return MISSING_LABEL_REASON if node in found else None
+            found = lacking[keys] = {
+                n: MISSING_LABEL_REASON for n, each in enumerate(nodes) if not all(key in each.labels for key in keys)
+            }
+        return found
 
-    return Interaction(NAME, signature, failure, state=selectors)
+    return Interaction(NAME, signature, refused, state=selectors)
 
 
 def cycle_selectors(pending: Iterable[Pod]) -> list[tuple[str, Selector]]:

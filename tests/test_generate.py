@@ -369,3 +369,23 @@ def test_every_hand_written_instance_is_there() -> None:
     names = {p.name for p in HAND_WRITTEN}
     expected = {"gang.yaml", "predicates.yaml", "fragmentation.yaml", "gpus.yaml", "priority.yaml"}
     assert expected | {"queues.yaml", "demo.yaml"} <= names
+
+
+def test_anti_affinity_share_spreads_whole_jobs_and_leaves_the_rest_alone() -> None:
+    spread = GeneratorOptions(nodes=60, pending_jobs=80, seed=3, anti_affinity_share=0.2)
+    plain, marked = generated(SMALL), generated(spread)
+    pending = [p for p in of_kind(marked, "Pod") if "nodeName" not in p["spec"]]
+    carrying = [p for p in pending if "podAntiAffinity" in p["spec"].get("affinity", {})]
+    assert 0.2 * len(pending) <= len(carrying) < 0.2 * len(pending) + 9  # whole jobs of at most 8 pods
+    for pod in carrying:
+        anti = pod["spec"]["affinity"]["podAntiAffinity"]
+        (term,) = anti["requiredDuringSchedulingIgnoredDuringExecution"]
+        job = pod["metadata"]["labels"]["volcano.sh/job-name"]
+        assert term["labelSelector"]["matchLabels"] == {"volcano.sh/job-name": job}
+
+    def without_affinity(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**p, "spec": {k: v for k, v in p["spec"].items() if k != "affinity"}} for p in pods]
+
+    assert without_affinity(of_kind(marked, "Pod")) == without_affinity(of_kind(plain, "Pod"))
+    snapshot = snapshot_from_objects(marked["items"])
+    assert sum(1 for p in snapshot.pods if p.pod_anti_affinity.required) == len(carrying)

@@ -86,6 +86,7 @@ SCHEDULER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     ("list", "queues.scheduling.volcano.sh", {}, True),
     ("watch", "priorityclasses.scheduling.k8s.io", {}, True),
     ("watch", "hypernodes.topology.volcano.sh", {}, True),
+    ("watch", "namespaces", {}, True),
     ("list", "poddisruptionbudgets.policy", {}, True),
     ("create", "events", {"namespace": "team"}, True),
     ("create", "events.events.k8s.io", {"namespace": "team"}, True),
@@ -95,6 +96,7 @@ SCHEDULER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     # ... and not:
     ("delete", "nodes", {}, False),
     ("update", "nodes", {}, False),
+    ("update", "namespaces", {}, False),
     ("get", "secrets", {"namespace": "team"}, False),
     ("list", "secrets", {}, False),
     ("create", "pods", {"namespace": "team"}, False),
