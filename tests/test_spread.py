@@ -435,3 +435,21 @@ def test_random_instances_keep_every_spread_constraint(snap: Snapshot) -> None:
     assert check(snap, dec) == [], [str(v) for v in check(snap, dec)]
     fallback = decision(snap, bindings=[bind(p, n) for p, n in greedy_decision(snap)])
     assert [v for v in check(snap, fallback) if v.rule == "PodTopologySpread"] == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.randoms(use_true_random=False))
+def test_solver_rule_and_validator_agree_on_random_placements(snap: Snapshot, rng: Any) -> None:
+    """The solver's spread state and the validator's independent reading judge the same final
+    states alike (placements onto nodes that carry the keys; the validator also judges the rest)."""
+    problem = build_problem(snap, Policy())
+    pending = [p for p in snap.pods if p.pending]
+    placed = []
+    for p in pending:
+        keys = [c.topology_key for c in p.spread_constraints if c.hard]
+        fitting = [n.name for n in snap.nodes if all(k in n.labels for k in keys)]
+        if fitting and rng.random() < 0.7:
+            placed.append(bind(p.key, rng.choice(fitting)))
+    dec = decision(snap, bindings=placed)
+    flagged = any(v.rule == "PodTopologySpread" for v in check(snap, dec))
+    assert flagged == spread_broken(problem, list(dec.bindings))
