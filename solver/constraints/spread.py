@@ -1,9 +1,16 @@
 """Pod topology spread (DoNotSchedule) as exact constraints on the aggregated counts.
 
-The rule, on the final state (see :mod:`vcsat.solver.spread` for why that is kube-scheduler's
-rule): per constraint group, every domain that receives a pod carrying the constraint ends within
-``maxSkew`` of the least count over the group's eligible domains (0 with fewer domains than
-``minDomains``). Every class that carries or matches a constraint has a bucket of its own
+The rule, on the final state: per constraint group, every domain that receives a pod carrying the
+constraint ends within ``maxSkew`` of the least count over the group's eligible domains (0 with
+fewer domains than ``minDomains``). Why that is kube-scheduler's pod-by-pod rule: given such a final
+state, place the new pods one at a time, always into the least-filled domain still due to receive
+pods; when a pod goes into ``d``, either the minimum sits on a domain still due (at least as full as
+``d``, so the skew is at most 1) or on a domain already at its final count (at least the final
+minimum, while ``d`` is below its final count), so every step passes the filter. Conversely the
+last pod placed into ``d`` saw ``final(d) − 1`` others and a minimum no larger than the final one,
+so a final state beyond ``maxSkew`` has no valid order (details in :mod:`vcsat.solver.spread`).
+
+Every class that carries or matches a constraint has a bucket of its own
 (:mod:`vcsat.solver.isolation`), so ``slot[bucket, node]`` is that class's own count on
 the node and a domain's count is a sum of slots: no per-pod variable.
 
