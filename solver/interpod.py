@@ -29,7 +29,9 @@ the model and the greedy alike (each is a subset of what kube-scheduler accepts)
 - in-cycle affinity is justified only by pending classes that have no required affinity of their
   own (kube-scheduler could have placed those first), and by bound pods;
 - a group relying on the first-pod rule puts all its pods, per term key, into one domain (or into
-  domains another justifier class occupies).
+  domains another justifier class occupies); first-pod groups that match each other's terms share
+  that one domain, and lose the first-pod rule when their term keys differ;
+- the score of preferred terms comes from bound pods only (:mod:`vcsat.solver.objectives.interpod`).
 """
 
 from __future__ import annotations

@@ -631,3 +631,12 @@ def test_the_greedy_retries_a_gang_whose_affinity_needs_a_younger_gang() -> None
     server = [with_rules(p, labels={"app": "server"}) for p in server]
     problem = build_problem(snapshot(cluster(), [*client, *server], [*gc, *gs]), POLICY)
     assert len(greedy(problem).placed) == 2
+
+
+def test_a_preference_is_met_on_nodes_otherwise_interchangeable() -> None:
+    # n0..n4 have the same free room; only the preference tells zone b's n3, n4 from zone a's.
+    cache = with_rules(pod("ns/cache", cpu="15.5", node="n5"), labels={"app": "cache"})
+    app = with_rules(pod("ns/app", cpu="1"), affinity=preferred(ZONE, {"app": "cache"}, 10))
+    snap = snapshot(cluster(), [cache, app])
+    _, where = placed(snap)
+    assert where["ns/app"] in ("n3", "n4")

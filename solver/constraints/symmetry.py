@@ -13,6 +13,7 @@ from itertools import pairwise
 
 from ortools.sat.python import cp_model
 
+from vcsat.solver.objectives.interpod import preference_scores
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.variables import NodeTerm, Variables
 
@@ -49,7 +50,8 @@ def node_classes(problem: Problem, v: Variables) -> list[list[int]]:
 def _interpod_tags(problem: Problem) -> list[Hashable] | None:
     """Per node, what inter-pod rules see of it: its domain under each term's topology key (only
     where the domain holds other nodes too: permuting one-node domains maps domains to domains) and
-    whether bound pods justify each affinity term there. Nodes differing here are not interchangeable."""
+    whether bound pods justify each affinity term there, and each class's preference score there.
+    Nodes differing here are not interchangeable."""
     rel = problem.interpod
     if rel is None:
         return None
@@ -59,8 +61,9 @@ def _interpod_tags(problem: Problem) -> list[Hashable] | None:
             value = node.labels.get(key)
             if value is not None:
                 sizes[(key, value)] = sizes.get((key, value), 0) + 1
+    scores = sorted(preference_scores(problem).items())
     out: list[Hashable] = []
-    for node in problem.nodes:
+    for index, node in enumerate(problem.nodes):
         labels = node.labels
         shared = tuple(
             labels.get(key) if sizes.get((key, labels.get(key, "")), 0) > 1 else (key in labels) for key in rel.keys
@@ -70,7 +73,8 @@ def _interpod_tags(problem: Problem) -> list[Hashable] | None:
             for _, need in sorted(rel.affinity.items())
             for t in need.terms
         )
-        out.append((shared, justified))
+        preferred = tuple(by_node.get(index, 0) for _, by_node in scores)
+        out.append((shared, justified, preferred))
     return out
 
 
