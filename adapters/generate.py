@@ -70,6 +70,9 @@ DEFAULT_SHAPES: tuple[NodeShape, ...] = (
 )
 
 
+HOSTNAME = "kubernetes.io/hostname"
+
+
 @dataclass(frozen=True)
 class GeneratorOptions:
     """What to make up. Every default is the 1,000-node benchmark cluster."""
@@ -94,6 +97,10 @@ class GeneratorOptions:
     """Pending two-task jobs: one CPU parameter server and 2–4 GPU workers (minTaskMember)."""
     model_pinned_share: float = 0.2
     """GPU jobs that constrain the GPU model (nodeSelector or required node affinity)."""
+    anti_affinity_share: float = 0.0
+    """Share of the pending pods whose jobs spread one pod per node: required pod anti-affinity on
+    ``kubernetes.io/hostname`` against their own job's pods (whole jobs are picked at random until
+    the share is reached; drawn from a random stream of its own, so the rest stays the same)."""
     unavailable_node_fraction: float = 0.01
     """Nodes cordoned or NotReady (half each); they keep their running pods."""
     system_pods_per_node: int = 1
@@ -102,6 +109,9 @@ class GeneratorOptions:
     """How tier-1 HyperNodes name their nodes: one exactMatch member per node, or one regexMatch."""
     shapes: tuple[NodeShape, ...] = DEFAULT_SHAPES
     scheduler_name: str = "vcsat"
+    spread_job_share: float = 0.0
+    """Pending jobs (not multi-node) whose pods carry a DoNotSchedule topology spread constraint over
+    their own job's pods, maxSkew 1: half over the spine label (a zone), half over hostnames."""
     start_epoch: int = 1_748_851_200
     """Creation time of the first running job (2025-06-02T08:00:00Z); everything follows in order."""
 
@@ -127,7 +137,9 @@ class GeneratorOptions:
             "multi_node_job_share",
             "ps_worker_job_share",
             "model_pinned_share",
+            "anti_affinity_share",
             "unavailable_node_fraction",
+            "spread_job_share",
         ):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 problems.append(f"{name} must be within [0, 1]")
@@ -295,7 +307,7 @@ def _node_object(name: str, rack: _Rack, options: GeneratorOptions, ip: int, sta
             "name": name,
             "labels": {
                 "kubernetes.io/arch": "amd64",
-                "kubernetes.io/hostname": name,
+                HOSTNAME: name,
                 "kubernetes.io/os": "linux",
                 "node.kubernetes.io/instance-type": shape.instance_type,
                 GPU_PRODUCT_LABEL: shape.gpu_product,
@@ -414,6 +426,9 @@ class _Job:
     selector: dict[str, str] | None = None
     affinity: Object | None = None
     topology: Object | None = None
+    spread: Object | None = None
+    spread_pods: bool = False
+    """One pod per node: required pod anti-affinity on the hostname against its own pods."""
 
     @property
     def pods(self) -> int:
@@ -505,6 +520,14 @@ def _job_pods(
                 spec["nodeSelector"] = dict(job.selector)
             if job.affinity:
                 spec["affinity"] = job.affinity
+            if job.spread:
+                spec["topologySpreadConstraints"] = [job.spread]
+            if job.spread_pods:
+                term = {"labelSelector": {"matchLabels": {"volcano.sh/job-name": job.name}}, "topologyKey": HOSTNAME}
+                spec["affinity"] = {
+                    **(job.affinity or {}),
+                    "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]},
+                }
             status: Object
             if placements is None:
                 status = {"phase": "Pending", "qosClass": "Burstable"}
@@ -875,6 +898,31 @@ def _pending_jobs(
     return jobs
 
 
+def _add_spread(jobs: list[_Job], options: GeneratorOptions) -> None:
+    """Topology spread on a share of the pending jobs, drawn from a generator of its own so that the
+    rest of the instance is the same as without it."""
+    rng = random.Random(f"{options.seed}-spread")
+    for job in jobs:
+        if job.topology is not None or rng.random() >= options.spread_job_share:
+            continue
+        job.spread = {
+            "maxSkew": 1,
+            "topologyKey": SPINE_LABEL if rng.random() < 0.5 else "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"volcano.sh/job-name": job.name}},
+        }
+def _spread_jobs(jobs: list[_Job], options: GeneratorOptions) -> None:
+    """Mark random whole jobs as spreading one pod per node until their pods reach the share."""
+    rng = random.Random(f"anti-affinity-{options.seed}")
+    target = round(options.anti_affinity_share * sum(job.pods for job in jobs))
+    marked = 0
+    for job in rng.sample(jobs, len(jobs)):
+        if marked >= target:
+            break
+        job.spread_pods = True
+        marked += job.pods
+
+
 def _pin_model(job: _Job, products: list[str], rng: random.Random) -> None:
     product = rng.choice(products)
     style = rng.randrange(3)
@@ -952,6 +1000,10 @@ def generate_instance(options: GeneratorOptions | None = None) -> dict[str, Any]
     pending_groups: list[Object] = []
     pending_pods: list[Object] = []
     jobs = _pending_jobs(options, pending_rng, products, counter, pending_start)
+    if options.spread_job_share > 0:
+        _add_spread(jobs, options)
+    if options.anti_affinity_share > 0:
+        _spread_jobs(jobs, options)
     inqueue_before = len(jobs) // 2  # the older half has passed Volcano's enqueue action
     for position, job in enumerate(jobs):
         uid = _uid(pending_rng)
@@ -1003,6 +1055,13 @@ def write_instance(obj: dict[str, Any], path: str | Path) -> int:
     show_default=True,
     help="Share of GPUs held by running pods.",
 )
+@click.option(
+    "--anti-affinity",
+    type=click.FloatRange(0.0, 1.0),
+    default=GeneratorOptions.anti_affinity_share,
+    show_default=True,
+    help="Share of pending pods whose jobs spread one pod per node (required pod anti-affinity).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
     "-o",
@@ -1011,7 +1070,13 @@ def write_instance(obj: dict[str, Any], path: str | Path) -> int:
     help="File to write (.json: compact JSON, else YAML); stdout (YAML) when omitted.",
 )
 def generate_cmd(
-    nodes: int, gpus_per_node: int, pending_jobs: int, busy: float, seed: int, output: str | None
+    nodes: int,
+    gpus_per_node: int,
+    pending_jobs: int,
+    busy: float,
+    anti_affinity: float,
+    seed: int,
+    output: str | None,
 ) -> None:
     """Make up a realistic GPU cluster instance (docs/contract.md §1), the same for the same seed."""
     try:
@@ -1020,6 +1085,7 @@ def generate_cmd(
             gpus_per_node=gpus_per_node,
             pending_jobs=pending_jobs,
             busy_gpu_fraction=busy,
+            anti_affinity_share=anti_affinity,
             seed=seed,
         )
     except ValueError as error:

@@ -46,6 +46,7 @@ from vcsat.adapters.fields import EMPTY, MAPPING_TYPES, FieldReader, type_name
 from vcsat.model import resources as res
 from vcsat.model.cluster import (
     DEFAULT_QUEUE,
+    HostPort,
     HyperNode,
     HyperNodeMember,
     NetworkTopology,
@@ -54,6 +55,8 @@ from vcsat.model.cluster import (
     NodeSelectorTerm,
     Notice,
     Pod,
+    PodAffinityRules,
+    PodAffinityTerm,
     PodGroup,
     PodPhase,
     PreferredSchedulingTerm,
@@ -63,10 +66,13 @@ from vcsat.model.cluster import (
     Taint,
     TaintEffect,
     Toleration,
+    WeightedPodAffinityTerm,
 )
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.model.hypernodes import resolve_hypernodes
 from vcsat.model.quantity import nanos_to_amount, nanos_to_quota, parse_nanos
+from vcsat.model.selectors import LabelOperator, LabelRequirement, LabelSelector, label_selector
+from vcsat.model.spread import InclusionPolicy, TopologySpreadConstraint
 from vcsat.solver.enqueue import is_ours
 from vcsat.solver.pauses import no_gc_pauses
 
@@ -95,6 +101,7 @@ _KINDS = {
     "Queue": "scheduling.volcano.sh",
     "PriorityClass": "scheduling.k8s.io",
     "HyperNode": "topology.volcano.sh",
+    "Namespace": "",
     "PersistentVolumeClaim": "",
     "PersistentVolume": "",
     "StorageClass": "storage.k8s.io",
@@ -328,12 +335,17 @@ class _Converter:
                     raise InputError(str(error), source=self.source) from None
                 hypernodes = []  # live: no topology rather than a wrong one
 
+        namespaces = {
+            obj.name: obj.string_map(obj.raw["metadata"], "labels", "metadata.labels")
+            for _, obj in sorted(by_kind["Namespace"].items())
+        }
         snapshot = Snapshot.model_construct(
             nodes=tuple(nodes.values()),
             pods=tuple(placed),
             podgroups=tuple(podgroups.values()),
             queues=tuple(queues[name] for name in sorted(queues)),
             hypernodes=tuple(hypernodes),
+            namespaces=namespaces,
             generation=generation,
             now=now,
             claims=claims,
@@ -605,6 +617,24 @@ class _Converter:
         if phase not in _POD_PHASES:
             obj.fail("status.phase", f"must be one of {', '.join(sorted(_POD_PHASES))}, not {phase!r}")
 
+        affinity_raw = spec.get("affinity")
+        pod_rules_raw = (
+            (affinity_raw.get("podAffinity"), affinity_raw.get("podAntiAffinity"))
+            if isinstance(affinity_raw, _MAPPING)
+            else (None, None)
+        )
+        if pod_rules_raw == (None, None):
+            pod_affinity, pod_anti_affinity = _NO_POD_RULES, _NO_POD_RULES
+        else:
+            # matchLabelKeys read the pod's own labels: equal text and equal labels, equal value.
+            pod_affinity, pod_anti_affinity = self._shared(
+                ("pod-affinity", repr((pod_rules_raw, sorted(labels.items())))),
+                lambda: (
+                    _pod_affinity_rules(obj, spec, "podAffinity", labels),
+                    _pod_affinity_rules(obj, spec, "podAntiAffinity", labels),
+                ),
+            )
+
         gpu_ids = None
         holds_room = node_name is not None and phase not in ("Succeeded", "Failed")
         if holds_room and GPU_IDS_ANNOTATION in annotations:
@@ -616,6 +646,7 @@ class _Converter:
             namespace=obj.namespace,
             name=obj.name,
             uid=obj.string(metadata, "uid", "metadata.uid"),
+            labels=labels,
             managed=managed,
             node_name=node_name,
             phase=cast("PodPhase", phase),
@@ -638,13 +669,18 @@ class _Converter:
             gpu_ids=gpu_ids,
             nominated_node=_nominated_node(obj),
             created=obj.created(),
-            labels=labels,
             claims=storage.pod_claims(obj, spec),
             scheduling_gates=_names(obj, spec, "schedulingGates"),
             resource_claims=_names(obj, spec, "resourceClaims"),
             queue_name=annotations.get(QUEUE_NAME_ANNOTATION) or None,
             preferred_affinity=self._shared(
                 ("preferred", repr(spec.get("affinity"))), lambda: _preferred_affinity(obj, spec)
+            ),
+            pod_affinity=pod_affinity,
+            pod_anti_affinity=pod_anti_affinity,
+            host_ports=self._shared(("host-ports", _ports_key(spec)), lambda: _host_ports(obj, spec)),
+            spread_constraints=self._shared(
+                ("spread", repr(spec.get("topologySpreadConstraints"))), lambda: _spread_constraints(obj, spec)
             ),
         )
 
@@ -925,6 +961,166 @@ def _preferred_affinity(obj: _Object, spec: Mapping[str, Any]) -> tuple[Preferre
     return tuple(out)
 
 
+_NO_POD_RULES = PodAffinityRules()
+_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_PROTOCOLS = frozenset({"TCP", "UDP", "SCTP"})
+
+
+def _pod_affinity_rules(
+    obj: _Object, spec: Mapping[str, Any], kind: str, labels: Mapping[str, str]
+) -> PodAffinityRules:
+    """``spec.affinity.podAffinity`` or ``podAntiAffinity``, with matchLabelKeys/mismatchLabelKeys
+    merged into each term's selector as kube-apiserver does when it admits the pod."""
+    base = f"spec.affinity.{kind}"
+    affinity = obj.mapping(spec, "affinity", "spec.affinity")
+    rules = obj.mapping(affinity, kind, base)
+    if not rules:
+        return _NO_POD_RULES
+    required_path = f"{base}.requiredDuringSchedulingIgnoredDuringExecution"
+    required = tuple(
+        _pod_affinity_term(obj, raw, f"{required_path}[{index}]", labels)
+        for index, raw in enumerate(
+            obj.sequence(rules, "requiredDuringSchedulingIgnoredDuringExecution", required_path)
+        )
+    )
+    preferred_path = f"{base}.preferredDuringSchedulingIgnoredDuringExecution"
+    preferred = []
+    for index, raw in enumerate(obj.sequence(rules, "preferredDuringSchedulingIgnoredDuringExecution", preferred_path)):
+        path = f"{preferred_path}[{index}]"
+        if not isinstance(raw, _MAPPING):
+            obj.fail(path, "must be a mapping")
+        if raw.get("weight") is None:
+            obj.fail(f"{path}.weight", "missing")
+        weight = obj.integer(raw, "weight", f"{path}.weight", 0, minimum=1)
+        if weight > 100:
+            obj.fail(f"{path}.weight", f"must be 1 to 100, not {weight}")
+        term_raw = raw.get("podAffinityTerm")
+        if term_raw is None:
+            obj.fail(f"{path}.podAffinityTerm", "missing")
+        term = _pod_affinity_term(obj, term_raw, f"{path}.podAffinityTerm", labels)
+        preferred.append(WeightedPodAffinityTerm.model_construct(weight=weight, term=term))
+    return PodAffinityRules.model_construct(required=required, preferred=tuple(preferred))
+
+
+def _pod_affinity_term(obj: _Object, raw: Any, path: str, labels: Mapping[str, str]) -> PodAffinityTerm:
+    if not isinstance(raw, _MAPPING):
+        obj.fail(path, "must be a mapping")
+    topology_key = obj.string(raw, "topologyKey", f"{path}.topologyKey")
+    if not topology_key:
+        obj.fail(f"{path}.topologyKey", "missing (must be a label key)")
+    namespaces = obj.sequence(raw, "namespaces", f"{path}.namespaces")
+    for index, name in enumerate(namespaces):
+        if not isinstance(name, str) or not name:
+            obj.fail(f"{path}.namespaces[{index}]", "must be a namespace name")
+    keys: dict[str, tuple[str, ...]] = {}
+    for field in ("matchLabelKeys", "mismatchLabelKeys"):
+        values = obj.sequence(raw, field, f"{path}.{field}")
+        for index, value in enumerate(values):
+            if not isinstance(value, str) or not value:
+                obj.fail(f"{path}.{field}[{index}]", "must be a label key")
+        keys[field] = tuple(values)
+    selector = _label_selector(obj, raw, "labelSelector", f"{path}.labelSelector")
+    if selector is not None and (keys["matchLabelKeys"] or keys["mismatchLabelKeys"]):
+        merged = [
+            *selector.requirements,
+            *(
+                LabelRequirement(key=k, operator="In", values=(labels[k],))
+                for k in keys["matchLabelKeys"]
+                if k in labels
+            ),
+            *(
+                LabelRequirement(key=k, operator="NotIn", values=(labels[k],))
+                for k in keys["mismatchLabelKeys"]
+                if k in labels
+            ),
+        ]
+        selector = label_selector(None, merged)
+    return PodAffinityTerm.model_construct(
+        label_selector=selector,
+        namespaces=tuple(sorted(set(namespaces))),
+        namespace_selector=_label_selector(obj, raw, "namespaceSelector", f"{path}.namespaceSelector"),
+        topology_key=topology_key,
+        match_label_keys=keys["matchLabelKeys"],
+        mismatch_label_keys=keys["mismatchLabelKeys"],
+    )
+
+
+def _label_selector(obj: _Object, parent: Mapping[str, Any], key: str, path: str) -> LabelSelector | None:
+    """A ``metav1.LabelSelector``; None when absent (which selects nothing)."""
+    if parent.get(key) is None:
+        return None
+    raw = obj.mapping(parent, key, path)
+    match_labels = obj.string_map(raw, "matchLabels", f"{path}.matchLabels")
+    expressions = []
+    for index, entry in enumerate(obj.sequence(raw, "matchExpressions", f"{path}.matchExpressions")):
+        entry_path = f"{path}.matchExpressions[{index}]"
+        if not isinstance(entry, _MAPPING):
+            obj.fail(entry_path, "must be a mapping")
+        label = obj.string(entry, "key", f"{entry_path}.key")
+        if not label:
+            obj.fail(f"{entry_path}.key", "missing")
+        operator = obj.string(entry, "operator", f"{entry_path}.operator")
+        if operator not in _LABEL_OPERATORS:
+            obj.fail(f"{entry_path}.operator", f"must be one of {', '.join(_LABEL_OPERATORS)}, not {operator!r}")
+        values = obj.sequence(entry, "values", f"{entry_path}.values")
+        for position, value in enumerate(values):
+            if not isinstance(value, str):
+                obj.fail(f"{entry_path}.values[{position}]", f"must be a string, not {type_name(value)}")
+        if operator in ("In", "NotIn") and not values:
+            obj.fail(f"{entry_path}.values", f"{operator} needs at least one value")
+        if operator in ("Exists", "DoesNotExist") and values:
+            obj.fail(f"{entry_path}.values", f"{operator} takes no values")
+        expressions.append(
+            LabelRequirement(key=label, operator=cast("LabelOperator", operator), values=tuple(values))
+        )
+    return label_selector(match_labels, expressions)
+
+
+def _ports_key(spec: Mapping[str, Any]) -> str:
+    """The text host ports are read from: the containers' and init containers' ``ports``."""
+    parts = []
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if isinstance(containers, list):
+            parts.append(
+                repr(
+                    [
+                        (c.get("ports"), c.get("restartPolicy")) if isinstance(c, _MAPPING) else c
+                        for c in containers
+                    ]
+                )
+            )
+    return "|".join(parts)
+
+
+def _host_ports(obj: _Object, spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    """Ports with ``hostPort`` > 0 of the containers and of restartable (sidecar) init containers,
+    the ones kube-scheduler's NodePorts counts: an init container that exits frees its port."""
+    out: list[HostPort] = []
+    for field in ("initContainers", "containers"):
+        for index, container in enumerate(obj.sequence(spec, field, f"spec.{field}")):
+            path = f"spec.{field}[{index}]"
+            if not isinstance(container, _MAPPING):
+                obj.fail(path, "must be a mapping")
+            if field == "initContainers" and container.get("restartPolicy") != "Always":
+                continue
+            for position, port in enumerate(obj.sequence(container, "ports", f"{path}.ports")):
+                port_path = f"{path}.ports[{position}]"
+                if not isinstance(port, _MAPPING):
+                    obj.fail(port_path, "must be a mapping")
+                host_port = obj.integer(port, "hostPort", f"{port_path}.hostPort", 0, minimum=0)
+                if host_port > 65535:
+                    obj.fail(f"{port_path}.hostPort", f"must be 0 to 65535, not {host_port}")
+                if host_port == 0:
+                    continue
+                protocol = obj.string(port, "protocol", f"{port_path}.protocol") or "TCP"
+                if protocol not in _PROTOCOLS:
+                    obj.fail(f"{port_path}.protocol", f"must be one of SCTP, TCP, UDP, not {protocol!r}")
+                host_ip = obj.string(port, "hostIP", f"{port_path}.hostIP") or "0.0.0.0"
+                out.append((protocol, host_ip, host_port))
+    return tuple(out)
+
+
 def _requirements(obj: _Object, term: Mapping[str, Any], key: str, base: str) -> tuple[NodeSelectorRequirement, ...]:
     out = []
     for index, raw in enumerate(obj.sequence(term, key, f"{base}.{key}")):
@@ -950,6 +1146,54 @@ def _requirements(obj: _Object, term: Mapping[str, Any], key: str, base: str) ->
         out.append(
             NodeSelectorRequirement.model_construct(
                 key=label, operator=cast("SelectorOperator", operator), values=tuple(values)
+            )
+        )
+    return tuple(out)
+
+
+_SPREAD_PATH = "spec.topologySpreadConstraints"
+
+
+def _spread_constraints(obj: _Object, spec: Mapping[str, Any]) -> tuple[TopologySpreadConstraint, ...]:
+    """``spec.topologySpreadConstraints``, validated as the API server does for what they decide."""
+    out = []
+    for index, raw in enumerate(obj.sequence(spec, "topologySpreadConstraints", _SPREAD_PATH)):
+        path = f"{_SPREAD_PATH}[{index}]"
+        if not isinstance(raw, _MAPPING):
+            obj.fail(path, "must be a mapping")
+        max_skew = obj.integer(raw, "maxSkew", f"{path}.maxSkew", minimum=1)
+        if max_skew is None:
+            obj.fail(f"{path}.maxSkew", "missing")
+        topology_key = obj.string(raw, "topologyKey", f"{path}.topologyKey")
+        if not topology_key:
+            obj.fail(f"{path}.topologyKey", "missing")
+        when = obj.string(raw, "whenUnsatisfiable", f"{path}.whenUnsatisfiable")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            obj.fail(f"{path}.whenUnsatisfiable", f"must be DoNotSchedule or ScheduleAnyway, not {when!r}")
+        min_domains = obj.integer(raw, "minDomains", f"{path}.minDomains", minimum=1)
+        if min_domains is not None and when != "DoNotSchedule":
+            obj.fail(f"{path}.minDomains", "may only be set with whenUnsatisfiable DoNotSchedule")
+        policies: list[InclusionPolicy] = []
+        for name, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
+            policy = obj.string(raw, name, f"{path}.{name}", default)
+            if policy not in ("Honor", "Ignore"):
+                obj.fail(f"{path}.{name}", f"must be Honor or Ignore, not {policy!r}")
+            policies.append(cast("InclusionPolicy", policy))
+        keys = obj.sequence(raw, "matchLabelKeys", f"{path}.matchLabelKeys")
+        for position, key in enumerate(keys):
+            if not isinstance(key, str) or not key:
+                obj.fail(f"{path}.matchLabelKeys[{position}]", "must be a label key")
+        selector = _label_selector(obj, raw, "labelSelector", f"{path}.labelSelector")
+        out.append(
+            TopologySpreadConstraint(
+                max_skew=max_skew,
+                topology_key=topology_key,
+                when_unsatisfiable=cast('Literal["DoNotSchedule", "ScheduleAnyway"]', when),
+                selector=selector,
+                min_domains=min_domains or 1,
+                node_affinity_policy=policies[0],
+                node_taints_policy=policies[1],
+                match_label_keys=tuple(keys),
             )
         )
     return tuple(out)

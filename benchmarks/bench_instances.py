@@ -29,6 +29,14 @@ ONE_K_CONTENDED = GeneratorOptions(
 )
 """1,000 nodes 80% busy, half the running and pending work low priority, a fifth high: fairness,
 preemption and reclaim all have work to do."""
+ONE_K_ANTI = GeneratorOptions(nodes=1000, busy_gpu_fraction=0.5, pending_jobs=2000, anti_affinity_share=0.2)
+"""The 1,000-node instance with a fifth of the pending pods spreading one per node (required pod
+anti-affinity on the hostname against their own job's pods)."""
+
+
+ONE_K_SPREAD = GeneratorOptions(nodes=1000, busy_gpu_fraction=0.5, pending_jobs=2000, spread_job_share=0.2)
+"""The 1,000-node instance with a fifth of the pending jobs (about as many pods) spreading their
+pods with a DoNotSchedule topology spread constraint, maxSkew 1, over spines or hostnames."""
 
 
 def instance_key(options: GeneratorOptions) -> str:

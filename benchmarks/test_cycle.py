@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_instances import FIVE_K, ONE_K, ONE_K_CONTENDED, peak_rss_mib
+from bench_instances import FIVE_K, ONE_K, ONE_K_ANTI, ONE_K_CONTENDED, ONE_K_SPREAD, peak_rss_mib
 
 from vcsat.adapters.generate import GeneratorOptions, generate_instance
 from vcsat.adapters.instance_file import read_snapshot
@@ -58,6 +58,8 @@ def one_cycle(path: Path, policy: Policy, cpu: list[float] | None = None) -> tup
         pytest.param(FIVE_K, CORE_5K, 1, id="5k-core"),
         pytest.param(ONE_K, POLICY_1K, 3, id="1k-nodes"),
         pytest.param(ONE_K_CONTENDED, POLICY_1K, 3, id="1k-contended"),
+        pytest.param(ONE_K_SPREAD, POLICY_1K, 3, id="1k-spread"),
+        pytest.param(ONE_K_ANTI, POLICY_1K, 3, id="1k-anti-affinity"),
         pytest.param(FIVE_K, POLICY_5K, 1, id="5k-nodes"),
     ],
 )

@@ -13,6 +13,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from vcsat.model import resources as res
+from vcsat.model.selectors import LabelSelector
+from vcsat.model.spread import TopologySpreadConstraint
 
 
 class Frozen(BaseModel):
@@ -88,6 +90,45 @@ class Node(Frozen):
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
 
 
+class PodAffinityTerm(Frozen):
+    """One ``podAffinityTerm``: the pods it selects, and the topology domain they are counted in.
+
+    The converter has already merged ``matchLabelKeys`` (``key In [own value]``) and
+    ``mismatchLabelKeys`` (``key NotIn [own value]``) into :attr:`label_selector`, as kube-apiserver
+    does on pod creation; the key lists are kept for the record."""
+
+    label_selector: LabelSelector | None = None
+    """None selects no pod (a term without ``labelSelector``)."""
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    """None: no namespaces by labels. Neither this nor :attr:`namespaces`: the pod's own namespace."""
+    topology_key: str
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+class WeightedPodAffinityTerm(Frozen):
+    weight: int
+    """1..100, as ``preferredDuringSchedulingIgnoredDuringExecution`` allows."""
+    term: PodAffinityTerm
+
+
+class PodAffinityRules(Frozen):
+    """``podAffinity`` or ``podAntiAffinity``: required terms (all must hold) and preferred ones."""
+
+    required: tuple[PodAffinityTerm, ...] = ()
+    preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.required and not self.preferred
+
+
+HostPort = tuple[str, str, int]
+"""(protocol, hostIP, hostPort) as kube-scheduler's NodePorts sees it: protocol ``TCP`` when unset,
+hostIP ``0.0.0.0`` (every address) when unset."""
+
+
 class Pod(Frozen):
     namespace: str
     name: str
@@ -133,6 +174,13 @@ class Pod(Frozen):
     unset, as Volcano's PodGroup controller makes it); ignored for a pod in a PodGroup."""
     preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
     """Preferred node affinity terms: a score, never a filter (see :mod:`vcsat.solver.preferences`)."""
+    pod_affinity: PodAffinityRules = PodAffinityRules()
+    pod_anti_affinity: PodAffinityRules = PodAffinityRules()
+    host_ports: tuple[HostPort, ...] = ()
+    """Container ports with ``hostPort`` > 0, of the containers and of the sidecar (restartable)
+    init containers: the ports kube-scheduler counts as taken on the node."""
+    spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    """``spec.topologySpreadConstraints``, both DoNotSchedule and ScheduleAnyway."""
 
     @property
     def key(self) -> str:
@@ -262,6 +310,8 @@ class Snapshot(Frozen):
     queues: tuple[Queue, ...] = ()
     """Always holds the queue ``default`` (the converter adds it when not listed)."""
     hypernodes: tuple[HyperNode, ...] = ()
+    namespaces: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Namespace name -> its labels, for ``namespaceSelector``; a namespace not listed has none."""
     generation: int = 0
     now: float | None = None
     """The cycle's clock in epoch seconds: the live scheduler's wall clock when it converted the

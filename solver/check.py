@@ -48,6 +48,9 @@ from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
 from vcsat.solver import check_volumes
+from vcsat.solver.check_interpod import INTERPOD_RULES, check_interpod
+from vcsat.solver.check_spread import RULE as SPREAD_RULE
+from vcsat.solver.check_spread import spread_violations
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.predicates import PREDICATE_CODES, predicate_failure
 
@@ -65,6 +68,8 @@ RULES: Final = (
     "ResourceClaimsUnsupported",
     *PREDICATE_CODES,
     *check_volumes.RULES,
+    "PodTopologySpread",
+    *INTERPOD_RULES,
     "CapacityNow",
     "CapacityAfterEvictions",
     "GpuIndices",
@@ -161,6 +166,8 @@ class _Checker:
     def run(self) -> list[Violation]:
         self._placements()
         self._evictions()
+        self._spread()
+        self._interpod()
         self._capacity()
         self._volumes()
         self._gpus()
@@ -236,6 +243,12 @@ class _Checker:
             self._flag("GpuIndices", pod.key, f"{kind} {problem}")
         return not problem
 
+    def _interpod(self) -> None:
+        """Inter-pod affinity, anti-affinity and host ports (:mod:`vcsat.solver.check_interpod`)."""
+        new = [(p.pod, p.node) for p in self.placements if p.node is not None]
+        for found in check_interpod(self.snapshot, new):
+            self._flag(found.rule, found.subject, found.message)
+
     # --- evictions: identity and protection ---------------------------------------------------
 
     def _evictions(self) -> None:
@@ -260,6 +273,35 @@ class _Checker:
             protection = victim_protection(pod)
             if protection:
                 self._flag("VictimProtected", key, f"{eviction.reason} victim {protection}")
+
+    # --- pod topology spread (check_spread.py) -------------------------------------------------
+
+    def _spread(self) -> None:
+        if not any(p.pod.spread_constraints for p in self.placements if p.node is not None):
+            return
+        now: dict[str, list[Pod]] = defaultdict(list)
+        after: dict[str, list[Pod]] = defaultdict(list)
+        for name, pods in self.snapshot.pods_on_node.items():
+            now[name].extend(pods)
+            after[name].extend(pod for pod in pods if pod.key not in self.victims)
+        judged: list[tuple[Pod, Node, str]] = []
+        for placement in self.placements:
+            if placement.node is None:
+                continue
+            after[placement.node.name].append(placement.pod)
+            if placement.kind == "binding":
+                now[placement.node.name].append(placement.pod)
+                judged.append((placement.pod, placement.node, "before evictions"))
+            judged.append((placement.pod, placement.node, "after evictions"))
+        if not self.victims and not any(p.kind == "nomination" for p in self.placements):
+            # One final state: judge it once.
+            judged = [(pod, node, "before evictions") for pod, node, state in judged if state == "before evictions"]
+        states = {"before evictions": now, "after evictions": after}
+        seen: set[tuple[str, str]] = set()
+        for key, message in spread_violations(self.snapshot, judged, states):
+            if (key, message.split(" (")[0]) not in seen:
+                seen.add((key, message.split(" (")[0]))
+                self._flag(SPREAD_RULE, key, message)
 
     # --- node capacity ------------------------------------------------------------------------
 

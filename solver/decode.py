@@ -60,7 +60,10 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
     if assignment.domain_counts:
         _place_in_domains(problem, assignment, buckets, out, room, supply, slots_of)
 
-    for bucket in sorted(buckets, key=lambda b: (-b.gpus, b.index)):
+    # Isolated classes' buckets first: they are exact, so their slots always hold their pods, and
+    # rules between pods were decided for exactly those nodes.
+    isolated = {b.index for b in buckets if b.exact and problem.shapes[b.shapes[0]].isolated is not None}
+    for bucket in sorted(buckets, key=lambda b: (b.index not in isolated, -b.gpus, b.index)):
         slots = slots_of.get(bucket.index)
         pods = [s for s in bucket.shapes for _ in range(max(0, supply.get(s, 0)))]
         if not pods:
@@ -100,6 +103,10 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
         # A pod the bucket's slots could not hold may still fit elsewhere with its real request:
         # the placement (and its value) stands, only the packing changes.
         for s in missing:
+            if problem.shapes[s].isolated is not None:
+                # Its nodes are the model's: rules between pods were decided for those (never moved).
+                _short(out, bucket, [s])
+                continue
             wanted = problem.shapes[s]
             elsewhere = _anywhere(wanted.request, wanted.upper, room, wanted.preference)
             if elsewhere is None:
@@ -160,7 +167,7 @@ def _pack_shares(problem: Problem, out: Resolution, room: list[list[int]]) -> No
             for r, amount in enumerate(request):
                 room[node][r] += amount
             target = None
-            for other in sorted(problem.shapes[s].upper):
+            for other in sorted(problem.shapes[s].upper if problem.shapes[s].isolated is None else ()):
                 if other == node or not all(a <= room[other][r] for r, a in enumerate(request) if a > 0):
                     continue
                 other_whole, other_shares = _gpu_load(problem, out.shape_slots, other)

@@ -17,17 +17,21 @@ from ortools.sat.python import cp_model
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.constraints.capacity import add_capacity
 from vcsat.solver.constraints.gang import add_gang
+from vcsat.solver.constraints.interpod import InterpodVars, add_interpod, hint_values
 from vcsat.solver.constraints.quota import add_quota
 from vcsat.solver.constraints.share_room import add_share_room
+from vcsat.solver.constraints.spread import add_spread
 from vcsat.solver.constraints.symmetry import add_symmetry_breaking, order_like_model, weight
 from vcsat.solver.constraints.topology import add_topology, domain_counts
 from vcsat.solver.decode import resolve
 from vcsat.solver.levels import Level, Stage, plan_stages
 from vcsat.solver.objectives.fairness import drf_levels, fairness_levels
+from vcsat.solver.objectives.interpod import preference_levels as interpod_preference_levels
 from vcsat.solver.objectives.locality import locality_levels
 from vcsat.solver.objectives.packing import packing_levels
 from vcsat.solver.objectives.placement import age_level, placement_levels
 from vcsat.solver.objectives.preference import preference_levels
+from vcsat.solver.objectives.spread import spread_levels
 from vcsat.solver.problem import Bucket, Problem, split_bucket
 from vcsat.solver.repair import repair
 from vcsat.solver.variables import Variables, create_variables
@@ -170,6 +174,8 @@ def _search(
     add_capacity(cp, problem, v, buckets)
     add_share_room(cp, problem, v)  # valid cuts: a GPU share fits only where that much is left on one GPU
     add_quota(cp, problem, v)
+    add_spread(cp, problem, v, buckets)
+    interpod = add_interpod(cp, problem, v, buckets)
     classes = add_symmetry_breaking(cp, problem, v)
     topo = add_topology(cp, problem, v, buckets, hint)
     levels = [
@@ -178,6 +184,8 @@ def _search(
         *drf_levels(cp, problem, v, hint),
         *locality_levels(problem, v, topo),
         *preference_levels(problem, v),
+        *spread_levels(cp, problem, v, buckets),
+        *interpod_preference_levels(problem, v, buckets),
     ]
     if policy.packing_weight > 0:
         levels += packing_levels(cp, problem, v, hint)
@@ -186,7 +194,7 @@ def _search(
     levels = [level for stage in stages for level in stage.levels]
     if not stages:
         return _Search(None, True, [], {})
-    _hint(cp, problem, v, hint, buckets, classes)
+    _hint(cp, problem, v, hint, buckets, classes, interpod)
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = policy.num_workers
@@ -340,6 +348,7 @@ def _hint(
     hint: Assignment,
     buckets: list[Bucket],
     classes: list[list[int]],
+    interpod: InterpodVars | None = None,
 ) -> dict[int, int]:
     """Hint the model with ``hint``; returns the hinted value per variable index."""
     bucket_of = {s: b.index for b in buckets for s in b.shapes}
@@ -355,6 +364,8 @@ def _hint(
         values[var.index] = hint.count.get(c, 0) if problem.classes[c].gang in hint.placed else 0
     for key, var in v.slot.items():
         values[var.index] = slots.get(key, 0)
+    if interpod is not None:
+        values.update(hint_values(interpod, values))
     # In bulk on the proto: ``add_hint`` one variable at a time costs seconds at 5,000 nodes.
     hint_proto = cp.proto.solution_hint
     hint_proto.vars.extend(list(values))

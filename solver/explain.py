@@ -8,6 +8,8 @@ objective level that decided it, with amounts:
 - ``QueueOverused``: its queue's capability has less room than the gang's minimum needs;
 - ``InsufficientResources``: the whole cluster has less free than the gang's minimum needs;
 - ``Fragmented``: there is enough free room in total, but not on nodes where its pods fit;
+- ``Unschedulable``: it fits by room, but not within its pod topology spread constraints
+  maxSkew (kube-scheduler's "node(s) didn't match pod topology spread constraints");
 - ``NetworkTopologyUnsatisfied``: a hard ``networkTopology`` finds no HyperNode of its tier with room;
 - ``Outranked``: it would fit on its own, but the room went to work ranked higher by the objective
   (queues of higher ``spec.priority``, whose fair shares are served first; higher priority; or more
@@ -24,10 +26,18 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import Room, fit_topology_first, undo
 from vcsat.solver.objectives.fairness import fair_resources
 from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.spread import SPREAD_REASON
 
 
 def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
     room = Room(problem)
+    if room.interpod is not None:
+        # Rules between pods are judged beside what this cycle placed (room stays the free room).
+        for (s, node), k in assignment.shape_slots.items():
+            c = problem.shapes[s].isolated
+            if c is not None:
+                for _ in range(k):
+                    room.interpod.place(c, node)
     free_total = res.total(
         dict(zip(problem.resources, (max(0, x) for x in row), strict=True))
         for node, row in zip(problem.nodes, problem.free, strict=True)
@@ -137,13 +147,37 @@ def _why_left_out(
         gang.queue,
         *((problem.classes[c].shape, problem.classes[c].task, len(problem.classes[c].pods)) for c in gang.classes),
     )
-    fits = fits_cache.get(signature)
+    isolated = any(c in problem.isolated for c in gang.classes)
+    fits = fits_cache.get(signature) if not isolated else None
     if fits is None:
         taken = fit_topology_first(problem, gang, room, [problem.queue_room[q] for q in problem.caps_of(gang.queue)])
         fits = taken is not None
         if taken is not None:
             undo(problem, room, taken)
         fits_cache[signature] = fits
+    if not fits and room.spread is not None and any(c in room.spread.of_class for c in gang.classes):
+        spread, room.spread = room.spread, None
+        caps = [problem.queue_room[q] for q in problem.caps_of(gang.queue)]
+        taken = fit_topology_first(problem, gang, room, caps)
+        if taken is not None:
+            undo(problem, room, taken)  # with no spread state: none was touched
+        room.spread = spread
+        if taken is not None:
+            return (
+                "Unschedulable",
+                f"the gang's {max(1, gang.need)} pods ({res.format_vector(need)}) fit by room, but "
+                f"{SPREAD_REASON} (maxSkew over the domains of their topologySpreadConstraints)",
+            )
+    if not fits and room.interpod is not None and room.interpod.stuck and room.interpod.last:
+        # kube-scheduler's words for the pod that found no node (its own gang's pods placed before it).
+        refused = sorted(room.interpod.last.items(), key=lambda item: (-item[1], item[0]))
+        rest = len(problem.nodes) - sum(room.interpod.last.values())
+        return (
+            "Unschedulable",
+            f"0/{len(problem.nodes)} nodes are available for one of its pods: "
+            + ", ".join(f"{count} {why}" for why, count in refused)
+            + (f"; {rest} without room or eligibility for it" if rest > 0 else ""),
+        )
     if not fits and hard is not None:
         return (
             "NetworkTopologyUnsatisfied",

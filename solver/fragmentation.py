@@ -375,6 +375,8 @@ def greedy_chooser(problem: Problem) -> GreedyChoice | None:
     """For the greedy (warm start and fallback): the node a pod of a shape goes to, the one whose
     expected fragmentation grows least (fewest free GPUs, then node order, on ties); None when the
     workload shares no GPU, and best fit stands."""
+    if problem.isolated:
+        return None  # rules between pods decide nodes pod by pod: best fit, checked per pod
     measure = for_problem(problem)
     return None if measure is None else partial(_least_fragmenting, measure)
 
@@ -439,6 +441,8 @@ def fragmentation_layout(problem: Problem, assignment: Assignment) -> dict[tuple
     from vcsat.solver.greedy import Room, gang_order  # the greedy imports this module
 
     measure = for_problem(problem)
+    if problem.isolated:
+        return None  # isolated classes' nodes are the model's: rules between pods hold there
     if measure is None or assignment.shape_slots or assignment.domain_counts or not assignment.count:
         return None
     if any(g in assignment.placed for g in problem.topology_gangs):

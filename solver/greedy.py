@@ -10,14 +10,21 @@ fallback need; it is not optimal, which is why CP-SAT runs after it.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from fractions import Fraction
+from functools import partial
 
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.fragmentation import greedy_chooser
+from vcsat.solver.interpod_tracker import Tracker
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, tier_threshold
 from vcsat.solver.problem import Domains, Gang, Problem, Shape
+from vcsat.solver.spread import SpreadState
+
+Allow = Callable[[int], bool]
+"""Whether one more pod may go to a node under the rules between pods."""
 
 
 def gang_order(gang: Gang) -> tuple[int, float, str]:
@@ -45,6 +52,10 @@ class Room:
         self.touched: set[int] = set()
         """Nodes changed since :meth:`free_gpus_in` last looked."""
         self.domain_sums: dict[tuple[int, str], int] = {}
+        self.spread = SpreadState(problem.spread) if problem.spread else None
+        """Topology spread counts of what is placed so far (None without spread constraints)."""
+        self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
+        """Rules between pods, pod by pod (None when no class is isolated)."""
 
     def _level(self, row: list[int]) -> int:
         return max(0, row[self.gpu]) if self.gpu is not None else 0
@@ -137,23 +148,27 @@ class Room:
                 return min(nodes)
         return None
 
-    def best_fit_in(self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int]) -> int | None:
+    def best_fit_in(
+        self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int], allow: Allow | None = None
+    ) -> int | None:
         """Best fit among the given nodes only (a topology domain): fewest free GPUs, then index."""
-        fitting = [n for n in nodes if n in eligible and self.fits(n, request)]
+        fitting = [n for n in nodes if n in eligible and self.fits(n, request) and (allow is None or allow(n))]
         return min(fitting, key=lambda n: (self._level(self.free[n]), n)) if fitting else None
 
-    def preferred_fit(self, shape: Shape) -> int | None:
+    def preferred_fit(self, shape: Shape, allow: Allow | None = None) -> int | None:
         """The node a pod with node preferences goes to: the highest preference score among those
         it fits (kube-scheduler's choice), then best fit (fewest free GPUs), then node order."""
-        fitting = [n for n in shape.upper if self.fits(n, shape.request)]
+        fitting = [n for n in shape.upper if self.fits(n, shape.request) and (allow is None or allow(n))]
         if not fitting:
             return None
         return min(fitting, key=lambda n: (-shape.preference.get(n, 0), self._level(self.free[n]), n))
 
-    def best_fit(self, request: tuple[int, ...], gpus: int, eligible: dict[int, int]) -> int | None:
+    def best_fit(
+        self, request: tuple[int, ...], gpus: int, eligible: dict[int, int], allow: Allow | None = None
+    ) -> int | None:
         for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
             for node in self.levels[level]:
-                if node in eligible and self.fits(node, request):
+                if node in eligible and self.fits(node, request) and (allow is None or allow(node)):
                     return node
         return None
 
@@ -179,6 +194,12 @@ def greedy(problem: Problem) -> Assignment:
     for gang in order:
         if gang.index not in tried:
             _place(problem, gang, room, queue_room, assignment, held)
+    if problem.interpod is not None and any(need.justifiers for need in problem.interpod.affinity.values()):
+        # A gang whose affinity needs another gang of this cycle may have come before it: once
+        # more, now that the others are placed (kube-scheduler would retry it likewise).
+        for gang in order:
+            if gang.index not in assignment.placed and any(c in problem.isolated for c in gang.classes):
+                _place(problem, gang, room, queue_room, assignment, held)
     return assignment
 
 
@@ -328,17 +349,31 @@ def fit_gang(
                 if request_by_name.get(name, 0) > 0
             ):
                 break
+            tracker = room.interpod if pod_class.index in problem.isolated else None
+            spread = room.spread if room.spread is not None and pod_class.index in room.spread.of_class else None
+            allow = _both(
+                partial(tracker.allows, pod_class.index) if tracker is not None else None,
+                partial(spread.allows, pod_class.index) if spread is not None else None,
+            )
+            if tracker is not None:
+                tracker.begin()
             if within is not None:
-                node = room.best_fit_in(shape.request, shape.upper, within)
+                node = room.best_fit_in(shape.request, shape.upper, within, allow)
             elif shape.preference:
-                node = room.preferred_fit(shape)
-            elif least_fragmenting is not None:
+                node = room.preferred_fit(shape, allow)
+            elif least_fragmenting is not None and allow is None:
                 node = least_fragmenting(room, shape)
             else:
-                node = room.best_fit(shape.request, shape.gpus, shape.upper)
+                node = room.best_fit(shape.request, shape.gpus, shape.upper, allow)
             if node is None:
+                if tracker is not None:
+                    tracker.stuck = True
                 break
             room.take(node, shape.request)
+            if tracker is not None:
+                tracker.place(pod_class.index, node)
+            if spread is not None:
+                spread.add(pod_class.index, node, 1)
             for name, amount in request_by_name.items():
                 used[name] = used.get(name, 0) + amount
             taken.append((pod_class.index, shape.index, node))
@@ -356,6 +391,17 @@ def fit_gang(
     return None
 
 
+def _both(first: Allow | None, second: Allow | None) -> Allow | None:
+    """Both rules' node tests (inter-pod rules and topology spread), or the one there is."""
+    if first is None or second is None:
+        return first or second
+    return lambda node: first(node) and second(node)
+
+
 def undo(problem: Problem, room: Room, taken: Taken) -> None:
-    for _, shape_index, node in reversed(taken):
+    for class_index, shape_index, node in reversed(taken):
         room.give(node, problem.shapes[shape_index].request)
+        if room.interpod is not None:
+            room.interpod.remove(class_index, node)
+        if room.spread is not None:
+            room.spread.add(class_index, node, -1)

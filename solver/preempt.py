@@ -15,6 +15,11 @@ that may go (the *victims*), and the room left on each node.
   preemptor work is ranked by (queue priority, priority), and victims in higher-priority queues
   are spared before anything else of the victims' order.
 
+Topology spread is kept out of both, which is sound and simple: gangs whose pods carry or match a
+``DoNotSchedule`` constraint of the cycle are not preemptors (they wait for free room), and pods
+such a constraint counts are not victims, so no eviction or nomination changes a count that the
+allocate phase's placements were judged on.
+
 In both, a victim's gang keeps at least its minMember or goes whole; pods that conformance
 protects (kube-system, critical priority classes, ``volcano.sh/preemptable: "false"``,
 terminating) are never victims. The objective, in order: the most preemptor work placed (by
@@ -23,6 +28,12 @@ intact are taken when they exist, as kube-scheduler's DefaultPreemption orders c
 victims of the highest priority spared first, then the fewest victims, then the youngest victims
 first. Preemptors are *nominated*: they are bound in a later cycle, once their
 victims are gone.
+
+Rules between pods (inter-pod affinity, anti-affinity, host ports) are not modelled here, so a gang
+with an isolated class (:mod:`vcsat.solver.isolation`) is never a preemptor (``solve`` leaves it
+out): no victim is taken for it. The other preemptors take part in no such rule by construction,
+and bound pods, victims included, keep refusing them nodes as before (a victim still blocks
+anti-affinity until it is gone and never justifies affinity).
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from vcsat.solver.greedy import gang_order
 from vcsat.solver.levels import Level, make_level, plan_stages
 from vcsat.solver.objectives.fairness import SHARE_SCALE
 from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.spread import counted_pods
 from vcsat.solver.units import units_for
 
 MAX_PREEMPTORS = 16
@@ -91,14 +103,21 @@ class Evictions:
         return [problem.gangs[g] for g in sorted(self.placed)]
 
 
+def spread_bound(problem: Problem, gang: Gang) -> bool:
+    """Whether a gang's pods carry or match a topology spread constraint of this cycle."""
+    return any(c in group.carriers or c in group.members for group in problem.spread for c in gang.classes)
+
+
 def victims_of(problem: Problem) -> list[Victim]:
     """Every running pod of ours that conformance lets go, with its node and queue."""
     snapshot = problem.snapshot
     node_of = {node.name: i for i, node in enumerate(problem.nodes)}
     out: list[Victim] = []
     holdings_of: dict[int, GpuHoldings] = {}
+    # Pods a topology spread constraint of this cycle counts are no victims (see the docstring).
+    counted = counted_pods(snapshot, problem.nodes, problem.spread) if problem.spread else set()
     for pod in snapshot.pods:
-        if not pod.bound or pod.node_name not in node_of or protection(pod):
+        if not pod.bound or pod.node_name not in node_of or protection(pod) or pod.key in counted:
             continue
         queue = snapshot.queue_of(pod)
         if queue is None:
@@ -141,6 +160,7 @@ def preempt_and_reclaim(
     decision)."""
     out = Evictions()
     policy = problem.policy
+    waiting = [gang for gang in waiting if not spread_bound(problem, gang)]
     victims = victims_of(problem) if (policy.preempt or policy.reclaim) and waiting else []
     if not victims:
         return out

@@ -25,8 +25,11 @@ from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import predicates, volumes
+from vcsat.solver import spread as spread_rules
 from vcsat.solver.enqueue import admit
 from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
+from vcsat.solver.interpod import INTERPOD, InterPod, Relations, relations
+from vcsat.solver.isolation import Isolation, isolation
 from vcsat.solver.preferences import PreferenceKey, any_prefer_no_schedule, node_scores, preference_key
 from vcsat.solver.units import Units, units_for
 
@@ -55,6 +58,9 @@ class Shape:
     """Per node where its pods are preferred (:mod:`vcsat.solver.preferences`), each pod's score
     there above the least; empty for pods without preferences."""
     preference_key: PreferenceKey | None = None
+    isolated: int | None = None
+    """The one pod class of this shape when the class takes part in rules between pods
+    (:mod:`vcsat.solver.isolation`): its bucket then holds this shape alone."""
 
 
 @dataclass(frozen=True)
@@ -212,6 +218,18 @@ class Problem:
     has, or a ``networkTopology`` of their own."""
     preferring: bool = False
     """Whether any pending pod prefers some node to another (else no preference level exists)."""
+    isolation: Isolation = field(default_factory=lambda: Isolation(()))
+    """Rules between pods active this cycle (:mod:`vcsat.solver.isolation`)."""
+    isolated: frozenset[int] = frozenset()
+    """Classes that take part in rules between pods: each has a shape and a bucket of its own."""
+    spread: list[spread_rules.Group] = field(default_factory=list)
+    """The cycle's pod topology spread constraint groups (:mod:`vcsat.solver.spread`)."""
+    soft_spread: list[spread_rules.Group] = field(default_factory=list)
+    """Likewise for ScheduleAnyway constraints: an objective level, never a constraint."""
+    interpod: Relations | None = None
+    """How isolated classes constrain each other by inter-pod affinity and host ports."""
+    interpod_scores: dict[int, dict[int, int]] | None = None
+    """Per isolated class, per node: its preferred inter-pod score (filled on first use)."""
 
     def queue_priority(self, queue: str) -> int:
         """The queue's own ``spec.priority`` (0 when unset or unknown). In a hierarchy only the
@@ -375,13 +393,15 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     gangs: list[Gang] = []
     classes: list[PodClass] = []
     shapes: list[Shape] = []
-    shape_by_key: dict[tuple[tuple[int, ...], Hashable, PreferenceKey | None], int] = {}
+    shape_by_key: dict[tuple[Hashable, ...], int] = {}
     tainted = any_prefer_no_schedule(nodes)
     eligible_cache: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
     preference_cache: dict[tuple[predicates.EligibilityKey, PreferenceKey], dict[int, int]] = {}
     node_index = predicates.NodeIndex(nodes)
     free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
     blocked: dict[int, Blocked] = {}
+    iso = isolation(snapshot, pending)
+    isolated: set[int] = set()
 
     for key in sorted(by_gang, key=lambda k: (min(p.created for p in by_gang[k]), k)):
         every = sorted(by_gang[key], key=lambda p: (p.created, p.key))
@@ -406,7 +426,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         gangs.append(gang)
 
         by_class: dict[
-            tuple[str, tuple[int, ...], predicates.EligibilityKey, PreferenceKey | None], list[Pod]
+            tuple[str, tuple[int, ...], predicates.EligibilityKey, PreferenceKey | None, Hashable], list[Pod]
         ] = {}
         for pod in pods:
             request = request_of(pod, resources)
@@ -415,18 +435,32 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 request = tuple(asked.get(name, amount) for name, amount in zip(resources, request, strict=True))
             restriction = rules.restriction(pod) if rules is not None else None
             class_key = (
-                pod.task, request, predicates.eligibility_key(pod, restriction), preference_key(pod, tainted)
+                pod.task,
+                request,
+                predicates.eligibility_key(pod, restriction),
+                preference_key(pod, tainted),
+                iso.signature(pod),
             )
             by_class.setdefault(class_key, []).append(pod)
 
-        for (task, request, elig_key, pref_key), class_pods in by_class.items():
-            shape_key = (request, elig_key, pref_key)
+        for (task, request, elig_key, pref_key, signature), class_pods in by_class.items():
+            own = len(classes) if signature is not None else None
+            shape_key: tuple[Hashable, ...] = (
+                (request, elig_key, pref_key) if own is None else (request, elig_key, pref_key, own)
+            )
             shape_index = shape_by_key.get(shape_key)
             if shape_index is None:
                 eligible = eligible_cache.get(elig_key)
                 if eligible is None:
                     eligible = _mask_array(node_index, node_index.mask(elig_key))
                     eligible_cache[elig_key] = eligible
+                if own is not None:
+                    # Bound pods' terms and ports are static: they narrow the class's nodes.
+                    refused = iso.refused(class_pods[0])
+                    if refused:
+                        eligible = eligible.copy()
+                        eligible[list(refused)] = False
+                    isolated.add(own)
                 upper = _fit_counts(request, free_array, eligible)
                 preference = {}
                 if pref_key is not None:
@@ -447,6 +481,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         eligibility=elig_key,
                         preference=preference,
                         preference_key=pref_key,
+                        isolated=own,
                     )
                 )
             pod_class = PodClass(
@@ -474,7 +509,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         reason = (
             _group_missing(gang)
             or _queue_missing(gang, snapshot)
-            or _prefilter(gang, snapshot, classes, shapes, nodes)
+            or _prefilter(gang, snapshot, classes, shapes, nodes, iso)
         )
         if gang.held and (reason.reason == "GangUnsatisfied" if reason is not None else not gang.classes):
             reason = _held_reason(gang)
@@ -482,6 +517,10 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             blocked[gang.index] = reason
 
     buckets = initial_buckets(shapes, resources, free)
+    spreading = iso.state(spread_rules.NAME) is not None
+    spread_classes = [(c, classes[c].pods[0]) for c in sorted(isolated)] if spreading else []
+    groups = spread_rules.build_groups(snapshot, nodes, spread_classes) if spreading else []
+    soft_groups = spread_rules.build_groups(snapshot, nodes, spread_classes, hard=False) if spreading else []
 
     lineage = _lineages(snapshot)
     queue_room: dict[str, dict[str, int]] = {}
@@ -524,6 +563,14 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             )
         )
 
+    interpod_state = iso.state(INTERPOD)
+    interpod = None
+    if isinstance(interpod_state, InterPod) and isolated:
+        taking_part = {c: classes[c].pods[0] for c in sorted(isolated)}
+        interpod = relations(
+            interpod_state, {c: pod for c, pod in taking_part.items() if interpod_state.signature(pod) is not None}
+        )
+
     return Problem(
         snapshot=snapshot,
         policy=policy,
@@ -549,6 +596,11 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         domains=domains,
         topology_gangs=topology_gangs,
         preferring=any(shape.preference for shape in shapes),
+        isolation=iso,
+        isolated=frozenset(isolated),
+        spread=groups,
+        soft_spread=soft_groups,
+        interpod=interpod,
     )
 
 
@@ -593,7 +645,8 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
             # Shapes with node preferences get exact buckets: at a relaxed request the preference
             # level would crowd the preferred nodes beyond their real room.
             exact = shape.index if shape.preference else None
-            key = (tuple(shape.request[i] for i in keep), shape.eligibility, shape.preference_key, exact)
+            request = tuple(shape.request[i] for i in keep)
+            key = (request, shape.eligibility, shape.preference_key, exact, shape.isolated)
             groups.setdefault(key, []).append(shape)
     buckets: list[Bucket] = []
     for members in sorted(groups.values(), key=lambda m: m[0].index):
@@ -603,6 +656,10 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
 
 def _bucket(index: int, members: list[Shape], free: list[list[int]]) -> Bucket:
     request = tuple(min(column) for column in zip(*(m.request for m in members), strict=True))
+    if len(members) == 1 and members[0].isolated is not None:
+        # An isolated class's own bucket: exactly its shape (the same counts, already computed).
+        shape = members[0]
+        return Bucket(index, (shape.index,), request, shape.gpus, shape.nodes, dict(shape.upper))
     nodes = tuple(sorted({node for m in members for node in m.nodes}))
     return Bucket(
         index=index,
@@ -610,7 +667,10 @@ def _bucket(index: int, members: list[Shape], free: list[list[int]]) -> Bucket:
         request=request,
         gpus=members[0].gpus,
         nodes=nodes,
-        upper={node: _fit_count(request, free[node]) for node in nodes},
+        # One shape: its own fit counts (same request, same room) need no second pass.
+        upper=dict(members[0].upper)
+        if len(members) == 1
+        else {node: _fit_count(request, free[node]) for node in nodes},
     )
 
 
@@ -747,6 +807,7 @@ def _prefilter(
     classes: list[PodClass],
     shapes: list[Shape],
     nodes: tuple[Node, ...],
+    iso: Isolation,
 ) -> Blocked | None:
     """Reasons that hold whatever else is placed: the typed outcome before any search."""
     for pod_class in (classes[c] for c in gang.classes):
@@ -786,30 +847,42 @@ def _prefilter(
             continue  # optional pods only; others of the gang may still go
         pod = pod_class.pods[0]
         key = predicates.compiled(shape.eligibility)
+        isolated = shape.isolated is not None
         could_ever = any(
-            key.failure(node) is None and res.fits(_without_share(pod.requests), node.allocatable) for node in nodes
+            key.failure(node) is None
+            and res.fits(_without_share(pod.requests), node.allocatable)
+            and not (isolated and i in iso.refused(pod))
+            for i, node in enumerate(nodes)
         )
         code = "InsufficientResources" if could_ever else "Unschedulable"
-        return Blocked(gang.index, code, _why_no_node(pod, nodes, key))
+        return Blocked(gang.index, code, _why_no_node(pod, nodes, key, iso if isolated else None))
     return None
 
 
-def _why_no_node(pod: Pod, nodes: tuple[Node, ...], key: predicates.CompiledKey) -> str:
+def _why_no_node(
+    pod: Pod, nodes: tuple[Node, ...], key: predicates.CompiledKey, iso: Isolation | None = None
+) -> str:
     """Kubernetes-style count of why each node refuses the pod ("0/5 nodes: ...")."""
     counts: dict[str, int] = {}
     example: dict[str, str] = {}
     too_small = 0
-    for node in nodes:
+    between: dict[str, int] = {}
+    for i, node in enumerate(nodes):
         failure = key.failure(node)
         if failure is not None:
             counts[failure.code] = counts.get(failure.code, 0) + 1
             example.setdefault(failure.code, failure.message)
+            continue
+        why = iso.failure(pod, i) if iso is not None else None
+        if why is not None:
+            between[why] = between.get(why, 0) + 1
             continue
         if not res.fits(_without_share(pod.requests), node.allocatable):
             too_small += 1
             continue
         counts["InsufficientFree"] = counts.get("InsufficientFree", 0) + 1
     parts = [f"{count} {code} ({example[code]})" for code, count in sorted(counts.items()) if code in example]
+    parts += [f"{count} {why}" for why, count in sorted(between.items())]
     if too_small:
         parts.append(f"{too_small} too small for {res.format_vector(_without_share(pod.requests))}")
     if "InsufficientFree" in counts:

@@ -32,11 +32,13 @@ from vcsat.solver.exact import ExactResult, solve_exact
 from vcsat.solver.explain import outcomes
 from vcsat.solver.fairness.deserved import queue_usage
 from vcsat.solver.greedy import greedy
+from vcsat.solver.interpod_tracker import broken
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.preempt import preempt_and_reclaim
 from vcsat.solver.problem import Problem, build_problem
+from vcsat.solver.spread import SpreadState
 
 SEARCH_SHARE = 0.65
 """Of the time limit, what the allocate search may spend in CP-SAT (deterministic seconds), less
@@ -66,6 +68,18 @@ def _lexicographic(problem: Problem, assignment: Assignment) -> tuple[int, ...]:
     return (*(fair[tier] for tier in sorted(fair)), *_ranked(_placed(problem, assignment)))
 
 
+def spread_broken(problem: Problem, placed: list[Binding]) -> bool:
+    """Whether these bindings leave a topology spread constraint beyond its maxSkew."""
+    state = SpreadState(problem.spread)
+    class_of = {pod.key: c for c in state.of_class for pod in problem.classes[c].pods}
+    node_of = {node.name: n for n, node in enumerate(problem.nodes)}
+    for binding in placed:
+        c = class_of.get(binding.pod)
+        if c is not None:
+            state.add(c, node_of[binding.node], 1)
+    return bool(state.broken())
+
+
 def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
     with no_gc_pauses():
         return _solve(snapshot, policy or Policy())
@@ -86,10 +100,20 @@ def _solve(snapshot: Snapshot, policy: Policy) -> Decision:
     else:
         result = ExactResult(None, False, notes=["search off (Policy.search)"], skipped=True)
 
-    if result.assignment is not None and _lexicographic(problem, result.assignment) >= _lexicographic(problem, hint):
+    if (
+        result.assignment is not None
+        and _lexicographic(problem, result.assignment) >= _lexicographic(problem, hint)
+        and not broken(problem, result.assignment.shape_slots)
+    ):
         assignment, status = result.assignment, ("OPTIMAL" if result.optimal else "FEASIBLE")
     else:
         assignment, status = hint, "FALLBACK"
+    now = bindings(problem, assignment, assignment.shape_slots)
+    if assignment is not hint and problem.spread and spread_broken(problem, now):
+        # The decode or the repair moved or dropped a pod the spread counts read: the greedy
+        # decision keeps every constraint by construction.
+        assignment, status = hint, "FALLBACK"
+        now = bindings(problem, assignment, assignment.shape_slots)
     values = _placed(problem, assignment)
     fair = fair_share_values(problem, assignment)
     # The first bounds hold the levels above each at least at the hint's values; they stay valid
@@ -113,7 +137,6 @@ def _solve(snapshot: Snapshot, policy: Policy) -> Decision:
         bound=float(bound),
         seconds=0.0,
     )
-    now = bindings(problem, assignment, assignment.shape_slots)
     podgroups = outcomes(problem, assignment)
     nominations: list[Nomination] = []
     evictions: list[Eviction] = []
@@ -147,6 +170,9 @@ def _preempt(
         for gang in problem.gangs
         if gang.index not in assignment.placed
         and (gang.index not in problem.blocked or problem.blocked[gang.index].reason in WAITING_ROOM)
+        # Rules between pods are not modelled in the eviction search: such gangs wait for room
+        # (sound: no victim is taken for them, none is counted as gone for their rules).
+        and not any(c in problem.isolated for c in gang.classes)
     ]
     if not waiting:
         return now, [], [], podgroups

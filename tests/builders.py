@@ -45,6 +45,8 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodPhase, TaintEffect
 from vcsat.model.decision import PodGroupPhase, SolverStatus
 from vcsat.model.disruption import PodDisruptionBudget
+from vcsat.model.selectors import LabelRequirement, label_selector
+from vcsat.model.spread import TopologySpreadConstraint
 from vcsat.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 Quantity = str | int | float
@@ -226,6 +228,7 @@ def pod(
     gates: Sequence[str] = (),
     resource_claims: Sequence[str] = (),
     queue_name: str | None = None,
+    spread: Iterable[TopologySpreadConstraint] = (),
 ) -> Pod:
     """A pod ``namespace/name``; bound (phase Running) when ``node`` is given, else Pending.
     A string ``affinity`` is one term of one requirement (``"zone in (a)"``); ``cpu_milli`` /
@@ -249,6 +252,7 @@ def pod(
         namespace=namespace,
         name=name,
         uid=f"uid-{namespace}-{name}",
+        labels=dict(labels or {}),
         managed=managed,
         node_name=node,
         phase=phase or ("Running" if node else "Pending"),
@@ -265,11 +269,36 @@ def pod(
         gpu_ids=None if gpu_ids is None else tuple(gpu_ids),
         nominated_node=nominated_node,
         created=created,
-        labels=dict(labels or {}),
         claims=tuple(claims),
         scheduling_gates=tuple(gates),
         resource_claims=tuple(resource_claims),
         queue_name=queue_name,
+        spread_constraints=tuple(spread),
+    )
+
+
+def spread(
+    key: str = "zone",
+    max_skew: int = 1,
+    match: Mapping[str, str] | None = None,
+    *,
+    anyway: bool = False,
+    min_domains: int = 1,
+    affinity_policy: Literal["Honor", "Ignore"] = "Honor",
+    taints_policy: Literal["Honor", "Ignore"] = "Ignore",
+    match_label_keys: Sequence[str] = (),
+    expressions: Sequence[LabelRequirement] = (),
+) -> TopologySpreadConstraint:
+    """A topology spread constraint over ``key`` whose labelSelector is ``match`` (matchLabels)."""
+    return TopologySpreadConstraint(
+        max_skew=max_skew,
+        topology_key=key,
+        when_unsatisfiable="ScheduleAnyway" if anyway else "DoNotSchedule",
+        selector=label_selector(dict(match or {}), tuple(expressions)),
+        min_domains=min_domains,
+        node_affinity_policy=affinity_policy,
+        node_taints_policy=taints_policy,
+        match_label_keys=tuple(match_label_keys),
     )
 
 
@@ -329,9 +358,7 @@ def gangs(
         status = phase if phase is not None else ("Running" if node is not None else "")
         groups.append(group(key, minimum, queue, priority=priority, created=created + j, phase=status))
         for i in range(size):
-            pods.append(
-                pod(f"{key}-{i}", group=key, priority=priority, node=node, created=created + j, **pod_kwargs)
-            )
+            pods.append(pod(f"{key}-{i}", group=key, priority=priority, node=node, created=created + j, **pod_kwargs))
     return pods, groups
 
 
@@ -405,15 +432,11 @@ def evict(pod_key: str, reason: Literal["preempt", "reclaim"] = "preempt") -> Ev
     return Eviction(pod=pod_key, reason=reason)
 
 
-def outcome(
-    key: str, phase: PodGroupPhase = "Running", reason: str = "", message: str = ""
-) -> PodGroupOutcome:
+def outcome(key: str, phase: PodGroupPhase = "Running", reason: str = "", message: str = "") -> PodGroupOutcome:
     return PodGroupOutcome(podgroup=key, phase=phase, reason=reason, message=message)
 
 
-def outcomes_for(
-    snap: Snapshot, placed_pods: Iterable[str], *, reason: str = "Unschedulable"
-) -> list[PodGroupOutcome]:
+def outcomes_for(snap: Snapshot, placed_pods: Iterable[str], *, reason: str = "Unschedulable") -> list[PodGroupOutcome]:
     """One entry per gang with pending pods, in key order: Running when any of its pods is in
     ``placed_pods``, else Pending with ``reason``."""
     placed = set(placed_pods)

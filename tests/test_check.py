@@ -24,9 +24,12 @@ from tests.builders import (
     queue,
     snapshot,
 )
+from tests.builders import spread as spread_rule
 from tests.storage_builders import RWOP, csinode, pv, pvc, storage_class
 from vcsat.model import Binding, Decision, Pod, Policy, Snapshot, SolverStats
 from vcsat.model import resources as res
+from vcsat.model.cluster import PodAffinityRules, PodAffinityTerm
+from vcsat.model.selectors import label_selector
 from vcsat.solver.check import RULES, Violation, check
 from vcsat.solver.predicates import predicate_failure
 
@@ -119,6 +122,58 @@ for label, n, p, fixed, rule in [
             decision(snap, bindings=[bind("ns/p", "n1")]),
             *expected,
         )
+
+# --- inter-pod affinity, anti-affinity and host ports -------------------------------------------
+
+
+def _term(key: str, **labels: str) -> PodAffinityTerm:
+    return PodAffinityTerm(label_selector=label_selector(labels), topology_key=key)
+
+
+def _labelled(p: Pod, **update: object) -> Pod:
+    return p.model_copy(update=update)
+
+
+zoned = [node(f"z{i}", labels={"zone": "a" if i < 2 else "b"}) for i in range(3)]
+web = {"app": "web"}
+anti_web = PodAffinityRules(required=(_term("zone", app="web"),))
+spread = [_labelled(pod(f"ns/w{i}"), labels=web, pod_anti_affinity=anti_web) for i in range(2)]
+snap = snapshot(nodes=zoned, pods=spread)
+case("anti-affinity kept", snap, decision(snap, bindings=[bind("ns/w0", "z0"), bind("ns/w1", "z2")]))
+case(
+    "anti-affinity in one zone",
+    snap,
+    decision(snap, bindings=[bind("ns/w0", "z0"), bind("ns/w1", "z1")]),
+    "PodAntiAffinityRulesNotMatch",
+    "PodAntiAffinityRulesNotMatch",
+)
+snap = snapshot(
+    nodes=zoned,
+    pods=[_labelled(pod("ns/guard", node="z0"), pod_anti_affinity=anti_web), _labelled(pod("ns/w"), labels=web)],
+)
+case(
+    "bound anti-affinity",
+    snap,
+    decision(snap, bindings=[bind("ns/w", "z1")]),
+    "ExistingPodsAntiAffinityRulesNotMatch",
+)
+case("bound anti-affinity kept", snap, decision(snap, bindings=[bind("ns/w", "z2")]))
+near_web = PodAffinityRules(required=(_term("zone", app="web"),))
+snap = snapshot(
+    nodes=zoned,
+    pods=[_labelled(pod("ns/w", node="z2"), labels=web), _labelled(pod("ns/c"), pod_affinity=near_web)],
+)
+case("affinity met", snap, decision(snap, bindings=[bind("ns/c", "z2")]))
+case("affinity unmet", snap, decision(snap, bindings=[bind("ns/c", "z0")]), "PodAffinityRulesNotMatch")
+snap = snapshot(nodes=zoned, pods=[_labelled(pod(f"ns/h{i}"), host_ports=(("TCP", "", 80),)) for i in range(2)])
+case("host ports apart", snap, decision(snap, bindings=[bind("ns/h0", "z0"), bind("ns/h1", "z1")]))
+case(
+    "host port twice",
+    snap,
+    decision(snap, bindings=[bind("ns/h0", "z0"), bind("ns/h1", "z0")]),
+    "NodePortsConflict",
+    "NodePortsConflict",
+)
 
 # --- capacity, now and after evictions ----------------------------------------------------------
 
@@ -248,9 +303,7 @@ case(
     "GpuConflict",
 )
 case("GPU above an unannotated bound pod", snap, decision(snap, bindings=[bind("ns/g1", "n1", [2])]))
-snap = gpu_node(
-    pod("ns/a", gpus=1, node="n1", gpu_ids=[0]), pod("ns/b", gpus=1, node="n1"), pod("ns/g1", gpus=1)
-)
+snap = gpu_node(pod("ns/a", gpus=1, node="n1", gpu_ids=[0]), pod("ns/b", gpus=1, node="n1"), pod("ns/g1", gpus=1))
 case(
     "unannotated skips annotated GPUs",
     snap,
@@ -358,17 +411,13 @@ snap = queued(run1, pod("ns/p", cpu="1", group="ns/q-new"))
 case("queue within capability", snap, decision(snap, bindings=[bind("ns/p", "n1")]))
 snap = queued(run1, pod("ns/p", cpu="2", group="ns/q-new"))
 case("queue over capability", snap, decision(snap, bindings=[bind("ns/p", "n1")]), "QueueOverCapability")
-snap = queued(
-    pod("ns/r", cpu="2", group="ns/q-run", node="n1"), pod("ns/p", cpu="2", group="ns/q-new", priority=5)
-)
+snap = queued(pod("ns/r", cpu="2", group="ns/q-run", node="n1"), pod("ns/p", cpu="2", group="ns/q-new", priority=5))
 case(
     "queue room freed by a victim",
     snap,
     decision(snap, nominations=[nominate("ns/p", "n1")], evictions=[evict("ns/r")]),
 )
-case(
-    "queue room not freed", snap, decision(snap, nominations=[nominate("ns/p", "n1")]), "QueueOverCapability"
-)
+case("queue room not freed", snap, decision(snap, nominations=[nominate("ns/p", "n1")]), "QueueOverCapability")
 snap = queued(
     pod("ns/r", cpu="1", gpus=2, group="ns/q-run", node="n1", gpu_ids=[0, 1]),
     pod("ns/p", cpu="1", group="ns/q-new"),
@@ -447,9 +496,7 @@ snap = preemption(p_group="ns/other")
 case("preempt across queues", snap, preempting(snap), "PreemptUnjustified")
 snap = preemption()
 case("preempt for nobody", snap, decision(snap, evictions=[evict("ns/v")]), "PreemptUnjustified")
-case(
-    "evict a pod not in the snapshot", snap, preempting(snap, "ns/v", "preempt", "ns/ghost"), "UnknownVictim"
-)
+case("evict a pod not in the snapshot", snap, preempting(snap, "ns/v", "preempt", "ns/ghost"), "UnknownVictim")
 case("evict twice", snap, preempting(snap, "ns/v", "preempt", "ns/v"), "DuplicateEviction")
 case("evict a pending pod", snap, preempting(snap, "ns/v", "preempt", "ns/w"), "VictimNotRunning")
 case(
@@ -648,6 +695,22 @@ case(
     decision(_csi, bindings=[bind("ns/p", "a"), bind("ns/q", "a")]),
     "NodeVolumeLimits",
 )
+# --- pod topology spread (DoNotSchedule) ------------------------------------------------------
+
+_web = {"app": "web"}
+snap = snapshot(
+    nodes=[node(f"n{z}", labels={"zone": z}) for z in "ab"] + [node("bare")],
+    pods=[pod(f"ns/w{i}", cpu="0.5", labels=_web, spread=[spread_rule("zone", 1, _web)]) for i in range(2)],
+)
+case("spread kept", snap, decision(snap, bindings=[bind("ns/w0", "na"), bind("ns/w1", "nb")]))
+case(
+    "spread: both in one zone",
+    snap,
+    decision(snap, bindings=[bind("ns/w0", "na"), bind("ns/w1", "na")]),
+    "PodTopologySpread",
+    "PodTopologySpread",
+)
+case("spread: node without the key", snap, decision(snap, bindings=[bind("ns/w0", "bare")]), "PodTopologySpread")
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.name for c in CASES])
@@ -840,9 +903,7 @@ def greedy_decision(snap: Snapshot, policy: Policy) -> Decision:
                 if any(a > trial_free[n.name].get(r, 0) for r, a in d.items()):
                     continue
                 cap = q.capability or {}
-                if any(
-                    r in cap and a > 0 and trial_used.get(r, 0) + a > cap[r] for r, a in p.requests.items()
-                ):
+                if any(r in cap and a > 0 and trial_used.get(r, 0) + a > cap[r] for r, a in p.requests.items()):
                     continue
                 taken = trial_whole[n.name] | set(trial_shares[n.name])
                 if p.gpus:
@@ -853,8 +914,7 @@ def greedy_decision(snap: Snapshot, policy: Policy) -> Decision:
                     ids = [
                         i
                         for i in range(n.gpus)
-                        if i not in trial_whole[n.name]
-                        and trial_shares[n.name].get(i, 0) + p.gpu_milli <= 1000
+                        if i not in trial_whole[n.name] and trial_shares[n.name].get(i, 0) + p.gpu_milli <= 1000
                     ][:1]
                     if not ids:
                         continue
@@ -908,9 +968,7 @@ def random_decisions(draw: st.DrawFn, snap: Snapshot) -> Decision:
         nominations=[nominate(*n) for n in draw(st.lists(placements, max_size=4))],
         evictions=[
             evict(k, r)  # type: ignore[arg-type]
-            for k, r in draw(
-                st.lists(st.tuples(pod_keys, st.sampled_from(["preempt", "reclaim"])), max_size=4)
-            )
+            for k, r in draw(st.lists(st.tuples(pod_keys, st.sampled_from(["preempt", "reclaim"])), max_size=4))
         ],
         podgroups=[
             outcome(k, ph, rs)  # type: ignore[arg-type]
@@ -991,7 +1049,5 @@ def test_large_valid_decision_has_no_violation() -> None:
     groups += [group(f"new/g{k:03d}", min_member=10, queue=f"q{k % 3}") for k in range(300)]
     queues = [queue(f"q{i}", capability={"cpu": "4000", "nvidia.com/gpu": 1000}) for i in range(3)]
     snap = snapshot(nodes=nodes, pods=[*bound, *pending], groups=groups, queues=queues)
-    dec = decision(
-        snap, bindings=[bind(p.key, names[k % 1000], [4 + k // 1000]) for k, p in enumerate(pending)]
-    )
+    dec = decision(snap, bindings=[bind(p.key, names[k % 1000], [4 + k // 1000]) for k, p in enumerate(pending)])
     assert check(snap, dec) == []

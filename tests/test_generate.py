@@ -32,9 +32,7 @@ from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import resources as res
 
 REPO = Path(__file__).resolve().parent.parent
-HAND_WRITTEN = sorted((REPO / "instances").glob("*.yaml")) + sorted(
-    (REPO / "adapters" / "data").glob("*.yaml")
-)
+HAND_WRITTEN = sorted((REPO / "instances").glob("*.yaml")) + sorted((REPO / "adapters" / "data").glob("*.yaml"))
 
 SMALL = GeneratorOptions(nodes=60, pending_jobs=80, seed=3)
 
@@ -107,9 +105,7 @@ def test_shape(options: GeneratorOptions) -> None:
     assert (instance["apiVersion"], instance["kind"]) == ("v1", "List")
     for item in instance["items"]:
         assert item["apiVersion"] and item["kind"] and item["metadata"]["name"], item
-    names = Counter(
-        (i["kind"], i["metadata"].get("namespace"), i["metadata"]["name"]) for i in instance["items"]
-    )
+    names = Counter((i["kind"], i["metadata"].get("namespace"), i["metadata"]["name"]) for i in instance["items"])
     assert names.most_common(1)[0][1] == 1
 
     nodes = of_kind(instance, "Node")
@@ -134,9 +130,7 @@ def test_shape(options: GeneratorOptions) -> None:
         assert pod["metadata"]["annotations"]["volcano.sh/task-spec"]
 
 
-@pytest.mark.parametrize(
-    "options", [SMALL, GeneratorOptions(nodes=24, gpus_per_node=4, busy_gpu_fraction=0.9)]
-)
+@pytest.mark.parametrize("options", [SMALL, GeneratorOptions(nodes=24, gpus_per_node=4, busy_gpu_fraction=0.9)])
 def test_no_gpu_index_is_held_twice_and_each_pod_holds_what_it_asks(options: GeneratorOptions) -> None:
     instance = generated(options)
     for node, ids in bound_gpu_ids(instance).items():
@@ -187,9 +181,7 @@ def test_pending_work_is_a_production_like_mix_in_creation_order() -> None:
     gpus = Counter(gpu_request(p) for p in pending)
     assert gpus.most_common(1)[0][0] == 1  # mostly 1-GPU pods
     assert {0, 1, 2, 4, 8} <= set(gpus)
-    multi_node = [
-        g for g in groups if g["spec"].get("minResources", {}).get(res.GPU, "0") in ("16", "24", "32")
-    ]
+    multi_node = [g for g in groups if g["spec"].get("minResources", {}).get(res.GPU, "0") in ("16", "24", "32")]
     assert multi_node  # the tail of multi-node gangs
     assert len({g["spec"]["queue"] for g in groups}) == 3
     assert len({g["spec"]["priorityClassName"] for g in groups}) == 3
@@ -299,9 +291,7 @@ def test_generate_command_writes_a_file(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     instance = json.loads(out.read_text())
-    assert instance == generate_instance(
-        GeneratorOptions(nodes=20, pending_jobs=10, busy_gpu_fraction=0.25, seed=7)
-    )
+    assert instance == generate_instance(GeneratorOptions(nodes=20, pending_jobs=10, busy_gpu_fraction=0.25, seed=7))
 
 
 def test_generate_command_prints_yaml_without_a_file() -> None:
@@ -369,3 +359,51 @@ def test_every_hand_written_instance_is_there() -> None:
     names = {p.name for p in HAND_WRITTEN}
     expected = {"gang.yaml", "predicates.yaml", "fragmentation.yaml", "gpus.yaml", "priority.yaml"}
     assert expected | {"queues.yaml", "demo.yaml"} <= names
+
+
+def test_anti_affinity_share_spreads_whole_jobs_and_leaves_the_rest_alone() -> None:
+    spread = GeneratorOptions(nodes=60, pending_jobs=80, seed=3, anti_affinity_share=0.2)
+    plain, marked = generated(SMALL), generated(spread)
+    pending = [p for p in of_kind(marked, "Pod") if "nodeName" not in p["spec"]]
+    carrying = [p for p in pending if "podAntiAffinity" in p["spec"].get("affinity", {})]
+    assert 0.2 * len(pending) <= len(carrying) < 0.2 * len(pending) + 9  # whole jobs of at most 8 pods
+    for pod in carrying:
+        anti = pod["spec"]["affinity"]["podAntiAffinity"]
+        (term,) = anti["requiredDuringSchedulingIgnoredDuringExecution"]
+        job = pod["metadata"]["labels"]["volcano.sh/job-name"]
+        assert term["labelSelector"]["matchLabels"] == {"volcano.sh/job-name": job}
+
+    def without_affinity(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**p, "spec": {k: v for k, v in p["spec"].items() if k != "affinity"}} for p in pods]
+
+    assert without_affinity(of_kind(marked, "Pod")) == without_affinity(of_kind(plain, "Pod"))
+    snapshot = snapshot_from_objects(marked["items"])
+    assert sum(1 for p in snapshot.pods if p.pod_anti_affinity.required) == len(carrying)
+
+
+def test_spread_job_share_adds_topology_spread_and_leaves_the_rest_alone() -> None:
+    options = GeneratorOptions(nodes=60, pending_jobs=80, seed=3, spread_job_share=0.3)
+    plain, marked = generated(SMALL), generated(options)
+    pending = [p for p in of_kind(marked, "Pod") if "nodeName" not in p["spec"]]
+    carrying = [p for p in pending if "topologySpreadConstraints" in p["spec"]]
+    jobs = {p["metadata"]["labels"]["volcano.sh/job-name"] for p in pending}
+    spread_jobs = {p["metadata"]["labels"]["volcano.sh/job-name"] for p in carrying}
+    assert 0 < len(spread_jobs) < len(jobs)
+    for pod in carrying:
+        (rule,) = pod["spec"]["topologySpreadConstraints"]
+        job = pod["metadata"]["labels"]["volcano.sh/job-name"]
+        assert rule["labelSelector"]["matchLabels"] == {"volcano.sh/job-name": job}
+        assert rule["whenUnsatisfiable"] == "DoNotSchedule" and rule["maxSkew"] == 1
+    # Whole jobs: every pod of a spreading job carries the constraint.
+    assert all(
+        "topologySpreadConstraints" in p["spec"]
+        for p in pending
+        if p["metadata"]["labels"]["volcano.sh/job-name"] in spread_jobs
+    )
+
+    def without_spread(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**p, "spec": {k: v for k, v in p["spec"].items() if k != "topologySpreadConstraints"}} for p in pods]
+
+    assert without_spread(of_kind(marked, "Pod")) == without_spread(of_kind(plain, "Pod"))
+    snapshot = snapshot_from_objects(marked["items"])
+    assert sum(1 for p in snapshot.pods if p.spread_constraints) == len(carrying)

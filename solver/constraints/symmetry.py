@@ -13,16 +13,21 @@ from itertools import pairwise
 
 from ortools.sat.python import cp_model
 
+from vcsat.solver.objectives.interpod import preference_scores
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.units import Units
 from vcsat.solver.variables import NodeTerm, Variables
 
 
-def _signature(problem: Problem, node: int, terms: list[NodeTerm]) -> Hashable:
+def _signature(problem: Problem, node: int, terms: list[NodeTerm], tags: list[Hashable] | None) -> Hashable:
     # Nodes in different topology domains are not interchangeable for a gang priced by locality.
     domains = tuple(sorted(problem.domains.of_node[node].items())) if problem.domains is not None else ()
+    # Nor are nodes in different topology spread domains (or counted by different groups).
+    spread = tuple(group.symmetry_part(node) for group in (*problem.spread, *problem.soft_spread))
     return (
         domains,
+        spread,
+        tags[node] if tags is not None else (),
         tuple(problem.free[node]),
         problem.nodes[node].gpus,
         tuple(sorted((t.bucket.index, t.upper) for t in terms)),
@@ -42,9 +47,41 @@ def weight(bucket: Bucket, units: Units) -> int:
 def node_classes(problem: Problem, v: Variables) -> list[list[int]]:
     """Groups of interchangeable nodes (two or more), each in node order."""
     groups: dict[Hashable, list[int]] = {}
+    tags = _interpod_tags(problem)
     for node, terms in v.on_node.items():
-        groups.setdefault(_signature(problem, node, terms), []).append(node)
+        groups.setdefault(_signature(problem, node, terms, tags), []).append(node)
     return sorted((sorted(nodes) for nodes in groups.values() if len(nodes) > 1), key=lambda n: n[0])
+
+
+def _interpod_tags(problem: Problem) -> list[Hashable] | None:
+    """Per node, what inter-pod rules see of it: its domain under each term's topology key (only
+    where the domain holds other nodes too: permuting one-node domains maps domains to domains) and
+    whether bound pods justify each affinity term there, and each class's preference score there.
+    Nodes differing here are not interchangeable."""
+    rel = problem.interpod
+    if rel is None:
+        return None
+    sizes: dict[tuple[str, str], int] = {}
+    for node in problem.nodes:
+        for key in rel.keys:
+            value = node.labels.get(key)
+            if value is not None:
+                sizes[(key, value)] = sizes.get((key, value), 0) + 1
+    scores = sorted(preference_scores(problem).items())
+    out: list[Hashable] = []
+    for index, node in enumerate(problem.nodes):
+        labels = node.labels
+        shared = tuple(
+            labels.get(key) if sizes.get((key, labels.get(key, "")), 0) > 1 else (key in labels) for key in rel.keys
+        )
+        justified = tuple(
+            need.static.get((t.topology_key, labels.get(t.topology_key, "")), 0) > 0
+            for _, need in sorted(rel.affinity.items())
+            for t in need.terms
+        )
+        preferred = tuple(by_node.get(index, 0) for _, by_node in scores)
+        out.append((shared, justified, preferred))
+    return out
 
 
 def add_symmetry_breaking(cp: cp_model.CpModel, problem: Problem, v: Variables) -> list[list[int]]:

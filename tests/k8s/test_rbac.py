@@ -86,6 +86,7 @@ SCHEDULER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     ("list", "queues.scheduling.volcano.sh", {}, True),
     ("watch", "priorityclasses.scheduling.k8s.io", {}, True),
     ("watch", "hypernodes.topology.volcano.sh", {}, True),
+    ("watch", "namespaces", {}, True),
     ("list", "poddisruptionbudgets.policy", {}, True),
     ("watch", "poddisruptionbudgets.policy", {}, True),
     ("watch", "namespaces", {}, True),
@@ -103,6 +104,7 @@ SCHEDULER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     # ... and not:
     ("delete", "nodes", {}, False),
     ("update", "nodes", {}, False),
+    ("update", "namespaces", {}, False),
     ("get", "secrets", {"namespace": "team"}, False),
     ("list", "secrets", {}, False),
     ("create", "pods", {"namespace": "team"}, False),

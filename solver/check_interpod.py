@@ -1,0 +1,266 @@
+"""The validator's inter-pod rules: pod affinity, pod anti-affinity and host ports.
+
+Written from the Kubernetes documentation (Assigning Pods to Nodes: inter-pod affinity and
+anti-affinity; the Pod API's ``hostPort``), apart from the solver's code for the same rules
+(:mod:`vcsat.solver.interpod`), so that one mistake cannot hide itself. It reads only the model.
+
+A decision places new pods (bindings and nominations) beside the bound ones, victims included
+("now" is before evictions). kube-scheduler takes the new pods one at a time, each seeing the bound
+pods and the new pods before it; the decision is valid when some order passes every filter:
+
+- host ports (NodePorts): no two pods on a node hold the same protocol and port on overlapping
+  addresses (an empty or ``0.0.0.0`` hostIP overlaps every address) — order plays no part;
+- anti-affinity: no pod's required anti-affinity term selects another pod in the same topology
+  domain (same value of the term's key on both nodes, both having it) — symmetric, so order plays no
+  part; a bound pod's term against a new pod is ``ExistingPodsAntiAffinityRulesNotMatch``;
+- affinity: each new pod's node has every term's key, and each term's domain there holds a pod
+  (bound, or new and earlier in the order) matching *all* of the pod's terms; or, the first-pod
+  rule, no pod earlier in the order matches all its terms anywhere and the pod matches them itself.
+  The order is searched as a fixpoint: pods without required affinity go first in any order,
+  first-pod pods ("seeds") are put before everything else where no seed before them matches their
+  terms, and any pod whose terms the pods before it satisfy joins.
+
+Selector meaning (``metav1.LabelSelector``): matchLabels and matchExpressions are ANDed; In needs
+the label present with a listed value, NotIn is true for a missing label, Exists / DoesNotExist
+test presence; an absent labelSelector selects nothing. Namespaces: the term's list, plus those
+whose labels its namespaceSelector matches (an empty selector: all); with neither, the namespace of
+the pod that owns the term.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Final, NamedTuple
+
+from vcsat.model import Node, Pod, Snapshot
+from vcsat.model.cluster import PodAffinityTerm
+from vcsat.model.selectors import LabelSelector
+
+INTERPOD_RULES: Final = (
+    "NodePortsConflict",
+    "PodAffinityRulesNotMatch",
+    "PodAntiAffinityRulesNotMatch",
+    "ExistingPodsAntiAffinityRulesNotMatch",
+)
+
+
+class Found(NamedTuple):
+    rule: str
+    subject: str
+    message: str
+
+
+class _Placed(NamedTuple):
+    pod: Pod
+    node: Node
+    new: bool
+
+
+def _requirement_ok(key: str, operator: str, values: Sequence[str], labels: Mapping[str, str]) -> bool:
+    present = key in labels
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator == "In":
+        return present and labels[key] in values
+    if operator == "NotIn":
+        return not present or labels[key] not in values
+    return False
+
+
+def _selector_ok(selector: LabelSelector | None, labels: Mapping[str, str]) -> bool:
+    if selector is None:
+        return False
+    return all(_requirement_ok(r.key, r.operator, r.values, labels) for r in selector.requirements)
+
+
+def _term_selects(term: PodAffinityTerm, owner: Pod, target: Pod, namespaces: Mapping[str, Mapping[str, str]]) -> bool:
+    if term.namespaces or term.namespace_selector is not None:
+        in_namespace = target.namespace in term.namespaces or (
+            term.namespace_selector is not None
+            and _selector_ok(term.namespace_selector, namespaces.get(target.namespace, {}))
+        )
+    else:
+        in_namespace = target.namespace == owner.namespace
+    return in_namespace and _selector_ok(term.label_selector, target.labels)
+
+
+def _same_domain(key: str, a: Node, b: Node) -> bool:
+    return key in a.labels and key in b.labels and a.labels[key] == b.labels[key]
+
+
+def _overlap(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
+    protocol_a, ip_a, port_a = a
+    protocol_b, ip_b, port_b = b
+    if (protocol_a or "TCP") != (protocol_b or "TCP") or port_a != port_b:
+        return False
+    wild = ("", "0.0.0.0")
+    return ip_a in wild or ip_b in wild or ip_a == ip_b
+
+
+def check_interpod(snapshot: Snapshot, new: Sequence[tuple[Pod, Node]]) -> list[Found]:
+    """Violations of the inter-pod rules by the new placements (pod, node) among the bound pods."""
+    rules = any(p.host_ports or p.pod_affinity.required or p.pod_anti_affinity.required for p, _ in new)
+    if not rules and not any(p.pod_anti_affinity.required for p in snapshot.pods if p.node_name is not None):
+        return []
+    nodes = snapshot.node_by_name
+    placed: list[_Placed] = []
+    for pod in snapshot.pods:
+        if pod.node_name is not None and not pod.finished and pod.node_name in nodes:
+            placed.append(_Placed(pod, nodes[pod.node_name], False))
+    placed += [_Placed(pod, node, True) for pod, node in new]
+    namespaces = snapshot.namespaces
+    out: list[Found] = []
+    by_node: dict[str, list[_Placed]] = defaultdict(list)
+    for entry in placed:
+        by_node[entry.node.name].append(entry)
+
+    for entry in placed:
+        if not entry.new or not entry.pod.host_ports:
+            continue
+        for other in by_node[entry.node.name]:
+            if other.pod.key == entry.pod.key:
+                continue
+            clash = [(a, b) for a in entry.pod.host_ports for b in other.pod.host_ports if _overlap(a, b)]
+            if clash:
+                (protocol, ip, port), _ = clash[0]
+                out.append(
+                    Found(
+                        "NodePortsConflict",
+                        entry.pod.key,
+                        f"host port {protocol}/{ip}:{port} on {entry.node.name} is held by {other.pod.key}",
+                    )
+                )
+                break
+
+    with_anti = [e for e in placed if e.pod.pod_anti_affinity.required]
+    in_domain: dict[str, dict[str, list[_Placed]]] = {}
+
+    def sharing(key: str, node: Node) -> list[_Placed]:
+        """The pods on nodes with the same value of ``key`` as ``node`` (none without the key)."""
+        if key not in in_domain:
+            groups: dict[str, list[_Placed]] = defaultdict(list)
+            for e in placed:
+                if key in e.node.labels:
+                    groups[e.node.labels[key]].append(e)
+            in_domain[key] = groups
+        return in_domain[key].get(node.labels[key], []) if key in node.labels else []
+
+    for entry in placed:
+        if not entry.new:
+            continue
+        for term in entry.pod.pod_anti_affinity.required:
+            for other in sharing(term.topology_key, entry.node):
+                if other.pod.key == entry.pod.key:
+                    continue
+                if _term_selects(term, entry.pod, other.pod, namespaces):
+                    out.append(
+                        Found(
+                            "PodAntiAffinityRulesNotMatch",
+                            entry.pod.key,
+                            f"on {entry.node.name}, its anti-affinity term ({term.topology_key}) selects "
+                            f"{other.pod.key} on {other.node.name}",
+                        )
+                    )
+                    break
+        for owner in with_anti:
+            if owner.new or owner.pod.key == entry.pod.key:
+                continue
+            for term in owner.pod.pod_anti_affinity.required:
+                if _same_domain(term.topology_key, entry.node, owner.node) and _term_selects(
+                    term, owner.pod, entry.pod, namespaces
+                ):
+                    out.append(
+                        Found(
+                            "ExistingPodsAntiAffinityRulesNotMatch",
+                            entry.pod.key,
+                            f"on {entry.node.name}, bound pod {owner.pod.key} on {owner.node.name} has an "
+                            f"anti-affinity term ({term.topology_key}) selecting it",
+                        )
+                    )
+                    break
+
+    out += _affinity(placed, namespaces)
+    return out
+
+
+def _matches_all(owner: Pod, target: Pod, namespaces: Mapping[str, Mapping[str, str]]) -> bool:
+    return all(_term_selects(t, owner, target, namespaces) for t in owner.pod_affinity.required)
+
+
+def _affinity(placed: list[_Placed], namespaces: Mapping[str, Mapping[str, str]]) -> list[Found]:
+    out: list[Found] = []
+    waiting: list[_Placed] = []
+    for entry in placed:
+        if not entry.new or not entry.pod.pod_affinity.required:
+            continue
+        missing = [t.topology_key for t in entry.pod.pod_affinity.required if t.topology_key not in entry.node.labels]
+        if missing:
+            out.append(
+                Found(
+                    "PodAffinityRulesNotMatch",
+                    entry.pod.key,
+                    f"node {entry.node.name} lacks the topology key {missing[0]} of its affinity",
+                )
+            )
+            continue
+        waiting.append(entry)
+    accepted = [e for e in placed if not e.new or not e.pod.pod_affinity.required]
+    seeds: list[_Placed] = []
+
+    def justified(entry: _Placed) -> bool:
+        sources = [*seeds, *accepted]
+        for term in entry.pod.pod_affinity.required:
+            key = term.topology_key
+            if not any(
+                s.pod.key != entry.pod.key
+                and _same_domain(key, s.node, entry.node)
+                and _matches_all(entry.pod, s.pod, namespaces)
+                for s in sources
+            ):
+                return False
+        return True
+
+    def can_seed(entry: _Placed) -> bool:
+        pod = entry.pod
+        if not _matches_all(pod, pod, namespaces):
+            return False
+        keys = [t.topology_key for t in pod.pod_affinity.required]
+        if any(
+            not s.new and any(k in s.node.labels for k in keys) and _matches_all(pod, s.pod, namespaces)
+            for s in accepted
+        ):
+            return False  # a bound pod already matches (on a node with a term's key): no first-pod rule
+        if not any(_matches_all(pod, s.pod, namespaces) for s in seeds):
+            return True  # after the seeds so far
+        # before them all: none of them may then see it as a match
+        return not any(_matches_all(s.pod, pod, namespaces) for s in seeds)
+
+    while waiting:
+        progress = True
+        while progress:
+            progress = False
+            for entry in list(waiting):
+                if justified(entry):
+                    accepted.append(entry)
+                    waiting.remove(entry)
+                    progress = True
+        if not waiting:
+            break
+        seed = next((e for e in sorted(waiting, key=lambda e: e.pod.key) if can_seed(e)), None)
+        if seed is None:
+            break
+        seeds.append(seed)
+        waiting.remove(seed)
+    for entry in waiting:
+        out.append(
+            Found(
+                "PodAffinityRulesNotMatch",
+                entry.pod.key,
+                f"on {entry.node.name}, no pod matching all its affinity terms is in its domains, "
+                "and the first-pod rule does not apply",
+            )
+        )
+    return out

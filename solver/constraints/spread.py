@@ -1,0 +1,78 @@
+"""Pod topology spread (DoNotSchedule) as exact constraints on the aggregated counts.
+
+The rule, on the final state: per constraint group, every domain that receives a pod carrying the
+constraint ends within ``maxSkew`` of the least count over the group's eligible domains (0 with
+fewer domains than ``minDomains``). Why that is kube-scheduler's pod-by-pod rule: given such a final
+state, place the new pods one at a time, always into the least-filled domain still due to receive
+pods; when a pod goes into ``d``, either the minimum sits on a domain still due (at least as full as
+``d``, so the skew is at most 1) or on a domain already at its final count (at least the final
+minimum, while ``d`` is below its final count), so every step passes the filter. Conversely the
+last pod placed into ``d`` saw ``final(d) − 1`` others and a minimum no larger than the final one,
+so a final state beyond ``maxSkew`` has no valid order (details in :mod:`vcsat.solver.spread`).
+
+Every class that carries or matches a constraint has a bucket of its own
+(:mod:`vcsat.solver.isolation`), so ``slot[bucket, node]`` is that class's own count on
+the node and a domain's count is a sum of slots: no per-pod variable.
+
+Per group: ``final(d) = existing(d) + Σ matching slots in d``; one ``min`` variable below every
+``final(d)`` (a constant where a domain's count is fixed, the usual case for a hostname key on a
+large cluster); and for each domain a carrier may reach, ``receives(d) ⇒ final(d) − min ≤
+maxSkew``. Where the carriers are the only matching new pods and the domain starts within reach
+of the least possible minimum, the implication is linear and needs no boolean.
+"""
+
+from __future__ import annotations
+
+from ortools.sat.python import cp_model
+
+from vcsat.solver.problem import Bucket, Problem
+from vcsat.solver.variables import Variables
+
+
+def add_spread(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: list[Bucket]) -> None:
+    if not problem.spread:
+        return
+    bucket_of = {s: b.index for b in buckets for s in b.shapes}
+    for group in problem.spread:
+        # A class with no node to go to has no bucket: it adds nothing.
+        member_buckets = {bucket_of[s] for c in group.members if (s := problem.classes[c].shape) in bucket_of}
+        carrier_buckets = {bucket_of[s] for c in group.carriers if (s := problem.classes[c].shape) in bucket_of}
+        added: dict[str, list[cp_model.IntVar]] = {}
+        received: dict[str, list[cp_model.IntVar]] = {}
+        for node, domain in group.domain_of.items():
+            for b in member_buckets:
+                var = v.slot.get((b, node))
+                if var is not None:
+                    added.setdefault(domain, []).append(var)
+            for b in carrier_buckets:
+                var = v.slot.get((b, node))
+                if var is not None:
+                    received.setdefault(domain, []).append(var)
+        if not received:
+            continue
+
+        most = {d: k + sum(v.upper[var.index] for var in added.get(d, [])) for d, k in group.static.items()}
+        low = min(group.static.values(), default=0)
+        high = min(most.values(), default=0)
+        minimum: cp_model.IntVar | int
+        if group.few_domains:
+            minimum, low = 0, 0
+        elif low == high:
+            minimum = low
+        else:
+            minimum = cp.new_int_var(low, high, f"spread_min[{group.index}]")
+            for domain, vars_ in added.items():
+                if group.static[domain] < high:
+                    cp.add(minimum <= group.static[domain] + cp_model.LinearExpr.sum(vars_))
+        for domain, into in received.items():
+            final = group.static[domain] + cp_model.LinearExpr.sum(added.get(domain, []))
+            only_carriers = {var.index for var in added.get(domain, [])} == {var.index for var in into}
+            if only_carriers and group.static[domain] <= group.max_skew + low:
+                # With nothing received the domain already keeps within maxSkew of any minimum.
+                if isinstance(minimum, int) and most[domain] - minimum <= group.max_skew:
+                    continue
+                cp.add(final - minimum <= group.max_skew)
+                continue
+            receives = cp.new_bool_var(f"spread_in[{group.index},{domain}]")
+            cp.add(cp_model.LinearExpr.sum(into) == 0).only_enforce_if(~receives)
+            cp.add(final - minimum <= group.max_skew).only_enforce_if(receives)

@@ -1,0 +1,161 @@
+"""Inter-pod rules pod by pod, for the greedy, the explanations and the preemption phase.
+
+The greedy places pods one at a time; :class:`Tracker` remembers how many pods of each isolated
+class it has put on each node and answers whether one more may go to a node under the same rules
+the CP-SAT model encodes (:mod:`vcsat.solver.constraints.interpod`): host-port cliques, anti-affinity
+between groups and within a group, and required affinity justified by bound pods, by justifier
+groups already placed, or (first-pod rule) by the group's own first domain per key. Bound pods'
+part is already in each class's eligible nodes. Every place has an undo, as the greedy backtracks
+whole gangs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from vcsat.solver.interpod import (
+    AFFINITY_REASON,
+    ANTI_AFFINITY_REASON,
+    EXISTING_ANTI_AFFINITY_REASON,
+    PORTS_REASON,
+    Relations,
+)
+from vcsat.solver.problem import Problem
+
+
+class Tracker:
+    def __init__(self, problem: Problem, relations: Relations) -> None:
+        self.problem = problem
+        self.rel = relations
+        self.labels = [node.labels for node in problem.nodes]
+        self.on_node: dict[int, Counter[int]] = {}
+        """Node -> placed pods per isolated class."""
+        self.in_domain: Counter[tuple[int, str, str]] = Counter()
+        """(group, key, value) -> placed pods of the group in that domain."""
+        self.cliques_of: dict[int, list[frozenset[int]]] = {}
+        for clique in relations.port_cliques:
+            for c in clique:
+                self.cliques_of.setdefault(c, []).append(clique)
+        self.last: Counter[str] = Counter()
+        """Nodes refused by reason since :meth:`begin` (one pod's search), for explanations."""
+        self.stuck = False
+        """The last pod searched found no node (its refusals are in :attr:`last`)."""
+
+    def begin(self) -> None:
+        """A new pod's search for a node starts: forget the last one's refusals."""
+        self.last.clear()
+        self.stuck = False
+
+    def why(self, c: int, node: int) -> str | None:
+        """kube-scheduler's words for why one more pod of class ``c`` may not go to ``node``, or None."""
+        rel = self.rel
+        if c not in rel.group_of:
+            return None
+        here = self.on_node.get(node, Counter())
+        for clique in self.cliques_of.get(c, ()):
+            if any(here[d] > 0 for d in clique):
+                return PORTS_REASON
+        g = rel.group_of[c]
+        labels = self.labels[node]
+        need = rel.affinity.get(g)
+        if need is not None:
+            for term in need.terms:
+                key = term.topology_key
+                value = labels.get(key)
+                if value is None:
+                    return AFFINITY_REASON
+                if need.static.get((key, value), 0) > 0:
+                    continue
+                if any(self.in_domain[(h, key, value)] > 0 for h in need.justifiers):
+                    continue
+                if need.first_pod:
+                    used = self.first_domains(need.unit, key)
+                    if not used or used == {value}:
+                        continue
+                return AFFINITY_REASON
+        for key in rel.self_anti.get(g, ()):
+            value = labels.get(key)
+            if value is not None and self.in_domain[(g, key, value)] > 0:
+                return ANTI_AFFINITY_REASON
+        for key in rel.keys:
+            value = labels.get(key)
+            if value is None:
+                continue
+            for h in rel.conflicts(g, key):
+                if self.in_domain[(h, key, value)] > 0:
+                    # Either side's term: the placed pod's reads as the existing pods' rule.
+                    return ANTI_AFFINITY_REASON if h > g else EXISTING_ANTI_AFFINITY_REASON
+        return None
+
+    def first_domains(self, unit: int, key: str) -> set[str]:
+        """Domains of ``key`` where a first-pod unit's groups have pods."""
+        groups = {g for g, need in self.rel.affinity.items() if need.first_pod and need.unit == unit}
+        return {v for (h, k, v), n in self.in_domain.items() if h in groups and k == key and n > 0}
+
+    def allows(self, c: int, node: int) -> bool:
+        why = self.why(c, node)
+        if why is not None:
+            self.last[why] += 1
+        return why is None
+
+    def place(self, c: int, node: int, change: int = 1) -> None:
+        if c not in self.rel.group_of:
+            return
+        counter = self.on_node.setdefault(node, Counter())
+        counter[c] += change
+        g = self.rel.group_of[c]
+        labels = self.labels[node]
+        for key in self.rel.keys:
+            value = labels.get(key)
+            if value is not None:
+                self.in_domain[(g, key, value)] += change
+
+    def remove(self, c: int, node: int) -> None:
+        self.place(c, node, -1)
+
+
+def broken(problem: Problem, shape_slots: dict[tuple[int, int], int]) -> bool:
+    """Whether resolved placements break a rule the model keeps (a safety net after repairs that
+    drop pods: a dropped justifier would leave another class's affinity unmet)."""
+    rel = problem.interpod
+    if rel is None:
+        return False
+    tracker = Tracker(problem, rel)
+    on_node: dict[int, Counter[int]] = {}
+    for (s, node), k in shape_slots.items():
+        c = problem.shapes[s].isolated
+        if c is not None and k > 0 and c in rel.group_of:
+            on_node.setdefault(node, Counter())[c] += k
+            tracker.place(c, node, k)
+    for clique in rel.port_cliques:
+        if any(sum(here[c] for c in clique) > 1 for here in on_node.values()):
+            return True
+    for (g, key, _value), count in tracker.in_domain.items():
+        if count > 1 and key in rel.self_anti.get(g, ()):
+            return True
+    for key, pairs in rel.anti_pairs.items():
+        for g, h in pairs:
+            mine = {v for (gg, k, v), n in tracker.in_domain.items() if gg == g and k == key and n > 0}
+            if any(tracker.in_domain[(h, key, v)] > 0 for v in mine):
+                return True
+    first_domains: dict[tuple[int, str], set[str]] = {}
+    for g, need in rel.affinity.items():
+        for term in need.terms:
+            key = term.topology_key
+            used = {v for (gg, k, v), n in tracker.in_domain.items() if gg == g and k == key and n > 0}
+            domain = tracker.in_domain
+            unjustified = {
+                v
+                for v in used
+                if not need.static.get((key, v), 0) and not any(domain[(h, key, v)] > 0 for h in need.justifiers)
+            }
+            if unjustified and not need.first_pod:
+                return True
+            if need.first_pod:
+                first_domains.setdefault((need.unit, key), set()).update(unjustified)
+    if any(len(values) > 1 for values in first_domains.values()):
+        return True
+        present = {n for n, here in on_node.items() if any(here[c] for c in rel.members.get(g, []))}
+        if any(t.topology_key not in problem.nodes[n].labels for n in present for t in need.terms):
+            return True
+    return False
