@@ -424,15 +424,17 @@ def _spread(rng: random.Random, case: Case) -> None:
 
 # --- host ports ---------------------------------------------------------------------------------
 
-_PORTS = (8080, 8443, 9000)
+_PORTS = (8080, 8443)
 
 
 def _hostports(rng: random.Random, case: Case) -> None:
     for pod in (*case.bound, *case.pending):
-        if rng.random() < 0.4:
-            port: Object = {"containerPort": rng.choice(_PORTS), "hostPort": rng.choice(_PORTS)}
+        if rng.random() < 0.6:
+            port: Object = {"containerPort": 80, "hostPort": rng.choice(_PORTS)}
             if rng.random() < 0.2:
                 port["protocol"] = "UDP"
+            if rng.random() < 0.2:
+                port["hostIP"] = rng.choice(("127.0.0.1", "0.0.0.0"))
             pod["spec"]["containers"][0]["ports"] = [port]
 
 
