@@ -67,7 +67,7 @@ class Case:
 Generator = Callable[[random.Random, Case], None]
 
 
-def make_case(seed: int, families: tuple[str, ...], prefix: str = "d") -> Case:
+def make_case(seed: int, families: tuple[str, ...], prefix: str = "diff") -> Case:
     """The case of this seed with these families (the order of FAMILY_GENERATORS, not the caller's)."""
     rng = random.Random(seed)
     name = f"{prefix}{seed}"

@@ -17,6 +17,11 @@ real API server, and then:
    (each required node-affinity term gains ``matchFields metadata.name In [node]``); kube-scheduler
    must bind every one. It places them one at a time and retries a refused pod on cluster events,
    so a refusal is only final after ``PINNED_WAIT_S``.
+4. Both judge every node: when all the case's families are node-local (``NODE_LOCAL_FAMILIES``:
+   a copy of a pod on one node cannot change what another node allows), each pending pod is
+   copied once per node, pinned there, and vcsat must place exactly the copies kube-scheduler
+   binds. This is where a subtle misreading of one rule shows even when other nodes would have
+   done as well.
 
 Between cases the case's pods and nodes are deleted. The agreement figure (pending pods on which
 the two agree over pending pods) is printed; the test demands 100% and prints every disagreement
@@ -24,7 +29,9 @@ with its seed. Reproduce one case with ``VCSAT_DIFF_SEED=<seed> VCSAT_DIFF_CASES
 
 Constraint families are switched on by name in ``FAMILIES`` below: one line each. Only families
 vcsat models are on; ``VCSAT_DIFF_FAMILIES=resources,node,interpod`` overrides the table for one
-run (to see what a family still gets wrong).
+run (to see what a family still gets wrong). The test itself holds the API server's other tests
+off its cases: every case node is tainted and labelled for its case alone (see
+differential_cases.py), and kube-scheduler runs only while this module does.
 
 Run it alone (kube-scheduler is built by tools/controlplane/build.sh with the API server):
 
