@@ -42,6 +42,7 @@ ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
 ZONES = {"zone-a": "region-1", "zone-b": "region-1", "zone-c": "region-2"}
 IMAGE = "registry.invalid/app:1"
+_APPS = ("web", "db", "cache")
 
 Object = dict[str, Any]
 
@@ -108,6 +109,8 @@ def _skeleton(rng: random.Random, case: Case) -> None:
         case.bound.append(_pod(case, f"b{index}", node_name=rng.choice(names)))
     for index in range(rng.choice((1, 1, 1, 2, 2, 3))):
         case.pending.append(_pod(case, f"p{index}"))
+    for pod in (*case.bound, *case.pending):
+        pod["metadata"]["labels"]["app"] = rng.choice(_APPS)
 
 
 def _pod(case: Case, name: str, node_name: str | None = None) -> Object:
@@ -368,7 +371,6 @@ def _node_selector_term(rng: random.Random, case: Case) -> Object:
 
 # --- inter-pod affinity and anti-affinity -------------------------------------------------------
 
-_APPS = ("web", "db", "cache")
 _TIERS = ("front", "back")
 
 

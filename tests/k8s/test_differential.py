@@ -163,6 +163,16 @@ def test_vcsat_agrees_with_kube_scheduler(
     assert not disagreeing, summary + "\n" + "\n".join(lines)
 
 
+def test_a_seed_names_one_case_and_families_do_not_disturb_each_other() -> None:
+    every = tuple(FAMILY_GENERATORS)
+    assert make_case(7, every) == make_case(7, every)
+    assert make_case(7, every) != make_case(8, every)
+    # Switching a family on leaves the nodes' predicates drawn as before.
+    base = make_case(7, ("node",))
+    more = make_case(7, ("node", "interpod"))
+    assert [node["spec"] for node in base.nodes] == [node["spec"] for node in more.nodes]
+
+
 class Oracle:
     """Runs cases against the API server and the kube-scheduler watching it."""
 
