@@ -409,12 +409,16 @@ def _add_pod_term(rng: random.Random, pod: Object, kind: str) -> None:
 
 
 def _spread(rng: random.Random, case: Case) -> None:
-    for pod in (*case.bound, *case.pending):
-        pod["metadata"]["labels"].setdefault("app", rng.choice(_APPS))
+    # Bound pods mostly share the pending pods' app, so that the counts per domain are uneven
+    # and the constraints bite.
+    apps = [pod["metadata"]["labels"]["app"] for pod in case.pending]
+    for pod in case.bound:
+        if rng.random() < 0.7:
+            pod["metadata"]["labels"]["app"] = rng.choice(apps)
     for pod in case.pending:
-        if rng.random() < 0.6:
+        if rng.random() < 0.7:
             constraint: Object = {
-                "maxSkew": rng.choice((1, 1, 2)),
+                "maxSkew": rng.choice((1, 1, 1, 2)),
                 "topologyKey": rng.choice((HOSTNAME, ZONE)),
                 "whenUnsatisfiable": "DoNotSchedule",
                 "labelSelector": {"matchLabels": {"app": pod["metadata"]["labels"]["app"]}},
