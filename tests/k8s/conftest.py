@@ -20,7 +20,7 @@ _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-from controlplane import ControlPlane, start_control_plane  # noqa: E402
+from controlplane import ControlPlane, KubeScheduler, start_control_plane, start_kube_scheduler  # noqa: E402
 from scheduler_support import Bubble  # noqa: E402
 
 from vcsat.adapters.kube import Kube  # noqa: E402
@@ -44,6 +44,17 @@ def control_plane() -> Iterator[ControlPlane]:
     """One control plane for the whole session: deploy/crds Established, queue `default` created."""
     with start_control_plane() as cp:
         yield cp
+
+
+@pytest.fixture(scope="module")
+def kube_scheduler(control_plane: ControlPlane) -> Iterator[KubeScheduler]:
+    """The genuine kube-scheduler (default profile, no leader election) on the session's API server.
+
+    It places every pod whose schedulerName is ``default-scheduler`` (the API server's default), so
+    it runs only for the module that asks for it (other tests' pods of that name stay Pending).
+    """
+    with start_kube_scheduler(control_plane) as scheduler:
+        yield scheduler
 
 
 @pytest.fixture

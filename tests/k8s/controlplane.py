@@ -6,8 +6,9 @@ subresources) instead of the real thing. This module starts the genuine binaries
 tools/controlplane/build.sh compiles, on free loopback ports with their own certificates and
 data directory, so any number of test sessions can run side by side and leave nothing behind.
 
-There is no controller-manager, scheduler or kubelet: objects are stored and validated, but
-nothing reconciles them. Pods stay Pending until something binds them, namespaces deleted stay
+There is no controller-manager or kubelet, and no scheduler unless a test starts one
+(:func:`start_kube_scheduler`, the oracle of tests/k8s/test_differential.py): objects are stored
+and validated, but nothing reconciles them. Pods stay Pending until something binds them, namespaces deleted stay
 Terminating, and no service-account tokens are minted (the ServiceAccount admission plugin is
 off so that pods need none).
 
@@ -71,9 +72,10 @@ class ControlPlaneError(RuntimeError):
     """The control plane could not be built or started; the message carries the logs."""
 
 
-def locate_binaries() -> Path:
-    """Directory holding kube-apiserver and etcd, building them first when not cached.
+def locate_binaries(names: tuple[str, ...] = ("kube-apiserver", "etcd")) -> Path:
+    """Directory holding the control-plane binaries, building them first when not cached.
 
+    ``names`` are checked there (kube-scheduler is asked for only by the tests that run it).
     VCSAT_CONTROLPLANE_BIN_DIR points at prebuilt binaries and skips build.sh altogether.
     """
     override = os.environ.get("VCSAT_CONTROLPLANE_BIN_DIR")
@@ -96,7 +98,7 @@ def locate_binaries() -> Path:
         if not lines:
             raise ControlPlaneError(f"{BUILD_SCRIPT} printed no directory:\n{proc.stderr}")
         bin_dir = Path(lines[-1])
-    for name in ("kube-apiserver", "etcd"):
+    for name in names:
         if not os.access(bin_dir / name, os.X_OK):
             raise ControlPlaneError(f"{bin_dir / name} is missing or not executable")
     return bin_dir
@@ -116,6 +118,8 @@ class ControlPlane:
     """A kubeconfig file with one context that uses the token above."""
     workdir: Path
     """Temporary directory with certificates, etcd data and the processes' logs."""
+    bin_dir: Path | None = None
+    """Where its binaries came from (kube-scheduler is looked for there too)."""
 
     def api_client(self) -> ApiClient:
         """A fresh kubernetes.client.ApiClient for this control plane (caller closes it)."""
@@ -582,10 +586,109 @@ def _boot(bin_dir: Path, workdir: Path, procs: list[_Proc], install_crds: bool) 
     )
     kubeconfig = workdir / "kubeconfig"
     write_kubeconfig(kubeconfig, server, pki["ca"], token)
-    cp = ControlPlane(server=server, token=token, ca_file=pki["ca"], kubeconfig=kubeconfig, workdir=workdir)
+    cp = ControlPlane(
+        server=server, token=token, ca_file=pki["ca"], kubeconfig=kubeconfig, workdir=workdir, bin_dir=bin_dir
+    )
     if install_crds:
         _apply_crds(cp, deadline, procs)
         # A Volcano installation creates this queue too; what runs against a real cluster
         # expects it.
         cp.create_objects(DEFAULT_QUEUE_FILE)
     return cp
+
+
+# --- kube-scheduler -------------------------------------------------------------------------
+
+SCHEDULER_CANARY_LABEL = "vcsat-test/scheduler-canary"
+
+
+@dataclass(frozen=True)
+class KubeScheduler:
+    """A running kube-scheduler (default profile, scheduler name ``default-scheduler``)."""
+
+    config_file: Path
+    """Its KubeSchedulerConfiguration."""
+    log: Path
+    """Its log file (klog, verbosity 2: every binding and every unschedulable pod is a line)."""
+
+
+def write_scheduler_config(path: Path, kubeconfig: Path, *, backoff_s: int = 1) -> None:
+    """A KubeSchedulerConfiguration: the default profile, no leader election, short backoffs.
+
+    The backoffs (1 s, the least the API allows, where the defaults are 1 s and 10 s) bound how
+    long a pod that failed once waits before kube-scheduler tries it again, so a test that waits
+    for a retry waits seconds, not tens of seconds.
+    """
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": 500, "burst": 1000},
+        "leaderElection": {"leaderElect": False},
+        "podInitialBackoffSeconds": backoff_s,
+        "podMaxBackoffSeconds": backoff_s,
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
+
+@contextlib.contextmanager
+def start_kube_scheduler(cp: ControlPlane, *, bin_dir: Path | None = None) -> Iterator[KubeScheduler]:
+    """Run the genuine kube-scheduler against ``cp`` for the duration of the with-block.
+
+    It authenticates with a kubeconfig of its own (the control plane's admin token, written into
+    a file beside its configuration), serves no HTTPS (``--secure-port=0``: nothing here probes
+    it), and is known ready once it has bound a canary pod to a canary node, both removed again.
+    """
+    bin_dir = bin_dir or cp.bin_dir or locate_binaries(("kube-scheduler",))
+    binary = bin_dir / "kube-scheduler"
+    if not os.access(binary, os.X_OK):
+        bin_dir = locate_binaries(("kube-scheduler",))
+        binary = bin_dir / "kube-scheduler"
+    workdir = Path(tempfile.mkdtemp(prefix="kube-scheduler-", dir=cp.workdir))
+    kubeconfig = workdir / "kubeconfig"
+    write_kubeconfig(kubeconfig, cp.server, cp.ca_file, cp.token)
+    config_file = workdir / "config.yaml"
+    write_scheduler_config(config_file, kubeconfig)
+    log = workdir / "kube-scheduler.log"
+    proc = _spawn("kube-scheduler", [str(binary), f"--config={config_file}", "--secure-port=0", "--v=2"], log)
+    try:
+        _wait_for_canary(cp, proc)
+        yield KubeScheduler(config_file=config_file, log=log)
+    finally:
+        proc.stop()
+
+
+def _wait_for_canary(cp: ControlPlane, proc: _Proc) -> None:
+    tag = secrets.token_hex(4)
+    name = f"scheduler-canary-{tag}"
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {SCHEDULER_CANARY_LABEL: tag}},
+        "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "1"}},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeSelector": {SCHEDULER_CANARY_LABEL: tag},
+            "containers": [{"name": "c", "image": "registry.invalid/canary:1"}],
+        },
+    }
+    with cp.api_client() as api:
+        core = client.CoreV1Api(api)
+        core.create_node(body=node)
+        core.create_namespaced_pod(namespace="default", body=pod)
+        try:
+            _wait_until(
+                lambda: core.read_namespaced_pod(name, "default").spec.node_name == name,
+                "kube-scheduler to bind its canary pod",
+                time.monotonic() + START_TIMEOUT_S,
+                [proc],
+                interval=0.05,
+            )
+        finally:
+            with contextlib.suppress(client.ApiException):
+                core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+            with contextlib.suppress(client.ApiException):
+                core.delete_node(name)

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Builds the real kube-apiserver and etcd that vcsat's integration tests (tests/k8s) run
-# against, from the versions pinned in this folder's go.mod/go.sum.
+# Builds the real kube-apiserver, kube-scheduler and etcd that vcsat's integration tests
+# (tests/k8s) run against, from the versions pinned in this folder's go.mod/go.sum.
+# kube-scheduler is the oracle of the differential test (tests/k8s/test_differential.py).
 #
 # Why from source: the machines reach only package registries, so the Go module proxy is the
 # one way to get genuine control-plane binaries; pinning them in a Go module keeps every
 # dependency reproducible.
 #
 # Output: ${VCSAT_CACHE_DIR:-$HOME/.cache/vcsat}/controlplane/<k8s-version>-<etcd-version>/
-#         holding kube-apiserver and etcd. The directory is printed as the only stdout line.
-# Idempotent: when both binaries exist it does nothing but print the directory. Safe to run
-# concurrently (a lock serialises builders) and after an interrupted run (binaries are
-# moved into place only once complete).
+#         holding kube-apiserver, kube-scheduler and etcd. The directory is printed as the only
+#         stdout line.
+# Idempotent: when all three binaries exist it does nothing but print the directory; otherwise
+# it builds only the missing ones (a cache from before kube-scheduler was added gains just that
+# binary). Safe to run concurrently (a lock serialises builders) and after an interrupted run
+# (binaries are moved into place only once complete).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -30,7 +33,16 @@ fi
 cache_root="${VCSAT_CACHE_DIR:-$HOME/.cache/vcsat}/controlplane"
 out="$cache_root/${k8s_version}-${etcd_version}"
 
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
+binaries=(kube-apiserver kube-scheduler etcd)
+# The binaries of the list not yet in $out, one per line.
+missing() {
+    local b
+    for b in "${binaries[@]}"; do
+        [[ -x "$out/$b" ]] || echo "$b"
+    done
+}
+
+if [[ -z "$(missing)" ]]; then
     echo "$out"
     exit 0
 fi
@@ -39,7 +51,8 @@ mkdir -p "$cache_root"
 exec 9>"$cache_root/.build.lock"
 flock 9
 # Another builder may have finished while this one waited for the lock.
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
+mapfile -t todo < <(missing)
+if [[ ${#todo[@]} -eq 0 ]]; then
     echo "$out"
     exit 0
 fi
@@ -68,17 +81,20 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 start=$SECONDS
-echo "build.sh: building kube-apiserver ${k8s_version} and etcd ${etcd_version} into $out" >&2
-go build -trimpath -ldflags="$k8s_ldflags" -o "$staging/kube-apiserver" \
-    k8s.io/kubernetes/cmd/kube-apiserver
-# Since etcd v3.5 the server module's root package is the etcd program itself.
-go build -trimpath -ldflags="-s -w" -o "$staging/etcd" go.etcd.io/etcd/server/v3
-
-"$staging/etcd" --version >&2
-"$staging/kube-apiserver" --version >&2
-
+echo "build.sh: building ${todo[*]} (kubernetes ${k8s_version}, etcd ${etcd_version}) into $out" >&2
 mkdir -p "$out"
-mv -f "$staging/etcd" "$out/etcd"
-mv -f "$staging/kube-apiserver" "$out/kube-apiserver"
+for b in "${todo[@]}"; do
+    case "$b" in
+        kube-apiserver | kube-scheduler)
+            go build -trimpath -ldflags="$k8s_ldflags" -o "$staging/$b" "k8s.io/kubernetes/cmd/$b"
+            ;;
+        etcd)
+            # Since etcd v3.5 the server module's root package is the etcd program itself.
+            go build -trimpath -ldflags="-s -w" -o "$staging/etcd" go.etcd.io/etcd/server/v3
+            ;;
+    esac
+    "$staging/$b" --version >&2
+    mv -f "$staging/$b" "$out/$b"
+done
 echo "build.sh: built in $((SECONDS - start))s" >&2
 echo "$out"

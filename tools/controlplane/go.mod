@@ -1,6 +1,6 @@
 // Module that pins the real control-plane binaries vcsat's integration tests run against:
-// kube-apiserver from k8s.io/kubernetes and etcd from go.etcd.io/etcd/server/v3.
-// build.sh compiles both from this module so that go.sum fixes every dependency.
+// kube-apiserver and kube-scheduler from k8s.io/kubernetes and etcd from go.etcd.io/etcd/server/v3.
+// build.sh compiles them from this module so that go.sum fixes every dependency.
 module vcsat.local/tools/controlplane
 
 go 1.25.0
