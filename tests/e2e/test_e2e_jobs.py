@@ -9,6 +9,8 @@ The real control plane, kube-controller-manager and kwok (tests/k8s/kwokcluster.
   complete.
 - A node turns NotReady under a running Job: kube-controller-manager taints it and evicts its pod;
   the Job's policy restarts the Job, whose pods run on the healthy nodes and complete.
+- Kubernetes' own controllers do their part: a batch/v1 Job runs to Complete, the garbage
+  collector removes its pods with it, and a deleted namespace goes away.
 """
 
 from __future__ import annotations
@@ -195,3 +197,54 @@ def test_a_node_failing_under_a_job_restarts_it_on_the_healthy_nodes(
         assert "Succeeded" in [c.phase for c in changes if c.uid == b.uid], f"{b.name} did not succeed"
     assert (job.get("status") or {}).get("succeeded") == 2, job.get("status")
     print(f"checked: pods={len(nodes_by_uid(changes))}, bindings={len(bound)}, restarts=1, duplicates found: 0")
+
+
+def test_kubernetes_controllers_run_a_batch_job_collect_its_pods_and_remove_the_namespace(
+    kwok_cluster: KwokCluster, tmp_path: Path
+) -> None:
+    # kube-controller-manager's Job controller creates the pods, vcsat binds them, kwok runs and
+    # completes them (its own pod-complete stage, for batch/v1 Jobs); the garbage collector then
+    # removes them with their Job, and the namespace controller finishes deleting the namespace.
+    plane = kwok_cluster.plane
+    logs = (tmp_path / "scheduler.log", kwok_cluster.controller_manager_log, kwok_cluster.kwok_log)
+    namespace = f"e2e-{uuid.uuid4().hex[:8]}"
+    pod_spec = {
+        "schedulerName": "vcsat",
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "registry.invalid/batch:1", "resources": {"requests": {"cpu": "1"}}}],
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "plain"},
+        "spec": {"completions": 2, "parallelism": 2, "template": {"spec": pod_spec}},
+    }
+    with (
+        gpu_nodes(kwok_cluster, 1),
+        plane.api_client() as api,
+        vcsat_daemon("scheduler", plane.kubeconfig, logs[0], "--time-limit=2"),
+    ):
+        core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+        batch.create_namespaced_job(namespace, job)
+
+        def complete() -> bool:
+            conditions = batch.read_namespaced_job("plain", namespace).status.conditions or []
+            return any(c.type == "Complete" and c.status == "True" for c in conditions)
+
+        wait_until(complete, "the batch/v1 Job Complete", logs=logs)
+        pods = core.list_namespaced_pod(namespace).items
+        assert len(pods) == 2 and all(p.status.phase == "Succeeded" and p.spec.node_name for p in pods)
+
+        batch.delete_namespaced_job("plain", namespace, propagation_policy="Background")
+        wait_until(lambda: not core.list_namespaced_pod(namespace).items, "the Job's pods collected", logs=logs)
+        core.delete_namespace(namespace)
+
+        def gone() -> bool:
+            try:
+                core.read_namespace(namespace)
+            except client.ApiException as error:
+                return error.status == 404
+            return False
+
+        wait_until(gone, "the namespace deleted", logs=logs)

@@ -6,7 +6,8 @@ subresources) instead of the real thing. This module starts the genuine binaries
 tools/controlplane/build.sh compiles, on free loopback ports with their own certificates and
 data directory, so any number of test sessions can run side by side and leave nothing behind.
 
-There is no controller-manager or kubelet, and no scheduler unless a test starts one
+There is no controller-manager or kubelet (kwokcluster.py adds kube-controller-manager and kwok
+for the tests that need pods to run), and no scheduler unless a test starts one
 (:func:`start_kube_scheduler`, the oracle of tests/k8s/test_differential.py): objects are stored
 and validated, but nothing reconciles them. Pods stay Pending until something binds them, namespaces deleted stay
 Terminating, and no service-account tokens are minted (the ServiceAccount admission plugin is

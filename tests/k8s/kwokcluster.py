@@ -5,7 +5,8 @@ This module adds what the end-to-end tests (tests/e2e) need for pods that run an
 
 - the genuine **kube-controller-manager**: garbage collector, namespace lifecycle, the Job and
   ReplicaSet controllers, service accounts and their tokens (signed with the control plane's
-  service-account key), pod garbage collection, and the node lifecycle and taint eviction
+  service-account key; the ServiceAccount admission plugin stays off as in controlplane.py, so
+  pods need none), pod garbage collection, and the node lifecycle and taint eviction
   controllers (a node that turns NotReady is tainted and its pods are evicted after the short
   tolerations the API server here hands out). No leader election, no HTTPS port.
 - **kwok** (sigs.k8s.io/kwok), the kubelet of fake nodes: it manages every Node annotated
