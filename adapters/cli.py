@@ -38,7 +38,6 @@ LAZY_COMMANDS: dict[str, str] = {
     "bench": "vcsat.adapters.sim.commands:bench",
     "scheduler": "vcsat.adapters.scheduler:scheduler_cmd",
     "dump": "vcsat.adapters.dump:dump_cmd",
-    "podlife": "vcsat.adapters.podlife:podlife_cmd",
     "controller": "vcsat.adapters.controller.controller:controller_command",
     "job": "vcsat.adapters.controller.cli:job_group",
     "queue": "vcsat.adapters.controller.cli:queue_group",

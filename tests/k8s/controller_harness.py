@@ -1,8 +1,9 @@
 """Harness for the Job controller's tests against the real API server.
 
 Each test gets its own namespace, nodes and scheduler name (a :class:`~scheduler_support.Bubble`),
-a controller restricted to that namespace, the pod lifecycle driver (kubelets that do not exist:
-bound pods start Running, deleted ones are finalized, ``succeed``/``fail`` end them), and either
+a controller restricted to that namespace, kwok as the kubelet of its nodes (the module's cluster
+is scheduler_support.kwok_control_plane: bound pods start Running, deleted ones go away, and
+kwokcluster.PodEnds ``succeed``/``fail`` end them), and either
 the real ``vcsat scheduler`` or :class:`StandInScheduler`, which only does the two things the
 controller waits for (admit a PodGroup: phase Inqueue; bind a pod) with no solving at all.
 Plain module, beside controlplane.py.

@@ -6,7 +6,8 @@ subresources) instead of the real thing. This module starts the genuine binaries
 tools/controlplane/build.sh compiles, on free loopback ports with their own certificates and
 data directory, so any number of test sessions can run side by side and leave nothing behind.
 
-There is no controller-manager or kubelet, and no scheduler unless a test starts one
+There is no controller-manager or kubelet (kwokcluster.py adds kube-controller-manager and kwok
+for the tests that need pods to run), and no scheduler unless a test starts one
 (:func:`start_kube_scheduler`, the oracle of tests/k8s/test_differential.py): objects are stored
 and validated, but nothing reconciles them. Pods stay Pending until something binds them, namespaces deleted stay
 Terminating, and no service-account tokens are minted (the ServiceAccount admission plugin is
@@ -344,9 +345,11 @@ class _Proc:
             self.log_fh.close()
 
 
-def _spawn(name: str, argv: list[str], log: Path) -> _Proc:
+def _spawn(name: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> _Proc:
     log_fh = log.open("wb")
     kwargs: dict[str, Any] = {}
+    if env is not None:
+        kwargs["env"] = env
     if sys.platform.startswith("linux"):
         kwargs["preexec_fn"] = _die_with_parent
     proc = subprocess.Popen(
@@ -438,7 +441,13 @@ def _start_etcd(bin_dir: Path, workdir: Path, deadline: float) -> tuple[_Proc, s
 
 
 def _start_apiserver(
-    bin_dir: Path, workdir: Path, etcd_url: str, pki: dict[str, Path], token: str, deadline: float
+    bin_dir: Path,
+    workdir: Path,
+    etcd_url: str,
+    pki: dict[str, Path],
+    token: str,
+    deadline: float,
+    extra_args: tuple[str, ...] = (),
 ) -> tuple[_Proc, str]:
     port = free_port()
     server = f"https://127.0.0.1:{port}"
@@ -470,6 +479,7 @@ def _start_apiserver(
         "--endpoint-reconciler-type=none",
         "--profiling=false",
         f"--cert-dir={workdir / 'apiserver-certs'}",
+        *extra_args,
     ]
     proc = _spawn("kube-apiserver", argv, workdir / "kube-apiserver.log")
     return proc, server
@@ -508,11 +518,14 @@ def start_control_plane(
     bin_dir: Path | None = None,
     install_crds: bool = True,
     attempts: int = 3,
+    apiserver_args: tuple[str, ...] = (),
 ) -> Iterator[ControlPlane]:
     """Run etcd and kube-apiserver for the duration of the with-block.
 
     With install_crds, every CRD in deploy/crds is created and Established, and the queue
     `default` (deploy/default-queue.yaml) exists, as after installing vcsat on a cluster.
+
+    ``apiserver_args`` are appended to kube-apiserver's command line (a later flag wins).
 
     Ports are picked free; when one is taken before the process binds it, the whole start is
     retried (up to `attempts` times). On exit both processes are stopped (SIGTERM, then SIGKILL)
@@ -527,7 +540,7 @@ def start_control_plane(
         procs: list[_Proc] = []
         try:
             try:
-                cp = _boot(bin_dir, workdir, procs, install_crds)
+                cp = _boot(bin_dir, workdir, procs, install_crds, apiserver_args)
             except ControlPlaneError as exc:
                 last_error = exc
                 if "address already in use" in str(exc):
@@ -569,13 +582,15 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _boot(bin_dir: Path, workdir: Path, procs: list[_Proc], install_crds: bool) -> ControlPlane:
+def _boot(
+    bin_dir: Path, workdir: Path, procs: list[_Proc], install_crds: bool, apiserver_args: tuple[str, ...] = ()
+) -> ControlPlane:
     deadline = time.monotonic() + START_TIMEOUT_S
     pki = write_pki(workdir / "pki")
     token = secrets.token_urlsafe(32)
     etcd, etcd_url = _start_etcd(bin_dir, workdir, deadline)
     procs.append(etcd)
-    apiserver, server = _start_apiserver(bin_dir, workdir, etcd_url, pki, token, deadline)
+    apiserver, server = _start_apiserver(bin_dir, workdir, etcd_url, pki, token, deadline, apiserver_args)
     procs.append(apiserver)
     _wait_until(
         lambda: _http_ok(f"{server}/readyz", token=token, ca_file=pki["ca"]),

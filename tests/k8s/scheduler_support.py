@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 from controlplane import ControlPlane, start_control_plane
+from kwokcluster import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE, start_kwok_cluster
 
 from vcsat.adapters.kube import NODES, PODGROUPS, PODS, ApiError, Kube
-from vcsat.adapters.podlife import PodLifecycleDriver
 from vcsat.adapters.scheduler import Scheduler
 from vcsat.model import Policy
 
@@ -69,19 +69,26 @@ class Bubble:
         ready: bool = True,
         labels: dict[str, str] | None = None,
     ) -> str:
-        """A Ready node of this bubble with these allocatable resources."""
+        """A Ready node of this bubble with these allocatable resources.
+
+        A Ready one is annotated as a kwok node: on a cluster with kwok (:func:`kwok_control_plane`)
+        kwok runs the pods bound to it; elsewhere the annotation means nothing and bound pods stay
+        Pending. Its status goes in with the Node itself, so kwok never sees it without resources.
+        """
         name = f"{suffix}-{self.tag}"
         labels = {BUBBLE_LABEL: self.tag, "kubernetes.io/hostname": name, **(labels or {})}
-        self.kube.post(NODES.path(), {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}})
-        self.nodes.append(name)
+        metadata: dict[str, Any] = {"name": name, "labels": labels}
+        if ready:
+            metadata["annotations"] = {KWOK_NODE_ANNOTATION: KWOK_NODE_VALUE}
         resources = {"cpu": cpu, "memory": memory, "pods": "110"}
         if gpus:
             resources["nvidia.com/gpu"] = str(gpus)
         condition = {"type": "Ready", "status": "True" if ready else "False", "reason": "Test", "message": "test"}
-        self.kube.patch(
-            NODES.path(name=name, subresource="status"),
-            {"status": {"capacity": resources, "allocatable": resources, "conditions": [condition]}},
-        )
+        status = {"capacity": resources, "allocatable": resources, "conditions": [condition]}
+        self.kube.post(NODES.path(), {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "status": status})
+        self.nodes.append(name)
+        # The API server keeps a new Node's status, but set it again in case an admission changed it.
+        self.kube.patch(NODES.path(name=name, subresource="status"), {"status": status})
         return name
 
     def pod(
@@ -212,16 +219,6 @@ def running_scheduler(scheduler: Scheduler) -> Iterator[Scheduler]:
         scheduler.close()
 
 
-@contextlib.contextmanager
-def pod_lifecycle(api_client: Any, nodes: list[str]) -> Iterator[PodLifecycleDriver]:
-    driver = PodLifecycleDriver(api_client, node_names=nodes)
-    driver.start()
-    try:
-        yield driver
-    finally:
-        driver.stop()
-
-
 def cycles_after(scheduler: Scheduler, count: int) -> Callable[[], bool]:
     """A condition: ``count`` more cycles than now have completed."""
     target = scheduler.cycles + count
@@ -247,3 +244,13 @@ def own_control_plane() -> Iterator[ControlPlane]:
     a quiet cluster."""
     with start_control_plane() as plane:
         yield plane
+
+
+@pytest.fixture(scope="module", name="control_plane")
+def kwok_control_plane() -> Iterator[ControlPlane]:
+    """A control plane with kube-controller-manager and kwok, of the importing module's own (import
+    this fixture to use it): kwok plays the kubelet of the bubbles' nodes, so bound pods run and
+    pods being deleted go away; :func:`kwokcluster.finish_pod` ends one. Bubbles make nodes that
+    kwok does not heartbeat, so the node lifecycle controller stays off."""
+    with start_kwok_cluster(node_lifecycle=False) as cluster:
+        yield cluster.plane

@@ -13,11 +13,14 @@ import yaml
 from click.testing import CliRunner, Result
 from controller_harness import Jobs, StandInScheduler, running_controller, uids
 from controlplane import ControlPlane
-from scheduler_support import Bubble, wait_until
+from scheduler_support import (  # kwok_control_plane: the fixture control_plane, this module's own
+    Bubble,
+    kwok_control_plane,  # noqa: F401
+    wait_until,
+)
 
 from vcsat.adapters.cli import main
 from vcsat.adapters.kube import ApiError, Kube
-from vcsat.adapters.podlife import PodLifecycleDriver
 
 
 @pytest.fixture
@@ -44,7 +47,6 @@ def test_suspend_and_resume_from_the_cli(vcsat: Any, bubble: Bubble, kube: Kube,
     nodes = [bubble.node("n0", cpu="16", memory="64Gi")]
     jobs = Jobs(kube, bubble)
     with contextlib.ExitStack() as stack:
-        stack.enter_context(PodLifecycleDriver(k8s_client, node_names=nodes))
         stack.enter_context(StandInScheduler(kube, bubble.namespace, nodes, bubble.scheduler_name))
         stack.enter_context(running_controller(k8s_client, bubble.namespace, bubble.scheduler_name))
 

@@ -22,10 +22,14 @@ from typing import Any
 import pytest
 from controller_harness import Jobs, StandInScheduler, job_body, running_controller, task_body, uids
 from controlplane import ControlPlane
-from scheduler_support import Bubble, wait_until
+from kwokcluster import PodEnds
+from scheduler_support import (  # kwok_control_plane: the fixture control_plane, this module's own
+    Bubble,
+    kwok_control_plane,  # noqa: F401
+    wait_until,
+)
 
 from vcsat.adapters.kube import Kube
-from vcsat.adapters.podlife import PodLifecycleDriver
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 
@@ -62,17 +66,17 @@ class CrashAt:
 
 
 @pytest.fixture
-def cluster(bubble: Bubble, kube: Kube, k8s_client: Any) -> Iterator[tuple[Jobs, PodLifecycleDriver]]:
+def cluster(bubble: Bubble, kube: Kube, k8s_client: Any) -> Iterator[tuple[Jobs, PodEnds]]:
     """Nodes, kubelets and a stand-in scheduler, but no controller: each test runs its own."""
     nodes = [bubble.node("n0", cpu="16", memory="64Gi")]
     with contextlib.ExitStack() as stack:
-        life = stack.enter_context(PodLifecycleDriver(k8s_client, node_names=nodes))
+        life = PodEnds(k8s_client)
         stack.enter_context(StandInScheduler(kube, bubble.namespace, nodes, bubble.scheduler_name))
         yield Jobs(kube, bubble), life
 
 
 def test_killed_while_creating_pods_creates_no_duplicates(
-    cluster: tuple[Jobs, PodLifecycleDriver], bubble: Bubble, k8s_client: Any
+    cluster: tuple[Jobs, PodEnds], bubble: Bubble, k8s_client: Any
 ) -> None:
     jobs, _ = cluster
     hook = CrashAt("create", "Pod", nth=3)
@@ -92,7 +96,7 @@ def test_killed_while_creating_pods_creates_no_duplicates(
 
 
 def test_killed_between_recording_a_restart_and_doing_it_restarts_once(
-    cluster: tuple[Jobs, PodLifecycleDriver], bubble: Bubble, k8s_client: Any
+    cluster: tuple[Jobs, PodEnds], bubble: Bubble, k8s_client: Any
 ) -> None:
     jobs, life = cluster
     # Armed later: dies at the first pod deletion, right after the status said Restarting.
@@ -132,7 +136,7 @@ def test_killed_between_recording_a_restart_and_doing_it_restarts_once(
 
 
 def test_controller_process_killed_and_restarted(
-    cluster: tuple[Jobs, PodLifecycleDriver], bubble: Bubble, control_plane: ControlPlane
+    cluster: tuple[Jobs, PodEnds], bubble: Bubble, control_plane: ControlPlane
 ) -> None:
     jobs, life = cluster
     command = [
@@ -184,7 +188,7 @@ def test_controller_process_killed_and_restarted(
 
 
 def test_controller_command_acts_only_while_it_holds_the_lease(
-    cluster: tuple[Jobs, PodLifecycleDriver], bubble: Bubble, control_plane: ControlPlane, kube: Kube
+    cluster: tuple[Jobs, PodEnds], bubble: Bubble, control_plane: ControlPlane, kube: Kube
 ) -> None:
     jobs, _ = cluster
     lease = f"/apis/coordination.k8s.io/v1/namespaces/{bubble.namespace}/leases/vcsat-controller"

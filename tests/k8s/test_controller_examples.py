@@ -15,11 +15,17 @@ import pytest
 from click.testing import CliRunner
 from controller_harness import Jobs, StandInScheduler, running_controller
 from controlplane import ControlPlane, load_manifests
-from scheduler_support import BUBBLE_LABEL, Bubble, running_scheduler, wait_until
+from kwokcluster import PodEnds
+from scheduler_support import (  # kwok_control_plane: the fixture control_plane, this module's own
+    BUBBLE_LABEL,
+    Bubble,
+    kwok_control_plane,  # noqa: F401
+    running_scheduler,
+    wait_until,
+)
 
 from vcsat.adapters.cli import main
 from vcsat.adapters.kube import ApiError, Kube
-from vcsat.adapters.podlife import PodLifecycleDriver
 from vcsat.adapters.scheduler import Scheduler
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
@@ -130,7 +136,7 @@ def test_example_runs_as_specified(
     nodes = [bubble.node(f"n{i}", cpu="32", memory="128Gi", gpus=8) for i in range(2)]
     jobs = Jobs(kube, bubble)
     with contextlib.ExitStack() as stack:
-        life = stack.enter_context(PodLifecycleDriver(k8s_client, node_names=nodes))
+        life = PodEnds(k8s_client)
         stack.enter_context(StandInScheduler(kube, bubble.namespace, nodes, "vcsat"))
         stack.enter_context(running_controller(k8s_client, bubble.namespace, "vcsat"))
 
@@ -172,7 +178,7 @@ def test_example_under_the_real_scheduler(bubble: Bubble, kube: Kube, k8s_client
     nodes = [bubble.node("n0", cpu="4", memory="16Gi"), bubble.node("n1", cpu="4", memory="16Gi")]
     jobs = Jobs(kube, bubble)
     with contextlib.ExitStack() as stack:
-        life = stack.enter_context(PodLifecycleDriver(k8s_client, node_names=nodes))
+        life = PodEnds(k8s_client)
         stack.enter_context(running_scheduler(Scheduler(bubble.kube, policy=bubble.policy())))
         # The scheduler writes a PodGroup's phase only once the group has pods (it admits groups
         # with pending pods), so the pods are made at once here rather than after admission.

@@ -1,7 +1,7 @@
 """The Job controller against the real API server: phases, restarts, policies, TTL, invalid Jobs.
 
-Pods are bound by a stand-in scheduler (admit, bind; no solving) and run by the pod lifecycle
-driver; the tests end pods with ``succeed``/``fail`` and wait (with a deadline) for what the
+Pods are bound by a stand-in scheduler (admit, bind; no solving) and run by kwok on the module's
+own cluster; the tests end pods with ``succeed``/``fail`` (kwokcluster.PodEnds) and wait (with a deadline) for what the
 controller must do.
 """
 
@@ -15,22 +15,22 @@ from typing import Any
 
 import pytest
 from controller_harness import Jobs, StandInScheduler, job_body, running_controller, task_body, uids
+from kwokcluster import PodEnds
 from scheduler_support import (
     Bubble,
-    own_control_plane,  # noqa: F401 (the fixture control_plane: this module's own)
+    kwok_control_plane,  # noqa: F401 (the fixture control_plane: this module's own, with kwok)
     wait_until,
 )
 
 from vcsat.adapters.controller.controller import JobController
 from vcsat.adapters.kube import PODS, ApiError, Kube
-from vcsat.adapters.podlife import PodLifecycleDriver
 
 
 @dataclass
 class World:
     bubble: Bubble
     jobs: Jobs
-    life: PodLifecycleDriver
+    life: PodEnds
     scheduler: StandInScheduler
     controller: JobController
 
@@ -46,7 +46,7 @@ class World:
 def world(bubble: Bubble, kube: Kube, k8s_client: Any) -> Iterator[World]:
     nodes = [bubble.node("n0", cpu="16", memory="64Gi", gpus=8), bubble.node("n1", cpu="16", memory="64Gi", gpus=8)]
     with contextlib.ExitStack() as stack:
-        life = stack.enter_context(PodLifecycleDriver(k8s_client, node_names=nodes))
+        life = PodEnds(k8s_client)
         scheduler = stack.enter_context(StandInScheduler(kube, bubble.namespace, nodes, bubble.scheduler_name))
         controller = stack.enter_context(running_controller(k8s_client, bubble.namespace, bubble.scheduler_name))
         yield World(bubble, Jobs(kube, bubble), life, scheduler, controller)

@@ -1,4 +1,4 @@
-"""The ``vcsat scheduler``, ``vcsat dump`` and ``vcsat podlife`` commands as processes, against a
+"""The ``vcsat scheduler`` and ``vcsat dump`` commands as processes, against a
 control plane of their own.
 
 Why a private control plane: dump-replay equality needs an instance that ``vcsat solve`` reads
@@ -219,18 +219,7 @@ def test_two_replicas_one_leader_and_the_standby_takes_over(
         wait_until(lambda: _binders(logs)[1 - leaders[0]], "the standby logs its binding")
 
 
-def test_podlife_command_runs_bound_pods(private_plane: ControlPlane, bubble: Bubble, tmp_path: Path) -> None:
-    node = bubble.node("n", cpu="2")
-    args = ["podlife", f"--kubeconfig={private_plane.kubeconfig}", f"--node={node}"]
-    with vcsat_process(*args, log=tmp_path / "podlife.log"):
-        bubble.pod("p", cpu="1", node_name=node)
-        wait_until(lambda: bubble.pods()["p"]["status"].get("phase") == "Running", "the bound pod runs")
-    status = bubble.pods()["p"]["status"]
-    assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
-    assert status["podIP"] and status["hostIP"] and status["containerStatuses"][0]["state"]["running"]
-
-
-@pytest.mark.parametrize("command", ["scheduler", "dump", "podlife"])
+@pytest.mark.parametrize("command", ["scheduler", "dump"])
 def test_commands_refuse_a_missing_kubeconfig_in_one_line(command: str, tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     done = subprocess.run(

@@ -2,8 +2,8 @@
 evictions, stale decisions and conflicts.
 
 The scheduler runs in-process (its loop in a thread, or one ``run_cycle`` at a time where a test
-needs a decision at a precise moment); :class:`~vcsat.adapters.podlife.PodLifecycleDriver` plays
-the kubelets, so bound pods turn Running and evicted pods go away. Every test lives in its own
+needs a decision at a precise moment); kwok (the module's cluster, scheduler_support.kwok_control_plane)
+plays the kubelets, so bound pods turn Running and evicted pods go away. Every test lives in its own
 bubble (see scheduler_support.py). Nothing here measures time: waits have a generous deadline
 only so that a broken scheduler fails the test instead of hanging it.
 """
@@ -18,8 +18,7 @@ import pytest
 from scheduler_support import (
     Bubble,
     cycles_after,
-    own_control_plane,  # noqa: F401 (the fixture control_plane: this module's own)
-    pod_lifecycle,
+    kwok_control_plane,  # noqa: F401 (the fixture control_plane: this module's own, with kwok)
     running_scheduler,
     wait_cached,
     wait_until,
@@ -58,7 +57,7 @@ def test_gang_of_four_on_three_nodes_binds_whole_or_not_at_all(
     scheduler = Scheduler(bubble.kube, policy=bubble.policy())
     scheduler.applier.event_refresh_s = 0.0  # refresh the waiting Event every cycle: its count must grow
     pods = bubble.gang("train", 4, cpu=pod_cpu)  # whole before the scheduler looks: one reason to wait
-    with pod_lifecycle(k8s_client, nodes), running_scheduler(scheduler):
+    with running_scheduler(scheduler):
         if expect_bound:
             wait_until(lambda: all(bubble.placement().values()), "all four pods bound")
             assert Counter(bubble.placement().values()) == {nodes[0]: 2, nodes[1]: 1, nodes[2]: 1}
@@ -101,7 +100,7 @@ def test_pods_of_other_schedulers_are_left_alone_and_count_as_load(bubble: Bubbl
     bubble.pod("foreign-pending", cpu="1", scheduler="someone-else")
     # A short resync: the cycles after the binding come even once nothing changes any more.
     scheduler = Scheduler(bubble.kube, policy=bubble.policy(), resync_s=1.0)
-    with pod_lifecycle(k8s_client, [a, b]), running_scheduler(scheduler):
+    with running_scheduler(scheduler):
         mine = bubble.gang("mine", 3, cpu="1")
         wait_until(lambda: all(bubble.placement()[pod] for pod in mine), "our gang bound")
         wait_until(cycles_after(scheduler, 2), "two more cycles")
@@ -145,7 +144,8 @@ def test_scheduler_killed_mid_bind_and_restarted_loses_nothing_and_binds_nothing
 ) -> None:
     # Room to spare: with exactly four GPUs the solver's enqueue refuses the cut-off gang today
     # (it counts the two bound pods against the gang's own admission; reported to the lead).
-    nodes = [bubble.node(f"n{i}", cpu="8", gpus=4) for i in range(2)]
+    for i in range(2):
+        bubble.node(f"n{i}", cpu="8", gpus=4)
     node_history: dict[str, list[str]] = {}
     lock = threading.Lock()
 
@@ -163,20 +163,19 @@ def test_scheduler_killed_mid_bind_and_restarted_loses_nothing_and_binds_nothing
     try:
         first_client = _DiesAfterBindings(kube.configuration, allowed=2)
         first = Scheduler(first_client, policy=bubble.policy())
-        with pod_lifecycle(k8s_client, nodes):
-            with running_scheduler(first):
-                pods = bubble.gang("job", 4, cpu="1", gpus=1)
-                wait_until(lambda: first_client.dead, "the first scheduler dies mid-gang")
-            assert first_client.bindings_sent and len(first_client.bindings_sent) == 2
-            wait_until(lambda: sum(1 for p in pods if bubble.placement()[p]) == 2, "two pods bound before the crash")
-            assert sum(1 for pod in pods if bubble.placement()[pod]) == 2
+        with running_scheduler(first):
+            pods = bubble.gang("job", 4, cpu="1", gpus=1)
+            wait_until(lambda: first_client.dead, "the first scheduler dies mid-gang")
+        assert first_client.bindings_sent and len(first_client.bindings_sent) == 2
+        wait_until(lambda: sum(1 for p in pods if bubble.placement()[p]) == 2, "two pods bound before the crash")
+        assert sum(1 for pod in pods if bubble.placement()[pod]) == 2
 
-            second_client = _DiesAfterBindings(kube.configuration, allowed=10**6)
-            with running_scheduler(Scheduler(second_client, policy=bubble.policy())):
-                wait_until(
-                    lambda: all(bubble.placement()[pod] for pod in pods), "the restarted scheduler completes the gang"
-                )
-            second_client.close()
+        second_client = _DiesAfterBindings(kube.configuration, allowed=10**6)
+        with running_scheduler(Scheduler(second_client, policy=bubble.policy())):
+            wait_until(
+                lambda: all(bubble.placement()[pod] for pod in pods), "the restarted scheduler completes the gang"
+            )
+        second_client.close()
         first_client.close()
     finally:
         watcher.stop()
@@ -202,7 +201,7 @@ def test_scheduler_killed_mid_bind_and_restarted_loses_nothing_and_binds_nothing
 
 def test_gpu_ids_are_written_and_distinct_per_node_across_cycles(bubble: Bubble, k8s_client: Any) -> None:
     nodes = [bubble.node(f"g{i}", cpu="8", gpus=4) for i in range(2)]
-    with pod_lifecycle(k8s_client, nodes), running_scheduler(Scheduler(bubble.kube, policy=bubble.policy())):
+    with running_scheduler(Scheduler(bubble.kube, policy=bubble.policy())):
         first = bubble.gang("ones", 3, cpu="500m", gpus=1) + bubble.gang("twos", 2, cpu="500m", gpus=2)
         wait_until(lambda: all(bubble.placement()[pod] for pod in first), "both gangs bound")
         # A later cycle must take the one GPU index left, not one the annotations already hold.
@@ -233,11 +232,11 @@ def test_a_high_priority_job_evicts_a_low_priority_one_and_binds_after(bubble: B
     # admitted (enqueue) and can only run by preempting. With the whole queue full, enqueue keeps a
     # job Pending and it never preempts, as in Volcano.
     node = bubble.node("fast", cpu="4", labels={"pool": "fast"})
-    slow = bubble.node("slow", cpu="4", labels={"pool": "slow"})
+    bubble.node("slow", cpu="4", labels={"pool": "slow"})
     low_class, high_class = bubble.priority_class("low", 10), bubble.priority_class("high", 1000)
     fast = {"pool": "fast"}
     scheduler = Scheduler(bubble.kube, policy=bubble.policy())
-    with pod_lifecycle(k8s_client, [node, slow]), running_scheduler(scheduler):
+    with running_scheduler(scheduler):
         low = bubble.gang("low", 2, cpu="2", priority_class=low_class, node_selector=fast)
         wait_until(
             lambda: all((bubble.pods()[p].get("status") or {}).get("phase") == "Running" for p in low),
@@ -274,54 +273,53 @@ def test_evictions_free_room_that_nominated_pods_take(bubble: Bubble, k8s_client
         )
     low = [f"{bubble.namespace}/low-{i}" for i in range(2)]
     high = [f"{bubble.namespace}/{name}" for name in ("high-0", "high-1")]
-    with pod_lifecycle(k8s_client, [node]):
-        wait_until(
-            lambda: all(bubble.pods()[f"low-{i}"]["status"].get("phase") == "Running" for i in range(2)),
-            "the low-priority pods run",
+    wait_until(
+        lambda: all(bubble.pods()[f"low-{i}"]["status"].get("phase") == "Running" for i in range(2)),
+        "the low-priority pods run",
+    )
+    bubble.gang("high", 2, cpu="2", priority_class=high_class)
+    scheduler = Scheduler(bubble.kube, policy=bubble.policy())
+    scheduler.start()
+    try:
+        wait_cached(scheduler, bubble.namespace, pods=["high-0", "high-1"], podgroups=["high"])
+        waiting = scheduler.run_cycle()
+        assert waiting.report is not None and waiting.report.bound == [], "no room without evictions"
+        (outcome,) = waiting.decision.podgroups
+        assert outcome.podgroup == f"{bubble.namespace}/high" and outcome.phase != "Running"
+        decision = Decision(
+            evictions=[Eviction(pod=key, reason="preempt") for key in low],
+            nominations=[Nomination(pod=key, node=node) for key in high],
+            solver=SolverStats(status="OPTIMAL"),
         )
-        bubble.gang("high", 2, cpu="2", priority_class=high_class)
-        scheduler = Scheduler(bubble.kube, policy=bubble.policy())
-        scheduler.start()
-        try:
-            wait_cached(scheduler, bubble.namespace, pods=["high-0", "high-1"], podgroups=["high"])
-            waiting = scheduler.run_cycle()
-            assert waiting.report is not None and waiting.report.bound == [], "no room without evictions"
-            (outcome,) = waiting.decision.podgroups
-            assert outcome.podgroup == f"{bubble.namespace}/high" and outcome.phase != "Running"
-            decision = Decision(
-                evictions=[Eviction(pod=key, reason="preempt") for key in low],
-                nominations=[Nomination(pod=key, node=node) for key in high],
-                solver=SolverStats(status="OPTIMAL"),
-            )
-            report = scheduler.applier.apply(decision, waiting.snapshot)
-            nominated = {
-                name: (pod.get("status") or {}).get("nominatedNodeName") for name, pod in bubble.pods().items()
+        report = scheduler.applier.apply(decision, waiting.snapshot)
+        nominated = {
+            name: (pod.get("status") or {}).get("nominatedNodeName") for name, pod in bubble.pods().items()
+        }
+        assert nominated["high-0"] == nominated["high-1"] == node
+        if budget:
+            assert report.evicted == []
+            assert sorted(report.evictions_deferred) == low
+            assert all(why.startswith("not now") for why in report.evictions_deferred.values())
+            pods = bubble.pods()
+            assert all(not pods[f"low-{i}"]["metadata"].get("deletionTimestamp") for i in range(2))
+            again = scheduler.run_cycle()
+            assert again.report is not None and again.report.bound == []
+        else:
+            assert sorted(report.evicted) == low
+            reasons = {
+                e["involvedObject"]["name"]: e["reason"] for e in bubble.events() if e["reason"] == "Preempted"
             }
-            assert nominated["high-0"] == nominated["high-1"] == node
-            if budget:
-                assert report.evicted == []
-                assert sorted(report.evictions_deferred) == low
-                assert all(why.startswith("not now") for why in report.evictions_deferred.values())
-                pods = bubble.pods()
-                assert all(not pods[f"low-{i}"]["metadata"].get("deletionTimestamp") for i in range(2))
-                again = scheduler.run_cycle()
-                assert again.report is not None and again.report.bound == []
-            else:
-                assert sorted(report.evicted) == low
-                reasons = {
-                    e["involvedObject"]["name"]: e["reason"] for e in bubble.events() if e["reason"] == "Preempted"
-                }
-                assert reasons == {"low-0": "Preempted", "low-1": "Preempted"}
-                wait_until(lambda: not any(name.startswith("low") for name in bubble.pods()), "the victims are gone")
-                wait_until(
-                    lambda: scheduler.store.get("Pod", low[0]) is None and scheduler.store.get("Pod", low[1]) is None,
-                    "the cache sees them gone",
-                )
-                bound = scheduler.run_cycle()
-                assert bound.report is not None and sorted(bound.report.bound) == high
-                assert bubble.placement()["high-0"] == bubble.placement()["high-1"] == node
-        finally:
-            scheduler.close()
+            assert reasons == {"low-0": "Preempted", "low-1": "Preempted"}
+            wait_until(lambda: not any(name.startswith("low") for name in bubble.pods()), "the victims are gone")
+            wait_until(
+                lambda: scheduler.store.get("Pod", low[0]) is None and scheduler.store.get("Pod", low[1]) is None,
+                "the cache sees them gone",
+            )
+            bound = scheduler.run_cycle()
+            assert bound.report is not None and sorted(bound.report.bound) == high
+            assert bubble.placement()["high-0"] == bubble.placement()["high-1"] == node
+    finally:
+        scheduler.close()
 
 
 # --- stale decisions and conflicts --------------------------------------------------------------

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds the real kube-apiserver, kube-scheduler and etcd that vcsat's integration tests
-# (tests/k8s) run against, from the versions pinned in this folder's go.mod/go.sum.
+# Builds the real control-plane programs that vcsat's integration and end-to-end tests (tests/k8s,
+# tests/e2e) run against, from the versions pinned in this folder's go.mod/go.sum:
+# kube-apiserver, kube-scheduler and kube-controller-manager from k8s.io/kubernetes, and etcd.
+# kwok (the kubelet of fake nodes) is pinned apart, in kwok/go.mod/go.sum: it needs newer k8s.io
+# libraries than kubernetes pins, and one module would move the versions of everything else.
 # kube-scheduler is the oracle of the differential test (tests/k8s/test_differential.py).
 #
 # Why from source: the machines reach only package registries, so the Go module proxy is the
@@ -8,12 +11,14 @@
 # dependency reproducible.
 #
 # Output: ${VCSAT_CACHE_DIR:-$HOME/.cache/vcsat}/controlplane/<k8s-version>-<etcd-version>/
-#         holding kube-apiserver, kube-scheduler and etcd. The directory is printed as the only
-#         stdout line.
-# Idempotent: when all three binaries exist it does nothing but print the directory; otherwise
-# it builds only the missing ones (a cache from before kube-scheduler was added gains just that
-# binary). Safe to run concurrently (a lock serialises builders) and after an interrupted run
-# (binaries are moved into place only once complete).
+#         holding kube-apiserver, kube-scheduler, kube-controller-manager, etcd and kwok, plus
+#         kwok's Stage CRD and default node and pod stages copied from its module (kwok-stages/).
+#         The directory is printed as the only stdout line.
+# Idempotent: when all binaries exist it does nothing but print the directory; otherwise it
+# builds only the missing ones (an older cache gains just the new binaries). kwok's version is
+# part of its file name's stamp (kwok.version), so bumping it in kwok/go.mod rebuilds kwok.
+# Safe to run concurrently (a lock serialises builders) and after an interrupted run (binaries
+# are moved into place only once complete).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -21,24 +26,31 @@ cd "$here"
 
 # The versions come from go.mod so that there is exactly one place to bump them.
 mod_version() {
-    awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' go.mod
+    awk -v m="$1" '($1 == m && $2 ~ /^v/) { print $2; exit } ($1 == "require" && $2 == m && $3 ~ /^v/) { print $3; exit }' "$2"
 }
-k8s_version="$(mod_version k8s.io/kubernetes)"
-etcd_version="$(mod_version go.etcd.io/etcd/server/v3)"
-if [[ -z "$k8s_version" || -z "$etcd_version" ]]; then
-    echo "build.sh: cannot read the k8s.io/kubernetes or etcd version from $here/go.mod" >&2
+k8s_version="$(mod_version k8s.io/kubernetes go.mod)"
+etcd_version="$(mod_version go.etcd.io/etcd/server/v3 go.mod)"
+kwok_version="$(mod_version sigs.k8s.io/kwok kwok/go.mod)"
+if [[ -z "$k8s_version" || -z "$etcd_version" || -z "$kwok_version" ]]; then
+    echo "build.sh: cannot read the k8s.io/kubernetes, etcd or kwok version from $here/go.mod, kwok/go.mod" >&2
     exit 1
 fi
 
 cache_root="${VCSAT_CACHE_DIR:-$HOME/.cache/vcsat}/controlplane"
 out="$cache_root/${k8s_version}-${etcd_version}"
 
-binaries=(kube-apiserver kube-scheduler etcd)
-# The binaries of the list not yet in $out, one per line.
+binaries=(kube-apiserver kube-scheduler kube-controller-manager etcd kwok)
+# The binaries of the list not yet in $out, one per line (kwok also when built from another
+# version than kwok/go.mod pins, or without its stages beside it).
 missing() {
     local b
     for b in "${binaries[@]}"; do
-        [[ -x "$out/$b" ]] || echo "$b"
+        if [[ "$b" == kwok ]]; then
+            [[ -x "$out/kwok" && -f "$out/kwok-stages/node-not-ready.yaml" \
+                && "$(cat "$out/kwok.version" 2>/dev/null)" == "$kwok_version" ]] || echo kwok
+        else
+            [[ -x "$out/$b" ]] || echo "$b"
+        fi
     done
 }
 
@@ -81,12 +93,30 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 start=$SECONDS
-echo "build.sh: building ${todo[*]} (kubernetes ${k8s_version}, etcd ${etcd_version}) into $out" >&2
+echo "build.sh: building ${todo[*]} (kubernetes ${k8s_version}, etcd ${etcd_version}, kwok ${kwok_version}) into $out" >&2
 mkdir -p "$out"
 for b in "${todo[@]}"; do
     case "$b" in
-        kube-apiserver | kube-scheduler)
+        kube-apiserver | kube-scheduler | kube-controller-manager)
             go build -trimpath -ldflags="$k8s_ldflags" -o "$staging/$b" "k8s.io/kubernetes/cmd/$b"
+            ;;
+        kwok)
+            # Its own module (kwok/go.mod); -C builds there with that module's pins.
+            go build -C kwok -trimpath -ldflags="-s -w" -o "$staging/kwok" sigs.k8s.io/kwok/cmd/kwok
+            # The Stage CRD and kwok's default stages, from the very module version built.
+            kwok_dir="$(cd kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+            rm -rf "$staging/kwok-stages"
+            mkdir -p "$staging/kwok-stages"
+            cp "$kwok_dir/kustomize/crd/bases/kwok.x-k8s.io_stages.yaml" "$staging/kwok-stages/stage-crd.yaml"
+            cp "$kwok_dir/kustomize/stage/node/fast/node-initialize.yaml" "$staging/kwok-stages/node-initialize.yaml"
+            # kwok renews each node's Lease, so its status heartbeat is the with-lease one (rare).
+            cp "$kwok_dir/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
+                "$staging/kwok-stages/node-heartbeat-with-lease.yaml"
+            cp "$kwok_dir/kustomize/stage/node/chaos/node-not-ready.yaml" "$staging/kwok-stages/node-not-ready.yaml"
+            for f in pod-ready pod-complete pod-delete; do
+                cp "$kwok_dir/kustomize/stage/pod/fast/$f.yaml" "$staging/kwok-stages/$f.yaml"
+            done
+            chmod -R u+w "$staging/kwok-stages"
             ;;
         etcd)
             # Since etcd v3.5 the server module's root package is the etcd program itself.
@@ -94,7 +124,14 @@ for b in "${todo[@]}"; do
             ;;
     esac
     "$staging/$b" --version >&2
-    mv -f "$staging/$b" "$out/$b"
+    if [[ "$b" == kwok ]]; then
+        rm -rf "$out/kwok-stages"
+        mv -f "$staging/kwok-stages" "$out/kwok-stages"
+        mv -f "$staging/kwok" "$out/kwok"
+        echo "$kwok_version" >"$out/kwok.version"
+    else
+        mv -f "$staging/$b" "$out/$b"
+    fi
 done
 echo "build.sh: built in $((SECONDS - start))s" >&2
 echo "$out"

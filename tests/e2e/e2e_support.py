@@ -1,0 +1,196 @@
+"""Helpers of the end-to-end scenarios: vcsat's daemons as processes, a pod watch that records
+every change in the API server's order, and Volcano Job builders.
+
+Plain module beside conftest.py (tests/k8s is on sys.path too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, watch
+from kwokcluster import RUN_SECONDS
+
+VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli import main; main()"]
+STOP_S = 30.0
+WAIT_S = 90.0
+"""The most any condition is waited for: a bound on a hung test, not a speed requirement."""
+JOBS = ("batch.volcano.sh", "v1alpha1", "jobs")
+
+
+def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = WAIT_S, logs: tuple[Path, ...] = ()) -> Any:
+    """Poll ``condition`` until it returns something truthy; fail naming ``what`` (and logs) if never."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            tails = "".join(f"\n--- {log.name} ---\n{_tail(log)}" for log in logs)
+            raise AssertionError(f"never happened: {what}{tails}")
+        time.sleep(0.1)
+
+
+def _tail(log: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+@contextlib.contextmanager
+def vcsat_daemon(command: str, kubeconfig: Path, log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``vcsat COMMAND`` as a process (no leader election, no metrics port); SIGTERM after."""
+    argv = [
+        *VCSAT,
+        command,
+        f"--kubeconfig={kubeconfig}",
+        "--no-leader-elect",
+        "--metrics-port=0",
+        "--log-format=json",
+        *args,
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(STOP_S)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+@dataclass(frozen=True)
+class PodChange:
+    """One watch event of a pod, as seen in the API server's order."""
+
+    kind: str
+    name: str
+    uid: str
+    job: str
+    node: str
+    phase: str
+    deleting: bool
+
+
+@dataclass
+class PodWatch:
+    """Every change to a namespace's pods, recorded from before the scenario starts."""
+
+    api: client.ApiClient
+    namespace: str
+    changes: list[PodChange] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __enter__(self) -> PodWatch:
+        core = client.CoreV1Api(self.api)
+        version = core.list_namespaced_pod(self.namespace).metadata.resource_version
+        self._thread = threading.Thread(target=self._run, args=(core, version), daemon=True, name="pod-watch")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _run(self, core: client.CoreV1Api, version: str) -> None:
+        while not self._stop.is_set():
+            stream = watch.Watch()
+            for event in stream.stream(
+                core.list_namespaced_pod,
+                self.namespace,
+                resource_version=version,
+                timeout_seconds=2,
+                allow_watch_bookmarks=False,
+            ):
+                pod = event["object"]
+                version = pod.metadata.resource_version
+                change = PodChange(
+                    kind=event["type"],
+                    name=pod.metadata.name,
+                    uid=pod.metadata.uid,
+                    job=(pod.metadata.labels or {}).get("volcano.sh/job-name", ""),
+                    node=pod.spec.node_name or "",
+                    phase=(pod.status.phase if pod.status else "") or "",
+                    deleting=pod.metadata.deletion_timestamp is not None,
+                )
+                with self._lock:
+                    self.changes.append(change)
+                if self._stop.is_set():
+                    stream.stop()
+
+    def snapshot(self) -> list[PodChange]:
+        with self._lock:
+            return list(self.changes)
+
+
+def bindings(changes: list[PodChange]) -> list[PodChange]:
+    """The first change of each pod (by UID) that shows it bound, in order."""
+    seen: set[str] = set()
+    found: list[PodChange] = []
+    for change in changes:
+        if change.node and change.uid not in seen:
+            seen.add(change.uid)
+            found.append(change)
+    return found
+
+
+def nodes_by_uid(changes: list[PodChange]) -> dict[str, set[str]]:
+    """Every node each pod (by UID) was ever seen bound to: one per pod, or it was bound twice."""
+    nodes: dict[str, set[str]] = {}
+    for change in changes:
+        if change.node:
+            nodes.setdefault(change.uid, set()).add(change.node)
+    return nodes
+
+
+def gpu_job(name: str, replicas: int, *, gpus: int, run_seconds: float, **spec: Any) -> dict[str, Any]:
+    """A Volcano Job of one task: ``replicas`` pods as one gang, each asking ``gpus`` GPUs and
+    running ``run_seconds`` on a kwok node before it succeeds."""
+    resources = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)}
+    template = {
+        "metadata": {"annotations": {RUN_SECONDS: f"{run_seconds:g}"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.invalid/trainer:1",
+                    "resources": {"requests": dict(resources), "limits": {"nvidia.com/gpu": str(gpus)}},
+                }
+            ],
+        },
+    }
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": "vcsat",
+            "queue": "default",
+            "minAvailable": replicas,
+            "tasks": [{"name": "worker", "replicas": replicas, "template": template}],
+            **spec,
+        },
+    }
+
+
+def job_phase(api: client.ApiClient, namespace: str, name: str) -> str:
+    job = client.CustomObjectsApi(api).get_namespaced_custom_object(*JOBS[:2], namespace, JOBS[2], name)
+    return str(((job.get("status") or {}).get("state") or {}).get("phase") or "")
