@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
+from vcsat.solver.candidates import restrict_isolated
 from vcsat.solver.constraints.capacity import add_capacity
 from vcsat.solver.constraints.gang import add_gang
 from vcsat.solver.constraints.interpod import InterpodVars, add_interpod, hint_values
 from vcsat.solver.constraints.quota import add_quota
 from vcsat.solver.constraints.share_room import add_share_room
-from vcsat.solver.constraints.spread import add_spread
+from vcsat.solver.constraints.spread import SpreadVars, add_spread, spread_hint_values
 from vcsat.solver.constraints.symmetry import add_symmetry_breaking, order_like_model, weight
 from vcsat.solver.constraints.topology import add_topology, domain_counts
 from vcsat.solver.decode import resolve
@@ -84,16 +85,26 @@ def solve_exact(
     *,
     budget: float,
     targets: dict[str, int] | None = None,
+    restrict: bool | None = None,
 ) -> ExactResult:
     """Search within ``budget`` deterministic seconds of CP-SAT; ``targets`` (per level name, an
     upper bound proven elsewhere) let a stage stop as soon as its solution reaches them.
 
     Every limit is cut from ``budget`` by what CP-SAT reports it spent in deterministic time,
     never by the wall clock: the same input gives the same decision whatever the machine's load
-    (the wall-clock limit of each solve, twice its deterministic one, is only a safety net)."""
+    (the wall-clock limit of each solve, twice its deterministic one, is only a safety net).
+
+    ``restrict`` keeps isolated classes' slots on their candidate nodes (:mod:`candidates`): by
+    default only when the full model is too large for ``budget``."""
     buckets = list(problem.buckets)
     size = _model_size(problem, buckets)
-    if problem.candidates and budget * FIRST_STAGE_SHARE < FIRST_SOLUTION_PER_SIZE_SQUARED * size**2:
+    restricted = False
+    if problem.isolated and (restrict if restrict is not None else not _fits(problem, budget, size)):
+        # Isolated classes' slots on every eligible node outgrow the budget: keep them on their
+        # candidate nodes only, and report no bound from the restricted model.
+        buckets, restricted = restrict_isolated(problem, buckets, hint)
+        size = _model_size(problem, buckets)
+    if not _fits(problem, budget, size):
         note = f"search skipped: {budget:.2f}s is too little for a model of about {size} variables"
         return ExactResult(None, False, notes=[note], skipped=True)
     best = hint
@@ -105,7 +116,7 @@ def solve_exact(
         if left <= MIN_STAGE_SECONDS and refinement > 0:
             break
         share = left if refinement == MAX_REFINEMENTS else left * (0.6 if refinement == 0 else 0.5)
-        search = _search(problem, buckets, best, share, notes, targets or {})
+        search = _search(problem, buckets, best, share, notes, targets or {}, restricted=restricted)
         spent += search.spent
         if not search.levels:
             return ExactResult(Assignment(), True, [], {}, notes)
@@ -129,6 +140,12 @@ def solve_exact(
     if last is None or best is hint:
         return ExactResult(None, False, [] if last is None else last.levels, {} if last is None else last.bounds, notes)
     return ExactResult(best, False, last.levels, last.bounds, notes)
+
+
+def _fits(problem: Problem, budget: float, size: int) -> bool:
+    """Whether the first stage's share of ``budget`` is enough for a model of ``size`` variables to
+    reach a first solution (always, without gangs to place)."""
+    return not problem.candidates or budget * FIRST_STAGE_SHARE >= FIRST_SOLUTION_PER_SIZE_SQUARED * size**2
 
 
 def _model_size(problem: Problem, buckets: list[Bucket]) -> int:
@@ -165,7 +182,13 @@ def _search(
     budget: float,
     notes: list[str],
     targets: dict[str, int],
+    *,
+    restricted: bool = False,
 ) -> _Search:
+    """One search over ``buckets``. A ``restricted`` model (:mod:`vcsat.solver.candidates`) lacks
+    some of the full problem's solutions: CP-SAT's bounds and proofs of optimality on it prove
+    nothing, so it reports no bound (the LP's stand alone) and a stage is proven only when its
+    solution reaches the bounds proven elsewhere (``targets``)."""
     spent = 0.0
     policy = problem.policy
     cp = cp_model.CpModel()
@@ -174,7 +197,7 @@ def _search(
     add_capacity(cp, problem, v, buckets)
     add_share_room(cp, problem, v)  # valid cuts: a GPU share fits only where that much is left on one GPU
     add_quota(cp, problem, v)
-    add_spread(cp, problem, v, buckets)
+    spread = add_spread(cp, problem, v, buckets)
     interpod = add_interpod(cp, problem, v, buckets)
     classes = add_symmetry_breaking(cp, problem, v)
     topo = add_topology(cp, problem, v, buckets, hint)
@@ -194,7 +217,7 @@ def _search(
     levels = [level for stage in stages for level in stage.levels]
     if not stages:
         return _Search(None, True, [], {})
-    _hint(cp, problem, v, hint, buckets, classes, interpod)
+    _hint(cp, problem, v, hint, buckets, classes, interpod, spread)
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = policy.num_workers
@@ -251,13 +274,16 @@ def _search(
             optimal = False
             break
         values = dict(enumerate(solver.response_proto.solution))
-        found = [sum(coef * int(solver.value(var)) for var, coef in level.terms) for level in stage.levels]
-        proven = stage.level_bounds(found, math.floor(solver.best_objective_bound))
-        bounds.update({level.name: b for level, b in zip(stage.levels, proven, strict=True)})
+        if not restricted:  # the LP's bounds (``targets``, recomputed by ``solve``) stand alone
+            found = [sum(coef * int(solver.value(var)) for var, coef in level.terms) for level in stage.levels]
+            proven = stage.level_bounds(found, math.floor(solver.best_objective_bound))
+            bounds.update({level.name: b for level, b in zip(stage.levels, proven, strict=True)})
         # With ``relative_gap_limit`` CP-SAT says OPTIMAL once the gap is within it: proven only
         # when its bound meets the objective (integers). A stage stopped at bounds proven
         # elsewhere is as proven as one CP-SAT closed itself.
-        closed = status == cp_model.OPTIMAL and solver.best_objective_bound < solver.objective_value + 0.5
+        closed = (
+            not restricted and status == cp_model.OPTIMAL and solver.best_objective_bound < solver.objective_value + 0.5
+        )
         optimal = optimal and (closed or stopper.reached)
         # Later stages may not give back what this one won.
         cp.add(stage.expression() >= round(solver.objective_value))
@@ -349,6 +375,7 @@ def _hint(
     buckets: list[Bucket],
     classes: list[list[int]],
     interpod: InterpodVars | None = None,
+    spread: SpreadVars | None = None,
 ) -> dict[int, int]:
     """Hint the model with ``hint``; returns the hinted value per variable index."""
     bucket_of = {s: b.index for b in buckets for s in b.shapes}
@@ -366,6 +393,8 @@ def _hint(
         values[var.index] = slots.get(key, 0)
     if interpod is not None:
         values.update(hint_values(interpod, values))
+    if spread is not None:
+        values.update(spread_hint_values(spread, values))
     # In bulk on the proto: ``add_hint`` one variable at a time costs seconds at 5,000 nodes.
     hint_proto = cp.proto.solution_hint
     hint_proto.vars.extend(list(values))

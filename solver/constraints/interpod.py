@@ -73,9 +73,26 @@ def add_interpod(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: 
             if label is not None:
                 domains[key].setdefault(label, []).append(index)
 
+    label_of = {key: {n: value for value, ns in by_value.items() for n in ns} for key, by_value in domains.items()}
+    rank = {key: {value: i for i, value in enumerate(by_value)} for key, by_value in domains.items()}
+    by_domain: dict[tuple[int, str], dict[str, list[cp_model.IntVar]]] = {}
+
+    def reached(g: int, key: str) -> dict[str, list[cp_model.IntVar]]:
+        """The group's slots per domain of ``key`` it can reach, in the domains' order."""
+        found = by_domain.get((g, key))
+        if found is None:
+            unordered: dict[str, list[cp_model.IntVar]] = {}
+            for c in rel.members.get(g, []):
+                for node, var in slots.get(c, {}).items():
+                    value = label_of[key].get(node)
+                    if value is not None:
+                        unordered.setdefault(value, []).append(var)
+            found = {value: unordered[value] for value in sorted(unordered, key=lambda value: rank[key][value])}
+            by_domain[(g, key)] = found
+        return found
+
     def group_slots(g: int, key: str, value: str) -> list[cp_model.IntVar]:
-        nodes = domains[key].get(value, [])
-        return [var for c in rel.members.get(g, []) for n in nodes if (var := slots.get(c, {}).get(n)) is not None]
+        return reached(g, key).get(value, [])
 
     def presence(g: int, key: str, value: str) -> cp_model.IntVar | None:
         found = out.presence.get((g, key, value))
@@ -93,15 +110,15 @@ def add_interpod(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: 
 
     for g, keys in sorted(rel.self_anti.items()):
         for key in sorted(keys):
-            for value in domains[key]:
-                terms = group_slots(g, key, value)
+            for terms in reached(g, key).values():
                 if sum(upper(t) for t in terms) > 1:
                     cp.add(cp_model.LinearExpr.sum(terms) <= 1)
 
     for key, pairs in sorted(rel.anti_pairs.items()):
         for g, h in sorted(pairs):
-            for value in domains[key]:
-                if not group_slots(g, key, value) or not group_slots(h, key, value):
+            theirs_reached = reached(h, key)
+            for value in reached(g, key):
+                if value not in theirs_reached:
                     continue
                 mine, theirs = presence(g, key, value), presence(h, key, value)
                 if mine is not None and theirs is not None:
@@ -111,10 +128,8 @@ def add_interpod(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: 
     for g, need in sorted(rel.affinity.items()):
         for term in need.terms:
             key = term.topology_key
-            for value in domains.get(key, {}):
+            for value in reached(g, key) if key in domains else ():
                 if need.static.get((key, value), 0) > 0:
-                    continue
-                if not group_slots(g, key, value):
                     continue
                 here = presence(g, key, value)
                 assert here is not None

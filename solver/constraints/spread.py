@@ -23,15 +23,30 @@ of the least possible minimum, the implication is linear and needs no boolean.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from ortools.sat.python import cp_model
 
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.variables import Variables
 
 
-def add_spread(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: list[Bucket]) -> None:
+@dataclass
+class SpreadVars:
+    """The variables the constraints add beside the slots, with what their values follow from."""
+
+    minimums: list[tuple[cp_model.IntVar, int, int, list[tuple[int, list[cp_model.IntVar]]]]] = field(
+        default_factory=list
+    )
+    """(the least count, its lower and upper end, per domain: its bound pods and matching slots)."""
+    receives: list[tuple[cp_model.IntVar, list[cp_model.IntVar]]] = field(default_factory=list)
+    """(whether a domain receives carriers, the carriers' slots there)."""
+
+
+def add_spread(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: list[Bucket]) -> SpreadVars:
+    out = SpreadVars()
     if not problem.spread:
-        return
+        return out
     bucket_of = {s: b.index for b in buckets for s in b.shapes}
     for group in problem.spread:
         # A class with no node to go to has no bucket: it adds nothing.
@@ -64,6 +79,8 @@ def add_spread(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: li
             for domain, vars_ in added.items():
                 if group.static[domain] < high:
                     cp.add(minimum <= group.static[domain] + cp_model.LinearExpr.sum(vars_))
+            counts = [(k, added.get(domain, [])) for domain, k in group.static.items()]
+            out.minimums.append((minimum, low, high, counts))
         for domain, into in received.items():
             final = group.static[domain] + cp_model.LinearExpr.sum(added.get(domain, []))
             only_carriers = {var.index for var in added.get(domain, [])} == {var.index for var in into}
@@ -76,3 +93,18 @@ def add_spread(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: li
             receives = cp.new_bool_var(f"spread_in[{group.index},{domain}]")
             cp.add(cp_model.LinearExpr.sum(into) == 0).only_enforce_if(~receives)
             cp.add(final - minimum <= group.max_skew).only_enforce_if(receives)
+            out.receives.append((receives, into))
+    return out
+
+
+def spread_hint_values(svars: SpreadVars, values: dict[int, int]) -> dict[int, int]:
+    """Values of the spread variables implied by slot values (variable index -> value): the least
+    final count (within its variable's range) and whether a domain receives carriers. A complete
+    hint lets CP-SAT start from it at once instead of searching for the rest."""
+    out: dict[int, int] = {}
+    for minimum, low, high, counts in svars.minimums:
+        least = min((k + sum(values.get(var.index, 0) for var in vars_) for k, vars_ in counts), default=high)
+        out[minimum.index] = max(low, min(high, least))
+    for receives, into in svars.receives:
+        out[receives.index] = 1 if sum(values.get(var.index, 0) for var in into) > 0 else 0
+    return out

@@ -1,0 +1,149 @@
+"""Candidate nodes for isolated classes: a bounded set of slots where every eligible node is too many.
+
+An isolated class (:mod:`vcsat.solver.isolation`) has a bucket of its own, so it gets a slot on
+every node it may use: a few hundred such classes on a thousand nodes make a model far larger
+than the rest of the cycle's. Most of those nodes are interchangeable for the class: what tells
+two nodes apart for it is the domains its rules read (topology spread, inter-pod terms, the
+topology tiers of its gang) and how well its pods fit there. So each such class keeps slots only
+on its candidates:
+
+- the nodes the warm start put it on (the hint stays a solution of the restricted model);
+- per *kind* of node (the multi-node domains its rules read, and the coarsest topology tier of a
+  gang priced by locality), enough of the best-fitting nodes, enough of the roomiest, and enough
+  of the most preferred to hold all of its pods, and then some.
+
+Domains of one node (a hostname key) do not make kinds; their bound pods' counts only rank the
+nodes (the fewest first). Any solution of the restricted model is one of the full model (a missing
+slot is a slot held at 0), so decisions stay exact; but its optimum, and CP-SAT's bound on it, say
+nothing of the full problem: the search must not report that bound (:mod:`vcsat.solver.exact`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.objectives.interpod import preference_scores
+from vcsat.solver.problem import Bucket, Problem
+from vcsat.solver.spread import Group
+
+SPARE_NODES = 2
+"""Candidates per kind and ordering beyond the class's pod count."""
+
+
+def restrict_isolated(problem: Problem, buckets: list[Bucket], hint: Assignment) -> tuple[list[Bucket], bool]:
+    """The buckets with each isolated bucket's nodes cut to its candidates, and whether any was cut."""
+    context = _Context(problem, hint)
+    out: list[Bucket] = []
+    cut = False
+    for bucket in buckets:
+        c = problem.shapes[bucket.shapes[0]].isolated if bucket.exact else None
+        if c is None:
+            out.append(bucket)
+            continue
+        keep = context.candidates(bucket, c)
+        if len(keep) == len(bucket.nodes):
+            out.append(bucket)
+            continue
+        cut = True
+        nodes = tuple(node for node in bucket.nodes if node in keep)
+        out.append(replace(bucket, nodes=nodes, upper={node: bucket.upper[node] for node in nodes}))
+    return out, cut
+
+
+class _Context:
+    """What every isolated class's choice reads, computed once per search."""
+
+    def __init__(self, problem: Problem, hint: Assignment) -> None:
+        self.problem = problem
+        self.scores = preference_scores(problem)
+        self.rooms = np.array(
+            [sum(problem.units.request(r, amount) for r, amount in enumerate(row)) for row in problem.free],
+            dtype=np.int64,
+        )
+        self.crowds: dict[int, NDArray[np.int64]] = {}
+        self.columns: dict[int, list[str | None]] = {}
+        self.hinted: dict[int, set[int]] = {}
+        for (s, node), k in hint.shape_slots.items():
+            if k > 0:
+                self.hinted.setdefault(s, set()).add(node)
+        self.groups: dict[int, list[Group]] = {}
+        for group in (*problem.spread, *problem.soft_spread):
+            for c in {*group.members, *group.carriers}:
+                self.groups.setdefault(c, []).append(group)
+        # Per label key the inter-pod rules read: each node's domain, None where it is its own.
+        self.shared: dict[str, list[str | None]] = {}
+        rel = problem.interpod
+        for key in rel.keys if rel is not None else ():
+            values = [node.labels.get(key) for node in problem.nodes]
+            counts: dict[str | None, int] = {}
+            for value in values:
+                counts[value] = counts.get(value, 0) + 1
+            if any(n > 1 for value, n in counts.items() if value is not None):
+                self.shared[key] = [value if value is not None and counts[value] > 1 else None for value in values]
+
+    def crowd(self, group: Group) -> NDArray[np.int64]:
+        """Per node: the bound pods its domain of ``group`` counts, where that domain is the node
+        alone (0 elsewhere)."""
+        found = self.crowds.get(group.index)
+        if found is None:
+            found = np.zeros(len(self.problem.nodes), dtype=np.int64)
+            for node, domain in group.domain_of.items():
+                if group.sizes[domain] == 1:
+                    found[node] = group.static.get(domain, 0)
+            self.crowds[group.index] = found
+        return found
+
+    def column(self, group: Group) -> list[str | None]:
+        """Per node: its domain of ``group`` (None where it has none)."""
+        found = self.columns.get(group.index)
+        if found is None:
+            found = self.columns[group.index] = [group.domain_of.get(n) for n in range(len(self.problem.nodes))]
+        return found
+
+    def candidates(self, bucket: Bucket, c: int) -> set[int]:
+        problem = self.problem
+        pod_class = problem.classes[c]
+        per = len(pod_class.pods) + SPARE_NODES
+        if len(bucket.nodes) <= 3 * per:
+            return set(bucket.nodes)
+        rel = problem.interpod
+        columns: list[Sequence[Hashable]] = []
+        if rel is not None and c in rel.group_of:
+            columns += self.shared.values()
+        groups = self.groups.get(c, [])
+        crowd = np.zeros(len(problem.nodes), dtype=np.int64)
+        for group in groups:
+            if len(group.sizes) < len(group.domain_of):
+                columns.append(self.column(group))
+            crowd += self.crowd(group)
+        domains = problem.domains
+        if domains is not None and pod_class.gang in problem.topology_gangs:
+            coarsest = max(domains.tiers)
+            columns.append([tiers.get(coarsest) for tiers in domains.of_node])
+
+        by_kind: dict[Hashable, list[int]] = {(): list(bucket.nodes)} if not columns else {}
+        for node in bucket.nodes if columns else ():
+            by_kind.setdefault(tuple(column[node] for column in columns), []).append(node)
+        keep = set(self.hinted.get(bucket.shapes[0], set()))
+        scores = self.scores.get(c, {})
+        preference = problem.shapes[bucket.shapes[0]].preference
+        for members in by_kind.values():
+            if len(members) <= 3 * per:
+                keep.update(members)
+                continue
+            nodes = np.array(members, dtype=np.int64)
+            upper = np.array([bucket.upper[node] for node in members], dtype=np.int64)
+            rooms, crowds = self.rooms[nodes], crowd[nodes]
+            tight = np.lexsort((nodes, rooms, upper, crowds))
+            roomy = np.lexsort((nodes, -rooms, -upper, crowds))
+            keep.update(int(node) for node in nodes[tight[:per]])
+            keep.update(int(node) for node in nodes[roomy[:per]])
+            if scores or preference:
+                liked = np.array([-scores.get(node, 0) - preference.get(node, 0) for node in members], dtype=np.int64)
+                keep.update(int(node) for node in nodes[np.lexsort((nodes, crowds, liked))[:per]])
+        return keep
