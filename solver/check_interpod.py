@@ -5,20 +5,26 @@ anti-affinity; the Pod API's ``hostPort``), apart from the solver's code for the
 (:mod:`vcsat.solver.interpod`), so that one mistake cannot hide itself. It reads only the model.
 
 A decision places new pods (bindings and nominations) beside the bound ones, victims included
-("now" is before evictions). kube-scheduler takes the new pods one at a time, each seeing the bound
-pods and the new pods before it; the decision is valid when some order passes every filter:
+("now" is before evictions). kube-scheduler takes pods one at a time, each seeing the pods bound
+before it, and the binder does not order the new pods: the decision must hold whatever order they
+are bound in, so affinity is judged on the final state (all pods placed), and the decision must
+also have some order that passes every filter:
 
 - host ports (NodePorts): no two pods on a node hold the same protocol and port on overlapping
   addresses (an empty or ``0.0.0.0`` hostIP overlaps every address) — order plays no part;
 - anti-affinity: no pod's required anti-affinity term selects another pod in the same topology
   domain (same value of the term's key on both nodes, both having it) — symmetric, so order plays no
   part; a bound pod's term against a new pod is ``ExistingPodsAntiAffinityRulesNotMatch``;
-- affinity: each new pod's node has every term's key, and each term's domain there holds a pod
-  (bound, or new and earlier in the order) matching *all* of the pod's terms; or, the first-pod
-  rule, no pod earlier in the order matches all its terms anywhere and the pod matches them itself.
-  The order is searched as a fixpoint: pods without required affinity go first in any order,
-  first-pod pods ("seeds") are put before everything else where no seed before them matches their
-  terms, and any pod whose terms the pods before it satisfy joins.
+- affinity, final state: each new pod's node has every term's key, and each term's domain there
+  holds another pod (bound or new) matching *all* of the pod's terms; or, the first-pod rule, the
+  pod matches its terms itself and every other pod matching them (on a node with one of the keys)
+  is a new pod carrying the same terms and shares the pod's domain of every key. A matching pod
+  elsewhere breaks the rule: bound before the pod, it leaves the pod no first-pod rule.
+- affinity, some order: each new pod's terms are met by the pods before it (bound, or new and
+  earlier), or no pod before it matches its terms anywhere and it matches them itself. The order is
+  searched as a fixpoint: pods without required affinity go first in any order, first-pod pods
+  ("seeds") are put before everything else where no seed before them matches their terms, and any
+  pod whose terms the pods before it satisfy joins.
 
 Selector meaning (``metav1.LabelSelector``): matchLabels and matchExpressions are ANDed; In needs
 the label present with a listed value, NotIn is true for a missing label, Exists / DoesNotExist
@@ -190,6 +196,34 @@ def _matches_all(owner: Pod, target: Pod, namespaces: Mapping[str, Mapping[str, 
     return all(_term_selects(t, owner, target, namespaces) for t in owner.pod_affinity.required)
 
 
+def _final_state(
+    placed: list[_Placed], waiting: list[_Placed], namespaces: Mapping[str, Mapping[str, str]]
+) -> list[_Placed]:
+    """The new pods whose required affinity the final state (every pod placed) does not meet."""
+    failing: list[_Placed] = []
+    for entry in waiting:
+        pod = entry.pod
+        terms = pod.pod_affinity.required
+        keys = {t.topology_key for t in terms}
+        others = [s for s in placed if s.pod.key != pod.key and _matches_all(pod, s.pod, namespaces)]
+        if all(any(_same_domain(t.topology_key, s.node, entry.node) for s in others) for t in terms):
+            continue
+        if not _matches_all(pod, pod, namespaces):
+            failing.append(entry)
+            continue
+        counted = [s for s in others if keys & s.node.labels.keys()]
+        fellows_only = all(
+            s.new
+            and s.pod.namespace == pod.namespace
+            and s.pod.pod_affinity.required == terms
+            and all(_same_domain(k, s.node, entry.node) for k in keys)
+            for s in counted
+        )
+        if not fellows_only:
+            failing.append(entry)
+    return failing
+
+
 def _affinity(placed: list[_Placed], namespaces: Mapping[str, Mapping[str, str]]) -> list[Found]:
     out: list[Found] = []
     waiting: list[_Placed] = []
@@ -207,6 +241,16 @@ def _affinity(placed: list[_Placed], namespaces: Mapping[str, Mapping[str, str]]
             )
             continue
         waiting.append(entry)
+    final = _final_state(placed, waiting, namespaces)
+    for entry in final:
+        out.append(
+            Found(
+                "PodAffinityRulesNotMatch",
+                entry.pod.key,
+                f"on {entry.node.name}, no other pod matching all its affinity terms is in its domains, and a "
+                "matching pod elsewhere (or its own labels) leaves it no first-pod rule",
+            )
+        )
     accepted = [e for e in placed if not e.new or not e.pod.pod_affinity.required]
     seeds: list[_Placed] = []
 
@@ -255,6 +299,8 @@ def _affinity(placed: list[_Placed], namespaces: Mapping[str, Mapping[str, str]]
         seeds.append(seed)
         waiting.remove(seed)
     for entry in waiting:
+        if entry in final:
+            continue
         out.append(
             Found(
                 "PodAffinityRulesNotMatch",

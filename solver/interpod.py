@@ -28,9 +28,13 @@ the model and the greedy alike (each is a subset of what kube-scheduler accepts)
 
 - in-cycle affinity is justified only by pending classes that have no required affinity of their
   own (kube-scheduler could have placed those first), and by bound pods;
-- a group relying on the first-pod rule puts all its pods, per term key, into one domain (or into
-  domains another justifier class occupies); first-pod groups that match each other's terms share
-  that one domain, and lose the first-pod rule when their term keys differ;
+- a decision must hold in every order of binding its new pods (the binder does not order them), so
+  it is judged on the final state: the first-pod rule holds for a pod only when no other pod of the
+  final state matches its terms outside its domain. A group relying on it puts all its pods, per
+  term key, into one domain, and every other group matching its terms (a justifier, a group with
+  affinity of its own, or another first-pod group) is then present in that domain only
+  (:attr:`AffinityNeed.matching`); first-pod groups that match each other's terms share that one
+  domain, and lose the first-pod rule when their term keys differ;
 - the score of preferred terms comes from bound pods only (:mod:`vcsat.solver.objectives.interpod`).
 """
 
@@ -413,6 +417,10 @@ class AffinityNeed:
     """Groups without required affinity whose pods match all the terms."""
     first_pod: bool
     """No bound pod matches and the group matches itself: one domain per key of its own choosing."""
+    matching: frozenset[int] = frozenset()
+    """Every other group whose pods match all the terms (the justifiers, and groups with required
+    affinity of their own): while the group relies on the first-pod rule for a key, these may be
+    present only in its first domain of that key."""
     unit: int = -1
     """Groups under the first-pod rule that match each other's terms share one first domain per
     key (the first pod of any of them goes first, the rest join it): this is the unit's id."""
@@ -483,17 +491,17 @@ def relations(state: InterPod, classes: Mapping[int, Pod]) -> Relations:
         required = pod.pod_affinity.required
         if required:
             static = state.static(pod)
-            justifiers = frozenset(
+            matching = frozenset(
                 h
                 for h, other in candidates(required[0])
-                if h != g
-                and not other.pod_affinity.required
-                and all(selects(t, pod.namespace, label_key(other), ns) for t in required)
+                if h != g and all(selects(t, pod.namespace, label_key(other), ns) for t in required)
             )
+            justifiers = frozenset(h for h in matching if not rep[h].pod_affinity.required)
             out.affinity[g] = AffinityNeed(
                 terms=required,
                 static=static.affinity_counts,
                 justifiers=justifiers,
+                matching=matching,
                 first_pod=not static.affinity_counts and static.self_match,
             )
     _first_pod_units(out, rep, ns)

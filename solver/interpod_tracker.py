@@ -4,7 +4,8 @@ The greedy places pods one at a time; :class:`Tracker` remembers how many pods o
 class it has put on each node and answers whether one more may go to a node under the same rules
 the CP-SAT model encodes (:mod:`vcsat.solver.constraints.interpod`): host-port cliques, anti-affinity
 between groups and within a group, and required affinity justified by bound pods, by justifier
-groups already placed, or (first-pod rule) by the group's own first domain per key. Bound pods'
+groups already placed, or (first-pod rule) by the group's own first domain per key, which every
+other group matching its terms then joins (the decision is judged on its final state). Bound pods'
 part is already in each class's eligible nodes. Every place has an undo, as the greedy backtracks
 whole gangs.
 """
@@ -36,6 +37,19 @@ class Tracker:
         for clique in relations.port_cliques:
             for c in clique:
                 self.cliques_of.setdefault(c, []).append(clique)
+        self.unit_groups: dict[int, list[int]] = {}
+        """First-pod unit -> its groups."""
+        self.unit_matching: dict[int, set[int]] = {}
+        """First-pod unit -> the other groups matching its groups' terms."""
+        self.watchers: dict[int, list[int]] = {}
+        """Group -> the first-pod units whose terms it matches."""
+        for g, need in sorted(relations.affinity.items()):
+            if need.first_pod:
+                self.unit_groups.setdefault(need.unit, []).append(g)
+                self.unit_matching.setdefault(need.unit, set()).update(need.matching)
+        for unit, matching in sorted(self.unit_matching.items()):
+            for h in sorted(matching):
+                self.watchers.setdefault(h, []).append(unit)
         self.last: Counter[str] = Counter()
         """Nodes refused by reason since :meth:`begin` (one pod's search), for explanations."""
         self.stuck = False
@@ -68,11 +82,15 @@ class Tracker:
                     continue
                 if any(self.in_domain[(h, key, value)] > 0 for h in need.justifiers):
                     continue
-                if need.first_pod:
-                    used = self.first_domains(need.unit, key)
-                    if not used or used == {value}:
-                        continue
+                if need.first_pod and self.first_pod_allows(need.unit, key, value):
+                    continue
                 return AFFINITY_REASON
+        for unit in self.watchers.get(g, ()):
+            # A group matching a first-pod unit's terms joins the domain the unit relies on.
+            for key in {t.topology_key for u in self.unit_groups[unit] for t in rel.affinity[u].terms}:
+                value = labels.get(key)
+                if value is not None and self.relying(unit, key) - {value}:
+                    return AFFINITY_REASON
         for key in rel.self_anti.get(g, ()):
             value = labels.get(key)
             if value is not None and self.in_domain[(g, key, value)] > 0:
@@ -89,8 +107,27 @@ class Tracker:
 
     def first_domains(self, unit: int, key: str) -> set[str]:
         """Domains of ``key`` where a first-pod unit's groups have pods."""
-        groups = {g for g, need in self.rel.affinity.items() if need.first_pod and need.unit == unit}
+        groups = set(self.unit_groups.get(unit, ()))
         return {v for (h, k, v), n in self.in_domain.items() if h in groups and k == key and n > 0}
+
+    def present(self, groups: set[int], key: str) -> set[str]:
+        """Domains of ``key`` where any of these groups have pods."""
+        return {v for (h, k, v), n in self.in_domain.items() if h in groups and k == key and n > 0}
+
+    def relying(self, unit: int, key: str) -> set[str]:
+        """Domains of ``key`` where a unit's group has pods that no justifier group justifies."""
+        out = set()
+        for g in self.unit_groups.get(unit, ()):
+            justifiers = self.rel.affinity[g].justifiers
+            for value in self.present({g}, key):
+                if not any(self.in_domain[(h, key, value)] > 0 for h in justifiers):
+                    out.add(value)
+        return out
+
+    def first_pod_allows(self, unit: int, key: str, value: str) -> bool:
+        """Whether the unit may rely on the first-pod rule in this domain: the unit's pods, and every
+        other group matching its terms, are in this domain only (judged on the final state)."""
+        return self.first_domains(unit, key) <= {value} and self.present(self.unit_matching[unit], key) <= {value}
 
     def allows(self, c: int, node: int) -> bool:
         why = self.why(c, node)
@@ -140,6 +177,9 @@ def broken(problem: Problem, shape_slots: dict[tuple[int, int], int]) -> bool:
                 return True
     first_domains: dict[tuple[int, str], set[str]] = {}
     for g, need in rel.affinity.items():
+        present = {n for n, here in on_node.items() if any(here[c] for c in rel.members.get(g, []))}
+        if any(t.topology_key not in problem.nodes[n].labels for n in present for t in need.terms):
+            return True
         for term in need.terms:
             key = term.topology_key
             used = {v for (gg, k, v), n in tracker.in_domain.items() if gg == g and k == key and n > 0}
@@ -155,7 +195,7 @@ def broken(problem: Problem, shape_slots: dict[tuple[int, int], int]) -> bool:
                 first_domains.setdefault((need.unit, key), set()).update(unjustified)
     if any(len(values) > 1 for values in first_domains.values()):
         return True
-        present = {n for n, here in on_node.items() if any(here[c] for c in rel.members.get(g, []))}
-        if any(t.topology_key not in problem.nodes[n].labels for n in present for t in need.terms):
-            return True
+    for (unit, key), values in first_domains.items():
+        if values and tracker.present(tracker.unit_matching[unit], key) - values:
+            return True  # a matching group elsewhere takes the first-pod rule away
     return False

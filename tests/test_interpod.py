@@ -640,3 +640,70 @@ def test_a_preference_is_met_on_nodes_otherwise_interchangeable() -> None:
     snap = snapshot(cluster(), [cache, app])
     _, where = placed(snap)
     assert where["ns/app"] in ("n3", "n4")
+
+
+# --- the first-pod rule is judged on the final state ------------------------------------------------
+
+
+def _first_pod_beside_a_matching_pod() -> Snapshot:
+    """The differential test's seed 280: p1 (app=web) wants a web pod on its node and may only take
+    n1; p2 (app=web, no rules) fits n0 and n1, n0 the better fit. Bound p2 first, p1 alone on n1
+    would lack a web pod beside it: the binder does not order bindings, so both go to n1."""
+    web = {"app": "web"}
+    nodes = [
+        node("n0", cpu="2", labels={HOST: "n0", "pool": "a"}),
+        node("n1", cpu="4", labels={HOST: "n1", "pool": "a"}),
+        node("n2", cpu="4", labels={HOST: "n2"}),
+    ]
+    p1 = with_rules(pod("ns/p1", cpu="1", selector={HOST: "n1"}), labels=web, affinity=rules(term(HOST, web)))
+    p2 = with_rules(pod("ns/p2", cpu="1", selector={"pool": "a"}), labels=web)
+    return snapshot(nodes, [p1, p2])
+
+
+def test_a_first_pod_and_a_matching_pod_without_rules_share_the_domain() -> None:
+    _, where = placed(_first_pod_beside_a_matching_pod())
+    assert where == {"ns/p1": "n1", "ns/p2": "n1"}
+
+
+def test_the_greedy_keeps_a_matching_pod_in_the_first_pods_domain() -> None:
+    from vcsat.solver.interpod import AFFINITY_REASON
+    from vcsat.solver.interpod_tracker import Tracker, broken
+    from vcsat.solver.problem import build_problem
+
+    problem = build_problem(_first_pod_beside_a_matching_pod(), POLICY)
+    assert problem.interpod is not None
+    (p1,) = [c.index for c in problem.classes if c.pods[0].key == "ns/p1"]
+    (p2,) = [c.index for c in problem.classes if c.pods[0].key == "ns/p2"]
+    tracker = Tracker(problem, problem.interpod)
+    tracker.place(p1, 1)
+    assert tracker.why(p2, 0) == AFFINITY_REASON and tracker.why(p2, 1) is None
+    tracker.remove(p1, 1)
+    tracker.place(p2, 0)
+    assert tracker.why(p1, 1) == AFFINITY_REASON
+    shape = {c: problem.classes[c].shape for c in (p1, p2)}
+    assert broken(problem, {(shape[p1], 1): 1, (shape[p2], 0): 1})
+    assert not broken(problem, {(shape[p1], 1): 1, (shape[p2], 1): 1})
+
+
+def test_check_refuses_a_first_pod_with_a_matching_pod_elsewhere() -> None:
+    snap = _first_pod_beside_a_matching_pod()
+    found = check(snap, _decide(snap, ("ns/p1", "n1"), ("ns/p2", "n0")), POLICY)
+    assert [(v.rule, v.subject) for v in found if "Affinity" in v.rule] == [("PodAffinityRulesNotMatch", "ns/p1")]
+    together = check(snap, _decide(snap, ("ns/p1", "n1"), ("ns/p2", "n1")), POLICY)
+    assert [v for v in together if "Affinity" in v.rule] == []
+
+
+def test_a_matching_pod_with_affinity_of_its_own_also_takes_the_first_pod_rule_away() -> None:
+    # p2 (app=web) must sit beside the bound db on n0; p1 (app=web, wants a web pod beside it) may
+    # only take n1. Bound p2 first, p1 on n1 breaks its affinity: the final state decides, so
+    # only one of them is placed.
+    web = {"app": "web"}
+    nodes = [node(f"n{i}", cpu="4", labels={HOST: f"n{i}"}) for i in range(2)]
+    db = with_rules(pod("ns/db", cpu="1", node="n0"), labels={"app": "db"})
+    p1 = with_rules(pod("ns/p1", cpu="1", selector={HOST: "n1"}), labels=web, affinity=rules(term(HOST, web)))
+    p2 = with_rules(pod("ns/p2", cpu="1"), labels=web, affinity=rules(term(HOST, {"app": "db"})))
+    snap = snapshot(nodes, [db, p1, p2])
+    _, where = placed(snap)
+    assert where in ({"ns/p2": "n0"}, {"ns/p1": "n1"})
+    found = check(snap, _decide(snap, ("ns/p1", "n1"), ("ns/p2", "n0")), POLICY)
+    assert [(v.rule, v.subject) for v in found if "Affinity" in v.rule] == [("PodAffinityRulesNotMatch", "ns/p1")]

@@ -17,6 +17,9 @@ is a sum of slots. Booleans exist only per (group, domain) that a rule needs, ne
   matching all its terms are, or a justifier group (no required affinity of its own, matching all
   the terms) is present too, or, under the first-pod rule, in the one domain per key it picks
   (shared by first-pod groups that match each other's terms: :func:`vcsat.solver.interpod.relations`).
+  While a group relies on that domain, every other group matching its terms is present in it only:
+  the decision is judged on its final state, as the binder does not order the bindings, and a
+  matching pod elsewhere would take the first-pod rule away.
 """
 
 from __future__ import annotations
@@ -155,6 +158,22 @@ def add_interpod(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: 
     for flags in by_unit_key.values():
         if len(flags) > 1:
             cp.add(cp_model.LinearExpr.sum(flags) <= 1)
+    watched: dict[int, set[int]] = {}
+    for need in rel.affinity.values():
+        if need.first_pod:
+            watched.setdefault(need.unit, set()).update(need.matching)
+    for (unit, key), flags in sorted(by_unit_key.items()):
+        # Relying on the first-pod rule in one domain of the key: every group matching the terms
+        # may be present there only (else, bound before, it would take the rule away).
+        relying = cp_model.LinearExpr.sum(flags)
+        for h in sorted(watched.get(unit, ())):
+            for value in domains[key]:
+                if not group_slots(h, key, value):
+                    continue
+                there = presence(h, key, value)
+                assert there is not None
+                f = firsts.get((unit, key, value))
+                cp.add(there + relying - f <= 1 if f is not None else there + relying <= 1)
     return out
 
 
