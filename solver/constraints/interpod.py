@@ -167,9 +167,7 @@ def add_interpod(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: 
         # may be present there only (else, bound before, it would take the rule away).
         relying = cp_model.LinearExpr.sum(flags)
         for h in sorted(watched.get(unit, ())):
-            for value in domains[key]:
-                if not group_slots(h, key, value):
-                    continue
+            for value in reached(h, key):
                 there = presence(h, key, value)
                 assert there is not None
                 f = firsts.get((unit, key, value))
