@@ -71,7 +71,7 @@ from vcsat.model.cluster import (
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.model.hypernodes import resolve_hypernodes
 from vcsat.model.quantity import nanos_to_amount, nanos_to_quota, parse_nanos
-from vcsat.model.selectors import LabelOperator, LabelRequirement, LabelSelector, label_selector
+from vcsat.model.selectors import LabelRequirement, label_selector
 from vcsat.model.spread import InclusionPolicy, TopologySpreadConstraint
 from vcsat.solver.enqueue import is_ours
 from vcsat.solver.pauses import no_gc_pauses
@@ -1019,7 +1019,7 @@ def _pod_affinity_term(obj: _Object, raw: Any, path: str, labels: Mapping[str, s
             if not isinstance(value, str) or not value:
                 obj.fail(f"{path}.{field}[{index}]", "must be a label key")
         keys[field] = tuple(values)
-    selector = _label_selector(obj, raw, "labelSelector", f"{path}.labelSelector")
+    selector = storage.read_label_selector(obj, raw, "labelSelector", f"{path}.labelSelector")
     if selector is not None and (keys["matchLabelKeys"] or keys["mismatchLabelKeys"]):
         merged = [
             *selector.requirements,
@@ -1038,42 +1038,11 @@ def _pod_affinity_term(obj: _Object, raw: Any, path: str, labels: Mapping[str, s
     return PodAffinityTerm.model_construct(
         label_selector=selector,
         namespaces=tuple(sorted(set(namespaces))),
-        namespace_selector=_label_selector(obj, raw, "namespaceSelector", f"{path}.namespaceSelector"),
+        namespace_selector=storage.read_label_selector(obj, raw, "namespaceSelector", f"{path}.namespaceSelector"),
         topology_key=topology_key,
         match_label_keys=keys["matchLabelKeys"],
         mismatch_label_keys=keys["mismatchLabelKeys"],
     )
-
-
-def _label_selector(obj: _Object, parent: Mapping[str, Any], key: str, path: str) -> LabelSelector | None:
-    """A ``metav1.LabelSelector``; None when absent (which selects nothing)."""
-    if parent.get(key) is None:
-        return None
-    raw = obj.mapping(parent, key, path)
-    match_labels = obj.string_map(raw, "matchLabels", f"{path}.matchLabels")
-    expressions = []
-    for index, entry in enumerate(obj.sequence(raw, "matchExpressions", f"{path}.matchExpressions")):
-        entry_path = f"{path}.matchExpressions[{index}]"
-        if not isinstance(entry, _MAPPING):
-            obj.fail(entry_path, "must be a mapping")
-        label = obj.string(entry, "key", f"{entry_path}.key")
-        if not label:
-            obj.fail(f"{entry_path}.key", "missing")
-        operator = obj.string(entry, "operator", f"{entry_path}.operator")
-        if operator not in _LABEL_OPERATORS:
-            obj.fail(f"{entry_path}.operator", f"must be one of {', '.join(_LABEL_OPERATORS)}, not {operator!r}")
-        values = obj.sequence(entry, "values", f"{entry_path}.values")
-        for position, value in enumerate(values):
-            if not isinstance(value, str):
-                obj.fail(f"{entry_path}.values[{position}]", f"must be a string, not {type_name(value)}")
-        if operator in ("In", "NotIn") and not values:
-            obj.fail(f"{entry_path}.values", f"{operator} needs at least one value")
-        if operator in ("Exists", "DoesNotExist") and values:
-            obj.fail(f"{entry_path}.values", f"{operator} takes no values")
-        expressions.append(
-            LabelRequirement(key=label, operator=cast("LabelOperator", operator), values=tuple(values))
-        )
-    return label_selector(match_labels, expressions)
 
 
 def _ports_key(spec: Mapping[str, Any]) -> str:
@@ -1183,7 +1152,7 @@ def _spread_constraints(obj: _Object, spec: Mapping[str, Any]) -> tuple[Topology
         for position, key in enumerate(keys):
             if not isinstance(key, str) or not key:
                 obj.fail(f"{path}.matchLabelKeys[{position}]", "must be a label key")
-        selector = _label_selector(obj, raw, "labelSelector", f"{path}.labelSelector")
+        selector = storage.read_label_selector(obj, raw, "labelSelector", f"{path}.labelSelector")
         out.append(
             TopologySpreadConstraint(
                 max_skew=max_skew,
