@@ -848,10 +848,10 @@ def _prefilter(
         pod = pod_class.pods[0]
         key = predicates.compiled(shape.eligibility)
         isolated = shape.isolated is not None
+        # Asked once: each call merges every family's refusals anew.
+        refused = iso.refused(pod) if isolated else {}
         could_ever = any(
-            key.failure(node) is None
-            and res.fits(_without_share(pod.requests), node.allocatable)
-            and not (isolated and i in iso.refused(pod))
+            key.failure(node) is None and res.fits(_without_share(pod.requests), node.allocatable) and i not in refused
             for i, node in enumerate(nodes)
         )
         code = "InsufficientResources" if could_ever else "Unschedulable"
