@@ -102,6 +102,8 @@ class CycleResult:
     ``call`` when called directly."""
     why: str = ""
     """The detail of the trigger (which follow-up or deadline)."""
+    snapshot_seconds: float | None = None
+    """Of ``seconds``, the time taken to take and convert the snapshot."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
@@ -157,6 +159,7 @@ class Scheduler:
         metrics: Any = None,
         identity: str = "vcsat",
         workers: int | None = None,
+        observers: tuple[Any, ...] = (),
     ) -> None:
         self.kube = kube
         self.policy = policy
@@ -166,6 +169,8 @@ class Scheduler:
         self.max_delay_s = max_delay_s
         self.dump_dir = dump_dir
         self.metrics = metrics
+        self.observers = observers
+        """Called with each cycle's result once it is applied or refused (the web dashboard)."""
         self.informers = InformerSet(kube)
         self.store = self.informers.store
         self.applier = Applier(kube, self.store, identity=identity, workers=workers)
@@ -376,6 +381,7 @@ class Scheduler:
         try:
             generation, objects = self.store.snapshot()
             snapshot, objects = self._convert(objects, generation)
+            converted = time.monotonic() - started
             decision = solve(snapshot, self.policy)
             violations = check(snapshot, decision, self.policy)
             self.cycles += 1
@@ -402,6 +408,7 @@ class Scheduler:
                 applying,
                 trigger=trigger,
                 why=why or trigger,
+                snapshot_seconds=converted,
             )
             self.last = result
         finally:
@@ -496,9 +503,15 @@ class Scheduler:
             report.bound or report.failed or report.evicted or report.stale or report.unschedulable
         )
         log.log(logging.INFO if busy else logging.DEBUG, "cycle", extra=fields)
+        for observer in self.observers:
+            try:
+                observer(result)
+            except Exception:
+                log.exception("cycle observer failed", extra={"cycle": result.number})
         if self.metrics is None:
             return
         self.metrics.observe_cycle(result.decision, result.apply_seconds or result.seconds)
+        self.metrics.observe_result(result)
         if report is not None:
             self.metrics.observe_bound(len(report.bound))
             reasons = {eviction.pod: eviction.reason for eviction in result.decision.evictions}
