@@ -590,6 +590,14 @@ def _last_cycle_number(directory: Path) -> int:
     metavar="N",
     help="Concurrent API requests when applying a decision (bindings, evictions, status).",
 )
+@click.option(
+    "--dashboard-port",
+    type=click.IntRange(min=0, max=65535),
+    default=0,
+    show_default=True,
+    metavar="PORT",
+    help="Serve the read-only web dashboard (queues, waiting PodGroups and why, GPUs, cycles) here; 0: off.",
+)
 def scheduler_cmd(
     kubeconfig: str | None,
     scheduler_name: str | None,
@@ -605,6 +613,7 @@ def scheduler_cmd(
     log_format: str,
     log_level: str,
     bind_workers: int,
+    dashboard_port: int,
 ) -> None:
     """Run the live scheduler against a cluster until SIGTERM or Ctrl-C."""
     from vcsat.adapters.cli import load_policy
@@ -618,6 +627,11 @@ def scheduler_cmd(
     identity = default_identity()
     kube = Kube(configuration, pool_size=bind_workers)
     metrics = Metrics()
+    dashboard = None
+    if dashboard_port:
+        from vcsat.adapters.dashboard.server import Dashboard
+
+        dashboard = Dashboard()
     scheduler = Scheduler(
         kube,
         policy=policy,
@@ -627,6 +641,7 @@ def scheduler_cmd(
         metrics=metrics,
         identity=identity,
         workers=bind_workers,
+        observers=(dashboard.observe,) if dashboard is not None else (),
     )
 
     stop = stop_on_signals(log, also=scheduler.store.wake)
@@ -643,16 +658,22 @@ def scheduler_cmd(
     scheduler.start()
     if metrics_port:
         metrics.serve(metrics_port, healthy=scheduler.healthy, ready=scheduler.ready)
+    if dashboard is not None:
+        dashboard.serve(dashboard_port)
     try:
         if leader_elect:
             from kubernetes.client import ApiClient
 
             def lead(term: threading.Event) -> None:
                 metrics.set_leader(True)
+                if dashboard is not None:
+                    dashboard.set_leading(True)
                 try:
                     scheduler.run(stop, term)
                 finally:
                     metrics.set_leader(False)
+                    if dashboard is not None:
+                        dashboard.set_leading(False)
 
             with ApiClient(configuration) as api_client:
                 elector = LeaderElector(
@@ -664,10 +685,14 @@ def scheduler_cmd(
                 elector.run(stop, lead, lambda: log.info("no longer leading; standing by"))
         else:
             metrics.set_leader(True)
+            if dashboard is not None:
+                dashboard.set_leading(True)
             scheduler.run(stop)
     finally:
         scheduler.close()
         metrics.shutdown()
+        if dashboard is not None:
+            dashboard.shutdown()
         kube.close()
     log.info("stopped")
 
