@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import urllib.error
 import urllib.request
@@ -66,8 +67,8 @@ def state(cycle: _Result) -> DashboardState:
 
 
 def _text(page: str) -> str:
-    """The page as a person reads it: tags out, entities kept."""
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
+    """The page as a person reads it: tags out, entities read."""
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
 
 
 def test_overview_shows_queues_waiting_groups_gpus_and_the_cycle(state: DashboardState, cycle: _Result) -> None:
@@ -92,6 +93,8 @@ def test_job_page_says_why_and_what_would_help(state: DashboardState, cycle: _Re
     text = _text(page)
     assert WHAT_HELPS[outcome.reason].split(":")[0] in text
     assert "Its waiting pods ask 60000m cpu" in text
+    # 60 cores asked against the queue's capability of 40: the page says so.
+    assert "Its queue's capability (40000m cpu) is below what its waiting pods ask (60000m cpu)" in text
     assert "huge-0-0" in text and "huge-0-1" in text
     assert render(state, "/jobs/ml/nothing-here")[0] == 404
     assert render(state, "/no/such/page")[0] == 404

@@ -13,8 +13,10 @@ from vcsat.adapters.live.queue_view import QueueRow
 from vcsat.model import resources as res
 
 WHAT_HELPS: dict[str, str] = {
-    "Unschedulable": "A node its pods can run on: one that matches their node selector, affinity and "
-    "tolerations, is Ready and not cordoned, and is large enough for one pod; or pods that ask less.",
+    "Unschedulable": "A change to the cluster or the job, since as things are it can never run: the "
+    "message names what is missing (a node that matches its pods' node selector, affinity and "
+    "tolerations, is Ready and not cordoned and is large enough for one pod; or a queue capability "
+    "that covers its minimum); or pods that ask less.",
     "SchedulingGated": "Whoever set the pods' scheduling gates removing them (spec.schedulingGates).",
     "QueueNotFound": "Creating the queue its PodGroup names, or pointing the PodGroup at an existing queue.",
     "PodGroupNotFound": "Creating the PodGroup its pods name (scheduling.k8s.io/group-name).",
@@ -47,6 +49,13 @@ def what_would_help(job: JobView, queue: QueueRow | None) -> list[str]:
         lines.append(f"Its waiting pods ask {res.format_vector(job.need)} in all.")
         lines.append(f"Free in the cluster after the last cycle: {res.format_vector(job.cluster_free) or 'nothing'}.")
         lines.append(f"The most free on one node: {res.format_vector(job.largest_free) or 'nothing'}.")
+    if queue is not None and queue.capability:
+        over = {name: amount for name, amount in job.need.items() if amount > queue.capability.get(name, amount)}
+        if over:
+            lines.append(
+                f"Its queue's capability ({res.format_vector({n: queue.capability[n] for n in over})}) is below "
+                f"what its waiting pods ask ({res.format_vector(over)}): a higher capability or a smaller gang."
+            )
     if queue is not None:
         lines.append(
             f"Queue {queue.name} holds {res.format_vector(queue.allocated) or 'nothing'}"
