@@ -200,3 +200,9 @@ def test_buckets_grow_by_one_factor_from_low_to_high(low: float, high: float, co
     assert buckets[0] == pytest.approx(low) and buckets[-1] == pytest.approx(high)
     ratios = {round(y / x, 9) for x, y in itertools.pairwise(buckets)}
     assert len(ratios) == 1
+
+
+def test_a_process_that_runs_no_cycle_serves_no_volcano_series() -> None:
+    """The Job controller serves the same Metrics; scheduler series of Volcano's would only mislead there."""
+    text = Metrics().exposition().decode()
+    assert "volcano_" not in text
