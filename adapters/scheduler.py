@@ -621,6 +621,8 @@ def scheduler_cmd(
     from vcsat.adapters.logs import setup_logging
     from vcsat.adapters.metrics import Metrics
 
+    if dashboard_port and dashboard_port == metrics_port:
+        raise click.BadParameter("must differ from --metrics-port", param_hint="--dashboard-port")
     setup_logging(log_format, log_level.upper())
     policy = load_policy(policy_file, scheduler_name=scheduler_name, time_limit_s=time_limit)
     configuration = load_configuration(kubeconfig)

@@ -12,7 +12,9 @@ from typing import Any
 
 import builders as b
 import pytest
+from click.testing import CliRunner
 
+from vcsat.adapters import cli
 from vcsat.adapters.dashboard.hints import WHAT_HELPS
 from vcsat.adapters.dashboard.server import Dashboard, render
 from vcsat.adapters.dashboard.state import DashboardState
@@ -147,3 +149,9 @@ def test_the_server_serves_pages_and_refuses_every_write(served: str) -> None:
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=5)
         assert refused.value.code == 405
+
+
+def test_dashboard_and_metrics_ports_must_differ() -> None:
+    result = CliRunner().invoke(cli.main, ["scheduler", "--metrics-port", "9000", "--dashboard-port", "9000"])
+    assert result.exit_code == 2
+    assert "--dashboard-port" in result.output and "must differ from --metrics-port" in result.output
