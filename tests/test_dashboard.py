@@ -13,12 +13,15 @@ from typing import Any
 import builders as b
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vcsat.adapters import cli
 from vcsat.adapters.dashboard.hints import WHAT_HELPS
 from vcsat.adapters.dashboard.server import Dashboard, render
 from vcsat.adapters.dashboard.state import DashboardState
 from vcsat.adapters.dashboard.views import node_views
+from vcsat.adapters.live.queue_view import QueueRow, share
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.solver import solve
 
@@ -155,3 +158,34 @@ def test_dashboard_and_metrics_ports_must_differ() -> None:
     result = CliRunner().invoke(cli.main, ["scheduler", "--metrics-port", "9000", "--dashboard-port", "9000"])
     assert result.exit_code == 2
     assert "--dashboard-port" in result.output and "must differ from --metrics-port" in result.output
+
+
+@settings(max_examples=60, deadline=None)
+@given(message=st.text(max_size=80), reason=st.text(min_size=1, max_size=20))
+def test_any_reason_and_message_come_back_exactly_as_text(cycle: _Result, message: str, reason: str) -> None:
+    """Whatever a message holds (markup, quotes, entities), the page shows it as text, exactly."""
+    decision = b.decision(cycle.snapshot, podgroups=[b.outcome("ml/huge-0", "Pending", reason, message)])
+    state = DashboardState()
+    state.observe(_Result(cycle.snapshot, decision))
+    page = render(state, "/jobs/ml/huge-0")[1]
+    shown = re.search(r'<p id="message">(.*?)</p>', page, flags=re.DOTALL)
+    assert shown is not None and html.unescape(shown.group(1)) == message
+    code = re.search(r'<span class="reason" id="reason">(.*?)</span>', page, flags=re.DOTALL)
+    assert code is not None and html.unescape(code.group(1)) == reason
+    assert "<" not in shown.group(1) and "<" not in code.group(1)
+
+
+@given(
+    st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.integers(0, 10**6)),
+    st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.integers(0, 10**6)),
+)
+def test_queue_share_is_the_largest_ratio_and_overuse_means_every_share_reached(
+    allocated: dict[str, int], deserved: dict[str, int]
+) -> None:
+    value = share(allocated, deserved)
+    ratios = [allocated.get(r, 0) / d if d else float(allocated.get(r, 0) > 0) for r, d in deserved.items()]
+    assert value == max(ratios, default=0.0)
+    row = QueueRow("q", None, 1, True, None, deserved, allocated, {}, {})
+    assert row.overused == all(allocated.get(r, 0) >= d for r, d in deserved.items())
+    if row.overused and any(deserved.values()):
+        assert value >= 1
