@@ -189,3 +189,14 @@ def test_queue_share_is_the_largest_ratio_and_overuse_means_every_share_reached(
     assert row.overused == all(allocated.get(r, 0) >= d for r, d in deserved.items())
     if row.overused and any(deserved.values()):
         assert value >= 1
+
+
+def test_a_cycle_applied_late_does_not_replace_the_newer_view(cycle: _Result) -> None:
+    newer = b.decision(cycle.snapshot, podgroups=[b.outcome("ml/huge-0", "Pending", "QueueOverused", "newer")])
+    older = b.decision(cycle.snapshot, podgroups=[b.outcome("ml/huge-0", "Pending", "Fragmented", "older")])
+    state = DashboardState()
+    state.observe(_Result(cycle.snapshot, newer, number=8))
+    state.observe(_Result(cycle.snapshot, older, number=7))
+    page = render(state, "/jobs/ml/huge-0")[1]
+    assert "QueueOverused" in page and "Fragmented" not in page
+    assert [c.number for c in state.seen().cycles] == [7, 8]

@@ -89,6 +89,7 @@ class DashboardState:
         self._seen = Seen(None, (), leading=False)
         self._cycles: collections.deque[CycleSummary] = collections.deque(maxlen=HISTORY)
         self.leading = False
+        self._last_number = 0
 
     def observe(self, result: Any) -> None:
         """One cycle's result (``vcsat.adapters.scheduler.CycleResult``), once applied or refused."""
@@ -108,7 +109,12 @@ class DashboardState:
         )
         with self._lock:
             self._cycles.append(summary)
-            self._seen = Seen(LastCycle(result.snapshot, decision), tuple(self._cycles), leading=True)
+            cycles = tuple(sorted(self._cycles, key=lambda c: c.number))
+            last = self._seen.last
+            # A cycle's apply may end after the next cycle's: the newest cycle's view stays.
+            if last is None or result.number >= self._last_number:
+                last, self._last_number = LastCycle(result.snapshot, decision), result.number
+            self._seen = Seen(last, cycles, leading=True)
 
     def set_leading(self, leading: bool) -> None:
         with self._lock:
