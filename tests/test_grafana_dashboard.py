@@ -10,7 +10,7 @@ from typing import Any
 import builders as b
 from prometheus_client.parser import text_string_to_metric_families
 
-from vcsat.adapters.metrics import Metrics
+from vcsat.adapters.live.metrics import Metrics
 from vcsat.model import Policy
 from vcsat.solver import solve
 

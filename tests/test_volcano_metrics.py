@@ -11,8 +11,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from vcsat.adapters.live.metrics import Metrics
 from vcsat.adapters.live.volcano_metrics import VolcanoMetrics, exponential_buckets_range
-from vcsat.adapters.metrics import Metrics
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.solver import solve

@@ -92,7 +92,7 @@ class DashboardState:
         self._last_number = 0
 
     def observe(self, result: Any) -> None:
-        """One cycle's result (``vcsat.adapters.scheduler.CycleResult``), once applied or refused."""
+        """One cycle's result (``vcsat.adapters.live.scheduler.CycleResult``), once applied or refused."""
         decision: Decision = result.decision
         report = result.report
         summary = CycleSummary(

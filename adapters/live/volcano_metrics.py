@@ -41,7 +41,7 @@ def exponential_buckets_range(low: float, high: float, count: int) -> tuple[floa
 
 
 class CycleLike(Protocol):
-    """What is read of one cycle (``vcsat.adapters.scheduler.CycleResult`` has it)."""
+    """What is read of one cycle (``vcsat.adapters.live.scheduler.CycleResult`` has it)."""
 
     snapshot: Snapshot
     decision: Decision

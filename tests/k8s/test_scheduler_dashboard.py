@@ -31,7 +31,7 @@ from controlplane import free_port, start_control_plane
 from prometheus_client.parser import text_string_to_metric_families
 from scheduler_support import Bubble, wait_until
 
-from vcsat.adapters.kube import QUEUES, ApiError, Kube
+from vcsat.adapters.kube.client import QUEUES, ApiError, Kube
 
 VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli import main; main()"]
 CHROMIUM = "chromium"
