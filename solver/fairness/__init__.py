@@ -15,7 +15,6 @@ from vcsat.solver.fairness.deserved import (
     queue_demand,
     queue_of,
     queue_usage,
-    water_fill,
 )
 from vcsat.solver.fairness.drf import (
     dominant_share,
@@ -24,6 +23,7 @@ from vcsat.solver.fairness.drf import (
     job_of,
     job_usage,
 )
+from vcsat.solver.fairness.water import water_fill, water_levels
 
 __all__ = [
     "FAIR_EXCLUDED",
@@ -40,4 +40,5 @@ __all__ = [
     "queue_of",
     "queue_usage",
     "water_fill",
+    "water_levels",
 ]
