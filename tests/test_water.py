@@ -1,4 +1,4 @@
-"""Weighted water-filling (solver/fairness/water.py): the exact levels and their integer rounding."""
+"""Weighted water-filling (solver/shares/water.py): the exact levels and their integer rounding."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vcsat.solver.fairness import water_fill, water_levels
+from vcsat.solver.shares import water_fill, water_levels
 
 F = Fraction
 

@@ -44,7 +44,7 @@ import networkx as nx
 from vcsat.adapters.sim.engine import SimResult
 from vcsat.adapters.sim.schedulers import proves_bounds
 from vcsat.model import HyperNode, Node, relative_gap
-from vcsat.solver.fairness import water_levels
+from vcsat.solver.shares import water_levels
 
 RACK_LABEL = "topology.vcsat.io/rack"
 ARRIVED_LEVELS = (0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2)
@@ -67,7 +67,7 @@ def mean(values: Sequence[float]) -> float | None:
 
 def water_fill(capacity: float, weights: dict[str, float], demand: dict[str, float]) -> dict[str, float]:
     """Max-min fair shares of ``capacity`` by weight, none above its demand: the solver's exact
-    water-filling (:func:`vcsat.solver.fairness.water_levels`), as floats."""
+    water-filling (:func:`vcsat.solver.shares.water_levels`), as floats."""
     queues = list(demand)
     if capacity <= 0 or not queues:
         return dict.fromkeys(queues, 0.0)

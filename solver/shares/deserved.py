@@ -80,7 +80,7 @@ from math import gcd
 
 from vcsat.model import Pod, Queue, Snapshot
 from vcsat.model import resources as res
-from vcsat.solver.fairness.water import water_fill
+from vcsat.solver.shares.water import water_fill
 
 FAIR_EXCLUDED = frozenset({res.PODS, res.GPU_MILLI})
 """Resources that are not shared out: the pods limit, and GPU shares (not a node resource)."""
