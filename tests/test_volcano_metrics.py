@@ -16,7 +16,7 @@ from vcsat.adapters.live.volcano_metrics import VolcanoMetrics, exponential_buck
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.solver import solve
-from vcsat.solver.fairness.deserved import fair_shares
+from vcsat.solver.shares.deserved import fair_shares
 
 # Volcano's pkg/scheduler/metrics: (name, type, labels) of every series vcsat emits under its name.
 VOLCANO_SERIES = [

@@ -3,7 +3,7 @@
 Why one module: the Volcano-named queue gauges (:mod:`vcsat.adapters.live.volcano_metrics`) and
 the web dashboard (:mod:`vcsat.adapters.dashboard`) must show the same numbers, and both must agree
 with what the solver decided on. So the deserved share is the solver's own
-(:func:`vcsat.solver.fairness.deserved.fair_shares`, the exact integers of the cycle's model), and
+(:func:`vcsat.solver.shares.deserved.fair_shares`, the exact integers of the cycle's model), and
 the allocation is what the queue's pods hold once the cycle's decision is applied: what they held
 in the snapshot, plus the pods bound now, less the pods evicted now (as Volcano's allocated moves
 with each allocation and eviction of its session). Every vector covers the queue's whole subtree,
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from vcsat.model import Decision, Snapshot
 from vcsat.model import resources as res
-from vcsat.solver.fairness.deserved import QueueTree, fair_shares, queue_demand
+from vcsat.solver.shares.deserved import QueueTree, fair_shares, queue_demand
 
 PHASES = ("Pending", "Inqueue", "Running", "Unknown")
 """The PodGroup phases counted per queue (Volcano's ``queue_pod_group_*_count``)."""
