@@ -14,6 +14,9 @@ from collections.abc import Callable
 from fractions import Fraction
 from functools import partial
 
+import numpy as np
+from numpy.typing import NDArray
+
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
@@ -32,8 +35,16 @@ def gang_order(gang: Gang) -> tuple[int, float, str]:
     return (-gang.rank, gang.created, gang.key)
 
 
+SMALL_SCAN = 24
+"""Node lists up to this long are scanned in Python; longer ones through the numpy mirrors."""
+
+
 class Room:
-    """Free room per node, with nodes bucketed by free GPUs so best fit is found without a scan.
+    """Free room per node, indexed so that a query costs array operations, not a Python loop over
+    nodes: nodes bucketed by free GPUs (best fit without a scan), numpy mirrors of the free room
+    (best fit inside a topology domain, the fullest node with room for a whole gang), and free GPUs
+    per topology domain kept up to date as pods come and go. Every query answers what a scan over
+    the nodes in index order would (tests/greedy_reference.py is that scan).
 
     GPU shares are placed exactly: onto the shared GPU they fit best, else onto a fresh GPU,
     which whole-GPU pods then no longer get (contract §1)."""
@@ -49,9 +60,24 @@ class Room:
         self.levels: dict[int, dict[int, None]] = {}
         for node, row in enumerate(self.free):
             self.levels.setdefault(self._level(row), {})[node] = None
-        self.touched: set[int] = set()
-        """Nodes changed since :meth:`free_gpus_in` last looked."""
+        count = len(self.free)
+        self.free_array = np.array(self.free, dtype=np.int64).reshape(count, len(problem.resources))
+        """The free room again, as a (node, resource) array kept equal to :attr:`free`."""
+        self.whole_array = np.array(self.whole, dtype=np.int64).reshape(count)
+        self.level_array = np.array([self._level(row) for row in self.free], dtype=np.int64).reshape(count)
+        self.share_room = np.array([_share_room(used) for used in self.shared], dtype=np.int64).reshape(count)
+        """Per node, the most thousandths any one of its shared GPUs has left (-1: none is shared)."""
+        self.domains = problem.domains
         self.domain_sums: dict[tuple[int, str], int] = {}
+        """Free whole GPUs per (tier, topology domain), kept up to date by every change."""
+        if self.domains is not None:
+            for tier, members in self.domains.members.items():
+                for name, nodes in members.items():
+                    self.domain_sums[(tier, name)] = sum(max(0, self.whole[n]) for n in nodes)
+        self.sorted_domains = {tier: self.domains.domains(tier) for tier in self.domains.tiers} if self.domains else {}
+        self.topology_gangs = frozenset(problem.topology_gangs)
+        self._masks: dict[int, tuple[object, NDArray[np.bool_]]] = {}
+        self._arrays: dict[int, tuple[object, NDArray[np.int64]]] = {}
         self.spread = SpreadState(problem.spread) if problem.spread else None
         """Topology spread counts of what is placed so far (None without spread constraints)."""
         self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
@@ -67,20 +93,33 @@ class Room:
         return whole, share
 
     def _shift(self, node: int, change: list[int]) -> None:
-        self.touched.add(node)
         row = self.free[node]
         before = self._level(row)
         for i, amount in enumerate(change):
             row[i] += amount
+        self.free_array[node] = row
         after = self._level(row)
         if after != before:
             del self.levels[before][node]
             self.levels.setdefault(after, {})[node] = None
+            self.level_array[node] = after
+
+    def _add_whole(self, node: int, delta: int) -> None:
+        before = self.whole[node]
+        after = before + delta
+        self.whole[node] = after
+        self.whole_array[node] = after
+        counted = max(0, after) - max(0, before)
+        if counted and self.domains is not None:
+            for tier, domain in self.domains.of_node[node].items():
+                key = (tier, domain)
+                if key in self.domain_sums:
+                    self.domain_sums[key] += counted
 
     def take(self, node: int, request: tuple[int, ...]) -> None:
         whole, share = self._parts(request)
         change = [-amount for amount in request]
-        self.whole[node] -= whole
+        self._add_whole(node, -whole)
         if share > 0:
             fits = [
                 (FULL_GPU_MILLI - used, gpu)
@@ -92,26 +131,28 @@ class Room:
                 self.opened[node].append((gpu, False))
             else:
                 gpu = max([*self.shared[node], -1]) + 1 + len(self.opened[node])  # a fresh one
-                self.whole[node] -= 1
+                self._add_whole(node, -1)
                 if self.gpu is not None:
                     change[self.gpu] -= 1
                 self.opened[node].append((gpu, True))
             self.shared[node][gpu] = self.shared[node].get(gpu, 0) + share
+            self.share_room[node] = _share_room(self.shared[node])
         self._shift(node, change)
 
     def give(self, node: int, request: tuple[int, ...]) -> None:
         """Undo the newest ``take`` of this request on this node."""
         whole, share = self._parts(request)
         change = list(request)
-        self.whole[node] += whole
+        self._add_whole(node, whole)
         if share > 0:
             gpu, opened = self.opened[node].pop()
             self.shared[node][gpu] -= share
             if opened:
                 del self.shared[node][gpu]
-                self.whole[node] += 1
+                self._add_whole(node, 1)
                 if self.gpu is not None:
                     change[self.gpu] += 1
+            self.share_room[node] = _share_room(self.shared[node])
         self._shift(node, change)
 
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
@@ -126,34 +167,66 @@ class Room:
             return True
         return self.whole[node] - whole >= 1
 
+    def fitting(self, nodes: NDArray[np.int64], request: tuple[int, ...]) -> NDArray[np.int64]:
+        """Those of ``nodes`` where one pod of this request fits now (:meth:`fits`, vectorised)."""
+        whole, share = self._parts(request)
+        ok = np.all(self.free_array[nodes] >= np.array(request, dtype=np.int64), axis=1)
+        whole_left = self.whole_array[nodes]
+        ok &= whole_left >= whole
+        if share > 0:
+            ok &= (self.share_room[nodes] >= share) | (whole_left - whole >= 1)
+        return nodes[ok]
+
     def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
-        """Free whole GPUs in a topology domain: sums kept per domain and redone only where nodes
-        changed (summing every domain for every gang is quadratic at 5,000 nodes)."""
-        if self.touched:
-            for node in self.touched:
-                for t, domain in domains.of_node[node].items():
-                    self.domain_sums.pop((t, domain), None)
-            self.touched.clear()
+        """Free whole GPUs in a topology domain (kept per domain as nodes change)."""
         total = self.domain_sums.get((tier, name))
         if total is None:
             total = sum(max(0, self.whole[n]) for n in domains.nodes_in(tier, name))
-            self.domain_sums[(tier, name)] = total
         return total
 
     def fullest_with(self, gpus: int) -> int | None:
         """A node with at least ``gpus`` free GPUs and the fewest such (lowest index on ties)."""
-        for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
-            nodes = [n for n in self.levels[level] if self.whole[n] >= gpus]
-            if nodes:
-                return min(nodes)
-        return None
+        candidates = np.flatnonzero((self.level_array >= gpus) & (self.whole_array >= gpus))
+        if not candidates.size:
+            return None
+        levels = self.level_array[candidates]
+        return int(candidates[levels == levels.min()][0])
+
+    def _eligible_mask(self, eligible: dict[int, int]) -> NDArray[np.bool_]:
+        """The nodes of an eligibility map (a shape's ``upper``) as a boolean array, made once."""
+        kept = self._masks.get(id(eligible))
+        if kept is None or kept[0] is not eligible:
+            mask = np.zeros(len(self.free), dtype=np.bool_)
+            mask[np.fromiter(eligible, dtype=np.int64, count=len(eligible))] = True
+            kept = (eligible, mask)
+            self._masks[id(eligible)] = kept
+        return kept[1]
+
+    def _node_array(self, nodes: list[int]) -> NDArray[np.int64]:
+        kept = self._arrays.get(id(nodes))
+        if kept is None or kept[0] is not nodes:
+            kept = (nodes, np.array(nodes, dtype=np.int64))
+            self._arrays[id(nodes)] = kept
+        return kept[1]
 
     def best_fit_in(
         self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int], allow: Allow | None = None
     ) -> int | None:
         """Best fit among the given nodes only (a topology domain): fewest free GPUs, then index."""
-        fitting = [n for n in nodes if n in eligible and self.fits(n, request) and (allow is None or allow(n))]
-        return min(fitting, key=lambda n: (self._level(self.free[n]), n)) if fitting else None
+        if len(nodes) <= SMALL_SCAN:
+            fitting = [n for n in nodes if n in eligible and self.fits(n, request) and (allow is None or allow(n))]
+            return min(fitting, key=lambda n: (self._level(self.free[n]), n)) if fitting else None
+        candidates = self._node_array(nodes)
+        candidates = candidates[self._eligible_mask(eligible)[candidates]]
+        if candidates.size:
+            candidates = self.fitting(candidates, request)
+        if not candidates.size:
+            return None
+        for i in np.lexsort((candidates, self.level_array[candidates])):
+            node = int(candidates[i])
+            if allow is None or allow(node):
+                return node
+        return None
 
     def preferred_fit(self, shape: Shape, allow: Allow | None = None) -> int | None:
         """The node a pod with node preferences goes to: the highest preference score among those
@@ -171,6 +244,11 @@ class Room:
                 if node in eligible and self.fits(node, request) and (allow is None or allow(node)):
                     return node
         return None
+
+
+def _share_room(shared: dict[int, int]) -> int:
+    """The most thousandths one of these shared GPUs has left, or -1 when there is none."""
+    return max((FULL_GPU_MILLI - used for used in shared.values()), default=-1)
 
 
 def greedy(problem: Problem) -> Assignment:
@@ -301,14 +379,14 @@ def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> list[list[int]
         if fullest is not None:
             attempts.append([fullest])
     domains = problem.domains
-    if domains is None or gang.index not in problem.topology_gangs:
+    if domains is None or gang.index not in room.topology_gangs:
         return [*attempts, None]
     hard = problem.highest_tier(gang)
     for tier in domains.tiers:
         if hard is not None and tier > hard:
             break
         inside = []
-        for name in domains.domains(tier):
+        for name in room.sorted_domains.get(tier) or domains.domains(tier):
             nodes = domains.nodes_in(tier, name)
             free = room.free_gpus_in(domains, tier, name)
             if name and free >= needed:  # a domain without that many free GPUs cannot hold it
