@@ -37,6 +37,8 @@ def gang_order(gang: Gang) -> tuple[int, float, str]:
 
 SMALL_SCAN = 24
 """Node lists up to this long are scanned in Python; longer ones through the numpy mirrors."""
+FEW_ELIGIBLE = 4
+"""A pod eligible on fewer than one node in this many is placed by a lookup among its nodes."""
 
 
 class Room:
@@ -66,18 +68,36 @@ class Room:
         self.whole_array = np.array(self.whole, dtype=np.int64).reshape(count)
         self.level_array = np.array([self._level(row) for row in self.free], dtype=np.int64).reshape(count)
         self.share_room = np.array([_share_room(used) for used in self.shared], dtype=np.int64).reshape(count)
+        self.arrival = np.arange(count, dtype=np.int64)
+        """Per node, when it joined its bucket of :attr:`levels` (a bucket's order, oldest first)."""
+        self._arrivals = count
         """Per node, the most thousandths any one of its shared GPUs has left (-1: none is shared)."""
         self.domains = problem.domains
-        self.domain_sums: dict[tuple[int, str], int] = {}
-        """Free whole GPUs per (tier, topology domain), kept up to date by every change."""
+        self.tier_names: dict[int, list[str]] = {}
+        """Per tier, its named topology domains in name order."""
+        self.tier_free: dict[int, NDArray[np.int64]] = {}
+        """Per tier, the free whole GPUs of each domain (as :attr:`tier_names`), kept up to date."""
+        self.tier_nodes: dict[int, list[list[int]]] = {}
+        self.domain_of: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+        """Per node, (tier, position in :attr:`tier_names`) of each domain holding it."""
         if self.domains is not None:
-            for tier, members in self.domains.members.items():
-                for name, nodes in members.items():
-                    self.domain_sums[(tier, name)] = sum(max(0, self.whole[n]) for n in nodes)
-        self.sorted_domains = {tier: self.domains.domains(tier) for tier in self.domains.tiers} if self.domains else {}
+            for tier in self.domains.tiers:
+                names = [name for name in self.domains.domains(tier) if name]
+                self.tier_names[tier] = names
+                self.tier_nodes[tier] = [self.domains.nodes_in(tier, name) for name in names]
+                self.tier_free[tier] = np.array(
+                    [sum(max(0, self.whole[n]) for n in nodes) for nodes in self.tier_nodes[tier]], dtype=np.int64
+                )
+                for position, nodes in enumerate(self.tier_nodes[tier]):
+                    for n in nodes:
+                        self.domain_of[n].append((tier, position))
+        self.tier_position = {
+            tier: {name: i for i, name in enumerate(names)} for tier, names in self.tier_names.items()
+        }
         self.topology_gangs = frozenset(problem.topology_gangs)
         self._masks: dict[int, tuple[object, NDArray[np.bool_]]] = {}
         self._arrays: dict[int, tuple[object, NDArray[np.int64]]] = {}
+        self._score_arrays: dict[int, tuple[object, NDArray[np.int64]]] = {}
         self.spread = SpreadState(problem.spread) if problem.spread else None
         """Topology spread counts of what is placed so far (None without spread constraints)."""
         self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
@@ -103,6 +123,8 @@ class Room:
             del self.levels[before][node]
             self.levels.setdefault(after, {})[node] = None
             self.level_array[node] = after
+            self.arrival[node] = self._arrivals
+            self._arrivals += 1
 
     def _add_whole(self, node: int, delta: int) -> None:
         before = self.whole[node]
@@ -110,11 +132,9 @@ class Room:
         self.whole[node] = after
         self.whole_array[node] = after
         counted = max(0, after) - max(0, before)
-        if counted and self.domains is not None:
-            for tier, domain in self.domains.of_node[node].items():
-                key = (tier, domain)
-                if key in self.domain_sums:
-                    self.domain_sums[key] += counted
+        if counted:
+            for tier, position in self.domain_of[node]:
+                self.tier_free[tier][position] += counted
 
     def take(self, node: int, request: tuple[int, ...]) -> None:
         whole, share = self._parts(request)
@@ -179,10 +199,20 @@ class Room:
 
     def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
         """Free whole GPUs in a topology domain (kept per domain as nodes change)."""
-        total = self.domain_sums.get((tier, name))
-        if total is None:
-            total = sum(max(0, self.whole[n]) for n in domains.nodes_in(tier, name))
-        return total
+        position = self.tier_position.get(tier, {}).get(name)
+        if position is None:
+            return sum(max(0, self.whole[n]) for n in domains.nodes_in(tier, name))
+        return int(self.tier_free[tier][position])
+
+    def roomy_domains(self, domains: Domains, tier: int, needed: int) -> list[list[int]]:
+        """The nodes of each named domain of a tier with at least ``needed`` free GPUs, the fullest
+        first (fewest free GPUs, then name)."""
+        free = self.tier_free.get(tier)
+        if free is None:
+            return []
+        roomy = np.flatnonzero(free >= needed)
+        nodes = self.tier_nodes[tier]
+        return [nodes[int(i)] for i in roomy[np.argsort(free[roomy], kind="stable")]]
 
     def fullest_with(self, gpus: int) -> int | None:
         """A node with at least ``gpus`` free GPUs and the fewest such (lowest index on ties)."""
@@ -202,12 +232,31 @@ class Room:
             self._masks[id(eligible)] = kept
         return kept[1]
 
-    def _node_array(self, nodes: list[int]) -> NDArray[np.int64]:
+    def _node_array(self, nodes: list[int] | dict[int, int]) -> NDArray[np.int64]:
+        """A node list (a topology domain) or the nodes of an eligibility map as an array, made once."""
         kept = self._arrays.get(id(nodes))
         if kept is None or kept[0] is not nodes:
-            kept = (nodes, np.array(nodes, dtype=np.int64))
+            kept = (nodes, np.fromiter(nodes, dtype=np.int64, count=len(nodes)))
             self._arrays[id(nodes)] = kept
         return kept[1]
+
+    def _scores(self, preference: dict[int, int]) -> NDArray[np.int64]:
+        """A shape's preference scores as an array over nodes (0 where it names none), made once."""
+        kept = self._score_arrays.get(id(preference))
+        if kept is None or kept[0] is not preference:
+            scores = np.zeros(len(self.free), dtype=np.int64)
+            if preference:
+                scores[np.fromiter(preference, dtype=np.int64, count=len(preference))] = list(preference.values())
+            kept = (preference, scores)
+            self._score_arrays[id(preference)] = kept
+        return kept[1]
+
+    def _first_allowed(self, candidates: NDArray[np.int64], order: NDArray[np.intp], allow: Allow | None) -> int | None:
+        for i in order:
+            node = int(candidates[i])
+            if allow is None or allow(node):
+                return node
+        return None
 
     def best_fit_in(
         self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int], allow: Allow | None = None
@@ -222,23 +271,35 @@ class Room:
             candidates = self.fitting(candidates, request)
         if not candidates.size:
             return None
-        for i in np.lexsort((candidates, self.level_array[candidates])):
-            node = int(candidates[i])
-            if allow is None or allow(node):
-                return node
-        return None
+        return self._first_allowed(candidates, np.lexsort((candidates, self.level_array[candidates])), allow)
 
     def preferred_fit(self, shape: Shape, allow: Allow | None = None) -> int | None:
         """The node a pod with node preferences goes to: the highest preference score among those
         it fits (kube-scheduler's choice), then best fit (fewest free GPUs), then node order."""
-        fitting = [n for n in shape.upper if self.fits(n, shape.request) and (allow is None or allow(n))]
-        if not fitting:
+        if len(shape.upper) <= SMALL_SCAN:
+            fitting = [n for n in shape.upper if self.fits(n, shape.request) and (allow is None or allow(n))]
+            if not fitting:
+                return None
+            return min(fitting, key=lambda n: (-shape.preference.get(n, 0), self._level(self.free[n]), n))
+        candidates = self.fitting(self._node_array(shape.upper), shape.request)
+        if not candidates.size:
             return None
-        return min(fitting, key=lambda n: (-shape.preference.get(n, 0), self._level(self.free[n]), n))
+        scores = self._scores(shape.preference)[candidates]
+        return self._first_allowed(candidates, np.lexsort((candidates, self.level_array[candidates], -scores)), allow)
 
     def best_fit(
         self, request: tuple[int, ...], gpus: int, eligible: dict[int, int], allow: Allow | None = None
     ) -> int | None:
+        """Best fit: the fewest free GPUs, then the node longest in that bucket. A pod eligible on
+        few nodes is looked up among those (numpy); one eligible almost anywhere walks the buckets,
+        where the first node it meets usually fits."""
+        if len(eligible) > SMALL_SCAN and len(eligible) * FEW_ELIGIBLE < len(self.free):
+            candidates = self._node_array(eligible)
+            candidates = self.fitting(candidates[self.level_array[candidates] >= gpus], request)
+            if not candidates.size:
+                return None
+            order = np.lexsort((self.arrival[candidates], self.level_array[candidates]))
+            return self._first_allowed(candidates, order, allow)
         for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
             for node in self.levels[level]:
                 if node in eligible and self.fits(node, request) and (allow is None or allow(node)):
@@ -385,13 +446,7 @@ def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> list[list[int]
     for tier in domains.tiers:
         if hard is not None and tier > hard:
             break
-        inside = []
-        for name in room.sorted_domains.get(tier) or domains.domains(tier):
-            nodes = domains.nodes_in(tier, name)
-            free = room.free_gpus_in(domains, tier, name)
-            if name and free >= needed:  # a domain without that many free GPUs cannot hold it
-                inside.append((free, name, nodes))
-        attempts += [nodes for _, _, nodes in sorted(inside)]
+        attempts += room.roomy_domains(domains, tier, needed)  # fewer free GPUs than needed cannot hold it
     if hard is None:
         attempts.append(None)
     return attempts

@@ -38,7 +38,6 @@ class ScanRoom:
         """Nodes changed since :meth:`free_gpus_in` last looked."""
         self.domain_sums: dict[tuple[int, str], int] = {}
         self.topology_gangs = problem.topology_gangs
-        self.sorted_domains: dict[int, list[str]] = {}
         self.spread = SpreadState(problem.spread) if problem.spread else None
         """Topology spread counts of what is placed so far (None without spread constraints)."""
         self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
@@ -126,6 +125,15 @@ class ScanRoom:
             total = sum(max(0, self.whole[n]) for n in domains.nodes_in(tier, name))
             self.domain_sums[(tier, name)] = total
         return total
+
+    def roomy_domains(self, domains: Domains, tier: int, needed: int) -> list[list[int]]:
+        inside = []
+        for name in domains.domains(tier):
+            nodes = domains.nodes_in(tier, name)
+            free = self.free_gpus_in(domains, tier, name)
+            if name and free >= needed:
+                inside.append((free, name, nodes))
+        return [nodes for _, _, nodes in sorted(inside)]
 
     def fullest_with(self, gpus: int) -> int | None:
         """A node with at least ``gpus`` free GPUs and the fewest such (lowest index on ties)."""

@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 import pytest
-from builders import node, pod, snapshot
+from builders import node, pod, snapshot, term
 from greedy_reference import ScanRoom
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from vcsat.adapters.generate import GeneratorOptions, generate_instance
 from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import Policy, Snapshot
+from vcsat.model.cluster import PreferredSchedulingTerm
 from vcsat.solver import explain, greedy
 from vcsat.solver.problem import Problem, build_problem
 
@@ -105,13 +106,26 @@ def test_random_generated_clusters_decide_alike(
     same_decisions(snap, POLICY, monkeypatch)
 
 
+def prefer(weight: int, requirement: str) -> PreferredSchedulingTerm:
+    return PreferredSchedulingTerm(weight=weight, preference=term(requirement))
+
+
 @st.composite
 def shared_gpu_clusters(draw: st.DrawFn) -> Snapshot:
-    """GPU nodes, some GPUs held by shares of bound pods, pending gangs of whole GPUs and shares."""
+    """GPU nodes in racks (some with a PreferNoSchedule taint), some GPUs held by shares of bound
+    pods, pending gangs of whole GPUs and shares; some pinned to one rack (eligible on few nodes),
+    some preferring a rack."""
     rng = random.Random(draw(st.integers(0, 10_000)))
     nodes = [
-        node(f"n{i}", cpu=rng.choice(["8", "16", "32"]), memory="64Gi", gpus=rng.choice([2, 4, 8]))
-        for i in range(draw(st.integers(2, 12)))
+        node(
+            f"n{i}",
+            cpu=rng.choice(["8", "16", "32"]),
+            memory="64Gi",
+            gpus=rng.choice([2, 4, 8]),
+            labels={"rack": f"r{i % 6}"},
+            taints=["spot:PreferNoSchedule"] if rng.random() < 0.2 else [],
+        )
+        for i in range(draw(st.integers(2, 16)))
     ]
     pods = []
     for i, n in enumerate(nodes):
@@ -123,12 +137,22 @@ def shared_gpu_clusters(draw: st.DrawFn) -> Snapshot:
         size = rng.choice([1, 1, 2, 3])
         milli = rng.choice([0, 0, 300, 500])
         gpus = 0 if milli else rng.choice([1, 2, 4])
+        selector = {"rack": f"r{rng.randrange(6)}"} if rng.random() < 0.3 else None
+        wish = (prefer(rng.choice([1, 50]), f"rack in (r{rng.randrange(6)})"),) if rng.random() < 0.3 else ()
         for k in range(size):
-            pods.append(pod(f"p/g{g}-{k}", cpu=rng.choice(["1", "2"]), gpus=gpus, gpu_milli=milli, created=float(g)))
+            made = pod(
+                f"p/g{g}-{k}",
+                cpu=rng.choice(["1", "2"]),
+                gpus=gpus,
+                gpu_milli=milli,
+                created=float(g),
+                selector=selector,
+            )
+            pods.append(made.model_copy(update={"preferred_affinity": wish}) if wish else made)
     return snapshot(nodes=nodes, pods=pods)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW_OK)
 @given(snap=shared_gpu_clusters())
 def test_gpu_shares_decide_alike(snap: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
     def problem_of() -> Problem:
@@ -168,6 +192,8 @@ def test_room_queries_agree_with_the_scan(seed: int, steps: int) -> None:
                 for name in domains.domains(tier):
                     nodes = domains.nodes_in(tier, name)
                     assert indexed.free_gpus_in(domains, tier, name) == scanned.free_gpus_in(domains, tier, name)
+                for needed in (1, 8, 16):
+                    assert indexed.roomy_domains(domains, tier, needed) == scanned.roomy_domains(domains, tier, needed)
                     assert indexed.best_fit_in(shape.request, shape.upper, nodes) == scanned.best_fit_in(
                         shape.request, shape.upper, nodes
                     )
