@@ -39,7 +39,7 @@ def _peak_mib() -> float:
 def run(path: Path, time_limit_s: float, workers: int | None) -> dict[str, Any]:
     import importlib
 
-    from vcsat.adapters import instance_file
+    from vcsat.adapters.convert import instance_file
     from vcsat.model import Policy
     from vcsat.solver import check
 

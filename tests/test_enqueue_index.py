@@ -13,8 +13,8 @@ from builders import group, node, pod, queue, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.generate import GeneratorOptions, generate_instance
-from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import Policy, Snapshot
 from vcsat.solver import enqueue
 

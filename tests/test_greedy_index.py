@@ -17,8 +17,8 @@ from greedy_reference import ScanRoom
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.generate import GeneratorOptions, generate_instance
-from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import Policy, Snapshot
 from vcsat.model.cluster import PreferredSchedulingTerm
 from vcsat.solver import explain, greedy
