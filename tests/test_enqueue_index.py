@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
-from vcsat.adapters.generate import GeneratorOptions, generate_instance
+from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Policy, Snapshot
 from vcsat.solver import enqueue
 

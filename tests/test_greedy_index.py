@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
-from vcsat.adapters.generate import GeneratorOptions, generate_instance
+from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Policy, Snapshot
 from vcsat.model.cluster import PreferredSchedulingTerm
 from vcsat.solver import explain, greedy
