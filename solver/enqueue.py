@@ -725,6 +725,7 @@ class _FreeRoom:
         # there, one that does not leaves it as it is): those nodes are checked on every resource.
         self.overcommitted = np.any(self.free < 0, axis=0)
         self.eligible: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
+        self.vectors: dict[tuple[tuple[str, int], ...], NDArray[np.int64]] = {}
         # Room only shrinks during a pass: a pod shape that fitted no node once never will.
         self.hopeless: set[tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]]] = set()
 
@@ -747,10 +748,7 @@ class _FreeRoom:
             shape = (key, tuple(sorted(pod.requests.items())))
             rows = None
             if shape not in self.hopeless and all(a <= 0 or r in self.columns for r, a in pod.requests.items()):
-                request = np.zeros(len(self.columns), dtype=np.int64)
-                for name, amount in pod.requests.items():
-                    if amount > 0:
-                        request[self.columns[name]] = amount
+                request = self._request(shape[1])
                 rows = self._fitting(self._eligible(key), request)
             if rows is None or not rows.size:
                 if not taken:
@@ -767,10 +765,22 @@ class _FreeRoom:
             taken.append((row, request))
         return True
 
+    def _request(self, requests: tuple[tuple[str, int], ...]) -> NDArray[np.int64]:
+        """A pod's requests as a vector over the columns, made once per distinct request."""
+        vector = self.vectors.get(requests)
+        if vector is None:
+            vector = np.zeros(len(self.columns), dtype=np.int64)
+            for name, amount in requests:
+                if amount > 0:
+                    vector[self.columns[name]] = amount
+            vector.flags.writeable = False
+            self.vectors[requests] = vector
+        return vector
+
     def _fitting(self, eligible: NDArray[np.bool_], request: NDArray[np.int64]) -> NDArray[np.int64]:
         """The eligible nodes with room for the request on every resource, ascending."""
         mask = eligible.copy()
-        for column in np.flatnonzero(request > 0):
+        for column in np.flatnonzero(request > 0).tolist():
             mask &= self.free[column] >= request[column]
         rows = np.flatnonzero(mask)
         doubtful = self.overcommitted[rows]
