@@ -49,7 +49,7 @@ import yaml
 
 from vcsat.adapters.applier import Applier, ApplyReport, PendingApply
 from vcsat.adapters.clock import wall_clock
-from vcsat.adapters.daemon import daemon_options, default_lease_namespace, stop_on_signals
+from vcsat.adapters.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 from vcsat.adapters.dump import instance_document
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.informer import InformerSet
@@ -588,12 +588,16 @@ def scheduler_cmd(
     leader_elect: bool,
     lease_namespace: str | None,
     lease_name: str,
+    lease_duration_s: float,
+    renew_deadline_s: float,
+    retry_period_s: float,
     metrics_port: int,
     log_format: str,
     log_level: str,
     bind_workers: int,
 ) -> None:
     """Run the live scheduler against a cluster until SIGTERM or Ctrl-C."""
+    timing = leader_timing(lease_duration_s, renew_deadline_s, retry_period_s)
     from vcsat.adapters.cli import load_policy
     from vcsat.adapters.leader import LeaderElector, default_identity
     from vcsat.adapters.logs import setup_logging
@@ -646,6 +650,9 @@ def scheduler_cmd(
                     api_client,
                     namespace=lease_namespace or default_lease_namespace(),
                     name=lease_name,
+                    lease_duration_s=timing.lease_duration_s,
+                    renew_deadline_s=timing.renew_deadline_s,
+                    retry_period_s=timing.retry_period_s,
                     identity=identity,
                 )
                 elector.run(stop, lead, lambda: log.info("no longer leading; standing by"))
