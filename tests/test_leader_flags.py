@@ -8,10 +8,11 @@ records its arguments and returns at once, so nothing here talks to an API serve
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from click.testing import CliRunner, Result
@@ -35,7 +36,7 @@ COMMANDS = ["scheduler", "controller"]
 class _Elector:
     """Stands for LeaderElector: keeps its keyword arguments, never campaigns."""
 
-    made: list[dict[str, Any]] = []
+    made: ClassVar[list[dict[str, Any]]] = []
 
     def __init__(self, _api: Any, **kwargs: Any) -> None:
         self.made.append(kwargs)
@@ -44,9 +45,24 @@ class _Elector:
         return None
 
 
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """The commands set up logging on the runner's stderr, closed after them: put the old setup back."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
+
+
 @pytest.fixture
 def elector(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    made: list[dict[str, Any]] = []
+    made: ClassVar[list[dict[str, Any]]] = []
     monkeypatch.setattr(_Elector, "made", made)
     monkeypatch.setattr(leader, "LeaderElector", _Elector)
     return made
@@ -107,7 +123,9 @@ def test_good_timings_reach_the_elector(
             id="negative",
         ),
         pytest.param(
-            ("--renew-deadline=soon",), "Invalid value for '--renew-deadline': 'soon' is not a valid float range.", id="text"
+            ("--renew-deadline=soon",),
+            "Invalid value for '--renew-deadline': 'soon' is not a valid float range.",
+            id="text",
         ),
     ],
 )
