@@ -9,6 +9,7 @@ the real API server.
   the chart sets), and with other values.
 - With the defaults and release ``vcsat`` in ``vcsat-system`` the chart renders what deploy/
   (kustomize) holds, plus only the differences listed here; with the CRDs on, deploy/crds.
+- ``helm install`` against the API server creates the release, ``helm uninstall`` removes it.
 - Values become what the commands run with: the leader election periods, the scheduler name, the
   scheduler configuration, which the rendered arguments of both commands are accepted with (the
   real command line, with a stand-in elector).
@@ -577,3 +578,35 @@ def test_a_conf_change_rolls_the_scheduler(render: Callable[..., list[dict[str, 
 
     assert checksum() == checksum()
     assert checksum() != checksum("--set", "scheduler.conf.actions=enqueue\\, allocate")
+
+
+# --- helm install, for real ---------------------------------------------------------------------
+
+
+def test_helm_install_and_uninstall(
+    helm: Callable[..., subprocess.CompletedProcess[str]],
+    control_plane: ControlPlane,
+    apply: ServerSideApply,
+    restricted_namespace: str,
+) -> None:
+    """`helm install` against the API server creates the release's objects; `helm uninstall` removes them.
+
+    Release "it" (objects it-vcsat-*), so nothing of deploy/'s vcsat-* objects other tests use is
+    touched; the CRDs stay off, since the session's API server has deploy/crds already (a release
+    cannot adopt objects it did not create). ``apply`` has created the ServiceMonitor's CRD.
+    """
+    where = ("--kubeconfig", str(control_plane.kubeconfig), "--namespace", restricted_namespace)
+    done = helm("install", "it", str(CHART), *where, "--set", "serviceMonitor.enabled=true")
+    assert done.returncode == 0, done.stderr
+    with control_plane.api_client() as api:
+        apps, rbac = client.AppsV1Api(api), client.RbacAuthorizationV1Api(api)
+        names = {d.metadata.name for d in apps.list_namespaced_deployment(restricted_namespace).items}
+        assert names == {"it-vcsat-scheduler", "it-vcsat-controller"}
+        role = rbac.read_cluster_role("it-vcsat-scheduler")
+        assert role.metadata.labels["app.kubernetes.io/managed-by"] == "Helm"
+        done = helm("uninstall", "it", *where)
+        assert done.returncode == 0, done.stderr
+        assert apps.list_namespaced_deployment(restricted_namespace).items == []
+        with pytest.raises(client.ApiException) as gone:
+            rbac.read_cluster_role("it-vcsat-scheduler")
+        assert gone.value.status == 404
