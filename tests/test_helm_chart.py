@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vcsat.adapters import cli
-from vcsat.adapters.volcano_conf import parse_volcano_conf
+from vcsat.adapters.cli import app as cli
+from vcsat.adapters.convert.volcano_conf import parse_volcano_conf
 from vcsat.model import Policy
 
 ROOT = Path(__file__).resolve().parents[1]

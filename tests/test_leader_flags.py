@@ -19,7 +19,9 @@ from click.testing import CliRunner, Result
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vcsat.adapters import cli, daemon, leader
+from vcsat.adapters.cli import app as cli
+from vcsat.adapters.kube import leader
+from vcsat.adapters.live import daemon
 
 KUBECONFIG = """\
 apiVersion: v1

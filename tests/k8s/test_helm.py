@@ -35,7 +35,8 @@ from controlplane import ControlPlane, load_manifests, locate_binaries
 from kubernetes import client
 from serverside import DEPLOY_DIR, ServerSideApply, describe
 
-from vcsat.adapters import cli, leader
+from vcsat.adapters.cli import app as cli
+from vcsat.adapters.kube import leader
 from vcsat.model import Policy
 
 CHART = DEPLOY_DIR / "helm" / "vcsat"
