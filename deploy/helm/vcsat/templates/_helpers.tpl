@@ -37,7 +37,7 @@ app.kubernetes.io/name: {{ include "vcsat.fullname" .ctx }}-{{ .component }}
 {{- end -}}
 
 {{- define "vcsat.image" -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) -}}
 {{- end -}}
 
 {{/*
