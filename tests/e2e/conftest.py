@@ -9,6 +9,7 @@ test here is marked ``e2e`` (and ``k8s``: it needs the control-plane binaries to
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ for folder in (_HERE, _K8S):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
+from kubernetes import client  # noqa: E402
 from kwokcluster import KwokCluster, start_kwok_cluster  # noqa: E402
 
 
@@ -37,3 +39,14 @@ def kwok_cluster() -> Iterator[KwokCluster]:
     """etcd + kube-apiserver + kube-controller-manager + kwok for one test module."""
     with start_kwok_cluster() as cluster:
         yield cluster
+
+
+@pytest.fixture
+def namespace(kwok_cluster: KwokCluster) -> Iterator[str]:
+    """A fresh namespace for one scenario, deleted after (the namespace controller empties it)."""
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    with kwok_cluster.plane.api_client() as api:
+        core = client.CoreV1Api(api)
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+        yield name
+        core.delete_namespace(name)
