@@ -7,9 +7,10 @@ pod changes (tests/e2e/e2e_support.PodWatch), per Job:
 
 - **partial GPU-seconds**: GPUs held by the Job's bound, unfinished pods, integrated over the time
   during which not all of its pods had been bound yet;
-- **stalled**: the Job held GPUs while partial across a moment when room was freed elsewhere (a pod
-  of another Job finished) or when the observation ended: it was waiting for room, not for the
-  few milliseconds between the bindings of one decision.
+- **stalled**: the Job held GPUs while partial when a GPU pod of another Job finished, having been
+  bound before that Job's first pod finished (so its placement was not an answer to the room
+  those pods free, made while they were still finishing), or when the observation ended: it was
+  waiting for room, not for the moments between the bindings of one decision.
 
 Plain module beside conftest.py, pure functions of the recorded changes.
 """
@@ -55,6 +56,8 @@ def timelines(changes: list[PodChange], sizes: dict[str, int], end: float) -> di
     gpu_seconds = dict.fromkeys(sizes, 0.0)
     peak = dict.fromkeys(sizes, 0)
     stalled = dict.fromkeys(sizes, False)
+    first_bound: dict[str, int] = {}
+    first_finish: dict[str, int] = {}
     last = changes[0].at if changes else end
 
     def bound_count(job: str) -> int:
@@ -65,7 +68,7 @@ def timelines(changes: list[PodChange], sizes: dict[str, int], end: float) -> di
             return 0
         return sum(p.holding for p in pods.values() if p.job == job)
 
-    for change in [*changes, None]:
+    for index, change in enumerate([*changes, None]):
         now = end if change is None else min(change.at, end)
         for job in sizes:
             held = partial_holding(job)
@@ -82,9 +85,12 @@ def timelines(changes: list[PodChange], sizes: dict[str, int], end: float) -> di
         freed = pod.holding > 0 and (change.phase in FINISHED or change.kind == "DELETED")
         pod.bound = pod.bound or bool(change.node)
         pod.done = pod.done or change.phase in FINISHED or change.kind == "DELETED"
+        if pod.bound:
+            first_bound.setdefault(change.job, index)
         if freed:
+            first_finish.setdefault(change.job, index)
             for job in sizes:
-                if job != change.job and partial_holding(job) > 0:
+                if job != change.job and partial_holding(job) > 0 and first_bound[job] < first_finish[change.job]:
                     stalled[job] = True
     return {
         job: JobTimeline(job, size, bound_count(job), gpu_seconds[job], peak[job], stalled[job])
