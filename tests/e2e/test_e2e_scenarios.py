@@ -10,7 +10,8 @@ scheduler`` and ``vcsat controller`` as processes of their own, one cluster for 
 - **Preemption**: a low-priority gang fills the cluster; a high-priority Job of the same queue
   arrives. vcsat evicts low pods (the whole gang: evicting fewer would break it), binds the
   high Job only once its victims are gone, the victim Job restarts by its PodEvicted policy and
-  completes after the high Job.
+  completes after the high Job. With an elastic victim (minAvailable below its replicas) only the
+  fewest pods go, the rest run on, and the Job's plain sync replaces the evicted ones.
 - **Reclaim**: a queue of weight 1 holds every GPU; a queue of weight 3 then asks for all of them.
   vcsat evicts the first queue's pods until the GPUs are split by the weights, and then stops.
 """
@@ -288,6 +289,51 @@ def test_a_high_priority_job_preempts_and_the_victim_restarts_and_completes(
     print(
         f"checked: pods={len(nodes_by_uid(changes))}, bindings={len(bound)}, preempted={len(preempted)}, "
         f"restarts=1, duplicates found: 0"
+    )
+
+
+def test_preemption_takes_the_fewest_pods_of_an_elastic_gang_and_its_job_replaces_them(
+    kwok_cluster: KwokCluster, namespace: str, tmp_path: Path
+) -> None:
+    # The same cluster, but "low" needs only 2 of its 4 pods (minAvailable 2) and has no policy:
+    # high's 4 GPUs are freed by evicting two low pods, not all four, and low keeps running on
+    # the other two; the controller's plain sync recreates the two, which wait for high to end.
+    with (
+        gpu_nodes(kwok_cluster, [4, 4]) as nodes,
+        kwok_cluster.plane.api_client() as api,
+        priority_classes(api, {"low": 100, "high": 10000}) as classes,
+        PodWatch(api, namespace) as watch,
+        daemons(kwok_cluster, namespace, tmp_path) as logs,
+    ):
+        core = client.CoreV1Api(api)
+        low = gpu_job("low", 4, gpus=2, run_seconds=600, priorityClassName=classes["low"], minAvailable=2)
+        create_job(api, namespace, low)
+        first = wait_until(lambda: _running(core, namespace, "low", 4), "low runs on the whole cluster", logs=logs)
+        create_job(api, namespace, gpu_job("high", 2, gpus=2, run_seconds=2, priorityClassName=classes["high"]))
+        wait_until(lambda: job_phase(api, namespace, "high") == "Completed", "high Completed", logs=logs)
+        final = wait_until(lambda: _running(core, namespace, "low", 4), "low runs four pods again", logs=logs)
+        for pod in final:
+            finish_pod(api, namespace, pod.metadata.name)
+        wait_until(lambda: job_phase(api, namespace, "low") == "Completed", "low Completed", logs=logs)
+        preempted = _events(core, namespace, "Preempted")
+        low_status = read_job(api, namespace, "low").get("status") or {}
+        changes = watch.snapshot()
+
+    first_names = {p.metadata.name: p.metadata.uid for p in first}
+    kept = {p.metadata.uid for p in final} & set(first_names.values())
+    # Two victims, both low's, and the two others ran on to the end: the gang never went below 2.
+    assert len(preempted) == len(set(preempted)) == 2 and set(preempted) <= set(first_names), preempted
+    assert len(kept) == 2, f"kept {len(kept)} of low's first pods"
+    assert not node_overcommits(changes, dict.fromkeys(nodes, 4))
+    # No restart: the Job's version is unchanged; the replacements were bound after high finished.
+    assert low_status.get("version", 0) == 0 and low_status.get("retryCount", 0) == 0, low_status
+    replacements = {p.metadata.uid for p in final} - kept
+    high_done = max(i for i, c in enumerate(changes) if c.job == "high" and c.phase == "Succeeded")
+    assert min(i for i, c in enumerate(changes) if c.uid in replacements and c.node) > high_done
+    assert all(len(n) == 1 for n in nodes_by_uid(changes).values())
+    print(
+        f"checked: pods={len(nodes_by_uid(changes))}, bindings={len(bindings(changes))}, "
+        f"preempted={len(preempted)}, kept={len(kept)}, duplicates found: 0"
     )
 
 
