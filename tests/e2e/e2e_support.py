@@ -23,7 +23,7 @@ from controlplane import free_port
 from kubernetes import client, watch
 from kwokcluster import RUN_SECONDS, KwokCluster, kwok_node
 
-VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli import main; main()"]
+VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli.app import main; main()"]
 STOP_S = 30.0
 WAIT_S = 90.0
 """The most any condition is waited for: a bound on a hung test, not a speed requirement."""
