@@ -3,7 +3,8 @@
 The cluster (tests/k8s/kwokcluster.py) is the real etcd, kube-apiserver and
 kube-controller-manager plus kwok, the kubelet of fake nodes; the scenarios start ``vcsat
 scheduler`` and ``vcsat controller`` against it as separate processes, as a user would. Every
-test here is marked ``e2e`` (and ``k8s``: it needs the control-plane binaries too).
+test here that starts the cluster is marked ``e2e`` (and ``k8s``: it needs the control-plane
+binaries too).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from kwokcluster import KwokCluster, start_kwok_cluster  # noqa: E402
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # This hook sees the whole session's items, not only this folder's.
+    # This hook sees the whole session's items, not only this folder's. Tests here that start no
+    # cluster (the readings of recorded runs) stay unmarked, so they run without the binaries.
     for item in items:
-        if _HERE in Path(str(item.path)).resolve().parents:
+        if _HERE in Path(str(item.path)).resolve().parents and "kwok_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.k8s)
 
