@@ -55,7 +55,7 @@ from vcsat.adapters.kube.applier import Applier, PendingApply
 from vcsat.adapters.kube.apply_state import ApplyReport
 from vcsat.adapters.kube.client import Kube, load_configuration
 from vcsat.adapters.kube.informer import InformerSet
-from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, stop_on_signals
+from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 from vcsat.model import Decision, PodGroupOutcome, Policy, Snapshot
 
 log = logging.getLogger("vcsat.scheduler")
@@ -610,6 +610,9 @@ def scheduler_cmd(
     leader_elect: bool,
     lease_namespace: str | None,
     lease_name: str,
+    lease_duration_s: float,
+    renew_deadline_s: float,
+    retry_period_s: float,
     metrics_port: int,
     log_format: str,
     log_level: str,
@@ -617,6 +620,7 @@ def scheduler_cmd(
     dashboard_port: int,
 ) -> None:
     """Run the live scheduler against a cluster until SIGTERM or Ctrl-C."""
+    timing = leader_timing(lease_duration_s, renew_deadline_s, retry_period_s)
     from vcsat.adapters.cli.app import load_policy
     from vcsat.adapters.kube.leader import LeaderElector, default_identity
     from vcsat.adapters.live.logs import setup_logging
@@ -683,6 +687,9 @@ def scheduler_cmd(
                     api_client,
                     namespace=lease_namespace or default_lease_namespace(),
                     name=lease_name,
+                    lease_duration_s=timing.lease_duration_s,
+                    renew_deadline_s=timing.renew_deadline_s,
+                    retry_period_s=timing.retry_period_s,
                     identity=identity,
                 )
                 elector.run(stop, lead, lambda: log.info("no longer leading; standing by"))
