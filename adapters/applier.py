@@ -16,7 +16,8 @@ The solver decides; this module makes it so, in the order that keeps the cluster
    happens here; a gang cut off mid-bind keeps what was bound, and the next cycle places the rest
    (the solver counts bound members towards ``minMember``).
 4. **PodGroup status** (phase, conditions, running/succeeded/failed) through the status
-   subresource, written only when it differs from what the group already shows.
+   subresource, or on the PodGroup itself where the CRD serves none (Volcano's; discovery
+   decides, :mod:`.status_subresource`), written only when it differs from what the group shows.
 5. **PodScheduled=False** (reason ``Unschedulable``, or ``SchedulingGated`` for a pod with
    scheduling gates, with the decision's reason code and message) on
    the pods a cycle leaves unplaced, as kube-scheduler marks them and cluster-autoscaler looks for
@@ -72,6 +73,7 @@ from vcsat.adapters.kube import (
     now_rfc3339,
 )
 from vcsat.adapters.objects import GPU_IDS_ANNOTATION
+from vcsat.adapters.status_subresource import StatusWriter
 from vcsat.model import Binding, Decision, Eviction, Nomination, Pod, PodGroup, PodGroupOutcome, Snapshot
 from vcsat.model.cluster import DEFAULT_QUEUE
 
@@ -182,6 +184,7 @@ class Applier:
         event_refresh_s: float = 60.0,
     ) -> None:
         self.kube = kube
+        self.statuses = StatusWriter(kube)
         self.store = store
         self.identity = identity
         self.event_refresh_s = event_refresh_s
@@ -634,11 +637,13 @@ class Applier:
         status = _desired_status(group, pods, outcome, placed, current.get("status") or {})
         if status is not None and self._status_due(group.key, current.get("status") or {}, status, report):
             try:
-                self.kube.patch(PODGROUPS.path(group.namespace, group.name, "status"), {"status": status})
+                # Through the status subresource, or on the PodGroup itself where the CRD (Volcano's)
+                # serves none: the controller waits for this phase before it creates pods.
+                self.statuses.patch_status(PODGROUPS, group.namespace, group.name, status)
                 done.append(f"status {group.key}")
             except ApiError as error:
                 if error.status != 404:
-                    log.warning("podgroup status update failed", extra={"podgroup": group.key, "error": str(error)})
+                    log.warning("podgroup status not written", extra={"podgroup": group.key, "error": str(error)})
                 report.follow_up("retry", time.monotonic())
         done.extend(self._group_events(PODGROUPS, current, group.key, outcome, gang, report))
         return done

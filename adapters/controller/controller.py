@@ -25,13 +25,12 @@ from typing import Any
 import click
 
 from vcsat.adapters.controller import naming
-from vcsat.adapters.controller.reconciler import Conflict, Reconciler, WriteHook
+from vcsat.adapters.controller.reconciler import JOBS, Conflict, Reconciler, WriteHook
 from vcsat.adapters.daemon import daemon_options, default_lease_namespace, stop_on_signals
-from vcsat.adapters.kube import PODGROUPS, PODS, Kube, Resource
+from vcsat.adapters.kube import PODGROUPS, PODS, Kube
 
 log = logging.getLogger("vcsat.controller")
 
-JOBS = Resource("Job", naming.JOB_API_VERSION, naming.JOB_PLURAL, namespaced=True)
 FIRST_BACKOFF_S = 0.1
 MAX_BACKOFF_S = 30.0
 CONFLICT_RETRY_S = 0.05

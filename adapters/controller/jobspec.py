@@ -46,6 +46,7 @@ ACTIONS = (
     "RestartJob",
     "RestartTask",
     "RestartPod",
+    "RestartPartition",
     "TerminateJob",
     "CompleteJob",
     "ResumeJob",
@@ -90,6 +91,8 @@ class TaskSpec:
     policies: tuple[LifecyclePolicy, ...] = ()
     depends_on: DependsOn | None = None
     topology_policy: str | None = None
+    partition_size: int | None = None
+    """``partitionPolicy.partitionSize``: pods ``[k*size, (k+1)*size)`` form partition k (RestartPartition)."""
 
     @property
     def pod_spec(self) -> Mapping[str, Any]:
@@ -307,6 +310,8 @@ class _JobReader(FieldReader):
         template = self.template(raw, path)
         depends_on = self.depends_on(raw, path)
         topology_policy = self.string(raw, "topologyPolicy", f"{path}.topologyPolicy") or None
+        partition = self.mapping(raw, "partitionPolicy", f"{path}.partitionPolicy")
+        partition_size = self.integer(partition, "partitionSize", f"{path}.partitionPolicy.partitionSize", minimum=1)
         return TaskSpec(
             name=name,
             replicas=replicas,
@@ -316,6 +321,7 @@ class _JobReader(FieldReader):
             policies=self.policies(raw, f"{path}.policies"),
             depends_on=depends_on,
             topology_policy=topology_policy,
+            partition_size=partition_size,
         )
 
     def template(self, raw: Mapping[str, Any], path: str) -> Mapping[str, Any]:

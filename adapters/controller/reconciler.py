@@ -3,7 +3,8 @@
 Every read is fresh from the API server (no cache that could be stale after a restart), and every
 write is safe to repeat:
 
-1. the new status is written first, through the status subresource with the Job's
+1. the new status is written first, through the status subresource (or the Job itself where the
+   CRD serves none, :mod:`~vcsat.adapters.status_subresource`) with the Job's
    ``resourceVersion``: the commit point (a conflict means someone else moved first, and the
    whole reconcile is redone on fresh data);
 2. the plugins' objects, then the PodGroup, are created if missing (``AlreadyExists`` is success);
@@ -38,7 +39,8 @@ from vcsat.adapters.controller.pods import build_pod
 from vcsat.adapters.controller.state import INVALID_REASON, JobEvent, Plan, decide
 from vcsat.adapters.controller.status import JobStatus, rfc3339
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.kube import ApiError, Kube
+from vcsat.adapters.kube import ApiError, Kube, Resource
+from vcsat.adapters.status_subresource import StatusWriter
 
 log = logging.getLogger("vcsat.controller")
 
@@ -46,6 +48,7 @@ WriteHook = Callable[[str, str, str], None]
 """Called as ``hook(verb, kind, name)`` before each write (tests use it to kill a reconcile midway)."""
 
 COMPONENT = "vcsat-controller"
+JOBS = Resource("Job", naming.JOB_API_VERSION, naming.JOB_PLURAL, namespaced=True)
 
 # Where each kind lives: the collection path of a namespace (objects are ``<collection>/<name>``).
 _COLLECTIONS: dict[str, str] = {
@@ -96,6 +99,7 @@ class Reconciler:
         on_write: WriteHook | None = None,
     ) -> None:
         self.kube = kube
+        self.statuses = StatusWriter(kube)
         self.scheduler_name = scheduler_name
         self.claim_unset = claim_unset
         self.wait_for_admission = wait_for_admission
@@ -202,10 +206,11 @@ class Reconciler:
         self._write("update-status", "Job", metadata["name"])
         body = {**job, "status": status.to_dict()}
         try:
-            self.kube.request("PUT", object_path("Job", namespace, metadata["name"]) + "/status", body=body)
+            self.statuses.put_status(JOBS, body)
         except ApiError as error:
             if error.status in (404, 409):
                 raise Conflict(f"Job {namespace}/{metadata['name']} changed: {error.reason}") from None
+            log.warning("job status not written", extra={"job": f"{namespace}/{metadata['name']}", "error": str(error)})
             raise
 
     def _mark_invalid(self, job: dict[str, Any], status: JobStatus, error: InputError) -> None:
