@@ -24,19 +24,20 @@ import json
 import logging
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from vcsat.adapters.controller import naming
+from vcsat.adapters.controller.commands import COMMANDS, CommandObject
 from vcsat.adapters.controller.jobspec import JobSpec, parse_job
-from vcsat.adapters.controller.observe import Observation, ObservedPod, observe_pod, read_command
+from vcsat.adapters.controller.observe import Command, Observation, ObservedPod, observe_pod
 from vcsat.adapters.controller.plugins.base import ObjectRecipe, object_metadata
 from vcsat.adapters.controller.plugins.registry import build_plugins
 from vcsat.adapters.controller.podgroup import build_podgroup, spec_update
 from vcsat.adapters.controller.pods import build_pod
-from vcsat.adapters.controller.state import INVALID_REASON, JobEvent, Plan, decide
+from vcsat.adapters.controller.state import COMMAND_RESOURCE, INVALID_REASON, JobEvent, Plan, decide
 from vcsat.adapters.controller.status import JobStatus, rfc3339
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.kube import ApiError, Kube, Resource
@@ -112,6 +113,9 @@ class Reconciler:
         self._removed: dict[str, set[tuple[str, str]]] = {}
         self._priorities: dict[str, int] = {}
         self._warned_unmarked = False
+        # Uids of the Commands this process deleted: a watch cache may still list one for a moment,
+        # and one consumed must never be applied again after a later command replaced its record.
+        self._consumed: dict[str, None] = {}
 
     # --- entry point ---------------------------------------------------------------------
 
@@ -120,8 +124,19 @@ class Reconciler:
         scheduler = (job.get("spec") or {}).get("schedulerName") or ""
         return scheduler == self.scheduler_name or (not scheduler and self.claim_unset)
 
-    def reconcile(self, namespace: str, name: str, tombstones: Iterable[Mapping[str, Any]] = ()) -> float | None:
-        """Bring one Job a step closer to what it should be; seconds until it wants another look, or None."""
+    def reconcile(
+        self,
+        namespace: str,
+        name: str,
+        tombstones: Iterable[Mapping[str, Any]] = (),
+        commands: Sequence[CommandObject] = (),
+    ) -> float | None:
+        """Bring one Job a step closer to what it should be; seconds until it wants another look, or None.
+
+        ``commands``: the Command objects that target this Job (from the controller's watch); the
+        oldest is applied in this step (:mod:`.commands`), and it is deleted once its uid is in
+        the Job's status.
+        """
         job = self._get(object_path("Job", namespace, name))
         if job is None:
             self._collect_orphans(namespace, name)
@@ -139,19 +154,33 @@ class Reconciler:
             self._mark_invalid(job, status, error)
             return None
 
+        pending = sorted(
+            (c for c in commands if c.for_job and c.target_name == name and c.uid not in self._consumed),
+            key=lambda c: c.order,
+        )
+        applied = status.controlled_resources.get(COMMAND_RESOURCE)
+        for done in [c for c in pending if c.uid == applied]:
+            self._delete_command(done)  # applied before, its deletion interrupted
+            pending.remove(done)
+        command = pending[0] if pending else None
+
         pods = self._observe_pods(namespace, name, uid, tombstones)
         podgroup = self._get(object_path("PodGroup", namespace, naming.podgroup_name(name, uid)))
         podgroup_phase = None if podgroup is None else str((podgroup.get("status") or {}).get("phase") or "")
         observation = Observation(
             pods=tuple(pods),
             podgroup_phase=podgroup_phase,
-            command=read_command(job),
+            command=None if command is None else Command(id=command.uid, action=command.action),
             now=self.clock(),
             job_updated=_synced_generation(podgroup) < spec.generation,
         )
         plan = decide(spec, status, observation, wait_for_admission=self.wait_for_admission)
         if plan.status != status:
             self._write_status(job, plan.status)
+        if command is not None and plan.status.controlled_resources.get(COMMAND_RESOURCE) == command.uid:
+            self._delete_command(command)  # recorded in the status just written: consumed
+            if len(pending) > 1:
+                plan = replace(plan, requeue_after_s=0.0)
         self._apply(spec, plan, podgroup)
         if observation.job_updated and plan.podgroup == "keep":
             # JobUpdated was seen; mark it acted on even in a step that leaves the group as it is,
@@ -229,6 +258,13 @@ class Reconciler:
             str(metadata.get("uid") or ""),
             JobEvent("Warning", INVALID_REASON, message),
         )
+
+    def _delete_command(self, command: CommandObject) -> None:
+        self._write("delete", "Command", command.name)
+        self._delete(COMMANDS.path(command.namespace, command.name))
+        self._consumed[command.uid] = None
+        if len(self._consumed) > 4096:
+            del self._consumed[next(iter(self._consumed))]
 
     # --- pods ------------------------------------------------------------------------------
 
