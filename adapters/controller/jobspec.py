@@ -302,6 +302,17 @@ class _JobReader(FieldReader):
             )
         replicas = self.integer(raw, "replicas", f"{path}.replicas", minimum=0) or 0
         min_available = self.integer(raw, "minAvailable", f"{path}.minAvailable", minimum=0)
+        partition = self.mapping(raw, "partitionPolicy", f"{path}.partitionPolicy")
+        partition_size = self.integer(partition, "partitionSize", f"{path}.partitionPolicy.partitionSize", minimum=1)
+        min_partitions = self.integer(partition, "minPartitions", f"{path}.partitionPolicy.minPartitions", minimum=0)
+        if min_available is None and partition_size and min_partitions:
+            # As Volcano's controller: an unset minimum is that many whole partitions.
+            if min_partitions * partition_size > replicas:
+                self.fail(
+                    f"{path}.partitionPolicy.minPartitions",
+                    f"{min_partitions} partitions of {partition_size} are more than the task's {replicas} replicas",
+                )
+            min_available = min_partitions * partition_size
         if min_available is None:
             min_available = replicas
         if min_available > replicas:
@@ -310,8 +321,6 @@ class _JobReader(FieldReader):
         template = self.template(raw, path)
         depends_on = self.depends_on(raw, path)
         topology_policy = self.string(raw, "topologyPolicy", f"{path}.topologyPolicy") or None
-        partition = self.mapping(raw, "partitionPolicy", f"{path}.partitionPolicy")
-        partition_size = self.integer(partition, "partitionSize", f"{path}.partitionPolicy.partitionSize", minimum=1)
         return TaskSpec(
             name=name,
             replicas=replicas,
