@@ -49,7 +49,7 @@ class Session:
     def __init__(self, kubeconfig: str | None, context: str | None) -> None:
         from kubernetes.client import ApiClient
 
-        from vcsat.adapters.kube import load_configuration
+        from vcsat.adapters.kube.client import load_configuration
 
         self.kubeconfig = kubeconfig
         self.context = context
@@ -158,7 +158,7 @@ def job_run(
     if bool(filename) == bool(job_name):
         raise click.UsageError("give either -f FILE or --name NAME")
     if filename:
-        from vcsat.adapters.instance_file import read_objects
+        from vcsat.adapters.convert.instance_file import read_objects
 
         jobs = []
         for number, obj in enumerate(read_objects(filename)):
@@ -400,7 +400,7 @@ _NO_COMMAND_CRD = "the Command CRD (commands.bus.volcano.sh) is not installed: k
 
 
 def _describe_job(job: Mapping[str, Any], events: Sequence[Any]) -> None:
-    from vcsat.adapters.cli import make_console
+    from vcsat.adapters.cli.app import make_console
 
     console = make_console()
     metadata = job.get("metadata") or {}
@@ -637,7 +637,7 @@ def _set_queue_state(kubeconfig: str | None, context: str | None, name: str, sta
 
 def _show_queues(session: Session, queues: list[dict[str, Any]], output: str, *, single: bool) -> None:
     from vcsat.adapters.controller.queue_view import format_amounts, format_share, live_shares
-    from vcsat.adapters.kube import Kube
+    from vcsat.adapters.kube.client import Kube
 
     if output != "table":
         _emit_objects(queues, output, single=single)
@@ -725,7 +725,7 @@ def _emit_objects(items: list[dict[str, Any]], output: str, *, single: bool) -> 
 
 
 def _print_table(columns: list[str], rows: list[list[str]], *, empty: str) -> None:
-    from vcsat.adapters.cli import make_console
+    from vcsat.adapters.cli.app import make_console
 
     console = make_console()
     if not rows:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vcsat.adapters.controller import naming
-from vcsat.adapters.kube import Resource
+from vcsat.adapters.kube.client import Resource
 
 COMMAND_API_VERSION = "bus.volcano.sh/v1alpha1"
 COMMANDS = Resource("Command", COMMAND_API_VERSION, "commands", namespaced=True)

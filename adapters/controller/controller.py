@@ -28,9 +28,9 @@ import click
 from vcsat.adapters.controller import naming
 from vcsat.adapters.controller.commands import COMMANDS, QUEUE_ACTIONS, QUEUES, CommandObject, read_command_object
 from vcsat.adapters.controller.reconciler import JOBS, Conflict, Reconciler, WriteHook
-from vcsat.adapters.daemon import daemon_options, default_lease_namespace, stop_on_signals
-from vcsat.adapters.kube import PODGROUPS, PODS, ApiError, Kube
-from vcsat.adapters.status_subresource import StatusWriter
+from vcsat.adapters.kube.client import PODGROUPS, PODS, ApiError, Kube
+from vcsat.adapters.kube.status_subresource import StatusWriter
+from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, stop_on_signals
 
 log = logging.getLogger("vcsat.controller")
 
@@ -149,7 +149,7 @@ class JobController:
     # --- running ---------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        from vcsat.adapters.informer import Informer
+        from vcsat.adapters.kube.informer import Informer
 
         informers = [
             Informer(self.kube, JOBS, on_list=self._jobs_listed, on_event=self._job_event, watch_timeout_s=60),
@@ -432,8 +432,8 @@ def controller_command(
     """Run the Job controller: Volcano Jobs → PodGroups, pods, plugins and status, until SIGTERM."""
     from kubernetes.client import ApiClient
 
-    from vcsat.adapters.kube import load_configuration
-    from vcsat.adapters.logs import setup_logging
+    from vcsat.adapters.kube.client import load_configuration
+    from vcsat.adapters.live.logs import setup_logging
 
     setup_logging(log_format, log_level.upper())
     configuration = load_configuration(kubeconfig)
@@ -451,7 +451,7 @@ def controller_command(
     metrics = None
     with ApiClient(configuration) as api_client:
         if metrics_port:
-            from vcsat.adapters.metrics import Metrics
+            from vcsat.adapters.live.metrics import Metrics
 
             metrics = Metrics()
             metrics.serve(
@@ -474,7 +474,7 @@ def controller_command(
 
         try:
             if leader_elect:
-                from vcsat.adapters.leader import LeaderElector, default_identity
+                from vcsat.adapters.kube.leader import LeaderElector, default_identity
 
                 elector = LeaderElector(
                     api_client,

@@ -4,7 +4,7 @@ Every read is fresh from the API server (no cache that could be stale after a re
 write is safe to repeat:
 
 1. the new status is written first, through the status subresource (or the Job itself where the
-   CRD serves none, :mod:`~vcsat.adapters.status_subresource`) with the Job's
+   CRD serves none, :mod:`~vcsat.adapters.kube.status_subresource`) with the Job's
    ``resourceVersion``: the commit point (a conflict means someone else moved first, and the
    whole reconcile is redone on fresh data);
 2. the plugins' objects, then the PodGroup, are created if missing (``AlreadyExists`` is success);
@@ -40,8 +40,8 @@ from vcsat.adapters.controller.pods import build_pod
 from vcsat.adapters.controller.state import COMMAND_RESOURCE, INVALID_REASON, JobEvent, Plan, decide
 from vcsat.adapters.controller.status import JobStatus, rfc3339
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.kube import ApiError, Kube, Resource
-from vcsat.adapters.status_subresource import StatusWriter
+from vcsat.adapters.kube.client import ApiError, Kube, Resource
+from vcsat.adapters.kube.status_subresource import StatusWriter
 
 log = logging.getLogger("vcsat.controller")
 
@@ -84,7 +84,7 @@ class ReconcileError(Exception):
 class Reconciler:
     """Applies :func:`.state.decide` to one Job at a time against a live API server.
 
-    It talks raw JSON through :class:`~vcsat.adapters.kube.Kube`: pod templates reach the API
+    It talks raw JSON through :class:`~vcsat.adapters.kube.client.Kube`: pod templates reach the API
     server exactly as the user wrote them (a typed client would re-validate them on its own terms,
     refusing for instance ``nvidia.com/gpu: 1`` written as a number, which the server accepts).
     """

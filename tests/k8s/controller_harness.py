@@ -19,8 +19,8 @@ from typing import Any
 from scheduler_support import Bubble, wait_until
 
 from vcsat.adapters.controller.controller import JobController
-from vcsat.adapters.kube import PODGROUPS, PODS, ApiError, Kube
-from vcsat.adapters.status_subresource import StatusWriter
+from vcsat.adapters.kube.client import PODGROUPS, PODS, ApiError, Kube
+from vcsat.adapters.kube.status_subresource import StatusWriter
 
 JOBS_PATH = "/apis/batch.volcano.sh/v1alpha1/namespaces/{namespace}/jobs"
 

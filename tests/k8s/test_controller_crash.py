@@ -30,7 +30,7 @@ from scheduler_support import (  # kwok_control_plane: the fixture control_plane
 )
 
 from vcsat.adapters.controller.commands import command_body
-from vcsat.adapters.kube import Kube
+from vcsat.adapters.kube.client import Kube
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 
@@ -174,7 +174,7 @@ def test_controller_process_killed_and_restarted(
     command = [
         sys.executable,
         "-c",
-        "from vcsat.adapters.cli import main; main()",
+        "from vcsat.adapters.cli.app import main; main()",
         "controller",
         "--kubeconfig",
         str(control_plane.kubeconfig),
@@ -227,7 +227,7 @@ def test_controller_command_acts_only_while_it_holds_the_lease(
     command = [
         sys.executable,
         "-c",
-        "from vcsat.adapters.cli import main; main()",
+        "from vcsat.adapters.cli.app import main; main()",
         "controller",
         "--kubeconfig",
         str(control_plane.kubeconfig),

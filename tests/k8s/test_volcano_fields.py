@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from vcsat.adapters.kube import PODGROUPS, Kube, Resource
-from vcsat.adapters.status_subresource import StatusWriter
+from vcsat.adapters.kube.client import PODGROUPS, Kube, Resource
+from vcsat.adapters.kube.status_subresource import StatusWriter
 
 SCHEDULING = ("scheduling.volcano.sh", "v1beta1")
 BATCH = ("batch.volcano.sh", "v1alpha1")

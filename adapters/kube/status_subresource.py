@@ -20,7 +20,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from vcsat.adapters.kube import MERGE_PATCH, ApiError, Kube, Resource
+from vcsat.adapters.kube.client import MERGE_PATCH, ApiError, Kube, Resource
 
 log = logging.getLogger("vcsat.kube")
 
