@@ -2,7 +2,7 @@
 
 The numbers come from the same places the scheduler's come from: the cluster's objects are read
 into a snapshot (:func:`~vcsat.adapters.convert.snapshot.snapshot_from_objects`) and vcsat's fair-share
-split (:func:`~vcsat.solver.fairness.deserved.compute_fair_shares`) gives each queue its deserved
+split (:func:`~vcsat.solver.shares.deserved.compute_fair_shares`) gives each queue its deserved
 share and what its pods hold now (its whole subtree, as Volcano's proportion plugin counts a
 parent). SHARE is the largest ratio of held to deserved over the resources, Volcano's share.
 """
@@ -17,7 +17,7 @@ from fractions import Fraction
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.kube.client import SCHEDULING_RESOURCES, ApiError, Kube
 from vcsat.model import resources as res
-from vcsat.solver.fairness.deserved import compute_fair_shares
+from vcsat.solver.shares.deserved import compute_fair_shares
 
 log = logging.getLogger("vcsat.cli")
 
