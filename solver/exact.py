@@ -258,7 +258,11 @@ def _search(
     stoppers: dict[int, _StopAtTargets] = {}
 
     def stopper(stage: Stage) -> _StopAtTargets:
-        stoppers[id(stage)] = _StopAtTargets(stage, targets, policy.relative_gap)
+        stoppers[id(stage)] = _StopAtTargets(stage, targets, policy.relative_gap, own_bound=not restricted)
+        # CP-SAT's own relative gap is of the weighted stage, which its first level dominates: it
+        # stops stages without placed work only (fair shares, tie-breaks); the others stop on
+        # the decision's gap, in the callback.
+        solver.parameters.relative_gap_limit = 0.0 if stoppers[id(stage)].active else policy.relative_gap
         return stoppers[id(stage)]
 
     def done(number: int, stage: Stage, result: StageResult) -> bool:
@@ -274,10 +278,9 @@ def _search(
         # when its bound meets the objective (integers). A stage stopped at bounds proven
         # elsewhere is as proven as one CP-SAT closed itself.
         closed = not restricted and result.status == cp_model.OPTIMAL and result.bound <= result.objective
-        optimal = optimal and (closed or stoppers[id(stage)].reached)
+        optimal = optimal and (closed or (stoppers[id(stage)].reached and stoppers[id(stage)].alone))
         return True
 
-    solver.parameters.relative_gap_limit = policy.relative_gap
     values, complete = solve_stages(cp, solver, stages, clock, plan=plan, done=done, stopper=stopper)
     optimal = optimal and complete
     spent = clock.spent - spent_before
@@ -297,20 +300,26 @@ def _hinted(cp: cp_model.CpModel) -> dict[int, int]:
 
 
 class _StopAtTargets(cp_model.CpSolverSolutionCallback):
-    """Stops a stage once its solution meets bounds proven elsewhere (the LP of :mod:`bound`).
+    """Stops a placed-work stage once its solution is proven good enough on the reported levels.
 
-    Only for a stage made of reported levels alone: a stage that also ranks packing must go on.
-    The levels are met lexicographically: the first reaches its bound, then the next, and so on;
-    or, with a relative gap allowed, the sum is within it.
+    A reported level's bound is the tighter of the one proven elsewhere (the LP of :mod:`bound`,
+    ``targets``) and CP-SAT's own, read level by level off the stage's bound
+    (:meth:`Stage.level_bounds`; not on a restricted model, whose bound proves nothing). The
+    stage stops when every reported level reaches its bound (only for a stage made of reported
+    levels alone: one that also ranks tie-breaks must go on), or, with a relative gap allowed, when
+    the reported levels' sum is within it of their bounds' sum: the decision's gap
+    (:func:`vcsat.model.relative_gap`), not CP-SAT's gap of the weighted stage, in which the first
+    level outweighs all the others.
     """
 
-    def __init__(self, stage: Stage, targets: dict[str, int], relative_gap: float) -> None:
+    def __init__(self, stage: Stage, targets: dict[str, int], relative_gap: float, *, own_bound: bool) -> None:
         super().__init__()
         self.stage = stage
         self.targets = [targets.get(level.name) for level in stage.levels]
-        self.active = all(level.reported for level in stage.levels) and all(
-            target is not None for target in self.targets
-        )
+        self.reported = [i for i, level in enumerate(stage.levels) if level.reported]
+        self.active = bool(self.reported) and stage.levels[0].reported
+        self.alone = len(self.reported) == len(stage.levels)
+        self.own_bound = own_bound
         self.relative_gap = relative_gap
         self.reached = False
 
@@ -318,11 +327,17 @@ class _StopAtTargets(cp_model.CpSolverSolutionCallback):
         if not self.active:
             return
         values = [sum(coef * self.value(var) for var, coef in level.terms) for level in self.stage.levels]
-        targets = [target or 0 for target in self.targets]
-        reached = all(value >= target for value, target in zip(values, targets, strict=True))
-        total, bound = sum(values), sum(targets)
+        bounds = list(self.targets)
+        if self.own_bound:
+            own = self.stage.level_bounds(values, int(self.best_objective_bound // 1))
+            bounds = [b if t is None else min(t, b) for t, b in zip(self.targets, own, strict=True)]
+        if any(bounds[i] is None for i in self.reported):
+            return
+        reached = all(values[i] >= (bounds[i] or 0) for i in self.reported)
+        total = sum(values[i] for i in self.reported)
+        bound = sum(bounds[i] or 0 for i in self.reported)
         self.reached = reached
-        if reached or (self.relative_gap > 0 and bound - total <= self.relative_gap * max(1, bound)):
+        if (reached and self.alone) or (self.relative_gap > 0 and bound - total <= self.relative_gap * max(1, bound)):
             self.stop_search()
 
 

@@ -131,12 +131,13 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float) -> Decision:
         now = bindings(problem, assignment, assignment.shape_slots)
     values = _placed(problem, assignment)
     fair = fair_share_values(problem, assignment)
-    # The first bounds hold the levels above each at least at the hint's values; they stay valid
-    # for a decision that keeps every level at least there (and are then only looser).
-    dominates = all(fair[rank] >= hint_fair.get(rank, 0) for rank in fair) and all(
-        values[rank] >= hint_values.get(rank, 0) for rank in values
-    )
-    lp_bounds = first_bounds if dominates else lp_level_bounds(problem, values, fair)
+    # Each level's bound holds the levels above it at the decision's own values: the first bounds
+    # (at the hint's) are those when the decision kept the hint's values, and only looser when
+    # it raised them (a fair share raised above the hint's leaves less room for placed work).
+    same = fair == {rank: hint_fair.get(rank, 0) for rank in fair} and values == {
+        rank: hint_values.get(rank, 0) for rank in values
+    }
+    lp_bounds = first_bounds if same else lp_level_bounds(problem, values, fair)
     bound = 0
     for rank, value in values.items():
         proven = [b for b in (lp_bounds.get(rank), result.bounds.get(level_name(rank))) if b is not None]
