@@ -19,6 +19,7 @@ Two clocks bound every solve:
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -63,6 +64,9 @@ class SearchClock:
     """Some solve ended on the wall clock (or was not started for want of it) before its
     deterministic limit: the decision may differ from a replay's."""
     workers: int = 1
+    wall: bool = True
+    """False: no wall limit at all, not even the safety net; the deterministic budgets alone stop
+    the search (benchmarks measuring what a budget buys on a machine busy with other work)."""
 
     def left(self) -> float | None:
         """Wall seconds until the deadline (None without one)."""
@@ -71,6 +75,8 @@ class SearchClock:
     def wall_limit(self, deterministic: float) -> float:
         """The wall limit of a solve given ``deterministic`` seconds: the safety net, or what is
         left until the deadline when that is less."""
+        if not self.wall:
+            return math.inf
         net = 2 * deterministic + WALL_SLACK_SECONDS
         left = self.left()
         return net if left is None else max(0.0, min(net, left))
@@ -78,7 +84,7 @@ class SearchClock:
     def out_of_time(self) -> bool:
         """The deadline is (all but) reached: no further solve starts, and the run says so."""
         left = self.left()
-        if left is not None and left < MIN_WALL_SECONDS:
+        if self.wall and left is not None and left < MIN_WALL_SECONDS:
             self.wall_stopped = True
             return True
         return False

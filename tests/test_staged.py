@@ -73,7 +73,7 @@ def _brute_force(uppers: list[int], capacity: int, weights: list[list[int]]) -> 
 def test_stages_reach_the_lexicographic_optimum(
     uppers: list[int], capacity: int, weights: list[list[int]], expected: tuple[int, ...]
 ) -> None:
-    cp, xs, levels = _lexicographic_model(uppers, capacity, weights)
+    cp, _xs, levels = _lexicographic_model(uppers, capacity, weights)
     stages = [stage for level in levels for stage in plan_stages([level])]  # one stage per level
     clock = SearchClock()
     solver = new_solver(Policy(num_workers=1), clock)
@@ -93,7 +93,7 @@ def test_stages_reach_the_lexicographic_optimum(
 )
 def test_stages_match_brute_force(uppers: list[int], capacity: int, rows: int, data: st.DataObject) -> None:
     weights = [data.draw(st.lists(st.integers(-3, 3), min_size=len(uppers), max_size=len(uppers))) for _ in range(rows)]
-    cp, xs, levels = _lexicographic_model(uppers, capacity, weights)
+    cp, _xs, levels = _lexicographic_model(uppers, capacity, weights)
     stages = [stage for level in levels for stage in plan_stages([level])]
     clock = SearchClock()
     values, complete = solve_stages(
@@ -127,7 +127,7 @@ def test_a_skipped_stage_is_not_solved() -> None:
 
 def test_the_wall_limit_never_passes_the_deadline() -> None:
     """The parameters CP-SAT gets carry the cycle's deadline, not only the safety net."""
-    cp, xs, levels = _lexicographic_model([3, 3], 4, [[1, 0], [0, 1]])
+    cp, _xs, levels = _lexicographic_model([3, 3], 4, [[1, 0], [0, 1]])
     stages = plan_stages(levels)
     clock = SearchClock(deadline=time.monotonic() + 0.5)
     solver = new_solver(Policy(num_workers=1), clock)
@@ -140,7 +140,7 @@ def test_the_wall_limit_never_passes_the_deadline() -> None:
 
 
 def test_a_deadline_gone_stops_the_run_and_says_so() -> None:
-    cp, xs, levels = _lexicographic_model([3, 3], 4, [[1, 0], [0, 1]])
+    cp, _xs, levels = _lexicographic_model([3, 3], 4, [[1, 0], [0, 1]])
     clock = SearchClock(deadline=time.monotonic() - 1.0)
     values, complete = solve_stages(
         cp, new_solver(Policy(num_workers=1), clock), plan_stages(levels), clock, plan=lambda n, s: 5.0
@@ -201,8 +201,12 @@ def _weighted_cluster(weights: list[int], cap: int | None, jobs: list[tuple[int,
         queue(f"q{i}", weight=w, capability={"nvidia.com/gpu": cap} if (i == 0 and cap is not None) else None)
         for i, w in enumerate(weights)
     ]
-    return snapshot(nodes=[node(f"n{i}", cpu="16", memory="64Gi", gpus=4) for i in range(nodes)], pods=pods,
-                    groups=groups, queues=queues)
+    return snapshot(
+        nodes=[node(f"n{i}", cpu="16", memory="64Gi", gpus=4) for i in range(nodes)],
+        pods=pods,
+        groups=groups,
+        queues=queues,
+    )
 
 
 @pytest.mark.parametrize(
