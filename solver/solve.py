@@ -25,6 +25,7 @@ from vcsat.model import (
     Snapshot,
     SolverStats,
 )
+from vcsat.solver import staged
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.bound import lp_level_bounds
 from vcsat.solver.decode import bindings, gpu_bindings
@@ -87,14 +88,20 @@ def spread_broken(problem: Problem, placed: list[Binding]) -> bool:
 
 
 def solve(
-    snapshot: Snapshot, policy: Policy | None = None, *, started: float | None = None, wall: bool = True
+    snapshot: Snapshot, policy: Policy | None = None, *, started: float | None = None, wall: bool | None = None
 ) -> Decision:
     """The cycle's decision. ``started``: the ``time.monotonic()`` at which the cycle began (e.g.
     before reading its input), from which ``Policy.time_limit_s`` is counted; now by default.
     ``wall=False`` takes every wall limit away (the deterministic budgets alone stop the search):
-    for benchmarks that measure what a budget buys on a machine busy with other work."""
+    for benchmarks that measure what a budget buys on a machine busy with other work; None:
+    :data:`vcsat.solver.staged.WALL_STOP`."""
     with no_gc_pauses():
-        return _solve(snapshot, policy or Policy(), time.monotonic() if started is None else started, wall)
+        return _solve(
+            snapshot,
+            policy or Policy(),
+            time.monotonic() if started is None else started,
+            staged.WALL_STOP if wall is None else wall,
+        )
 
 
 def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool) -> Decision:

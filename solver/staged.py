@@ -35,6 +35,10 @@ WALL_SLACK_SECONDS = 1.0
 a safety net loose enough that an idle machine never reaches it first."""
 MIN_WALL_SECONDS = 0.01
 """Below this much wall time left no solve starts: it would be stopped before its first solution."""
+WALL_STOP = True
+"""Whether a cycle's searches stop at its wall deadline when the caller does not say
+(``solve(..., wall=None)``). The unit tests turn it off (tests/conftest.py): they assert what a
+decision is, and on a machine busy with other work a wall stop would make it depend on the load."""
 MAX_AUTO_WORKERS = 8
 """With ``Policy.num_workers`` unset, the search uses the cores this process may run on, at most this."""
 
