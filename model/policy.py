@@ -24,7 +24,10 @@ class Policy(BaseModel):
     """CP-SAT search workers; None: the cores this process may run on (``os.sched_getaffinity``),
     at most 8. Several workers are interleaved (CP-SAT's ``interleave_search``), which with
     deterministic limits gives the same decision for the same input and the same number of
-    workers; the decision records the number it used (``solver.workers``), so a replay passes it."""
+    workers; the decision records the number it used (``solver.workers``), so a replay passes it.
+    Several workers count their deterministic time together and stop only between interleaved
+    chunks, so they may use more than the budget (``solver.deterministic_time``); the wall
+    deadline still holds."""
     random_seed: int = 0
     search: bool = True
     """Run the CP-SAT search of the allocate phase. Off: the greedy decision with its LP bound

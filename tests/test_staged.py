@@ -250,3 +250,22 @@ def test_the_gap_is_proven_and_closes_on_tiny_clusters(
     stats = decision.solver
     assert stats.bound >= stats.objective
     assert relative_gap(stats.objective, stats.bound) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("reported", "stages"),
+    [
+        pytest.param([False, False, True, True, False], [2, 3], id="placed work starts its own stage"),
+        pytest.param([True, True, False], [3], id="tie-breaks below placed work share its stage"),
+        pytest.param([False, False], [2], id="no placed work: one stage"),
+        pytest.param([True, False, True], [2, 1], id="placed work below a tie-break starts again"),
+    ],
+)
+def test_placed_work_never_shares_a_stage_with_the_levels_above_it(reported: list[bool], stages: list[int]) -> None:
+    cp = cp_model.CpModel()
+    x = cp.new_int_var(0, 3, "x")
+    levels = [
+        make_level(f"l{i}", [(x, 1)], upper_of={x.index: 3}, measure=lambda p, a: 0, reported=r)
+        for i, r in enumerate(reported)
+    ]
+    assert [len(stage.levels) for stage in plan_stages(levels)] == stages
