@@ -80,7 +80,7 @@ from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
 from vcsat.solver import predicates
-from vcsat.solver.fairness.deserved import FAIR_EXCLUDED, QueueShare, QueueTree, fair_shares, queue_of
+from vcsat.solver.shares.deserved import FAIR_EXCLUDED, QueueShare, QueueTree, fair_shares, queue_of
 
 PENDING_PHASES = frozenset({"", "Pending"})
 """Phases of a group that still waits for admission (Volcano: an empty phase is Pending)."""

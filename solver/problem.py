@@ -27,10 +27,10 @@ from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import predicates, volumes
 from vcsat.solver import spread as spread_rules
 from vcsat.solver.enqueue import admit
-from vcsat.solver.fairness.deserved import cluster_total, fair_shares, queue_usage
 from vcsat.solver.interpod import INTERPOD, InterPod, Relations, relations
 from vcsat.solver.isolation import Isolation, isolation
 from vcsat.solver.preferences import PreferenceKey, any_prefer_no_schedule, node_scores, preference_key
+from vcsat.solver.shares.deserved import cluster_total, fair_shares, queue_usage
 from vcsat.solver.units import Units, units_for
 
 UNLIMITED_VOLUMES = 1 << 30
