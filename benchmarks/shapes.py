@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from vcsat.adapters.generate import GeneratorOptions, generate_instance
+from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 
 Instance = dict[str, Any]
 Edit = Callable[[Instance, GeneratorOptions], None]

@@ -25,12 +25,12 @@ import pytest
 from bench_instances import CACHE_DIR, FIVE_K, ONE_K
 from shapes import SHAPES
 
-from vcsat.adapters.generate import GeneratorOptions
-from vcsat.adapters.instance_file import read_snapshot
+from vcsat.adapters.convert.instance_file import read_snapshot
+from vcsat.adapters.generate.generator import GeneratorOptions
 from vcsat.model import Policy
 from vcsat.solver import check, solve
 
-CLI = (sys.executable, "-c", "from vcsat.adapters.cli import main; main()")
+CLI = (sys.executable, "-c", "from vcsat.adapters.cli.app import main; main()")
 """``vcsat`` from this tree (``PYTHONPATH``), as a process of its own."""
 GAP_POLICY = Policy(time_limit_s=10.0, relative_gap=0.01, num_workers=1)
 """The deterministic budget of a 10 s cycle, one worker (reproducible), the 1% target gap."""
