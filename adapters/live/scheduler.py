@@ -383,7 +383,7 @@ class Scheduler:
             generation, objects = self.store.snapshot()
             snapshot, objects = self._convert(objects, generation)
             converted = time.monotonic() - started
-            decision = solve(snapshot, self.policy)
+            decision = solve(snapshot, self.policy, started=started)
             violations = check(snapshot, decision, self.policy)
             self.cycles += 1
             number = self.cycles
@@ -572,7 +572,7 @@ def _last_cycle_number(directory: Path) -> int:
     "--time-limit",
     type=click.FloatRange(min=0, min_open=True),
     metavar="S",
-    help="Solver search budget per cycle (overrides the policy's time_limit_s).",
+    help="Wall seconds per cycle, from its snapshot to its decision (overrides the policy's time_limit_s).",
 )
 @click.option("--policy", "policy_file", metavar="FILE", help="A YAML policy file (see vcsat.model.Policy).")
 @click.option(
