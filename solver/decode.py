@@ -60,10 +60,13 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
     if assignment.domain_counts:
         _place_in_domains(problem, assignment, buckets, out, room, supply, slots_of)
 
-    # Isolated classes' buckets first: they are exact, so their slots always hold their pods, and
-    # rules between pods were decided for exactly those nodes.
+    # Isolated classes' buckets first (rules between pods were decided for exactly those nodes),
+    # then the other exact buckets: the model counted their pods at their real requests, so their
+    # slots always hold them. Only the relaxed buckets, handed out last, can then fall short, and
+    # those are the ones the refinement can split (a relaxed bucket that took more room than the
+    # model counted must not leave an exact one short: splitting that changes nothing).
     isolated = {b.index for b in buckets if b.exact and problem.shapes[b.shapes[0]].isolated is not None}
-    for bucket in sorted(buckets, key=lambda b: (b.index not in isolated, -b.gpus, b.index)):
+    for bucket in sorted(buckets, key=lambda b: (b.index not in isolated, not b.exact, -b.gpus, b.index)):
         slots = slots_of.get(bucket.index)
         pods = [s for s in bucket.shapes for _ in range(max(0, supply.get(s, 0)))]
         if not pods:

@@ -136,11 +136,25 @@ def solve_exact(
         notes.append(f"refine: {sum(resolution.short.values())} pods short in buckets {sorted(resolution.short)}")
         if clock.wall_stopped or clock.out_of_time():
             break  # no time left for another search: the repaired answer stands
-        for index in sorted(resolution.short, reverse=True):
-            buckets = split_bucket(problem, buckets, index)
+        buckets = _refine(problem, buckets, resolution.short, search.assignment)
     if last is None or best is hint:
         return ExactResult(None, False, [] if last is None else last.levels, {} if last is None else last.bounds, notes)
     return ExactResult(best, False, last.levels, last.bounds, notes)
+
+
+def _refine(problem: Problem, buckets: list[Bucket], short: dict[int, int], assignment: Assignment) -> list[Bucket]:
+    """The buckets for the next search: the relaxed buckets found short, split. Where all of those
+    are exact (a shortage the relaxation did not cause directly, e.g. a topology gang's pods handed
+    out first), the relaxed buckets holding slots are split instead, so that the next search runs
+    on a tighter model rather than on the same one. Unchanged when every bucket involved is exact
+    (the next search then differs by its warm start alone)."""
+    chosen = [index for index in short if not buckets[index].exact]
+    if not chosen:
+        used = {b for (b, _node), k in assignment.bucket_slots.items() if k > 0}
+        chosen = [index for index in used if not buckets[index].exact]
+    for index in sorted(chosen, reverse=True):
+        buckets = split_bucket(problem, buckets, index)
+    return buckets
 
 
 def _fits(problem: Problem, budget: float, size: int) -> bool:
