@@ -193,6 +193,35 @@ def create_jobs(api: client.ApiClient, namespace: str, names: list[str], sizes: 
         custom.create_namespaced_custom_object(*JOBS[:2], namespace, JOBS[2], body)
 
 
+def pending_report(api: client.ApiClient, namespace: str) -> str:
+    """The pods still unbound and their PodGroups' conditions: what a failed wait shows."""
+    pods = [p for p in client.CoreV1Api(api).list_namespaced_pod(namespace).items if not p.spec.node_name]
+    groups = client.CustomObjectsApi(api).list_namespaced_custom_object(
+        "scheduling.volcano.sh", "v1beta1", namespace, "podgroups"
+    )
+    wanted = {(p.metadata.annotations or {}).get("scheduling.k8s.io/group-name") for p in pods}
+    lines = [
+        f"pod {p.metadata.name} group {(p.metadata.annotations or {}).get('scheduling.k8s.io/group-name')}"
+        for p in pods
+    ]
+    for group in groups["items"]:
+        if group["metadata"]["name"] in wanted:
+            lines.append(f"podgroup {group['metadata']['name']}: spec {group['spec']} status {group.get('status')}")
+    return "\n".join(lines)
+
+
+def gang_rounds(events: list[Any], jobs: list[str]) -> dict[str, int]:
+    """Per Job, the Scheduled events of its PodGroup: vcsat writes one per round of bindings."""
+    rounds: Counter[str] = Counter()
+    for event in events:
+        if event.reason != "Scheduled" or event.involved_object.kind != "PodGroup":
+            continue
+        job = next((j for j in jobs if event.involved_object.name.startswith(f"{j}-")), None)
+        if job is not None:
+            rounds[job] += event.count or 1
+    return dict(rounds)
+
+
 def first_bindings(changes: list[tuple[float, PodChange]]) -> dict[str, tuple[float, PodChange]]:
     found: dict[str, tuple[float, PodChange]] = {}
     for at, change in changes:
@@ -237,19 +266,22 @@ def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
             leader = wait_until(lambda: lease_holder(api, namespace, lease), "a replica leads", logs=logs)
             assert leader in replicas, f"unknown holder {leader!r}; replicas {sorted(replicas)}"
 
-            create_jobs(api, namespace, names[:half], sizes[:half], run_s=20)
+            create_jobs(api, namespace, names[:half], sizes[:half], run_s=8)
             wait_until(lambda: len(first_bindings(pods.snapshot())) >= 8, "the leader binds pods", logs=logs)
             replicas[leader].kill()
             killed_at = time.time()
             replicas[leader].wait()
-            create_jobs(api, namespace, names[half:], sizes[half:], run_s=20)
+            create_jobs(api, namespace, names[half:], sizes[half:], run_s=8)
 
             standby = wait_until(
                 lambda: (h := lease_holder(api, namespace, lease)) != leader and h, "the standby leads", logs=logs
             )
             took_over_at = time.time()
             total = sum(sizes)
-            wait_until(lambda: len(first_bindings(pods.snapshot())) >= total, f"all {total} pods bound", logs=logs)
+            try:
+                wait_until(lambda: len(first_bindings(pods.snapshot())) >= total, f"all {total} pods bound", logs=logs)
+            except AssertionError as error:
+                raise AssertionError(f"{error}\n--- left pending ---\n{pending_report(api, namespace)}") from None
             wait_until(
                 lambda: all(job_phase(api, namespace, n) == "Completed" for n in names),
                 "every Job Completed",
@@ -264,15 +296,11 @@ def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
     takeover_s = took_over_at - killed_at
     assert takeover_s <= LEASE_S + 2 * RETRY_S + 5, f"the standby took {takeover_s:.1f}s to lead (lease {LEASE_S}s)"
 
-    # No pod bound twice: one node per pod over the whole run, one Scheduled event per pod.
+    # No pod bound twice: one node per pod over the whole run.
     seen = nodes_seen(changes)
     twice = {uid: n for uid, n in seen.items() if len(n) > 1}
     assert not twice, f"pods bound to two nodes: {twice}"
-    scheduled = Counter(
-        e.involved_object.name for e in events if e.reason == "Scheduled" and e.involved_object.kind == "Pod"
-    )
-    duplicates = {name: count for name, count in scheduled.items() if count > 1}
-    assert not duplicates, f"pods scheduled twice: {duplicates}"
+    rounds = gang_rounds(events, names)
     assert set().union(*seen.values()) <= set(nodes)
 
     # Each gang whole within one cycle: no cycle (of either replica) ends between its first and last
@@ -298,10 +326,16 @@ def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
         # A cycle that ended while the gang was partly bound (margins for watch and log lag).
         inside = [c for c in cycles if times[0] + SLACK_S < c < times[-1] - SLACK_S]
         assert not inside, f"gang {job} stayed partly bound across {len(inside)} cycle(s): {history}"
-        cut += times[0] < killed_at < times[-1]
+        straddles = times[0] < killed_at < times[-1]
+        cut += straddles
+        # The PodGroup's Scheduled events, one per round of bindings: at most the round of its cycle
+        # and the retry of a refused binding in the next, one more for a gang cut by the kill (none
+        # when the leader died between its bindings and its event).
+        assert rounds.get(job, 0) <= 2 + straddles, f"gang {job} bound in {rounds.get(job)} rounds: {history}"
     print(
         f"checked: pods={len(seen)}, gangs={len(names)}, bindings={len(bound)}, gangs cut by the kill={cut}, "
-        f"takeover={takeover_s:.1f}s (lease {LEASE_S:g}s), pods bound twice: 0, duplicates found: 0"
+        f"takeover={takeover_s:.1f}s (lease {LEASE_S:g}s), gangs with Scheduled events={len(rounds)}, "
+        "pods bound twice: 0, duplicates found: 0"
     )
 
 
@@ -325,13 +359,16 @@ def find_process(marker: str) -> int:
 
 
 def restart(name: str, marker: str, workdir: Path, ready: Any) -> Any:
-    """Stop the process (SIGTERM, as a service manager would) and start it again, same argv."""
+    """Stop the process (SIGTERM, SIGKILL after a grace) and start it again with the same argv."""
     pid = find_process(marker)
     argv = [a.decode() for a in (Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")) if a]
     os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
-        assert time.monotonic() < deadline, f"{name} did not stop"
+    # kube-apiserver drains its watches first; past this grace it is killed, as a service manager would.
+    deadline = time.monotonic() + 10
+    while "Z" not in _state(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30
         time.sleep(0.05)
     time.sleep(1.0)  # a moment down, as during a real restart
     proc = _spawn(name, argv, workdir / f"{name}-restarted.log")
@@ -417,12 +454,11 @@ def test_daemons_reconnect_after_a_restart_and_finish_the_work(component: str, t
     per_job = Counter((p.metadata.labels or {}).get("volcano.sh/job-name", "") for p in pods)
     assert per_job == dict(zip(names, sizes, strict=True)), f"pods per Job {dict(per_job)}, expected {sizes}"
     assert all(p.spec.node_name in nodes and p.status.phase == "Succeeded" for p in pods)
-    scheduled = Counter(
-        e.involved_object.name for e in events if e.reason == "Scheduled" and e.involved_object.kind == "Pod"
-    )
-    duplicates = {name: count for name, count in scheduled.items() if count > 1}
-    assert not duplicates, f"pods scheduled twice: {duplicates}"
+    rounds = gang_rounds(events, names)
+    twice = {job: count for job, count in rounds.items() if count != 1}
+    assert not twice, f"gangs bound in more than one round (or none): {twice}"
+    bindings = sum(1 for p in pods if p.spec.node_name)
     print(
         f"checked after the {component} restart: pods={len(pods)}, gangs={len(names)}, "
-        f"bindings={sum(scheduled.values())}, Jobs Completed={len(names)}, duplicates found: 0"
+        f"bindings={bindings}, gangs bound in one round={len(rounds)}, Jobs Completed={len(names)}, duplicates found: 0"
     )
