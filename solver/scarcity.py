@@ -40,16 +40,18 @@ the work only it can take.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vcsat.model import Pod
+from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.predicates import EligibilityKey, NodeIndex, eligibility_key
 
 if TYPE_CHECKING:
-    from vcsat.solver.problem import Problem
+    from vcsat.solver.greedy import Room
+    from vcsat.solver.problem import Problem, Shape
 
 MAX_POOLS = 64
 """More distinct confined keys than this (say, pods pinned to single hosts) are not pools of a
@@ -78,6 +80,9 @@ class Scarcity:
     index: NodeIndex
     pooled: int
     """Every pooled node, as a bit mask."""
+    cpu: int | None = None
+    memory: int | None = None
+    """Indices of cpu and memory in the problem's resources (None when no pending pod asks it)."""
 
     def confined(self, key: EligibilityKey, pool: int) -> bool:
         """Whether pods of ``key`` may run on no pool but ``pool`` (they are its confined work)."""
@@ -201,7 +206,9 @@ def measure(problem: Problem) -> Scarcity | None:
     pressure = tuple(
         (min(1.0, need[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
     )
-    return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask)
+    cpu = problem.resources.index(res.CPU) if res.CPU in problem.resources else None
+    memory = problem.resources.index(res.MEMORY) if res.MEMORY in problem.resources else None
+    return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory)
 
 
 def price(
@@ -224,3 +231,25 @@ def price(
 def free_room(whole: int, shared: Iterable[int]) -> int:
     """GPU thousandths free on a node with ``whole`` untouched GPUs and shares holding ``shared``."""
     return whole * FULL_GPU_MILLI + sum(max(0, FULL_GPU_MILLI - used) for used in shared)
+
+
+def cheapest_fit(scarcity: Scarcity, room: Room, shape: Shape, allow: Callable[[int], bool] | None) -> int | None:
+    """For the greedy's best fit: the node a pod of ``shape`` goes to when pools are priced: the
+    cheapest (:func:`price`, whole thousandths), then best fit (fewest free GPUs), then node order."""
+    best: tuple[int, int, int] | None = None
+    milli = shape.request[room.milli] if room.milli is not None else shape.gpus * FULL_GPU_MILLI
+    for node in shape.upper:
+        if not room.fits(node, shape.request) or (allow is not None and not allow(node)):
+            continue
+        cost = 0
+        if scarcity.rate(node, shape.eligibility) > 0:
+            free_gpu = free_room(room.whole[node], room.shared[node].values())
+            row = room.free[node]
+            cpu = (shape.request[scarcity.cpu], row[scarcity.cpu]) if scarcity.cpu is not None else (0, 0)
+            memory = (shape.request[scarcity.memory], row[scarcity.memory]) if scarcity.memory is not None else (0, 0)
+            cost = round(price(scarcity, node, shape.eligibility, milli, free_gpu, cpu, memory))
+        level = max(0, room.free[node][room.gpu]) if room.gpu is not None else 0
+        key = (cost, level, node)
+        if best is None or key < best:
+            best = key
+    return None if best is None else best[2]
