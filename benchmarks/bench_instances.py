@@ -15,8 +15,8 @@ import resource
 import tempfile
 from pathlib import Path
 
-from vcsat.adapters import generate
-from vcsat.adapters.generate import GeneratorOptions, generate_instance, write_instance
+from vcsat.adapters.generate import generator as generate
+from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance, write_instance
 
 CACHE_DIR = Path(os.environ.get("VCSAT_BENCH_CACHE", Path(tempfile.gettempdir()) / "vcsat-bench"))
 

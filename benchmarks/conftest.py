@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from bench_instances import cached_instance
 
-from vcsat.adapters.generate import GeneratorOptions
+from vcsat.adapters.generate.generator import GeneratorOptions
 
 
 @pytest.fixture(scope="session")

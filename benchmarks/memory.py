@@ -39,7 +39,7 @@ def _peak_mib() -> float:
 
 def run_cycle(path: Path, time_limit_s: float) -> dict[str, Any]:
     """One cycle in this process; peak RSS (MiB) after each stage."""
-    from vcsat.adapters.instance_file import read_snapshot
+    from vcsat.adapters.convert.instance_file import read_snapshot
     from vcsat.model import Policy
     from vcsat.solver import check, solve
 
@@ -95,7 +95,7 @@ def main(
     if instance is None:
         from bench_instances import cached_instance
 
-        from vcsat.adapters.generate import GeneratorOptions
+        from vcsat.adapters.generate.generator import GeneratorOptions
 
         options = GeneratorOptions(nodes=nodes, pending_jobs=pending_jobs, busy_gpu_fraction=busy, seed=seed)
         instance = cached_instance(options)

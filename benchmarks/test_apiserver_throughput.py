@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "k8s"))
 
 from controlplane import ControlPlane, free_port, start_control_plane
 
-from vcsat.adapters.informer import Informer
-from vcsat.adapters.kube import NODES, PODGROUPS, PODS, Kube
+from vcsat.adapters.kube.client import NODES, PODGROUPS, PODS, Kube
+from vcsat.adapters.kube.informer import Informer
 
 NODE_COUNT = int(os.environ.get("VCSAT_BENCH_NODES", "1000"))
 GANGS = int(os.environ.get("VCSAT_BENCH_GANGS", "1000"))
@@ -59,7 +59,7 @@ POD_COUNT = GANGS * GANG_SIZE
 CREATE_WORKERS = 32
 BIND_WORKERS = int(os.environ.get("VCSAT_BENCH_BIND_WORKERS", "32"))
 DEADLINE_S = 300.0
-VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli import main; main()"]
+VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli.app import main; main()"]
 NODE_RESOURCES = {"cpu": "32", "memory": "128Gi", "pods": "110"}
 """Room for both scenarios' 10,000 one-cpu pods at once."""
 

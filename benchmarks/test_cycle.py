@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from bench_instances import FIVE_K, ONE_K, ONE_K_ANTI, ONE_K_CONTENDED, ONE_K_SPREAD, peak_rss_mib
 
-from vcsat.adapters.generate import GeneratorOptions, generate_instance
-from vcsat.adapters.instance_file import read_snapshot
+from vcsat.adapters.convert.instance_file import read_snapshot
+from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.solver import check, solve
 

@@ -1,6 +1,6 @@
 """The frozen cluster snapshot one scheduling cycle decides on.
 
-These types are what the one converter (``vcsat.adapters.objects``) makes of Kubernetes and
+These types are what the one converter (``vcsat.adapters.convert.snapshot``) makes of Kubernetes and
 Volcano objects, for the live scheduler and for ``vcsat solve`` alike. They keep only what a
 decision depends on, already in the exact integer units of :mod:`vcsat.model.resources`.
 """

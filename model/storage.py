@@ -2,7 +2,7 @@
 
 kube-scheduler's volume plugins (VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits)
 decide where a pod with PersistentVolumeClaims may run from these objects; the converter
-(``vcsat.adapters.objects``) keeps only the fields those plugins read. Storage sizes are bytes,
+(``vcsat.adapters.convert.snapshot``) keeps only the fields those plugins read. Storage sizes are bytes,
 rounded the safe way (a claim's request up, a volume's capacity down), so a volume that is big
 enough here is big enough in Kubernetes.
 """

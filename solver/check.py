@@ -16,7 +16,7 @@ Volcano reading):
 - "Now" is before evictions take effect: bindings must fit beside every bound pod, victims included,
   and must not take a victim's GPU. "After" is bound − evicted + bindings + nominations.
 - A bound GPU pod without ``vcsat.io/gpu-ids`` holds the lowest indices no other pod holds
-  (contract §1), resolved oldest first exactly as the loader (``adapters/objects.py``) does.
+  (contract §1), resolved oldest first exactly as the loader (``adapters/convert/snapshot.py``) does.
 - Queue usage counts the managed pods of the queue (pods of other schedulers belong to no queue).
   A pod whose PodGroup is not in the snapshot has no queue: placing it is ``UnknownPodGroup``.
 - A pod with scheduling gates or with ``spec.resourceClaims`` must not be placed; a pod without a

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from vcsat.adapters.applier import _desired_status
-from vcsat.adapters.clock import INQUEUED_CONDITION, NOW_ANNOTATION, format_clock, parse_clock, wall_clock
-from vcsat.adapters.dump import instance_document
+from vcsat.adapters.convert.clock import INQUEUED_CONDITION, NOW_ANNOTATION, format_clock, parse_clock, wall_clock
+from vcsat.adapters.convert.dump import instance_document
+from vcsat.adapters.convert.instance_file import read_snapshot
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.instance_file import read_snapshot
-from vcsat.adapters.objects import snapshot_from_objects
+from vcsat.adapters.kube.status_writes import _desired_status
 from vcsat.model import PodGroup, PodGroupOutcome
 
 AT = "2026-11-29T19:00:00Z"

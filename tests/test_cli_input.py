@@ -17,7 +17,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
-from vcsat.adapters import cli
+from vcsat.adapters.cli import app as cli
 from vcsat.model import (
     Binding,
     Decision,
@@ -354,7 +354,7 @@ def test_the_installed_command(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from vcsat.adapters.cli import main; main()",
+            "from vcsat.adapters.cli.app import main; main()",
             "solve",
             str(tmp_path / "none.yaml"),
         ],

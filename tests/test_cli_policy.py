@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vcsat.adapters.cli import main
+from vcsat.adapters.cli.app import main
 
 VOLCANO_CONF = """\
 actions: "enqueue, allocate, backfill, preempt"
@@ -56,7 +56,7 @@ def test_volcano_conf_is_accepted_and_what_it_ignores_is_said(tmp_path: Path) ->
 
 
 def test_volcano_conf_without_reclaim_turns_reclaim_off(tmp_path: Path) -> None:
-    from vcsat.adapters.cli import load_policy
+    from vcsat.adapters.cli.app import load_policy
 
     path = tmp_path / "volcano-scheduler.conf"
     path.write_text(VOLCANO_CONF)

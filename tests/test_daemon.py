@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vcsat.adapters import daemon
+from vcsat.adapters.live import daemon
 
 
 @pytest.mark.parametrize(

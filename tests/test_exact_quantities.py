@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vcsat.adapters.objects import snapshot_from_objects
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.quantity import nanos_to_amount, parse_nanos

@@ -315,7 +315,7 @@ def test_a_gang_cut_off_mid_bind_is_completed_when_room_is_exact() -> None:
     instance instances/cut-off-gang.yaml is that cluster."""
     from pathlib import Path
 
-    from vcsat.adapters.instance_file import read_snapshot
+    from vcsat.adapters.convert.instance_file import read_snapshot
 
     snap = read_snapshot(Path(__file__).parent.parent / "instances" / "cut-off-gang.yaml")
     decision = solved(snap, Policy(time_limit_s=2))

@@ -19,16 +19,16 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vcsat.adapters.generate import (
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
+from vcsat.adapters.generate.command import generate_cmd
+from vcsat.adapters.generate.generator import (
     GPU_PRODUCT_LABEL,
     RACK_LABEL,
     GeneratorOptions,
     dump_instance,
-    generate_cmd,
     generate_instance,
     write_instance,
 )
-from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import resources as res
 
 REPO = Path(__file__).resolve().parent.parent

@@ -298,7 +298,7 @@ def test_a_file_with_an_nvlink_only_graph_is_read() -> None:
     """The converter (strict, as for files) takes the graph and keeps it on the node."""
     from test_objects import k8s_node
 
-    from vcsat.adapters.objects import snapshot_from_objects
+    from vcsat.adapters.convert.snapshot import snapshot_from_objects
 
     text = annotation([gpu(f"g{i}", i) for i in range(8)], [("g0", "g5", 50), ("g1", "g2", 25)])
     node = k8s_node("n1", gpus=8, metadata__annotations={"vcsat.io/gpu-topology": text})

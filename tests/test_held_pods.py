@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_objects import k8s_node, k8s_pod, k8s_podgroup, k8s_queue
 
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.solver.check import check
 from vcsat.solver.greedy import greedy

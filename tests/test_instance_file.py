@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from vcsat.adapters.convert.instance_file import read_objects, read_snapshot, read_yaml_mapping
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.instance_file import read_objects, read_snapshot, read_yaml_mapping
 
 NODE = {
     "apiVersion": "v1",

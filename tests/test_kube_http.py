@@ -1,4 +1,4 @@
-"""The raw-JSON client's own HTTP/1.1 connections (adapters/kube.py ``_Connections``), against a
+"""The raw-JSON client's own HTTP/1.1 connections (adapters/kube/client.py ``_Connections``), against a
 loopback server that answers with canned bytes: bodies by Content-Length, chunked or up to the
 close, keep-alive reuse, and a connection the server closed while idle."""
 
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from vcsat.adapters.kube import ApiError, Kube
+from vcsat.adapters.kube.client import ApiError, Kube
 
 
 class _CannedServer:

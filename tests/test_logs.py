@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.logs import setup_logging
+from vcsat.adapters.live.logs import setup_logging
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from vcsat.adapters.metrics import Metrics
+from vcsat.adapters.live.metrics import Metrics
 from vcsat.model import Decision, Nomination, PodGroupOutcome, SolverStats, relative_gap
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from click.testing import CliRunner
 from test_objects import k8s_node, k8s_pod, k8s_podgroup, k8s_queue
 
-from vcsat.adapters import cli
-from vcsat.adapters.objects import snapshot_from_objects
+from vcsat.adapters.cli import app as cli
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.model import Policy
 from vcsat.solver.check import check
 from vcsat.solver.solve import solve

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import NodeSelectorRequirement, NodeSelectorTerm, Snapshot, Taint, Toleration
 
 Obj = dict[str, Any]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from vcsat.adapters.objects import snapshot_from_objects
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 
 
 def _node(name: str, cpu: str = "8") -> dict[str, Any]:

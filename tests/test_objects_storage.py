@@ -228,7 +228,7 @@ def test_bad_storage_input_names_object_and_field(raw: Obj, where: str) -> None:
 
 def test_storage_objects_are_converted_once_while_unchanged() -> None:
     """The live scheduler's memo: the same raw objects give the very same model objects."""
-    from vcsat.adapters.objects import snapshot_from_objects
+    from vcsat.adapters.convert.snapshot import snapshot_from_objects
 
     raw = [
         k8s_node(),

@@ -38,8 +38,8 @@ from test_volcano_scenarios import (
     quota_room,
 )
 
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import Decision, Policy, Queue, Snapshot
 from vcsat.model import resources as res
 from vcsat.solver import check, solve

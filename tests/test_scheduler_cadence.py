@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vcsat.adapters.applier import ApplyReport
-from vcsat.adapters.scheduler import TRIGGERS, UNSETTLED, next_cycle_due
+from vcsat.adapters.kube.apply_state import ApplyReport
+from vcsat.adapters.live.scheduler import TRIGGERS, UNSETTLED, next_cycle_due
 
 ENDED, PERIOD, RESYNC = 100.0, 1.0, 30.0
 

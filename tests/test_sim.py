@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.builders import node
-from vcsat.adapters import cli
+from vcsat.adapters.cli import app as cli
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.sim import report, workloads
 from vcsat.adapters.sim.engine import CycleRecord, JobSpec, SimOptions, SimResult, TaskSpec, Workload, simulate

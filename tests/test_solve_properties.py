@@ -47,7 +47,12 @@ def test_random_clusters_give_valid_atomic_and_repeatable_decisions(snap: Snapsh
 def test_vcsat_solve_prints_the_same_json_twice(instance: Path) -> None:
     def run() -> str:
         out = subprocess.run(
-            [sys.executable, "-c", "from vcsat.adapters.cli import main; main()", "solve", str(instance), "-o", "json"],
+            [
+                sys.executable,
+                "-c",
+                "from vcsat.adapters.cli.app import main; main()",
+                *("solve", str(instance), "-o", "json"),
+            ],
             check=True,
             capture_output=True,
             text=True,

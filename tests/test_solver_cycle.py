@@ -17,8 +17,8 @@ import math
 import pytest
 from builders import gangs, group, node, pod, queue, snapshot
 
-from vcsat.adapters.generate import GeneratorOptions, generate_instance
-from vcsat.adapters.objects import snapshot_from_objects
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
+from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Policy, Snapshot
 from vcsat.solver import check, solve
 from vcsat.solver.bound import lp_level_bounds

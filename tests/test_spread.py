@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.builders import bind, decision, evict, gangs, group, node, nominate, pod, snapshot, spread
 from tests.test_objects import convert, k8s_node, k8s_pod
-from vcsat.adapters import cli
+from vcsat.adapters.cli import app as cli
 from vcsat.adapters.errors import InputError
 from vcsat.model import Decision, Node, Pod, Policy, Snapshot
 from vcsat.solver.check import check

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from vcsat.adapters.convert.volcano_conf import VolcanoConf, parse_volcano_conf, read_volcano_conf
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.volcano_conf import VolcanoConf, parse_volcano_conf, read_volcano_conf
 from vcsat.model import Policy
 
 # Volcano's Helm chart ships this as volcano-scheduler-configmap.

@@ -47,7 +47,7 @@ class Session:
     def __init__(self, kubeconfig: str | None, context: str | None) -> None:
         from kubernetes.client import ApiClient
 
-        from vcsat.adapters.kube import load_configuration
+        from vcsat.adapters.kube.client import load_configuration
 
         self.kubeconfig = kubeconfig
         self.context = context
@@ -156,7 +156,7 @@ def job_run(
     if bool(filename) == bool(job_name):
         raise click.UsageError("give either -f FILE or --name NAME")
     if filename:
-        from vcsat.adapters.instance_file import read_objects
+        from vcsat.adapters.convert.instance_file import read_objects
 
         jobs = []
         for number, obj in enumerate(read_objects(filename)):
@@ -348,7 +348,7 @@ def _issue(
 
 
 def _describe_job(job: Mapping[str, Any], events: Sequence[Any]) -> None:
-    from vcsat.adapters.cli import make_console
+    from vcsat.adapters.cli.app import make_console
 
     console = make_console()
     metadata = job.get("metadata") or {}
@@ -590,7 +590,7 @@ def _emit_objects(items: list[dict[str, Any]], output: str, *, single: bool) -> 
 
 
 def _print_table(columns: list[str], rows: list[list[str]], *, empty: str) -> None:
-    from vcsat.adapters.cli import make_console
+    from vcsat.adapters.cli.app import make_console
 
     console = make_console()
     if not rows:

@@ -26,8 +26,8 @@ import click
 
 from vcsat.adapters.controller import naming
 from vcsat.adapters.controller.reconciler import Conflict, Reconciler, WriteHook
-from vcsat.adapters.daemon import daemon_options, default_lease_namespace, stop_on_signals
-from vcsat.adapters.kube import PODGROUPS, PODS, Kube, Resource
+from vcsat.adapters.kube.client import PODGROUPS, PODS, Kube, Resource
+from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, stop_on_signals
 
 log = logging.getLogger("vcsat.controller")
 
@@ -142,7 +142,7 @@ class JobController:
     # --- running ---------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        from vcsat.adapters.informer import Informer
+        from vcsat.adapters.kube.informer import Informer
 
         informers = [
             Informer(self.kube, JOBS, on_list=self._jobs_listed, on_event=self._job_event, watch_timeout_s=60),
@@ -346,8 +346,8 @@ def controller_command(
     """Run the Job controller: Volcano Jobs → PodGroups, pods, plugins and status, until SIGTERM."""
     from kubernetes.client import ApiClient
 
-    from vcsat.adapters.kube import load_configuration
-    from vcsat.adapters.logs import setup_logging
+    from vcsat.adapters.kube.client import load_configuration
+    from vcsat.adapters.live.logs import setup_logging
 
     setup_logging(log_format, log_level.upper())
     configuration = load_configuration(kubeconfig)
@@ -365,7 +365,7 @@ def controller_command(
     metrics = None
     with ApiClient(configuration) as api_client:
         if metrics_port:
-            from vcsat.adapters.metrics import Metrics
+            from vcsat.adapters.live.metrics import Metrics
 
             metrics = Metrics()
             metrics.serve(
@@ -388,7 +388,7 @@ def controller_command(
 
         try:
             if leader_elect:
-                from vcsat.adapters.leader import LeaderElector, default_identity
+                from vcsat.adapters.kube.leader import LeaderElector, default_identity
 
                 elector = LeaderElector(
                     api_client,

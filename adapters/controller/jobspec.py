@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from vcsat.adapters.controller import naming
-from vcsat.adapters.fields import EMPTY, FieldReader, type_name
+from vcsat.adapters.convert.fields import EMPTY, FieldReader, type_name
 from vcsat.model.quantity import parse_nanos
 
 EXTERNAL_EVENTS = (

@@ -27,7 +27,7 @@ def build_podgroup(job: JobSpec, *, priorities: Mapping[str, int] | None = None)
     labels = {**job.labels, **naming.job_labels(job.name, job.namespace)}
     annotations = {k: v for k, v in job.annotations.items() if k not in _SKIPPED_ANNOTATIONS}
     if job.scheduler_name:
-        # Which scheduler admits the group while it has no pods yet (see vcsat.adapters.scheduler).
+        # Which scheduler admits the group while it has no pods yet (see vcsat.adapters.live.scheduler).
         annotations["vcsat.io/scheduler-name"] = job.scheduler_name
     if job.generation:
         annotations[naming.SYNCED_GENERATION_KEY] = str(job.generation)

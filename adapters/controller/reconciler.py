@@ -38,7 +38,7 @@ from vcsat.adapters.controller.pods import build_pod
 from vcsat.adapters.controller.state import INVALID_REASON, JobEvent, Plan, decide
 from vcsat.adapters.controller.status import JobStatus, rfc3339
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.kube import ApiError, Kube
+from vcsat.adapters.kube.client import ApiError, Kube
 
 log = logging.getLogger("vcsat.controller")
 
@@ -80,7 +80,7 @@ class ReconcileError(Exception):
 class Reconciler:
     """Applies :func:`.state.decide` to one Job at a time against a live API server.
 
-    It talks raw JSON through :class:`~vcsat.adapters.kube.Kube`: pod templates reach the API
+    It talks raw JSON through :class:`~vcsat.adapters.kube.client.Kube`: pod templates reach the API
     server exactly as the user wrote them (a typed client would re-validate them on its own terms,
     refusing for instance ``nvidia.com/gpu: 1`` written as a number, which the server accepts).
     """

@@ -17,7 +17,7 @@ scheduler. Everything is deterministic for a seed.
   batch; nothing leaves, and a pod that does not fit when it arrives is given up. It runs until the
   arrived GPU requests reach ``target`` × the cluster's GPUs; the result is the allocated GPU share
   against the arrived workload.
-- **synthetic**: racks of 8-GPU nodes from :mod:`vcsat.adapters.generate` (empty, with kube-system
+- **synthetic**: racks of 8-GPU nodes from :mod:`vcsat.adapters.generate.generator` (empty, with kube-system
   DaemonSet pods as fixed load and a 2×4 PCIe GPU interconnect on every node), three weighted queues
   (4/2/1) with equal arrival rates, Poisson arrivals at a chosen offered load, GPUs per job 1/2/4/8
   at 70/10/15/5% plus a 3% tail of multi-node gangs of 2–4 pods × 8 GPUs, log-normal run times
@@ -39,9 +39,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.generate import GeneratorOptions, generate_instance
-from vcsat.adapters.objects import snapshot_from_objects
+from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.adapters.sim.engine import JobSpec, SimOptions, TaskSpec, Workload
 from vcsat.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod
 from vcsat.model import resources as res

@@ -20,7 +20,7 @@ from typing import Any
 from kubernetes import client, watch
 from kwokcluster import RUN_SECONDS
 
-VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli import main; main()"]
+VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli.app import main; main()"]
 STOP_S = 30.0
 WAIT_S = 90.0
 """The most any condition is waited for: a bound on a hung test, not a speed requirement."""

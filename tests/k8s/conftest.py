@@ -23,7 +23,7 @@ if str(_HERE) not in sys.path:
 from controlplane import ControlPlane, KubeScheduler, start_control_plane, start_kube_scheduler  # noqa: E402
 from scheduler_support import Bubble  # noqa: E402
 
-from vcsat.adapters.kube import Kube  # noqa: E402
+from vcsat.adapters.kube.client import Kube  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -83,7 +83,7 @@ def k8s_namespace(k8s_client: Any) -> Iterator[str]:
 
 @pytest.fixture
 def kube(k8s_client: Any) -> Iterator[Kube]:
-    """Our own client (adapters/kube.py) on the test's API server."""
+    """Our own client (adapters/kube/client.py) on the test's API server."""
     with Kube.from_api_client(k8s_client) as client:
         yield client
 

@@ -19,7 +19,7 @@ from typing import Any
 from scheduler_support import Bubble, wait_until
 
 from vcsat.adapters.controller.controller import JobController
-from vcsat.adapters.kube import PODGROUPS, PODS, ApiError, Kube
+from vcsat.adapters.kube.client import PODGROUPS, PODS, ApiError, Kube
 
 JOBS_PATH = "/apis/batch.volcano.sh/v1alpha1/namespaces/{namespace}/jobs"
 

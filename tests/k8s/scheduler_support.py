@@ -21,8 +21,8 @@ import pytest
 from controlplane import ControlPlane, start_control_plane
 from kwokcluster import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE, start_kwok_cluster
 
-from vcsat.adapters.kube import NODES, PODGROUPS, PODS, ApiError, Kube
-from vcsat.adapters.scheduler import Scheduler
+from vcsat.adapters.kube.client import NODES, PODGROUPS, PODS, ApiError, Kube
+from vcsat.adapters.live.scheduler import Scheduler
 from vcsat.model import Policy
 
 BUBBLE_LABEL = "vcsat-test/bubble"

@@ -19,8 +19,8 @@ from scheduler_support import (  # kwok_control_plane: the fixture control_plane
     wait_until,
 )
 
-from vcsat.adapters.cli import main
-from vcsat.adapters.kube import ApiError, Kube
+from vcsat.adapters.cli.app import main
+from vcsat.adapters.kube.client import ApiError, Kube
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from scheduler_support import (  # kwok_control_plane: the fixture control_plane
     wait_until,
 )
 
-from vcsat.adapters.kube import Kube
+from vcsat.adapters.kube.client import Kube
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 
@@ -142,7 +142,7 @@ def test_controller_process_killed_and_restarted(
     command = [
         sys.executable,
         "-c",
-        "from vcsat.adapters.cli import main; main()",
+        "from vcsat.adapters.cli.app import main; main()",
         "controller",
         "--kubeconfig",
         str(control_plane.kubeconfig),
@@ -195,7 +195,7 @@ def test_controller_command_acts_only_while_it_holds_the_lease(
     command = [
         sys.executable,
         "-c",
-        "from vcsat.adapters.cli import main; main()",
+        "from vcsat.adapters.cli.app import main; main()",
         "controller",
         "--kubeconfig",
         str(control_plane.kubeconfig),

@@ -24,9 +24,9 @@ from scheduler_support import (  # kwok_control_plane: the fixture control_plane
     wait_until,
 )
 
-from vcsat.adapters.cli import main
-from vcsat.adapters.kube import ApiError, Kube
-from vcsat.adapters.scheduler import Scheduler
+from vcsat.adapters.cli.app import main
+from vcsat.adapters.kube.client import ApiError, Kube
+from vcsat.adapters.live.scheduler import Scheduler
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
 

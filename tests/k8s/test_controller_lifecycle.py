@@ -23,7 +23,7 @@ from scheduler_support import (
 )
 
 from vcsat.adapters.controller.controller import JobController
-from vcsat.adapters.kube import PODS, ApiError, Kube
+from vcsat.adapters.kube.client import PODS, ApiError, Kube
 
 
 @dataclass

@@ -56,8 +56,8 @@ import pytest
 from controlplane import KubeScheduler
 from differential_cases import CASE_KEY, FAMILY_GENERATORS, Case, make_case
 
-from vcsat.adapters.kube import NODES, PODS, ApiError, Kube
-from vcsat.adapters.objects import snapshot_from_objects
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
+from vcsat.adapters.kube.client import NODES, PODS, ApiError, Kube
 from vcsat.model import Policy
 from vcsat.solver.solve import solve
 

@@ -21,7 +21,7 @@ from kubernetes import client
 from kubernetes.client import ApiClient, Configuration
 
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.leader import LeaderElector, default_identity
+from vcsat.adapters.kube.leader import LeaderElector, default_identity
 
 FAST = {"lease_duration_s": 2.0, "renew_deadline_s": 1.5, "retry_period_s": 0.3}
 WAIT_S = 20.0

@@ -24,9 +24,9 @@ import pytest
 from controlplane import ControlPlane, free_port, start_control_plane
 from scheduler_support import Bubble, wait_until
 
-from vcsat.adapters.kube import Kube
+from vcsat.adapters.kube.client import Kube
 
-VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli import main; main()"]
+VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli.app import main; main()"]
 STOP_S = 60
 
 

@@ -24,11 +24,11 @@ from scheduler_support import (
     wait_until,
 )
 
-from vcsat.adapters.applier import Applier
-from vcsat.adapters.informer import Informer, Store
-from vcsat.adapters.kube import PODS, SCHEDULING_RESOURCES, ApiError, Kube
-from vcsat.adapters.objects import snapshot_from_objects
-from vcsat.adapters.scheduler import Scheduler
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
+from vcsat.adapters.kube.applier import Applier
+from vcsat.adapters.kube.client import PODS, SCHEDULING_RESOURCES, ApiError, Kube
+from vcsat.adapters.kube.informer import Informer, Store
+from vcsat.adapters.live.scheduler import Scheduler
 from vcsat.model import Binding, Decision, Eviction, Nomination, SolverStats
 from vcsat.solver import solve
 

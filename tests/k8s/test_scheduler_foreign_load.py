@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from scheduler_support import Bubble, wait_cached
 
-from vcsat.adapters.kube import PODGROUPS
-from vcsat.adapters.scheduler import Scheduler
+from vcsat.adapters.kube.client import PODGROUPS
+from vcsat.adapters.live.scheduler import Scheduler
 
 
 def test_a_job_next_to_another_schedulers_running_gang_is_admitted(bubble: Bubble) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 from scheduler_support import BUBBLE_LABEL, Bubble, wait_cached, wait_until
 
-from vcsat.adapters.kube import PODS
-from vcsat.adapters.scheduler import Scheduler
+from vcsat.adapters.kube.client import PODS
+from vcsat.adapters.live.scheduler import Scheduler
 
 
 def _pod(bubble: Bubble, name: str, group: str | None = None, **spec: Any) -> None:

@@ -19,9 +19,9 @@ from scheduler_support import (
     wait_until,
 )
 
-from vcsat.adapters.kube import PODS
-from vcsat.adapters.metrics import Metrics
-from vcsat.adapters.scheduler import Scheduler
+from vcsat.adapters.kube.client import PODS
+from vcsat.adapters.live.metrics import Metrics
+from vcsat.adapters.live.scheduler import Scheduler
 
 PERIOD_S = 0.1
 NEVER_S = 3600.0

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from scheduler_support import Bubble, wait_cached, wait_until
 
-from vcsat.adapters.clock import INQUEUED_CONDITION, parse_clock, wall_clock
-from vcsat.adapters.instance_file import read_snapshot
-from vcsat.adapters.scheduler import Scheduler
+from vcsat.adapters.convert.clock import INQUEUED_CONDITION, parse_clock, wall_clock
+from vcsat.adapters.convert.instance_file import read_snapshot
+from vcsat.adapters.live.scheduler import Scheduler
 from vcsat.solver import solve
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from scheduler_support import Bubble, wait_cached
 
-from vcsat.adapters.kube import NODES, PODS
-from vcsat.adapters.scheduler import Scheduler
+from vcsat.adapters.kube.client import NODES, PODS
+from vcsat.adapters.live.scheduler import Scheduler
 
 BAD_TOPOLOGY = json.dumps({"nodes": [{"id": "g0", "kind": "gpu"}], "edges": []})
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from vcsat.adapters.informer import QUEUED_BINDING_TTL_S, UNCERTAIN_BINDING_TTL_S, Informer, Store
-from vcsat.adapters.kube import PODS, ApiError, Resource
+from vcsat.adapters.kube.client import PODS, ApiError, Resource
+from vcsat.adapters.kube.informer import QUEUED_BINDING_TTL_S, UNCERTAIN_BINDING_TTL_S, Informer, Store
 
 # --- builders ---------------------------------------------------------------------------------
 

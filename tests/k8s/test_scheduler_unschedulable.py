@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from scheduler_support import Bubble, wait_cached, wait_until
 
-from vcsat.adapters.applier import Applier
-from vcsat.adapters.informer import SCHEDULING_KINDS, Store
-from vcsat.adapters.kube import NODES, PODS
-from vcsat.adapters.scheduler import Scheduler
+from vcsat.adapters.kube.applier import Applier
+from vcsat.adapters.kube.client import NODES, PODS
+from vcsat.adapters.kube.informer import SCHEDULING_KINDS, Store
+from vcsat.adapters.live.scheduler import Scheduler
 from vcsat.model import Binding, Decision, PodGroupOutcome, Snapshot, SolverStats
 from vcsat.model.cluster import Pod
 

@@ -19,8 +19,8 @@ from scheduler_support import (
     wait_until,
 )
 
-from vcsat.adapters.kube import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS, ApiError
-from vcsat.adapters.scheduler import Scheduler
+from vcsat.adapters.kube.client import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS, ApiError
+from vcsat.adapters.live.scheduler import Scheduler
 
 
 def _local_volume(bubble: Bubble, node: str) -> str:

@@ -52,7 +52,7 @@ import sys
 import click
 from click.testing import CliRunner
 
-from vcsat.adapters.cli import main
+from vcsat.adapters.cli.app import main
 
 def paths(command: click.Command, prefix: list[str]) -> list[list[str]]:
     found = [prefix]

@@ -29,8 +29,8 @@ from typing import Any
 import pydantic
 import yaml
 
+from vcsat.adapters.convert.instance_file import read_yaml_mapping
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.instance_file import read_yaml_mapping
 from vcsat.model import Policy
 
 CONF_KEY = "volcano-scheduler.conf"

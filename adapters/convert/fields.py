@@ -1,6 +1,6 @@
 """Typed reading of one Kubernetes object's fields, failing with the field's path.
 
-Both the converter (objects.py: the cluster snapshot) and the controller's Job reader
+Both the converter (:mod:`.snapshot` and its readers per kind) and the controller's Job reader
 (controller/jobspec.py) read untrusted YAML and must refuse it in one line that names the
 object and the field. One reader serves both, so the rules (null means unset, a boolean is not an
 integer) and the wording of the messages are the same wherever a user meets them.

@@ -6,7 +6,7 @@ very objects the scheduler reads (Nodes, Pods, PodGroups, Queues, PriorityClasse
 Namespaces, PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes and
 PodDisruptionBudgets, as the API server sends them, ``managedFields`` dropped as kubectl does), and the scheduler writes
 its cycles' instances with the same function as this command. The cycle's clock goes with them
-(``vcsat.io/now`` on the List: :mod:`vcsat.adapters.clock`), since admission's timeout reads it.
+(``vcsat.io/now`` on the List: :mod:`vcsat.adapters.convert.clock`), since admission's timeout reads it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 import click
 import yaml
 
-from vcsat.adapters.clock import CLUSTER_DUMP_ANNOTATION, NOW_ANNOTATION, format_clock, wall_clock
-from vcsat.adapters.kube import SCHEDULING_RESOURCES, ApiError, Kube
+from vcsat.adapters.convert.clock import CLUSTER_DUMP_ANNOTATION, NOW_ANNOTATION, format_clock, wall_clock
+from vcsat.adapters.kube.client import SCHEDULING_RESOURCES, ApiError, Kube
 
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 

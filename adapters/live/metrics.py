@@ -138,7 +138,7 @@ class Metrics:
             self.pending_podgroups.labels(reason=reason).set(waiting.get(reason, 0))
 
     def observe_trigger(self, trigger: str, n: int = 1) -> None:
-        """``n`` cycles start for ``trigger`` (see ``vcsat.adapters.scheduler.TRIGGERS``); 0 makes the
+        """``n`` cycles start for ``trigger`` (see ``vcsat.adapters.live.scheduler.TRIGGERS``); 0 makes the
         series exist, so a rate() over it starts from a known zero."""
         self.cycles.labels(trigger=trigger).inc(n)
 

@@ -144,7 +144,7 @@ class LeaderElector:
     After a lost term the elector waits for the callback to return and campaigns again.
 
     ``api_client`` is a ``kubernetes.client.ApiClient``; an object that only carries a
-    ``configuration`` (``vcsat.adapters.kube.Kube``) gets an ApiClient of its own made from it.
+    ``configuration`` (``vcsat.adapters.kube.client.Kube``) gets an ApiClient of its own made from it.
     The lease should have its own connection pool either way: a renewal that waits for a free
     connection behind a burst of bindings can miss its deadline.
     """
@@ -172,7 +172,7 @@ class LeaderElector:
                 field="lease_duration_s",
             )
         if not hasattr(api_client, "param_serialize") and hasattr(api_client, "configuration"):
-            # A client that only carries credentials (vcsat.adapters.kube.Kube): the lease gets its
+            # A client that only carries credentials (vcsat.adapters.kube.client.Kube): the lease gets its
             # own connection pool, so renewals never queue behind a burst of bindings.
             api_client = ApiClient(api_client.configuration)
         self._api = api_client

@@ -1,4 +1,4 @@
-"""Storage and disruption objects → model types, for the one converter (``adapters/objects.py``).
+"""Storage and disruption objects → model types, for the one converter (``adapters/convert/snapshot.py``).
 
 PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and PodDisruptionBudgets keep
 only the fields kube-scheduler's volume plugins and DefaultPreemption read (see
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from vcsat.adapters.fields import type_name
+from vcsat.adapters.convert.fields import type_name
 from vcsat.model.cluster import NodeSelectorRequirement, NodeSelectorTerm
 from vcsat.model.disruption import PodDisruptionBudget
 from vcsat.model.quantity import NANO, parse_nanos
@@ -21,7 +21,7 @@ from vcsat.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from vcsat.adapters.objects import _Object as Reader
+    from vcsat.adapters.convert.reader import KubeObject as Reader
 
 BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
 BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"

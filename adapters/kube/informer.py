@@ -7,7 +7,7 @@ from a recent point), and relists when the server says the version is gone (410)
 breaks. All informers feed one :class:`Store`, which:
 
 - keeps every object exactly as the server sent it (only ``metadata.managedFields`` dropped, as
-  kubectl hides it), so :func:`~vcsat.adapters.objects.snapshot_from_objects` reads the cache the
+  kubectl hides it), so :func:`~vcsat.adapters.convert.snapshot.snapshot_from_objects` reads the cache the
   same way it reads a dumped file;
 - counts changes: ``generation`` goes up on every change, and the generation at which each object
   last changed in a way that matters for scheduling is remembered, so the applier can tell a gang
@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vcsat.adapters.kube import SCHEDULING_RESOURCES, ApiError, Kube, Resource, object_key
+from vcsat.adapters.kube.client import SCHEDULING_RESOURCES, ApiError, Kube, Resource, object_key
 
 log = logging.getLogger("vcsat.informer")
 

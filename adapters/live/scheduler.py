@@ -47,14 +47,15 @@ from typing import Any
 import click
 import yaml
 
-from vcsat.adapters.applier import Applier, ApplyReport, PendingApply
-from vcsat.adapters.clock import wall_clock
-from vcsat.adapters.daemon import daemon_options, default_lease_namespace, stop_on_signals
-from vcsat.adapters.dump import instance_document
+from vcsat.adapters.convert.clock import wall_clock
+from vcsat.adapters.convert.dump import instance_document
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.informer import InformerSet
-from vcsat.adapters.kube import Kube, load_configuration
-from vcsat.adapters.objects import snapshot_from_objects
+from vcsat.adapters.kube.applier import Applier, PendingApply
+from vcsat.adapters.kube.apply_state import ApplyReport
+from vcsat.adapters.kube.client import Kube, load_configuration
+from vcsat.adapters.kube.informer import InformerSet
+from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, stop_on_signals
 from vcsat.model import Decision, PodGroupOutcome, Policy, Snapshot
 
 log = logging.getLogger("vcsat.scheduler")
@@ -594,10 +595,10 @@ def scheduler_cmd(
     bind_workers: int,
 ) -> None:
     """Run the live scheduler against a cluster until SIGTERM or Ctrl-C."""
-    from vcsat.adapters.cli import load_policy
-    from vcsat.adapters.leader import LeaderElector, default_identity
-    from vcsat.adapters.logs import setup_logging
-    from vcsat.adapters.metrics import Metrics
+    from vcsat.adapters.cli.app import load_policy
+    from vcsat.adapters.kube.leader import LeaderElector, default_identity
+    from vcsat.adapters.live.logs import setup_logging
+    from vcsat.adapters.live.metrics import Metrics
 
     setup_logging(log_format, log_level.upper())
     policy = load_policy(policy_file, scheduler_name=scheduler_name, time_limit_s=time_limit)

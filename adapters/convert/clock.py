@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from vcsat.adapters.fields import type_name
+from vcsat.adapters.convert.fields import type_name
 
 NOW_ANNOTATION = "vcsat.io/now"
 """On the instance List's ``metadata.annotations``: the cycle's clock, RFC 3339 with microseconds."""

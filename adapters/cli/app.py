@@ -23,21 +23,21 @@ import yaml
 from rich.console import Console
 
 from vcsat import __version__
+from vcsat.adapters.cli.render import render_decision
+from vcsat.adapters.convert.instance_file import read_objects, read_snapshot, read_yaml_mapping
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.instance_file import read_objects, read_snapshot, read_yaml_mapping
-from vcsat.adapters.objects import snapshot_from_objects
-from vcsat.adapters.render import render_decision
 from vcsat.model import Decision, Policy, Snapshot
 
 OutputFormat = Literal["table", "json", "yaml"]
 
 LAZY_COMMANDS: dict[str, str] = {
     # "name": "module:attribute" of a click command, e.g. "scheduler": "vcsat.adapters.live:scheduler"
-    "generate": "vcsat.adapters.generate:generate_cmd",
+    "generate": "vcsat.adapters.generate.command:generate_cmd",
     "simulate": "vcsat.adapters.sim.commands:simulate_command",
     "bench": "vcsat.adapters.sim.commands:bench",
-    "scheduler": "vcsat.adapters.scheduler:scheduler_cmd",
-    "dump": "vcsat.adapters.dump:dump_cmd",
+    "scheduler": "vcsat.adapters.live.scheduler:scheduler_cmd",
+    "dump": "vcsat.adapters.convert.dump:dump_cmd",
     "controller": "vcsat.adapters.controller.controller:controller_command",
     "job": "vcsat.adapters.controller.cli:job_group",
     "queue": "vcsat.adapters.controller.cli:queue_group",
@@ -180,7 +180,7 @@ def load_policy(path: str | None, **overrides: Any) -> Policy:
     stderr, one line each."""
     data: dict[str, Any] = read_yaml_mapping(path) if path is not None else {}
     if path is not None and _is_volcano_conf(data):
-        from vcsat.adapters.volcano_conf import parse_volcano_conf
+        from vcsat.adapters.convert.volcano_conf import parse_volcano_conf
 
         conf = parse_volcano_conf(data, source=path)
         for warning in conf.warnings:

@@ -2,7 +2,7 @@
 
 A file holds a ``v1`` ``List`` of objects, a multi-document YAML stream of objects, or one object
 (contract §1). This module only turns the bytes into plain object mappings, with one clear line
-naming the file and the place when they are not; the one converter (:mod:`vcsat.adapters.objects`)
+naming the file and the place when they are not; the one converter (:mod:`vcsat.adapters.convert.snapshot`)
 then reads the objects.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from vcsat.adapters.clock import CLUSTER_DUMP_ANNOTATION, NOW_ANNOTATION, parse_clock
+from vcsat.adapters.convert.clock import CLUSTER_DUMP_ANNOTATION, NOW_ANNOTATION, parse_clock
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.objects import snapshot_from_objects
 from vcsat.model import Snapshot
 from vcsat.solver.pauses import no_gc_pauses
 

@@ -1,0 +1,59 @@
+"""What a lenient (live) conversion tolerated that keeps work from running, as ``Snapshot.notices``.
+
+One notice per object, never silent: a node's invalid GPU topology, a PodGroup naming no Queue, a
+pod naming no PodGroup. Only this scheduler's work and the nodes are reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from vcsat.adapters.convert.nodes import GPU_TOPOLOGY_ANNOTATION
+from vcsat.adapters.convert.pods import GROUP_NAME_ANNOTATIONS
+from vcsat.adapters.convert.reader import KubeObject
+from vcsat.model.cluster import (
+    Notice,
+    Snapshot,
+)
+from vcsat.model.gpu_topology import gpu_topology
+from vcsat.solver.enqueue import is_ours
+
+
+def conversion_notices(
+    by_kind: Mapping[str, Mapping[str, KubeObject]], snapshot: Snapshot, scheduler_name: str
+) -> tuple[Notice, ...]:
+    """What a lenient conversion tolerated that keeps work from running, once per object: only
+    about this scheduler's work (its pods, its PodGroups) and the nodes."""
+    out: list[Notice] = []
+    for node in snapshot.nodes:
+        raw = by_kind["Node"][node.name].raw.get("metadata", {}).get("annotations") or {}
+        text = raw.get(GPU_TOPOLOGY_ANNOTATION)
+        if node.gpu_topology is None and isinstance(text, str):
+            try:
+                gpu_topology(text, node.gpus)
+                continue
+            except ValueError as error:
+                message = (
+                    f"annotation {GPU_TOPOLOGY_ANNOTATION} is invalid ({error}): "
+                    "its GPUs count as uniformly connected"
+                )
+            out.append(Notice.model_construct(kind="Node", key=node.name, reason="InvalidGpuTopology", message=message))
+    queues = snapshot.queue_by_name
+    for group in snapshot.podgroups:
+        if group.queue not in queues and is_ours(group, snapshot, scheduler_name):
+            message = f"spec.queue {group.queue!r} names no Queue: its pods are not scheduled until the queue exists"
+            out.append(Notice.model_construct(kind="PodGroup", key=group.key, reason="QueueNotFound", message=message))
+    groups = snapshot.podgroup_by_key
+    dangling: dict[str, list[str]] = {}
+    for pod in snapshot.pods:
+        if pod.group is not None and pod.group not in groups and pod.managed and not pod.finished:
+            dangling.setdefault(pod.group, []).append(pod.key)
+    for group_key, keys in sorted(dangling.items()):
+        message = (
+            f"names PodGroup {group_key!r} (annotation {GROUP_NAME_ANNOTATIONS[0]}), which does not exist: "
+            "not scheduled until it does"
+        )
+        out.extend(
+            Notice.model_construct(kind="Pod", key=key, reason="PodGroupNotFound", message=message) for key in keys
+        )
+    return tuple(out)

@@ -1,0 +1,85 @@
+"""Volcano PodGroup objects → :class:`~vcsat.model.PodGroup`: gang size, queue, priority, topology, admission.
+
+A group whose queue is missing is an error in a file; live it is kept and waits
+(``QueueNotFound``). An Inqueue group's admission time is its ``Inqueued`` condition's
+``lastTransitionTime`` (see :mod:`vcsat.adapters.convert.clock`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, cast
+
+from vcsat.adapters.convert.clock import INQUEUED_CONDITION
+from vcsat.adapters.convert.fields import MAPPING_TYPES, type_name
+from vcsat.adapters.convert.priority_classes import PriorityClasses
+from vcsat.adapters.convert.reader import Conversion, KubeObject, child, construct, epoch_seconds
+from vcsat.model.cluster import (
+    DEFAULT_QUEUE,
+    NetworkTopology,
+    PodGroup,
+    Queue,
+)
+
+SCHEDULER_NAME_ANNOTATION = "vcsat.io/scheduler-name"
+
+
+def read_podgroup(
+    conversion: Conversion, obj: KubeObject, classes: PriorityClasses, queues: Mapping[str, Queue]
+) -> PodGroup | None:
+    spec = obj.mapping(obj.raw, "spec", "spec")
+    status = obj.mapping(obj.raw, "status", "status")
+    queue = obj.string(spec, "queue", "spec.queue") or DEFAULT_QUEUE
+    if queue not in queues and conversion.strict:
+        obj.fail("spec.queue", f"unknown Queue {queue!r}")
+    # Live, a missing queue is kept: the group waits with QueueNotFound until it shows up.
+    min_task_member = obj.mapping(spec, "minTaskMember", "spec.minTaskMember")
+    for task in min_task_member:
+        if not isinstance(task, str):
+            obj.fail("spec.minTaskMember", f"task name {task!r} must be a string")
+        obj.integer(min_task_member, task, child("spec.minTaskMember", task), 0, minimum=0)
+    priority_class = obj.string(spec, "priorityClassName", "spec.priorityClassName")
+    topology = None
+    topology_spec = obj.mapping(spec, "networkTopology", "spec.networkTopology")
+    if spec.get("networkTopology") is not None:
+        mode = obj.string(topology_spec, "mode", "spec.networkTopology.mode", "hard")
+        if mode not in ("hard", "soft"):
+            obj.fail("spec.networkTopology.mode", f"must be hard or soft, not {mode!r}")
+        tier = topology_spec.get("highestTierAllowed")
+        if tier is not None:
+            tier = obj.integer(
+                topology_spec, "highestTierAllowed", "spec.networkTopology.highestTierAllowed", 0, minimum=0
+            )
+        topology = NetworkTopology.model_construct(
+            mode=cast('Literal["hard", "soft"]', mode), highest_tier_allowed=tier
+        )
+    return construct(
+        PodGroup,
+        namespace=obj.namespace,
+        name=obj.name,
+        min_member=obj.integer(spec, "minMember", "spec.minMember", 1, minimum=0),
+        min_task_member=dict(min_task_member),
+        queue=queue,
+        priority=classes.value_of(obj, priority_class, "spec.priorityClassName"),
+        priority_class=priority_class,
+        min_resources=obj.amounts(obj.nanos_map(spec, "minResources", "spec.minResources"), "spec.minResources"),
+        network_topology=topology,
+        phase=(phase := obj.string(status, "phase", "status.phase")),
+        created=obj.created(),
+        inqueue_since=_inqueue_since(obj, status, phase),
+        scheduler_name=(obj.raw.get("metadata", {}).get("annotations") or {}).get(SCHEDULER_NAME_ANNOTATION),
+    )
+
+
+def _inqueue_since(obj: KubeObject, status: Mapping[str, Any], phase: str) -> float | None:
+    """When an Inqueue group was admitted: its ``Inqueued`` condition's ``lastTransitionTime``."""
+    if phase != "Inqueue":
+        return None
+    for index, condition in enumerate(obj.sequence(status, "conditions", "status.conditions")):
+        path = f"status.conditions[{index}]"
+        if not isinstance(condition, MAPPING_TYPES):
+            obj.fail(path, f"must be a mapping, not {type_name(condition)}")
+        if condition.get("type") == INQUEUED_CONDITION and condition.get("status") == "True":
+            stamp = condition.get("lastTransitionTime")
+            return None if stamp is None else epoch_seconds(obj, stamp, f"{path}.lastTransitionTime")
+    return None

@@ -1,0 +1,297 @@
+"""Pod objects → :class:`~vcsat.model.Pod`: everything kube-scheduler's filters and vcsat's gangs read.
+
+The pod's group (annotation), priority, phase, node, requests (:mod:`.pod_requests`), node
+affinity (:mod:`.node_selectors`), inter-pod terms (:mod:`.pod_affinity`), spread constraints
+(:mod:`.spread`), tolerations, host ports, volumes, gates and GPU indices (:mod:`.gpu_ids`). Parts
+that the pods of one job spell alike are built once (:meth:`~.reader.Conversion.shared`). A pod
+bound to a node that is not in the input, or naming a missing PodGroup, is an error in a file;
+live, the first is left out and the second kept and not placed (``PodGroupNotFound``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, cast
+
+from vcsat.adapters.convert import storage_objects as storage
+from vcsat.adapters.convert.fields import MAPPING_TYPES
+from vcsat.adapters.convert.gpu_ids import GPU_IDS_ANNOTATION, parse_gpu_ids
+from vcsat.adapters.convert.node_selectors import read_preferred_affinity, read_required_affinity
+from vcsat.adapters.convert.nodes import EFFECT_NAMES, TAINT_EFFECTS
+from vcsat.adapters.convert.pod_affinity import NO_POD_RULES, read_pod_affinity_rules
+from vcsat.adapters.convert.pod_requests import pod_requests_key, read_pod_requests, request_path
+from vcsat.adapters.convert.priority_classes import PriorityClasses
+from vcsat.adapters.convert.reader import Conversion, KubeObject, construct, field_path
+from vcsat.adapters.convert.spread import read_spread_constraints
+from vcsat.model import resources as res
+from vcsat.model.cluster import (
+    HostPort,
+    Node,
+    Pod,
+    PodGroup,
+    PodPhase,
+    TaintEffect,
+    Toleration,
+)
+
+GROUP_NAME_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
+PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+_POD_PHASES = frozenset({"Pending", "Running", "Succeeded", "Failed", "Unknown"})
+_PARSE_BOOL = {
+    # Go's strconv.ParseBool, as Volcano reads volcano.sh/preemptable
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+_PROTOCOLS = frozenset({"TCP", "UDP", "SCTP"})
+
+
+def read_pod(
+    conversion: Conversion,
+    obj: KubeObject,
+    classes: PriorityClasses,
+    podgroups: Mapping[str, PodGroup | None],
+    nodes: Mapping[str, Node],
+) -> Pod | None:
+    metadata = obj.raw["metadata"]
+    spec = obj.raw.get("spec")
+    if not isinstance(spec, MAPPING_TYPES):
+        obj.fail("spec", "missing" if spec is None else "must be a mapping")
+    status = obj.mapping(obj.raw, "status", "status")
+    annotations = obj.string_map(metadata, "annotations", "metadata.annotations")
+    labels = obj.string_map(metadata, "labels", "metadata.labels")
+
+    node_name = obj.string(spec, "nodeName", "spec.nodeName") or None
+    if node_name is not None and node_name not in nodes:
+        if conversion.strict:
+            obj.fail("spec.nodeName", f"unknown Node {node_name!r}")
+        return None  # its node is gone: it holds room nowhere we know
+
+    requests_key = pod_requests_key(spec)
+    if requests_key is None:
+        requests = read_pod_requests(obj, spec)
+    else:
+        requests = dict(conversion.shared(("requests", requests_key), lambda: read_pod_requests(obj, spec)))
+    gpu_milli = requests.get(res.GPU_MILLI)
+    if gpu_milli is not None:
+        if not 1 <= gpu_milli <= 1000:
+            obj.fail(
+                request_path(spec, res.GPU_MILLI),
+                f"must be 1 to 1000 (thousandths of a GPU), not {gpu_milli}",
+            )
+        if requests.get(res.GPU):
+            obj.fail(request_path(spec, res.GPU_MILLI), f"a GPU share cannot be asked together with {res.GPU}")
+
+    priority_class = obj.string(spec, "priorityClassName", "spec.priorityClassName")
+    class_priority = classes.value_of(obj, priority_class, "spec.priorityClassName")
+    priority = obj.integer(spec, "priority", "spec.priority", class_priority)
+
+    managed = obj.string(spec, "schedulerName", "spec.schedulerName", DEFAULT_SCHEDULER) == conversion.scheduler_name
+    group = None
+    group_name = next((annotations[key] for key in GROUP_NAME_ANNOTATIONS if annotations.get(key)), None)
+    if group_name is not None:
+        group = f"{obj.namespace}/{group_name}"
+        if group not in podgroups and conversion.strict:
+            obj.fail(
+                field_path("metadata", "annotations", GROUP_NAME_ANNOTATIONS[0]),
+                f"unknown PodGroup {group!r}",
+            )
+        # Live, a missing PodGroup is kept: not placed (PodGroupNotFound) until it shows up.
+
+    preemptable_text = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
+    preemptable = True
+    if preemptable_text is not None:
+        if preemptable_text not in _PARSE_BOOL:
+            obj.fail(field_path("metadata", "annotations", PREEMPTABLE_ANNOTATION), "must be true or false")
+        preemptable = _PARSE_BOOL[preemptable_text]
+
+    phase = obj.string(status, "phase", "status.phase", "Pending")
+    if phase not in _POD_PHASES:
+        obj.fail("status.phase", f"must be one of {', '.join(sorted(_POD_PHASES))}, not {phase!r}")
+
+    affinity_raw = spec.get("affinity")
+    pod_rules_raw = (
+        (affinity_raw.get("podAffinity"), affinity_raw.get("podAntiAffinity"))
+        if isinstance(affinity_raw, MAPPING_TYPES)
+        else (None, None)
+    )
+    if pod_rules_raw == (None, None):
+        pod_affinity, pod_anti_affinity = NO_POD_RULES, NO_POD_RULES
+    else:
+        # matchLabelKeys read the pod's own labels: equal text and equal labels, equal value.
+        pod_affinity, pod_anti_affinity = conversion.shared(
+            ("pod-affinity", repr((pod_rules_raw, sorted(labels.items())))),
+            lambda: (
+                read_pod_affinity_rules(obj, spec, "podAffinity", labels),
+                read_pod_affinity_rules(obj, spec, "podAntiAffinity", labels),
+            ),
+        )
+
+    gpu_ids = None
+    holds_room = node_name is not None and phase not in ("Succeeded", "Failed")
+    if holds_room and GPU_IDS_ANNOTATION in annotations:
+        # Only a pod that holds room holds devices; on any other the annotation is history.
+        gpu_ids = parse_gpu_ids(obj, annotations[GPU_IDS_ANNOTATION], requests)
+
+    return construct(
+        Pod,
+        namespace=obj.namespace,
+        name=obj.name,
+        uid=obj.string(metadata, "uid", "metadata.uid"),
+        labels=labels,
+        managed=managed,
+        node_name=node_name,
+        phase=cast("PodPhase", phase),
+        requests=requests,
+        priority=priority,
+        priority_class=priority_class,
+        node_selector=obj.string_map(spec, "nodeSelector", "spec.nodeSelector"),
+        affinity=conversion.shared(("affinity", repr(spec.get("affinity"))), lambda: read_required_affinity(obj, spec)),
+        tolerations=conversion.shared(
+            ("tolerations", repr(spec.get("tolerations"))),
+            lambda: tuple(
+                _toleration(obj, raw, f"spec.tolerations[{index}]")
+                for index, raw in enumerate(obj.sequence(spec, "tolerations", "spec.tolerations"))
+            ),
+        ),
+        terminating=metadata.get("deletionTimestamp") is not None,
+        group=group,
+        task=annotations.get(TASK_SPEC_ANNOTATION, ""),
+        preemptable=preemptable,
+        gpu_ids=gpu_ids,
+        nominated_node=_nominated_node(obj),
+        created=obj.created(),
+        claims=storage.pod_claims(obj, spec),
+        scheduling_gates=_names(obj, spec, "schedulingGates"),
+        resource_claims=_names(obj, spec, "resourceClaims"),
+        queue_name=annotations.get(QUEUE_NAME_ANNOTATION) or None,
+        preferred_affinity=conversion.shared(
+            ("preferred", repr(spec.get("affinity"))), lambda: read_preferred_affinity(obj, spec)
+        ),
+        pod_affinity=pod_affinity,
+        pod_anti_affinity=pod_anti_affinity,
+        host_ports=conversion.shared(("host-ports", _ports_key(spec)), lambda: _host_ports(obj, spec)),
+        spread_constraints=conversion.shared(
+            ("spread", repr(spec.get("topologySpreadConstraints"))), lambda: read_spread_constraints(obj, spec)
+        ),
+    )
+
+
+def pod_context(
+    obj: KubeObject, classes_key: tuple[Any, ...], podgroups: Mapping[str, Any], nodes: Mapping[str, Node]
+) -> tuple[Any, ...]:
+    """What a pod's conversion reads besides the pod: whether its PodGroup and node exist, and the
+    priority classes (a reused conversion must be the one these would give now)."""
+    metadata = obj.raw.get("metadata") or {}
+    annotations = metadata.get("annotations")
+    group = None
+    if isinstance(annotations, MAPPING_TYPES):
+        name = next((annotations[key] for key in GROUP_NAME_ANNOTATIONS if annotations.get(key)), None)
+        group = f"{obj.namespace}/{name}" if isinstance(name, str) else name
+    spec = obj.raw.get("spec")
+    node_name = spec.get("nodeName") if isinstance(spec, MAPPING_TYPES) else None
+    return (
+        classes_key,
+        group is None or (isinstance(group, str) and group in podgroups),
+        node_name is None or (isinstance(node_name, str) and node_name in nodes),
+    )
+
+
+def _ports_key(spec: Mapping[str, Any]) -> str:
+    """The text host ports are read from: the containers' and init containers' ``ports``."""
+    parts = []
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if isinstance(containers, list):
+            parts.append(
+                repr(
+                    [
+                        (c.get("ports"), c.get("restartPolicy")) if isinstance(c, MAPPING_TYPES) else c
+                        for c in containers
+                    ]
+                )
+            )
+    return "|".join(parts)
+
+
+def _host_ports(obj: KubeObject, spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    """Ports with ``hostPort`` > 0 of the containers and of restartable (sidecar) init containers,
+    the ones kube-scheduler's NodePorts counts: an init container that exits frees its port."""
+    out: list[HostPort] = []
+    for field in ("initContainers", "containers"):
+        for index, container in enumerate(obj.sequence(spec, field, f"spec.{field}")):
+            path = f"spec.{field}[{index}]"
+            if not isinstance(container, MAPPING_TYPES):
+                obj.fail(path, "must be a mapping")
+            if field == "initContainers" and container.get("restartPolicy") != "Always":
+                continue
+            for position, port in enumerate(obj.sequence(container, "ports", f"{path}.ports")):
+                port_path = f"{path}.ports[{position}]"
+                if not isinstance(port, MAPPING_TYPES):
+                    obj.fail(port_path, "must be a mapping")
+                host_port = obj.integer(port, "hostPort", f"{port_path}.hostPort", 0, minimum=0)
+                if host_port > 65535:
+                    obj.fail(f"{port_path}.hostPort", f"must be 0 to 65535, not {host_port}")
+                if host_port == 0:
+                    continue
+                protocol = obj.string(port, "protocol", f"{port_path}.protocol") or "TCP"
+                if protocol not in _PROTOCOLS:
+                    obj.fail(f"{port_path}.protocol", f"must be one of SCTP, TCP, UDP, not {protocol!r}")
+                host_ip = obj.string(port, "hostIP", f"{port_path}.hostIP") or "0.0.0.0"
+                out.append((protocol, host_ip, host_port))
+    return tuple(out)
+
+
+def _toleration(obj: KubeObject, raw: Any, path: str) -> Toleration:
+    if not isinstance(raw, MAPPING_TYPES):
+        obj.fail(path, "must be a mapping")
+    key = obj.string(raw, "key", f"{path}.key")
+    operator = obj.string(raw, "operator", f"{path}.operator", "Equal")
+    if operator not in ("Equal", "Exists"):
+        obj.fail(f"{path}.operator", f"must be Equal or Exists, not {operator!r}")
+    value = obj.string(raw, "value", f"{path}.value")
+    if operator == "Exists" and value:
+        obj.fail(f"{path}.value", "must be empty when operator is Exists")
+    if not key and operator != "Exists":
+        obj.fail(f"{path}.operator", "must be Exists when key is empty")
+    effect = obj.string(raw, "effect", f"{path}.effect")
+    if effect and effect not in TAINT_EFFECTS:
+        obj.fail(f"{path}.effect", f"must be one of {EFFECT_NAMES}, not {effect!r}")
+    return Toleration.model_construct(
+        key=key,
+        operator=cast('Literal["Equal", "Exists"]', operator),
+        value=value,
+        effect=cast('TaintEffect | Literal[""]', effect),
+    )
+
+
+def _names(obj: KubeObject, spec: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """The ``name`` of each entry of a list of named items (``spec.schedulingGates``,
+    ``spec.resourceClaims``)."""
+    names = []
+    for index, raw in enumerate(obj.sequence(spec, key, f"spec.{key}")):
+        path = f"spec.{key}[{index}]"
+        if not isinstance(raw, MAPPING_TYPES):
+            obj.fail(path, "must be a mapping")
+        name = obj.string(raw, "name", f"{path}.name")
+        if not name:
+            obj.fail(f"{path}.name", "missing")
+        names.append(name)
+    return tuple(names)
+
+
+def _nominated_node(obj: KubeObject) -> str | None:
+    """``status.nominatedNodeName``: where the pod waits for its victims to go."""
+    status = obj.raw.get("status")
+    if not isinstance(status, Mapping):
+        return None
+    value = status.get("nominatedNodeName")
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        obj.fail("status.nominatedNodeName", f"expected a string, got {type(value).__name__}")
+    return value

@@ -1,0 +1,188 @@
+"""Carrying out one cycle's Decision against the API server, without ever binding a pod twice.
+
+The solver decides; this module makes it so, in the order that keeps the cluster sane:
+
+1. **Evictions** through the Eviction API (``policy/v1``), so PodDisruptionBudgets are honoured: a
+   429 means a budget says "not now" and the victim stays; the next cycle decides again.
+2. **Nominations**: ``status.nominatedNodeName`` on pods that wait for their victims to go.
+3. **Bindings, gang by gang**, the pods of a gang concurrently on a bounded pool of threads and
+   keep-alive connections. Before a gang is sent it is checked against the informer store: a gang
+   whose pods, PodGroup or target nodes changed after the snapshot is *stale* and skipped whole
+   (it is decided again next cycle). Each binding carries the pod's UID and resourceVersion as
+   preconditions and its ``vcsat.io/gpu-ids`` as a Binding annotation, which the API server
+   writes onto the pod in the same update that sets ``spec.nodeName``: a pod is never bound
+   without its GPU indices, nor annotated without being bound, and one request does both. The
+   API server refuses a second binding of a bound pod (409), so no pod is bound twice whatever
+   happens here; a gang cut off mid-bind keeps what was bound, and the next cycle places the rest
+   (the solver counts bound members towards ``minMember``).
+4. **PodGroup status** (phase, conditions, running/succeeded/failed) through the status
+   subresource, written only when it differs from what the group already shows.
+5. **PodScheduled=False** (reason ``Unschedulable``, or ``SchedulingGated`` for a pod with
+   scheduling gates, with the decision's reason code and message) on
+   the pods a cycle leaves unplaced, as kube-scheduler marks them and cluster-autoscaler looks for
+   them: from the second cycle a pod waits on (a gang whose pods are still being created is a
+   passing state), and written only when it changes (a new message alone at most every
+   ``event_refresh_s``), never once per cycle per pod.
+6. **Events**: a Warning Event on each object the converter tolerated but that keeps work from
+   running (``Snapshot.notices``: a PodGroup naming a missing queue, a pod naming a missing
+   PodGroup, a node with an invalid ``vcsat.io/gpu-topology``); why a group waits, as a core/v1
+   Event on the PodGroup (or on a lone pod), from the second cycle it waits for that reason on
+   (a passing state, such as a gang whose pods are still being created, records none); both
+   counted and refreshed at most every ``event_refresh_s`` instead of one new Event per cycle;
+   and one ``Scheduled`` Event per gang bound.
+
+There are no per-pod GETs: what is current comes from the informer :class:`~vcsat.adapters.kube.informer.Store`.
+
+Each report says when applying the same decision again would still write something although
+nothing changed (``ApplyReport.follow_ups``): the second cycle of the rules above, or the end of an
+``event_refresh_s`` window. The scheduler idles between cycles while nothing changes, and it is
+these times (and any change) that end the idling, so each of those writes comes when it always did.
+
+Bindings are what a pod waits for; statuses, conditions and Events are not. So the latter go out
+on a few threads of their own once an apply's bindings are answered, and never hold up the next
+cycle's bindings (during a burst they trail the bindings; admissions to Inqueue go first).
+
+The applier is one object made of parts, one module each: :mod:`.binding` (3),
+:mod:`.evictions` (1 and 2), :mod:`.status_writes` (4 and 5) and :mod:`.events` (6), over the state
+they share (:mod:`.apply_state`).
+
+:meth:`Applier.submit` returns as soon as the bindings are checked and queued: each queued pod is
+registered with the store at once, so the next snapshot already shows it bound and the next cycle
+can be solved while the bindings land (kube-scheduler's "assume, then bind asynchronously").
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from vcsat.adapters.kube.apply_state import COMPONENT, REPORT_WORKERS, ApplyReport, ConditionWrite, log
+from vcsat.adapters.kube.binding import Bindings
+from vcsat.adapters.kube.client import Kube
+from vcsat.adapters.kube.events import EventRecord
+from vcsat.adapters.kube.evictions import Evictions
+from vcsat.adapters.kube.informer import Store
+from vcsat.adapters.kube.status_writes import StatusWrites
+from vcsat.model import Binding, Decision, Snapshot
+
+
+class Applier(Bindings, Evictions, StatusWrites):
+    """Applies decisions; one per scheduler, reused across cycles (it remembers the Events it wrote)."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        store: Store,
+        *,
+        workers: int | None = None,
+        identity: str = COMPONENT,
+        event_refresh_s: float = 60.0,
+    ) -> None:
+        self.kube = kube
+        self.store = store
+        self.identity = identity
+        self.event_refresh_s = event_refresh_s
+        self._pool = ThreadPoolExecutor(workers or kube.pool_size, thread_name_prefix="vcsat-apply")
+        # PodGroup statuses, pod conditions and Events: on a few threads of their own, so that the
+        # next cycle's bindings never queue behind the last cycle's (bindings are what a pod waits
+        # for; these are not), and they take a small share of the API server meanwhile.
+        self._reports = ThreadPoolExecutor(REPORT_WORKERS, thread_name_prefix="vcsat-apply-report")
+        # Collects each apply's bindings and then writes its statuses and Events, one apply after
+        # the other, so the caller can go on with the next cycle meanwhile.
+        self._finisher = ThreadPoolExecutor(1, thread_name_prefix="vcsat-apply-finish")
+        self._events: dict[str, dict[str, EventRecord]] = {}
+        """Per involved object's uid, per reason: the Event written for it."""
+        self._events_lock = threading.Lock()
+        self._status_written_at: dict[str, float] = {}
+        self._waiting_seen: dict[str, dict[str, int]] = {}
+        """Per PodGroup (or lone pod) uid, per reason: cycles it was seen waiting for it."""
+        self._unplaced_seen: set[str] = set()
+        """Uids of pods some cycle left unplaced (the first time writes nothing)."""
+        self._conditions_written: dict[str, ConditionWrite] = {}
+        """Per pod key, our last PodScheduled write: the next cycle and a binding sent before the
+        watch shows it still know the pod's current condition and version."""
+
+    def close(self) -> None:
+        self._finisher.shutdown(wait=True)
+        self._reports.shutdown(wait=True)
+        self._pool.shutdown(wait=True)
+
+    # --- the whole decision -------------------------------------------------------------------
+
+    def apply(self, decision: Decision, snapshot: Snapshot, *, stop: threading.Event | None = None) -> ApplyReport:
+        """Apply ``decision``, made on ``snapshot``, and wait until all of it is done."""
+        return self.submit(decision, snapshot, stop=stop).result()
+
+    def submit(self, decision: Decision, snapshot: Snapshot, *, stop: threading.Event | None = None) -> PendingApply:
+        """Start applying ``decision``; returns once every binding is checked and queued.
+
+        Evictions and nominations are done by then (they are few). The bindings go on in the
+        background, already shown as bound by the store's next snapshot, so the next cycle may be
+        solved while they land. Once ``stop`` is set nothing new is sent.
+        """
+        report = ApplyReport()
+        stopped = stop.is_set if stop is not None else (lambda: False)
+        if decision.evictions and not stopped():
+            self._evict(decision.evictions, snapshot, report)
+        if decision.nominations and not stopped():
+            self._nominate(decision.nominations, snapshot, report)
+        sent = self._send(decision.bindings, snapshot, report, stopped)
+        binds = [future for _, members in sent for _, future in members]
+        finished = self._finisher.submit(self._finish, decision, snapshot, sent, report, stopped)
+        return PendingApply(finished, binds)
+
+    def _finish(
+        self,
+        decision: Decision,
+        snapshot: Snapshot,
+        sent: list[tuple[str, list[tuple[Binding, Future[str | None]]]]],
+        report: ApplyReport,
+        stopped: Callable[[], bool],
+    ) -> ApplyReport:
+        gangs = self._collect(sent, report)
+        if not stopped():
+            self._notices(snapshot, report)
+        if not stopped():
+            self._podgroups(decision, snapshot, gangs, report)
+        if not stopped():
+            self._unschedulable(decision, snapshot, report)
+        return report
+
+
+class PendingApply:
+    """An apply under way: its bindings queued or sent, its report once all of it is done."""
+
+    def __init__(self, finished: Future[ApplyReport], binds: list[Future[str | None]]) -> None:
+        self._finished = finished
+        self._left = len(binds)
+        self._lock = threading.Lock()
+        for future in binds:
+            future.add_done_callback(self._answered)
+
+    def _answered(self, _future: Future[str | None]) -> None:
+        with self._lock:
+            self._left -= 1
+
+    def result(self, timeout_s: float | None = None) -> ApplyReport:
+        return self._finished.result(timeout_s)
+
+    def done(self) -> bool:
+        return self._finished.done()
+
+    def outstanding(self) -> int:
+        """Bindings not answered yet (counted as they are answered: the scheduler polls this)."""
+        return self._left
+
+    def add_done_callback(self, callback: Callable[[ApplyReport], None]) -> None:
+        """``callback(report)`` once done (in the applier's thread); a failed apply is logged instead."""
+
+        def done(future: Future[ApplyReport]) -> None:
+            try:
+                report = future.result()
+            except Exception:
+                log.exception("applying a decision failed")
+                return
+            callback(report)
+
+        self._finished.add_done_callback(done)

@@ -1,0 +1,363 @@
+"""Status writes: PodGroup status and PodScheduled=False on the pods a cycle leaves unplaced.
+
+A PodGroup's phase, counts and conditions (Volcano's, plus ``Inqueued``, which keeps the admission
+time) go through the status subresource, written only when they differ from what the group shows.
+An unplaced pod gets PodScheduled=False (``Unschedulable``, or ``SchedulingGated`` for a gated
+pod, with the decision's reason code and message) as kube-scheduler marks it and
+cluster-autoscaler looks for it: from the second cycle it waits on, and again only when it
+changes (a new message alone at most every ``event_refresh_s``). Admissions to Inqueue go first,
+since a Job controller creates a job's pods only once its group is Inqueue.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from vcsat.adapters.convert.clock import INQUEUED_CONDITION, INQUEUED_REASON
+from vcsat.adapters.kube.apply_state import (
+    MAX_EVENT_MESSAGE,
+    MAX_REMEMBERED,
+    ApplyReport,
+    ConditionWrite,
+    GangOutcome,
+    forget_oldest,
+    log,
+)
+from vcsat.adapters.kube.client import (
+    PODGROUPS,
+    PODS,
+    STRATEGIC_MERGE_PATCH,
+    ApiError,
+    Resource,
+    now_rfc3339,
+)
+from vcsat.adapters.kube.events import EventWriter
+from vcsat.model import Decision, Pod, PodGroup, PodGroupOutcome, Snapshot
+
+POD_SCHEDULED = "PodScheduled"
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULING_GATED = "SchedulingGated"
+"""The reason kube-scheduler gives a pod it could not place; cluster-autoscaler scales up for it."""
+NOT_PLACED = "NotPlaced"
+"""Reason code of a pod left out while its gang counts as placed (beyond its minMember)."""
+PREEMPTING = "Preempting"
+"""Reason code of a nominated pod: it is placed once the victims are gone."""
+
+
+class StatusWrites(EventWriter):
+    """PodGroup status and the PodScheduled condition of unplaced pods, written only when due."""
+
+    _status_written_at: dict[str, float]
+    _unplaced_seen: set[str]
+    """Uids of pods some cycle left unplaced (the first time writes nothing)."""
+
+    def _podgroups(
+        self, decision: Decision, snapshot: Snapshot, gangs: Mapping[str, GangOutcome], report: ApplyReport
+    ) -> None:
+        outcomes = {outcome.podgroup: outcome for outcome in decision.podgroups}
+        futures: list[Future[list[str]]] = []
+        # Admissions first: a Job controller creates a job's pods only once its group is Inqueue.
+        admitted_first = sorted(
+            snapshot.podgroups, key=lambda group: getattr(outcomes.get(group.key), "phase", "") != "Inqueue"
+        )
+        for group in admitted_first:
+            pods = snapshot.pods_of_group.get(group.key, ())
+            outcome = outcomes.get(group.key)
+            if outcome is None and not any(pod.managed for pod in pods):
+                continue  # not ours: another scheduler's group
+            futures.append(self._reports.submit(self._podgroup_one, group, pods, outcome, gangs.get(group.key), report))
+        for outcome in decision.podgroups:
+            if outcome.podgroup in snapshot.podgroup_by_key:
+                continue
+            pod = snapshot.pod_by_key.get(outcome.podgroup)  # a pod with no PodGroup: a gang of one
+            if pod is not None:
+                futures.append(self._reports.submit(self._lone_pod_events, pod, outcome, gangs.get(pod.key), report))
+        for future in futures:
+            for done in future.result():
+                if done.startswith("status "):
+                    report.podgroups_updated.append(done.removeprefix("status "))
+                else:
+                    report.events.append(done)
+
+    def _unschedulable(self, decision: Decision, snapshot: Snapshot, report: ApplyReport) -> None:
+        """PodScheduled=False on the pods this decision leaves unplaced, where it is new or changed."""
+        placed = {binding.pod for binding in decision.bindings}
+        nominated = {nomination.pod: nomination.node for nomination in decision.nominations}
+        outcomes = {outcome.podgroup: outcome for outcome in decision.podgroups}
+        futures: list[tuple[str, Future[bool]]] = []
+        for pod in snapshot.pods:
+            if not pod.pending or pod.key in placed or not pod.uid:
+                continue
+            with self._events_lock:
+                seen = pod.uid in self._unplaced_seen
+                if not seen:
+                    if len(self._unplaced_seen) >= MAX_REMEMBERED:
+                        self._unplaced_seen.clear()  # pods bound or deleted meanwhile: forget them all
+                    self._unplaced_seen.add(pod.uid)
+            if not seen:
+                # First time left out: maybe only its gang's other pods are not created yet.
+                report.follow_up("unschedulable-second-cycle", time.monotonic())
+                continue
+            if pod.key in nominated:
+                message = f"{PREEMPTING}: waits for evictions to free room on node {nominated[pod.key]}"
+            else:
+                message = _unschedulable_message(outcomes.get(pod.group or pod.key))
+            current = self.store.get("Pod", pod.key)
+            if current is None or (current.get("spec") or {}).get("nodeName"):
+                continue
+            condition = _pod_condition(current, POD_SCHEDULED)
+            # A gated pod says SchedulingGated, as kube-scheduler marks it: cluster-autoscaler scales
+            # up for Unschedulable pods, and room would not help a pod held by its gates.
+            reason = SCHEDULING_GATED if pod.scheduling_gates else UNSCHEDULABLE
+            with self._events_lock:
+                written = self._conditions_written.get(pod.key)
+            version = (current.get("metadata") or {}).get("resourceVersion")
+            if written is not None and written.before == version:
+                # The watch has not shown our last write yet: the pod already says what we wrote.
+                current = {**current, "metadata": {**current["metadata"], "resourceVersion": written.after}}
+                condition = {
+                    "status": "False",
+                    "reason": reason,
+                    "message": written.message,
+                    "lastTransitionTime": written.since,
+                }
+            due = self._condition_due(written, condition, message, reason)
+            if due is None:
+                continue
+            if due > time.monotonic():
+                report.follow_up("unschedulable-refresh", due)
+                continue
+            futures.append(
+                (pod.key, self._reports.submit(self._mark_unschedulable, pod, current, condition, message, reason))
+            )
+        for key, future in futures:
+            if future.result():
+                report.unschedulable.append(key)
+            else:
+                report.follow_up("retry", time.monotonic())
+
+    def _condition_due(
+        self, written: ConditionWrite | None, condition: Mapping[str, Any] | None, message: str, reason: str
+    ) -> float | None:
+        """From when (``time.monotonic()``) to write; None: the pod says it already. Write when the
+        condition is missing, another, or names another reason code; a new message alone waits
+        ``event_refresh_s`` after our last write."""
+        if condition is None or condition.get("status") != "False" or condition.get("reason") != reason:
+            return 0.0
+        if condition.get("message") == message:
+            return None
+        if _reason_code(str(condition.get("message") or "")) != _reason_code(message) or written is None:
+            return 0.0
+        return written.at + self.event_refresh_s
+
+    def _mark_unschedulable(
+        self, pod: Pod, current: Mapping[str, Any], condition: Mapping[str, Any] | None, message: str, reason: str
+    ) -> bool:
+        version = str((current.get("metadata") or {}).get("resourceVersion") or "")
+        since = now_rfc3339()
+        if condition is not None and condition.get("status") == "False":
+            since = condition.get("lastTransitionTime") or since
+        body = {
+            # Only if the pod is still the one we saw: a binding may have landed meanwhile.
+            "metadata": {"resourceVersion": version},
+            "status": {
+                "conditions": [
+                    {
+                        "type": POD_SCHEDULED,
+                        "status": "False",
+                        "reason": reason,
+                        "message": message,
+                        "lastProbeTime": None,
+                        "lastTransitionTime": since,
+                    }
+                ]
+            },
+        }
+        try:
+            # A strategic merge patch merges conditions by type: the kubelet's others stay.
+            written = self.kube.patch(
+                PODS.path(pod.namespace, pod.name, "status"), body, content_type=STRATEGIC_MERGE_PATCH
+            )
+        except ApiError as error:
+            if error.status not in (404, 409):
+                log.warning("pod condition update failed", extra={"pod": pod.key, "error": str(error)})
+            return False
+        after = str(((written or {}).get("metadata") or {}).get("resourceVersion") or "")
+        with self._events_lock:
+            if len(self._conditions_written) >= MAX_REMEMBERED:
+                forget_oldest(self._conditions_written, lambda record: record.at)
+            self._conditions_written[pod.key] = ConditionWrite(version, after, message, since, time.monotonic())
+        return True
+
+    def _podgroup_one(
+        self,
+        group: PodGroup,
+        pods: tuple[Pod, ...],
+        outcome: PodGroupOutcome | None,
+        gang: GangOutcome | None,
+        report: ApplyReport,
+    ) -> list[str]:
+        done: list[str] = []
+        current = self.store.get("PodGroup", group.key)
+        if current is None:
+            return done
+        bound_now = len(gang.bound) if gang is not None else 0
+        placed = sum(1 for pod in pods if pod.bound) + bound_now
+        status = _desired_status(group, pods, outcome, placed, current.get("status") or {})
+        if status is not None and self._status_due(group.key, current.get("status") or {}, status, report):
+            try:
+                self.kube.patch(PODGROUPS.path(group.namespace, group.name, "status"), {"status": status})
+                done.append(f"status {group.key}")
+            except ApiError as error:
+                if error.status != 404:
+                    log.warning("podgroup status update failed", extra={"podgroup": group.key, "error": str(error)})
+                report.follow_up("retry", time.monotonic())
+        done.extend(self._group_events(PODGROUPS, current, group.key, outcome, gang, report))
+        return done
+
+    def _lone_pod_events(
+        self, pod: Pod, outcome: PodGroupOutcome, gang: GangOutcome | None, report: ApplyReport
+    ) -> list[str]:
+        current = self.store.get("Pod", pod.key)
+        if current is None:
+            return []
+        return self._group_events(PODS, current, pod.key, outcome, gang, report)
+
+    def _group_events(
+        self,
+        resource: Resource,
+        current: dict[str, Any],
+        key: str,
+        outcome: PodGroupOutcome | None,
+        gang: GangOutcome | None,
+        report: ApplyReport,
+    ) -> list[str]:
+        done: list[str] = []
+        if gang is not None and gang.bound:
+            self._forget_waiting(str((current.get("metadata") or {}).get("uid")))
+            nodes: dict[str, int] = {}
+            for binding in gang.bound:
+                nodes[binding.node] = nodes.get(binding.node, 0) + 1
+            where = ", ".join(f"{node} ({count})" if count > 1 else node for node, count in sorted(nodes.items()))
+            message = f"Bound {len(gang.bound)} pod(s) to {where}"
+            if gang.failed:
+                message += f"; {len(gang.failed)} not bound yet, retried next cycle"
+            if self._event(resource, current, "Scheduled", message, "Normal", dedupe=False):
+                done.append(f"{key} Scheduled")
+        elif (
+            outcome is not None
+            and outcome.phase != "Running"
+            and outcome.reason
+            and self._still_waiting(str((current.get("metadata") or {}).get("uid")), outcome.reason, report)
+            and self._event(
+                resource, current, outcome.reason, outcome.message or outcome.reason, "Warning", report=report
+            )
+        ):
+            done.append(f"{key} {outcome.reason}")
+        return done
+
+    def _status_due(
+        self, key: str, current: Mapping[str, Any], desired: Mapping[str, Any], report: ApplyReport
+    ) -> bool:
+        """Write when phase, counts or condition type/reason change; a new message alone waits a while."""
+        now = time.monotonic()
+        if _status_core(current, messages=True) == _status_core(desired, messages=True):
+            return False
+        with self._events_lock:
+            if len(self._status_written_at) > MAX_REMEMBERED:
+                forget_oldest(self._status_written_at, lambda written_at: written_at)
+            changed = _status_core(current) != _status_core(desired)
+            due = self._status_written_at.get(key, -float("inf")) + self.event_refresh_s
+            if changed or now >= due:
+                self._status_written_at[key] = now
+                return True
+        report.follow_up("status-refresh", due)
+        return False
+
+
+def _unschedulable_message(outcome: PodGroupOutcome | None) -> str:
+    """The decision's explanation for a pod left unplaced: its reason code, then why."""
+    if outcome is None or not outcome.reason:
+        text = f"{NOT_PLACED}: its gang is placed without it; no room for this pod yet"
+    else:
+        text = f"{outcome.reason}: {outcome.message or outcome.reason}"
+    return text[:MAX_EVENT_MESSAGE]
+
+
+def _reason_code(message: str) -> str:
+    return message.partition(": ")[0]
+
+
+def _pod_condition(pod: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == kind:
+            return dict(condition)
+    return None
+
+
+def _desired_status(
+    group: PodGroup,
+    pods: tuple[Pod, ...],
+    outcome: PodGroupOutcome | None,
+    placed: int,
+    current: Mapping[str, Any],
+) -> dict[str, Any] | None:
+    """The status a PodGroup should show after this cycle (Volcano's fields and condition types)."""
+    running = sum(1 for pod in pods if pod.phase == "Running")
+    succeeded = sum(1 for pod in pods if pod.phase == "Succeeded")
+    failed = sum(1 for pod in pods if pod.phase == "Failed")
+    conditions = list(current.get("conditions") or [])
+    if pods and all(pod.finished for pod in pods) and outcome is None:
+        phase = "Completed"
+    elif placed >= max(1, group.min_member) and placed > 0:
+        phase = "Running"
+        conditions = [_condition("Scheduled", "Scheduled", f"{placed} pod(s) placed", current)]
+    elif outcome is not None:
+        phase = outcome.phase
+        if outcome.reason:
+            conditions = [_condition("Unschedulable", outcome.reason, outcome.message, current)]
+    else:
+        phase = str(current.get("phase") or "Pending")
+    # While Inqueue, the Inqueued condition keeps when it was admitted (admission's timeout reads it).
+    conditions = [c for c in conditions if c.get("type") != INQUEUED_CONDITION]
+    if phase == "Inqueue":
+        conditions.append(_condition(INQUEUED_CONDITION, INQUEUED_REASON, "admitted: its pods may be placed", current))
+    status: dict[str, Any] = {
+        "phase": phase,
+        "running": running,
+        "succeeded": succeeded,
+        "failed": failed,
+        "conditions": conditions,
+    }
+    return status
+
+
+def _condition(kind: str, reason: str, message: str, current: Mapping[str, Any]) -> dict[str, Any]:
+    since = now_rfc3339()
+    for condition in current.get("conditions") or ():
+        if condition.get("type") == kind and condition.get("status") == "True" and condition.get("reason") == reason:
+            since = condition.get("lastTransitionTime") or since
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": reason,
+        "message": message[:MAX_EVENT_MESSAGE],
+        "lastTransitionTime": since,
+    }
+
+
+def _status_core(status: Mapping[str, Any], *, messages: bool = False) -> tuple[Any, ...]:
+    conditions = tuple(
+        (c.get("type"), c.get("status"), c.get("reason"), c.get("message") if messages else None)
+        for c in status.get("conditions") or ()
+    )
+    return (
+        status.get("phase") or "",
+        status.get("running") or 0,
+        status.get("succeeded") or 0,
+        status.get("failed") or 0,
+        conditions,
+    )
