@@ -15,9 +15,14 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   models with pods confined by model, a pool is a model; without confined pods there are no pools
   and every price is 0, so homogeneous workloads are decided exactly as before.
 - **Expected need of a pool**: the GPU thousandths its confined pods pending now ask (certain),
-  plus the confined share of the rest: each confined key's share of all GPU demand seen (bound and
-  pending), spread over the pools it accepts by their size, times the cluster's free GPU room left
-  after the pending pods (what the workload to come is expected to fill).
+  plus its share of the demand to come (the cluster's free GPU room left after the pending pods:
+  what the arrivals to come are expected to fill). That share is the confined demand seen for the
+  pool (each confined key's bound and pending GPU thousandths, spread over the pools it accepts by
+  their size) over all GPU demand seen, shrunk towards a prior while little was seen: the confined
+  share of the whole workload spread over the wanted pools by size, weighing as much as
+  :data:`PRIOR_WEIGHT` of the cluster's GPUs of demand. The few pods of a small pool seen early say
+  little (a pool nobody seemed to want would be filled first), the confined share of the workload
+  is known far sooner. Pools no confined key accepts need nothing.
 - **Pressure** of a pool: its expected need over its free GPU room, at most 1: the share of a
   thousandth of its room that confined work is expected to miss if someone else takes it.
 - **Price** of a pod on a node: 0 when the pod's own key accepts no other pool (it is that confined
@@ -26,16 +31,19 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   times the share of the node's free cpu or memory it takes (a CPU-only pod on a GPU node strands
   the GPUs it leaves without cores or memory).
 
-How it is used, always *below* placed work (it decides where, never what or how much):
-:func:`greedy_key` orders the nodes the greedy warm start and the fragmentation decode consider for
-a pod (price first, then the existing order: FGD's measure or best fit), and
-:func:`vcsat.solver.objectives.scarcity.scarcity_level` is a CP-SAT level after the placed-work,
-fairness and preference levels, so the lexicographic order guarantees it never trades one pod of
-placed work for it. A price first rather than a weight against fragmentation: equal pressures (a
-cluster whose confined demand matches its models' sizes) tie and leave FGD's choice as it was; a
-pressure that rises where one pool fills faster than its confined demand justifies steers the
-unconfined work to the pool with most slack, which keeps every pool's free room in proportion to
-the work only it can take.
+How it is used, always *below* placed work (it decides where, never what or how much): the
+greedy warm start and the fragmentation decode order the nodes they consider for a pod by price
+first (:func:`price`, in whole thousandths), then their existing order (FGD's measure on
+GPU-sharing workloads, :func:`cheapest_fit` then best fit elsewhere); and
+:mod:`vcsat.solver.objectives.scarcity` is a CP-SAT level after the placed-work, fairness and
+preference levels, so the lexicographic order guarantees it never trades one pod of placed work for
+it. Nodes of different pools are not interchangeable for the model's symmetry breaking. A price
+first rather than a weight against fragmentation: equal pressures (a cluster whose confined demand
+matches its models' sizes) tie and leave FGD's choice as it was, while a pressure that rises where
+one pool fills faster than its confined demand justifies steers the unconfined work to the pool
+with most slack, which keeps every pool's free room in proportion to the work only it can take
+(FGD's own measure would otherwise pull that work onto the scarce pool, see above). GPU shares are
+priced by their thousandths like whole GPUs; where a share goes within a pool stays FGD's choice.
 """
 
 from __future__ import annotations
