@@ -33,9 +33,9 @@ Progressed = Callable[[float, float], None]
 DEFAULT_SEEDS = 5
 """Seeds per experiment in ``vcsat bench``: one seed's margin can be noise; five show the spread."""
 QUICK_SEEDS = 2
+"""Seeds with ``--quick``, a smoke run: enough to show a spread, few enough to stay quick."""
 HETERO = "openb-hetero"
 """``vcsat bench --workload openb-hetero``: the heterogeneous openb variants, every fraction."""
-"""Seeds with ``--quick``, a smoke run: enough to show a spread, few enough to stay quick."""
 
 
 @dataclass(frozen=True)
