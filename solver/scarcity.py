@@ -22,7 +22,9 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   share of the whole workload spread over the wanted pools by size, weighing as much as
   :data:`PRIOR_WEIGHT` of the cluster's GPUs of demand. The few pods of a small pool seen early say
   little (a pool nobody seemed to want would be filled first), the confined share of the workload
-  is known far sooner. Pools no confined key accepts need nothing.
+  is known far sooner. The prior covers every pool, those no confined pod asked for yet included
+  (the GPU nodes of models not seen so far form one pool): until demand seen outweighs it, a model
+  nobody asked for yet is kept like the others, since the next pods may ask for it.
 - **Pressure** of a pool: its expected need over its free GPU room, at most 1: the share of a
   thousandth of its room that confined work is expected to miss if someone else takes it.
 - **Price** of a pod on a node: 0 when the pod's own key accepts no other pool (it is that confined
@@ -201,14 +203,12 @@ def measure(problem: Problem) -> Scarcity | None:
     # The share of demand to come that only a pool can take: what was seen, shrunk towards the
     # pool's size share of all confined demand while little was seen (one pool's few pods say
     # little; the confined share of the whole workload is known far sooner).
-    wanted = [any(masks[key] & members[p] for key in confined) for p in range(len(members))]
-    wanted_size = sum(size[p] for p in range(len(members)) if wanted[p])
+    # Every pool, wanted by a key seen or not yet, gets the prior: a model no confined pod asked for
+    # so far may be asked for next, and filling it first would strand those pods.
     confined_share = sum(seen) / total
     prior = PRIOR_WEIGHT * sum(size) * FULL_GPU_MILLI
     need = [
-        certain[p] + (seen[p] + prior * confined_share * size[p] / wanted_size) / (total + prior) * future
-        if wanted[p]
-        else 0.0
+        certain[p] + (seen[p] + prior * confined_share * size[p] / sum(size)) / (total + prior) * future
         for p in range(len(members))
     ]
     pressure = tuple(
