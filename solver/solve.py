@@ -30,7 +30,6 @@ from vcsat.solver.bound import lp_level_bounds
 from vcsat.solver.decode import bindings, gpu_bindings
 from vcsat.solver.exact import ExactResult, solve_exact
 from vcsat.solver.explain import outcomes
-from vcsat.solver.fairness.deserved import queue_usage
 from vcsat.solver.greedy import greedy
 from vcsat.solver.interpod_tracker import broken
 from vcsat.solver.objectives.fairness import fair_share_values
@@ -38,6 +37,7 @@ from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.preempt import preempt_and_reclaim
 from vcsat.solver.problem import Problem, build_problem
+from vcsat.solver.shares.deserved import queue_usage
 from vcsat.solver.spread import SpreadState
 
 SEARCH_SHARE = 0.65

@@ -1,5 +1,5 @@
 """Deserved shares: weighted water-filling per resource, capped by demand and capability, raised to
-guarantee, explicit shares, hierarchy, and the invariants stated in solver/fairness/deserved.py."""
+guarantee, explicit shares, hierarchy, and the invariants stated in solver/shares/deserved.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from vcsat.model import Queue, Snapshot
 from vcsat.model import resources as res
-from vcsat.solver.fairness import (
+from vcsat.solver.shares import (
     cluster_total,
     deserved_shares,
     fair_shares,
@@ -20,7 +20,7 @@ from vcsat.solver.fairness import (
     queue_usage,
     water_fill,
 )
-from vcsat.solver.fairness.deserved import Claim, QueueTree, split
+from vcsat.solver.shares.deserved import Claim, QueueTree, split
 
 CPU = res.CPU
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vcsat.model import resources as res
-from vcsat.solver.fairness import dominant_share, drf_progressive_filling, job_dominant_shares, job_usage
+from vcsat.solver.shares import dominant_share, drf_progressive_filling, job_dominant_shares, job_usage
 
 GIB = 2**30
 PAPER_NODE = {res.CPU: 9000, res.MEMORY: 18 * GIB}

@@ -145,7 +145,7 @@ def test_a_lone_pod_naming_a_missing_queue_waits_as_volcano_leaves_it() -> None:
 
 
 def test_a_lone_pods_queue_is_its_usage() -> None:
-    from vcsat.solver.fairness.deserved import queue_usage
+    from vcsat.solver.shares.deserved import queue_usage
 
     snap = snapshot(nodes=[node("n1")], pods=[pod("ns/p", cpu="2", node="n1", queue_name="q")], queues=[queue("q")])
     assert queue_usage(snap)["q"]["cpu"] == 2000

@@ -44,7 +44,7 @@ from vcsat.model import Decision, Policy, Queue, Snapshot
 from vcsat.model import resources as res
 from vcsat.solver import check, solve
 from vcsat.solver.enqueue import admit
-from vcsat.solver.fairness import cluster_total, deserved_shares, queue_usage
+from vcsat.solver.shares import cluster_total, deserved_shares, queue_usage
 
 NO_ENQUEUE = Policy(time_limit_s=2, enqueue=False)
 """Admission has its own queue order (solver/enqueue.py); these cases test allocate and reclaim."""

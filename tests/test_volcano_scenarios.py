@@ -35,9 +35,9 @@ from vcsat.model import Decision, Pod, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
 from vcsat.solver import check, solve
-from vcsat.solver.fairness import cluster_total, deserved_shares, queue_usage
 from vcsat.solver.objectives.fairness import fair_resources, share_utility
 from vcsat.solver.problem import build_problem
+from vcsat.solver.shares import cluster_total, deserved_shares, queue_usage
 
 POLICY = Policy(time_limit_s=2)
 POLICIES = st.sampled_from([POLICY, Policy(time_limit_s=2, enqueue=False)])

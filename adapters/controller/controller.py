@@ -27,7 +27,7 @@ import click
 from vcsat.adapters.controller import naming
 from vcsat.adapters.controller.reconciler import Conflict, Reconciler, WriteHook
 from vcsat.adapters.kube.client import PODGROUPS, PODS, Kube, Resource
-from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, stop_on_signals
+from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 
 log = logging.getLogger("vcsat.controller")
 
@@ -339,11 +339,15 @@ def controller_command(
     leader_elect: bool,
     lease_namespace: str | None,
     lease_name: str,
+    lease_duration_s: float,
+    renew_deadline_s: float,
+    retry_period_s: float,
     metrics_port: int,
     log_format: str,
     log_level: str,
 ) -> None:
     """Run the Job controller: Volcano Jobs → PodGroups, pods, plugins and status, until SIGTERM."""
+    timing = leader_timing(lease_duration_s, renew_deadline_s, retry_period_s)
     from kubernetes.client import ApiClient
 
     from vcsat.adapters.kube.client import load_configuration
@@ -394,6 +398,9 @@ def controller_command(
                     api_client,
                     namespace=lease_namespace or default_lease_namespace(),
                     name=lease_name,
+                    lease_duration_s=timing.lease_duration_s,
+                    renew_deadline_s=timing.renew_deadline_s,
+                    retry_period_s=timing.retry_period_s,
                     identity=default_identity(),
                 )
                 elector.run(stop, lead, lambda: log.info("no longer leading; standing by"))

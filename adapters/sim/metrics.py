@@ -35,6 +35,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
 from itertools import pairwise
 
@@ -43,6 +44,7 @@ import networkx as nx
 from vcsat.adapters.sim.engine import SimResult
 from vcsat.adapters.sim.schedulers import proves_bounds
 from vcsat.model import HyperNode, Node, relative_gap
+from vcsat.solver.shares import water_levels
 
 RACK_LABEL = "topology.vcsat.io/rack"
 ARRIVED_LEVELS = (0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2)
@@ -64,23 +66,18 @@ def mean(values: Sequence[float]) -> float | None:
 
 
 def water_fill(capacity: float, weights: dict[str, float], demand: dict[str, float]) -> dict[str, float]:
-    """Max-min fair shares of ``capacity`` by weight, none above its demand."""
-    deserved = dict.fromkeys(demand, 0.0)
-    active = {q for q, d in demand.items() if d > 0}
-    left = capacity
-    while active and left > 1e-9:
-        total = sum(weights.get(q, 1.0) for q in active)
-        given = 0.0
-        for q in sorted(active):
-            offer = left * weights.get(q, 1.0) / total
-            take = min(offer, demand[q] - deserved[q])
-            deserved[q] += take
-            given += take
-        left -= given
-        active = {q for q in active if demand[q] - deserved[q] > 1e-9}
-        if given <= 1e-9:
-            break
-    return deserved
+    """Max-min fair shares of ``capacity`` by weight, none above its demand: the solver's exact
+    water-filling (:func:`vcsat.solver.shares.water_levels`), as floats."""
+    queues = list(demand)
+    if capacity <= 0 or not queues:
+        return dict.fromkeys(queues, 0.0)
+    shares = water_levels(
+        Fraction(capacity),
+        [Fraction(weights.get(q, 1.0)) for q in queues],
+        [0] * len(queues),
+        [Fraction(max(0.0, demand[q])) for q in queues],
+    )
+    return {q: float(share) for q, share in zip(queues, shares, strict=True)}
 
 
 def jain(values: Iterable[float]) -> float | None:

@@ -183,6 +183,11 @@ class Proportion:
         self._water_fill()
 
     def _water_fill(self) -> None:
+        """Volcano's own deserved loop, round by round on float vectors, as the proportion plugin
+        runs it: a queue leaves the loop once its whole request fits or any resource passes its
+        realCapability, so resources are not filled independently, and the rounds stop on float
+        equality. The baseline must decide as Volcano does, quirks included, so this stays Volcano's
+        loop rather than the exact per-resource water-filling of :mod:`vcsat.solver.shares.water`."""
         remaining = dict(self.total)
         meet: set[str] = set()
         while True:

@@ -1,7 +1,7 @@
-"""Fair sharing: queues towards their deserved shares, then DRF among a queue's elastic jobs.
+"""The fairness objective levels: queues towards their deserved shares, then DRF among elastic jobs.
 
 Queue fair share is the first objective level (Volcano's proportion plugin orders queues before
-jobs): per queue, how much of its deserved share (:mod:`vcsat.solver.fairness.deserved`) on its
+jobs): per queue, how much of its deserved share (:mod:`vcsat.solver.shares.deserved`) on its
 dominant deserved resource it holds, in thousandths, through a concave utility, summed over
 queues: raising the least-served queue gains most, as Volcano serves the queue with the lowest
 share first. One such level per priority, highest first, counting only work of at least that

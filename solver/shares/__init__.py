@@ -1,12 +1,13 @@
-"""Fair sharing as plain arithmetic: queue shares, dominant shares, and the reference allocators.
+"""What each queue and job is owed, as plain arithmetic: deserved shares, dominant shares, water-filling.
 
 Everything here is a pure function of the snapshot, exact in integers or fractions, with no
 CP-SAT: the model builder reads these numbers (a queue's deserved share, a job's dominant share),
 the validator and the explanations read the same numbers, and the tests can state the fairness
-invariants without running a solver.
+invariants without running a solver. The numbers are named apart from what the objective makes of
+them: :mod:`vcsat.solver.objectives.fairness` turns them into the CP-SAT fairness levels.
 """
 
-from vcsat.solver.fairness.deserved import (
+from vcsat.solver.shares.deserved import (
     FAIR_EXCLUDED,
     QueueShare,
     cluster_total,
@@ -15,15 +16,15 @@ from vcsat.solver.fairness.deserved import (
     queue_demand,
     queue_of,
     queue_usage,
-    water_fill,
 )
-from vcsat.solver.fairness.drf import (
+from vcsat.solver.shares.drf import (
     dominant_share,
     drf_progressive_filling,
     job_dominant_shares,
     job_of,
     job_usage,
 )
+from vcsat.solver.shares.water import water_fill, water_levels
 
 __all__ = [
     "FAIR_EXCLUDED",
@@ -40,4 +41,5 @@ __all__ = [
     "queue_of",
     "queue_usage",
     "water_fill",
+    "water_levels",
 ]

@@ -9,7 +9,7 @@ A's tasks ⟨1 CPU, 4 GiB⟩, B's ⟨3 CPU, 1 GiB⟩) gives A 3 tasks and B 2.
 A job's dominant share is the largest, over resources, of what it holds divided by the total:
 Volcano's ``calculateShare``, with its convention that a resource the cluster has none of counts
 as a share of 1 when asked for. Unlike Volcano, the ``pods`` count and GPU shares
-(:data:`~vcsat.solver.fairness.deserved.FAIR_EXCLUDED`) are not resources a job dominates on: a
+(:data:`~vcsat.solver.shares.deserved.FAIR_EXCLUDED`) are not resources a job dominates on: a
 pods limit of 110 would make every tiny pod look like a 1/110 share of the cluster.
 """
 
@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from vcsat.model import Pod, Snapshot
 from vcsat.model import resources as res
-from vcsat.solver.fairness.deserved import FAIR_EXCLUDED, cluster_total
+from vcsat.solver.shares.deserved import FAIR_EXCLUDED, cluster_total
 
 Job = TypeVar("Job", bound=Hashable)
 

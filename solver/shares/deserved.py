@@ -76,11 +76,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from math import gcd
 
 from vcsat.model import Pod, Queue, Snapshot
 from vcsat.model import resources as res
+from vcsat.solver.shares.water import water_fill
 
 FAIR_EXCLUDED = frozenset({res.PODS, res.GPU_MILLI})
 """Resources that are not shared out: the pods limit, and GPU shares (not a node resource)."""
@@ -115,60 +115,6 @@ class QueueShare:
         A guarantee above demand is reserved but idle; the rest of the cluster may borrow it, and
         reclaim takes it back when the queue's demand returns."""
         return {name: min(amount, self.capped_demand.get(name, 0)) for name, amount in self.deserved.items()}
-
-
-# --- the water-filling primitive ---------------------------------------------------------------
-
-
-def water_fill(
-    amount: int,
-    weights: Sequence[int],
-    floors: Sequence[int],
-    caps: Sequence[int],
-) -> list[int]:
-    """Weighted water-filling of ``amount`` integer units with floors and caps.
-
-    Each claim ``i`` gets ``max(floors[i], min(caps[i], weights[i]·λ))`` for the largest level ``λ``
-    at which the total stays within ``amount`` (the caps when they all fit), rounded to integers
-    that add up to ``min(amount, Σ max(floor, cap))``: values round down, and the units left go one
-    each to the claims with the largest fractional part, ties to the lower index. Requires
-    positive weights and ``Σ floors ≤ amount``.
-    """
-    count = len(weights)
-    if not (len(floors) == len(caps) == count):
-        raise ValueError("weights, floors and caps must have the same length")
-    if any(weight <= 0 for weight in weights):
-        raise ValueError("weights must be positive")
-    tops = [max(floor, cap) for floor, cap in zip(floors, caps, strict=True)]
-    if sum(tops) <= amount:
-        return tops
-    if sum(floors) > amount:
-        raise ValueError(f"floors add up to {sum(floors)}, more than the amount {amount}")
-
-    claims = list(zip(weights, floors, tops, strict=True))
-
-    def at_level(level: Fraction) -> list[Fraction]:
-        return [max(Fraction(floor), min(Fraction(top), weight * level)) for weight, floor, top in claims]
-
-    # The total is piecewise linear in the level, with breaks where a claim leaves its floor or
-    # reaches its cap: find the piece where it crosses the amount and solve the line exactly.
-    breaks = sorted({Fraction(f, w) for w, f, _ in claims} | {Fraction(t, w) for w, _, t in claims})
-    low, low_sum = Fraction(0), sum(at_level(Fraction(0)), Fraction(0))
-    level = low
-    if low_sum < amount:
-        for point in breaks:
-            point_sum = sum(at_level(point), Fraction(0))
-            if point_sum >= amount:  # and low_sum < amount: the line rises on this piece
-                level = low + (amount - low_sum) * (point - low) / (point_sum - low_sum)
-                break
-            low, low_sum = point, point_sum
-    exact = at_level(level)
-    shares = [value.numerator // value.denominator for value in exact]
-    left = amount - sum(shares)
-    by_fraction = sorted(range(count), key=lambda i: (-(exact[i] - shares[i]), i))
-    for i in by_fraction[:left]:
-        shares[i] += 1
-    return shares
 
 
 # --- who belongs where ------------------------------------------------------------------------
