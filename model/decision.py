@@ -68,6 +68,18 @@ class SolverStats(_Out):
     objective: float = 0.0
     bound: float = 0.0
     seconds: float = 0.0
+    """Wall seconds of the cycle, from its start (``vcsat solve``: the command's, reading included)."""
+    workers: int = 1
+    """CP-SAT workers the searches ran with (``Policy.num_workers``, or the cores available)."""
+    deterministic_budget: float = 0.0
+    """Deterministic seconds the searches were given: computed from the time limit and the
+    problem's size only, so a replay of the same instance and policy gets the same."""
+    deterministic_time: float = 0.0
+    """Deterministic seconds the searches used."""
+    wall_stopped: bool = False
+    """The wall-clock deadline (the time limit) stopped a search before its deterministic budget
+    did: a replay may decide differently. When False, ``vcsat solve`` on the dumped instance with
+    the same policy and ``--workers`` gives the same decision."""
 
     @property
     def gap(self) -> float:

@@ -15,11 +15,19 @@ class Policy(BaseModel):
     scheduler_name: str = "vcsat"
     """Only pods with this ``spec.schedulerName`` are placed; all others are fixed load."""
     time_limit_s: float = Field(default=10.0, gt=0)
-    """Budget of the CP-SAT search in its deterministic seconds (about wall seconds; a wall-clock
-    stop at twice that); the greedy decision stands if it finds nothing better."""
-    num_workers: int = Field(default=1, ge=1)
-    """CP-SAT search workers. Several workers are interleaved deterministically, so the same input
-    and options still give the same decision."""
+    """Wall seconds the whole cycle may take, from the moment it started (``vcsat solve``: the
+    command's start, reading the file included). Inside it the CP-SAT searches get budgets in
+    their deterministic seconds, computed from this limit and the problem's size only, so a replay
+    decides the same; the wall deadline is the outer stop, and a decision it cut short says so
+    (``solver.wall_stopped``). The greedy decision stands if the search finds nothing better."""
+    num_workers: int | None = Field(default=None, ge=1)
+    """CP-SAT search workers; None: the cores this process may run on (``os.sched_getaffinity``),
+    at most 8. Several workers are interleaved (CP-SAT's ``interleave_search``), which with
+    deterministic limits gives the same decision for the same input and the same number of
+    workers; the decision records the number it used (``solver.workers``), so a replay passes it.
+    Several workers count their deterministic time together and stop only between interleaved
+    chunks, so they may use more than the budget (``solver.deterministic_time``); the wall
+    deadline still holds."""
     random_seed: int = 0
     search: bool = True
     """Run the CP-SAT search of the allocate phase. Off: the greedy decision with its LP bound

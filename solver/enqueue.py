@@ -713,13 +713,19 @@ class _FreeRoom:
         self.index = predicates.NodeIndex(usable)
         on_node = snapshot.pods_on_node
         self.columns = {name: i for i, name in enumerate(sorted({r for node in usable for r in node.allocatable}))}
-        self.free = np.zeros((len(usable), len(self.columns)), dtype=np.int64)
+        self.free = np.zeros((len(self.columns), len(usable)), dtype=np.int64)
+        """Per resource (row) and node (column): the free room, one contiguous row per resource so a
+        pod's test reads only the resources it asks for."""
         for row, node in enumerate(usable):
             free = res.sub(node.allocatable, res.total(p.requests for p in on_node.get(node.name, ())))
             for name, amount in free.items():
                 if name in self.columns:
-                    self.free[row, self.columns[name]] = amount
+                    self.free[self.columns[name], row] = amount
+        # A resource already overcommitted on a node stays so (a pod that asks for it never fits
+        # there, one that does not leaves it as it is): those nodes are checked on every resource.
+        self.overcommitted = np.any(self.free < 0, axis=0)
         self.eligible: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
+        self.vectors: dict[tuple[tuple[str, int], ...], NDArray[np.int64]] = {}
         # Room only shrinks during a pass: a pod shape that fitted no node once never will.
         self.hopeless: set[tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]]] = set()
 
@@ -742,25 +748,48 @@ class _FreeRoom:
             shape = (key, tuple(sorted(pod.requests.items())))
             rows = None
             if shape not in self.hopeless and all(a <= 0 or r in self.columns for r, a in pod.requests.items()):
-                request = np.zeros(len(self.columns), dtype=np.int64)
-                for name, amount in pod.requests.items():
-                    if amount > 0:
-                        request[self.columns[name]] = amount
-                rows = np.flatnonzero(self._eligible(key) & np.all(self.free >= request, axis=1))
+                request = self._request(shape[1])
+                rows = self._fitting(self._eligible(key), request)
             if rows is None or not rows.size:
                 if not taken:
                     self.hopeless.add(shape)
                 for row, request in taken:  # the gang does not fit: give back what it took
-                    self.free[row] += request
+                    self.free[:, row] += request
                 return False
             for column in (gpu, cpu):
                 if column is not None and rows.size > 1:
-                    left = self.free[rows, column]
+                    left = self.free[column, rows]
                     rows = rows[left == left.min()]
             row = int(rows[0])
-            self.free[row] -= request
+            self.free[:, row] -= request
             taken.append((row, request))
         return True
+
+    def _request(self, requests: tuple[tuple[str, int], ...]) -> NDArray[np.int64]:
+        """A pod's requests as a vector over the columns, made once per distinct request."""
+        vector = self.vectors.get(requests)
+        if vector is None:
+            vector = np.zeros(len(self.columns), dtype=np.int64)
+            for name, amount in requests:
+                if amount > 0:
+                    vector[self.columns[name]] = amount
+            vector.flags.writeable = False
+            self.vectors[requests] = vector
+        return vector
+
+    def _fitting(self, eligible: NDArray[np.bool_], request: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The eligible nodes with room for the request on every resource, ascending."""
+        mask = eligible.copy()
+        for column in np.flatnonzero(request > 0).tolist():
+            mask &= self.free[column] >= request[column]
+        rows = np.flatnonzero(mask)
+        doubtful = self.overcommitted[rows]
+        if doubtful.any():
+            whole = np.all(self.free[:, rows[doubtful]] >= request[:, None], axis=0)
+            keep = np.ones(rows.size, dtype=np.bool_)
+            keep[doubtful] = whole
+            rows = rows[keep]
+        return rows
 
 
 def _timed_out(

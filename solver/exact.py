@@ -9,7 +9,6 @@ exact assignment so far). Out of time, :mod:`vcsat.solver.repair` makes the last
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -32,9 +31,11 @@ from vcsat.solver.objectives.locality import locality_levels
 from vcsat.solver.objectives.packing import packing_levels
 from vcsat.solver.objectives.placement import age_level, placement_levels
 from vcsat.solver.objectives.preference import preference_levels
+from vcsat.solver.objectives.scarcity import scarcity_levels
 from vcsat.solver.objectives.spread import spread_levels
 from vcsat.solver.problem import Bucket, Problem, split_bucket
 from vcsat.solver.repair import repair
+from vcsat.solver.staged import SearchClock, StageResult, new_solver, solve_stages, workers_for
 from vcsat.solver.variables import Variables, create_variables
 
 FIRST_STAGE_SHARE = 0.7
@@ -46,10 +47,6 @@ FIRST_SOLUTION_PER_SIZE_SQUARED = 8e-11
 variable (:func:`_model_size`): its root LP grows faster than the model (calibrated on the
 benchmark instances, benchmarks/RESULTS.md). A first stage given less ends UNKNOWN, so the model is
 not even built and the greedy decision stands."""
-WALL_SLACK_SECONDS = 1.0
-"""Every solve stops at its deterministic limit; the wall-clock limit (twice that, plus this) is
-only a safety net, loose enough that a loaded machine never reaches it first (which would make
-the decision depend on the load)."""
 TAIL_SHARE = 0.25
 """Of a search's budget, what the stages below the last placed-work level may use together."""
 
@@ -86,13 +83,15 @@ def solve_exact(
     budget: float,
     targets: dict[str, int] | None = None,
     restrict: bool | None = None,
+    clock: SearchClock | None = None,
 ) -> ExactResult:
     """Search within ``budget`` deterministic seconds of CP-SAT; ``targets`` (per level name, an
     upper bound proven elsewhere) let a stage stop as soon as its solution reaches them.
 
     Every limit is cut from ``budget`` by what CP-SAT reports it spent in deterministic time,
-    never by the wall clock: the same input gives the same decision whatever the machine's load
-    (the wall-clock limit of each solve, twice its deterministic one, is only a safety net).
+    never by the wall clock: the same input gives the same decision whatever the machine's load.
+    The ``clock``'s wall deadline is the outer stop (:mod:`vcsat.solver.staged`); it records
+    whether it cut a solve short.
 
     ``restrict`` keeps isolated classes' slots on their candidate nodes (:mod:`candidates`): by
     default only when the full model is too large for ``budget``."""
@@ -107,6 +106,7 @@ def solve_exact(
     if not _fits(problem, budget, size):
         note = f"search skipped: {budget:.2f}s is too little for a model of about {size} variables"
         return ExactResult(None, False, notes=[note], skipped=True)
+    clock = clock if clock is not None else SearchClock(workers=workers_for(problem.policy))
     best = hint
     notes: list[str] = []
     last: _Search | None = None
@@ -116,7 +116,7 @@ def solve_exact(
         if left <= MIN_STAGE_SECONDS and refinement > 0:
             break
         share = left if refinement == MAX_REFINEMENTS else left * (0.6 if refinement == 0 else 0.5)
-        search = _search(problem, buckets, best, share, notes, targets or {}, restricted=restricted)
+        search = _search(problem, buckets, best, share, notes, targets or {}, clock, restricted=restricted)
         spent += search.spent
         if not search.levels:
             return ExactResult(Assignment(), True, [], {}, notes)
@@ -135,6 +135,8 @@ def solve_exact(
         if _rank(problem, search.levels, candidate) > _rank(problem, search.levels, best):
             best = candidate
         notes.append(f"refine: {sum(resolution.short.values())} pods short in buckets {sorted(resolution.short)}")
+        if clock.wall_stopped or clock.out_of_time():
+            break  # no time left for another search: the repaired answer stands
         for index in sorted(resolution.short, reverse=True):
             buckets = split_bucket(problem, buckets, index)
     if last is None or best is hint:
@@ -182,6 +184,7 @@ def _search(
     budget: float,
     notes: list[str],
     targets: dict[str, int],
+    clock: SearchClock,
     *,
     restricted: bool = False,
 ) -> _Search:
@@ -189,7 +192,6 @@ def _search(
     some of the full problem's solutions: CP-SAT's bounds and proofs of optimality on it prove
     nothing, so it reports no bound (the LP's stand alone) and a stage is proven only when its
     solution reaches the bounds proven elsewhere (``targets``)."""
-    spent = 0.0
     policy = problem.policy
     cp = cp_model.CpModel()
     v = create_variables(cp, problem, buckets)
@@ -209,6 +211,7 @@ def _search(
         *preference_levels(problem, v),
         *spread_levels(cp, problem, v, buckets),
         *interpod_preference_levels(problem, v, buckets),
+        *scarcity_levels(problem, v),
     ]
     if policy.packing_weight > 0:
         levels += packing_levels(cp, problem, v, hint)
@@ -219,25 +222,15 @@ def _search(
         return _Search(None, True, [], {})
     _hint(cp, problem, v, hint, buckets, classes, interpod, spread)
 
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = policy.num_workers
-    solver.parameters.random_seed = policy.random_seed
-    solver.parameters.relative_gap_limit = policy.relative_gap
-    # Interleaved workers are deterministic; with a deterministic time limit the same input gives
-    # the same decision whatever the machine's load.
-    solver.parameters.interleave_search = policy.num_workers > 1
-    # One presolve pass and no probing: the model is already aggregated and symmetry-broken by
-    # construction, and every fraction of a second presolve spends is taken from the search.
-    solver.parameters.cp_model_presolve = False
-    solver.parameters.max_presolve_iterations = 1
-    solver.parameters.cp_model_probing_level = 0
-    solver.parameters.symmetry_level = 0
-
+    solver = new_solver(policy, clock, lean_presolve=True)
     optimal = True
     bounds: dict[str, int] = {}
-    values: dict[int, int] | None = None
+    held: dict[int, int] | None = None
+    spent_before = clock.spent
     last_reported = max((i for i, stage in enumerate(stages) if any(lv.reported for lv in stage.levels)), default=-1)
-    for number, stage in enumerate(stages):
+
+    def plan(number: int, stage: Stage) -> float | None:
+        nonlocal optimal, held
         met = _meets(problem, stage, hint, targets, policy.relative_gap)
         if met is not None:
             # The warm start already reaches bounds proven elsewhere: no search can do better
@@ -247,61 +240,59 @@ def _search(
             bounds.update({level.name: targets.get(level.name, level.upper) for level in stage.levels})
             optimal = optimal and reached
             cp.add(stage.expression() >= hint_value)
-            values = _hinted(cp)
-            continue
-        left = budget - spent
+            held = _hinted(cp)
+            return None
+        left = budget - (clock.spent - spent_before)
         if left < 2 * MIN_STAGE_SECONDS and number > last_reported:
             # Out of time: the tie-breaks below placed work (topology, packing, age) keep what the
             # stages above left them rather than overrun the cycle's time limit.
             notes.append(f"{stage.names}: skipped, out of time")
             optimal = False
-            continue
+            return None
         share = FIRST_STAGE_SHARE if number == 0 and len(stages) > 1 else 1.0 / (len(stages) - number)
         limit = left * share
         if number > last_reported:
             # Tie-breaks below placed work (topology, packing, age) share a small part of the
             # budget: the cycle's time goes to the levels that decide what runs.
             limit = min(limit, TAIL_SHARE * budget / (len(stages) - 1 - last_reported))
-        limit = max(limit, MIN_STAGE_SECONDS)
-        solver.parameters.max_deterministic_time = limit
-        solver.parameters.max_time_in_seconds = 2 * limit + WALL_SLACK_SECONDS
-        cp.maximize(stage.expression())
-        stopper = _StopAtTargets(stage, targets, policy.relative_gap)
-        status = solver.solve(cp, stopper)
-        spent += solver.response_proto.deterministic_time
-        notes.append(f"{stage.names}: {solver.status_name(status)} in {solver.wall_time:.2f}s")
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return max(limit, MIN_STAGE_SECONDS)
+
+    stoppers: dict[int, _StopAtTargets] = {}
+
+    def stopper(stage: Stage) -> _StopAtTargets:
+        stoppers[id(stage)] = _StopAtTargets(stage, targets, policy.relative_gap, own_bound=not restricted)
+        # CP-SAT's own relative gap is of the weighted stage, which its first level dominates: it
+        # stops stages without placed work only (fair shares, tie-breaks); the others stop on
+        # the decision's gap, in the callback.
+        solver.parameters.relative_gap_limit = 0.0 if stoppers[id(stage)].active else policy.relative_gap
+        return stoppers[id(stage)]
+
+    def done(number: int, stage: Stage, result: StageResult) -> bool:
+        nonlocal optimal
+        notes.append(f"{stage.names}: {result.name} in {result.wall_seconds:.2f}s")
+        if not result.solved:
             optimal = False
-            break
-        values = dict(enumerate(solver.response_proto.solution))
+            return False
         if not restricted:  # the LP's bounds (``targets``, recomputed by ``solve``) stand alone
-            found = [sum(coef * int(solver.value(var)) for var, coef in level.terms) for level in stage.levels]
-            proven = stage.level_bounds(found, math.floor(solver.best_objective_bound))
+            proven = stage.level_bounds(result.found, result.bound)
             bounds.update({level.name: b for level, b in zip(stage.levels, proven, strict=True)})
         # With ``relative_gap_limit`` CP-SAT says OPTIMAL once the gap is within it: proven only
         # when its bound meets the objective (integers). A stage stopped at bounds proven
         # elsewhere is as proven as one CP-SAT closed itself.
-        closed = (
-            not restricted and status == cp_model.OPTIMAL and solver.best_objective_bound < solver.objective_value + 0.5
-        )
-        optimal = optimal and (closed or stopper.reached)
-        # Later stages may not give back what this one won.
-        cp.add(stage.expression() >= round(solver.objective_value))
-        if number + 1 < len(stages):
-            _rehint(cp, values)
+        closed = not restricted and result.status == cp_model.OPTIMAL and result.bound <= result.objective
+        optimal = optimal and (closed or (stoppers[id(stage)].reached and stoppers[id(stage)].alone))
+        return True
+
+    values, complete = solve_stages(cp, solver, stages, clock, plan=plan, done=done, stopper=stopper)
+    optimal = optimal and complete
+    spent = clock.spent - spent_before
+    if values is None:
+        values = held
     if values is None:
         return _Search(None, False, levels, bounds, spent)
     found_assignment = _assignment(problem, v, values)
     found_assignment.domain_counts = domain_counts(values, topo)
     return _Search(found_assignment, optimal, levels, bounds, spent)
-
-
-def _rehint(cp: cp_model.CpModel, values: dict[int, int]) -> None:
-    """Hint every variable with a solution, so the next stage starts from it whole."""
-    cp.clear_hints()  # type: ignore[no-untyped-call]
-    hint = cp.proto.solution_hint
-    hint.vars.extend(list(values))
-    hint.values.extend(list(values.values()))
 
 
 def _hinted(cp: cp_model.CpModel) -> dict[int, int]:
@@ -311,20 +302,26 @@ def _hinted(cp: cp_model.CpModel) -> dict[int, int]:
 
 
 class _StopAtTargets(cp_model.CpSolverSolutionCallback):
-    """Stops a stage once its solution meets bounds proven elsewhere (the LP of :mod:`bound`).
+    """Stops a placed-work stage once its solution is proven good enough on the reported levels.
 
-    Only for a stage made of reported levels alone: a stage that also ranks packing must go on.
-    The levels are met lexicographically: the first reaches its bound, then the next, and so on;
-    or, with a relative gap allowed, the sum is within it.
+    A reported level's bound is the tighter of the one proven elsewhere (the LP of :mod:`bound`,
+    ``targets``) and CP-SAT's own, read level by level off the stage's bound
+    (:meth:`Stage.level_bounds`; not on a restricted model, whose bound proves nothing). The
+    stage stops when every reported level reaches its bound (only for a stage made of reported
+    levels alone: one that also ranks tie-breaks must go on), or, with a relative gap allowed, when
+    the reported levels' sum is within it of their bounds' sum: the decision's gap
+    (:func:`vcsat.model.relative_gap`), not CP-SAT's gap of the weighted stage, in which the first
+    level outweighs all the others.
     """
 
-    def __init__(self, stage: Stage, targets: dict[str, int], relative_gap: float) -> None:
+    def __init__(self, stage: Stage, targets: dict[str, int], relative_gap: float, *, own_bound: bool) -> None:
         super().__init__()
         self.stage = stage
         self.targets = [targets.get(level.name) for level in stage.levels]
-        self.active = all(level.reported for level in stage.levels) and all(
-            target is not None for target in self.targets
-        )
+        self.reported = [i for i, level in enumerate(stage.levels) if level.reported]
+        self.active = bool(self.reported) and stage.levels[0].reported
+        self.alone = len(self.reported) == len(stage.levels)
+        self.own_bound = own_bound
         self.relative_gap = relative_gap
         self.reached = False
 
@@ -332,11 +329,17 @@ class _StopAtTargets(cp_model.CpSolverSolutionCallback):
         if not self.active:
             return
         values = [sum(coef * self.value(var) for var, coef in level.terms) for level in self.stage.levels]
-        targets = [target or 0 for target in self.targets]
-        reached = all(value >= target for value, target in zip(values, targets, strict=True))
-        total, bound = sum(values), sum(targets)
+        bounds = list(self.targets)
+        if self.own_bound:
+            own = self.stage.level_bounds(values, int(self.best_objective_bound // 1))
+            bounds = [b if t is None else min(t, b) for t, b in zip(self.targets, own, strict=True)]
+        if any(bounds[i] is None for i in self.reported):
+            return
+        reached = all(values[i] >= (bounds[i] or 0) for i in self.reported)
+        total = sum(values[i] for i in self.reported)
+        bound = sum(bounds[i] or 0 for i in self.reported)
         self.reached = reached
-        if reached or (self.relative_gap > 0 and bound - total <= self.relative_gap * max(1, bound)):
+        if (reached and self.alone) or (self.relative_gap > 0 and bound - total <= self.relative_gap * max(1, bound)):
             self.stop_search()
 
 

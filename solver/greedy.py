@@ -14,8 +14,12 @@ from collections.abc import Callable
 from fractions import Fraction
 from functools import partial
 
+import numpy as np
+from numpy.typing import NDArray
+
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
+from vcsat.solver import scarcity
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.fragmentation import greedy_chooser
 from vcsat.solver.interpod_tracker import Tracker
@@ -32,8 +36,18 @@ def gang_order(gang: Gang) -> tuple[int, float, str]:
     return (-gang.rank, gang.created, gang.key)
 
 
+SMALL_SCAN = 24
+"""Node lists up to this long are scanned in Python; longer ones through the numpy mirrors."""
+FEW_ELIGIBLE = 4
+"""A pod eligible on fewer than one node in this many is placed by a lookup among its nodes."""
+
+
 class Room:
-    """Free room per node, with nodes bucketed by free GPUs so best fit is found without a scan.
+    """Free room per node, indexed so that a query costs array operations, not a Python loop over
+    nodes: nodes bucketed by free GPUs (best fit without a scan), numpy mirrors of the free room
+    (best fit inside a topology domain, the fullest node with room for a whole gang), and free GPUs
+    per topology domain kept up to date as pods come and go. Every query answers what a scan over
+    the nodes in index order would (tests/greedy_reference.py is that scan).
 
     GPU shares are placed exactly: onto the shared GPU they fit best, else onto a fresh GPU,
     which whole-GPU pods then no longer get (contract §1)."""
@@ -49,9 +63,42 @@ class Room:
         self.levels: dict[int, dict[int, None]] = {}
         for node, row in enumerate(self.free):
             self.levels.setdefault(self._level(row), {})[node] = None
-        self.touched: set[int] = set()
-        """Nodes changed since :meth:`free_gpus_in` last looked."""
-        self.domain_sums: dict[tuple[int, str], int] = {}
+        count = len(self.free)
+        self.free_array = np.array(self.free, dtype=np.int64).reshape(count, len(problem.resources))
+        """The free room again, as a (node, resource) array kept equal to :attr:`free`."""
+        self.whole_array = np.array(self.whole, dtype=np.int64).reshape(count)
+        self.level_array = np.array([self._level(row) for row in self.free], dtype=np.int64).reshape(count)
+        self.share_room = np.array([_share_room(used) for used in self.shared], dtype=np.int64).reshape(count)
+        self.arrival = np.arange(count, dtype=np.int64)
+        """Per node, when it joined its bucket of :attr:`levels` (a bucket's order, oldest first)."""
+        self._arrivals = count
+        """Per node, the most thousandths any one of its shared GPUs has left (-1: none is shared)."""
+        self.domains = problem.domains
+        self.tier_names: dict[int, list[str]] = {}
+        """Per tier, its named topology domains in name order."""
+        self.tier_free: dict[int, NDArray[np.int64]] = {}
+        """Per tier, the free whole GPUs of each domain (as :attr:`tier_names`), kept up to date."""
+        self.tier_nodes: dict[int, list[list[int]]] = {}
+        self.domain_of: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+        """Per node, (tier, position in :attr:`tier_names`) of each domain holding it."""
+        if self.domains is not None:
+            for tier in self.domains.tiers:
+                names = [name for name in self.domains.domains(tier) if name]
+                self.tier_names[tier] = names
+                self.tier_nodes[tier] = [self.domains.nodes_in(tier, name) for name in names]
+                self.tier_free[tier] = np.array(
+                    [sum(max(0, self.whole[n]) for n in nodes) for nodes in self.tier_nodes[tier]], dtype=np.int64
+                )
+                for position, nodes in enumerate(self.tier_nodes[tier]):
+                    for n in nodes:
+                        self.domain_of[n].append((tier, position))
+        self.tier_position = {
+            tier: {name: i for i, name in enumerate(names)} for tier, names in self.tier_names.items()
+        }
+        self.topology_gangs = frozenset(problem.topology_gangs)
+        self._masks: dict[int, tuple[object, NDArray[np.bool_]]] = {}
+        self._arrays: dict[int, tuple[object, NDArray[np.int64]]] = {}
+        self._score_arrays: dict[int, tuple[object, NDArray[np.int64]]] = {}
         self.spread = SpreadState(problem.spread) if problem.spread else None
         """Topology spread counts of what is placed so far (None without spread constraints)."""
         self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
@@ -67,20 +114,33 @@ class Room:
         return whole, share
 
     def _shift(self, node: int, change: list[int]) -> None:
-        self.touched.add(node)
         row = self.free[node]
         before = self._level(row)
         for i, amount in enumerate(change):
             row[i] += amount
+        self.free_array[node] = row
         after = self._level(row)
         if after != before:
             del self.levels[before][node]
             self.levels.setdefault(after, {})[node] = None
+            self.level_array[node] = after
+            self.arrival[node] = self._arrivals
+            self._arrivals += 1
+
+    def _add_whole(self, node: int, delta: int) -> None:
+        before = self.whole[node]
+        after = before + delta
+        self.whole[node] = after
+        self.whole_array[node] = after
+        counted = max(0, after) - max(0, before)
+        if counted:
+            for tier, position in self.domain_of[node]:
+                self.tier_free[tier][position] += counted
 
     def take(self, node: int, request: tuple[int, ...]) -> None:
         whole, share = self._parts(request)
         change = [-amount for amount in request]
-        self.whole[node] -= whole
+        self._add_whole(node, -whole)
         if share > 0:
             fits = [
                 (FULL_GPU_MILLI - used, gpu)
@@ -92,26 +152,28 @@ class Room:
                 self.opened[node].append((gpu, False))
             else:
                 gpu = max([*self.shared[node], -1]) + 1 + len(self.opened[node])  # a fresh one
-                self.whole[node] -= 1
+                self._add_whole(node, -1)
                 if self.gpu is not None:
                     change[self.gpu] -= 1
                 self.opened[node].append((gpu, True))
             self.shared[node][gpu] = self.shared[node].get(gpu, 0) + share
+            self.share_room[node] = _share_room(self.shared[node])
         self._shift(node, change)
 
     def give(self, node: int, request: tuple[int, ...]) -> None:
         """Undo the newest ``take`` of this request on this node."""
         whole, share = self._parts(request)
         change = list(request)
-        self.whole[node] += whole
+        self._add_whole(node, whole)
         if share > 0:
             gpu, opened = self.opened[node].pop()
             self.shared[node][gpu] -= share
             if opened:
                 del self.shared[node][gpu]
-                self.whole[node] += 1
+                self._add_whole(node, 1)
                 if self.gpu is not None:
                     change[self.gpu] += 1
+            self.share_room[node] = _share_room(self.shared[node])
         self._shift(node, change)
 
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
@@ -126,51 +188,129 @@ class Room:
             return True
         return self.whole[node] - whole >= 1
 
+    def fitting(self, nodes: NDArray[np.int64], request: tuple[int, ...]) -> NDArray[np.int64]:
+        """Those of ``nodes`` where one pod of this request fits now (:meth:`fits`, vectorised)."""
+        whole, share = self._parts(request)
+        ok = np.all(self.free_array[nodes] >= np.array(request, dtype=np.int64), axis=1)
+        whole_left = self.whole_array[nodes]
+        ok &= whole_left >= whole
+        if share > 0:
+            ok &= (self.share_room[nodes] >= share) | (whole_left - whole >= 1)
+        return nodes[ok]
+
     def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
-        """Free whole GPUs in a topology domain: sums kept per domain and redone only where nodes
-        changed (summing every domain for every gang is quadratic at 5,000 nodes)."""
-        if self.touched:
-            for node in self.touched:
-                for t, domain in domains.of_node[node].items():
-                    self.domain_sums.pop((t, domain), None)
-            self.touched.clear()
-        total = self.domain_sums.get((tier, name))
-        if total is None:
-            total = sum(max(0, self.whole[n]) for n in domains.nodes_in(tier, name))
-            self.domain_sums[(tier, name)] = total
-        return total
+        """Free whole GPUs in a topology domain (kept per domain as nodes change)."""
+        position = self.tier_position.get(tier, {}).get(name)
+        if position is None:
+            return sum(max(0, self.whole[n]) for n in domains.nodes_in(tier, name))
+        return int(self.tier_free[tier][position])
+
+    def roomy_domains(self, domains: Domains, tier: int, needed: int) -> list[list[int]]:
+        """The nodes of each named domain of a tier with at least ``needed`` free GPUs, the fullest
+        first (fewest free GPUs, then name)."""
+        free = self.tier_free.get(tier)
+        if free is None:
+            return []
+        roomy = np.flatnonzero(free >= needed)
+        nodes = self.tier_nodes[tier]
+        return [nodes[int(i)] for i in roomy[np.argsort(free[roomy], kind="stable")]]
 
     def fullest_with(self, gpus: int) -> int | None:
         """A node with at least ``gpus`` free GPUs and the fewest such (lowest index on ties)."""
-        for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
-            nodes = [n for n in self.levels[level] if self.whole[n] >= gpus]
-            if nodes:
-                return min(nodes)
+        candidates = np.flatnonzero((self.level_array >= gpus) & (self.whole_array >= gpus))
+        if not candidates.size:
+            return None
+        levels = self.level_array[candidates]
+        return int(candidates[levels == levels.min()][0])
+
+    def _eligible_mask(self, eligible: dict[int, int]) -> NDArray[np.bool_]:
+        """The nodes of an eligibility map (a shape's ``upper``) as a boolean array, made once."""
+        kept = self._masks.get(id(eligible))
+        if kept is None or kept[0] is not eligible:
+            mask = np.zeros(len(self.free), dtype=np.bool_)
+            mask[np.fromiter(eligible, dtype=np.int64, count=len(eligible))] = True
+            kept = (eligible, mask)
+            self._masks[id(eligible)] = kept
+        return kept[1]
+
+    def _node_array(self, nodes: list[int] | dict[int, int]) -> NDArray[np.int64]:
+        """A node list (a topology domain) or the nodes of an eligibility map as an array, made once."""
+        kept = self._arrays.get(id(nodes))
+        if kept is None or kept[0] is not nodes:
+            kept = (nodes, np.fromiter(nodes, dtype=np.int64, count=len(nodes)))
+            self._arrays[id(nodes)] = kept
+        return kept[1]
+
+    def _scores(self, preference: dict[int, int]) -> NDArray[np.int64]:
+        """A shape's preference scores as an array over nodes (0 where it names none), made once."""
+        kept = self._score_arrays.get(id(preference))
+        if kept is None or kept[0] is not preference:
+            scores = np.zeros(len(self.free), dtype=np.int64)
+            if preference:
+                scores[np.fromiter(preference, dtype=np.int64, count=len(preference))] = list(preference.values())
+            kept = (preference, scores)
+            self._score_arrays[id(preference)] = kept
+        return kept[1]
+
+    def _first_allowed(self, candidates: NDArray[np.int64], order: NDArray[np.intp], allow: Allow | None) -> int | None:
+        for i in order:
+            node = int(candidates[i])
+            if allow is None or allow(node):
+                return node
         return None
 
     def best_fit_in(
         self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int], allow: Allow | None = None
     ) -> int | None:
         """Best fit among the given nodes only (a topology domain): fewest free GPUs, then index."""
-        fitting = [n for n in nodes if n in eligible and self.fits(n, request) and (allow is None or allow(n))]
-        return min(fitting, key=lambda n: (self._level(self.free[n]), n)) if fitting else None
+        if len(nodes) <= SMALL_SCAN:
+            fitting = [n for n in nodes if n in eligible and self.fits(n, request) and (allow is None or allow(n))]
+            return min(fitting, key=lambda n: (self._level(self.free[n]), n)) if fitting else None
+        candidates = self._node_array(nodes)
+        candidates = candidates[self._eligible_mask(eligible)[candidates]]
+        if candidates.size:
+            candidates = self.fitting(candidates, request)
+        if not candidates.size:
+            return None
+        return self._first_allowed(candidates, np.lexsort((candidates, self.level_array[candidates])), allow)
 
     def preferred_fit(self, shape: Shape, allow: Allow | None = None) -> int | None:
         """The node a pod with node preferences goes to: the highest preference score among those
         it fits (kube-scheduler's choice), then best fit (fewest free GPUs), then node order."""
-        fitting = [n for n in shape.upper if self.fits(n, shape.request) and (allow is None or allow(n))]
-        if not fitting:
+        if len(shape.upper) <= SMALL_SCAN:
+            fitting = [n for n in shape.upper if self.fits(n, shape.request) and (allow is None or allow(n))]
+            if not fitting:
+                return None
+            return min(fitting, key=lambda n: (-shape.preference.get(n, 0), self._level(self.free[n]), n))
+        candidates = self.fitting(self._node_array(shape.upper), shape.request)
+        if not candidates.size:
             return None
-        return min(fitting, key=lambda n: (-shape.preference.get(n, 0), self._level(self.free[n]), n))
+        scores = self._scores(shape.preference)[candidates]
+        return self._first_allowed(candidates, np.lexsort((candidates, self.level_array[candidates], -scores)), allow)
 
     def best_fit(
         self, request: tuple[int, ...], gpus: int, eligible: dict[int, int], allow: Allow | None = None
     ) -> int | None:
+        """Best fit: the fewest free GPUs, then the node longest in that bucket. A pod eligible on
+        few nodes is looked up among those (numpy); one eligible almost anywhere walks the buckets,
+        where the first node it meets usually fits."""
+        if len(eligible) > SMALL_SCAN and len(eligible) * FEW_ELIGIBLE < len(self.free):
+            candidates = self._node_array(eligible)
+            candidates = self.fitting(candidates[self.level_array[candidates] >= gpus], request)
+            if not candidates.size:
+                return None
+            order = np.lexsort((self.arrival[candidates], self.level_array[candidates]))
+            return self._first_allowed(candidates, order, allow)
         for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
             for node in self.levels[level]:
                 if node in eligible and self.fits(node, request) and (allow is None or allow(node)):
                     return node
         return None
+
+
+def _share_room(shared: dict[int, int]) -> int:
+    """The most thousandths one of these shared GPUs has left, or -1 when there is none."""
+    return max((FULL_GPU_MILLI - used for used in shared.values()), default=-1)
 
 
 def greedy(problem: Problem) -> Assignment:
@@ -301,19 +441,13 @@ def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> list[list[int]
         if fullest is not None:
             attempts.append([fullest])
     domains = problem.domains
-    if domains is None or gang.index not in problem.topology_gangs:
+    if domains is None or gang.index not in room.topology_gangs:
         return [*attempts, None]
     hard = problem.highest_tier(gang)
     for tier in domains.tiers:
         if hard is not None and tier > hard:
             break
-        inside = []
-        for name in domains.domains(tier):
-            nodes = domains.nodes_in(tier, name)
-            free = room.free_gpus_in(domains, tier, name)
-            if name and free >= needed:  # a domain without that many free GPUs cannot hold it
-                inside.append((free, name, nodes))
-        attempts += [nodes for _, _, nodes in sorted(inside)]
+        attempts += room.roomy_domains(domains, tier, needed)  # fewer free GPUs than needed cannot hold it
     if hard is None:
         attempts.append(None)
     return attempts
@@ -334,6 +468,7 @@ def fit_gang(
     taken: Taken = []
     used: dict[str, int] = {}
     least_fragmenting = greedy_chooser(problem)  # GPU-sharing workloads: FGD's choice of node
+    scarce = scarcity.for_problem(problem)
     classes = sorted(
         (problem.classes[c] for c in gang.classes),
         key=lambda pc: (-problem.shapes[pc.shape].gpus, pc.index),
@@ -363,6 +498,8 @@ def fit_gang(
                 node = room.preferred_fit(shape, allow)
             elif least_fragmenting is not None and allow is None:
                 node = least_fragmenting(room, shape)
+            elif scarce is not None:  # scarce GPU pools priced (vcsat.solver.scarcity): cheapest, then best fit
+                node = scarcity.cheapest_fit(scarce, room, shape, allow)
             else:
                 node = room.best_fit(shape.request, shape.gpus, shape.upper, allow)
             if node is None:

@@ -105,14 +105,17 @@ class Stage:
 
 
 def plan_stages(levels: list[Level]) -> list[Stage]:
-    """Group levels, most important first, into as few exactly-weighted stages as fit."""
+    """Group levels, most important first, into as few exactly-weighted stages as fit, placed work
+    (reported levels) never in one stage with the levels above it."""
     stages: list[Stage] = []
     group: list[Level] = []
     product = 1
     for level in levels:
         if not level.terms:
             continue
-        if group and product * level.span >= EXACT_LIMIT:
+        # A stage's weighted bound says little of the levels below its first: placed work (the
+        # reported levels) starts a stage of its own, so its bound and gap are its own.
+        if group and (product * level.span >= EXACT_LIMIT or (level.reported and not group[-1].reported)):
             stages.append(_weighted(group))
             group, product = [], 1
         group.append(level)

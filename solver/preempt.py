@@ -48,12 +48,12 @@ from vcsat.model import Pod
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
 from vcsat.model.gpus import GpuHoldings, gpu_holdings
-from vcsat.solver.exact import WALL_SLACK_SECONDS
 from vcsat.solver.greedy import gang_order
-from vcsat.solver.levels import Level, make_level, plan_stages
+from vcsat.solver.levels import Level, Stage, make_level, plan_stages
 from vcsat.solver.objectives.fairness import SHARE_SCALE
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.spread import counted_pods
+from vcsat.solver.staged import SearchClock, StageResult, new_solver, solve_stages, workers_for
 from vcsat.solver.units import units_for
 
 MAX_PREEMPTORS = 16
@@ -154,12 +154,14 @@ def preempt_and_reclaim(
     usage: dict[str, dict[str, int]],
     *,
     budget: float,
+    clock: SearchClock | None = None,
 ) -> Evictions:
     """Run preempt (per queue) then reclaim over ``room`` (what allocate left, changed in place),
     within ``budget`` deterministic seconds of CP-SAT (never the wall clock: same input, same
-    decision)."""
+    decision), the ``clock``'s wall deadline as the outer stop."""
     out = Evictions()
     policy = problem.policy
+    clock = clock if clock is not None else SearchClock(workers=workers_for(policy))
     waiting = [gang for gang in waiting if not spread_bound(problem, gang)]
     victims = victims_of(problem) if (policy.preempt or policy.reclaim) and waiting else []
     if not victims:
@@ -176,7 +178,7 @@ def preempt_and_reclaim(
         top = max(g.priority for g in preemptors)
         mine = [v for v in victims if v.queue == queue and v.pod.priority < top and v.pod.key not in out.evicted]
         if mine:
-            _run(problem, preemptors, mine, room, usage, "preempt", out, share(number))
+            _run(problem, preemptors, mine, room, usage, "preempt", out, share(number), clock)
     if policy.reclaim and problem.deserved:
         below = {q for q in problem.deserved if _share(problem, usage, q) < 1}
         reclaimable = {queue.name for queue in problem.snapshot.queues if queue.reclaimable}
@@ -184,7 +186,7 @@ def preempt_and_reclaim(
         preemptors = [g for g in waiting if g.queue in below and g.index not in out.placed]
         theirs = [v for v in victims if v.queue in above and v.pod.key not in out.evicted]
         if preemptors and theirs:
-            _run(problem, preemptors, theirs, room, usage, "reclaim", out, share(runs - 1))
+            _run(problem, preemptors, theirs, room, usage, "reclaim", out, share(runs - 1), clock)
     return out
 
 
@@ -204,6 +206,7 @@ def _run(
     reason: Reason,
     out: Evictions,
     budget: float,
+    clock: SearchClock,
 ) -> None:
     on_node: dict[int, list[Victim]] = {}
     for victim in victims:
@@ -356,35 +359,25 @@ def _run(
 
     over_budget = _budget_violations(cp, problem, victims, evict, upper, out.budget_used)
     levels = _levels(problem, preemptors, victims, placed, x, evict, upper, over_budget)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = problem.policy.num_workers
-    solver.parameters.random_seed = problem.policy.random_seed
-    solver.parameters.interleave_search = problem.policy.num_workers > 1
     # Nothing placed, nobody evicted is always feasible: a hint that gives every stage a solution
     # from the start, so a short budget ends with an answer, not UNKNOWN.
     for var in [*placed.values(), *x.values(), *evict.values()]:
         cp.add_hint(var, 0)
-    values: dict[int, int] | None = None
     stages = plan_stages(levels)
-    spent = 0.0
-    for number, stage in enumerate(stages):
+    spent_before = clock.spent
+
+    def plan(number: int, stage: Stage) -> float:
         # The first stage (the preemptors' work) matters most; later ones share what is left.
-        left = budget - spent
-        limit = max(MIN_STAGE_SECONDS, left * (FIRST_STAGE_SHARE if number == 0 else 1.0 / (len(stages) - number)))
-        solver.parameters.max_deterministic_time = limit
-        solver.parameters.max_time_in_seconds = 2 * limit + WALL_SLACK_SECONDS
-        cp.maximize(stage.expression())
-        status = solver.solve(cp)
-        spent += solver.response_proto.deterministic_time
-        out.spent += solver.response_proto.deterministic_time
-        out.notes.append(f"{reason}: {stage.names}: {solver.status_name(status)}")
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            break
-        values = {var.index: int(solver.value(var)) for var in [*placed.values(), *x.values(), *evict.values()]}
-        cp.add(stage.expression() >= round(solver.objective_value))
-        cp.clear_hints()  # type: ignore[no-untyped-call]
-        for var in [*placed.values(), *x.values(), *evict.values()]:
-            cp.add_hint(var, values[var.index])
+        left = budget - (clock.spent - spent_before)
+        return max(MIN_STAGE_SECONDS, left * (FIRST_STAGE_SHARE if number == 0 else 1.0 / (len(stages) - number)))
+
+    def done(number: int, stage: Stage, result: StageResult) -> bool:
+        out.notes.append(f"{reason}: {stage.names}: {result.name}")
+        return True
+
+    solver = new_solver(problem.policy, clock)
+    values, _ = solve_stages(cp, solver, stages, clock, plan=plan, done=done)
+    out.spent += clock.spent - spent_before
     if values is None:
         return
     _apply(problem, preemptors, victims, placed, x, evict, values, room, usage, reason, out)

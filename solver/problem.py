@@ -718,12 +718,12 @@ def _fit_counts(request: tuple[int, ...], free: NDArray[np.int64], eligible: NDA
     """Per eligible node where at least one pod of ``request`` fits: how many fit there alone."""
     asked = [r for r, amount in enumerate(request) if amount > 0]
     if not asked or free.shape[0] == 0:
-        return {int(i): 1 << 30 for i in np.flatnonzero(eligible)}
+        return dict.fromkeys(np.flatnonzero(eligible).tolist(), 1 << 30)
     amounts = np.array([request[r] for r in asked], dtype=np.int64)
     fits = np.min(free[:, asked] // amounts, axis=1)
     fits[~eligible] = 0
     where = np.flatnonzero(fits > 0)
-    return {int(i): int(fits[i]) for i in where}
+    return dict(zip(where.tolist(), fits[where].tolist(), strict=True))
 
 
 def _fit_count(request: tuple[int, ...], free: list[int]) -> int:

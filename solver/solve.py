@@ -25,6 +25,7 @@ from vcsat.model import (
     Snapshot,
     SolverStats,
 )
+from vcsat.solver import staged
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.bound import lp_level_bounds
 from vcsat.solver.decode import bindings, gpu_bindings
@@ -39,6 +40,7 @@ from vcsat.solver.preempt import preempt_and_reclaim
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.shares.deserved import queue_usage
 from vcsat.solver.spread import SpreadState
+from vcsat.solver.staged import SearchClock, workers_for
 
 SEARCH_SHARE = 0.65
 """Of the time limit, what the allocate search may spend in CP-SAT (deterministic seconds), less
@@ -50,6 +52,11 @@ OVERHEAD_PER_NODE = 5e-4
 model, decoding, explaining), calibrated on the 1,000- and 5,000-node benchmarks. Estimated from
 the snapshot's size, never read off the clock, so that the budgets, and with them the decision,
 are the same whatever the machine's load."""
+AFTER_SEARCH_PER_NODE = 2e-4
+"""Wall seconds per node the allocate search's deadline keeps back for what follows it (decode,
+explanations, the eviction models' set-up)."""
+AFTER_EVICTIONS_SECONDS = 0.05
+"""Wall seconds the eviction searches' deadline keeps back for assembling the decision."""
 
 
 def _placed(problem: Problem, assignment: Assignment) -> dict[int, int]:
@@ -80,23 +87,43 @@ def spread_broken(problem: Problem, placed: list[Binding]) -> bool:
     return bool(state.broken())
 
 
-def solve(snapshot: Snapshot, policy: Policy | None = None) -> Decision:
+def solve(
+    snapshot: Snapshot, policy: Policy | None = None, *, started: float | None = None, wall: bool | None = None
+) -> Decision:
+    """The cycle's decision. ``started``: the ``time.monotonic()`` at which the cycle began (e.g.
+    before reading its input), from which ``Policy.time_limit_s`` is counted; now by default.
+    ``wall=False`` takes every wall limit away (the deterministic budgets alone stop the search):
+    for benchmarks that measure what a budget buys on a machine busy with other work; None:
+    :data:`vcsat.solver.staged.WALL_STOP`."""
     with no_gc_pauses():
-        return _solve(snapshot, policy or Policy())
+        return _solve(
+            snapshot,
+            policy or Policy(),
+            time.monotonic() if started is None else started,
+            staged.WALL_STOP if wall is None else wall,
+        )
 
 
-def _solve(snapshot: Snapshot, policy: Policy) -> Decision:
-    started = time.monotonic()
+def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool) -> Decision:
     problem = build_problem(snapshot, policy)
+    deadline = started + policy.time_limit_s
+    # The allocate search stops in time for the eviction phase and the work after the search.
+    after = AFTER_SEARCH_PER_NODE * len(problem.nodes)
+    evicting = policy.preempt or policy.reclaim
+    clock = SearchClock(
+        deadline=deadline - after - (policy.time_limit_s * EVICTION_SHARE if evicting else 0.0),
+        workers=workers_for(policy),
+        wall=wall,
+    )
     hint = greedy(problem)
     hint_values = _placed(problem, hint)
     hint_fair = fair_share_values(problem, hint)
     first_bounds = lp_level_bounds(problem, hint_values, hint_fair)
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
-    evicting = policy.preempt or policy.reclaim
-    search = policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes)
+    search = max(0.0, policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes))
+    budget = search if policy.search else 0.0
     if policy.search:
-        result = solve_exact(problem, hint, budget=max(0.0, search), targets=targets)
+        result = solve_exact(problem, hint, budget=search, targets=targets, clock=clock)
     else:
         result = ExactResult(None, False, notes=["search off (Policy.search)"], skipped=True)
 
@@ -116,12 +143,13 @@ def _solve(snapshot: Snapshot, policy: Policy) -> Decision:
         now = bindings(problem, assignment, assignment.shape_slots)
     values = _placed(problem, assignment)
     fair = fair_share_values(problem, assignment)
-    # The first bounds hold the levels above each at least at the hint's values; they stay valid
-    # for a decision that keeps every level at least there (and are then only looser).
-    dominates = all(fair[rank] >= hint_fair.get(rank, 0) for rank in fair) and all(
-        values[rank] >= hint_values.get(rank, 0) for rank in values
-    )
-    lp_bounds = first_bounds if dominates else lp_level_bounds(problem, values, fair)
+    # Each level's bound holds the levels above it at the decision's own values: the first bounds
+    # (at the hint's) are those when the decision kept the hint's values, and only looser when
+    # it raised them (a fair share raised above the hint's leaves less room for placed work).
+    same = fair == {rank: hint_fair.get(rank, 0) for rank in fair} and values == {
+        rank: hint_values.get(rank, 0) for rank in values
+    }
+    lp_bounds = first_bounds if same else lp_level_bounds(problem, values, fair)
     bound = 0
     for rank, value in values.items():
         proven = [b for b in (lp_bounds.get(rank), result.bounds.get(level_name(rank))) if b is not None]
@@ -131,26 +159,26 @@ def _solve(snapshot: Snapshot, policy: Policy) -> Decision:
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
     if status == "FALLBACK" and bound == objective and not result.levels and not result.skipped:
         status = "OPTIMAL"  # nothing to search: the greedy decision is the whole answer
-    stats = SolverStats(
-        status=status,
-        objective=float(objective),
-        bound=float(bound),
-        seconds=0.0,
-    )
     podgroups = outcomes(problem, assignment)
     nominations: list[Nomination] = []
     evictions: list[Eviction] = []
     if evicting:
+        clock.deadline = deadline - AFTER_EVICTIONS_SECONDS
+        budget += policy.time_limit_s * EVICTION_SHARE
         now, nominations, evictions, podgroups = _preempt(
-            problem, assignment, now, podgroups, policy.time_limit_s * EVICTION_SHARE
+            problem, assignment, now, podgroups, policy.time_limit_s * EVICTION_SHARE, clock
         )
-    return Decision(
-        bindings=now,
-        nominations=nominations,
-        evictions=evictions,
-        podgroups=podgroups,
-        solver=stats.model_copy(update={"seconds": round(time.monotonic() - started, 3)}),
+    stats = SolverStats(
+        status=status,
+        objective=float(objective),
+        bound=float(bound),
+        seconds=round(time.monotonic() - started, 3),
+        workers=clock.workers,
+        deterministic_budget=round(budget, 3),
+        deterministic_time=round(clock.spent, 3),
+        wall_stopped=clock.wall_stopped,
     )
+    return Decision(bindings=now, nominations=nominations, evictions=evictions, podgroups=podgroups, solver=stats)
 
 
 WAITING_ROOM = frozenset({"InsufficientResources", "Fragmented"})
@@ -163,6 +191,7 @@ def _preempt(
     now: list[Binding],
     podgroups: list[PodGroupOutcome],
     budget: float,
+    clock: SearchClock,
 ) -> tuple[list[Binding], list[Nomination], list[Eviction], list[PodGroupOutcome]]:
     """Preempt and reclaim (:mod:`preempt`) over what the allocate phase left."""
     waiting = [
@@ -185,7 +214,7 @@ def _preempt(
         held = usage.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
         for r, name in enumerate(problem.resources):
             held[name] = held.get(name, 0) + k * problem.shapes[problem.classes[c].shape].request[r]
-    result = preempt_and_reclaim(problem, waiting, room, usage, budget=budget)
+    result = preempt_and_reclaim(problem, waiting, room, usage, budget=budget, clock=clock)
     if not result.placed:
         return now, [], [], podgroups
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -62,11 +63,13 @@ class FakeSolver:
 
     def __init__(self) -> None:
         self.policies: list[Policy] = []
+        self.started: list[float | None] = []
         self.violations: list[str] = []
         self.error: Exception | None = None
 
-    def solve(self, snapshot: Snapshot, policy: Policy) -> Decision:
+    def solve(self, snapshot: Snapshot, policy: Policy, *, started: float | None = None) -> Decision:
         self.policies.append(policy)
+        self.started.append(started)
         if self.error is not None:
             raise self.error
         pending = [pod for pod in snapshot.pods if pod.pending]
@@ -112,6 +115,17 @@ def write(tmp_path: Path, text: str | bytes, name: str = "in.yaml") -> Path:
 
 
 # --- success ----------------------------------------------------------------------------------
+
+
+def test_the_time_limit_counts_from_the_command_start(tmp_path: Path, solver: FakeSolver) -> None:
+    """The cycle's clock starts before the file is read: the time limit covers reading it."""
+    path = write(tmp_path, INSTANCE)
+    before = time.monotonic()
+    result = run("solve", str(path), "--output", "json")
+    after = time.monotonic()
+    assert result.exit_code == 0, result.stderr
+    (started,) = solver.started
+    assert started is not None and before <= started <= after
 
 
 def test_json_output_is_the_decision(tmp_path: Path, solver: FakeSolver) -> None:

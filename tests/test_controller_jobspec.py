@@ -263,6 +263,18 @@ def test_framework_plugins_imply_svc_and_ssh(plugins: dict[str, list[str]], expe
     assert [p.name for p in job(tasks=tasks, plugins=plugins).plugins] == expected
 
 
+def test_partitions_set_an_unset_task_minimum_as_volcano_does() -> None:
+    partitions = {"totalPartitions": 4, "partitionSize": 2, "minPartitions": 3}
+    spec = job(tasks=[task("worker", 8, partitionPolicy=partitions), task("ps", 1)])
+    assert [t.min_available for t in spec.tasks] == [6, 1] and spec.min_available == 7
+    assert spec.tasks[0].partition_size == 2
+    given = job(tasks=[task("worker", 8, minAvailable=2, partitionPolicy=partitions)])
+    assert given.tasks[0].min_available == 2  # a minimum written wins
+    with pytest.raises(InputError) as refused:
+        job(tasks=[task("worker", 4, partitionPolicy=partitions)])
+    assert refused.value.field == "spec.tasks[0].partitionPolicy.minPartitions"
+
+
 def test_policies_are_typed() -> None:
     spec = job(
         policies=[

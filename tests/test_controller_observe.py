@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from controller_support import T0, UID
 
+from vcsat.adapters.controller.commands import command_body, read_command_object
 from vcsat.adapters.controller.controller import WorkQueue
-from vcsat.adapters.controller.observe import command_annotation, observe_pod, read_command
+from vcsat.adapters.controller.observe import observe_pod
 from vcsat.adapters.controller.status import Condition, JobStatus
 
 FULL_STATUS = {
@@ -114,20 +115,26 @@ def test_observe_pod(obj: dict[str, Any], expected: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "action", "command_id"),
+    ("target", "job", "queue"),
     [
-        (command_annotation("AbortJob", "abc"), "AbortJob", "abc"),
-        ('{"action": "ResumeJob"}', "ResumeJob", None),  # no id: one derived from the text, stable
-        ("AbortJob", "", None),  # not JSON: reported, then dropped
+        ({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "train", "uid": "u"}, True, False),
+        ({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "name": "q", "uid": "u"}, False, True),
+        ({"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u"}, False, False),
     ],
 )
-def test_read_command(value: str, action: str, command_id: str | None) -> None:
-    job = {"metadata": {"annotations": {"vcsat.io/command": value}}}
-    command = read_command(job)
-    assert command is not None and command.action == action
-    assert command.id == (command_id or read_command(job).id)  # type: ignore[union-attr]
-    assert bool(command.problem) == (action == "")
-    assert read_command({"metadata": {}}) is None
+def test_command_objects_round_trip(target: dict[str, Any], job: bool, queue: bool) -> None:
+    owner = {
+        "apiVersion": target["apiVersion"],
+        "kind": target["kind"],
+        "metadata": {"name": target["name"], "uid": "u"},
+    }
+    body = command_body(owner, "AbortJob", namespace="ns")
+    assert body["metadata"]["generateName"] == f"{target['name']}-abortjob-"
+    assert body["metadata"]["ownerReferences"] == [body["target"]] and body["target"]["controller"] is True
+    read = read_command_object({**body, "metadata": {**body["metadata"], "name": "x", "uid": "c1"}})
+    assert read is not None and read.action == "AbortJob" and read.uid == "c1" and read.target_name == target["name"]
+    assert (read.for_job, read.for_queue) == (job, queue)
+    assert read_command_object({"metadata": {"name": "x"}, "action": "AbortJob"}) is None
 
 
 def test_work_queue_dedupes_delays_and_never_hands_out_a_key_twice() -> None:

@@ -353,6 +353,33 @@ STEPS = [
     ),
     pytest.param(
         Step(
+            job(
+                tasks=[
+                    task(
+                        "worker",
+                        4,
+                        partitionPolicy={"totalPartitions": 2, "partitionSize": 2},
+                        policies=[{"event": "PodFailed", "action": "RestartPartition"}],
+                    )
+                ]
+            ),
+            status("Running"),
+            pods=(pod("worker", 0), pod("worker", 1), pod("worker", 2, "Failed"), pod("worker", 3)),
+            expect={"phase": "Restarting", "retry_count": 1, "delete": [f"{W}-2", f"{W}-3"], "running": 2},
+        ),
+        id="restart-partition-restarts-the-failed-pods-partition",
+    ),
+    pytest.param(
+        Step(
+            job(tasks=[task("worker", 2, policies=[{"event": "PodFailed", "action": "RestartPartition"}])]),
+            status("Running"),
+            pods=(pod("worker", 0, "Failed"), pod("worker", 1)),
+            expect={"phase": "Restarting", "delete": [f"{W}-0"], "running": 1},
+        ),
+        id="restart-partition-without-partitions-restarts-the-pod",
+    ),
+    pytest.param(
+        Step(
             job(tasks=[task("ps", 1), task("worker", 2)], policies=[{"event": "PodFailed", "action": "RestartTask"}]),
             status("Running", min_available=3),
             pods=(pod("ps", 0), pod("worker", 0, "Failed"), pod("worker", 1)),

@@ -1,9 +1,10 @@
 """tools/controlplane/build.sh decides what to build from what its cache holds.
 
-A cache with every binary (and kwok's stages, from the kwok version go.mod pins) builds nothing;
-one from before kube-controller-manager and kwok were added, or with another kwok, builds just
-what is missing. A fake ``go`` first on PATH stands for the compiler, so no test here compiles:
-it fails at once, and the line build.sh prints before building names what it would build.
+A cache with every binary (and kwok's stages, from the kwok version go.mod pins, and helm of the
+version helm/go.mod pins) builds nothing; one from before kube-controller-manager, kwok and helm
+were added, or with another kwok or helm, builds just what is missing. A fake ``go`` first on PATH
+stands for the compiler, so no test here compiles: it fails at once, and the line build.sh prints
+before building names what it would build.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 BUILD = Path(__file__).resolve().parents[1] / "tools" / "controlplane" / "build.sh"
-ALL = ("kube-apiserver", "kube-scheduler", "kube-controller-manager", "etcd", "kwok")
+ALL = ("kube-apiserver", "kube-scheduler", "kube-controller-manager", "etcd", "kwok", "helm")
 
 
 def _pin(go_mod: Path, module: str) -> str:
@@ -30,13 +31,17 @@ def _kwok_version() -> str:
     return _pin(BUILD.parent / "kwok" / "go.mod", "sigs.k8s.io/kwok")
 
 
+def _helm_version() -> str:
+    return _pin(BUILD.parent / "helm" / "go.mod", "helm.sh/helm/v3")
+
+
 def _cache_name() -> str:
     go_mod = BUILD.parent / "go.mod"
     return f"{_pin(go_mod, 'k8s.io/kubernetes')}-{_pin(go_mod, 'go.etcd.io/etcd/server/v3')}"
 
 
 def _run(
-    tmp_path: Path, present: tuple[str, ...], kwok_version: str | None, stages: bool
+    tmp_path: Path, present: tuple[str, ...], kwok_version: str | None, stages: bool, helm_version: str | None
 ) -> subprocess.CompletedProcess[str]:
     cache = tmp_path / "cache"
     out = cache / "controlplane" / _cache_name()
@@ -47,6 +52,8 @@ def _run(
         binary.chmod(0o755)
     if kwok_version is not None:
         (out / "kwok.version").write_text(kwok_version + "\n", encoding="utf-8")
+    if helm_version is not None:
+        (out / "helm.version").write_text(helm_version + "\n", encoding="utf-8")
     if stages:
         (out / "kwok-stages").mkdir()
         (out / "kwok-stages" / "node-not-ready.yaml").write_text("{}\n", encoding="utf-8")
@@ -60,32 +67,42 @@ def _run(
 
 
 @pytest.mark.parametrize(
-    ("present", "kwok_version", "stages", "todo"),
+    ("present", "kwok_version", "stages", "helm_version", "todo"),
     [
-        pytest.param(ALL, "pinned", True, None, id="complete-cache-builds-nothing"),
+        pytest.param(ALL, "pinned", True, "pinned", None, id="complete-cache-builds-nothing"),
         pytest.param(
             ("kube-apiserver", "kube-scheduler", "etcd"),
             None,
             False,
-            "kube-controller-manager kwok",
+            None,
+            "kube-controller-manager kwok helm",
             id="old-cache-gains-the-new-binaries",
         ),
-        pytest.param(ALL, "v0.0.1", True, "kwok", id="another-kwok-version-rebuilds-kwok"),
-        pytest.param(ALL, "pinned", False, "kwok", id="kwok-without-its-stages-is-rebuilt"),
+        pytest.param(ALL, "v0.0.1", True, "pinned", "kwok", id="another-kwok-version-rebuilds-kwok"),
+        pytest.param(ALL, "pinned", False, "pinned", "kwok", id="kwok-without-its-stages-is-rebuilt"),
+        pytest.param(ALL, "pinned", True, "v3.0.0", "helm", id="another-helm-version-rebuilds-helm"),
+        pytest.param(ALL[:-1], "pinned", True, None, "helm", id="a-cache-without-helm-gains-it"),
         pytest.param(
-            ("kube-apiserver", "kube-controller-manager", "etcd", "kwok"),
+            ("kube-apiserver", "kube-controller-manager", "etcd", "kwok", "helm"),
             "pinned",
             True,
+            "pinned",
             "kube-scheduler",
             id="one-missing-binary-alone",
         ),
     ],
 )
 def test_build_sh_builds_only_what_the_cache_lacks(
-    tmp_path: Path, present: tuple[str, ...], kwok_version: str | None, stages: bool, todo: str | None
+    tmp_path: Path,
+    present: tuple[str, ...],
+    kwok_version: str | None,
+    stages: bool,
+    helm_version: str | None,
+    todo: str | None,
 ) -> None:
     version = _kwok_version() if kwok_version == "pinned" else kwok_version
-    done = _run(tmp_path, present, version, stages)
+    helm = _helm_version() if helm_version == "pinned" else helm_version
+    done = _run(tmp_path, present, version, stages, helm)
     if todo is None:
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == str(tmp_path / "cache" / "controlplane" / _cache_name())

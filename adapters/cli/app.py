@@ -13,6 +13,7 @@ import importlib
 import importlib.resources
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Literal
@@ -126,7 +127,10 @@ def main() -> None:
     "--time-limit",
     type=click.FloatRange(min=0, min_open=True),
     metavar="S",
-    help="Seconds the solver may search (overrides the policy's time_limit_s).",
+    help="Wall seconds for the cycle, counted from the command's start (reading the file included; "
+    "overrides the policy's time_limit_s). The search stops at this deadline; the check of the decision "
+    "and printing it come after, and a file too large to read within it overruns it by what reading "
+    "and building take (docs/contract.md §2, the time limit).",
 )
 @click.option(
     "--policy",
@@ -139,7 +143,8 @@ def main() -> None:
     "--workers",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Solver search workers (overrides the policy's num_workers); 1 is reproducible.",
+    help="CP-SAT search workers (overrides the policy's num_workers; default: the cores available, at most "
+    "8). A decision is reproduced with the workers it records (solver.workers).",
 )
 def solve_command(
     instance: str | None,
@@ -152,6 +157,7 @@ def solve_command(
 
     Without INSTANCE it solves a small built-in demo cluster.
     """
+    started = time.monotonic()  # the time limit covers reading the file too
     policy = load_policy(policy_file, time_limit_s=time_limit, num_workers=workers)
     snapshot = load_instance(instance, scheduler_name=policy.scheduler_name)
     for notice in snapshot.notices:
@@ -159,7 +165,7 @@ def solve_command(
         click.echo(f"vcsat: warning: {one_line(str(notice))}", err=True)
     from vcsat.solver import check, solve  # only now: the solver loads OR-Tools, bad input need not wait
 
-    decision = solve(snapshot, policy)
+    decision = solve(snapshot, policy, started=started)
     violations = check(snapshot, decision, policy)
     if violations:
         click.echo(

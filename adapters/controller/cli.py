@@ -4,23 +4,25 @@ Tables print like ``kubectl get`` (upper-case headers, ages as ``5m``), ``-o yam
 objects themselves (a ``v1`` List for several). Refusals by the API server (a CEL rule, a missing
 object) are bad input: one line naming the object, exit 2.
 
-Suspend and resume: Volcano's vcctl creates a ``bus.volcano.sh`` Command object that its
-controller consumes. vcsat writes the command into the Job itself, as the annotation
-``vcsat.io/command: {"action": "AbortJob", "id": "<uuid>"}``: it needs no extra CRD and no extra
-RBAC, it travels with the Job (``kubectl get -o yaml`` shows the last command), and the controller
-applies each id exactly once by recording it in the Job's status in the same write that changes
-the phase. Suspend is AbortJob (pods are deleted, finished ones kept, the job waits as Aborted);
-resume is ResumeJob (the job restarts from Pending, without using up a retry).
+Job actions (suspend, resume, restart, terminate, complete) create a ``bus.volcano.sh`` Command
+owned by the Job, exactly as Volcano's vcctl does, so either tool works against either controller
+(:mod:`.commands`): the controller applies it once and deletes it. Suspend is AbortJob (pods are
+deleted, finished ones kept, the job waits as Aborted); resume is ResumeJob (the job restarts from
+Pending, without using up a retry).
 
-Queues: ``open`` and ``close`` set ``status.state`` directly (there is no queue controller to
-do it); a queue is deleted only when closed, as Volcano's admission insists, and ``default`` never.
+Queues: ``open`` and ``close`` create an OpenQueue / CloseQueue Command in ``default``, as vcctl
+does (vcsat's controller or Volcano's sets ``status.state``); where the Command CRD is not
+installed they set ``status.state`` directly. A queue is deleted only when closed, as Volcano's
+admission insists, and ``default`` never. ``list`` and ``get`` show each queue's weight,
+capability, deserved share and what it holds: the deserved share is ``spec.deserved`` where given,
+else the share vcsat's fair-share computes from the live cluster, and SHARE is the largest ratio
+of allocated to deserved over the resources.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +33,7 @@ from rich import box
 from rich.table import Table
 
 from vcsat.adapters.controller import naming
-from vcsat.adapters.controller.observe import command_annotation
+from vcsat.adapters.controller.commands import COMMAND_API_VERSION, QUEUE_COMMAND_NAMESPACE, command_body
 from vcsat.adapters.errors import InputError
 from vcsat.model.quantity import parse_nanos
 
@@ -318,6 +320,33 @@ def job_resume(kubeconfig: str | None, context: str | None, namespace: str | Non
     _issue(kubeconfig, context, namespace, name, "ResumeJob", "resume")
 
 
+@job_group.command("restart")
+@kube_options
+@click.option("--namespace", "-n", metavar="NS", help="Namespace (default: the kubeconfig context's).")
+@click.argument("name")
+def job_restart(kubeconfig: str | None, context: str | None, namespace: str | None, name: str) -> None:
+    """Restart a Job (RestartJob): every pod goes, the job runs again under a new version."""
+    _issue(kubeconfig, context, namespace, name, "RestartJob", "restart")
+
+
+@job_group.command("terminate")
+@kube_options
+@click.option("--namespace", "-n", metavar="NS", help="Namespace (default: the kubeconfig context's).")
+@click.argument("name")
+def job_terminate(kubeconfig: str | None, context: str | None, namespace: str | None, name: str) -> None:
+    """Terminate a Job (TerminateJob): its running pods are deleted and it ends as Terminated."""
+    _issue(kubeconfig, context, namespace, name, "TerminateJob", "terminate")
+
+
+@job_group.command("complete")
+@kube_options
+@click.option("--namespace", "-n", metavar="NS", help="Namespace (default: the kubeconfig context's).")
+@click.argument("name")
+def job_complete(kubeconfig: str | None, context: str | None, namespace: str | None, name: str) -> None:
+    """Complete a Job (CompleteJob): its running pods are deleted and it ends as Completed."""
+    _issue(kubeconfig, context, namespace, name, "CompleteJob", "complete")
+
+
 @job_group.command("delete")
 @kube_options
 @click.option("--namespace", "-n", metavar="NS", help="Namespace (default: the kubeconfig context's).")
@@ -340,11 +369,34 @@ def _issue(
     session = Session(kubeconfig, context)
     namespace = namespace or session.default_namespace()
     label = f"Job {namespace}/{name}"
-    command_id = uuid.uuid4().hex
-    patch = {"metadata": {"annotations": {naming.COMMAND_KEY: command_annotation(action, command_id)}}}
     with api_errors(label):
-        session.custom.patch_namespaced_custom_object(*_BATCH, namespace, naming.JOB_PLURAL, name, patch)
-    click.echo(f"job.batch.volcano.sh/{name} {verb} requested ({action}, command {command_id[:8]})")
+        job = session.custom.get_namespaced_custom_object(*_BATCH, namespace, naming.JOB_PLURAL, name)
+    job.setdefault("apiVersion", naming.JOB_API_VERSION)
+    job.setdefault("kind", naming.JOB_KIND)
+    created = _create_command(session, label, command_body(job, action, namespace=namespace))
+    if created is None:
+        raise click.ClickException(_NO_COMMAND_CRD)
+    click.echo(f"job.batch.volcano.sh/{name} {verb} requested ({action}, command {created['metadata']['name']})")
+
+
+def _create_command(session: Session, label: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    """Create the Command; None when the Command CRD is not installed."""
+    from kubernetes.client import ApiException
+
+    group, version = COMMAND_API_VERSION.split("/")
+    try:
+        created: dict[str, Any] = session.custom.create_namespaced_custom_object(
+            group, version, body["metadata"]["namespace"], "commands", body
+        )
+    except ApiException as error:
+        if error.status == 404 and _server_message(error).startswith("the server could not find"):
+            return None
+        with api_errors(label):
+            raise
+    return created
+
+
+_NO_COMMAND_CRD = "the Command CRD (commands.bus.volcano.sh) is not installed: kubectl apply -f deploy/crds/"
 
 
 def _describe_job(job: Mapping[str, Any], events: Sequence[Any]) -> None:
@@ -457,6 +509,53 @@ def queue_create(
     click.echo(f"queue.scheduling.volcano.sh/{name} created")
 
 
+@queue_group.command("update")
+@kube_options
+@click.argument("name")
+@click.option("--weight", type=click.IntRange(min=1, max=65535), metavar="N")
+@click.option("--capability", metavar="LIST", help="Upper bound, name=quantity,... ('' removes it)")
+@click.option("--deserved", metavar="LIST", help="Share it may reclaim, name=quantity,... ('' removes it)")
+@click.option("--guarantee", metavar="LIST", help="Kept for it alone, name=quantity,... ('' removes it)")
+@click.option("--reclaimable/--no-reclaimable", default=None)
+def queue_update(
+    kubeconfig: str | None,
+    context: str | None,
+    name: str,
+    weight: int | None,
+    capability: str | None,
+    deserved: str | None,
+    guarantee: str | None,
+    reclaimable: bool | None,
+) -> None:
+    """Change a Queue's weight, capability, deserved share, guarantee or reclaimability."""
+    spec: dict[str, Any] = {}
+    if weight is not None:
+        spec["weight"] = weight
+    for key, text in (("capability", capability), ("deserved", deserved)):
+        if text is not None:
+            spec[key] = _resource_list(text, f"--{key}") or None
+    if guarantee is not None:
+        spec["guarantee"] = {"resource": _resource_list(guarantee, "--guarantee")} if guarantee else None
+    if reclaimable is not None:
+        spec["reclaimable"] = reclaimable
+    if not spec:
+        raise InputError("nothing to change (give --weight, --capability, --deserved, --guarantee or --reclaimable)")
+    session = Session(kubeconfig, context)
+    label = f"Queue {name}"
+    with api_errors(label):
+        # Read, change, replace (guarded by the resourceVersion): a new list replaces the old one
+        # whole, which a merge patch (it merges maps) would not do.
+        queue = session.custom.get_cluster_custom_object(*_SCHEDULING, naming.QUEUE_PLURAL, name)
+        current = queue.setdefault("spec", {})
+        for key, value in spec.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value
+        session.custom.replace_cluster_custom_object(*_SCHEDULING, naming.QUEUE_PLURAL, name, queue)
+    click.echo(f"queue.scheduling.volcano.sh/{name} updated")
+
+
 @queue_group.command("list")
 @kube_options
 @output_option
@@ -517,19 +616,36 @@ def queue_delete(kubeconfig: str | None, context: str | None, name: str) -> None
 
 def _set_queue_state(kubeconfig: str | None, context: str | None, name: str, state: str) -> None:
     session = Session(kubeconfig, context)
-    with api_errors(f"Queue {name}"):
+    label = f"Queue {name}"
+    with api_errors(label):
+        queue = session.custom.get_cluster_custom_object(*_SCHEDULING, naming.QUEUE_PLURAL, name)
+    queue.setdefault("apiVersion", naming.PODGROUP_API_VERSION)
+    queue.setdefault("kind", "Queue")
+    action = "OpenQueue" if state == "Open" else "CloseQueue"
+    verb = "opened" if state == "Open" else "closed"
+    created = _create_command(session, label, command_body(queue, action, namespace=QUEUE_COMMAND_NAMESPACE))
+    if created is not None:
+        command = created["metadata"]["name"]
+        click.echo(f"queue.scheduling.volcano.sh/{name} {verb} requested ({action}, command {command})")
+        return
+    with api_errors(label):  # no Command CRD, so no controller to hand it to: set the state here
         session.custom.patch_cluster_custom_object_status(
             *_SCHEDULING, naming.QUEUE_PLURAL, name, {"status": {"state": state}}
         )
-    click.echo(f"queue.scheduling.volcano.sh/{name} {'opened' if state == 'Open' else 'closed'}")
+    click.echo(f"queue.scheduling.volcano.sh/{name} {verb}")
 
 
 def _show_queues(session: Session, queues: list[dict[str, Any]], output: str, *, single: bool) -> None:
+    from vcsat.adapters.controller.queue_view import format_amounts, format_share, live_shares
+    from vcsat.adapters.kube.client import Kube
+
     if output != "table":
         _emit_objects(queues, output, single=single)
         return
     with api_errors("PodGroups"):
         groups = session.custom.list_cluster_custom_object(*_SCHEDULING, naming.PODGROUP_PLURAL)["items"]
+    with Kube.from_api_client(session.api, pool_size=4) as kube:
+        shares = live_shares(kube)
     by_queue: dict[str, dict[str, int]] = {}
     for group in groups:
         queue = (group.get("spec") or {}).get("queue") or naming.DEFAULT_QUEUE
@@ -541,18 +657,37 @@ def _show_queues(session: Session, queues: list[dict[str, Any]], output: str, *,
         name = queue["metadata"]["name"]
         spec = queue.get("spec") or {}
         counts = by_queue.get(name, {})
+        share = shares.get(name)
+        capability = spec.get("capability") or {}
         rows.append(
             [
                 name,
                 str(spec.get("weight", 1)),
                 (queue.get("status") or {}).get("state") or "Open",
-                spec.get("parent") or "",
-                *(str(counts.get(p, 0)) for p in ("Inqueue", "Pending", "Running", "Unknown", "Completed")),
+                spec.get("parent") or "-",
+                ",".join(f"{k}={capability[k]}" for k in sorted(capability)) or "-",
+                format_amounts(share.deserved) if share else "-",
+                format_amounts(share.allocated) if share else "-",
+                format_share(share.share) if share else "-",
+                *(str(counts.get(p, 0)) for p in ("Inqueue", "Pending", "Running")),
                 _age(queue["metadata"].get("creationTimestamp")),
             ]
         )
     _print_table(
-        ["NAME", "WEIGHT", "STATE", "PARENT", "INQUEUE", "PENDING", "RUNNING", "UNKNOWN", "COMPLETED", "AGE"],
+        [
+            "NAME",
+            "WEIGHT",
+            "STATE",
+            "PARENT",
+            "CAPABILITY",
+            "DESERVED",
+            "ALLOCATED",
+            "SHARE",
+            "INQUEUE",
+            "PENDING",
+            "RUNNING",
+            "AGE",
+        ],
         rows,
         empty="No Queues.",
     )

@@ -19,19 +19,21 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
 from vcsat.adapters.controller import naming
-from vcsat.adapters.controller.reconciler import Conflict, Reconciler, WriteHook
-from vcsat.adapters.kube.client import PODGROUPS, PODS, Kube, Resource
-from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, stop_on_signals
+from vcsat.adapters.controller.commands import COMMANDS, QUEUE_ACTIONS, QUEUES, CommandObject, read_command_object
+from vcsat.adapters.controller.reconciler import JOBS, Conflict, Reconciler, WriteHook
+from vcsat.adapters.kube.client import PODGROUPS, PODS, ApiError, Kube
+from vcsat.adapters.kube.status_subresource import StatusWriter
+from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 
 log = logging.getLogger("vcsat.controller")
 
-JOBS = Resource("Job", naming.JOB_API_VERSION, naming.JOB_PLURAL, namespaced=True)
 FIRST_BACKOFF_S = 0.1
 MAX_BACKOFF_S = 30.0
 CONFLICT_RETRY_S = 0.05
@@ -138,6 +140,11 @@ class JobController:
         self.reconciles = 0
         """Completed reconciles (successful or not): a liveness signal for probes and tests."""
         self._listed: set[str] = set()
+        self._commands: dict[Key, dict[str, CommandObject]] = {}
+        """Per job, the Command objects that target it (kept by the Command watch)."""
+        self._queue_commands: dict[tuple[str, str], CommandObject] = {}
+        self._watched = {"jobs", "pods", "podgroups"}
+        self._arrivals = itertools.count()
 
     # --- running ---------------------------------------------------------------------------
 
@@ -149,6 +156,18 @@ class JobController:
             Informer(self.kube, PODS, on_list=self._pods_listed, on_event=self._pod_event, watch_timeout_s=60),
             Informer(self.kube, PODGROUPS, on_list=self._groups_listed, on_event=self._group_event, watch_timeout_s=60),
         ]
+        if self._commands_served():
+            self._watched.add("commands")
+            informers.append(
+                Informer(
+                    self.kube, COMMANDS, on_list=self._commands_listed, on_event=self._command_event, watch_timeout_s=60
+                )
+            )
+        else:
+            log.warning(
+                "the Command CRD (commands.bus.volcano.sh) is not installed: "
+                "vcctl and vcsat job/queue commands are not handled"
+            )
         threads = [
             threading.Thread(target=self._work, args=(stop,), name=f"controller-worker-{n}", daemon=True)
             for n in range(self.workers)
@@ -164,6 +183,7 @@ class JobController:
                     known = list(self._jobs)
                 for key in known:
                     self.queue.add(key)
+                self._run_queue_commands()
         finally:
             self.queue.close()
             for informer in informers:
@@ -177,7 +197,7 @@ class JobController:
 
     def synced(self) -> bool:
         """Whether every watch has delivered its first list (readiness)."""
-        return {"jobs", "pods", "podgroups"} <= self._listed
+        return self._watched <= self._listed
 
     def _work(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -195,7 +215,9 @@ class JobController:
             dead = self._tombstones.pop(key, {})
             tombstones = {**self._alive.get(key, {}), **dead}
         try:
-            requeue = self.reconciler.reconcile(namespace, name, tombstones.values())
+            with self._lock:
+                commands = list(self._commands.get(key, {}).values())
+            requeue = self.reconciler.reconcile(namespace, name, tombstones.values(), commands)
         except Conflict as conflict:
             log.debug("conflict; reconciling again", extra={"job": f"{namespace}/{name}", "why": str(conflict)})
             self._restore(key, dead)
@@ -286,6 +308,70 @@ class JobController:
                 self.queue.add((metadata.get("namespace") or "default", str(ref.get("name"))))
 
 
+    # --- Command objects -------------------------------------------------------------------
+
+    def _commands_served(self) -> bool:
+        try:
+            found = self.kube.get(f"/apis/{COMMANDS.api_version}")
+        except ApiError:
+            return False
+        return any(item.get("name") == COMMANDS.plural for item in found.get("resources") or ())
+
+    def _commands_listed(self, commands: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._commands.clear()
+            self._queue_commands.clear()
+        for obj in commands:
+            self._command_event("ADDED", obj)
+        self._listed.add("commands")
+
+    def _command_event(self, event_type: str, obj: dict[str, Any]) -> None:
+        command = read_command_object(obj)
+        if command is None or not self._mine(obj):
+            return
+        command = replace(command, arrival=next(self._arrivals))
+        if command.for_job:
+            key = (command.namespace or "default", command.target_name)
+            with self._lock:
+                if event_type == "DELETED":
+                    self._commands.get(key, {}).pop(command.name, None)
+                else:
+                    self._commands.setdefault(key, {})[command.name] = command
+            if event_type != "DELETED":
+                self.queue.add(key)
+        elif command.for_queue:
+            with self._lock:
+                if event_type == "DELETED":
+                    self._queue_commands.pop((command.namespace, command.name), None)
+                else:
+                    self._queue_commands[(command.namespace, command.name)] = command
+            if event_type != "DELETED":
+                self._run_queue_commands()
+
+    def _run_queue_commands(self) -> None:
+        """Open or close the queues that Commands name, then delete those Commands (idempotent: a
+        failure is logged and tried again on the next resync)."""
+        with self._lock:
+            pending = sorted(self._queue_commands.values(), key=lambda c: c.order)
+        statuses = StatusWriter(self.kube)
+        for command in pending:
+            state = QUEUE_ACTIONS.get(command.action)
+            where = {"queue": command.target_name, "command": f"{command.namespace}/{command.name}"}
+            try:
+                if state is not None:
+                    statuses.patch_status(QUEUES, None, command.target_name, {"state": state})
+                    log.info(f"queue {command.target_name} {state.lower()}", extra=where)
+                else:
+                    log.warning(f"unknown queue action {command.action!r}; command dropped", extra=where)
+                self.kube.delete(COMMANDS.path(command.namespace, command.name))
+            except ApiError as error:
+                if error.status != 404:
+                    log.warning("queue command not applied", extra={**where, "error": str(error)})
+                    continue
+            with self._lock:
+                self._queue_commands.pop((command.namespace, command.name), None)
+
+
 def _key(obj: Mapping[str, Any]) -> Key:
     metadata = obj.get("metadata") or {}
     return (metadata.get("namespace") or "default", str(metadata.get("name")))
@@ -339,11 +425,15 @@ def controller_command(
     leader_elect: bool,
     lease_namespace: str | None,
     lease_name: str,
+    lease_duration_s: float,
+    renew_deadline_s: float,
+    retry_period_s: float,
     metrics_port: int,
     log_format: str,
     log_level: str,
 ) -> None:
     """Run the Job controller: Volcano Jobs → PodGroups, pods, plugins and status, until SIGTERM."""
+    timing = leader_timing(lease_duration_s, renew_deadline_s, retry_period_s)
     from kubernetes.client import ApiClient
 
     from vcsat.adapters.kube.client import load_configuration
@@ -394,6 +484,9 @@ def controller_command(
                     api_client,
                     namespace=lease_namespace or default_lease_namespace(),
                     name=lease_name,
+                    lease_duration_s=timing.lease_duration_s,
+                    renew_deadline_s=timing.renew_deadline_s,
+                    retry_period_s=timing.retry_period_s,
                     identity=default_identity(),
                 )
                 elector.run(stop, lead, lambda: log.info("no longer leading; standing by"))

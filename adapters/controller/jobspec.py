@@ -46,6 +46,7 @@ ACTIONS = (
     "RestartJob",
     "RestartTask",
     "RestartPod",
+    "RestartPartition",
     "TerminateJob",
     "CompleteJob",
     "ResumeJob",
@@ -90,6 +91,8 @@ class TaskSpec:
     policies: tuple[LifecyclePolicy, ...] = ()
     depends_on: DependsOn | None = None
     topology_policy: str | None = None
+    partition_size: int | None = None
+    """``partitionPolicy.partitionSize``: pods ``[k*size, (k+1)*size)`` form partition k (RestartPartition)."""
 
     @property
     def pod_spec(self) -> Mapping[str, Any]:
@@ -299,6 +302,17 @@ class _JobReader(FieldReader):
             )
         replicas = self.integer(raw, "replicas", f"{path}.replicas", minimum=0) or 0
         min_available = self.integer(raw, "minAvailable", f"{path}.minAvailable", minimum=0)
+        partition = self.mapping(raw, "partitionPolicy", f"{path}.partitionPolicy")
+        partition_size = self.integer(partition, "partitionSize", f"{path}.partitionPolicy.partitionSize", minimum=1)
+        min_partitions = self.integer(partition, "minPartitions", f"{path}.partitionPolicy.minPartitions", minimum=0)
+        if min_available is None and partition_size and min_partitions:
+            # As Volcano's controller: an unset minimum is that many whole partitions.
+            if min_partitions * partition_size > replicas:
+                self.fail(
+                    f"{path}.partitionPolicy.minPartitions",
+                    f"{min_partitions} partitions of {partition_size} are more than the task's {replicas} replicas",
+                )
+            min_available = min_partitions * partition_size
         if min_available is None:
             min_available = replicas
         if min_available > replicas:
@@ -316,6 +330,7 @@ class _JobReader(FieldReader):
             policies=self.policies(raw, f"{path}.policies"),
             depends_on=depends_on,
             topology_policy=topology_policy,
+            partition_size=partition_size,
         )
 
     def template(self, raw: Mapping[str, Any], path: str) -> Mapping[str, Any]:

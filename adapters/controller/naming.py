@@ -39,7 +39,8 @@ OUT_OF_SYNC_KEY = "volcano.sh/controller-out-of-sync"
 """Set on a pod just before the controller deletes it, so that its deletion is not taken for an eviction."""
 
 COMMAND_KEY = "vcsat.io/command"
-"""Job annotation carrying a user command (suspend/resume), see :mod:`.commands`."""
+"""The Job annotation that carried user commands before they became Command objects
+(:mod:`.commands`); no longer read, and still not copied onto PodGroups."""
 
 SYNCED_GENERATION_KEY = "vcsat.io/job-generation"
 """PodGroup annotation: the Job ``metadata.generation`` the controller last acted on. A newer one

@@ -9,8 +9,6 @@ itself mark it for deletion, is it ready, and since when is it in its phase (for
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,12 +51,13 @@ class ObservedPod:
 
 @dataclass(frozen=True)
 class Command:
-    """A user command on the Job (``vcsat job suspend`` → AbortJob, ``resume`` → ResumeJob)."""
+    """A user command on the Job (a ``bus.volcano.sh`` Command: ``vcsat job suspend`` or ``vcctl
+    job suspend`` → AbortJob, ``resume`` → ResumeJob); ``id`` is the Command's uid."""
 
     id: str
     action: str
     problem: str = ""
-    """Why the annotation could not be read; such a command is reported and dropped."""
+    """Why the command could not be read; such a command is reported and dropped."""
 
 
 @dataclass(frozen=True)
@@ -104,31 +103,6 @@ def observe_pod(obj: Mapping[str, Any], *, job_uid: str, gone: bool = False) -> 
         + sum(int(c.get("restartCount") or 0) for c in status.get("initContainerStatuses") or []),
         since=_since(phase, metadata, container_statuses, conditions),
     )
-
-
-def read_command(job: Mapping[str, Any]) -> Command | None:
-    """The command in the Job's ``vcsat.io/command`` annotation, if any.
-
-    The value is JSON, ``{"action": "AbortJob", "id": "<unique>"}``; the id lets the controller
-    apply each command exactly once (it records the last applied id in the Job's status).
-    """
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
-    text = annotations.get(naming.COMMAND_KEY)
-    if not text:
-        return None
-    fallback_id = hashlib.sha256(str(text).encode()).hexdigest()[:16]
-    try:
-        value = json.loads(text)
-    except (TypeError, ValueError):
-        return Command(id=fallback_id, action="", problem=f"annotation {naming.COMMAND_KEY} is not JSON")
-    if not isinstance(value, Mapping) or not isinstance(value.get("action"), str):
-        return Command(id=fallback_id, action="", problem=f'annotation {naming.COMMAND_KEY} needs {{"action": ...}}')
-    return Command(id=str(value.get("id") or fallback_id), action=value["action"])
-
-
-def command_annotation(action: str, command_id: str) -> str:
-    """The annotation value that issues ``action`` (what ``vcsat job suspend|resume`` writes)."""
-    return json.dumps({"action": action, "id": command_id}, separators=(",", ":"))
 
 
 def _exit_code(container_statuses: list[Mapping[str, Any]]) -> int | None:

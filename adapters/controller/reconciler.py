@@ -3,7 +3,8 @@
 Every read is fresh from the API server (no cache that could be stale after a restart), and every
 write is safe to repeat:
 
-1. the new status is written first, through the status subresource with the Job's
+1. the new status is written first, through the status subresource (or the Job itself where the
+   CRD serves none, :mod:`~vcsat.adapters.kube.status_subresource`) with the Job's
    ``resourceVersion``: the commit point (a conflict means someone else moved first, and the
    whole reconcile is redone on fresh data);
 2. the plugins' objects, then the PodGroup, are created if missing (``AlreadyExists`` is success);
@@ -23,22 +24,24 @@ import json
 import logging
 import sys
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from vcsat.adapters.controller import naming
+from vcsat.adapters.controller.commands import COMMANDS, CommandObject
 from vcsat.adapters.controller.jobspec import JobSpec, parse_job
-from vcsat.adapters.controller.observe import Observation, ObservedPod, observe_pod, read_command
+from vcsat.adapters.controller.observe import Command, Observation, ObservedPod, observe_pod
 from vcsat.adapters.controller.plugins.base import ObjectRecipe, object_metadata
 from vcsat.adapters.controller.plugins.registry import build_plugins
 from vcsat.adapters.controller.podgroup import build_podgroup, spec_update
 from vcsat.adapters.controller.pods import build_pod
-from vcsat.adapters.controller.state import INVALID_REASON, JobEvent, Plan, decide
+from vcsat.adapters.controller.state import COMMAND_RESOURCE, INVALID_REASON, JobEvent, Plan, decide
 from vcsat.adapters.controller.status import JobStatus, rfc3339
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.kube.client import ApiError, Kube
+from vcsat.adapters.kube.client import ApiError, Kube, Resource
+from vcsat.adapters.kube.status_subresource import StatusWriter
 
 log = logging.getLogger("vcsat.controller")
 
@@ -46,6 +49,7 @@ WriteHook = Callable[[str, str, str], None]
 """Called as ``hook(verb, kind, name)`` before each write (tests use it to kill a reconcile midway)."""
 
 COMPONENT = "vcsat-controller"
+JOBS = Resource("Job", naming.JOB_API_VERSION, naming.JOB_PLURAL, namespaced=True)
 
 # Where each kind lives: the collection path of a namespace (objects are ``<collection>/<name>``).
 _COLLECTIONS: dict[str, str] = {
@@ -96,6 +100,7 @@ class Reconciler:
         on_write: WriteHook | None = None,
     ) -> None:
         self.kube = kube
+        self.statuses = StatusWriter(kube)
         self.scheduler_name = scheduler_name
         self.claim_unset = claim_unset
         self.wait_for_admission = wait_for_admission
@@ -108,6 +113,9 @@ class Reconciler:
         self._removed: dict[str, set[tuple[str, str]]] = {}
         self._priorities: dict[str, int] = {}
         self._warned_unmarked = False
+        # Uids of the Commands this process deleted: a watch cache may still list one for a moment,
+        # and one consumed must never be applied again after a later command replaced its record.
+        self._consumed: dict[str, None] = {}
 
     # --- entry point ---------------------------------------------------------------------
 
@@ -116,8 +124,19 @@ class Reconciler:
         scheduler = (job.get("spec") or {}).get("schedulerName") or ""
         return scheduler == self.scheduler_name or (not scheduler and self.claim_unset)
 
-    def reconcile(self, namespace: str, name: str, tombstones: Iterable[Mapping[str, Any]] = ()) -> float | None:
-        """Bring one Job a step closer to what it should be; seconds until it wants another look, or None."""
+    def reconcile(
+        self,
+        namespace: str,
+        name: str,
+        tombstones: Iterable[Mapping[str, Any]] = (),
+        commands: Sequence[CommandObject] = (),
+    ) -> float | None:
+        """Bring one Job a step closer to what it should be; seconds until it wants another look, or None.
+
+        ``commands``: the Command objects that target this Job (from the controller's watch); the
+        oldest is applied in this step (:mod:`.commands`), and it is deleted once its uid is in
+        the Job's status.
+        """
         job = self._get(object_path("Job", namespace, name))
         if job is None:
             self._collect_orphans(namespace, name)
@@ -135,19 +154,33 @@ class Reconciler:
             self._mark_invalid(job, status, error)
             return None
 
+        pending = sorted(
+            (c for c in commands if c.for_job and c.target_name == name and c.uid not in self._consumed),
+            key=lambda c: c.order,
+        )
+        applied = status.controlled_resources.get(COMMAND_RESOURCE)
+        for done in [c for c in pending if c.uid == applied]:
+            self._delete_command(done)  # applied before, its deletion interrupted
+            pending.remove(done)
+        command = pending[0] if pending else None
+
         pods = self._observe_pods(namespace, name, uid, tombstones)
         podgroup = self._get(object_path("PodGroup", namespace, naming.podgroup_name(name, uid)))
         podgroup_phase = None if podgroup is None else str((podgroup.get("status") or {}).get("phase") or "")
         observation = Observation(
             pods=tuple(pods),
             podgroup_phase=podgroup_phase,
-            command=read_command(job),
+            command=None if command is None else Command(id=command.uid, action=command.action),
             now=self.clock(),
             job_updated=_synced_generation(podgroup) < spec.generation,
         )
         plan = decide(spec, status, observation, wait_for_admission=self.wait_for_admission)
         if plan.status != status:
             self._write_status(job, plan.status)
+        if command is not None and plan.status.controlled_resources.get(COMMAND_RESOURCE) == command.uid:
+            self._delete_command(command)  # recorded in the status just written: consumed
+            if len(pending) > 1:
+                plan = replace(plan, requeue_after_s=0.0)
         self._apply(spec, plan, podgroup)
         if observation.job_updated and plan.podgroup == "keep":
             # JobUpdated was seen; mark it acted on even in a step that leaves the group as it is,
@@ -202,10 +235,11 @@ class Reconciler:
         self._write("update-status", "Job", metadata["name"])
         body = {**job, "status": status.to_dict()}
         try:
-            self.kube.request("PUT", object_path("Job", namespace, metadata["name"]) + "/status", body=body)
+            self.statuses.put_status(JOBS, body)
         except ApiError as error:
             if error.status in (404, 409):
                 raise Conflict(f"Job {namespace}/{metadata['name']} changed: {error.reason}") from None
+            log.warning("job status not written", extra={"job": f"{namespace}/{metadata['name']}", "error": str(error)})
             raise
 
     def _mark_invalid(self, job: dict[str, Any], status: JobStatus, error: InputError) -> None:
@@ -224,6 +258,13 @@ class Reconciler:
             str(metadata.get("uid") or ""),
             JobEvent("Warning", INVALID_REASON, message),
         )
+
+    def _delete_command(self, command: CommandObject) -> None:
+        self._write("delete", "Command", command.name)
+        self._delete(COMMANDS.path(command.namespace, command.name))
+        self._consumed[command.uid] = None
+        if len(self._consumed) > 4096:
+            del self._consumed[next(iter(self._consumed))]
 
     # --- pods ------------------------------------------------------------------------------
 

@@ -243,7 +243,7 @@ def _step(job: JobSpec, status: JobStatus, seen: Observation, request: Request, 
     if phase in ("Pending", "Running", "Restarting"):
         if action == "RestartJob":
             return _kill_all(job, status, seen, now, retain=frozenset(), to="Restarting", request=request)
-        if action in ("RestartTask", "RestartPod"):
+        if action in ("RestartTask", "RestartPod", "RestartPartition"):
             return _kill_target(job, status, seen, now, request)
         if action in _KILLING_PHASES:
             return _kill_all(job, status, seen, now, retain=SOFT_RETAIN, to=_KILLING_PHASES[action], request=request)
@@ -306,14 +306,21 @@ def _kill_all(
 
 
 def _kill_target(job: JobSpec, status: JobStatus, seen: Observation, now: datetime, request: Request) -> Plan:
-    """RestartTask / RestartPod: delete the task's (or the one) pod and restart, job version kept."""
+    """RestartTask / RestartPod / RestartPartition: delete the task's pods (or the one pod, or the pods
+    of its partition) and restart, job version kept."""
     counts = _Counts()
     deletions: list[str] = []
     targets: list[str] = []
+    partition = _partition_of(job, seen, request) if request.action == "RestartPartition" else None
     for pod in seen.pods:
         if pod.gone:
             continue
-        targeted = pod.task == request.task if request.action == "RestartTask" else pod.name == request.pod
+        if request.action == "RestartTask":
+            targeted = pod.task == request.task
+        elif partition is not None:
+            targeted = pod.task == request.task and pod.index is not None and pod.index // partition[1] == partition[0]
+        else:
+            targeted = pod.name == request.pod
         if not pod.owned:
             deletions.append(pod.name)
         elif targeted:
@@ -332,6 +339,17 @@ def _kill_target(job: JobSpec, status: JobStatus, seen: Observation, now: dateti
     resources = {**new.controlled_resources, RESTART_RESOURCE: "pods:" + ",".join(sorted(targets))}
     new = replace(new, controlled_resources=resources)
     return Plan(status=new, delete_pods=tuple(deletions), podgroup="ensure", job_objects="keep")
+
+
+def _partition_of(job: JobSpec, seen: Observation, request: Request) -> tuple[int, int] | None:
+    """RestartPartition: (partition number, partition size) of the pod the event names; None when
+    its task has no ``partitionPolicy`` (then the pod alone is restarted, as RestartPod)."""
+    task = job.task(request.task)
+    size = task.partition_size if task is not None else None
+    pod = next((p for p in seen.pods if p.name == request.pod), None)
+    if not size or pod is None or pod.index is None:
+        return None
+    return pod.index // size, size
 
 
 def _sync(job: JobSpec, status: JobStatus, seen: Observation, now: datetime, admitted: bool) -> Plan:

@@ -63,6 +63,7 @@ from vcsat.adapters.kube.client import Kube
 from vcsat.adapters.kube.events import EventRecord
 from vcsat.adapters.kube.evictions import Evictions
 from vcsat.adapters.kube.informer import Store
+from vcsat.adapters.kube.status_subresource import StatusWriter
 from vcsat.adapters.kube.status_writes import StatusWrites
 from vcsat.model import Binding, Decision, Snapshot
 
@@ -80,6 +81,7 @@ class Applier(Bindings, Evictions, StatusWrites):
         event_refresh_s: float = 60.0,
     ) -> None:
         self.kube = kube
+        self.statuses = StatusWriter(kube)
         self.store = store
         self.identity = identity
         self.event_refresh_s = event_refresh_s

@@ -1,7 +1,9 @@
 """Status writes: PodGroup status and PodScheduled=False on the pods a cycle leaves unplaced.
 
 A PodGroup's phase, counts and conditions (Volcano's, plus ``Inqueued``, which keeps the admission
-time) go through the status subresource, written only when they differ from what the group shows.
+time) go through the status subresource, or on the PodGroup itself where the CRD serves none
+(Volcano's; discovery decides, :mod:`.status_subresource`), written only when they differ from
+what the group shows.
 An unplaced pod gets PodScheduled=False (``Unschedulable``, or ``SchedulingGated`` for a gated
 pod, with the decision's reason code and message) as kube-scheduler marks it and
 cluster-autoscaler looks for it: from the second cycle it waits on, and again only when it
@@ -35,6 +37,7 @@ from vcsat.adapters.kube.client import (
     now_rfc3339,
 )
 from vcsat.adapters.kube.events import EventWriter
+from vcsat.adapters.kube.status_subresource import StatusWriter
 from vcsat.model import Decision, Pod, PodGroup, PodGroupOutcome, Snapshot
 
 POD_SCHEDULED = "PodScheduled"
@@ -51,6 +54,7 @@ class StatusWrites(EventWriter):
     """PodGroup status and the PodScheduled condition of unplaced pods, written only when due."""
 
     _status_written_at: dict[str, float]
+    statuses: StatusWriter
     _unplaced_seen: set[str]
     """Uids of pods some cycle left unplaced (the first time writes nothing)."""
 
@@ -209,11 +213,13 @@ class StatusWrites(EventWriter):
         status = _desired_status(group, pods, outcome, placed, current.get("status") or {})
         if status is not None and self._status_due(group.key, current.get("status") or {}, status, report):
             try:
-                self.kube.patch(PODGROUPS.path(group.namespace, group.name, "status"), {"status": status})
+                # Through the status subresource, or on the PodGroup itself where the CRD (Volcano's)
+                # serves none: the controller waits for this phase before it creates pods.
+                self.statuses.patch_status(PODGROUPS, group.namespace, group.name, status)
                 done.append(f"status {group.key}")
             except ApiError as error:
                 if error.status != 404:
-                    log.warning("podgroup status update failed", extra={"podgroup": group.key, "error": str(error)})
+                    log.warning("podgroup status not written", extra={"podgroup": group.key, "error": str(error)})
                 report.follow_up("retry", time.monotonic())
         done.extend(self._group_events(PODGROUPS, current, group.key, outcome, gang, report))
         return done

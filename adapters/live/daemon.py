@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,6 +20,37 @@ import click
 
 IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class LeaderTiming:
+    """The three periods of leader election, in seconds (the defaults are kube-scheduler's).
+
+    A standby takes over a dead leader's Lease ``lease_duration_s`` after it last saw it renewed;
+    the leader steps down when no renewal succeeded for ``renew_deadline_s``, and renews (and a
+    standby polls) every ``retry_period_s``. Shorter periods mean a faster takeover and more writes
+    to the API server.
+    """
+
+    lease_duration_s: float = 15.0
+    renew_deadline_s: float = 10.0
+    retry_period_s: float = 2.0
+
+
+def leader_timing(lease_duration_s: float, renew_deadline_s: float, retry_period_s: float) -> LeaderTiming:
+    """The flags' values, if they keep a leader's step-down strictly before a rival's takeover.
+
+    The leader must give up (renew deadline) before a standby may take over (lease duration), and
+    must get to try a renewal (retry period) within its deadline; otherwise two replicas could act
+    at once, or a healthy leader would lose its lease between two renewals. A bad combination is a
+    usage error (one line, exit 2).
+    """
+    if not retry_period_s < renew_deadline_s < lease_duration_s:
+        raise click.UsageError(
+            "leader election needs --retry-period < --renew-deadline < --lease-duration, got "
+            f"{retry_period_s:g}s, {renew_deadline_s:g}s, {lease_duration_s:g}s"
+        )
+    return LeaderTiming(lease_duration_s, renew_deadline_s, retry_period_s)
 
 
 def daemon_options(lease_name: str) -> Callable[[_F], _F]:
@@ -33,6 +65,33 @@ def daemon_options(lease_name: str) -> Callable[[_F], _F]:
             help="Namespace of the Lease (default: our own in a pod, else kube-system).",
         ),
         click.option("--lease-name", default=lease_name, show_default=True, metavar="NAME"),
+        click.option(
+            "--lease-duration",
+            "lease_duration_s",
+            type=click.FloatRange(min=0, min_open=True),
+            default=LeaderTiming.lease_duration_s,
+            show_default=True,
+            metavar="S",
+            help="Seconds a standby waits, after it last saw the Lease renewed, before taking it over.",
+        ),
+        click.option(
+            "--renew-deadline",
+            "renew_deadline_s",
+            type=click.FloatRange(min=0, min_open=True),
+            default=LeaderTiming.renew_deadline_s,
+            show_default=True,
+            metavar="S",
+            help="Seconds the leader keeps acting without a successful renewal; below --lease-duration.",
+        ),
+        click.option(
+            "--retry-period",
+            "retry_period_s",
+            type=click.FloatRange(min=0, min_open=True),
+            default=LeaderTiming.retry_period_s,
+            show_default=True,
+            metavar="S",
+            help="Seconds between renewals (and a standby's attempts); below --renew-deadline.",
+        ),
         click.option(
             "--metrics-port",
             type=click.IntRange(min=0, max=65535),

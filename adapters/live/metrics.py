@@ -27,6 +27,7 @@ from prometheus_client import (
     generate_latest,
 )
 
+from vcsat.adapters.live.volcano_metrics import CycleLike, VolcanoMetrics
 from vcsat.model import Decision
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,10 @@ class Metrics:
             "1 while this replica holds the leader lease and acts, 0 while it stands by.",
             registry=self.registry,
         )
+        self.volcano: VolcanoMetrics | None = None
+        """Volcano's scheduler metrics under its own names (``volcano_*``), in the same registry; made
+        by the first cycle, so that a process that runs none (the Job controller) serves none."""
+        self._volcano_lock = threading.Lock()
         self._pending_reasons: set[str] = set()
         self._server: ThreadingHTTPServer | None = None
         self.port: int | None = None
@@ -136,6 +141,17 @@ class Metrics:
         self._pending_reasons.update(waiting)
         for reason in self._pending_reasons:
             self.pending_podgroups.labels(reason=reason).set(waiting.get(reason, 0))
+
+    def observe_result(self, cycle: CycleLike) -> None:
+        """The Volcano-named series of one cycle (queues, jobs, attempts): see ``VolcanoMetrics``."""
+        with self._volcano_lock:  # two cycles' applies may end at once, on two threads
+            if self.volcano is None:
+                self.volcano = VolcanoMetrics(self.registry)
+            try:
+                self.volcano.observe(cycle)
+            except Exception:
+                # A gauge that fails to move must not fail the cycle that applied its decision.
+                log.exception("volcano metrics failed")
 
     def observe_trigger(self, trigger: str, n: int = 1) -> None:
         """``n`` cycles start for ``trigger`` (see ``vcsat.adapters.live.scheduler.TRIGGERS``); 0 makes the

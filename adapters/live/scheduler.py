@@ -55,7 +55,7 @@ from vcsat.adapters.kube.applier import Applier, PendingApply
 from vcsat.adapters.kube.apply_state import ApplyReport
 from vcsat.adapters.kube.client import Kube, load_configuration
 from vcsat.adapters.kube.informer import InformerSet
-from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, stop_on_signals
+from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 from vcsat.model import Decision, PodGroupOutcome, Policy, Snapshot
 
 log = logging.getLogger("vcsat.scheduler")
@@ -103,6 +103,8 @@ class CycleResult:
     ``call`` when called directly."""
     why: str = ""
     """The detail of the trigger (which follow-up or deadline)."""
+    snapshot_seconds: float | None = None
+    """Of ``seconds``, the time taken to take and convert the snapshot."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
@@ -158,6 +160,7 @@ class Scheduler:
         metrics: Any = None,
         identity: str = "vcsat",
         workers: int | None = None,
+        observers: tuple[Any, ...] = (),
     ) -> None:
         self.kube = kube
         self.policy = policy
@@ -167,6 +170,8 @@ class Scheduler:
         self.max_delay_s = max_delay_s
         self.dump_dir = dump_dir
         self.metrics = metrics
+        self.observers = observers
+        """Called with each cycle's result once it is applied or refused (the web dashboard)."""
         self.informers = InformerSet(kube)
         self.store = self.informers.store
         self.applier = Applier(kube, self.store, identity=identity, workers=workers)
@@ -377,7 +382,8 @@ class Scheduler:
         try:
             generation, objects = self.store.snapshot()
             snapshot, objects = self._convert(objects, generation)
-            decision = solve(snapshot, self.policy)
+            converted = time.monotonic() - started
+            decision = solve(snapshot, self.policy, started=started)
             violations = check(snapshot, decision, self.policy)
             self.cycles += 1
             number = self.cycles
@@ -403,6 +409,7 @@ class Scheduler:
                 applying,
                 trigger=trigger,
                 why=why or trigger,
+                snapshot_seconds=converted,
             )
             self.last = result
         finally:
@@ -497,9 +504,15 @@ class Scheduler:
             report.bound or report.failed or report.evicted or report.stale or report.unschedulable
         )
         log.log(logging.INFO if busy else logging.DEBUG, "cycle", extra=fields)
+        for observer in self.observers:
+            try:
+                observer(result)
+            except Exception:
+                log.exception("cycle observer failed", extra={"cycle": result.number})
         if self.metrics is None:
             return
         self.metrics.observe_cycle(result.decision, result.apply_seconds or result.seconds)
+        self.metrics.observe_result(result)
         if report is not None:
             self.metrics.observe_bound(len(report.bound))
             reasons = {eviction.pod: eviction.reason for eviction in result.decision.evictions}
@@ -559,7 +572,7 @@ def _last_cycle_number(directory: Path) -> int:
     "--time-limit",
     type=click.FloatRange(min=0, min_open=True),
     metavar="S",
-    help="Solver search budget per cycle (overrides the policy's time_limit_s).",
+    help="Wall seconds per cycle, from its snapshot to its decision (overrides the policy's time_limit_s).",
 )
 @click.option("--policy", "policy_file", metavar="FILE", help="A YAML policy file (see vcsat.model.Policy).")
 @click.option(
@@ -578,6 +591,14 @@ def _last_cycle_number(directory: Path) -> int:
     metavar="N",
     help="Concurrent API requests when applying a decision (bindings, evictions, status).",
 )
+@click.option(
+    "--dashboard-port",
+    type=click.IntRange(min=0, max=65535),
+    default=0,
+    show_default=True,
+    metavar="PORT",
+    help="Serve the read-only web dashboard (queues, waiting PodGroups and why, GPUs, cycles) here; 0: off.",
+)
 def scheduler_cmd(
     kubeconfig: str | None,
     scheduler_name: str | None,
@@ -589,23 +610,35 @@ def scheduler_cmd(
     leader_elect: bool,
     lease_namespace: str | None,
     lease_name: str,
+    lease_duration_s: float,
+    renew_deadline_s: float,
+    retry_period_s: float,
     metrics_port: int,
     log_format: str,
     log_level: str,
     bind_workers: int,
+    dashboard_port: int,
 ) -> None:
     """Run the live scheduler against a cluster until SIGTERM or Ctrl-C."""
+    timing = leader_timing(lease_duration_s, renew_deadline_s, retry_period_s)
     from vcsat.adapters.cli.app import load_policy
     from vcsat.adapters.kube.leader import LeaderElector, default_identity
     from vcsat.adapters.live.logs import setup_logging
     from vcsat.adapters.live.metrics import Metrics
 
+    if dashboard_port and dashboard_port == metrics_port:
+        raise click.BadParameter("must differ from --metrics-port", param_hint="--dashboard-port")
     setup_logging(log_format, log_level.upper())
     policy = load_policy(policy_file, scheduler_name=scheduler_name, time_limit_s=time_limit)
     configuration = load_configuration(kubeconfig)
     identity = default_identity()
     kube = Kube(configuration, pool_size=bind_workers)
     metrics = Metrics()
+    dashboard = None
+    if dashboard_port:
+        from vcsat.adapters.dashboard.server import Dashboard
+
+        dashboard = Dashboard()
     scheduler = Scheduler(
         kube,
         policy=policy,
@@ -615,6 +648,7 @@ def scheduler_cmd(
         metrics=metrics,
         identity=identity,
         workers=bind_workers,
+        observers=(dashboard.observe,) if dashboard is not None else (),
     )
 
     stop = stop_on_signals(log, also=scheduler.store.wake)
@@ -631,31 +665,44 @@ def scheduler_cmd(
     scheduler.start()
     if metrics_port:
         metrics.serve(metrics_port, healthy=scheduler.healthy, ready=scheduler.ready)
+    if dashboard is not None:
+        dashboard.serve(dashboard_port)
     try:
         if leader_elect:
             from kubernetes.client import ApiClient
 
             def lead(term: threading.Event) -> None:
                 metrics.set_leader(True)
+                if dashboard is not None:
+                    dashboard.set_leading(True)
                 try:
                     scheduler.run(stop, term)
                 finally:
                     metrics.set_leader(False)
+                    if dashboard is not None:
+                        dashboard.set_leading(False)
 
             with ApiClient(configuration) as api_client:
                 elector = LeaderElector(
                     api_client,
                     namespace=lease_namespace or default_lease_namespace(),
                     name=lease_name,
+                    lease_duration_s=timing.lease_duration_s,
+                    renew_deadline_s=timing.renew_deadline_s,
+                    retry_period_s=timing.retry_period_s,
                     identity=identity,
                 )
                 elector.run(stop, lead, lambda: log.info("no longer leading; standing by"))
         else:
             metrics.set_leader(True)
+            if dashboard is not None:
+                dashboard.set_leading(True)
             scheduler.run(stop)
     finally:
         scheduler.close()
         metrics.shutdown()
+        if dashboard is not None:
+            dashboard.shutdown()
         kube.close()
     log.info("stopped")
 

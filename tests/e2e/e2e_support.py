@@ -12,13 +12,16 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controlplane import free_port
 from kubernetes import client, watch
-from kwokcluster import RUN_SECONDS
+from kwokcluster import RUN_SECONDS, KwokCluster, kwok_node
 
 VCSAT = [sys.executable, "-c", "from vcsat.adapters.cli.app import main; main()"]
 STOP_S = 30.0
@@ -48,20 +51,31 @@ def _tail(log: Path, lines: int = 30) -> str:
 
 
 @contextlib.contextmanager
-def vcsat_daemon(command: str, kubeconfig: Path, log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
-    """``vcsat COMMAND`` as a process (no leader election, no metrics port); SIGTERM after."""
+def vcsat_daemon(
+    command: str, kubeconfig: Path, log: Path, *args: str, ready: bool = False
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``vcsat COMMAND`` as a process (no leader election); SIGTERM after.
+
+    With ``ready``, it serves /readyz on a free loopback port and is waited for until it answers
+    200 (its watches have listed the cluster): what a measurement that starts now needs. Without,
+    it serves no metrics port and the with-block starts at once.
+    """
+    port = free_port() if ready else 0
     argv = [
         *VCSAT,
         command,
         f"--kubeconfig={kubeconfig}",
         "--no-leader-elect",
-        "--metrics-port=0",
+        f"--metrics-port={port}",
         "--log-format=json",
         *args,
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
         try:
+            if ready:
+                wait_until(lambda: process.poll() is not None or _answers(port), f"vcsat {command} ready", logs=(log,))
+                assert process.poll() is None, f"vcsat {command} exited: {_tail(log)}"
             yield process
         finally:
             if process.poll() is None:
@@ -71,6 +85,14 @@ def vcsat_daemon(command: str, kubeconfig: Path, log: Path, *args: str) -> Itera
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
+
+
+def _answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -84,6 +106,10 @@ class PodChange:
     node: str
     phase: str
     deleting: bool
+    gpus: int = 0
+    """``nvidia.com/gpu`` the pod asks (its containers' requests)."""
+    at: float = 0.0
+    """``time.monotonic()`` when the watch delivered the change."""
 
 
 @dataclass
@@ -129,6 +155,8 @@ class PodWatch:
                     node=pod.spec.node_name or "",
                     phase=(pod.status.phase if pod.status else "") or "",
                     deleting=pod.metadata.deletion_timestamp is not None,
+                    gpus=pod_gpus(pod),
+                    at=time.monotonic(),
                 )
                 with self._lock:
                     self.changes.append(change)
@@ -138,6 +166,15 @@ class PodWatch:
     def snapshot(self) -> list[PodChange]:
         with self._lock:
             return list(self.changes)
+
+
+def pod_gpus(pod: Any) -> int:
+    """The GPUs a pod (a kubernetes.client V1Pod) asks: its containers' ``nvidia.com/gpu`` requests."""
+    total = 0
+    for container in pod.spec.containers or []:
+        requests = (container.resources.requests if container.resources else None) or {}
+        total += int(requests.get("nvidia.com/gpu", 0))
+    return total
 
 
 def bindings(changes: list[PodChange]) -> list[PodChange]:
@@ -194,3 +231,71 @@ def gpu_job(name: str, replicas: int, *, gpus: int, run_seconds: float, **spec: 
 def job_phase(api: client.ApiClient, namespace: str, name: str) -> str:
     job = client.CustomObjectsApi(api).get_namespaced_custom_object(*JOBS[:2], namespace, JOBS[2], name)
     return str(((job.get("status") or {}).get("state") or {}).get("phase") or "")
+
+
+@contextlib.contextmanager
+def gpu_nodes(cluster: KwokCluster, gpus: list[int], *, cpu: str = "16") -> Iterator[list[str]]:
+    """One kwok node per entry of ``gpus`` with that many GPUs, Ready; deleted after."""
+    tag = uuid.uuid4().hex[:6]
+    names = [f"kwok-{tag}-{i}" for i in range(len(gpus))]
+    cluster.plane.create_objects(
+        [kwok_node(n, cpu=cpu, memory="64Gi", gpus=g) for n, g in zip(names, gpus, strict=True)]
+    )
+    with cluster.plane.api_client() as api:
+        core = client.CoreV1Api(api)
+
+        def ready() -> bool:
+            conditions = [{c.type: c.status for c in core.read_node(n).status.conditions or []} for n in names]
+            return all(c.get("Ready") == "True" for c in conditions)
+
+        wait_until(ready, "kwok reports its nodes Ready", logs=(cluster.kwok_log,))
+        try:
+            yield names
+        finally:
+            for name in names:
+                with contextlib.suppress(client.ApiException):
+                    core.delete_node(name)
+
+
+class GangStart:
+    """Plays a distributed job's workload: its pods compute only once all of them run.
+
+    TensorFlow's synchronous workers and MPI ranks wait for every peer before the first step; a pod
+    placed without its peers holds its resources and does nothing. kwok runs a pod for the seconds
+    its ``vcsat.io/run-seconds`` annotation says; the templates here carry none (the pods would run
+    forever), and this thread adds it to all pods of a Job at once, when all ``sizes[job]`` of them
+    are Running. ``started[job]`` is when that happened (``time.monotonic()``).
+    """
+
+    def __init__(self, api: client.ApiClient, namespace: str, sizes: dict[str, int], run_seconds: float) -> None:
+        self.core = client.CoreV1Api(api)
+        self.namespace = namespace
+        self.sizes = sizes
+        self.run_seconds = run_seconds
+        self.started: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="gang-start")
+
+    def __enter__(self) -> GangStart:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            running: dict[str, list[str]] = {}
+            for pod in self.core.list_namespaced_pod(self.namespace).items:
+                job = (pod.metadata.labels or {}).get("volcano.sh/job-name", "")
+                if pod.metadata.deletion_timestamp is None and pod.status.phase == "Running":
+                    running.setdefault(job, []).append(pod.metadata.name)
+            for job, size in self.sizes.items():
+                names = running.get(job, [])
+                if job in self.started or len(names) < size:
+                    continue
+                self.started[job] = time.monotonic()
+                annotations = {"metadata": {"annotations": {RUN_SECONDS: f"{self.run_seconds:g}"}}}
+                for name in names:
+                    self.core.patch_namespaced_pod(name, self.namespace, annotations)

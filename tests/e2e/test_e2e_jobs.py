@@ -15,60 +15,29 @@ The real control plane, kube-controller-manager and kwok (tests/k8s/kwokcluster.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from e2e_support import (
     JOBS,
     PodWatch,
     bindings,
     gpu_job,
+    gpu_nodes,
     job_phase,
     nodes_by_uid,
     vcsat_daemon,
     wait_until,
 )
 from kubernetes import client
-from kwokcluster import NOT_READY_LABEL, KwokCluster, kwok_node
+from kwokcluster import NOT_READY_LABEL, KwokCluster
 
 GANG = 3
 GPUS_PER_POD = 2
 NODE_GPUS = 4
 RUN_SECONDS = 2
-
-
-@pytest.fixture
-def namespace(kwok_cluster: KwokCluster) -> Iterator[str]:
-    name = f"e2e-{uuid.uuid4().hex[:8]}"
-    with kwok_cluster.plane.api_client() as api:
-        core = client.CoreV1Api(api)
-        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-        yield name
-        core.delete_namespace(name)
-
-
-@contextlib.contextmanager
-def gpu_nodes(kwok_cluster: KwokCluster, count: int) -> Iterator[list[str]]:
-    """``count`` kwok nodes of NODE_GPUS GPUs each, Ready; deleted after."""
-    tag = uuid.uuid4().hex[:6]
-    names = [f"kwok-{tag}-{i}" for i in range(count)]
-    kwok_cluster.plane.create_objects([kwok_node(n, cpu="16", memory="64Gi", gpus=NODE_GPUS) for n in names])
-    with kwok_cluster.plane.api_client() as api:
-        core = client.CoreV1Api(api)
-
-        def ready() -> bool:
-            conditions = [{c.type: c.status for c in core.read_node(n).status.conditions or []} for n in names]
-            return all(c.get("Ready") == "True" for c in conditions)
-
-        wait_until(ready, "kwok reports its nodes Ready", logs=(kwok_cluster.kwok_log,))
-        yield names
-        for name in names:
-            core.delete_node(name)
 
 
 def test_two_gangs_share_the_gpus_in_turn_and_complete(
@@ -77,7 +46,7 @@ def test_two_gangs_share_the_gpus_in_turn_and_complete(
     plane = kwok_cluster.plane
     logs = (tmp_path / "scheduler.log", tmp_path / "controller.log", kwok_cluster.kwok_log)
     with (
-        gpu_nodes(kwok_cluster, 2) as nodes,
+        gpu_nodes(kwok_cluster, [NODE_GPUS] * 2) as nodes,
         plane.api_client() as api,
         PodWatch(api, namespace) as pods,
         vcsat_daemon("scheduler", plane.kubeconfig, logs[0], "--time-limit=2"),
@@ -154,7 +123,7 @@ def test_a_node_failing_under_a_job_restarts_it_on_the_healthy_nodes(
     policies = [{"event": "PodEvicted", "action": "RestartJob"}, {"event": "PodFailed", "action": "RestartJob"}]
     body = gpu_job("steady", 2, gpus=NODE_GPUS, run_seconds=15, policies=policies, maxRetry=3)
     with (
-        gpu_nodes(kwok_cluster, 3) as nodes,
+        gpu_nodes(kwok_cluster, [NODE_GPUS] * 3) as nodes,
         plane.api_client() as api,
         PodWatch(api, namespace) as pods,
         vcsat_daemon("scheduler", plane.kubeconfig, logs[0], "--time-limit=2"),
@@ -220,7 +189,7 @@ def test_kubernetes_controllers_run_a_batch_job_collect_its_pods_and_remove_the_
         "spec": {"completions": 2, "parallelism": 2, "template": {"spec": pod_spec}},
     }
     with (
-        gpu_nodes(kwok_cluster, 1),
+        gpu_nodes(kwok_cluster, [NODE_GPUS]),
         plane.api_client() as api,
         vcsat_daemon("scheduler", plane.kubeconfig, logs[0], "--time-limit=2"),
     ):

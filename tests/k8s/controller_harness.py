@@ -20,6 +20,7 @@ from scheduler_support import Bubble, wait_until
 
 from vcsat.adapters.controller.controller import JobController
 from vcsat.adapters.kube.client import PODGROUPS, PODS, ApiError, Kube
+from vcsat.adapters.kube.status_subresource import StatusWriter
 
 JOBS_PATH = "/apis/batch.volcano.sh/v1alpha1/namespaces/{namespace}/jobs"
 
@@ -29,6 +30,7 @@ class StandInScheduler:
 
     def __init__(self, kube: Kube, namespace: str, nodes: list[str], scheduler_name: str) -> None:
         self.kube = kube
+        self.statuses = StatusWriter(kube)
         self.namespace = namespace
         self.nodes = nodes
         self.scheduler_name = scheduler_name
@@ -57,9 +59,7 @@ class StandInScheduler:
                 if (group.get("status") or {}).get("phase") not in ("Inqueue", "Running"):
                     name = group["metadata"]["name"]
                     with contextlib.suppress(ApiError):
-                        self.kube.patch(
-                            PODGROUPS.path(self.namespace, name, "status"), {"status": {"phase": "Inqueue"}}
-                        )
+                        self.statuses.patch_status(PODGROUPS, self.namespace, name, {"phase": "Inqueue"})
         for pod in self.kube.get(PODS.path(self.namespace))["items"]:
             spec = pod.get("spec") or {}
             if spec.get("nodeName") or pod["metadata"].get("deletionTimestamp"):

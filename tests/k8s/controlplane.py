@@ -485,10 +485,10 @@ def _start_apiserver(
     return proc, server
 
 
-def _apply_crds(cp: ControlPlane, deadline: float, procs: list[_Proc]) -> None:
-    crd_files = sorted(CRD_DIR.glob("*.yaml"))
+def _apply_crds(cp: ControlPlane, deadline: float, procs: list[_Proc], crd_dir: Path = CRD_DIR) -> None:
+    crd_files = sorted(crd_dir.glob("*.yaml"))
     if not crd_files:
-        raise ControlPlaneError(f"no CRDs found in {CRD_DIR}")
+        raise ControlPlaneError(f"no CRDs found in {crd_dir}")
     names: list[str] = []
     with cp.api_client() as api:
         ext = client.ApiextensionsV1Api(api)
@@ -519,11 +519,13 @@ def start_control_plane(
     install_crds: bool = True,
     attempts: int = 3,
     apiserver_args: tuple[str, ...] = (),
+    crd_dir: Path = CRD_DIR,
 ) -> Iterator[ControlPlane]:
     """Run etcd and kube-apiserver for the duration of the with-block.
 
-    With install_crds, every CRD in deploy/crds is created and Established, and the queue
-    `default` (deploy/default-queue.yaml) exists, as after installing vcsat on a cluster.
+    With install_crds, every CRD in ``crd_dir`` (deploy/crds unless told) is created and
+    Established, and the queue `default` (deploy/default-queue.yaml) exists, as after installing
+    vcsat on a cluster.
 
     ``apiserver_args`` are appended to kube-apiserver's command line (a later flag wins).
 
@@ -540,7 +542,7 @@ def start_control_plane(
         procs: list[_Proc] = []
         try:
             try:
-                cp = _boot(bin_dir, workdir, procs, install_crds, apiserver_args)
+                cp = _boot(bin_dir, workdir, procs, install_crds, apiserver_args, crd_dir)
             except ControlPlaneError as exc:
                 last_error = exc
                 if "address already in use" in str(exc):
@@ -583,7 +585,12 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _boot(
-    bin_dir: Path, workdir: Path, procs: list[_Proc], install_crds: bool, apiserver_args: tuple[str, ...] = ()
+    bin_dir: Path,
+    workdir: Path,
+    procs: list[_Proc],
+    install_crds: bool,
+    apiserver_args: tuple[str, ...] = (),
+    crd_dir: Path = CRD_DIR,
 ) -> ControlPlane:
     deadline = time.monotonic() + START_TIMEOUT_S
     pki = write_pki(workdir / "pki")
@@ -605,7 +612,7 @@ def _boot(
         server=server, token=token, ca_file=pki["ca"], kubeconfig=kubeconfig, workdir=workdir, bin_dir=bin_dir
     )
     if install_crds:
-        _apply_crds(cp, deadline, procs)
+        _apply_crds(cp, deadline, procs, crd_dir)
         # A Volcano installation creates this queue too; what runs against a real cluster
         # expects it.
         cp.create_objects(DEFAULT_QUEUE_FILE)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from controlplane import (
+    CRD_DIR,
     REPO_ROOT,
     START_TIMEOUT_S,
     ControlPlane,
@@ -191,8 +192,11 @@ def _not_when_failing(stage: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def start_kwok_cluster(*, bin_dir: Path | None = None, node_lifecycle: bool = True) -> Iterator[KwokCluster]:
-    """etcd, kube-apiserver (vcsat's CRDs installed), kube-controller-manager and kwok, ready.
+def start_kwok_cluster(
+    *, bin_dir: Path | None = None, node_lifecycle: bool = True, crd_dir: Path = CRD_DIR
+) -> Iterator[KwokCluster]:
+    """etcd, kube-apiserver (vcsat's CRDs installed, or those in ``crd_dir``), kube-controller-manager
+    and kwok, ready.
 
     ``node_lifecycle=False`` leaves out the node lifecycle and taint eviction controllers, for
     tests that also make Nodes of their own that no kwok heartbeats (they would turn Unknown and
@@ -205,7 +209,7 @@ def start_kwok_cluster(*, bin_dir: Path | None = None, node_lifecycle: bool = Tr
     )
     controllers = CONTROLLERS if node_lifecycle else tuple(c for c in CONTROLLERS if c not in NODE_HEALTH)
     with (
-        start_control_plane(bin_dir=bin_dir, apiserver_args=apiserver_args) as plane,
+        start_control_plane(bin_dir=bin_dir, apiserver_args=apiserver_args, crd_dir=crd_dir) as plane,
         contextlib.ExitStack() as stack,
     ):
         kcm = _start_controller_manager(plane, bin_dir, controllers)

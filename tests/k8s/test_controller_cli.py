@@ -84,7 +84,10 @@ def test_suspend_and_resume_from_the_cli(vcsat: Any, bubble: Bubble, kube: Kube,
         view = vcsat("job", "view", "sleepy", "-o", "json")
         obj = json.loads(view.stdout)
         assert obj["status"]["state"]["phase"] == "Aborted"
-        assert json.loads(obj["metadata"]["annotations"]["vcsat.io/command"])["action"] == "AbortJob"
+        # The request travelled as a bus.volcano.sh Command (as vcctl's), consumed and deleted.
+        commands = f"/apis/bus.volcano.sh/v1alpha1/namespaces/{bubble.namespace}/commands"
+        wait_until(lambda: kube.get(commands)["items"] == [], "the Command is consumed")
+        assert "annotations" not in obj["metadata"] or "vcsat.io/command" not in obj["metadata"]["annotations"]
 
         resumed = vcsat("job", "resume", "sleepy")
         assert resumed.exit_code == 0, resumed.stderr
@@ -145,29 +148,57 @@ def test_job_run_from_a_file(vcsat: Any, bubble: Bubble, kube: Kube, tmp_path: P
     assert line == "vcsat: --requests: cpu=lots: not a quantity: 'lots'"
 
 
-def test_queue_commands(vcsat: Any, kube: Kube) -> None:
+def test_queue_commands(vcsat: Any, kube: Kube, k8s_client: Any, k8s_namespace: str) -> None:
     name = f"q-{uuid.uuid4().hex[:8]}"
     created = vcsat("queue", "create", name, "--weight", "3", "--capability", "cpu=8,memory=16Gi", namespaced=False)
     assert created.exit_code == 0, created.stderr
     queue = kube.get(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}")
-    assert queue["spec"] == {"weight": 3, "reclaimable": True, "capability": {"cpu": "8", "memory": "16Gi"}}
+    assert queue["spec"] == {
+        "weight": 3,
+        "reclaimable": True,
+        "capability": {"cpu": "8", "memory": "16Gi"},
+        "dequeueStrategy": "traverse",  # the CRD's default, as in Volcano's
+    }
     assert queue["status"]["state"] == "Open"
 
+    updated = vcsat("queue", "update", name, "--weight", "5", "--deserved", "cpu=2", namespaced=False)
+    assert updated.stdout == f"queue.scheduling.volcano.sh/{name} updated\n", updated.stderr
+    spec = kube.get(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}")["spec"]
+    assert spec["weight"] == 5 and spec["deserved"] == {"cpu": "2"} and spec["capability"]["cpu"] == "8"
+    nothing = _one_line_error(vcsat("queue", "update", name, namespaced=False))
+    assert nothing.startswith("vcsat: nothing to change")
+
     listing = vcsat("queue", "list", namespaced=False)
-    rows = {line.split()[0]: line.split() for line in listing.stdout.strip().splitlines()[1:]}
-    assert rows[name][1:3] == ["3", "Open"]
+    lines = listing.stdout.strip().splitlines()
+    assert lines[0].split() == [
+        "NAME", "WEIGHT", "STATE", "PARENT", "CAPABILITY", "DESERVED", "ALLOCATED", "SHARE",
+        "INQUEUE", "PENDING", "RUNNING", "AGE",
+    ]  # fmt: skip
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows[name][1:5] == ["5", "Open", "-", "cpu=8,memory=16Gi"]
     assert "default" in rows
 
     got = yaml.safe_load(vcsat("queue", "get", name, "-o", "yaml", namespaced=False).stdout)
     assert got["metadata"]["name"] == name and "managedFields" not in got["metadata"]
 
+    # open and close travel as Commands (in `default`, as vcctl's), which the controller consumes.
+    with running_controller(k8s_client, "default", "vcsat"):
+        _queue_open_close(vcsat, kube, name)
+
+
+def _queue_open_close(vcsat: Any, kube: Kube, name: str) -> None:
+    path = f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}"
     refused = _one_line_error(vcsat("queue", "delete", name, namespaced=False))
     assert refused == f"vcsat: Queue {name}: is Open; close it first (vcsat queue close {name})"
-    assert vcsat("queue", "close", name, namespaced=False).stdout == f"queue.scheduling.volcano.sh/{name} closed\n"
-    assert kube.get(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}")["status"]["state"] == "Closed"
+    closed = vcsat("queue", "close", name, namespaced=False).stdout
+    assert closed.startswith(f"queue.scheduling.volcano.sh/{name} closed requested (CloseQueue, command {name}-closeq")
+    wait_until(lambda: kube.get(path)["status"]["state"] == "Closed", "the queue is closed")
     assert vcsat("queue", "open", name, namespaced=False).exit_code == 0
-    assert kube.get(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}")["status"]["state"] == "Open"
+    wait_until(lambda: kube.get(path)["status"]["state"] == "Open", "the queue is open again")
     vcsat("queue", "close", name, namespaced=False)
+    wait_until(lambda: kube.get(path)["status"]["state"] == "Closed", "the queue is closed again")
+    commands = "/apis/bus.volcano.sh/v1alpha1/namespaces/default/commands"
+    wait_until(lambda: not kube.get(commands)["items"], "every Command is consumed")
     assert vcsat("queue", "delete", name, namespaced=False).exit_code == 0
     with pytest.raises(ApiError):
         kube.get(f"/apis/scheduling.volcano.sh/v1beta1/queues/{name}")

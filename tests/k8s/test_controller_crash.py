@@ -29,6 +29,7 @@ from scheduler_support import (  # kwok_control_plane: the fixture control_plane
     wait_until,
 )
 
+from vcsat.adapters.controller.commands import command_body
 from vcsat.adapters.kube.client import Kube
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
@@ -132,6 +133,37 @@ def test_killed_between_recording_a_restart_and_doing_it_restarts_once(
         status = jobs.wait_phase("flaky", "Running")
     # One failure, one retry: the interrupted restart was finished, not decided again.
     assert (status["retryCount"], status["version"]) == (1, 1)
+    assert {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in second.values()} == {"1"}
+
+
+def test_killed_between_applying_a_command_and_deleting_it_applies_it_once(
+    cluster: tuple[Jobs, PodEnds], bubble: Bubble, k8s_client: Any, kube: Kube
+) -> None:
+    jobs, _ = cluster
+    hook = CrashAt("delete", "Command")
+    commands = f"/apis/bus.volcano.sh/v1alpha1/namespaces/{bubble.namespace}/commands"
+    with running_controller(k8s_client, bubble.namespace, bubble.scheduler_name, on_write=hook, workers=1):
+        jobs.create(job_body("cmd", bubble.scheduler_name, [task_body("worker", 2)]))
+        first = jobs.running_pods("cmd", 2)
+        jobs.wait_phase("cmd", "Running")
+        # RestartJob, made as vcctl makes a Command: not idempotent (each one is a new job version).
+        kube.post(commands, command_body(jobs.get("cmd"), "RestartJob", namespace=bubble.namespace))
+        wait_until(hook.crashed.is_set, "the first controller dies before deleting the Command")
+    assert jobs.status("cmd")["version"] == 1
+    assert len(kube.get(commands)["items"]) == 1  # recorded as applied, not yet deleted
+
+    with running_controller(k8s_client, bubble.namespace, bubble.scheduler_name):
+        wait_until(lambda: not kube.get(commands)["items"], "the Command is deleted")
+        second = wait_until(
+            lambda: (
+                (pods := jobs.running_pods("cmd", 2))
+                and not set(uids(pods).values()) & set(uids(first).values())
+                and pods
+            ),
+            "the restart is finished with new pods",
+        )
+        status = jobs.wait_phase("cmd", "Running")
+    assert status["version"] == 1, "the command was applied once"
     assert {p["metadata"]["annotations"]["volcano.sh/job-version"] for p in second.values()} == {"1"}
 
 

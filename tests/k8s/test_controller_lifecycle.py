@@ -266,7 +266,10 @@ def test_invalid_jobs_get_a_reason_and_never_stall_the_controller(world: World, 
     )
     assert "OutOfSync is raised by the controller itself" in status["state"]["message"]
     assert world.jobs.pods("cycle") == {} and world.jobs.pods("internal") == {}
-    warnings = [e for e in world.jobs.events("cycle") if e["type"] == "Warning"]
+    # The status is written first, the Event after it: wait for the Event, then look at them all.
+    warnings = wait_until(
+        lambda: [e for e in world.jobs.events("cycle") if e["type"] == "Warning"], "the cycle job's Warning"
+    )
     assert [e["reason"] for e in warnings] == ["InvalidSpec"]
 
     world.jobs.running_pods("fine", 1)

@@ -83,6 +83,7 @@ SCHEDULER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     ("watch", "podgroups.scheduling.volcano.sh", {}, True),
     ("update", "podgroups.scheduling.volcano.sh/status", {"namespace": "team"}, True),
     ("patch", "podgroups.scheduling.volcano.sh/status", {"namespace": "team"}, True),
+    ("patch", "podgroups.scheduling.volcano.sh", {"namespace": "team"}, True),  # no status subresource
     ("list", "queues.scheduling.volcano.sh", {}, True),
     ("watch", "priorityclasses.scheduling.k8s.io", {}, True),
     ("watch", "hypernodes.topology.volcano.sh", {}, True),
@@ -146,7 +147,11 @@ CONTROLLER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     ("patch", "pods", {"namespace": "team"}, True),
     ("create", "persistentvolumeclaims", {"namespace": "team"}, True),
     ("update", "leases.coordination.k8s.io", {"namespace": NAMESPACE, "name": "vcsat-controller"}, True),
+    ("watch", "commands.bus.volcano.sh", {}, True),
+    ("delete", "commands.bus.volcano.sh", {"namespace": "default"}, True),
+    ("patch", "queues.scheduling.volcano.sh/status", {}, True),
     # ... and not:
+    ("create", "commands.bus.volcano.sh", {"namespace": "team"}, False),
     ("create", "pods/binding", {"namespace": "team"}, False),
     ("create", "pods/eviction", {"namespace": "team"}, False),
     ("patch", "pods/status", {"namespace": "team"}, False),

@@ -193,6 +193,10 @@ def test_two_replicas_one_leader_and_the_standby_takes_over(
         f"--scheduler-name={bubble.scheduler_name}",
         f"--lease-namespace={bubble.namespace}",
         f"--lease-name={lease}",
+        # Not the defaults, to see them reach the Lease.
+        "--lease-duration=7",
+        "--renew-deadline=5",
+        "--retry-period=1",
         "--metrics-port=0",
         "--period=0.5",
         "--resync=5",
@@ -206,6 +210,7 @@ def test_two_replicas_one_leader_and_the_standby_takes_over(
         wait_until(lambda: any(_binders(logs)), "the binding replica logs it")
         holder = bubble.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/{bubble.namespace}/leases/{lease}")
         holder_identity = holder["spec"]["holderIdentity"]
+        assert holder["spec"]["leaseDurationSeconds"] == 7
         leaders = [i for i, binds in enumerate(_binders(logs)) if binds]
         assert len(leaders) == 1, "exactly one replica binds"
         leader, standby = (first, second) if leaders == [0] else (second, first)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from scheduler_support import Bubble, wait_cached
 
 from vcsat.adapters.kube.client import PODGROUPS
+from vcsat.adapters.kube.status_subresource import StatusWriter
 from vcsat.adapters.live.scheduler import Scheduler
 
 
@@ -23,7 +24,7 @@ def test_a_job_next_to_another_schedulers_running_gang_is_admitted(bubble: Bubbl
         "spec": {"minMember": 4},
     }
     bubble.kube.post(PODGROUPS.path(bubble.namespace), foreign)
-    bubble.kube.patch(PODGROUPS.path(bubble.namespace, "theirs", "status"), {"status": {"phase": "Running"}})
+    StatusWriter(bubble.kube).patch_status(PODGROUPS, bubble.namespace, "theirs", {"phase": "Running"})
     for i in range(4):
         bubble.pod(f"theirs-{i}", cpu="3", group="theirs", scheduler="other-scheduler", node_name=nodes[i % 2])
     # Our Volcano Job's PodGroup: no pods until it is admitted.

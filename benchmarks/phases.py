@@ -1,0 +1,142 @@
+"""Where one scheduling cycle's time goes: read, snapshot, build, greedy, search, explain, check.
+
+Runs one cycle (as ``vcsat solve`` then the checker) on an instance file in this process and
+times each phase (wall clock, and CPU seconds of all threads) by wrapping the solver's own steps
+(no change to the solver), then prints the seconds per phase, the decision's quality figures and
+the peak RSS.
+
+    python benchmarks/phases.py /tmp/10k.json --time-limit 10
+    python benchmarks/phases.py my.json --json --profile /tmp/cycle.prof   # and a cProfile dump
+
+The box the benchmarks run on is shared: say its load next to the numbers.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import resource
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def _peak_mib() -> float:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def run(path: Path, time_limit_s: float, workers: int | None) -> dict[str, Any]:
+    import importlib
+
+    from vcsat.adapters.convert import instance_file
+    from vcsat.model import Policy
+    from vcsat.solver import check
+
+    solve_module = importlib.import_module("vcsat.solver.solve")
+
+    seconds: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+
+    def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started, cpu_started = time.perf_counter(), time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
+                cpu[name] = cpu.get(name, 0.0) + time.process_time() - cpu_started
+
+        return wrapper
+
+    @contextmanager
+    def phase(name: str) -> Any:
+        started, cpu_started = time.perf_counter(), time.process_time()
+        yield
+        seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
+        cpu[name] = cpu.get(name, 0.0) + time.process_time() - cpu_started
+
+    originals = {
+        name: getattr(solve_module, name)
+        for name in ("build_problem", "greedy", "lp_level_bounds", "solve_exact", "outcomes", "bindings")
+    }
+    labels = {
+        "build_problem": "build",
+        "greedy": "greedy",
+        "lp_level_bounds": "lp_bound",
+        "solve_exact": "search",
+        "outcomes": "explain",
+        "bindings": "decode",
+    }
+    for name, function in originals.items():
+        setattr(solve_module, name, timed(labels[name], function))
+    read_objects = instance_file.read_objects
+    instance_file.read_objects = timed("read", read_objects)  # type: ignore[assignment]
+    try:
+        started, cpu_started = time.perf_counter(), time.process_time()
+        with phase("read+snapshot"):
+            snapshot = instance_file.read_snapshot(path)
+        policy = Policy(time_limit_s=time_limit_s, **({"num_workers": workers} if workers else {}))
+        with phase("solve"):
+            decision = solve_module.solve(snapshot, policy)
+        with phase("check"):
+            violations = check(snapshot, decision, policy)
+        total, cpu_total = time.perf_counter() - started, time.process_time() - cpu_started
+    finally:
+        for name, function in originals.items():
+            setattr(solve_module, name, function)
+        instance_file.read_objects = read_objects  # type: ignore[assignment]
+    for split in (seconds, cpu):
+        split["snapshot"] = split.pop("read+snapshot") - split.get("read", 0.0)
+        inside = sum(split.get(label, 0.0) for label in labels.values())
+        split["solve_other"] = split.pop("solve") - inside
+    return {
+        "instance": str(path),
+        "nodes": len(snapshot.nodes),
+        "pods": len(snapshot.pods),
+        "seconds": {name: round(value, 2) for name, value in seconds.items()},
+        "cpu_seconds": {name: round(value, 2) for name, value in cpu.items()},
+        "cycle_seconds": round(total, 2),
+        "cycle_cpu_seconds": round(cpu_total, 2),
+        "status": decision.solver.status,
+        "objective": decision.solver.objective,
+        "bound": decision.solver.bound,
+        "gap": decision.solver.gap,
+        "pods_bound": len(decision.bindings),
+        "violations": len(violations),
+        "peak_rss_mib": _peak_mib(),
+    }
+
+
+@click.command()
+@click.argument("instance", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--time-limit", type=float, default=10.0, show_default=True)
+@click.option("--workers", type=int, default=None)
+@click.option("--profile", type=click.Path(path_type=Path), help="Also write a cProfile dump here.")
+@click.option("--json", "as_json", is_flag=True)
+def main(instance: Path, time_limit: float, workers: int | None, profile: Path | None, as_json: bool) -> None:
+    if profile is not None:
+        profiler = cProfile.Profile()
+        report = profiler.runcall(run, instance, time_limit, workers)
+        profiler.dump_stats(profile)
+    else:
+        report = run(instance, time_limit, workers)
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    for key, value in report.items():
+        click.echo(f"{key:<14}  {value}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""The greedy's free room as it was before it was indexed: every query a scan over nodes.
+
+Kept in the tests only, as the reference the indexed :class:`vcsat.solver.greedy.Room` must agree
+with, query for query and decision for decision (tests/test_greedy_index.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vcsat.model import resources as res
+from vcsat.model.gpus import FULL_GPU_MILLI
+from vcsat.solver.interpod_tracker import Tracker
+from vcsat.solver.problem import Domains, Problem, Shape
+from vcsat.solver.spread import SpreadState
+
+Allow = Callable[[int], bool]
+
+
+class ScanRoom:
+    """Free room per node, with nodes bucketed by free GPUs so best fit is found without a scan.
+
+    GPU shares are placed exactly: onto the shared GPU they fit best, else onto a fresh GPU,
+    which whole-GPU pods then no longer get (contract §1)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.free = [list(row) for row in problem.free]
+        self.gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
+        self.milli = problem.resources.index(res.GPU_MILLI) if res.GPU_MILLI in problem.resources else None
+        self.whole = [len(ids) for ids in problem.free_gpu_ids]
+        self.shared = [dict(used) for used in problem.shared_milli]
+        self.opened: list[list[tuple[int, bool]]] = [[] for _ in problem.free]
+        """Per node, the shares placed: (GPU, whether it was opened for them), newest last."""
+        self.levels: dict[int, dict[int, None]] = {}
+        for node, row in enumerate(self.free):
+            self.levels.setdefault(self._level(row), {})[node] = None
+        self.touched: set[int] = set()
+        """Nodes changed since :meth:`free_gpus_in` last looked."""
+        self.domain_sums: dict[tuple[int, str], int] = {}
+        self.topology_gangs = problem.topology_gangs
+        self.spread = SpreadState(problem.spread) if problem.spread else None
+        """Topology spread counts of what is placed so far (None without spread constraints)."""
+        self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
+        """Rules between pods, pod by pod (None when no class is isolated)."""
+
+    def _level(self, row: list[int]) -> int:
+        return max(0, row[self.gpu]) if self.gpu is not None else 0
+
+    def _parts(self, request: tuple[int, ...]) -> tuple[int, int]:
+        """(whole GPUs, share thousandths) of a request."""
+        whole = request[self.gpu] if self.gpu is not None else 0
+        share = request[self.milli] - FULL_GPU_MILLI * whole if self.milli is not None else 0
+        return whole, share
+
+    def _shift(self, node: int, change: list[int]) -> None:
+        self.touched.add(node)
+        row = self.free[node]
+        before = self._level(row)
+        for i, amount in enumerate(change):
+            row[i] += amount
+        after = self._level(row)
+        if after != before:
+            del self.levels[before][node]
+            self.levels.setdefault(after, {})[node] = None
+
+    def take(self, node: int, request: tuple[int, ...]) -> None:
+        whole, share = self._parts(request)
+        change = [-amount for amount in request]
+        self.whole[node] -= whole
+        if share > 0:
+            fits = [
+                (FULL_GPU_MILLI - used, gpu)
+                for gpu, used in self.shared[node].items()
+                if used + share <= FULL_GPU_MILLI
+            ]
+            if fits:
+                gpu = min(fits)[1]
+                self.opened[node].append((gpu, False))
+            else:
+                gpu = max([*self.shared[node], -1]) + 1 + len(self.opened[node])  # a fresh one
+                self.whole[node] -= 1
+                if self.gpu is not None:
+                    change[self.gpu] -= 1
+                self.opened[node].append((gpu, True))
+            self.shared[node][gpu] = self.shared[node].get(gpu, 0) + share
+        self._shift(node, change)
+
+    def give(self, node: int, request: tuple[int, ...]) -> None:
+        """Undo the newest ``take`` of this request on this node."""
+        whole, share = self._parts(request)
+        change = list(request)
+        self.whole[node] += whole
+        if share > 0:
+            gpu, opened = self.opened[node].pop()
+            self.shared[node][gpu] -= share
+            if opened:
+                del self.shared[node][gpu]
+                self.whole[node] += 1
+                if self.gpu is not None:
+                    change[self.gpu] += 1
+        self._shift(node, change)
+
+    def fits(self, node: int, request: tuple[int, ...]) -> bool:
+        if not all(amount <= room for amount, room in zip(request, self.free[node], strict=True)):
+            return False
+        whole, share = self._parts(request)
+        if whole > self.whole[node]:
+            return False
+        if share <= 0:
+            return True
+        if any(used + share <= FULL_GPU_MILLI for used in self.shared[node].values()):
+            return True
+        return self.whole[node] - whole >= 1
+
+    def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
+        """Free whole GPUs in a topology domain: sums kept per domain and redone only where nodes
+        changed (summing every domain for every gang is quadratic at 5,000 nodes)."""
+        if self.touched:
+            for node in self.touched:
+                for t, domain in domains.of_node[node].items():
+                    self.domain_sums.pop((t, domain), None)
+            self.touched.clear()
+        total = self.domain_sums.get((tier, name))
+        if total is None:
+            total = sum(max(0, self.whole[n]) for n in domains.nodes_in(tier, name))
+            self.domain_sums[(tier, name)] = total
+        return total
+
+    def roomy_domains(self, domains: Domains, tier: int, needed: int) -> list[list[int]]:
+        inside = []
+        for name in domains.domains(tier):
+            nodes = domains.nodes_in(tier, name)
+            free = self.free_gpus_in(domains, tier, name)
+            if name and free >= needed:
+                inside.append((free, name, nodes))
+        return [nodes for _, _, nodes in sorted(inside)]
+
+    def fullest_with(self, gpus: int) -> int | None:
+        """A node with at least ``gpus`` free GPUs and the fewest such (lowest index on ties)."""
+        for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
+            nodes = [n for n in self.levels[level] if self.whole[n] >= gpus]
+            if nodes:
+                return min(nodes)
+        return None
+
+    def best_fit_in(
+        self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int], allow: Allow | None = None
+    ) -> int | None:
+        """Best fit among the given nodes only (a topology domain): fewest free GPUs, then index."""
+        fitting = [n for n in nodes if n in eligible and self.fits(n, request) and (allow is None or allow(n))]
+        return min(fitting, key=lambda n: (self._level(self.free[n]), n)) if fitting else None
+
+    def preferred_fit(self, shape: Shape, allow: Allow | None = None) -> int | None:
+        """The node a pod with node preferences goes to: the highest preference score among those
+        it fits (kube-scheduler's choice), then best fit (fewest free GPUs), then node order."""
+        fitting = [n for n in shape.upper if self.fits(n, shape.request) and (allow is None or allow(n))]
+        if not fitting:
+            return None
+        return min(fitting, key=lambda n: (-shape.preference.get(n, 0), self._level(self.free[n]), n))
+
+    def best_fit(
+        self, request: tuple[int, ...], gpus: int, eligible: dict[int, int], allow: Allow | None = None
+    ) -> int | None:
+        for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
+            for node in self.levels[level]:
+                if node in eligible and self.fits(node, request) and (allow is None or allow(node)):
+                    return node
+        return None

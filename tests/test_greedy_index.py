@@ -1,0 +1,200 @@
+"""The indexed greedy room answers as a scan over nodes does: query for query, and the greedy, the
+explanations and the whole cycle decide the same with either.
+
+``tests/greedy_reference.py`` keeps the scan (the room as it was before it was indexed). Each
+case runs with the indexed room's Python short-cut for small node lists turned off, so the numpy
+paths are the ones compared even on clusters of a few nodes.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from builders import node, pod, snapshot, term
+from greedy_reference import ScanRoom
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
+from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
+from vcsat.model import Policy, Snapshot
+from vcsat.model.cluster import PreferredSchedulingTerm
+from vcsat.solver import explain, greedy
+from vcsat.solver.problem import Problem, build_problem
+
+POLICY = Policy(time_limit_s=2)
+
+
+@pytest.fixture(autouse=True)
+def numpy_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(greedy, "SMALL_SCAN", 0)
+
+
+def generated(**options: Any) -> Snapshot:
+    instance = generate_instance(GeneratorOptions(**options))
+    return snapshot_from_objects(instance["items"], source="generated")
+
+
+def decide(problem_of: Any, monkeypatch: pytest.MonkeyPatch, room: type) -> tuple[Any, ...]:
+    """The greedy decision and the explanations, with this room class."""
+    with monkeypatch.context() as patch:
+        patch.setattr(greedy, "Room", room)
+        patch.setattr(explain, "Room", room)
+        problem = problem_of()
+        hint = greedy.greedy(problem)
+        reasons = explain.outcomes(problem, hint)
+    return (
+        sorted(hint.placed),
+        sorted(hint.count.items()),
+        sorted(hint.shape_slots.items()),
+        sorted(hint.gang_slots.items()),
+        [(o.podgroup, o.phase, o.reason, o.message) for o in reasons],
+    )
+
+
+def same_decisions(snap: Snapshot, policy: Policy, monkeypatch: pytest.MonkeyPatch) -> None:
+    def problem_of() -> Problem:
+        return build_problem(snap, policy)
+
+    indexed = decide(problem_of, monkeypatch, greedy.Room)
+    scanned = decide(problem_of, monkeypatch, ScanRoom)
+    assert indexed == scanned
+    assert indexed[0], "the case places something"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"nodes": 48, "pending_jobs": 90, "seed": 1},
+        {"nodes": 64, "pending_jobs": 160, "seed": 2, "busy_gpu_fraction": 0.7},
+        {"nodes": 40, "pending_jobs": 80, "seed": 3, "multi_node_job_share": 0.3, "rack_size": 4},
+        {"nodes": 40, "pending_jobs": 60, "seed": 4, "anti_affinity_share": 0.3},
+        {"nodes": 40, "pending_jobs": 60, "seed": 5, "spread_job_share": 0.3, "rack_size": 8},
+    ],
+    ids=["plain", "busy", "multi-node", "anti-affinity", "spread"],
+)
+def test_generated_clusters_decide_alike(options: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    same_decisions(generated(**options), POLICY, monkeypatch)
+
+
+SLOW_OK = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=SLOW_OK)
+@given(
+    nodes=st.integers(6, 40),
+    jobs=st.integers(10, 60),
+    seed=st.integers(0, 10_000),
+    busy=st.sampled_from([0.2, 0.5, 0.8]),
+    multi=st.sampled_from([0.05, 0.3]),
+    rack=st.sampled_from([2, 4, 16]),
+)
+def test_random_generated_clusters_decide_alike(
+    nodes: int, jobs: int, seed: int, busy: float, multi: float, rack: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snap = generated(
+        nodes=nodes,
+        pending_jobs=jobs,
+        seed=seed,
+        busy_gpu_fraction=busy,
+        multi_node_job_share=multi,
+        rack_size=rack,
+        racks_per_spine=2,
+    )
+    same_decisions(snap, POLICY, monkeypatch)
+
+
+def prefer(weight: int, requirement: str) -> PreferredSchedulingTerm:
+    return PreferredSchedulingTerm(weight=weight, preference=term(requirement))
+
+
+@st.composite
+def shared_gpu_clusters(draw: st.DrawFn) -> Snapshot:
+    """GPU nodes in racks (some with a PreferNoSchedule taint), some GPUs held by shares of bound
+    pods, pending gangs of whole GPUs and shares; some pinned to one rack (eligible on few nodes),
+    some preferring a rack."""
+    rng = random.Random(draw(st.integers(0, 10_000)))
+    nodes = [
+        node(
+            f"n{i}",
+            cpu=rng.choice(["8", "16", "32"]),
+            memory="64Gi",
+            gpus=rng.choice([2, 4, 8]),
+            labels={"rack": f"r{i % 6}"},
+            taints=["spot:PreferNoSchedule"] if rng.random() < 0.2 else [],
+        )
+        for i in range(draw(st.integers(2, 16)))
+    ]
+    pods = []
+    for i, n in enumerate(nodes):
+        if rng.random() < 0.5:
+            pods.append(pod(f"b/s{i}", cpu="1", gpu_milli=rng.choice([250, 500, 700]), node=n.name, gpu_ids=[0]))
+        if rng.random() < 0.4 and n.gpus > 2:
+            pods.append(pod(f"b/w{i}", cpu="2", gpus=2, node=n.name, gpu_ids=[n.gpus - 2, n.gpus - 1]))
+    for g in range(draw(st.integers(1, 10))):
+        size = rng.choice([1, 1, 2, 3])
+        milli = rng.choice([0, 0, 300, 500])
+        gpus = 0 if milli else rng.choice([1, 2, 4])
+        selector = {"rack": f"r{rng.randrange(6)}"} if rng.random() < 0.3 else None
+        wish = (prefer(rng.choice([1, 50]), f"rack in (r{rng.randrange(6)})"),) if rng.random() < 0.3 else ()
+        for k in range(size):
+            made = pod(
+                f"p/g{g}-{k}",
+                cpu=rng.choice(["1", "2"]),
+                gpus=gpus,
+                gpu_milli=milli,
+                created=float(g),
+                selector=selector,
+            )
+            pods.append(made.model_copy(update={"preferred_affinity": wish}) if wish else made)
+    return snapshot(nodes=nodes, pods=pods)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SLOW_OK)
+@given(snap=shared_gpu_clusters())
+def test_gpu_shares_decide_alike(snap: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
+    def problem_of() -> Problem:
+        return build_problem(snap, POLICY)
+
+    assert decide(problem_of, monkeypatch, greedy.Room) == decide(problem_of, monkeypatch, ScanRoom)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), steps=st.integers(5, 60))
+def test_room_queries_agree_with_the_scan(seed: int, steps: int) -> None:
+    """Random takes and gives; after each, every query the greedy asks answers alike."""
+    problem = build_problem(
+        generated(nodes=30, pending_jobs=40, seed=seed % 50, rack_size=4, racks_per_spine=2), POLICY
+    )
+    indexed, scanned = greedy.Room(problem), ScanRoom(problem)
+    rng = random.Random(seed)
+    taken: list[tuple[int, tuple[int, ...]]] = []
+    domains = problem.domains
+    for _ in range(steps):
+        shape = rng.choice(problem.shapes)
+        if taken and rng.random() < 0.3:
+            node_index, request = taken.pop()
+            indexed.give(node_index, request)
+            scanned.give(node_index, request)
+        else:
+            where = indexed.best_fit(shape.request, shape.gpus, shape.upper)
+            assert where == scanned.best_fit(shape.request, shape.gpus, shape.upper)
+            if where is not None:
+                indexed.take(where, shape.request)
+                scanned.take(where, shape.request)
+                taken.append((where, shape.request))
+        for gpus in (1, 4, 8, 16):
+            assert indexed.fullest_with(gpus) == scanned.fullest_with(gpus)
+        if domains is not None:
+            for tier in domains.tiers:
+                for name in domains.domains(tier):
+                    nodes = domains.nodes_in(tier, name)
+                    assert indexed.free_gpus_in(domains, tier, name) == scanned.free_gpus_in(domains, tier, name)
+                for needed in (1, 8, 16):
+                    assert indexed.roomy_domains(domains, tier, needed) == scanned.roomy_domains(domains, tier, needed)
+                    assert indexed.best_fit_in(shape.request, shape.upper, nodes) == scanned.best_fit_in(
+                        shape.request, shape.upper, nodes
+                    )
+        assert indexed.free == scanned.free
