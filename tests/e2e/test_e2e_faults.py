@@ -41,10 +41,12 @@ from kwokcluster import KwokCluster, kwok_node, start_kwok_cluster
 
 NODES = 50
 NODE_GPUS = 8
-LEASE_S = 15.0
-"""vcsat scheduler's default Lease duration (no flag sets it on this build)."""
-RETRY_S = 2.0
-"""Its default retry period: how often a standby looks at the Lease."""
+LEASE_S = 5.0
+"""The replicas' Lease duration (--lease-duration; 15 s by default): short, to keep the test short."""
+RENEW_S = 4.0
+"""Their renew deadline (--renew-deadline)."""
+RETRY_S = 1.0
+"""Their retry period (--retry-period): how often a standby looks at the Lease."""
 SLACK_S = 1.5
 """Watch delivery and log-line lag between a binding, its event here and its cycle's log line."""
 
@@ -153,6 +155,9 @@ def scheduler_replica(kubeconfig: Path, log: Path, lease_ns: str, lease: str) ->
         f"--kubeconfig={kubeconfig}",
         f"--lease-namespace={lease_ns}",
         f"--lease-name={lease}",
+        f"--lease-duration={LEASE_S:g}",
+        f"--renew-deadline={RENEW_S:g}",
+        f"--retry-period={RETRY_S:g}",
         "--metrics-port=0",
         "--log-format=json",
         "--time-limit=2",
