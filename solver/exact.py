@@ -31,6 +31,7 @@ from vcsat.solver.objectives.locality import locality_levels
 from vcsat.solver.objectives.packing import packing_levels
 from vcsat.solver.objectives.placement import age_level, placement_levels
 from vcsat.solver.objectives.preference import preference_levels
+from vcsat.solver.objectives.scarcity import scarcity_levels
 from vcsat.solver.objectives.spread import spread_levels
 from vcsat.solver.problem import Bucket, Problem, split_bucket
 from vcsat.solver.repair import repair
@@ -224,6 +225,7 @@ def _search(
         *preference_levels(problem, v),
         *spread_levels(cp, problem, v, buckets),
         *interpod_preference_levels(problem, v, buckets),
+        *scarcity_levels(problem, v),
     ]
     if policy.packing_weight > 0:
         levels += packing_levels(cp, problem, v, hint)

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 from vcsat.model import Node, Pod, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
+from vcsat.solver import scarcity
 from vcsat.solver.predicates import EligibilityKey, NodeIndex, eligibility_key
 
 if TYPE_CHECKING:
@@ -389,7 +390,8 @@ def _least_fragmenting(measure: ProblemFragmentation, room: Room, shape: Shape) 
     cpu = request[measure.cpu] if measure.cpu is not None else 0
     memory = request[measure.memory] if measure.memory is not None else 0
     fragmentation = measure.fragmentation
-    best: tuple[float, int, int] | None = None
+    scarce = scarcity.for_problem(problem)
+    best: tuple[float, float, int, int] | None = None
     for node in shape.upper:
         if not room.fits(node, request):
             continue
@@ -406,10 +408,22 @@ def _least_fragmenting(measure: ProblemFragmentation, room: Room, shape: Shape) 
         )
         if delta is None:
             continue
-        key = (round(delta, 6), room.whole[node], node)
+        cost = 0.0
+        if scarce is not None:  # scarce GPU pools first (vcsat.solver.scarcity), then fragmentation
+            free_gpu = scarcity.free_room(room.whole[node], room.shared[node].values())
+            cost = scarcity.price(
+                scarce,
+                node,
+                shape.eligibility,
+                shape.gpus * FULL_GPU_MILLI + share,
+                free_gpu,
+                (cpu, cpu_now),
+                (memory, memory_now or 0),
+            )
+        key = (round(cost), round(delta, 6), room.whole[node], node)
         if best is None or key < best:
             best = key
-    return None if best is None else best[2]
+    return None if best is None else best[3]
 
 
 def node_score(problem: Problem, node: int, pods: Iterable[Pod]) -> NodeScore | None:

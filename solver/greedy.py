@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
+from vcsat.solver import scarcity
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.fragmentation import greedy_chooser
 from vcsat.solver.interpod_tracker import Tracker
@@ -467,6 +468,7 @@ def fit_gang(
     taken: Taken = []
     used: dict[str, int] = {}
     least_fragmenting = greedy_chooser(problem)  # GPU-sharing workloads: FGD's choice of node
+    scarce = scarcity.for_problem(problem)
     classes = sorted(
         (problem.classes[c] for c in gang.classes),
         key=lambda pc: (-problem.shapes[pc.shape].gpus, pc.index),
@@ -496,6 +498,8 @@ def fit_gang(
                 node = room.preferred_fit(shape, allow)
             elif least_fragmenting is not None and allow is None:
                 node = least_fragmenting(room, shape)
+            elif scarce is not None:  # scarce GPU pools priced (vcsat.solver.scarcity): cheapest, then best fit
+                node = scarcity.cheapest_fit(scarce, room, shape, allow)
             else:
                 node = room.best_fit(shape.request, shape.gpus, shape.upper, allow)
             if node is None:

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from vcsat.adapters.errors import InputError
-from vcsat.adapters.sim import report, workloads
+from vcsat.adapters.sim import hetero, report, workloads
 from vcsat.adapters.sim.engine import SimResult, simulate
 from vcsat.adapters.sim.metrics import Summary, summarize
 from vcsat.adapters.sim.schedulers import DEFAULT_NAMES, NAMES, VCSAT, make_scheduler
@@ -34,6 +34,8 @@ DEFAULT_SEEDS = 5
 """Seeds per experiment in ``vcsat bench``: one seed's margin can be noise; five show the spread."""
 QUICK_SEEDS = 2
 """Seeds with ``--quick``, a smoke run: enough to show a spread, few enough to stay quick."""
+HETERO = "openb-hetero"
+"""``vcsat bench --workload openb-hetero``: the heterogeneous openb variants, every fraction."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,10 @@ def experiment(name: str, sizes: Sizes, seed: int = 0) -> tuple[workloads.Experi
     if name == "openb":
         exp = workloads.openb(every=sizes.openb_every, target=sizes.openb_target, seed=seed)
         return exp, workloads.openb_distribution_pods()
+    fraction = hetero.fraction_of(name)
+    if fraction is not None:
+        exp = hetero.openb_hetero(fraction, every=sizes.openb_every, target=sizes.openb_target, seed=seed)
+        return exp, hetero.distribution_pods(exp.workload)
     if name == "synthetic":
         exp = workloads.synthetic(
             nodes=sizes.synthetic_nodes,
@@ -69,7 +75,8 @@ def experiment(name: str, sizes: Sizes, seed: int = 0) -> tuple[workloads.Experi
         return exp, None
     if name == "tf-gang":
         return workloads.tf_gang(), None
-    raise InputError(f"unknown workload {name!r} (one of {', '.join(workloads.WORKLOADS)})", field="--workload")
+    known = ", ".join((*workloads.WORKLOADS, *hetero.WORKLOADS))
+    raise InputError(f"unknown workload {name!r} (one of {known})", field="--workload")
 
 
 def run(
@@ -89,14 +96,12 @@ def run(
     return exp, results
 
 
-def section(
-    name: str, exp: workloads.Experiment, results: Sequence[Sequence[SimResult]], out: Path | None
-) -> str:
+def section(name: str, exp: workloads.Experiment, results: Sequence[Sequence[SimResult]], out: Path | None) -> str:
     """The markdown of one workload's results, ``results[i]`` being scheduler i's runs over the seeds;
     plots of the first seed's runs written under ``out`` when given."""
     runs = [[summarize(result) for result in seeds] for seeds in results]
     parts = [f"### {name}", "", exp.workload.description, ""]
-    if name == "openb":
+    if name.startswith("openb"):
         parts += [report.saturation_table(runs), ""]
     else:
         parts += [report.jobs_table(runs), ""]
@@ -139,8 +144,8 @@ def _problems(name: str, summaries: Sequence[Summary], results: Sequence[SimResu
 
 def _plots(name: str, results: Sequence[SimResult], out: Path) -> list[Path]:
     plots = out / "plots"
-    if name == "openb":
-        title = "openb: allocated GPUs as the workload arrives"
+    if name.startswith("openb"):
+        title = f"{name}: allocated GPUs as the workload arrives"
         return [report.plot_saturation(results, plots / f"sim-{name}-allocation.png", title)]
     return [
         report.plot_allocation(results, plots / f"sim-{name}-allocation.png", f"{name}: GPUs allocated over time"),
@@ -173,9 +178,10 @@ def _progress_bar(console: Console) -> Progress:
 @click.option("--quick", is_flag=True, help=f"Small sizes and {QUICK_SEEDS} seeds: a smoke run, not for reporting.")
 @click.option(
     "--workload",
-    type=click.Choice([*workloads.WORKLOADS, "all"]),
+    type=click.Choice([*workloads.WORKLOADS, *hetero.WORKLOADS, HETERO, "all"]),
     default="all",
     show_default=True,
+    help=f"One workload; {HETERO}: its {len(hetero.WORKLOADS)} fractions; all: {', '.join(workloads.WORKLOADS)}.",
 )
 @click.option(
     "--schedulers",
@@ -205,7 +211,8 @@ def bench(quick: bool, workload: str, schedulers: tuple[str, ...], out: str, see
     write plots (with the bench extra)."""
     names = _names(schedulers)
     sizes = QUICK if quick else FULL
-    chosen = list(workloads.WORKLOADS) if workload == "all" else [workload]
+    groups = {"all": list(workloads.WORKLOADS), HETERO: list(hetero.WORKLOADS)}
+    chosen = groups.get(workload, [workload])
     out_dir = Path(out)
     console = Console(stderr=True)
     started = time.monotonic()
@@ -242,12 +249,15 @@ def bench(quick: bool, workload: str, schedulers: tuple[str, ...], out: str, see
     if report.can_plot():
         click.echo(f"wrote {out_dir / 'results.md'} and plots under {out_dir / 'plots'}", err=True)
     else:
-        click.echo(f"wrote {out_dir / 'results.md'}; no plots: they need the bench extra, "
-                   "pip install 'vcsat[bench]' (matplotlib)", err=True)
+        click.echo(
+            f"wrote {out_dir / 'results.md'}; no plots: they need the bench extra, "
+            "pip install 'vcsat[bench]' (matplotlib)",
+            err=True,
+        )
 
 
 @click.command("simulate")
-@click.argument("workload", type=click.Choice(list(workloads.WORKLOADS)))
+@click.argument("workload", type=click.Choice([*workloads.WORKLOADS, *hetero.WORKLOADS]))
 @click.option("--scheduler", default=VCSAT, show_default=True, help=f"One of {', '.join(NAMES)}.")
 @click.option("--quick", is_flag=True, help="The small size of the experiment.")
 @click.option(

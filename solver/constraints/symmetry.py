@@ -13,6 +13,7 @@ from itertools import pairwise
 
 from ortools.sat.python import cp_model
 
+from vcsat.solver import scarcity
 from vcsat.solver.objectives.interpod import preference_scores
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.units import Units
@@ -35,7 +36,14 @@ def _signature(problem: Problem, node: int, terms: list[NodeTerm], tags: list[Ha
         tuple(sorted((t.bucket.index, problem.preference(t.bucket, node)) for t in terms))
         if problem.preferring
         else (),
+        # Nor are nodes of GPU pools priced differently (vcsat.solver.scarcity).
+        _pool(problem, node),
     )
+
+
+def _pool(problem: Problem, node: int) -> int:
+    scarce = scarcity.for_problem(problem)
+    return -1 if scarce is None else scarce.pool_of[node]
 
 
 def weight(bucket: Bucket, units: Units) -> int:

@@ -1,0 +1,263 @@
+"""Scarce GPU pools: the price of taking room that pods confined to it will need.
+
+Why it exists: on a cluster of mixed GPU models, some pods may run only on one model (required node
+affinity on the node's GPU model label, a node selector, a toleration of one pool's taint), others
+anywhere. A pod that could run anywhere but lands on the scarce model takes room the confined pods
+can get nowhere else; they wait and, in a saturated cluster, never run. Neither best fit nor FGD's
+measure sees this: FGD counts a model's room as fragmented for every task that may not run there,
+so it even *prefers* to fill the scarce model with work that could have run elsewhere.
+
+The measure, per cycle, from the snapshot alone (the pods the scheduler was asked to run, bound and
+pending, stand for the workload to come; nothing is remembered between cycles):
+
+- **Pools**: the GPU nodes grouped by which confined eligibility keys accept them (a key is
+  *confined* when some pod asking GPUs has it and it rejects some GPU node). On a cluster of GPU
+  models with pods confined by model, a pool is a model; without confined pods there are no pools
+  and every price is 0, so homogeneous workloads are decided exactly as before.
+- **Expected need of a pool**: the GPU thousandths its confined pods pending now ask (certain),
+  plus its share of the demand to come (the cluster's free GPU room left after the pending pods:
+  what the arrivals to come are expected to fill). That share is the confined demand seen for the
+  pool (each confined key's bound and pending GPU thousandths, spread over the pools it accepts by
+  their size) over all GPU demand seen, shrunk towards a prior while little was seen: the confined
+  share of the whole workload spread over the wanted pools by size, weighing as much as
+  :data:`PRIOR_WEIGHT` of the cluster's GPUs of demand. The few pods of a small pool seen early say
+  little (a pool nobody seemed to want would be filled first), the confined share of the workload
+  is known far sooner. The prior covers every pool, those no confined pod asked for yet included
+  (the GPU nodes of models not seen so far form one pool): until demand seen outweighs it, a model
+  nobody asked for yet is kept like the others, since the next pods may ask for it.
+- **Pressure** of a pool: its expected need over its free GPU room, at most 1: the share of a
+  thousandth of its room that confined work is expected to miss if someone else takes it.
+- **Price** of a pod on a node: 0 when the pod's own key accepts no other pool (it is that confined
+  work); otherwise the node's pool pressure × the GPU room the pod takes there: its own GPU
+  thousandths (a whole GPU 1000, a share its thousandths), or, when more, the node's free GPU room
+  times the share of the node's free cpu or memory it takes (a CPU-only pod on a GPU node strands
+  the GPUs it leaves without cores or memory).
+
+How it is used, always *below* placed work (it decides where, never what or how much): the
+greedy warm start and the fragmentation decode order the nodes they consider for a pod by price
+first (:func:`price`, in whole thousandths), then their existing order (FGD's measure on
+GPU-sharing workloads, :func:`cheapest_fit` then best fit elsewhere); and
+:mod:`vcsat.solver.objectives.scarcity` is a CP-SAT level after the placed-work, fairness and
+preference levels, so the lexicographic order guarantees it never trades one pod of placed work for
+it. Nodes of different pools are not interchangeable for the model's symmetry breaking. A price
+first rather than a weight against fragmentation: equal pressures (a cluster whose confined demand
+matches its models' sizes) tie and leave FGD's choice as it was, while a pressure that rises where
+one pool fills faster than its confined demand justifies steers the unconfined work to the pool
+with most slack, which keeps every pool's free room in proportion to the work only it can take
+(FGD's own measure would otherwise pull that work onto the scarce pool, see above). GPU shares are
+priced by their thousandths like whole GPUs; where a share goes within a pool stays FGD's choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from vcsat.model import Pod
+from vcsat.model import resources as res
+from vcsat.model.gpus import FULL_GPU_MILLI
+from vcsat.solver.predicates import EligibilityKey, NodeIndex, eligibility_key
+
+if TYPE_CHECKING:
+    from vcsat.solver.greedy import Room
+    from vcsat.solver.problem import Problem, Shape
+
+MAX_POOLS = 64
+"""More distinct confined keys than this (say, pods pinned to single hosts) are not pools of a
+model but placement rules of their own; only the largest keys by demand make pools."""
+
+PRIOR_WEIGHT = 0.25
+"""How much GPU demand (as a share of the GPU nodes' capacity) weighs the prior that confined demand
+is spread over the pools in proportion to their size, against the demand seen per pool."""
+
+
+def gpu_milli(pod: Pod) -> int:
+    """GPU thousandths a pod asks: whole GPUs × 1000, or its share."""
+    return pod.gpus * FULL_GPU_MILLI if pod.gpus > 0 else pod.gpu_milli
+
+
+@dataclass(frozen=True)
+class Scarcity:
+    """Per cycle: the pools of GPU nodes and their pressure (see the module docstring)."""
+
+    pool_of: tuple[int, ...]
+    """Per node of the problem, its pool, or -1 (no GPU, or no confined key tells it apart)."""
+    pool_mask: tuple[int, ...]
+    """Per pool, its nodes as a bit mask over the problem's nodes."""
+    pressure: tuple[float, ...]
+    """Per pool, in [0, 1]."""
+    index: NodeIndex
+    pooled: int
+    """Every pooled node, as a bit mask."""
+    cpu: int | None = None
+    memory: int | None = None
+    """Indices of cpu and memory in the problem's resources (None when no pending pod asks it)."""
+
+    def confined(self, key: EligibilityKey, pool: int) -> bool:
+        """Whether pods of ``key`` may run on no pool but ``pool`` (they are its confined work)."""
+        return self.index.mask(key) & ~self.pool_mask[pool] & self.pooled == 0
+
+    def rate(self, node: int, key: EligibilityKey) -> float:
+        """Price per GPU thousandth taken on ``node`` by a pod of ``key``."""
+        pool = self.pool_of[node]
+        if pool < 0 or self.pressure[pool] <= 0 or self.confined(key, pool):
+            return 0.0
+        return self.pressure[pool]
+
+
+def room_taken(gpu_asked: int, free_gpu: int, cpu: tuple[int, int], memory: tuple[int, int]) -> int:
+    """GPU thousandths a pod makes unusable on a node: its own (``gpu_asked``), or when more, the
+    node's free GPU room (``free_gpu``) times the largest share of the node's free cpu or memory it
+    takes; ``cpu`` and ``memory`` are (asked, free)."""
+    fraction = 0.0
+    for asked, free in (cpu, memory):
+        if asked > 0:
+            fraction = max(fraction, 1.0 if free <= 0 else min(1.0, asked / free))
+    return max(gpu_asked, round(free_gpu * fraction))
+
+
+def node_gpu_room(problem: Problem, node: int) -> int:
+    """GPU thousandths nobody holds on ``node`` now."""
+    return free_room(len(problem.free_gpu_ids[node]), problem.shared_milli[node].values())
+
+
+_last: tuple[Problem, Scarcity | None] | None = None
+
+
+def for_problem(problem: Problem) -> Scarcity | None:
+    """The cycle's pools and pressures, or None when no pod is confined to part of the GPU nodes.
+    Computed once per problem: the greedy, the model and the decode all read it."""
+    global _last
+    if _last is not None and _last[0] is problem:
+        return _last[1]
+    result = measure(problem)
+    _last = (problem, result)
+    return result
+
+
+def measure(problem: Problem) -> Scarcity | None:
+    """The pools and pressures of ``problem`` (see the module docstring)."""
+    nodes = problem.nodes
+    gpu_mask = 0
+    for i, node in enumerate(nodes):
+        if node.gpus > 0:
+            gpu_mask |= 1 << i
+    if not gpu_mask:
+        return None
+    index = problem.node_index or NodeIndex(nodes)
+    demand: dict[EligibilityKey, int] = {}
+    pending: dict[EligibilityKey, int] = {}
+    total = pending_total = 0
+    for pod in problem.snapshot.pods:
+        if not pod.managed or not (pod.bound or pod.pending):
+            continue
+        milli = gpu_milli(pod)
+        if milli <= 0:
+            continue
+        key = eligibility_key(pod)
+        demand[key] = demand.get(key, 0) + milli
+        total += milli
+        if pod.pending:
+            pending[key] = pending.get(key, 0) + milli
+            pending_total += milli
+    masks = {key: index.mask(key) & gpu_mask for key in demand}
+    confined = [key for key, mask in masks.items() if mask and mask != gpu_mask]
+    if not confined or total <= 0:
+        return None
+    confined.sort(key=lambda key: (-demand[key], repr(key)))
+    confined = confined[:MAX_POOLS]
+    signature: dict[int, tuple[bool, ...]] = {}
+    pools: dict[tuple[bool, ...], int] = {}
+    pool_of = [-1] * len(nodes)
+    members: list[int] = []
+    for i in range(len(nodes)):
+        bit = 1 << i
+        if not gpu_mask & bit:
+            continue
+        sig = tuple(bool(masks[key] & bit) for key in confined)
+        signature[i] = sig
+        if sig not in pools:
+            pools[sig] = len(members)
+            members.append(0)
+        pool_of[i] = pools[sig]
+        members[pool_of[i]] |= bit
+    size = [0] * len(members)
+    free = [0] * len(members)
+    for i, pool in enumerate(pool_of):
+        if pool >= 0:
+            size[pool] += nodes[i].gpus
+            free[pool] += node_gpu_room(problem, i)
+    cluster_free = sum(free)
+    future = max(0, cluster_free - pending_total)
+    # Per pool, the confined demand seen (bound and pending) and the pending part of it; each key's
+    # spread over the pools it accepts by their size.
+    seen = [0.0] * len(members)
+    certain = [0.0] * len(members)
+    for key in confined:
+        accepting = [p for p in range(len(members)) if masks[key] & members[p]]
+        weight = sum(size[p] for p in accepting)
+        for p in accepting:
+            seen[p] += demand[key] * size[p] / weight
+            certain[p] += pending.get(key, 0) * size[p] / weight
+    # The share of demand to come that only a pool can take: what was seen, shrunk towards the
+    # pool's size share of all confined demand while little was seen (one pool's few pods say
+    # little; the confined share of the whole workload is known far sooner).
+    # Every pool, wanted by a key seen or not yet, gets the prior: a model no confined pod asked for
+    # so far may be asked for next, and filling it first would strand those pods.
+    confined_share = sum(seen) / total
+    prior = PRIOR_WEIGHT * sum(size) * FULL_GPU_MILLI
+    need = [
+        certain[p] + (seen[p] + prior * confined_share * size[p] / sum(size)) / (total + prior) * future
+        for p in range(len(members))
+    ]
+    pressure = tuple(
+        (min(1.0, need[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
+    )
+    cpu = problem.resources.index(res.CPU) if res.CPU in problem.resources else None
+    memory = problem.resources.index(res.MEMORY) if res.MEMORY in problem.resources else None
+    return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory)
+
+
+def price(
+    scarcity: Scarcity,
+    node: int,
+    key: EligibilityKey,
+    gpu_asked: int,
+    free_gpu: int,
+    cpu: tuple[int, int] = (0, 0),
+    memory: tuple[int, int] = (0, 0),
+) -> float:
+    """What a pod of ``key`` placed on ``node`` is expected to cost confined work, in GPU
+    thousandths (see :func:`room_taken` for the other arguments)."""
+    rate = scarcity.rate(node, key)
+    if rate <= 0:
+        return 0.0
+    return rate * room_taken(gpu_asked, free_gpu, cpu, memory)
+
+
+def free_room(whole: int, shared: Iterable[int]) -> int:
+    """GPU thousandths free on a node with ``whole`` untouched GPUs and shares holding ``shared``."""
+    return whole * FULL_GPU_MILLI + sum(max(0, FULL_GPU_MILLI - used) for used in shared)
+
+
+def cheapest_fit(scarcity: Scarcity, room: Room, shape: Shape, allow: Callable[[int], bool] | None) -> int | None:
+    """For the greedy's best fit: the node a pod of ``shape`` goes to when pools are priced: the
+    cheapest (:func:`price`, whole thousandths), then best fit (fewest free GPUs), then node order."""
+    best: tuple[int, int, int] | None = None
+    milli = shape.request[room.milli] if room.milli is not None else shape.gpus * FULL_GPU_MILLI
+    for node in shape.upper:
+        if not room.fits(node, shape.request) or (allow is not None and not allow(node)):
+            continue
+        cost = 0
+        if scarcity.rate(node, shape.eligibility) > 0:
+            free_gpu = free_room(room.whole[node], room.shared[node].values())
+            row = room.free[node]
+            cpu = (shape.request[scarcity.cpu], row[scarcity.cpu]) if scarcity.cpu is not None else (0, 0)
+            memory = (shape.request[scarcity.memory], row[scarcity.memory]) if scarcity.memory is not None else (0, 0)
+            cost = round(price(scarcity, node, shape.eligibility, milli, free_gpu, cpu, memory))
+        level = max(0, room.free[node][room.gpu]) if room.gpu is not None else 0
+        key = (cost, level, node)
+        if best is None or key < best:
+            best = key
+    return None if best is None else best[2]

@@ -1,0 +1,471 @@
+"""Faults end to end on kwok nodes: the scheduler leader killed, the API server and etcd restarted.
+
+The real control plane, kube-controller-manager and kwok (tests/k8s/kwokcluster.py), and
+``vcsat scheduler`` and ``vcsat controller`` as processes of their own.
+
+- Two ``vcsat scheduler`` replicas elect a leader on one Lease; during a burst of gang Jobs the
+  leader is killed with SIGKILL (no release of the Lease). The standby takes over once the Lease
+  expires; no pod is ever bound to two nodes, every gang is whole by the end of the first cycle
+  after its first binding (a gang cut by the kill: the new leader's first cycle), and all gangs
+  end bound and their Jobs complete.
+- kube-apiserver is stopped and started again on the same port and etcd, mid-run; then etcd is.
+  Both daemons must reconnect by themselves and finish the work: every Job Completed, no pod
+  duplicated or bound twice.
+
+(The controller killed while it creates a Job's pods is tests/k8s/test_controller_crash.py.)
+Each test prints what it checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from controlplane import _etcd_healthy, _http_ok, _spawn
+from e2e_support import JOBS, STOP_S, VCSAT, PodChange, gpu_job, job_phase, vcsat_daemon, wait_until
+from kubernetes import client, watch
+from kwokcluster import KwokCluster, kwok_node, start_kwok_cluster
+
+NODES = 50
+NODE_GPUS = 8
+LEASE_S = 5.0
+"""The replicas' Lease duration (--lease-duration; 15 s by default): short, to keep the test short."""
+RENEW_S = 4.0
+"""Their renew deadline (--renew-deadline)."""
+RETRY_S = 1.0
+"""Their retry period (--retry-period): how often a standby looks at the Lease."""
+SLACK_S = 1.5
+"""Watch delivery and log-line lag between a binding, its event here and its cycle's log line."""
+
+
+@pytest.fixture
+def namespace(kwok_cluster: KwokCluster) -> Iterator[str]:
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    with kwok_cluster.plane.api_client() as api:
+        core = client.CoreV1Api(api)
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+        yield name
+        core.delete_namespace(name)
+
+
+def make_nodes(cluster: KwokCluster, count: int) -> list[str]:
+    """``count`` kwok GPU nodes, waited for Ready."""
+    tag = uuid.uuid4().hex[:6]
+    names = [f"kwok-{tag}-{i}" for i in range(count)]
+    cluster.plane.create_objects([kwok_node(n, cpu="64", memory="256Gi", gpus=NODE_GPUS) for n in names])
+    with cluster.plane.api_client() as api:
+        core = client.CoreV1Api(api)
+
+        def ready() -> bool:
+            nodes = [n for n in core.list_node().items if n.metadata.name in names]
+            return len(nodes) == count and all(
+                {c.type: c.status for c in n.status.conditions or []}.get("Ready") == "True" for n in nodes
+            )
+
+        wait_until(ready, f"kwok reports its {count} nodes Ready", logs=(cluster.kwok_log,))
+    return names
+
+
+def delete_nodes(cluster: KwokCluster, names: list[str]) -> None:
+    with cluster.plane.api_client() as api:
+        core = client.CoreV1Api(api)
+        for name in names:
+            with contextlib.suppress(client.ApiException):
+                core.delete_node(name)
+
+
+@dataclass
+class TimedPodWatch:
+    """Every change to a namespace's pods with the wall-clock time it arrived here."""
+
+    api: client.ApiClient
+    namespace: str
+    changes: list[tuple[float, PodChange]] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __enter__(self) -> TimedPodWatch:
+        core = client.CoreV1Api(self.api)
+        version = core.list_namespaced_pod(self.namespace).metadata.resource_version
+        self._thread = threading.Thread(target=self._run, args=(core, version), daemon=True, name="pod-watch")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _run(self, core: client.CoreV1Api, version: str) -> None:
+        while not self._stop.is_set():
+            for event in watch.Watch().stream(
+                core.list_namespaced_pod, self.namespace, resource_version=version, timeout_seconds=2
+            ):
+                pod = event["object"]
+                version = pod.metadata.resource_version
+                change = PodChange(
+                    kind=event["type"],
+                    name=pod.metadata.name,
+                    uid=pod.metadata.uid,
+                    job=(pod.metadata.labels or {}).get("volcano.sh/job-name", ""),
+                    node=pod.spec.node_name or "",
+                    phase=(pod.status.phase if pod.status else "") or "",
+                    deleting=pod.metadata.deletion_timestamp is not None,
+                )
+                with self._lock:
+                    self.changes.append((time.time(), change))
+
+    def snapshot(self) -> list[tuple[float, PodChange]]:
+        with self._lock:
+            return list(self.changes)
+
+
+def log_lines(log: Path) -> list[dict[str, Any]]:
+    lines = []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            lines.append(json.loads(line))
+    return lines
+
+
+def wall(ts: str) -> float:
+    return datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC).timestamp()
+
+
+@contextlib.contextmanager
+def scheduler_replica(kubeconfig: Path, log: Path, lease_ns: str, lease: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``vcsat scheduler`` with leader election on ``lease_ns/lease``; SIGTERM after (if alive)."""
+    argv = [
+        *VCSAT,
+        "scheduler",
+        f"--kubeconfig={kubeconfig}",
+        f"--lease-namespace={lease_ns}",
+        f"--lease-name={lease}",
+        f"--lease-duration={LEASE_S:g}",
+        f"--renew-deadline={RENEW_S:g}",
+        f"--retry-period={RETRY_S:g}",
+        "--metrics-port=0",
+        "--log-format=json",
+        "--time-limit=2",
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(STOP_S)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+def identity_of(log: Path) -> str:
+    for line in log_lines(log):
+        if line.get("msg") == "starting":
+            return str(line["identity"])
+    return ""
+
+
+def lease_holder(api: client.ApiClient, namespace: str, name: str) -> str:
+    try:
+        lease = client.CoordinationV1Api(api).read_namespaced_lease(name, namespace)
+    except client.ApiException:
+        return ""
+    return (lease.spec.holder_identity if lease.spec else None) or ""
+
+
+def create_jobs(api: client.ApiClient, namespace: str, names: list[str], sizes: list[int], run_s: float) -> None:
+    custom = client.CustomObjectsApi(api)
+    for name, size in zip(names, sizes, strict=True):
+        body = gpu_job(name, size, gpus=1, run_seconds=run_s)
+        custom.create_namespaced_custom_object(*JOBS[:2], namespace, JOBS[2], body)
+
+
+def pending_report(api: client.ApiClient, namespace: str) -> str:
+    """The pods still unbound and their PodGroups' conditions: what a failed wait shows."""
+    pods = [p for p in client.CoreV1Api(api).list_namespaced_pod(namespace).items if not p.spec.node_name]
+    groups = client.CustomObjectsApi(api).list_namespaced_custom_object(
+        "scheduling.volcano.sh", "v1beta1", namespace, "podgroups"
+    )
+    wanted = {(p.metadata.annotations or {}).get("scheduling.k8s.io/group-name") for p in pods}
+    lines = [
+        f"pod {p.metadata.name} group {(p.metadata.annotations or {}).get('scheduling.k8s.io/group-name')}"
+        for p in pods
+    ]
+    for group in groups["items"]:
+        if group["metadata"]["name"] in wanted:
+            lines.append(f"podgroup {group['metadata']['name']}: spec {group['spec']} status {group.get('status')}")
+    return "\n".join(lines)
+
+
+def gang_rounds(events: list[Any], jobs: list[str]) -> dict[str, int]:
+    """Per Job, the Scheduled events of its PodGroup: vcsat writes one per round of bindings."""
+    rounds: Counter[str] = Counter()
+    for event in events:
+        if event.reason != "Scheduled" or event.involved_object.kind != "PodGroup":
+            continue
+        job = next((j for j in jobs if event.involved_object.name.startswith(f"{j}-")), None)
+        if job is not None:
+            rounds[job] += event.count or 1
+    return dict(rounds)
+
+
+def first_bindings(changes: list[tuple[float, PodChange]]) -> dict[str, tuple[float, PodChange]]:
+    found: dict[str, tuple[float, PodChange]] = {}
+    for at, change in changes:
+        if change.node and change.uid not in found:
+            found[change.uid] = (at, change)
+    return found
+
+
+def nodes_seen(changes: list[tuple[float, PodChange]]) -> dict[str, set[str]]:
+    nodes: dict[str, set[str]] = {}
+    for _, change in changes:
+        if change.node:
+            nodes.setdefault(change.uid, set()).add(change.node)
+    return nodes
+
+
+def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
+    kwok_cluster: KwokCluster, namespace: str, tmp_path: Path
+) -> None:
+    plane = kwok_cluster.plane
+    lease = "vcsat-scheduler-faults"
+    replica_logs = (tmp_path / "scheduler-a.log", tmp_path / "scheduler-b.log")
+    controller_log = tmp_path / "controller.log"
+    logs = (*replica_logs, controller_log, kwok_cluster.kwok_log)
+    # A few hundred pods in gangs of 4 to 8: half before the kill, half after it.
+    sizes = [4 + (i % 5) for i in range(48)]
+    names = [f"burst-{i:02d}" for i in range(len(sizes))]
+    half = len(names) // 2
+    nodes = make_nodes(kwok_cluster, NODES)
+    try:
+        with (
+            plane.api_client() as api,
+            TimedPodWatch(api, namespace) as pods,
+            scheduler_replica(plane.kubeconfig, replica_logs[0], namespace, lease) as replica_a,
+            scheduler_replica(plane.kubeconfig, replica_logs[1], namespace, lease) as replica_b,
+            vcsat_daemon("controller", plane.kubeconfig, controller_log, f"--namespace={namespace}", "--resync=5"),
+        ):
+            wait_until(
+                lambda: all(identity_of(log) for log in replica_logs), "both replicas log their identity", logs=logs
+            )
+            replicas = {identity_of(replica_logs[0]): replica_a, identity_of(replica_logs[1]): replica_b}
+            leader = wait_until(lambda: lease_holder(api, namespace, lease), "a replica leads", logs=logs)
+            assert leader in replicas, f"unknown holder {leader!r}; replicas {sorted(replicas)}"
+
+            create_jobs(api, namespace, names[:half], sizes[:half], run_s=8)
+            wait_until(lambda: len(first_bindings(pods.snapshot())) >= 8, "the leader binds pods", logs=logs)
+            replicas[leader].kill()
+            killed_at = time.time()
+            replicas[leader].wait()
+            create_jobs(api, namespace, names[half:], sizes[half:], run_s=8)
+
+            standby = wait_until(
+                lambda: (h := lease_holder(api, namespace, lease)) != leader and h, "the standby leads", logs=logs
+            )
+            took_over_at = time.time()
+            total = sum(sizes)
+            try:
+                wait_until(lambda: len(first_bindings(pods.snapshot())) >= total, f"all {total} pods bound", logs=logs)
+            except AssertionError as error:
+                raise AssertionError(f"{error}\n--- left pending ---\n{pending_report(api, namespace)}") from None
+            wait_until(
+                lambda: all(job_phase(api, namespace, n) == "Completed" for n in names),
+                "every Job Completed",
+                logs=logs,
+            )
+            changes = pods.snapshot()
+            events = client.CoreV1Api(api).list_namespaced_event(namespace).items
+    finally:
+        delete_nodes(kwok_cluster, nodes)
+
+    assert standby in replicas and standby != leader
+    takeover_s = took_over_at - killed_at
+    assert takeover_s <= LEASE_S + 2 * RETRY_S + 5, f"the standby took {takeover_s:.1f}s to lead (lease {LEASE_S}s)"
+
+    # No pod bound twice: one node per pod over the whole run.
+    seen = nodes_seen(changes)
+    twice = {uid: n for uid, n in seen.items() if len(n) > 1}
+    assert not twice, f"pods bound to two nodes: {twice}"
+    rounds = gang_rounds(events, names)
+    assert set().union(*seen.values()) <= set(nodes)
+
+    # Each gang whole within one cycle: no cycle (of either replica) ends between its first and last
+    # binding. A gang cut by the kill must be whole by the end of the new leader's first cycle.
+    cycles = sorted(
+        wall(line["ts"])
+        for log in replica_logs
+        for line in log_lines(log)
+        if line.get("msg") == "cycle" and line.get("bound")
+    )
+    bound = first_bindings(changes)
+    by_job: dict[str, list[float]] = {}
+    for at, change in bound.values():
+        by_job.setdefault(change.job, []).append(at)
+    assert sorted(by_job) == sorted(names)
+    cut = 0
+    for job, size in zip(names, sizes, strict=True):
+        times = sorted(by_job[job])
+        history = [
+            (round(at - killed_at, 2), c.kind, c.name, c.node, c.phase, c.deleting) for at, c in changes if c.job == job
+        ]
+        assert len(times) == size, f"Job {job}: {len(times)} pods bound, its gang is {size}: {history}"
+        # A cycle that ended while the gang was partly bound (margins for watch and log lag).
+        inside = [c for c in cycles if times[0] + SLACK_S < c < times[-1] - SLACK_S]
+        assert not inside, f"gang {job} stayed partly bound across {len(inside)} cycle(s): {history}"
+        straddles = times[0] < killed_at < times[-1]
+        cut += straddles
+        # The PodGroup's Scheduled events, one per round of bindings: at most the round of its cycle
+        # and the retry of a refused binding in the next, one more for a gang cut by the kill (none
+        # when the leader died between its bindings and its event).
+        assert rounds.get(job, 0) <= 2 + straddles, f"gang {job} bound in {rounds.get(job)} rounds: {history}"
+    print(
+        f"checked: pods={len(seen)}, gangs={len(names)}, bindings={len(bound)}, gangs cut by the kill={cut}, "
+        f"takeover={takeover_s:.1f}s (lease {LEASE_S:g}s), gangs with Scheduled events={len(rounds)}, "
+        "pods bound twice: 0, duplicates found: 0"
+    )
+
+
+# --- restarts of the control plane ---------------------------------------------------------------
+
+
+def find_process(marker: str) -> int:
+    """The pid of this session's child process whose command line holds ``marker``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        parent = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "")
+        if parent == str(os.getpid()) and any(marker.encode() in a for a in argv):
+            return int(entry.name)
+    raise AssertionError(f"no child process runs with {marker}")
+
+
+def restart(name: str, marker: str, workdir: Path, ready: Any) -> Any:
+    """Stop the process (SIGTERM, SIGKILL after a grace) and start it again with the same argv."""
+    pid = find_process(marker)
+    argv = [a.decode() for a in (Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")) if a]
+    os.kill(pid, signal.SIGTERM)
+    # kube-apiserver drains its watches first; past this grace it is killed, as a service manager would.
+    deadline = time.monotonic() + 10
+    while "Z" not in _state(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+        time.sleep(0.05)
+    time.sleep(1.0)  # a moment down, as during a real restart
+    proc = _spawn(name, argv, workdir / f"{name}-restarted.log")
+
+    def up() -> bool:
+        with contextlib.suppress(Exception):
+            return bool(ready())
+        return False
+
+    wait_until(up, f"{name} back up", logs=(proc.log,))
+    return proc
+
+
+def etcd_client_url(pid: int) -> str:
+    for arg in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0"):
+        if arg.startswith("--listen-client-urls="):
+            return arg.split("=", 1)[1]
+    raise AssertionError("etcd has no --listen-client-urls")
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
+
+
+@pytest.mark.parametrize("component", ["kube-apiserver", "etcd"])
+def test_daemons_reconnect_after_a_restart_and_finish_the_work(component: str, tmp_path: Path) -> None:
+    # A cluster of its own: the restarted process is this test's to stop.
+    with start_kwok_cluster() as cluster:
+        plane = cluster.plane
+        nodes = make_nodes(cluster, 4)
+        logs = (tmp_path / "scheduler.log", tmp_path / "controller.log", cluster.kwok_log)
+        namespace = f"e2e-{uuid.uuid4().hex[:8]}"
+        sizes = [4, 6, 4, 8, 4, 6]
+        names = [f"job-{i}" for i in range(len(sizes))]
+        half = len(names) // 2
+        restarted = None
+        try:
+            with (
+                plane.api_client() as api,
+                vcsat_daemon("scheduler", plane.kubeconfig, logs[0], "--time-limit=2"),
+                vcsat_daemon("controller", plane.kubeconfig, logs[1], f"--namespace={namespace}", "--resync=5"),
+            ):
+                core = client.CoreV1Api(api)
+                core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+                create_jobs(api, namespace, names[:half], sizes[:half], run_s=6)
+
+                def bound() -> int:
+                    return sum(1 for p in core.list_namespaced_pod(namespace).items if p.spec.node_name)
+
+                wait_until(lambda: bound() >= 4, "the first pods bound", logs=logs)
+                if component == "kube-apiserver":
+                    restarted = restart(
+                        component,
+                        f"--cert-dir={plane.workdir / 'apiserver-certs'}",
+                        plane.workdir,
+                        lambda: _http_ok(f"{plane.server}/readyz", token=plane.token, ca_file=plane.ca_file),
+                    )
+                else:
+                    data_dir = f"--data-dir={plane.workdir / 'etcd-data'}"
+                    url = etcd_client_url(find_process(data_dir))
+                    restarted = restart(component, data_dir, plane.workdir, lambda: _etcd_healthy(url))
+                    wait_until(
+                        lambda: _http_ok(f"{plane.server}/readyz", token=plane.token, ca_file=plane.ca_file),
+                        "kube-apiserver ready again",
+                        logs=logs,
+                    )
+                create_jobs(api, namespace, names[half:], sizes[half:], run_s=6)
+                wait_until(
+                    lambda: all(job_phase(api, namespace, n) == "Completed" for n in names),
+                    f"every Job Completed after the {component} restart",
+                    logs=logs,
+                )
+                pods = core.list_namespaced_pod(namespace).items
+                events = core.list_namespaced_event(namespace).items
+        finally:
+            delete_nodes(cluster, nodes)
+            if restarted is not None:
+                restarted.stop()
+
+    per_job = Counter((p.metadata.labels or {}).get("volcano.sh/job-name", "") for p in pods)
+    assert per_job == dict(zip(names, sizes, strict=True)), f"pods per Job {dict(per_job)}, expected {sizes}"
+    assert all(p.spec.node_name in nodes and p.status.phase == "Succeeded" for p in pods)
+    rounds = gang_rounds(events, names)
+    # A round of its cycle and at most the retry of a refused binding (an API server going away).
+    twice = {job: count for job, count in rounds.items() if count > 2}
+    assert not twice, f"gangs bound in more than two rounds: {twice}"
+    bindings = sum(1 for p in pods if p.spec.node_name)
+    print(
+        f"checked after the {component} restart: pods={len(pods)}, gangs={len(names)}, "
+        f"bindings={bindings}, gangs with Scheduled events={len(rounds)}, Jobs Completed={len(names)}, "
+        "duplicates found: 0"
+    )

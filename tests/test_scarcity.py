@@ -1,0 +1,192 @@
+"""Scarce GPU pools (vcsat.solver.scarcity): pods that could run anywhere keep off the GPU model
+that other pods can only get there, and the price never costs placed work."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.builders import node, pod, snapshot
+from vcsat.model import Decision, Policy, Snapshot
+from vcsat.solver import check, scarcity, solve
+from vcsat.solver.problem import build_problem
+
+MODEL = "nvidia.com/gpu.product"
+SEARCH = Policy(time_limit_s=5.0, num_workers=1)
+GREEDY = Policy(search=False)
+
+
+def gpu_node(name: str, model: str, gpus: int = 1, cpu: str = "16") -> object:
+    return node(name, cpu=cpu, memory="64Gi", gpus=gpus, labels={MODEL: model})
+
+
+def confined(key: str, models: str, gpus: int = 1, **kw: object) -> object:
+    return pod(key, gpus=gpus, affinity=f"{MODEL} in ({models})", **kw)  # type: ignore[arg-type]
+
+
+@contextmanager
+def unpriced() -> Iterator[None]:
+    """Solve as if no pool were scarce (the measure turned off)."""
+    with mock.patch.object(scarcity, "measure", lambda problem: None):
+        yield
+
+
+def placed_on(decision: Decision) -> dict[str, str]:
+    return {b.pod: b.node for b in decision.bindings}
+
+
+def solve_checked(snap: Snapshot, policy: Policy) -> Decision:
+    decision = solve(snap, policy)
+    assert check(snap, decision, policy) == []
+    return decision
+
+
+# Each case: nodes (listed so that best fit / node order alone would pick the scarce one first),
+# bound pods (the demand seen), pending pods, and where the pod ``ns/free`` must (not) go.
+CASES = {
+    "an unconfined pod keeps off the T4 that confined pods want": (
+        [gpu_node("t4", "T4"), gpu_node("g2", "G2")],
+        [confined("ns/seen", "T4", node="t4-busy")],
+        [pod("ns/free", gpus=1)],
+        "g2",
+    ),
+    "the confined pod itself takes its model": (
+        [gpu_node("g2", "G2"), gpu_node("t4", "T4")],
+        [confined("ns/seen", "T4", node="t4-busy")],
+        [confined("ns/free", "T4")],
+        "t4",
+    ),
+    "a pod accepting two models takes the one with more slack": (
+        [gpu_node("v16", "V100M16"), gpu_node("v32a", "V100M32"), gpu_node("v32b", "V100M32")],
+        [confined("ns/a", "V100M16", node="v16-busy"), confined("ns/b", "V100M32", node="v32-busy")],
+        [confined("ns/free", "V100M16, V100M32")],
+        "v32a",
+    ),
+    "a GPU share keeps off the scarce model too": (
+        [gpu_node("t4", "T4", gpus=2), gpu_node("g2", "G2", gpus=2)],
+        [confined("ns/seen", "T4", node="t4-busy"), pod("ns/s0", gpu_milli=300, node="g2-busy")],
+        [pod("ns/free", gpu_milli=500)],
+        "g2",
+    ),
+}
+
+
+def _cluster(nodes: list[object], bound: list[object], pending: list[object]) -> Snapshot:
+    # The bound pods' nodes: full nodes of the same models, so the demand seen takes no room here.
+    busy = []
+    for p in bound:
+        name = p.node_name  # type: ignore[attr-defined]
+        model = {"t4": "T4", "v16": "V100M16", "v32": "V100M32", "g2": "G2"}[name.split("-")[0]]
+        busy.append(gpu_node(name, model, gpus=max(1, p.gpus)))  # type: ignore[attr-defined]
+    return snapshot(nodes=[*nodes, *busy], pods=[*bound, *pending])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("policy", [SEARCH, GREEDY], ids=["search", "greedy"])
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_where_the_pod_goes(case: str, policy: Policy) -> None:
+    nodes, bound, pending, expected = CASES[case]
+    decision = solve_checked(_cluster(nodes, bound, pending), policy)
+    assert placed_on(decision)["ns/free"] == expected
+
+
+def test_without_confined_pods_nothing_is_priced() -> None:
+    snap = snapshot(nodes=[gpu_node("t4", "T4"), gpu_node("g2", "G2")], pods=[pod("ns/free", gpus=1)])
+    assert scarcity.measure(build_problem(snap, SEARCH)) is None
+    with unpriced():
+        before = placed_on(solve(snap, SEARCH))
+    assert placed_on(solve(snap, SEARCH)) == before
+
+
+@pytest.mark.parametrize("policy", [SEARCH, GREEDY], ids=["search", "greedy"])
+def test_a_confined_pod_that_only_fits_a_t4_stays_placeable_when_an_unconfined_one_comes_first(
+    policy: Policy,
+) -> None:
+    # Cycle 1: only the unconfined pod is pending; T4 demand was seen before (a bound T4 pod).
+    nodes = [gpu_node("t4", "T4"), gpu_node("g2", "G2")]
+    seen = confined("ns/seen", "T4", node="t4-busy")
+    first = _cluster(nodes, [seen], [pod("ns/early", gpus=1, created=1.0)])
+    decision = solve_checked(first, policy)
+    where = placed_on(decision)
+    assert where == {"ns/early": "g2"}
+    # Cycle 2: the T4 pod arrives; its node is still free.
+    early = pod("ns/early", gpus=1, node=where["ns/early"], created=1.0)
+    second = _cluster(nodes, [seen], [early, confined("ns/late", "T4", created=2.0)])
+    assert placed_on(solve_checked(second, policy)) == {"ns/late": "t4"}
+
+
+def test_a_cpu_only_pod_strands_fewer_scarce_gpus() -> None:
+    # Both nodes are T4 (wanted by confined pods); the CPU-rich one loses less of its GPUs' use
+    # to a 4-core pod than the one with 8 cores.
+    nodes = [gpu_node("t4-small", "T4", gpus=2, cpu="8"), gpu_node("t4-big", "T4", gpus=2, cpu="64")]
+    # The G2 node (unpriced) has no cpu left: the pod goes to a T4 node either way.
+    bound = [confined("ns/seen", "T4", node="g2-busy"), pod("ns/any", cpu="15", gpus=1, node="g2-busy")]
+    snap = snapshot(
+        nodes=[*nodes, gpu_node("g2-busy", "G2", gpus=2)],  # type: ignore[list-item]
+        pods=[*bound, pod("ns/free", cpu="4")],  # type: ignore[list-item]
+    )
+    problem = build_problem(snap, GREEDY)
+    measure = scarcity.measure(problem)
+    assert measure is not None
+    small, big = (problem.nodes.index(next(n for n in problem.nodes if n.name == x)) for x in ("t4-small", "t4-big"))
+    free_pod_key = build_problem(snap, GREEDY).shapes[0].eligibility
+    cheap = scarcity.price(measure, big, free_pod_key, 0, 2000, (4000, 64000))
+    dear = scarcity.price(measure, small, free_pod_key, 0, 2000, (4000, 8000))
+    assert 0 < cheap < dear
+    assert placed_on(solve_checked(snap, GREEDY))["ns/free"] == "t4-big"
+
+
+def test_pressure_grows_as_the_pool_fills() -> None:
+    def pressure(t4_free: int) -> float:
+        nodes = [gpu_node(f"t4-{i}", "T4") for i in range(5)] + [gpu_node(f"g2-{i}", "G2") for i in range(4)]
+        bound = [confined(f"ns/t{i}", "T4", node=f"t4-{i}") for i in range(5 - t4_free)]
+        pods = [*bound, pod("ns/p", gpus=1), pod("ns/any", gpus=1, node="g2-0")]
+        problem = build_problem(snapshot(nodes=nodes, pods=pods), SEARCH)  # type: ignore[arg-type]
+        measure = scarcity.measure(problem)
+        assert measure is not None
+        return measure.pressure[measure.pool_of[4]]
+
+    values = [pressure(free) for free in (4, 3, 2, 1)]
+    assert values == sorted(values) and values[0] < values[-1]
+    assert all(0 < v <= 1 for v in values)
+
+
+# --- the price never costs placed work -------------------------------------------------------------
+
+MODELS = ("T4", "G2", "P100")
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> Snapshot:
+    nodes = []
+    for i in range(draw(st.integers(2, 5))):
+        model = draw(st.sampled_from(MODELS))
+        nodes.append(
+            gpu_node(f"n{i}", model, gpus=draw(st.sampled_from((1, 2, 4))), cpu=str(draw(st.sampled_from((4, 16)))))
+        )
+    pods = []
+    for i in range(draw(st.integers(1, 8))):
+        gpus = draw(st.sampled_from((0, 1, 1, 2)))
+        cpu = str(draw(st.sampled_from((1, 2, 4))))
+        models = draw(st.sets(st.sampled_from(MODELS), max_size=2))
+        created = float(i)
+        if models:
+            pods.append(confined(f"ns/p{i}", ", ".join(sorted(models)), gpus=max(1, gpus), cpu=cpu, created=created))
+        else:
+            pods.append(pod(f"ns/p{i}", cpu=cpu, gpus=gpus, created=created))
+    return snapshot(nodes=nodes, pods=pods)  # type: ignore[list-item]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snap=clusters())
+def test_the_price_never_costs_placed_work(snap: Snapshot) -> None:
+    priced = solve_checked(snap, SEARCH)
+    with unpriced():
+        plain = solve(snap, SEARCH)
+    if priced.solver.status == "OPTIMAL" and plain.solver.status == "OPTIMAL":
+        assert priced.solver.objective == plain.solver.objective
+        assert len(priced.bindings) == len(plain.bindings)
