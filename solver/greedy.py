@@ -288,6 +288,38 @@ class Room:
         scores = self._scores(shape.preference)[candidates]
         return self._first_allowed(candidates, np.lexsort((candidates, self.level_array[candidates], -scores)), allow)
 
+    def cheapest_fit(self, scarce: scarcity.Scarcity, shape: Shape, allow: Allow | None = None) -> int | None:
+        """:func:`vcsat.solver.scarcity.cheapest_fit`'s choice: nodes no pool prices for this pod
+        cost nothing and are found and ordered with numpy; only the priced ones are priced one by one."""
+        candidates = self.fitting(self._node_array(shape.upper), shape.request)
+        if not candidates.size:
+            return None
+        priced = scarce.rates(shape.eligibility)[candidates] > 0
+        best: tuple[int, int, int] | None = None
+        unpriced = candidates[~priced]
+        if unpriced.size:
+            levels = (
+                np.maximum(self.free_array[unpriced, self.gpu], 0) if self.gpu is not None else np.zeros_like(unpriced)
+            )
+            for i in np.lexsort((unpriced, levels)):
+                node = int(unpriced[i])
+                if allow is None or allow(node):
+                    best = (0, int(levels[i]), node)
+                    break
+        milli = shape.request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
+        for node in (int(n) for n in candidates[priced]):
+            if allow is not None and not allow(node):
+                continue
+            row = self.free[node]
+            cpu = (shape.request[scarce.cpu], row[scarce.cpu]) if scarce.cpu is not None else (0, 0)
+            memory = (shape.request[scarce.memory], row[scarce.memory]) if scarce.memory is not None else (0, 0)
+            free_gpu = scarcity.free_room(self.whole[node], self.shared[node].values())
+            cost = round(scarcity.price(scarce, node, shape.eligibility, milli, free_gpu, cpu, memory))
+            key = (cost, max(0, row[self.gpu]) if self.gpu is not None else 0, node)
+            if best is None or key < best:
+                best = key
+        return None if best is None else best[2]
+
     def best_fit(
         self, request: tuple[int, ...], gpus: int, eligible: dict[int, int], allow: Allow | None = None
     ) -> int | None:
@@ -499,7 +531,7 @@ def fit_gang(
             elif least_fragmenting is not None and allow is None:
                 node = least_fragmenting(room, shape)
             elif scarce is not None:  # scarce GPU pools priced (vcsat.solver.scarcity): cheapest, then best fit
-                node = scarcity.cheapest_fit(scarce, room, shape, allow)
+                node = room.cheapest_fit(scarce, shape, allow)
             else:
                 node = room.best_fit(shape.request, shape.gpus, shape.upper, allow)
             if node is None:

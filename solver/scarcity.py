@@ -51,8 +51,11 @@ priced by their thousandths like whole GPUs; where a share goes within a pool st
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
 
 from vcsat.model import Pod
 from vcsat.model import resources as res
@@ -93,6 +96,16 @@ class Scarcity:
     cpu: int | None = None
     memory: int | None = None
     """Indices of cpu and memory in the problem's resources (None when no pending pod asks it)."""
+    _rates: dict[EligibilityKey, NDArray[np.float64]] = field(default_factory=dict, compare=False, repr=False)
+    """Per eligibility key, :meth:`rate` over every node, made once (the greedy asks per pod)."""
+
+    def rates(self, key: EligibilityKey) -> NDArray[np.float64]:
+        """:meth:`rate` of ``key`` on every node, as an array."""
+        kept = self._rates.get(key)
+        if kept is None:
+            kept = np.array([self.rate(node, key) for node in range(len(self.pool_of))], dtype=np.float64)
+            self._rates[key] = kept
+        return kept
 
     def confined(self, key: EligibilityKey, pool: int) -> bool:
         """Whether pods of ``key`` may run on no pool but ``pool`` (they are its confined work)."""
@@ -243,7 +256,8 @@ def free_room(whole: int, shared: Iterable[int]) -> int:
 
 def cheapest_fit(scarcity: Scarcity, room: Room, shape: Shape, allow: Callable[[int], bool] | None) -> int | None:
     """For the greedy's best fit: the node a pod of ``shape`` goes to when pools are priced: the
-    cheapest (:func:`price`, whole thousandths), then best fit (fewest free GPUs), then node order."""
+    cheapest (:func:`price`, whole thousandths), then best fit (fewest free GPUs), then node order.
+    Node by node; :meth:`vcsat.solver.greedy.Room.cheapest_fit` is the same choice with numpy."""
     best: tuple[int, int, int] | None = None
     milli = shape.request[room.milli] if room.milli is not None else shape.gpus * FULL_GPU_MILLI
     for node in shape.upper:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
+from vcsat.solver import scarcity
 from vcsat.solver.interpod_tracker import Tracker
 from vcsat.solver.problem import Domains, Problem, Shape
 from vcsat.solver.spread import SpreadState
@@ -45,6 +46,11 @@ class ScanRoom:
 
     def _level(self, row: list[int]) -> int:
         return max(0, row[self.gpu]) if self.gpu is not None else 0
+
+    def cheapest_fit(
+        self, scarce: scarcity.Scarcity, shape: Shape, allow: Callable[[int], bool] | None = None
+    ) -> int | None:
+        return scarcity.cheapest_fit(scarce, self, shape, allow)  # type: ignore[arg-type]
 
     def _parts(self, request: tuple[int, ...]) -> tuple[int, int]:
         """(whole GPUs, share thousandths) of a request."""
