@@ -302,49 +302,37 @@ def job_view(kubeconfig: str | None, context: str | None, namespace: str | None,
     _describe_job(job, events)
 
 
-@job_group.command("suspend")
-@kube_options
-@click.option("--namespace", "-n", metavar="NS", help="Namespace (default: the kubeconfig context's).")
-@click.argument("name")
-def job_suspend(kubeconfig: str | None, context: str | None, namespace: str | None, name: str) -> None:
-    """Suspend a Job (AbortJob): its pods are deleted, finished ones kept; resume brings it back."""
-    _issue(kubeconfig, context, namespace, name, "AbortJob", "suspend")
+JOB_ACTIONS = (
+    (
+        "suspend",
+        "AbortJob",
+        "Suspend a Job (AbortJob): its pods are deleted, finished ones kept; resume brings it back.",
+    ),
+    ("resume", "ResumeJob", "Resume a suspended Job (ResumeJob): it starts again from Pending, no retry used."),
+    ("restart", "RestartJob", "Restart a Job (RestartJob): every pod goes, the job runs again under a new version."),
+    (
+        "terminate",
+        "TerminateJob",
+        "Terminate a Job (TerminateJob): its running pods are deleted and it ends as Terminated.",
+    ),
+    ("complete", "CompleteJob", "Complete a Job (CompleteJob): its running pods are deleted and it ends as Completed."),
+)
+"""The Job commands that create a Volcano Command object: (subcommand, Volcano action, help)."""
 
 
-@job_group.command("resume")
-@kube_options
-@click.option("--namespace", "-n", metavar="NS", help="Namespace (default: the kubeconfig context's).")
-@click.argument("name")
-def job_resume(kubeconfig: str | None, context: str | None, namespace: str | None, name: str) -> None:
-    """Resume a suspended Job (ResumeJob): it starts again from Pending, no retry used."""
-    _issue(kubeconfig, context, namespace, name, "ResumeJob", "resume")
+def _add_job_action(verb: str, action: str, summary: str) -> None:
+    """Register ``vcsat job VERB NAME``, which asks the controller for ``action`` as vcctl does."""
+
+    @job_group.command(verb, help=summary)
+    @kube_options
+    @click.option("--namespace", "-n", metavar="NS", help="Namespace (default: the kubeconfig context's).")
+    @click.argument("name")
+    def command(kubeconfig: str | None, context: str | None, namespace: str | None, name: str) -> None:
+        _issue(kubeconfig, context, namespace, name, action, verb)
 
 
-@job_group.command("restart")
-@kube_options
-@click.option("--namespace", "-n", metavar="NS", help="Namespace (default: the kubeconfig context's).")
-@click.argument("name")
-def job_restart(kubeconfig: str | None, context: str | None, namespace: str | None, name: str) -> None:
-    """Restart a Job (RestartJob): every pod goes, the job runs again under a new version."""
-    _issue(kubeconfig, context, namespace, name, "RestartJob", "restart")
-
-
-@job_group.command("terminate")
-@kube_options
-@click.option("--namespace", "-n", metavar="NS", help="Namespace (default: the kubeconfig context's).")
-@click.argument("name")
-def job_terminate(kubeconfig: str | None, context: str | None, namespace: str | None, name: str) -> None:
-    """Terminate a Job (TerminateJob): its running pods are deleted and it ends as Terminated."""
-    _issue(kubeconfig, context, namespace, name, "TerminateJob", "terminate")
-
-
-@job_group.command("complete")
-@kube_options
-@click.option("--namespace", "-n", metavar="NS", help="Namespace (default: the kubeconfig context's).")
-@click.argument("name")
-def job_complete(kubeconfig: str | None, context: str | None, namespace: str | None, name: str) -> None:
-    """Complete a Job (CompleteJob): its running pods are deleted and it ends as Completed."""
-    _issue(kubeconfig, context, namespace, name, "CompleteJob", "complete")
+for _verb, _action, _summary in JOB_ACTIONS:
+    _add_job_action(_verb, _action, _summary)
 
 
 @job_group.command("delete")
