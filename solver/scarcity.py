@@ -11,9 +11,13 @@ The measure, per cycle, from the snapshot alone (the pods the scheduler was aske
 pending, stand for the workload to come; nothing is remembered between cycles):
 
 - **Pools**: the GPU nodes grouped by which confined eligibility keys accept them (a key is
-  *confined* when some pod asking GPUs has it and it rejects some GPU node). On a cluster of GPU
-  models with pods confined by model, a pool is a model; without confined pods there are no pools
-  and every price is 0, so homogeneous workloads are decided exactly as before.
+  *confined* when some pod asking GPUs has it and it rejects some GPU node) and by their values of
+  the node labels those keys select on (:func:`selected_labels`). On a cluster of GPU models with
+  pods confined by model, a pool is a model, those no confined pod asked for yet included: the
+  label tells them apart before their first pod comes, so that each keeps its own share of the
+  prior below (merged into one pool, the unconfined work could fill one small model of it while
+  the pool as a whole still looked roomy). Without confined pods there are no pools and every
+  price is 0, so homogeneous workloads are decided exactly as before.
 - **Expected need of a pool**: the GPU thousandths its confined pods pending now ask (certain),
   plus its share of the demand to come (the cluster's free GPU room left after the pending pods:
   what the arrivals to come are expected to fill). That share is the confined demand seen for the
@@ -22,9 +26,9 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   share of the whole workload spread over the wanted pools by size, weighing as much as
   :data:`PRIOR_WEIGHT` of the cluster's GPUs of demand. The few pods of a small pool seen early say
   little (a pool nobody seemed to want would be filled first), the confined share of the workload
-  is known far sooner. The prior covers every pool, those no confined pod asked for yet included
-  (the GPU nodes of models not seen so far form one pool): until demand seen outweighs it, a model
-  nobody asked for yet is kept like the others, since the next pods may ask for it.
+  is known far sooner. The prior covers every pool, those no confined pod asked for yet included:
+  until demand seen outweighs it, a model nobody asked for yet is kept like the others, since the
+  next pods may ask for it.
 - **Pressure** of a pool: its expected need over its free GPU room, at most 1: the share of a
   thousandth of its room that confined work is expected to miss if someone else takes it.
 - **Price** of a pod on a node: 0 when the pod's own key accepts no other pool (it is that confined
@@ -149,6 +153,14 @@ def for_problem(problem: Problem) -> Scarcity | None:
     return result
 
 
+def selected_labels(keys: Iterable[EligibilityKey]) -> tuple[str, ...]:
+    """The node label keys that ``keys`` select nodes by (node selectors and required node affinity
+    expressions), in name order: the kinds of node pods ask for, a GPU model label say."""
+    labels = {label for key in keys for label, _ in key.node_selector}
+    labels |= {req.key for key in keys for term in key.affinity for req in term.match_expressions}
+    return tuple(sorted(labels))
+
+
 def measure(problem: Problem) -> Scarcity | None:
     """The pools and pressures of ``problem`` (see the module docstring)."""
     nodes = problem.nodes
@@ -180,16 +192,18 @@ def measure(problem: Problem) -> Scarcity | None:
         return None
     confined.sort(key=lambda key: (-demand[key], repr(key)))
     confined = confined[:MAX_POOLS]
-    signature: dict[int, tuple[bool, ...]] = {}
-    pools: dict[tuple[bool, ...], int] = {}
+    selecting = selected_labels(confined)
+    pools: dict[tuple[object, ...], int] = {}
     pool_of = [-1] * len(nodes)
     members: list[int] = []
     for i in range(len(nodes)):
         bit = 1 << i
         if not gpu_mask & bit:
             continue
-        sig = tuple(bool(masks[key] & bit) for key in confined)
-        signature[i] = sig
+        sig = (
+            *(bool(masks[key] & bit) for key in confined),
+            *(nodes[i].labels.get(label) for label in selecting),
+        )
         if sig not in pools:
             pools[sig] = len(members)
             members.append(0)
