@@ -294,7 +294,8 @@ class Room:
         candidates = self.fitting(self._node_array(shape.upper), shape.request)
         if not candidates.size:
             return None
-        priced = scarce.rates(shape.eligibility)[candidates] > 0
+        milli = shape.request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
+        priced = scarce.rates(shape.eligibility, milli > 0)[candidates] > 0
         best: tuple[int, int, int] | None = None
         unpriced = candidates[~priced]
         if unpriced.size:
@@ -306,7 +307,6 @@ class Room:
                 if allow is None or allow(node):
                     best = (0, int(levels[i]), node)
                     break
-        milli = shape.request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
         for node in (int(n) for n in candidates[priced]):
             if allow is not None and not allow(node):
                 continue
@@ -530,7 +530,8 @@ def fit_gang(
                 node = room.preferred_fit(shape, allow)
             elif least_fragmenting is not None and allow is None:
                 node = least_fragmenting(room, shape)
-            elif scarce is not None:  # scarce GPU pools priced (vcsat.solver.scarcity): cheapest, then best fit
+            elif scarce is not None and scarce.applies(shape.eligibility, scarcity.shape_milli(problem, shape) > 0):
+                # scarce GPU pools priced (vcsat.solver.scarcity): cheapest, then best fit
                 node = room.cheapest_fit(scarce, shape, allow)
             else:
                 node = room.best_fit(shape.request, shape.gpus, shape.upper, allow)

@@ -11,9 +11,13 @@ The measure, per cycle, from the snapshot alone (the pods the scheduler was aske
 pending, stand for the workload to come; nothing is remembered between cycles):
 
 - **Pools**: the GPU nodes grouped by which confined eligibility keys accept them (a key is
-  *confined* when some pod asking GPUs has it and it rejects some GPU node). On a cluster of GPU
-  models with pods confined by model, a pool is a model; without confined pods there are no pools
-  and every price is 0, so homogeneous workloads are decided exactly as before.
+  *confined* when some pod asking GPUs has it and it rejects some GPU node) and by their values of
+  the node labels those keys select on (:func:`selected_labels`). On a cluster of GPU models with
+  pods confined by model, a pool is a model, those no confined pod asked for yet included: the
+  label tells them apart before their first pod comes, so that each keeps its own share of the
+  prior below (merged into one pool, the unconfined work could fill one small model of it while
+  the pool as a whole still looked roomy). Without confined pods there are no pools and every
+  price is 0, so homogeneous workloads are decided exactly as before.
 - **Expected need of a pool**: the GPU thousandths its confined pods pending now ask (certain),
   plus its share of the demand to come (the cluster's free GPU room left after the pending pods:
   what the arrivals to come are expected to fill). That share is the confined demand seen for the
@@ -22,9 +26,9 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   share of the whole workload spread over the wanted pools by size, weighing as much as
   :data:`PRIOR_WEIGHT` of the cluster's GPUs of demand. The few pods of a small pool seen early say
   little (a pool nobody seemed to want would be filled first), the confined share of the workload
-  is known far sooner. The prior covers every pool, those no confined pod asked for yet included
-  (the GPU nodes of models not seen so far form one pool): until demand seen outweighs it, a model
-  nobody asked for yet is kept like the others, since the next pods may ask for it.
+  is known far sooner. The prior covers every pool, those no confined pod asked for yet included:
+  until demand seen outweighs it, a model nobody asked for yet is kept like the others, since the
+  next pods may ask for it.
 - **Pressure** of a pool: its expected need over its free GPU room, at most 1: the share of a
   thousandth of its room that confined work is expected to miss if someone else takes it.
 - **Price** of a pod on a node: 0 when the pod's own key accepts no other pool (it is that confined
@@ -32,6 +36,11 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   thousandths (a whole GPU 1000, a share its thousandths), or, when more, the node's free GPU room
   times the share of the node's free cpu or memory it takes (a CPU-only pod on a GPU node strands
   the GPUs it leaves without cores or memory).
+
+- **Nodes without GPUs**: when some nodes have GPUs and others none, a pod asking none that may
+  run on a node without GPUs pays, on a GPU node, the whole GPU room it strands (rate 1, whatever
+  the pools: pods asking GPUs can go nowhere else, and GPU nodes are there for them, asked for
+  yet or not); a cluster of GPU nodes only has none of this.
 
 How it is used, always *below* placed work (it decides where, never what or how much): the
 greedy warm start and the fragmentation decode order the nodes they consider for a pod by price
@@ -80,6 +89,13 @@ def gpu_milli(pod: Pod) -> int:
     return pod.gpus * FULL_GPU_MILLI if pod.gpus > 0 else pod.gpu_milli
 
 
+def shape_milli(problem: Problem, shape: Shape) -> int:
+    """GPU thousandths one pod of ``shape`` takes: whole GPUs × 1000 plus its share."""
+    if res.GPU_MILLI in problem.resources:
+        return shape.request[problem.resource_index(res.GPU_MILLI)]
+    return shape.gpus * FULL_GPU_MILLI
+
+
 @dataclass(frozen=True)
 class Scarcity:
     """Per cycle: the pools of GPU nodes and their pressure (see the module docstring)."""
@@ -96,23 +112,40 @@ class Scarcity:
     cpu: int | None = None
     memory: int | None = None
     """Indices of cpu and memory in the problem's resources (None when no pending pod asks it)."""
-    _rates: dict[EligibilityKey, NDArray[np.float64]] = field(default_factory=dict, compare=False, repr=False)
-    """Per eligibility key, :meth:`rate` over every node, made once (the greedy asks per pod)."""
+    gpu_nodes: int = 0
+    """Every node with GPUs, as a bit mask."""
+    plain: int = 0
+    """The ready nodes without GPUs, as a bit mask: where pods asking none can go instead of
+    stranding GPU room."""
+    _rates: dict[tuple[EligibilityKey, bool], NDArray[np.float64]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """Per eligibility key and whether the pod asks GPUs, :meth:`rate` over every node, made once
+    (the greedy asks per pod)."""
 
-    def rates(self, key: EligibilityKey) -> NDArray[np.float64]:
+    def rates(self, key: EligibilityKey, gpu: bool = True) -> NDArray[np.float64]:
         """:meth:`rate` of ``key`` on every node, as an array."""
-        kept = self._rates.get(key)
+        kept = self._rates.get((key, gpu))
         if kept is None:
-            kept = np.array([self.rate(node, key) for node in range(len(self.pool_of))], dtype=np.float64)
-            self._rates[key] = kept
+            kept = np.array([self.rate(node, key, gpu) for node in range(len(self.pool_of))], dtype=np.float64)
+            self._rates[key, gpu] = kept
         return kept
+
+    def applies(self, key: EligibilityKey, gpu: bool) -> bool:
+        """Whether the greedy orders nodes by price for such a pod: always when there are pools,
+        else (nodes without GPUs only) when some node is priced for it."""
+        return self.pooled != 0 or bool(self.rates(key, gpu).any())
 
     def confined(self, key: EligibilityKey, pool: int) -> bool:
         """Whether pods of ``key`` may run on no pool but ``pool`` (they are its confined work)."""
         return self.index.mask(key) & ~self.pool_mask[pool] & self.pooled == 0
 
-    def rate(self, node: int, key: EligibilityKey) -> float:
-        """Price per GPU thousandth taken on ``node`` by a pod of ``key``."""
+    def rate(self, node: int, key: EligibilityKey, gpu: bool = True) -> float:
+        """Price per GPU thousandth taken on ``node`` by a pod of ``key`` (``gpu``: that asks GPUs).
+        A pod asking none that may run on a node without GPUs pays the whole GPU room it strands
+        on a GPU node: pods asking GPUs can go nowhere else."""
+        if not gpu and self.plain and (self.gpu_nodes >> node) & 1 and self.index.mask(key) & self.plain:
+            return 1.0
         pool = self.pool_of[node]
         if pool < 0 or self.pressure[pool] <= 0 or self.confined(key, pool):
             return 0.0
@@ -139,7 +172,8 @@ _last: tuple[Problem, Scarcity | None] | None = None
 
 
 def for_problem(problem: Problem) -> Scarcity | None:
-    """The cycle's pools and pressures, or None when no pod is confined to part of the GPU nodes.
+    """The cycle's pools and pressures, or None when no pod is confined to part of the GPU nodes
+    and no pod asking none could keep off them (see the module docstring).
     Computed once per problem: the greedy, the model and the decode all read it."""
     global _last
     if _last is not None and _last[0] is problem:
@@ -147,6 +181,14 @@ def for_problem(problem: Problem) -> Scarcity | None:
     result = measure(problem)
     _last = (problem, result)
     return result
+
+
+def selected_labels(keys: Iterable[EligibilityKey]) -> tuple[str, ...]:
+    """The node label keys that ``keys`` select nodes by (node selectors and required node affinity
+    expressions), in name order: the kinds of node pods ask for, a GPU model label say."""
+    labels = {label for key in keys for label, _ in key.node_selector}
+    labels |= {req.key for key in keys for term in key.affinity for req in term.match_expressions}
+    return tuple(sorted(labels))
 
 
 def measure(problem: Problem) -> Scarcity | None:
@@ -176,20 +218,27 @@ def measure(problem: Problem) -> Scarcity | None:
             pending_total += milli
     masks = {key: index.mask(key) & gpu_mask for key in demand}
     confined = [key for key, mask in masks.items() if mask and mask != gpu_mask]
+    plain = index.ready_mask & ~gpu_mask
+    cpu = problem.resources.index(res.CPU) if res.CPU in problem.resources else None
+    memory = problem.resources.index(res.MEMORY) if res.MEMORY in problem.resources else None
     if not confined or total <= 0:
-        return None
+        if not plain:
+            return None
+        return Scarcity((-1,) * len(nodes), (), (), index, 0, cpu, memory, gpu_mask, plain)
     confined.sort(key=lambda key: (-demand[key], repr(key)))
     confined = confined[:MAX_POOLS]
-    signature: dict[int, tuple[bool, ...]] = {}
-    pools: dict[tuple[bool, ...], int] = {}
+    selecting = selected_labels(confined)
+    pools: dict[tuple[object, ...], int] = {}
     pool_of = [-1] * len(nodes)
     members: list[int] = []
     for i in range(len(nodes)):
         bit = 1 << i
         if not gpu_mask & bit:
             continue
-        sig = tuple(bool(masks[key] & bit) for key in confined)
-        signature[i] = sig
+        sig = (
+            *(bool(masks[key] & bit) for key in confined),
+            *(nodes[i].labels.get(label) for label in selecting),
+        )
         if sig not in pools:
             pools[sig] = len(members)
             members.append(0)
@@ -227,9 +276,7 @@ def measure(problem: Problem) -> Scarcity | None:
     pressure = tuple(
         (min(1.0, need[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
     )
-    cpu = problem.resources.index(res.CPU) if res.CPU in problem.resources else None
-    memory = problem.resources.index(res.MEMORY) if res.MEMORY in problem.resources else None
-    return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory)
+    return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain)
 
 
 def price(
@@ -243,7 +290,7 @@ def price(
 ) -> float:
     """What a pod of ``key`` placed on ``node`` is expected to cost confined work, in GPU
     thousandths (see :func:`room_taken` for the other arguments)."""
-    rate = scarcity.rate(node, key)
+    rate = scarcity.rate(node, key, gpu_asked > 0)
     if rate <= 0:
         return 0.0
     return rate * room_taken(gpu_asked, free_gpu, cpu, memory)
@@ -264,7 +311,7 @@ def cheapest_fit(scarcity: Scarcity, room: Room, shape: Shape, allow: Callable[[
         if not room.fits(node, shape.request) or (allow is not None and not allow(node)):
             continue
         cost = 0
-        if scarcity.rate(node, shape.eligibility) > 0:
+        if scarcity.rate(node, shape.eligibility, milli > 0) > 0:
             free_gpu = free_room(room.whole[node], room.shared[node].values())
             row = room.free[node]
             cpu = (shape.request[scarcity.cpu], row[scarcity.cpu]) if scarcity.cpu is not None else (0, 0)

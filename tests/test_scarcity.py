@@ -155,6 +155,97 @@ def test_pressure_grows_as_the_pool_fills() -> None:
     assert all(0 < v <= 1 for v in values)
 
 
+def test_a_model_no_confined_pod_asked_for_yet_is_a_pool_of_its_own() -> None:
+    # Only T4 pods were confined so far: G2 and G3 are told apart by the label T4 pods select on,
+    # so the small G3 pool, half taken, is dearer than the roomy G2 one (best fit would pick G3).
+    nodes = [gpu_node("g3", "G3", gpus=2), gpu_node("g2", "G2", gpus=8), gpu_node("t4", "T4")]
+    bound = [confined("ns/seen", "T4", node="t4"), pod("ns/any", gpus=1, node="g3")]
+    snap = snapshot(nodes=nodes, pods=[*bound, pod("ns/free", gpus=1)])  # type: ignore[list-item]
+    problem = build_problem(snap, GREEDY)
+    measure = scarcity.measure(problem)
+    assert measure is not None
+    g3, g2, t4 = (
+        measure.pool_of[problem.nodes.index(next(n for n in problem.nodes if n.name == x))] for x in ("g3", "g2", "t4")
+    )
+    assert len({g3, g2, t4}) == 3
+    assert measure.pressure[g3] > measure.pressure[g2] > 0
+    for policy in (SEARCH, GREEDY):
+        assert placed_on(solve_checked(snap, policy))["ns/free"] == "g2"
+
+
+def test_selected_labels_are_the_keys_pods_select_nodes_by() -> None:
+    snap = snapshot(
+        nodes=[gpu_node("t4", "T4")],
+        pods=[confined("ns/a", "T4"), pod("ns/b", gpus=1, selector={"zone": "a"})],  # type: ignore[list-item]
+    )
+    problem = build_problem(snap, GREEDY)
+    keys = [shape.eligibility for shape in problem.shapes]
+    assert scarcity.selected_labels(keys) == (MODEL, "zone")
+
+
+# --- pods asking no GPU keep off GPU nodes ---------------------------------------------------------
+
+
+def cpu_node(name: str, cpu: str = "16") -> object:
+    return node(name, cpu=cpu, memory="64Gi")
+
+
+# Each case: nodes (GPU nodes listed first, so node order alone would pick one), pods (``ns/c`` the
+# CPU-only pod whose node is asserted), and where it must go.
+CPU_CASES = {
+    "a CPU pod takes a node without GPUs": (
+        [gpu_node("gpu", "G2", gpus=4), cpu_node("cpu")],
+        [pod("ns/c", cpu="8")],
+        "cpu",
+    ),
+    "so it does while GPU pods are pending": (
+        [gpu_node("gpu", "G2", gpus=4), cpu_node("cpu")],
+        [pod("ns/c", cpu="8"), pod("ns/g", cpu="1", gpus=1, created=2.0)],
+        "cpu",
+    ),
+    "and while GPU pods run": (
+        [gpu_node("gpu", "G2", gpus=4), gpu_node("gpu2", "G2", gpus=4), cpu_node("cpu")],
+        [pod("ns/c", cpu="8"), pod("ns/g", cpu="1", gpus=1, node="gpu2")],
+        "cpu",
+    ),
+    "with confined pods too": (
+        [gpu_node("t4", "T4", gpus=2), gpu_node("g2", "G2", gpus=2), cpu_node("cpu")],
+        [pod("ns/c", cpu="8"), confined("ns/t", "T4", node="t4")],
+        "cpu",
+    ),
+    "too big for the nodes without GPUs, it strands the fewest GPUs": (
+        [gpu_node("small", "G2", gpus=2, cpu="16"), gpu_node("big", "G2", gpus=2, cpu="64"), cpu_node("cpu", "4")],
+        [pod("ns/c", cpu="12")],
+        "big",
+    ),
+}
+
+
+@pytest.mark.parametrize("policy", [SEARCH, GREEDY], ids=["search", "greedy"])
+@pytest.mark.parametrize("case", list(CPU_CASES), ids=list(CPU_CASES))
+def test_where_a_cpu_pod_goes(case: str, policy: Policy) -> None:
+    nodes, pods, expected = CPU_CASES[case]
+    snap = snapshot(nodes=nodes, pods=pods)  # type: ignore[arg-type]
+    assert placed_on(solve_checked(snap, policy))["ns/c"] == expected
+
+
+def test_a_cpu_pod_that_may_not_leave_the_gpu_nodes_pays_nothing() -> None:
+    # Its node selector accepts GPU nodes only: there is nowhere else to keep it, so no price.
+    nodes = [gpu_node("gpu", "G2", gpus=4), cpu_node("cpu")]
+    snap = snapshot(nodes=nodes, pods=[pod("ns/c", cpu="8", selector={MODEL: "G2"})])  # type: ignore[list-item]
+    problem = build_problem(snap, GREEDY)
+    measure = scarcity.measure(problem)
+    assert measure is not None and measure.plain
+    gpu = problem.nodes.index(next(n for n in problem.nodes if n.name == "gpu"))
+    assert measure.rate(gpu, problem.shapes[0].eligibility, gpu=False) == 0
+    assert measure.rate(gpu, problem.shapes[0].eligibility, gpu=True) == 0
+
+
+def test_gpu_nodes_only_price_nothing() -> None:
+    snap = snapshot(nodes=[gpu_node("a", "G2"), gpu_node("b", "G2")], pods=[pod("ns/c", cpu="8")])  # type: ignore[list-item]
+    assert scarcity.measure(build_problem(snap, SEARCH)) is None
+
+
 # --- the price never costs placed work -------------------------------------------------------------
 
 MODELS = ("T4", "G2", "P100")
@@ -168,6 +259,8 @@ def clusters(draw: st.DrawFn) -> Snapshot:
         nodes.append(
             gpu_node(f"n{i}", model, gpus=draw(st.sampled_from((1, 2, 4))), cpu=str(draw(st.sampled_from((4, 16)))))
         )
+    for i in range(draw(st.integers(0, 2))):  # nodes without GPUs: CPU-only pods are priced off GPU nodes
+        nodes.append(cpu_node(f"c{i}", cpu=str(draw(st.sampled_from((2, 4))))))
     pods = []
     for i in range(draw(st.integers(1, 8))):
         gpus = draw(st.sampled_from((0, 1, 1, 2)))

@@ -7,17 +7,18 @@ only decides, among decisions that place the same work, which pool's room the un
 Each slot costs its pods' GPU thousandths times the node pool's pressure (0 for pods confined to
 that pool), rounded to whole thousandths; the coefficient depends only on a bucket's GPU request
 and predicates, which all its shapes share, so the level's value is exact per shape. CPU-only pods
-are not priced here (what they strand depends on the cpu and memory a bucket's shapes differ in);
-the greedy warm start and the decode price them (:func:`vcsat.solver.scarcity.price`). No confined
-pod, no level: homogeneous clusters pay nothing.
+are priced here only on a GPU node when they may run on a node without GPUs (the whole GPU room
+they strand, :attr:`vcsat.solver.scarcity.Scarcity.plain`), at the node's room when the cycle
+starts and the least any shape of the bucket strands (what they strand depends on the cpu and
+memory a bucket's shapes differ in; :func:`kept` counts each pod's own), and not on a pool's
+pressure: the greedy warm start and the decode price those (:func:`vcsat.solver.scarcity.price`).
+No confined pod and no node without GPUs, no level: homogeneous clusters pay nothing.
 """
 
 from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from vcsat.model import resources as res
-from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver import scarcity
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.levels import Level, make_level
@@ -27,19 +28,18 @@ from vcsat.solver.variables import Variables
 LEVEL_NAME = "scarce GPU pools kept for their confined pods"
 
 
-def shape_gpu_milli(problem: Problem, shape: Shape) -> int:
-    """GPU thousandths one pod of ``shape`` takes: whole GPUs × 1000 plus its share."""
-    if res.GPU_MILLI in problem.resources:
-        return shape.request[problem.resource_index(res.GPU_MILLI)]
-    return shape.gpus * FULL_GPU_MILLI
-
-
 def cost(problem: Problem, scarce: scarcity.Scarcity, shape: Shape, node: int) -> int:
     """One pod of ``shape`` on ``node``: the level's (positive) cost in whole GPU thousandths."""
-    milli = shape_gpu_milli(problem, shape)
-    if milli <= 0:
-        return 0
-    return round(scarce.rate(node, shape.eligibility) * milli)
+    milli = scarcity.shape_milli(problem, shape)
+    if milli > 0:
+        return round(scarce.rate(node, shape.eligibility) * milli)
+    if not scarce.plain or scarce.rate(node, shape.eligibility, gpu=False) <= 0:
+        return 0  # on a pool, a CPU-only pod is priced by the greedy and the decode only (see above)
+    free = problem.free[node]
+    cpu = (shape.request[scarce.cpu], free[scarce.cpu]) if scarce.cpu is not None else (0, 0)
+    memory = (shape.request[scarce.memory], free[scarce.memory]) if scarce.memory is not None else (0, 0)
+    room = scarcity.node_gpu_room(problem, node)
+    return round(scarcity.price(scarce, node, shape.eligibility, 0, room, cpu, memory))
 
 
 def scarcity_levels(problem: Problem, v: Variables) -> list[Level]:
@@ -49,7 +49,7 @@ def scarcity_levels(problem: Problem, v: Variables) -> list[Level]:
     terms: list[tuple[cp_model.IntVar, int]] = []
     for node, node_terms in sorted(v.on_node.items()):
         for term in node_terms:
-            price = cost(problem, scarce, problem.shapes[term.bucket.shapes[0]], node)
+            price = min(cost(problem, scarce, problem.shapes[s], node) for s in term.bucket.shapes)
             if price > 0:
                 terms.append((term.var, -price))
     if not terms:
