@@ -15,11 +15,17 @@ to Pending (``Policy.inqueue_timeout_s`` None, as Volcano, which has no such tim
 bound), so the search's own share is vcsat against ``vcsat-greedy``. Each baseline comes from
 :data:`vcsat.solver.baselines.BASELINES`; FGD can be given the workload's task distribution up front,
 as the FGD paper gives it the trace's.
+
+vcsat and its variants run here on their deterministic budgets only (``solve(..., wall=False)``):
+a simulated cycle's decision must not depend on how busy the machine running the simulation is, or
+a benchmark measured on a shared machine would compare the load, not the schedulers; the cycle
+columns still report the wall time each decision took.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.sim.engine import Scheduler
@@ -60,7 +66,8 @@ def make_scheduler(
         evicting = name == VCSAT_EVICTING
         policy = Policy(time_limit_s=time_limit_s, random_seed=seed, preempt=evicting, reclaim=evicting)
         policy = policy.model_copy(update=ABLATIONS.get(name, {}))
-        return Scheduler(name, solve, policy, policy, inqueue_timeout_s=policy.inqueue_timeout_s)
+        deterministic = partial(solve, wall=False)
+        return Scheduler(name, deterministic, policy, policy, inqueue_timeout_s=policy.inqueue_timeout_s)
     baseline = BASELINES.get(name)
     if baseline is None:
         raise InputError(f"unknown scheduler {name!r} (one of {', '.join(NAMES)})", field="--schedulers")
