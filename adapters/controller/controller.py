@@ -466,12 +466,15 @@ def controller_command(
             )
 
         def lead(term: threading.Event) -> None:
+            from vcsat.adapters.controller.cronjob import run_cronjobs_beside
+
             controller = JobController(api_client, **options)
             current["controller"] = controller
             if metrics is not None:
                 metrics.set_leader(True)
             try:
-                controller.run(term)
+                with run_cronjobs_beside(controller.kube, term, namespace=namespace, resync_s=resync_s):
+                    controller.run(term)
             finally:
                 if metrics is not None:
                     metrics.set_leader(False)

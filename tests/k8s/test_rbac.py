@@ -150,7 +150,13 @@ CONTROLLER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     ("watch", "commands.bus.volcano.sh", {}, True),
     ("delete", "commands.bus.volcano.sh", {"namespace": "default"}, True),
     ("patch", "queues.scheduling.volcano.sh/status", {}, True),
+    ("list", "queues.scheduling.volcano.sh", {}, True),
+    ("watch", "cronjobs.batch.volcano.sh", {}, True),
+    ("patch", "cronjobs.batch.volcano.sh/status", {"namespace": "team"}, True),
+    ("update", "cronjobs.batch.volcano.sh/finalizers", {"namespace": "team"}, True),
+    ("create", "jobs.batch.volcano.sh", {"namespace": "team"}, True),
     # ... and not:
+    ("update", "cronjobs.batch.volcano.sh", {"namespace": "team"}, False),
     ("create", "commands.bus.volcano.sh", {"namespace": "team"}, False),
     ("create", "pods/binding", {"namespace": "team"}, False),
     ("create", "pods/eviction", {"namespace": "team"}, False),
