@@ -28,7 +28,7 @@ import click
 from vcsat.adapters.controller import naming
 from vcsat.adapters.controller.commands import COMMANDS, CommandObject, read_command_object
 from vcsat.adapters.controller.queue_states import ACTIONS as QUEUE_ACTIONS
-from vcsat.adapters.controller.queue_states import QueueStates
+from vcsat.adapters.controller.queue_states import QueueRefused, QueueStates
 from vcsat.adapters.controller.reconciler import JOBS, Conflict, Reconciler, WriteHook
 from vcsat.adapters.kube.client import PODGROUPS, PODS, ApiError, Kube
 from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
@@ -370,7 +370,10 @@ class JobController:
             where = {"queue": command.target_name, "command": f"{command.namespace}/{command.name}"}
             try:
                 if command.action in QUEUE_ACTIONS:
-                    self.queue_states.apply(command.target_name, command.action)
+                    try:
+                        self.queue_states.apply(command.target_name, command.action)
+                    except QueueRefused as refused:
+                        log.warning(f"{refused}; command dropped", extra=where)
                 else:
                     log.warning(f"unknown queue action {command.action!r}; command dropped", extra=where)
                 self.kube.delete(COMMANDS.path(command.namespace, command.name))

@@ -74,3 +74,58 @@ def test_close_goes_closing_then_closed_when_empty(bubble: Bubble, kube: Kube, k
 
         wait_until(lambda: not pending(), "the queue's Commands are consumed")
     kube.delete(QUEUES.path(None, name))
+
+
+def _queue(kube: Kube, name: str, parent: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"weight": 1}
+    if parent:
+        spec["parent"] = parent
+    made: dict[str, Any] = kube.post(
+        QUEUES.path(), {"apiVersion": QUEUES.api_version, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+    )
+    return made
+
+
+def _closed_by_parent(kube: Kube, name: str) -> str | None:
+    annotations = kube.get(QUEUES.path(None, name))["metadata"].get("annotations") or {}
+    return annotations.get("volcano.sh/closed-by-parent")
+
+
+def test_sub_queues_follow_their_parent(kube: Kube, k8s_client: Any) -> None:
+    tag = uuid.uuid4().hex[:6]
+    parent = _queue(kube, f"p-{tag}")
+    child = _queue(kube, f"c-{tag}", parent=f"p-{tag}")
+    own = _queue(kube, f"o-{tag}", parent=f"p-{tag}")
+    names = [f"p-{tag}", f"c-{tag}", f"o-{tag}"]
+    with running_controller(k8s_client, "default", "vcsat"):
+        # A child closed on its own stays closed when the parent reopens.
+        _command(kube, own, "CloseQueue")
+        wait_until(lambda: _state(kube, f"o-{tag}") == "Closed", "the child closed by hand")
+
+        _command(kube, parent, "CloseQueue")
+        wait_until(lambda: _state(kube, f"c-{tag}") == "Closed", "the open child closed with its parent")
+        assert _state(kube, f"p-{tag}") == "Closed" and _closed_by_parent(kube, f"c-{tag}") == "true"
+        assert _closed_by_parent(kube, f"o-{tag}") is None
+
+        # A child cannot open under a closed parent; the command is consumed, nothing changes.
+        _command(kube, child, "OpenQueue")
+
+        def consumed() -> bool:
+            items = kube.get(COMMANDS.path(QUEUE_COMMAND_NAMESPACE))["items"]
+            return not [c for c in items if c["target"]["name"] in names]
+
+        wait_until(consumed, "the refused command is consumed")
+        assert _state(kube, f"c-{tag}") == "Closed"
+
+        # A child made under the closed parent is closed on the next resync.
+        _queue(kube, f"n-{tag}", parent=f"p-{tag}")
+        names.append(f"n-{tag}")
+        wait_until(lambda: _state(kube, f"n-{tag}") == "Closed", "a new child of a closed parent is closed")
+
+        _command(kube, parent, "OpenQueue")
+        wait_until(lambda: _state(kube, f"c-{tag}") == "Open", "the child reopened with its parent")
+        assert _state(kube, f"p-{tag}") == "Open" and _closed_by_parent(kube, f"c-{tag}") == "false"
+        wait_until(lambda: _state(kube, f"n-{tag}") == "Open", "the new child reopened too")
+        assert _state(kube, f"o-{tag}") == "Closed"
+    for name in names:
+        kube.delete(QUEUES.path(None, name))

@@ -151,6 +151,7 @@ CONTROLLER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     ("delete", "commands.bus.volcano.sh", {"namespace": "default"}, True),
     ("patch", "queues.scheduling.volcano.sh/status", {}, True),
     ("list", "queues.scheduling.volcano.sh", {}, True),
+    ("patch", "queues.scheduling.volcano.sh", {}, True),
     ("watch", "cronjobs.batch.volcano.sh", {}, True),
     ("patch", "cronjobs.batch.volcano.sh/status", {"namespace": "team"}, True),
     ("update", "cronjobs.batch.volcano.sh/finalizers", {"namespace": "team"}, True),
