@@ -219,3 +219,29 @@ def test_suspend_and_a_bad_schedule_make_nothing(kube: Kube, k8s_namespace: str)
     events = kube.get(f"/api/v1/namespaces/{k8s_namespace}/events")["items"]
     said = [(e["involvedObject"]["name"], e["type"], e["reason"]) for e in events]
     assert ("broken", "Warning", "InvalidSchedule") in said
+
+
+def test_the_example_makes_its_nightly_job(kube: Kube, k8s_namespace: str) -> None:
+    """deploy/examples/cron-job.yaml as a user applies it: at 02:00 Paris time its Job is made."""
+    from pathlib import Path
+    from zoneinfo import ZoneInfo
+
+    from controlplane import load_manifests
+
+    (body,) = load_manifests(Path(__file__).resolve().parents[2] / "deploy" / "examples" / "cron-job.yaml")
+    crons = Crons(kube, k8s_namespace)
+    made = crons.create(body)
+    created = parse_time(made["metadata"]["creationTimestamp"])
+    assert created is not None
+    paris = created.astimezone(ZoneInfo("Europe/Paris"))
+    night = (paris + timedelta(days=1)).replace(hour=2, minute=0, second=0, microsecond=0).astimezone(UTC)
+    controller = CronJobController(kube, namespace=k8s_namespace, clock=lambda: night + timedelta(minutes=5))
+    controller.sync(k8s_namespace, "nightly-report")
+    job = crons.jobs()[job_name("nightly-report", night)]
+    assert job["spec"]["tasks"][0]["replicas"] == 2 and job["metadata"]["labels"] == {"app": "nightly-report"}
+    assert job["metadata"]["annotations"][SCHEDULED_TIMESTAMP_KEY].endswith(("T02:00:00+01:00", "T02:00:00+02:00"))
+    # The next night, 11 minutes late: past the ten-minute starting deadline (and the first Job still
+    # active, Forbid), nothing is made.
+    later = CronJobController(kube, namespace=k8s_namespace, clock=lambda: night + timedelta(days=1, minutes=11))
+    later.sync(k8s_namespace, "nightly-report")
+    assert len(crons.jobs()) == 1
