@@ -486,7 +486,11 @@ def controller_command(
             if metrics is not None:
                 metrics.set_leader(True)
             try:
-                with run_cronjobs_beside(controller.kube, term, namespace=namespace, resync_s=resync_s):
+                # Its own connections: the Job controller closes its client when its term ends.
+                with (
+                    Kube.from_api_client(api_client, pool_size=4) as cron_kube,
+                    run_cronjobs_beside(cron_kube, term, namespace=namespace, resync_s=resync_s),
+                ):
                     controller.run(term)
             finally:
                 if metrics is not None:
