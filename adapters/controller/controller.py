@@ -357,8 +357,8 @@ class JobController:
         """Close the Closing queues whose last PodGroup is gone (queue_states.py)."""
         try:
             self.queue_states.finish_closing()
-        except ApiError as error:
-            log.warning("closing queues not checked", extra={"error": str(error)})
+        except Exception as error:  # called from a watch: never let it stop the watch
+            log.warning("closing queues not checked", extra={"error": f"{type(error).__name__}: {error}"})
 
     def _run_queue_commands(self) -> None:
         """Open or close the queues that Commands name (a queue that still holds PodGroups goes
