@@ -294,7 +294,8 @@ class Notice(Frozen):
     key: str
     """The object: a node's name, ``namespace/name`` otherwise."""
     reason: str
-    """Machine-readable: ``QueueNotFound``, ``PodGroupNotFound``, ``InvalidGpuTopology``."""
+    """Machine-readable: ``QueueNotFound``, ``PodGroupNotFound``, ``InvalidGpuTopology``,
+    ``SubGroupPolicyIgnored``."""
     message: str
 
     def __str__(self) -> str:

@@ -88,3 +88,22 @@ def test_job_accepts_restart_partition() -> None:
     task = spec["tasks"]["items"]["properties"]
     assert "RestartPartition" in task["policies"]["items"]["properties"]["action"]["enum"]
     assert {"partitionPolicy", "template"} <= set(task) and "runningEstimate" in spec
+
+
+def test_cronjob_crd_is_generated_from_the_job_crd() -> None:
+    """deploy/crds and the Volcano-shaped test data both hold what tools/crds/make-cronjob-crd.py
+    makes from the Job CRD beside them: the template's schema is the Job's, rules included."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_cronjob_crd", REPO / "tools" / "crds" / "make-cronjob-crd.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    for folder in (OURS, VOLCANO):
+        made = tool.cronjob_crd(_crd(folder / "batch.volcano.sh_jobs.yaml"))
+        assert made == _crd(folder / "batch.volcano.sh_cronjobs.yaml"), f"{folder}: run tools/crds/make-cronjob-crd.py"
+    cron = _crd(OURS / "batch.volcano.sh_cronjobs.yaml")["spec"]["versions"][0]
+    job = _crd(OURS / "batch.volcano.sh_jobs.yaml")["spec"]["versions"][0]
+    template = cron["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["jobTemplate"]
+    assert template["properties"]["spec"] == job["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert cron["subresources"] == {"status": {}}

@@ -98,3 +98,22 @@ def test_another_schedulers_podgroup_is_not_ours_to_warn_about() -> None:
         k8s_pod("o", group="gone", scheduler="other-scheduler"),
     ]
     assert snapshot_from_objects(objects, strict=False).notices == ()
+
+
+def test_a_sub_group_policy_is_a_notice() -> None:
+    policy = [{"name": "ring", "subGroupSize": 2, "minSubGroups": 1}]
+    objects = [
+        k8s_node("n1"),
+        k8s_queue("default"),
+        k8s_podgroup("sub", minMember=2, subGroupPolicy=policy),
+        k8s_pod("s0", group="sub"),
+        k8s_pod("s1", group="sub"),
+        k8s_podgroup("theirs", minMember=1, subGroupPolicy=policy),
+        k8s_pod("t", group="theirs", scheduler="other-scheduler"),
+    ]
+    snap = snapshot_from_objects(objects, strict=False)
+    assert [(n.kind, n.key, n.reason) for n in snap.notices] == [("PodGroup", "ns/sub", "SubGroupPolicyIgnored")]
+    assert "spec.subGroupPolicy (ring)" in snap.notices[0].message
+    # Still placed, as one gang.
+    decision = solve(snap, Policy(time_limit_s=5))
+    assert sorted(b.pod for b in decision.bindings) == ["ns/s0", "ns/s1"]

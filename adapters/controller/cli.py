@@ -11,8 +11,9 @@ deleted, finished ones kept, the job waits as Aborted); resume is ResumeJob (the
 Pending, without using up a retry).
 
 Queues: ``open`` and ``close`` create an OpenQueue / CloseQueue Command in ``default``, as vcctl
-does (vcsat's controller or Volcano's sets ``status.state``); where the Command CRD is not
-installed they set ``status.state`` directly. A queue is deleted only when closed, as Volcano's
+does (vcsat's controller or Volcano's sets ``status.state``: Closing while the queue still holds
+PodGroups, Closed once it holds none); where the Command CRD is not installed they set
+``status.state`` directly by the same rule. A queue is deleted only when closed, as Volcano's
 admission insists, and ``default`` never. ``list`` and ``get`` show each queue's weight,
 capability, deserved share and what it holds: the deserved share is ``spec.deserved`` where given,
 else the share vcsat's fair-share computes from the live cluster, and SHARE is the largest ratio
@@ -34,6 +35,7 @@ from rich.table import Table
 
 from vcsat.adapters.controller import naming
 from vcsat.adapters.controller.commands import COMMAND_API_VERSION, QUEUE_COMMAND_NAMESPACE, command_body
+from vcsat.adapters.controller.queue_states import next_state
 from vcsat.adapters.errors import InputError
 from vcsat.model.quantity import parse_nanos
 
@@ -616,11 +618,20 @@ def _set_queue_state(kubeconfig: str | None, context: str | None, name: str, sta
         command = created["metadata"]["name"]
         click.echo(f"queue.scheduling.volcano.sh/{name} {verb} requested ({action}, command {command})")
         return
-    with api_errors(label):  # no Command CRD, so no controller to hand it to: set the state here
+    # No Command CRD, so no controller to hand it to: set the state here, by the same rule (a queue
+    # that still holds PodGroups goes Closing, and a controller closes it once they are gone).
+    with api_errors(label):
+        groups = session.custom.list_cluster_custom_object(*_SCHEDULING, naming.PODGROUP_PLURAL)["items"]
+    held = sum(1 for group in groups if ((group.get("spec") or {}).get("queue") or "default") == name)
+    new_state = next_state(str((queue.get("status") or {}).get("state") or ""), action, held)
+    with api_errors(label):
         session.custom.patch_cluster_custom_object_status(
-            *_SCHEDULING, naming.QUEUE_PLURAL, name, {"status": {"state": state}}
+            *_SCHEDULING, naming.QUEUE_PLURAL, name, {"status": {"state": new_state}}
         )
-    click.echo(f"queue.scheduling.volcano.sh/{name} {verb}")
+    if new_state == "Closing":
+        click.echo(f"queue.scheduling.volcano.sh/{name} closing ({held} PodGroups left)")
+    else:
+        click.echo(f"queue.scheduling.volcano.sh/{name} {verb}")
 
 
 def _show_queues(session: Session, queues: list[dict[str, Any]], output: str, *, single: bool) -> None:

@@ -10,7 +10,9 @@ against either controller.
 vcsat's controller applies a Job command exactly once: the Command's uid goes into the Job's
 status (``status.controlledResources``) in the same write that acts on it, and the Command is
 deleted only after that write; one found again after a crash is recognised by its uid and only
-deleted. Queue commands (open, close) are idempotent: the state is set, then the Command deleted.
+deleted. Queue commands (open, close) are idempotent: the state is set (Open, or Closing while the
+queue still holds PodGroups and Closed once it holds none: :mod:`.queue_states`), then the Command
+deleted.
 """
 
 from __future__ import annotations
@@ -27,8 +29,6 @@ COMMANDS = Resource("Command", COMMAND_API_VERSION, "commands", namespaced=True)
 QUEUES = Resource("Queue", naming.PODGROUP_API_VERSION, naming.QUEUE_PLURAL, namespaced=False)
 QUEUE_COMMAND_NAMESPACE = "default"
 """Where Volcano's vcctl puts Queue commands (a Queue has no namespace of its own)."""
-QUEUE_ACTIONS = {"OpenQueue": "Open", "CloseQueue": "Closed"}
-"""Queue command → the ``status.state`` it sets."""
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,11 @@ from typing import Any
 import click
 
 from vcsat.adapters.controller import naming
-from vcsat.adapters.controller.commands import COMMANDS, QUEUE_ACTIONS, QUEUES, CommandObject, read_command_object
+from vcsat.adapters.controller.commands import COMMANDS, CommandObject, read_command_object
+from vcsat.adapters.controller.queue_states import ACTIONS as QUEUE_ACTIONS
+from vcsat.adapters.controller.queue_states import QueueRefused, QueueStates
 from vcsat.adapters.controller.reconciler import JOBS, Conflict, Reconciler, WriteHook
 from vcsat.adapters.kube.client import PODGROUPS, PODS, ApiError, Kube
-from vcsat.adapters.kube.status_subresource import StatusWriter
 from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 
 log = logging.getLogger("vcsat.controller")
@@ -143,6 +144,7 @@ class JobController:
         self._commands: dict[Key, dict[str, CommandObject]] = {}
         """Per job, the Command objects that target it (kept by the Command watch)."""
         self._queue_commands: dict[tuple[str, str], CommandObject] = {}
+        self.queue_states = QueueStates(self.kube)
         self._watched = {"jobs", "pods", "podgroups"}
         self._arrivals = itertools.count()
 
@@ -184,6 +186,7 @@ class JobController:
                 for key in known:
                     self.queue.add(key)
                 self._run_queue_commands()
+                self._finish_closing_queues()
         finally:
             self.queue.close()
             for informer in informers:
@@ -301,6 +304,8 @@ class JobController:
 
     def _group_event(self, event_type: str, group: dict[str, Any]) -> None:
         metadata = group.get("metadata") or {}
+        if event_type == "DELETED":  # queues are cluster-wide: any namespace's group counts
+            self._finish_closing_queues()
         if not self._mine(group):
             return
         for ref in metadata.get("ownerReferences") or []:
@@ -348,19 +353,27 @@ class JobController:
             if event_type != "DELETED":
                 self._run_queue_commands()
 
+    def _finish_closing_queues(self) -> None:
+        """Close the Closing queues whose last PodGroup is gone (queue_states.py)."""
+        try:
+            self.queue_states.finish_closing()
+        except Exception as error:  # called from a watch: never let it stop the watch
+            log.warning("closing queues not checked", extra={"error": f"{type(error).__name__}: {error}"})
+
     def _run_queue_commands(self) -> None:
-        """Open or close the queues that Commands name, then delete those Commands (idempotent: a
-        failure is logged and tried again on the next resync)."""
+        """Open or close the queues that Commands name (a queue that still holds PodGroups goes
+        Closing, not Closed: queue_states.py), then delete those Commands (idempotent: a failure is
+        logged and tried again on the next resync)."""
         with self._lock:
             pending = sorted(self._queue_commands.values(), key=lambda c: c.order)
-        statuses = StatusWriter(self.kube)
         for command in pending:
-            state = QUEUE_ACTIONS.get(command.action)
             where = {"queue": command.target_name, "command": f"{command.namespace}/{command.name}"}
             try:
-                if state is not None:
-                    statuses.patch_status(QUEUES, None, command.target_name, {"state": state})
-                    log.info(f"queue {command.target_name} {state.lower()}", extra=where)
+                if command.action in QUEUE_ACTIONS:
+                    try:
+                        self.queue_states.apply(command.target_name, command.action)
+                    except QueueRefused as refused:
+                        log.warning(f"{refused}; command dropped", extra=where)
                 else:
                     log.warning(f"unknown queue action {command.action!r}; command dropped", extra=where)
                 self.kube.delete(COMMANDS.path(command.namespace, command.name))
@@ -466,12 +479,19 @@ def controller_command(
             )
 
         def lead(term: threading.Event) -> None:
+            from vcsat.adapters.controller.cronjob import run_cronjobs_beside
+
             controller = JobController(api_client, **options)
             current["controller"] = controller
             if metrics is not None:
                 metrics.set_leader(True)
             try:
-                controller.run(term)
+                # Its own connections: the Job controller closes its client when its term ends.
+                with (
+                    Kube.from_api_client(api_client, pool_size=4) as cron_kube,
+                    run_cronjobs_beside(cron_kube, term, namespace=namespace, resync_s=resync_s),
+                ):
+                    controller.run(term)
             finally:
                 if metrics is not None:
                     metrics.set_leader(False)

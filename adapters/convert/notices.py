@@ -1,7 +1,8 @@
 """What a lenient (live) conversion tolerated that keeps work from running, as ``Snapshot.notices``.
 
 One notice per object, never silent: a node's invalid GPU topology, a PodGroup naming no Queue, a
-pod naming no PodGroup. Only this scheduler's work and the nodes are reported.
+pod naming no PodGroup, a PodGroup asking for sub-gangs (Volcano's ``spec.subGroupPolicy``) that
+vcsat keeps but does not enforce. Only this scheduler's work and the nodes are reported.
 """
 
 from __future__ import annotations
@@ -17,6 +18,18 @@ from vcsat.model.cluster import (
 )
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.solver.enqueue import is_ours
+
+SUB_GROUP_POLICY_IGNORED = "SubGroupPolicyIgnored"
+
+
+def _sub_groups(policies: list[object]) -> str:
+    names = [str(p.get("name")) for p in policies if isinstance(p, Mapping) and p.get("name")]
+    which = f" ({', '.join(names)})" if names else ""
+    return (
+        f"spec.subGroupPolicy{which} is not enforced: vcsat places the PodGroup as one gang "
+        "(minMember, minTaskMember, networkTopology); the sub-groups' subGroupSize, minSubGroups "
+        "and networkTopology are kept but not applied"
+    )
 
 
 def conversion_notices(
@@ -43,6 +56,15 @@ def conversion_notices(
         if group.queue not in queues and is_ours(group, snapshot, scheduler_name):
             message = f"spec.queue {group.queue!r} names no Queue: its pods are not scheduled until the queue exists"
             out.append(Notice.model_construct(kind="PodGroup", key=group.key, reason="QueueNotFound", message=message))
+    for group in snapshot.podgroups:
+        raw = by_kind["PodGroup"].get(group.key)
+        policies = ((raw.raw.get("spec") or {}).get("subGroupPolicy") if raw is not None else None) or []
+        if isinstance(policies, list) and policies and is_ours(group, snapshot, scheduler_name):
+            out.append(
+                Notice.model_construct(
+                    kind="PodGroup", key=group.key, reason=SUB_GROUP_POLICY_IGNORED, message=_sub_groups(policies)
+                )
+            )
     groups = snapshot.podgroup_by_key
     dangling: dict[str, list[str]] = {}
     for pod in snapshot.pods:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vcsat.adapters.convert.notices import SUB_GROUP_POLICY_IGNORED
 from vcsat.adapters.kube.apply_state import (
     COMPONENT,
     MAX_EVENT_MESSAGE,
@@ -34,6 +35,9 @@ from vcsat.adapters.kube.client import (
     now_rfc3339,
 )
 from vcsat.model import Snapshot
+
+LASTING_NOTICES = frozenset({SUB_GROUP_POLICY_IGNORED})
+"""Notices about a PodGroup that still hold once it runs (the others keep it from running)."""
 
 
 @dataclass
@@ -84,9 +88,14 @@ class EventWriter(ApplierState):
         return False
 
     def _forget_waiting(self, uid: str) -> None:
-        """A group that got placed starts afresh: if it waits again later, that is a new Event."""
+        """A group that got placed starts afresh: if it waits again later, that is a new Event. A
+        notice that stands while the group runs (its sub-group policy) is not forgotten, or it
+        would be said again after every placement."""
         with self._events_lock:
-            self._events.pop(uid, None)
+            records = self._events.pop(uid, None) or {}
+            lasting = {reason: record for reason, record in records.items() if reason in LASTING_NOTICES}
+            if lasting:
+                self._events[uid] = lasting
             self._waiting_seen.pop(uid, None)
 
     def _event(

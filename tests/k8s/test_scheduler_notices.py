@@ -76,3 +76,31 @@ def test_missing_queue_missing_podgroup_and_bad_topology_are_said(
     assert any(c["reason"] == "QueueNotFound" and queue in c["message"] for c in conditions)
     orphan = _pod_scheduled(bubble, "orphan")
     assert orphan is not None and "PodGroupNotFound" in orphan["message"]
+
+
+def test_a_sub_group_policy_is_said_not_enforced(bubble: Bubble) -> None:
+    """Volcano's ``spec.subGroupPolicy`` is kept but not enforced: the gang is placed whole, and a
+    Warning Event on the PodGroup names the field, once."""
+    bubble.node("n", cpu="8")
+    policy = [{"name": "ring", "subGroupSize": 2, "minSubGroups": 1, "matchLabelKeys": ["volcano.sh/partition-id"]}]
+    bubble.podgroup("sub", 2, subGroupPolicy=policy)
+    bubble.pod("sub-0", group="sub")
+    bubble.pod("sub-1", group="sub")
+    bubble.podgroup("plain", 1)
+    bubble.pod("plain-0", group="plain")
+    scheduler = Scheduler(bubble.kube, policy=bubble.policy())
+    scheduler.start()
+    try:
+        wait_cached(scheduler, bubble.namespace, pods=["sub-0", "sub-1", "plain-0"], podgroups=["sub", "plain"])
+        first = scheduler.run_cycle()
+        scheduler.run_cycle()
+    finally:
+        scheduler.close()
+    assert sorted(b.pod for b in first.decision.bindings) == [
+        f"{bubble.namespace}/{name}" for name in ("plain-0", "sub-0", "sub-1")
+    ]
+    said = [e for e in _events(bubble, bubble.namespace, "sub") if e["reason"] == "SubGroupPolicyIgnored"]
+    assert len(said) == 1 and said[0]["type"] == "Warning"
+    assert "spec.subGroupPolicy (ring)" in said[0]["message"] and "not enforced" in said[0]["message"]
+    assert not [e for e in _events(bubble, bubble.namespace, "plain") if e["reason"] == "SubGroupPolicyIgnored"]
+    assert bubble.get_podgroup("sub")["spec"]["subGroupPolicy"] == policy
