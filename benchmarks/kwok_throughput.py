@@ -33,6 +33,7 @@ at the issue's sizes (marker ``long``), tests/e2e/test_e2e_throughput.py at a sm
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
@@ -294,6 +295,9 @@ class Result:
     """The 1-minute load average at the start and at the end of the run."""
     rebound: int = 0
     partial_gangs: int = 0
+    cycles: dict[str, int] = field(default_factory=dict)
+    """vcsat's cycles that bound pods: ``early`` (sure placements) and ``full``."""
+    namespace: str = ""
 
     @property
     def pods_per_second(self) -> float:
@@ -301,12 +305,10 @@ class Result:
 
 
 @contextlib.contextmanager
-def scheduler_process(
-    which: str, cluster: KwokCluster, namespace: str, workdir: Path
-) -> Iterator[subprocess.Popen[bytes]]:
-    """Start one scheduler's process (not waiting for it to be ready); stopped on exit."""
+def scheduler_process(which: str, cluster: KwokCluster, namespace: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Start one scheduler's process (not waiting for it to be ready), output to ``log``; stopped on exit."""
     plane = cluster.plane
-    log = workdir / f"{which}.log"
+    workdir = log.parent
     if which == "binder":
         argv = [sys.executable, str(_HERE / "trivial_binder.py"), str(plane.kubeconfig), namespace, NAME_OF[which]]
     elif which == "kube-scheduler":
@@ -400,12 +402,14 @@ def run(
     timeout_s: float,
     workdir: Path,
 ) -> Result:
-    """One scheduler, one scenario: create the workload, wait until every pod is bound, measure."""
+    """One scheduler, one scenario: create the workload, wait until every pod is bound, measure.
+    The pods stay (:func:`empty` removes them)."""
     plane = cluster.plane
     names = pod_names(units)
     with Kube.from_kubeconfig(str(plane.kubeconfig), pool_size=CREATE_WORKERS) as kube:
         namespace = _namespace(kube, which, scenario)
         creator = Creator(kube, namespace, which)
+        log = workdir / f"{which}-{scenario}.log"
         pids = cluster_pids(plane)
         load_start = os.getloadavg()[0]
         with BoundClock(kube, namespace, set(names)) as clock:
@@ -413,13 +417,13 @@ def run(
                 creator.all(units)
                 meter_pids = {**pids, "this": os.getpid()}
                 started = time.monotonic()
-                with scheduler_process(which, cluster, namespace, workdir) as process:
+                with scheduler_process(which, cluster, namespace, log) as process:
                     meter = CpuMeter({**meter_pids, "scheduler": process.pid})
                     _wait(clock, process, which, timeout_s)
                     used = meter.used()
                 origin = started
             else:
-                with scheduler_process(which, cluster, namespace, workdir) as process:
+                with scheduler_process(which, cluster, namespace, log) as process:
                     _canary(kube, which, namespace, process, timeout_s)
                     meter = CpuMeter({**pids, "this": os.getpid(), "scheduler": process.pid})
                     origin = time.monotonic()
@@ -437,13 +441,30 @@ def run(
             load=(round(load_start, 1), round(os.getloadavg()[0], 1)),
             rebound=len(clock.rebound),
             partial_gangs=_partial_gangs(units, clock) if which == "vcsat" else 0,
+            cycles=_binding_cycles(log) if which == "vcsat" else {},
+            namespace=namespace,
         )
         if scenario == "live":
             latencies = sorted(max(0.0, clock.bound[n] - creator.created[n]) for n in names)
             result.latency_p50_s = round(statistics.median(latencies), 3)
             result.latency_p99_s = round(latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))], 3)
-        _empty(kube, namespace, timeout_s)
     return result
+
+
+def _binding_cycles(log: Path) -> dict[str, int]:
+    out = {"early": 0, "full": 0}
+    for line in log.read_text(errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            entry = json.loads(line)
+            if entry.get("msg") == "cycle" and entry.get("bound"):
+                out["early" if entry.get("early") else "full"] += 1
+    return out
+
+
+def empty(cluster: KwokCluster, namespace: str, timeout_s: float) -> None:
+    """Delete a run's pods and PodGroups, so the next run starts on an empty cluster."""
+    with Kube.from_kubeconfig(str(cluster.plane.kubeconfig)) as kube:
+        _empty(kube, namespace, timeout_s)
 
 
 def _wait(clock: BoundClock, process: subprocess.Popen[bytes], which: str, timeout_s: float) -> None:
@@ -471,6 +492,8 @@ def compare(
     results = []
     workdir = Path(tempfile.mkdtemp(prefix="kwok-bench-", dir=cluster.plane.workdir))
     for which, scenario in runs:
+        if results:
+            empty(cluster, results[-1].namespace, timeout_s)
         result = run(cluster, which, scenario, units, nodes, timeout_s, workdir)
         report(result)
         results.append(result)
@@ -483,8 +506,8 @@ def table(results: list[Result]) -> str:
     kube_p99 = {r.scenario: r.latency_p99_s for r in results if r.scheduler == "kube-scheduler"}
     lines = [
         "| scenario | scheduler | pods/s | × kube-scheduler | first binding s | p50 s | p99 s | p99 × kube | "
-        "CPU s (scheduler / apiserver / etcd / kwok) | load 1m start→end |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "CPU s (scheduler / apiserver / etcd / kwok) | load 1m start→end | vcsat cycles binding (early + full) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         ratio = r.pods_per_second / kube_rate[r.scenario] if kube_rate.get(r.scenario) else None
@@ -494,9 +517,13 @@ def table(results: list[Result]) -> str:
         lines.append(
             f"| {r.scenario} | {r.scheduler} | {r.pods_per_second:.0f} | {_fmt(ratio, 2)} | {r.first_binding_s} | "
             f"{_fmt(r.latency_p50_s, 2)} | {_fmt(r.latency_p99_s, 2)} | {_fmt(p99_ratio, 2)} | {cpu} | "
-            f"{r.load[0]}→{r.load[1]} |"
+            f"{r.load[0]}→{r.load[1]} | {_cycles(r)} |"
         )
     return "\n".join(lines)
+
+
+def _cycles(result: Result) -> str:
+    return f"{result.cycles['early']} + {result.cycles['full']}" if result.cycles else "-"
 
 
 def _fmt(value: float | None, digits: int) -> str:

@@ -26,6 +26,8 @@ def test_every_scheduler_binds_the_small_workload_once_and_whole(kwok_cluster: K
     for result in results:
         assert result.pods == PODS and result.rebound == 0 and result.partial_gangs == 0
         assert 0 <= result.first_binding_s <= result.seconds
+        if result.scheduler == "vcsat":
+            assert result.cycles["early"] + result.cycles["full"] >= 1
         if result.scenario == "live":
             assert result.latency_p50_s is not None and result.latency_p99_s is not None
             assert 0 <= result.latency_p50_s <= result.latency_p99_s
