@@ -23,11 +23,12 @@ Two scenarios each:
 - ``waiting``: every pod exists before the scheduler's process is started; first binding and
   pods/s are counted from the process's start (its caches filling included).
 
-Between runs the pods of the last one are deleted (grace period 0) so each starts on an empty
-cluster. CPU seconds of every process of the run and the load average go with each result: the
-machine may be shared, and the schedulers of one comparison suffer the same load only in so far
-as it stays the same through the run. Plain module: benchmarks/test_kwok_throughput.py runs it
-at the issue's sizes (marker ``long``), tests/e2e/test_e2e_throughput.py at a small one.
+Each run starts on an empty cluster: a fresh one for the issue's sizes, or the same one with the
+last run's pods deleted (grace period 0) for small ones. CPU seconds of every process of the run
+and the load average go with each result: the machine may be shared, and the schedulers of one
+comparison suffer the same load only in so far as it stays the same through the run. Plain
+module: benchmarks/test_kwok_throughput.py runs it at the issue's sizes (marker ``long``),
+tests/e2e/test_e2e_throughput.py at a small one.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -332,7 +334,7 @@ def scheduler_process(which: str, cluster: KwokCluster, namespace: str, log: Pat
             "--bind-workers=32",
         ]
     with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     try:
         yield process
     finally:
@@ -477,7 +479,7 @@ def _wait(clock: BoundClock, process: subprocess.Popen[bytes], which: str, timeo
 
 
 def compare(
-    cluster: KwokCluster,
+    cluster: KwokCluster | Callable[[], AbstractContextManager[KwokCluster]],
     *,
     nodes: int,
     pods: int,
@@ -485,16 +487,28 @@ def compare(
     timeout_s: float | None = None,
     report: Callable[[Result], None] = lambda result: None,
 ) -> list[Result]:
-    """Make the nodes, then do the runs, each ``(scheduler, scenario)``."""
+    """Do the runs, each ``(scheduler, scenario)``, in order.
+
+    ``cluster``: one cluster for all runs (its nodes made once, each run's pods deleted before the
+    next: fine for small sizes), or a function that starts a fresh one, made for each run with
+    its nodes (deleting thousands of pods costs the API server more than a new cluster does).
+    """
     timeout_s = timeout_s or max(300.0, pods / 10)
-    make_nodes(cluster, nodes, timeout_s)
     units = workload(pods)
-    results = []
-    workdir = Path(tempfile.mkdtemp(prefix="kwok-bench-", dir=cluster.plane.workdir))
+    results: list[Result] = []
+    if isinstance(cluster, KwokCluster):
+        make_nodes(cluster, nodes, timeout_s)
     for which, scenario in runs:
-        if results:
-            empty(cluster, results[-1].namespace, timeout_s)
-        result = run(cluster, which, scenario, units, nodes, timeout_s, workdir)
+        with contextlib.ExitStack() as stack:
+            if isinstance(cluster, KwokCluster):
+                here = cluster
+                if results:
+                    empty(here, results[-1].namespace, timeout_s)
+            else:
+                here = stack.enter_context(cluster())
+                make_nodes(here, nodes, timeout_s)
+            workdir = Path(tempfile.mkdtemp(prefix="kwok-bench-", dir=here.plane.workdir))
+            result = run(here, which, scenario, units, nodes, timeout_s, workdir)
         report(result)
         results.append(result)
     return results
