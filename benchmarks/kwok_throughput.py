@@ -1,9 +1,9 @@
 """Throughput and pod start latency on a KWOK cluster: vcsat, kube-scheduler and the API server's ceiling.
 
 One cluster (tests/k8s/kwokcluster.py: etcd, kube-apiserver, kube-controller-manager, kwok) with
-``nodes`` kwok nodes, 40% GPU nodes (8 GPUs, 96 cpu) and 60% CPU nodes (64 cpu), labelled
-``vcsat-bench/kind``. The workload is ``pods`` pods: half in gangs of 8, half single pods; a fifth
-of each ask for one GPU (and 4 cpu), the rest for 1 or 2 cpu. All of it fits at once with room to
+``nodes`` kwok nodes of 128 cpu, 40% of them with 16 GPUs, labelled ``vcsat-bench/kind``. The
+workload is ``pods`` pods: half in gangs of 8, half single pods; a tenth of each ask for one GPU
+(and 4 cpu), the rest for 1 or 2 cpu. The workloads of all the runs fit at once with room to
 spare, so what is measured is how fast each scheduler places work, not what it leaves out.
 
 Each scheduler runs as its own process, as deployed, on the same cluster, one after the other:
@@ -98,25 +98,25 @@ class Unit:
 
 
 def workload(pods: int, seed: int = 0) -> list[Unit]:
-    """Half the pods in gangs of 8, half single; a fifth of each ask for a GPU; creation order shuffled."""
+    """Half the pods in gangs of 8, half single; a tenth of each ask for a GPU; creation order shuffled."""
     gangs = pods // 2 // GANG
     singles = pods - gangs * GANG
-    units = [Unit(f"g{i:05d}", GANG, i % 5 == 0) for i in range(gangs)]
-    units += [Unit(f"s{i:05d}", 1, i % 5 == 0) for i in range(singles)]
+    units = [Unit(f"g{i:05d}", GANG, i % 10 == 0) for i in range(gangs)]
+    units += [Unit(f"s{i:05d}", 1, i % 10 == 0) for i in range(singles)]
     random.Random(seed).shuffle(units)
     return units
 
 
 def node_objects(count: int) -> list[dict[str, Any]]:
-    """The kwok nodes: 40% with 8 GPUs and 96 cpu, the rest 64 cpu."""
+    """The kwok nodes: 128 cpu each, 40% with 16 GPUs."""
     out = []
     for i in range(count):
         gpu = i % 5 < 2
         node = kwok_node(
             f"bench-{i:05d}",
-            cpu="96" if gpu else "64",
-            memory="768Gi" if gpu else "256Gi",
-            gpus=8 if gpu else 0,
+            cpu="128",
+            memory="768Gi" if gpu else "512Gi",
+            gpus=16 if gpu else 0,
             labels={KIND_LABEL: "gpu" if gpu else "cpu"},
         )
         out.append(node)
@@ -486,12 +486,14 @@ def compare(
     runs: tuple[tuple[str, str], ...] = RUNS,
     timeout_s: float | None = None,
     report: Callable[[Result], None] = lambda result: None,
+    delete_between: bool = True,
 ) -> list[Result]:
     """Do the runs, each ``(scheduler, scenario)``, in order.
 
-    ``cluster``: one cluster for all runs (its nodes made once, each run's pods deleted before the
-    next: fine for small sizes), or a function that starts a fresh one, made for each run with
-    its nodes (deleting thousands of pods costs the API server more than a new cluster does).
+    ``cluster``: one cluster for all runs (its nodes made once), or a function that starts a fresh
+    one, made for each run with its nodes. On one cluster, ``delete_between`` deletes each run's
+    pods before the next (fine for small sizes: deleting thousands costs the API server minutes);
+    without it they stay, and the later runs share the nodes with them (there is room for all).
     """
     timeout_s = timeout_s or max(300.0, pods / 10)
     units = workload(pods)
@@ -502,7 +504,7 @@ def compare(
         with contextlib.ExitStack() as stack:
             if isinstance(cluster, KwokCluster):
                 here = cluster
-                if results:
+                if results and delete_between:
                     empty(here, results[-1].namespace, timeout_s)
             else:
                 here = stack.enter_context(cluster())

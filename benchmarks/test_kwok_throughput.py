@@ -2,8 +2,9 @@
 
 The issue's sizes, behind the marker ``long`` (the default ``python3 -m pytest`` deselects it;
 tests/e2e/test_e2e_throughput.py runs the same harness small in CI). Each size starts its own
-cluster per run and prints a Markdown table (benchmarks/RESULTS.md keeps it) and one JSON line per run.
-Run alone on an idle machine, one size at a time:
+cluster (the runs' pods stay: there is room for all of them) and prints a Markdown table
+(benchmarks/RESULTS.md keeps it) and one JSON line per run. Run alone on an idle machine, one
+size at a time:
 
     PYTHONPATH=$PWD python3 -m pytest benchmarks/test_kwok_throughput.py -m long -k 1k -s -p no:randomly
 """
@@ -34,7 +35,8 @@ def _print(result: Result) -> None:
     [pytest.param(1000, 10_000, id="1k-nodes-10k-pods"), pytest.param(5000, 50_000, id="5k-nodes-50k-pods")],
 )
 def test_kwok_throughput(nodes: int, pods: int) -> None:
-    results = compare(lambda: start_kwok_cluster(node_lifecycle=False), nodes=nodes, pods=pods, report=_print)
+    with start_kwok_cluster(node_lifecycle=False) as cluster:
+        results = compare(cluster, nodes=nodes, pods=pods, report=_print, delete_between=False)
     print(f"\n{nodes} nodes, {pods} pods\n{table(results)}")
     for result in results:
         assert result.rebound == 0 and result.partial_gangs == 0

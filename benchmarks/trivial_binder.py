@@ -17,6 +17,7 @@ import itertools
 import signal
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,6 +25,7 @@ from vcsat.adapters.kube.client import NODES, PODS, ApiError, Kube
 from vcsat.adapters.kube.informer import Informer
 
 KIND_LABEL = "vcsat-bench/kind"
+RESYNC_S = 5.0
 
 
 def main(kubeconfig: str, namespace: str, scheduler_name: str, workers: int = 32) -> None:
@@ -35,7 +37,7 @@ def main(kubeconfig: str, namespace: str, scheduler_name: str, workers: int = 32
             kind: itertools.cycle(sorted(n["metadata"]["name"] for n in nodes if _kind(n) == kind))
             for kind in ("gpu", "cpu")
         }
-        seen: set[str] = set()
+        seen: dict[str, float] = {}  # pod name: when its binding was last sent
         lock = threading.Lock()
 
         def bind(pod: dict[str, Any]) -> None:
@@ -59,9 +61,11 @@ def main(kubeconfig: str, namespace: str, scheduler_name: str, workers: int = 32
                 return
             name = pod["metadata"]["name"]
             with lock:
-                if name in seen:
+                if name in seen and kind != "RESYNC":
                     return
-                seen.add(name)
+                if kind == "RESYNC" and seen.get(name, 0.0) > time.monotonic() - RESYNC_S:
+                    return  # sent a moment ago: its binding may still be on its way
+                seen[name] = time.monotonic()
             pool.submit(bind, pod)
 
         informer = Informer(
@@ -74,7 +78,15 @@ def main(kubeconfig: str, namespace: str, scheduler_name: str, workers: int = 32
             },
         )
         informer.start()
-        stop.wait()
+        # The watch is the fast path; a list of the unbound pods every few seconds catches any
+        # pod a watch that broke and resumed did not deliver.
+        while not stop.wait(RESYNC_S):
+            try:
+                pods, _ = kube.list(PODS, fieldSelector=informer.params["fieldSelector"])
+            except ApiError:
+                continue
+            for pod in pods:
+                event("RESYNC", pod)
         informer.stop()
 
 
