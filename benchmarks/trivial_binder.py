@@ -17,7 +17,6 @@ import itertools
 import signal
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -37,7 +36,8 @@ def main(kubeconfig: str, namespace: str, scheduler_name: str, workers: int = 32
             kind: itertools.cycle(sorted(n["metadata"]["name"] for n in nodes if _kind(n) == kind))
             for kind in ("gpu", "cpu")
         }
-        seen: dict[str, float] = {}  # pod name: when its binding was last sent
+        seen: set[str] = set()
+        """Pods whose binding is queued, sent or done (a failed one is taken out and sent again)."""
         lock = threading.Lock()
 
         def bind(pod: dict[str, Any]) -> None:
@@ -55,17 +55,18 @@ def main(kubeconfig: str, namespace: str, scheduler_name: str, workers: int = 32
                 kube.post(PODS.path(namespace, metadata["name"], "binding"), body)
             except ApiError as error:
                 print(f"binding {metadata['name']} failed: {error}", file=sys.stderr, flush=True)
+                if error.status != 409:
+                    with lock:
+                        seen.discard(metadata["name"])  # the next list sends it again
 
         def event(kind: str, pod: dict[str, Any]) -> None:
             if kind == "DELETED" or pod["spec"].get("nodeName"):
                 return
             name = pod["metadata"]["name"]
             with lock:
-                if name in seen and kind != "RESYNC":
-                    return
-                if kind == "RESYNC" and seen.get(name, 0.0) > time.monotonic() - RESYNC_S:
-                    return  # sent a moment ago: its binding may still be on its way
-                seen[name] = time.monotonic()
+                if name in seen:
+                    return  # queued, sent, or bound already
+                seen.add(name)
             pool.submit(bind, pod)
 
         informer = Informer(
@@ -79,7 +80,7 @@ def main(kubeconfig: str, namespace: str, scheduler_name: str, workers: int = 32
         )
         informer.start()
         # The watch is the fast path; a list of the unbound pods every few seconds catches any
-        # pod a watch that broke and resumed did not deliver.
+        # pod a watch that broke and resumed did not deliver (and any whose binding failed).
         while not stop.wait(RESYNC_S):
             try:
                 pods, _ = kube.list(PODS, fieldSelector=informer.params["fieldSelector"])
