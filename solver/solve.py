@@ -41,6 +41,7 @@ from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.shares.deserved import queue_usage
 from vcsat.solver.spread import SpreadState
 from vcsat.solver.staged import SearchClock, workers_for
+from vcsat.solver.sure import WAITING_ROOM, Prepared
 
 SEARCH_SHARE = 0.65
 """Of the time limit, what the allocate search may spend in CP-SAT (deterministic seconds), less
@@ -88,24 +89,34 @@ def spread_broken(problem: Problem, placed: list[Binding]) -> bool:
 
 
 def solve(
-    snapshot: Snapshot, policy: Policy | None = None, *, started: float | None = None, wall: bool | None = None
+    snapshot: Snapshot,
+    policy: Policy | None = None,
+    *,
+    started: float | None = None,
+    wall: bool | None = None,
+    prepared: Prepared | None = None,
 ) -> Decision:
     """The cycle's decision. ``started``: the ``time.monotonic()`` at which the cycle began (e.g.
     before reading its input), from which ``Policy.time_limit_s`` is counted; now by default.
     ``wall=False`` takes every wall limit away (the deterministic budgets alone stop the search):
     for benchmarks that measure what a budget buys on a machine busy with other work; None:
-    :data:`vcsat.solver.staged.WALL_STOP`."""
+    :data:`vcsat.solver.staged.WALL_STOP`. ``prepared``: this snapshot's problem and greedy
+    assignment for this policy, already computed (:func:`vcsat.solver.sure.prepare`)."""
+    policy = policy or Policy()
+    if prepared is not None and (prepared.snapshot is not snapshot or prepared.policy != policy):
+        raise ValueError("prepared for another snapshot or policy")
     with no_gc_pauses():
         return _solve(
             snapshot,
-            policy or Policy(),
+            policy,
             time.monotonic() if started is None else started,
             staged.WALL_STOP if wall is None else wall,
+            prepared,
         )
 
 
-def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool) -> Decision:
-    problem = build_problem(snapshot, policy)
+def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepared: Prepared | None) -> Decision:
+    problem = prepared.problem if prepared is not None else build_problem(snapshot, policy)
     deadline = started + policy.time_limit_s
     # The allocate search stops in time for the eviction phase and the work after the search.
     after = AFTER_SEARCH_PER_NODE * len(problem.nodes)
@@ -115,7 +126,7 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool) -> De
         workers=workers_for(policy),
         wall=wall,
     )
-    hint = greedy(problem)
+    hint = prepared.hint if prepared is not None else greedy(problem)
     hint_values = _placed(problem, hint)
     hint_fair = fair_share_values(problem, hint)
     first_bounds = lp_level_bounds(problem, hint_values, hint_fair)
@@ -179,10 +190,6 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool) -> De
         wall_stopped=clock.wall_stopped,
     )
     return Decision(bindings=now, nominations=nominations, evictions=evictions, podgroups=podgroups, solver=stats)
-
-
-WAITING_ROOM = frozenset({"InsufficientResources", "Fragmented"})
-"""Prefilter reasons that evictions may cure: the room is there, held by others."""
 
 
 def _preempt(

@@ -116,12 +116,18 @@ class Applier(Bindings, Evictions, StatusWrites):
         """Apply ``decision``, made on ``snapshot``, and wait until all of it is done."""
         return self.submit(decision, snapshot, stop=stop).result()
 
-    def submit(self, decision: Decision, snapshot: Snapshot, *, stop: threading.Event | None = None) -> PendingApply:
+    def submit(
+        self, decision: Decision, snapshot: Snapshot, *, stop: threading.Event | None = None, early: bool = False
+    ) -> PendingApply:
         """Start applying ``decision``; returns once every binding is checked and queued.
 
         Evictions and nominations are done by then (they are few). The bindings go on in the
         background, already shown as bound by the store's next snapshot, so the next cycle may be
         solved while they land. Once ``stop`` is set nothing new is sent.
+
+        ``early``: a decision bound ahead of the full cycle that follows at once (the scheduler's
+        sure placements): only its bindings and the statuses and Events of the gangs it bound are
+        written; what it leaves waiting is the full cycle's to report.
         """
         report = ApplyReport()
         stopped = stop.is_set if stop is not None else (lambda: False)
@@ -131,7 +137,7 @@ class Applier(Bindings, Evictions, StatusWrites):
             self._nominate(decision.nominations, snapshot, report)
         sent = self._send(decision.bindings, snapshot, report, stopped)
         binds = [future for _, members in sent for _, future in members]
-        finished = self._finisher.submit(self._finish, decision, snapshot, sent, report, stopped)
+        finished = self._finisher.submit(self._finish, decision, snapshot, sent, report, stopped, early)
         return PendingApply(finished, binds)
 
     def _finish(
@@ -141,8 +147,13 @@ class Applier(Bindings, Evictions, StatusWrites):
         sent: list[tuple[str, list[tuple[Binding, Future[str | None]]]]],
         report: ApplyReport,
         stopped: Callable[[], bool],
+        early: bool = False,
     ) -> ApplyReport:
         gangs = self._collect(sent, report)
+        if early:
+            if not stopped():
+                self._podgroups(decision, snapshot, gangs, report, bound_only=True)
+            return report
         if not stopped():
             self._notices(snapshot, report)
         if not stopped():

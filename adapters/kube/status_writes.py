@@ -59,9 +59,19 @@ class StatusWrites(EventWriter):
     """Uids of pods some cycle left unplaced (the first time writes nothing)."""
 
     def _podgroups(
-        self, decision: Decision, snapshot: Snapshot, gangs: Mapping[str, GangOutcome], report: ApplyReport
+        self,
+        decision: Decision,
+        snapshot: Snapshot,
+        gangs: Mapping[str, GangOutcome],
+        report: ApplyReport,
+        *,
+        bound_only: bool = False,
     ) -> None:
+        """Statuses and Events of the decision's PodGroups (and lone pods); ``bound_only``: of
+        those this apply bound pods of only (an early apply: the full cycle reports the rest)."""
         outcomes = {outcome.podgroup: outcome for outcome in decision.podgroups}
+        if bound_only:
+            outcomes = {key: outcome for key, outcome in outcomes.items() if key in gangs and gangs[key].bound}
         futures: list[Future[list[str]]] = []
         # Admissions first: a Job controller creates a job's pods only once its group is Inqueue.
         admitted_first = sorted(
@@ -70,10 +80,10 @@ class StatusWrites(EventWriter):
         for group in admitted_first:
             pods = snapshot.pods_of_group.get(group.key, ())
             outcome = outcomes.get(group.key)
-            if outcome is None and not any(pod.managed for pod in pods):
+            if outcome is None and (bound_only or not any(pod.managed for pod in pods)):
                 continue  # not ours: another scheduler's group
             futures.append(self._reports.submit(self._podgroup_one, group, pods, outcome, gangs.get(group.key), report))
-        for outcome in decision.podgroups:
+        for outcome in outcomes.values():
             if outcome.podgroup in snapshot.podgroup_by_key:
                 continue
             pod = snapshot.pod_by_key.get(outcome.podgroup)  # a pod with no PodGroup: a gang of one

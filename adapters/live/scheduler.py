@@ -25,6 +25,16 @@ them by the live scheduler. Whoever wires it must add its deadline to :meth:`Sch
 Nothing of this survives a restart, nor needs to: a new process's first cycle runs at once, and the
 second-cycle rules start afresh from what the API shows.
 
+**Early binding.** A cycle on a large backlog spends most of its time in the search, and nothing
+is bound until it ends. So when at least ``--early-bind-min-pending`` pods wait, the cycle first
+runs the greedy warm start, and when that already places every pod that may be placed this cycle
+(:mod:`vcsat.solver.sure`: then no search could place more, only elsewhere), it binds that
+decision at once, whole gangs only, through the same checks and applier as any decision, and a
+full cycle follows straight after on what is left. Otherwise the same cycle goes on to the full
+search, reusing the greedy's work. An early cycle is never followed by another early one, and it
+writes nothing about the work it leaves waiting (the full cycle does); it is not dumped, as a
+replay of its instance gives the full decision.
+
 With ``--leader-elect`` (the default) the caches fill at once on every replica, but only the
 replica holding the Lease runs cycles, so a standby takes over with warm caches.
 """
@@ -77,6 +87,10 @@ IDLE_POLL_S = 0.2
 REST_PER_CYCLE_SECOND = 1.0
 """After a cycle of S seconds the loop rests S * this before a quiet moment may start the next
 one: while changes stream in, cycles take at most about half of a core."""
+EARLY_MIN_PENDING = 200
+"""Pending pods from which a cycle tries to bind the greedy's sure placements before searching
+(``--early-bind-min-pending``): below it a full cycle is short anyway, and binding early would
+only give up the search's choice of nodes."""
 _CYCLE_FILE = re.compile(r"cycle-(\d+)\.instance\.json")
 
 
@@ -105,6 +119,8 @@ class CycleResult:
     """The detail of the trigger (which follow-up or deadline)."""
     snapshot_seconds: float | None = None
     """Of ``seconds``, the time taken to take and convert the snapshot."""
+    early: bool = False
+    """Its decision is the greedy's sure placements, bound ahead of the full cycle that follows."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
@@ -113,7 +129,8 @@ something, or what it reports on changed; nothing for ``--resync`` seconds; a cl
 UNSETTLED = ("failed", "unapplied", "applied", "reported")
 """Why a cycle is followed by another ``--period`` after it: it failed; its decision is not wholly
 applied yet (or broke a hard rule); applying it wrote (or was refused) something; what it reports
-back changed since it started (``Store.reported``)."""
+back changed since it started (``Store.reported``). (An early cycle is followed at once, why
+``early``.)"""
 
 
 def next_cycle_due(
@@ -161,6 +178,7 @@ class Scheduler:
         identity: str = "vcsat",
         workers: int | None = None,
         observers: tuple[Any, ...] = (),
+        early_min_pending: int = EARLY_MIN_PENDING,
     ) -> None:
         self.kube = kube
         self.policy = policy
@@ -171,6 +189,8 @@ class Scheduler:
         self.dump_dir = dump_dir
         self.metrics = metrics
         self.observers = observers
+        self.early_min_pending = early_min_pending
+        """Pending pods from which a loop cycle tries early binding (module docstring); 0: never."""
         """Called with each cycle's result once it is applied or refused (the web dashboard)."""
         self.informers = InformerSet(kube)
         self.store = self.informers.store
@@ -240,11 +260,14 @@ class Scheduler:
         next_at = ended = 0.0
         trigger, why = "start", "start"
         failure = ""
+        after_early = False  # the last cycle bound early: the full cycle follows at once
         idle_since: float | None = None  # when the loop, due on a period, first found no cycle due
         idle_counted = 0  # idle periods counted since then
         while not stopped():
             now = time.monotonic()
-            if seen >= 0 and now < next_at:
+            if after_early:
+                trigger, why = "follow-up", "early"
+            elif seen >= 0 and now < next_at:
                 if idle_since is not None:
                     idle_counted = self._count_idle_periods(idle_since, idle_counted, now)
                     if self.store.reported != reported:
@@ -278,8 +301,12 @@ class Scheduler:
             self.triggers[trigger] += 1
             if self.metrics is not None:
                 self.metrics.observe_trigger(trigger)
+            early = not after_early
+            after_early = False
             try:
-                self._in_flight = self.run_cycle(stop=_AnyEvent(events), wait=False, trigger=trigger, why=why).pending
+                result = self.run_cycle(stop=_AnyEvent(events), wait=False, trigger=trigger, why=why, early=early)
+                self._in_flight = result.pending
+                after_early = result.early and result.pending is not None
                 failure = ""
             except Exception as error:
                 # The whole traceback once; the same failure again, every period, in one line.
@@ -291,6 +318,8 @@ class Scheduler:
             ended = time.monotonic()
             next_at = ended + self.period_s
             self._rest_until = ended + REST_PER_CYCLE_SECOND * (ended - started)
+            if after_early:
+                self._rest_until = ended
 
     def _next_due(self, ended: float, *, failed: bool, reported: int) -> tuple[float, str, str]:
         """When the cycle after the one that ended at ``ended`` is due if nothing changes: see
@@ -370,12 +399,21 @@ class Scheduler:
     # --- one cycle ------------------------------------------------------------------------------
 
     def run_cycle(
-        self, *, stop: threading.Event | None = None, wait: bool = True, trigger: str = "call", why: str = ""
+        self,
+        *,
+        stop: threading.Event | None = None,
+        wait: bool = True,
+        trigger: str = "call",
+        why: str = "",
+        early: bool = False,
     ) -> CycleResult:
         """One cycle. ``wait``: return once the decision is wholly applied (``report`` set);
         otherwise once its bindings are queued (``report`` is set when they are done).
-        ``trigger`` and ``why``: why it runs, for the log (:data:`TRIGGERS`)."""
+        ``trigger`` and ``why``: why it runs, for the log (:data:`TRIGGERS`). ``early``: with at
+        least ``early_min_pending`` pods waiting, bind the greedy's sure placements instead of
+        searching when there are any (the result says ``early``; the caller runs the full cycle next)."""
         from vcsat.solver import check, solve  # OR-Tools loads here, not at import
+        from vcsat.solver.sure import prepare, sure_decision
 
         started = time.monotonic()
         self._cycle_started = started
@@ -383,12 +421,23 @@ class Scheduler:
             generation, objects = self.store.snapshot()
             snapshot, objects = self._convert(objects, generation)
             converted = time.monotonic() - started
-            decision = solve(snapshot, self.policy, started=started)
+            prepared = sure = None
+            waiting = sum(1 for pod in snapshot.pods if pod.pending)
+            if early and self.early_min_pending and waiting >= self.early_min_pending:
+                prepared = prepare(snapshot, self.policy)
+                sure = sure_decision(prepared, started=started)
+                if sure is not None and not sure.bindings:
+                    sure = None
+            decision = sure if sure is not None else solve(snapshot, self.policy, started=started, prepared=prepared)
             violations = check(snapshot, decision, self.policy)
             self.cycles += 1
             number = self.cycles
-            pending = any(pod.pending for pod in snapshot.pods)
-            if self.dump_dir is not None and (pending or decision.evictions or decision.nominations):
+            pending = waiting > 0
+            if (
+                self.dump_dir is not None
+                and sure is None
+                and (pending or decision.evictions or decision.nominations)
+            ):
                 self._dump(number, objects, decision, snapshot.now)
             applying = None
             if violations:
@@ -396,6 +445,8 @@ class Scheduler:
                     "decision breaks hard rules; not applied",
                     extra={"cycle": number, "violations": [str(v) for v in violations]},
                 )
+            elif sure is not None:
+                applying = self.applier.submit(decision, snapshot, stop=stop, early=True)
             else:
                 applying = self.applier.submit(_with_admissions(decision, snapshot, self.policy), snapshot, stop=stop)
             result = CycleResult(
@@ -410,6 +461,7 @@ class Scheduler:
                 trigger=trigger,
                 why=why or trigger,
                 snapshot_seconds=converted,
+                early=sure is not None,
             )
             self.last = result
         finally:
@@ -490,6 +542,7 @@ class Scheduler:
             "solver": result.decision.solver.status,
             "solver_seconds": result.decision.solver.seconds,
             "pending": sum(1 for pod in result.snapshot.pods if pod.pending),
+            "early": result.early,
         }
         if report is not None:
             fields.update(
@@ -592,6 +645,16 @@ def _last_cycle_number(directory: Path) -> int:
     help="Concurrent API requests when applying a decision (bindings, evictions, status).",
 )
 @click.option(
+    "--early-bind-min-pending",
+    type=click.IntRange(min=0),
+    default=EARLY_MIN_PENDING,
+    show_default=True,
+    metavar="N",
+    help="With at least N pods waiting, bind the greedy warm start's placements before the search "
+    "when they already place every pod that can be placed (whole gangs only), then run the full "
+    "cycle at once; 0: never.",
+)
+@click.option(
     "--dashboard-port",
     type=click.IntRange(min=0, max=65535),
     default=0,
@@ -617,6 +680,7 @@ def scheduler_cmd(
     log_format: str,
     log_level: str,
     bind_workers: int,
+    early_bind_min_pending: int,
     dashboard_port: int,
 ) -> None:
     """Run the live scheduler against a cluster until SIGTERM or Ctrl-C."""
@@ -649,6 +713,7 @@ def scheduler_cmd(
         identity=identity,
         workers=bind_workers,
         observers=(dashboard.observe,) if dashboard is not None else (),
+        early_min_pending=early_bind_min_pending,
     )
 
     stop = stop_on_signals(log, also=scheduler.store.wake)

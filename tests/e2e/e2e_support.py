@@ -110,6 +110,8 @@ class PodChange:
     """``nvidia.com/gpu`` the pod asks (its containers' requests)."""
     at: float = 0.0
     """``time.monotonic()`` when the watch delivered the change."""
+    wall: float = 0.0
+    """``time.time()`` then: what log lines' timestamps compare with."""
 
 
 @dataclass
@@ -157,6 +159,7 @@ class PodWatch:
                     deleting=pod.metadata.deletion_timestamp is not None,
                     gpus=pod_gpus(pod),
                     at=time.monotonic(),
+                    wall=time.time(),
                 )
                 with self._lock:
                     self.changes.append(change)
@@ -234,19 +237,24 @@ def job_phase(api: client.ApiClient, namespace: str, name: str) -> str:
 
 
 @contextlib.contextmanager
-def gpu_nodes(cluster: KwokCluster, gpus: list[int], *, cpu: str = "16") -> Iterator[list[str]]:
+def gpu_nodes(cluster: KwokCluster, gpus: list[int], *, cpu: str = "16", memory: str = "64Gi") -> Iterator[list[str]]:
     """One kwok node per entry of ``gpus`` with that many GPUs, Ready; deleted after."""
     tag = uuid.uuid4().hex[:6]
     names = [f"kwok-{tag}-{i}" for i in range(len(gpus))]
     cluster.plane.create_objects(
-        [kwok_node(n, cpu=cpu, memory="64Gi", gpus=g) for n, g in zip(names, gpus, strict=True)]
+        [kwok_node(n, cpu=cpu, memory=memory, gpus=g) for n, g in zip(names, gpus, strict=True)]
     )
     with cluster.plane.api_client() as api:
         core = client.CoreV1Api(api)
 
         def ready() -> bool:
-            conditions = [{c.type: c.status for c in core.read_node(n).status.conditions or []} for n in names]
-            return all(c.get("Ready") == "True" for c in conditions)
+            wanted = set(names)
+            conditions = [
+                {c.type: c.status for c in node.status.conditions or []}
+                for node in core.list_node().items
+                if node.metadata.name in wanted
+            ]
+            return len(conditions) == len(names) and all(c.get("Ready") == "True" for c in conditions)
 
         wait_until(ready, "kwok reports its nodes Ready", logs=(cluster.kwok_log,))
         try:

@@ -24,20 +24,30 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from controlplane import _etcd_healthy, _http_ok, _spawn
-from e2e_support import JOBS, STOP_S, VCSAT, PodChange, gpu_job, job_phase, vcsat_daemon, wait_until
-from kubernetes import client, watch
-from kwokcluster import KwokCluster, kwok_node, start_kwok_cluster
+from e2e_support import (
+    JOBS,
+    STOP_S,
+    VCSAT,
+    PodWatch,
+    bindings,
+    gpu_job,
+    gpu_nodes,
+    job_phase,
+    nodes_by_uid,
+    vcsat_daemon,
+    wait_until,
+)
+from kubernetes import client
+from kwokcluster import KwokCluster, start_kwok_cluster
 
 NODES = 50
 NODE_GPUS = 8
@@ -49,89 +59,6 @@ RETRY_S = 1.0
 """Their retry period (--retry-period): how often a standby looks at the Lease."""
 SLACK_S = 1.5
 """Watch delivery and log-line lag between a binding, its event here and its cycle's log line."""
-
-
-@pytest.fixture
-def namespace(kwok_cluster: KwokCluster) -> Iterator[str]:
-    name = f"e2e-{uuid.uuid4().hex[:8]}"
-    with kwok_cluster.plane.api_client() as api:
-        core = client.CoreV1Api(api)
-        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
-        yield name
-        core.delete_namespace(name)
-
-
-def make_nodes(cluster: KwokCluster, count: int) -> list[str]:
-    """``count`` kwok GPU nodes, waited for Ready."""
-    tag = uuid.uuid4().hex[:6]
-    names = [f"kwok-{tag}-{i}" for i in range(count)]
-    cluster.plane.create_objects([kwok_node(n, cpu="64", memory="256Gi", gpus=NODE_GPUS) for n in names])
-    with cluster.plane.api_client() as api:
-        core = client.CoreV1Api(api)
-
-        def ready() -> bool:
-            nodes = [n for n in core.list_node().items if n.metadata.name in names]
-            return len(nodes) == count and all(
-                {c.type: c.status for c in n.status.conditions or []}.get("Ready") == "True" for n in nodes
-            )
-
-        wait_until(ready, f"kwok reports its {count} nodes Ready", logs=(cluster.kwok_log,))
-    return names
-
-
-def delete_nodes(cluster: KwokCluster, names: list[str]) -> None:
-    with cluster.plane.api_client() as api:
-        core = client.CoreV1Api(api)
-        for name in names:
-            with contextlib.suppress(client.ApiException):
-                core.delete_node(name)
-
-
-@dataclass
-class TimedPodWatch:
-    """Every change to a namespace's pods with the wall-clock time it arrived here."""
-
-    api: client.ApiClient
-    namespace: str
-    changes: list[tuple[float, PodChange]] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __enter__(self) -> TimedPodWatch:
-        core = client.CoreV1Api(self.api)
-        version = core.list_namespaced_pod(self.namespace).metadata.resource_version
-        self._thread = threading.Thread(target=self._run, args=(core, version), daemon=True, name="pod-watch")
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
-
-    def _run(self, core: client.CoreV1Api, version: str) -> None:
-        while not self._stop.is_set():
-            for event in watch.Watch().stream(
-                core.list_namespaced_pod, self.namespace, resource_version=version, timeout_seconds=2
-            ):
-                pod = event["object"]
-                version = pod.metadata.resource_version
-                change = PodChange(
-                    kind=event["type"],
-                    name=pod.metadata.name,
-                    uid=pod.metadata.uid,
-                    job=(pod.metadata.labels or {}).get("volcano.sh/job-name", ""),
-                    node=pod.spec.node_name or "",
-                    phase=(pod.status.phase if pod.status else "") or "",
-                    deleting=pod.metadata.deletion_timestamp is not None,
-                )
-                with self._lock:
-                    self.changes.append((time.time(), change))
-
-    def snapshot(self) -> list[tuple[float, PodChange]]:
-        with self._lock:
-            return list(self.changes)
 
 
 def log_lines(log: Path) -> list[dict[str, Any]]:
@@ -215,6 +142,31 @@ def pending_report(api: client.ApiClient, namespace: str) -> str:
     return "\n".join(lines)
 
 
+def jobs_report(api: client.ApiClient, namespace: str, names: list[str]) -> str:
+    """The Jobs not Completed, with their PodGroups and pods: what a failed wait shows."""
+    custom = client.CustomObjectsApi(api)
+    groups = custom.list_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", namespace, "podgroups")["items"]
+    pods = client.CoreV1Api(api).list_namespaced_pod(namespace).items
+    lines = []
+    for name in names:
+        job = custom.get_namespaced_custom_object(*JOBS[:2], namespace, JOBS[2], name)
+        if ((job.get("status") or {}).get("state") or {}).get("phase") == "Completed":
+            continue
+        lines.append(f"job {name}: uid {job['metadata']['uid']} status {job.get('status')}")
+        for group in groups:
+            owners = [o.get("name") for o in group["metadata"].get("ownerReferences") or []]
+            if name in owners or group["metadata"]["name"].startswith(f"{name}-"):
+                metadata, status = group["metadata"], group.get("status")
+                lines.append(f"  podgroup {metadata['name']}: spec {group['spec']} status {status}")
+        for pod in pods:
+            if (pod.metadata.labels or {}).get("volcano.sh/job-name") == name:
+                lines.append(
+                    f"  pod {pod.metadata.name} node {pod.spec.node_name} phase {pod.status.phase} "
+                    f"deleting {pod.metadata.deletion_timestamp is not None} annotations {pod.metadata.annotations}"
+                )
+    return "\n".join(lines)
+
+
 def gang_rounds(events: list[Any], jobs: list[str]) -> dict[str, int]:
     """Per Job, the Scheduled events of its PodGroup: vcsat writes one per round of bindings."""
     rounds: Counter[str] = Counter()
@@ -227,82 +179,81 @@ def gang_rounds(events: list[Any], jobs: list[str]) -> dict[str, int]:
     return dict(rounds)
 
 
-def first_bindings(changes: list[tuple[float, PodChange]]) -> dict[str, tuple[float, PodChange]]:
-    found: dict[str, tuple[float, PodChange]] = {}
-    for at, change in changes:
-        if change.node and change.uid not in found:
-            found[change.uid] = (at, change)
-    return found
+def burst_sizes(jobs: int, pods: int | None = None) -> list[int]:
+    """Gang sizes 4, 5, 6, 7, 8, 4, ... of ``jobs`` Jobs; the last one grown so they hold ``pods``."""
+    sizes = [4 + (i % 5) for i in range(jobs)]
+    if pods is not None:
+        sizes[-1] += pods - sum(sizes)
+    return sizes
 
 
-def nodes_seen(changes: list[tuple[float, PodChange]]) -> dict[str, set[str]]:
-    nodes: dict[str, set[str]] = {}
-    for _, change in changes:
-        if change.node:
-            nodes.setdefault(change.uid, set()).add(change.node)
-    return nodes
-
-
+@pytest.mark.parametrize(
+    ("sizes", "node_count", "wait_s"),
+    [
+        # A few hundred pods in gangs of 4 to 8 on 50 nodes of 8 GPUs: all of them fit at once.
+        pytest.param(burst_sizes(48), NODES, 90.0, id="burst"),
+        # The issue's 10,000 pods (1,667 gangs of 4 to 8) on 500 nodes: they run in waves.
+        pytest.param(burst_sizes(1667, 10_000), 500, 3600.0, id="burst-10k", marks=pytest.mark.long),
+    ],
+)
 def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
-    kwok_cluster: KwokCluster, namespace: str, tmp_path: Path
+    kwok_cluster: KwokCluster, namespace: str, tmp_path: Path, sizes: list[int], node_count: int, wait_s: float
 ) -> None:
     plane = kwok_cluster.plane
     lease = "vcsat-scheduler-faults"
     replica_logs = (tmp_path / "scheduler-a.log", tmp_path / "scheduler-b.log")
     controller_log = tmp_path / "controller.log"
     logs = (*replica_logs, controller_log, kwok_cluster.kwok_log)
-    # A few hundred pods in gangs of 4 to 8: half before the kill, half after it.
-    sizes = [4 + (i % 5) for i in range(48)]
-    names = [f"burst-{i:02d}" for i in range(len(sizes))]
+    # Half the Jobs before the kill, half after it.
+    names = [f"burst-{i:04d}" for i in range(len(sizes))]
     half = len(names) // 2
-    nodes = make_nodes(kwok_cluster, NODES)
-    try:
-        with (
-            plane.api_client() as api,
-            TimedPodWatch(api, namespace) as pods,
-            scheduler_replica(plane.kubeconfig, replica_logs[0], namespace, lease) as replica_a,
-            scheduler_replica(plane.kubeconfig, replica_logs[1], namespace, lease) as replica_b,
-            vcsat_daemon("controller", plane.kubeconfig, controller_log, f"--namespace={namespace}", "--resync=5"),
-        ):
-            wait_until(
-                lambda: all(identity_of(log) for log in replica_logs), "both replicas log their identity", logs=logs
-            )
-            replicas = {identity_of(replica_logs[0]): replica_a, identity_of(replica_logs[1]): replica_b}
-            leader = wait_until(lambda: lease_holder(api, namespace, lease), "a replica leads", logs=logs)
-            assert leader in replicas, f"unknown holder {leader!r}; replicas {sorted(replicas)}"
+    with (
+        gpu_nodes(kwok_cluster, [NODE_GPUS] * node_count, cpu="64", memory="256Gi") as nodes,
+        plane.api_client() as api,
+        PodWatch(api, namespace) as pods,
+        scheduler_replica(plane.kubeconfig, replica_logs[0], namespace, lease) as replica_a,
+        scheduler_replica(plane.kubeconfig, replica_logs[1], namespace, lease) as replica_b,
+        vcsat_daemon("controller", plane.kubeconfig, controller_log, f"--namespace={namespace}", "--resync=5"),
+    ):
+        wait_until(lambda: all(identity_of(log) for log in replica_logs), "both replicas log their identity", logs=logs)
+        replicas = {identity_of(replica_logs[0]): replica_a, identity_of(replica_logs[1]): replica_b}
+        leader = wait_until(lambda: lease_holder(api, namespace, lease), "a replica leads", logs=logs)
+        assert leader in replicas, f"unknown holder {leader!r}; replicas {sorted(replicas)}"
 
-            create_jobs(api, namespace, names[:half], sizes[:half], run_s=8)
-            wait_until(lambda: len(first_bindings(pods.snapshot())) >= 8, "the leader binds pods", logs=logs)
-            replicas[leader].kill()
-            killed_at = time.time()
-            replicas[leader].wait()
-            create_jobs(api, namespace, names[half:], sizes[half:], run_s=8)
+        create_jobs(api, namespace, names[:half], sizes[:half], run_s=8)
+        wait_until(lambda: len(bindings(pods.snapshot())) >= 8, "the leader binds pods", logs=logs)
+        replicas[leader].kill()
+        killed_at = time.time()
+        replicas[leader].wait()
+        create_jobs(api, namespace, names[half:], sizes[half:], run_s=8)
 
-            standby = wait_until(
-                lambda: (h := lease_holder(api, namespace, lease)) != leader and h, "the standby leads", logs=logs
-            )
-            took_over_at = time.time()
-            total = sum(sizes)
-            try:
-                wait_until(lambda: len(first_bindings(pods.snapshot())) >= total, f"all {total} pods bound", logs=logs)
-            except AssertionError as error:
-                raise AssertionError(f"{error}\n--- left pending ---\n{pending_report(api, namespace)}") from None
+        standby = wait_until(
+            lambda: (h := lease_holder(api, namespace, lease)) != leader and h, "the standby leads", logs=logs
+        )
+        took_over_at = time.time()
+        total = sum(sizes)
+        try:
+            wait_until(lambda: len(bindings(pods.snapshot())) >= total, f"all {total} pods bound", wait_s, logs=logs)
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n--- left pending ---\n{pending_report(api, namespace)}") from None
+        try:
             wait_until(
                 lambda: all(job_phase(api, namespace, n) == "Completed" for n in names),
                 "every Job Completed",
+                wait_s,
                 logs=logs,
             )
-            changes = pods.snapshot()
-            events = client.CoreV1Api(api).list_namespaced_event(namespace).items
-    finally:
-        delete_nodes(kwok_cluster, nodes)
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n--- not Completed ---\n{jobs_report(api, namespace, names)}") from None
+        changes = pods.snapshot()
+        events = client.CoreV1Api(api).list_namespaced_event(namespace).items
 
     assert standby in replicas and standby != leader
     takeover_s = took_over_at - killed_at
     assert takeover_s <= LEASE_S + 2 * RETRY_S + 5, f"the standby took {takeover_s:.1f}s to lead (lease {LEASE_S}s)"
 
     # No pod bound twice: one node per pod over the whole run.
-    seen = nodes_seen(changes)
+    seen = nodes_by_uid(changes)
     twice = {uid: n for uid, n in seen.items() if len(n) > 1}
     assert not twice, f"pods bound to two nodes: {twice}"
     rounds = gang_rounds(events, names)
@@ -316,16 +267,16 @@ def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
         for line in log_lines(log)
         if line.get("msg") == "cycle" and line.get("bound")
     )
-    bound = first_bindings(changes)
+    bound = bindings(changes)
     by_job: dict[str, list[float]] = {}
-    for at, change in bound.values():
-        by_job.setdefault(change.job, []).append(at)
+    for change in bound:
+        by_job.setdefault(change.job, []).append(change.wall)
     assert sorted(by_job) == sorted(names)
     cut = 0
     for job, size in zip(names, sizes, strict=True):
         times = sorted(by_job[job])
         history = [
-            (round(at - killed_at, 2), c.kind, c.name, c.node, c.phase, c.deleting) for at, c in changes if c.job == job
+            (round(c.wall - killed_at, 2), c.kind, c.name, c.node, c.phase, c.deleting) for c in changes if c.job == job
         ]
         assert len(times) == size, f"Job {job}: {len(times)} pods bound, its gang is {size}: {history}"
         # A cycle that ended while the gang was partly bound (margins for watch and log lag).
@@ -406,7 +357,6 @@ def test_daemons_reconnect_after_a_restart_and_finish_the_work(component: str, t
     # A cluster of its own: the restarted process is this test's to stop.
     with start_kwok_cluster() as cluster:
         plane = cluster.plane
-        nodes = make_nodes(cluster, 4)
         logs = (tmp_path / "scheduler.log", tmp_path / "controller.log", cluster.kwok_log)
         namespace = f"e2e-{uuid.uuid4().hex[:8]}"
         sizes = [4, 6, 4, 8, 4, 6]
@@ -415,6 +365,7 @@ def test_daemons_reconnect_after_a_restart_and_finish_the_work(component: str, t
         restarted = None
         try:
             with (
+                gpu_nodes(cluster, [NODE_GPUS] * 4, cpu="64", memory="256Gi") as nodes,
                 plane.api_client() as api,
                 vcsat_daemon("scheduler", plane.kubeconfig, logs[0], "--time-limit=2"),
                 vcsat_daemon("controller", plane.kubeconfig, logs[1], f"--namespace={namespace}", "--resync=5"),
@@ -452,7 +403,6 @@ def test_daemons_reconnect_after_a_restart_and_finish_the_work(component: str, t
                 pods = core.list_namespaced_pod(namespace).items
                 events = core.list_namespaced_event(namespace).items
         finally:
-            delete_nodes(cluster, nodes)
             if restarted is not None:
                 restarted.stop()
 
@@ -463,9 +413,9 @@ def test_daemons_reconnect_after_a_restart_and_finish_the_work(component: str, t
     # A round of its cycle and at most the retry of a refused binding (an API server going away).
     twice = {job: count for job, count in rounds.items() if count > 2}
     assert not twice, f"gangs bound in more than two rounds: {twice}"
-    bindings = sum(1 for p in pods if p.spec.node_name)
+    bound_pods = sum(1 for p in pods if p.spec.node_name)
     print(
         f"checked after the {component} restart: pods={len(pods)}, gangs={len(names)}, "
-        f"bindings={bindings}, gangs with Scheduled events={len(rounds)}, Jobs Completed={len(names)}, "
+        f"bindings={bound_pods}, gangs with Scheduled events={len(rounds)}, Jobs Completed={len(names)}, "
         "duplicates found: 0"
     )
