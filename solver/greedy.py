@@ -69,6 +69,8 @@ class Room:
         self.whole_array = np.array(self.whole, dtype=np.int64).reshape(count)
         self.level_array = np.array([self._level(row) for row in self.free], dtype=np.int64).reshape(count)
         self.share_room = np.array([_share_room(used) for used in self.shared], dtype=np.int64).reshape(count)
+        self.share_free = np.array([_share_free(used) for used in self.shared], dtype=np.int64).reshape(count)
+        """Per node, the thousandths its shared GPUs have left, summed (the scarce-pool price reads it)."""
         self.arrival = np.arange(count, dtype=np.int64)
         """Per node, when it joined its bucket of :attr:`levels` (a bucket's order, oldest first)."""
         self._arrivals = count
@@ -157,7 +159,7 @@ class Room:
                     change[self.gpu] -= 1
                 self.opened[node].append((gpu, True))
             self.shared[node][gpu] = self.shared[node].get(gpu, 0) + share
-            self.share_room[node] = _share_room(self.shared[node])
+            self._shares_changed(node)
         self._shift(node, change)
 
     def give(self, node: int, request: tuple[int, ...]) -> None:
@@ -173,8 +175,12 @@ class Room:
                 self._add_whole(node, 1)
                 if self.gpu is not None:
                     change[self.gpu] += 1
-            self.share_room[node] = _share_room(self.shared[node])
+            self._shares_changed(node)
         self._shift(node, change)
+
+    def _shares_changed(self, node: int) -> None:
+        self.share_room[node] = _share_room(self.shared[node])
+        self.share_free[node] = _share_free(self.shared[node])
 
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
         if not all(amount <= room for amount, room in zip(request, self.free[node], strict=True)):
@@ -289,36 +295,31 @@ class Room:
         return self._first_allowed(candidates, np.lexsort((candidates, self.level_array[candidates], -scores)), allow)
 
     def cheapest_fit(self, scarce: scarcity.Scarcity, shape: Shape, allow: Allow | None = None) -> int | None:
-        """:func:`vcsat.solver.scarcity.cheapest_fit`'s choice: nodes no pool prices for this pod
-        cost nothing and are found and ordered with numpy; only the priced ones are priced one by one."""
+        """:func:`vcsat.solver.scarcity.cheapest_fit`'s choice (cheapest, then fewest free GPUs, then
+        node order), every candidate priced at once with numpy (:func:`scarcity.room_taken` over arrays)."""
         candidates = self.fitting(self._node_array(shape.upper), shape.request)
         if not candidates.size:
             return None
-        priced = scarce.rates(shape.eligibility)[candidates] > 0
-        best: tuple[int, int, int] | None = None
-        unpriced = candidates[~priced]
-        if unpriced.size:
-            levels = (
-                np.maximum(self.free_array[unpriced, self.gpu], 0) if self.gpu is not None else np.zeros_like(unpriced)
-            )
-            for i in np.lexsort((unpriced, levels)):
-                node = int(unpriced[i])
-                if allow is None or allow(node):
-                    best = (0, int(levels[i]), node)
-                    break
-        milli = shape.request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
-        for node in (int(n) for n in candidates[priced]):
-            if allow is not None and not allow(node):
-                continue
-            row = self.free[node]
-            cpu = (shape.request[scarce.cpu], row[scarce.cpu]) if scarce.cpu is not None else (0, 0)
-            memory = (shape.request[scarce.memory], row[scarce.memory]) if scarce.memory is not None else (0, 0)
-            free_gpu = scarcity.free_room(self.whole[node], self.shared[node].values())
-            cost = round(scarcity.price(scarce, node, shape.eligibility, milli, free_gpu, cpu, memory))
-            key = (cost, max(0, row[self.gpu]) if self.gpu is not None else 0, node)
-            if best is None or key < best:
-                best = key
-        return None if best is None else best[2]
+        levels = (
+            np.maximum(self.free_array[candidates, self.gpu], 0) if self.gpu is not None else np.zeros_like(candidates)
+        )
+        rates = scarce.rates(shape.eligibility)[candidates]
+        priced = rates > 0
+        cost = np.zeros(candidates.size, dtype=np.int64)
+        if priced.any():
+            nodes = candidates[priced]
+            milli = shape.request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
+            free_gpu = self.whole_array[nodes] * FULL_GPU_MILLI + self.share_free[nodes]
+            fraction = np.zeros(nodes.size, dtype=np.float64)
+            for r in (scarce.cpu, scarce.memory):
+                asked = shape.request[r] if r is not None else 0
+                if asked > 0:
+                    free = self.free_array[nodes, r]
+                    part = np.minimum(1.0, asked / np.where(free > 0, free, 1))
+                    fraction = np.maximum(fraction, np.where(free > 0, part, 1.0))
+            taken = np.maximum(milli, np.rint(free_gpu * fraction))
+            cost[priced] = np.rint(rates[priced] * taken).astype(np.int64)
+        return self._first_allowed(candidates, np.lexsort((candidates, levels, cost)), allow)
 
     def best_fit(
         self, request: tuple[int, ...], gpus: int, eligible: dict[int, int], allow: Allow | None = None
@@ -343,6 +344,11 @@ class Room:
 def _share_room(shared: dict[int, int]) -> int:
     """The most thousandths one of these shared GPUs has left, or -1 when there is none."""
     return max((FULL_GPU_MILLI - used for used in shared.values()), default=-1)
+
+
+def _share_free(shared: dict[int, int]) -> int:
+    """The thousandths these shared GPUs have left, summed."""
+    return scarcity.free_room(0, shared.values())
 
 
 def greedy(problem: Problem) -> Assignment:

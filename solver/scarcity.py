@@ -11,7 +11,8 @@ The measure, per cycle, from the snapshot alone (the pods the scheduler was aske
 pending, stand for the workload to come; nothing is remembered between cycles):
 
 - **Pools**: the GPU nodes grouped by which confined eligibility keys accept them (a key is
-  *confined* when some pod asking GPUs has it and it rejects some GPU node). On a cluster of GPU
+  *confined* when some pod asking GPUs has it and it rejects some GPU node; keys are read without
+  their rules about location, :mod:`vcsat.solver.pool_keys`: a host or rack is not a pool). On a cluster of GPU
   models with pods confined by model, a pool is a model; without confined pods there are no pools
   and every price is 0, so homogeneous workloads are decided exactly as before.
 - **Expected need of a pool**: the GPU thousandths its confined pods pending now ask (certain),
@@ -60,6 +61,7 @@ from numpy.typing import NDArray
 from vcsat.model import Pod
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
+from vcsat.solver.pool_keys import pool_key
 from vcsat.solver.predicates import EligibilityKey, NodeIndex, eligibility_key
 
 if TYPE_CHECKING:
@@ -103,7 +105,12 @@ class Scarcity:
         """:meth:`rate` of ``key`` on every node, as an array."""
         kept = self._rates.get(key)
         if kept is None:
-            kept = np.array([self.rate(node, key) for node in range(len(self.pool_of))], dtype=np.float64)
+            # Per pool first (a few), then spread over the nodes: the same values as :meth:`rate`.
+            per_pool = np.array(
+                [0.0 if p <= 0 or self.confined(key, pool) else p for pool, p in enumerate(self.pressure)] + [0.0],
+                dtype=np.float64,
+            )
+            kept = per_pool[np.array(self.pool_of, dtype=np.int64)]  # pool -1 reads the last entry, 0
             self._rates[key] = kept
         return kept
 
@@ -168,7 +175,7 @@ def measure(problem: Problem) -> Scarcity | None:
         milli = gpu_milli(pod)
         if milli <= 0:
             continue
-        key = eligibility_key(pod)
+        key = pool_key(eligibility_key(pod))  # what kind of node, not where (vcsat.solver.pool_keys)
         demand[key] = demand.get(key, 0) + milli
         total += milli
         if pod.pending:
