@@ -64,8 +64,13 @@ class Room:
         for node, row in enumerate(self.free):
             self.levels.setdefault(self._level(row), {})[node] = None
         count = len(self.free)
-        self.free_array = np.array(self.free, dtype=np.int64).reshape(count, len(problem.resources))
-        """The free room again, as a (node, resource) array kept equal to :attr:`free`."""
+        free_array = np.array(self.free, dtype=np.int64).reshape(count, len(problem.resources))
+        self.free_cols = np.ascontiguousarray(free_array.T)
+        """The free room again, one contiguous row per resource (a query reads only the resources it
+        asks), kept equal to :attr:`free`."""
+        self.negative = np.any(free_array < 0, axis=1)
+        """Per node, whether some resource is overcommitted (then nothing fits there)."""
+        self.count = count
         self.whole_array = np.array(self.whole, dtype=np.int64).reshape(count)
         self.level_array = np.array([self._level(row) for row in self.free], dtype=np.int64).reshape(count)
         self.share_room = np.array([_share_room(used) for used in self.shared], dtype=np.int64).reshape(count)
@@ -120,7 +125,8 @@ class Room:
         before = self._level(row)
         for i, amount in enumerate(change):
             row[i] += amount
-        self.free_array[node] = row
+        self.free_cols[:, node] = row
+        self.negative[node] = any(amount < 0 for amount in row)
         after = self._level(row)
         if after != before:
             del self.levels[before][node]
@@ -195,14 +201,30 @@ class Room:
         return self.whole[node] - whole >= 1
 
     def fitting(self, nodes: NDArray[np.int64], request: tuple[int, ...]) -> NDArray[np.int64]:
-        """Those of ``nodes`` where one pod of this request fits now (:meth:`fits`, vectorised)."""
+        """Those of ``nodes`` where one pod of this request fits now (:meth:`fits`, vectorised): no
+        resource overcommitted, and room for each resource it asks. ``nodes`` holds distinct nodes;
+        when it holds them all, the answer is in node order."""
         whole, share = self._parts(request)
-        ok = np.all(self.free_array[nodes] >= np.array(request, dtype=np.int64), axis=1)
+        if nodes.size == self.count:  # every node: whole rows, no gathering
+            ok = ~self.negative
+            for r, amount in enumerate(request):
+                if amount > 0:
+                    ok &= self.free_cols[r] >= amount
+            ok &= self.whole_array >= whole
+            if share > 0:
+                ok &= (self.share_room >= share) | (self.whole_array - whole >= 1)
+            fitting: NDArray[np.int64] = np.flatnonzero(ok)
+            return fitting
+        ok = ~self.negative[nodes]
+        for r, amount in enumerate(request):
+            if amount > 0:
+                ok &= self.free_cols[r][nodes] >= amount
         whole_left = self.whole_array[nodes]
         ok &= whole_left >= whole
         if share > 0:
             ok &= (self.share_room[nodes] >= share) | (whole_left - whole >= 1)
-        return nodes[ok]
+        chosen: NDArray[np.int64] = nodes[ok]
+        return chosen
 
     def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
         """Free whole GPUs in a topology domain (kept per domain as nodes change)."""
@@ -301,7 +323,7 @@ class Room:
         if not candidates.size:
             return None
         levels = (
-            np.maximum(self.free_array[candidates, self.gpu], 0) if self.gpu is not None else np.zeros_like(candidates)
+            np.maximum(self.free_cols[self.gpu][candidates], 0) if self.gpu is not None else np.zeros_like(candidates)
         )
         rates = scarce.rates(shape.eligibility)[candidates]
         priced = rates > 0
@@ -314,11 +336,14 @@ class Room:
             for r in (scarce.cpu, scarce.memory):
                 asked = shape.request[r] if r is not None else 0
                 if asked > 0:
-                    free = self.free_array[nodes, r]
+                    free = self.free_cols[r][nodes]
                     part = np.minimum(1.0, asked / np.where(free > 0, free, 1))
                     fraction = np.maximum(fraction, np.where(free > 0, part, 1.0))
             taken = np.maximum(milli, np.rint(free_gpu * fraction))
             cost[priced] = np.rint(rates[priced] * taken).astype(np.int64)
+        if allow is None:  # (price, free GPUs, node) as one number: an argmin, not a sort
+            ranked = (cost * (int(levels.max()) + 1) + levels) * self.count + candidates
+            return int(candidates[int(np.argmin(ranked))])
         return self._first_allowed(candidates, np.lexsort((candidates, levels, cost)), allow)
 
     def best_fit(
