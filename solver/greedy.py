@@ -64,11 +64,18 @@ class Room:
         for node, row in enumerate(self.free):
             self.levels.setdefault(self._level(row), {})[node] = None
         count = len(self.free)
-        self.free_array = np.array(self.free, dtype=np.int64).reshape(count, len(problem.resources))
-        """The free room again, as a (node, resource) array kept equal to :attr:`free`."""
+        free_array = np.array(self.free, dtype=np.int64).reshape(count, len(problem.resources))
+        self.free_cols = np.ascontiguousarray(free_array.T)
+        """The free room again, one contiguous row per resource (a query reads only the resources it
+        asks), kept equal to :attr:`free`."""
+        self.negative = np.any(free_array < 0, axis=1)
+        """Per node, whether some resource is overcommitted (then nothing fits there)."""
+        self.count = count
         self.whole_array = np.array(self.whole, dtype=np.int64).reshape(count)
         self.level_array = np.array([self._level(row) for row in self.free], dtype=np.int64).reshape(count)
         self.share_room = np.array([_share_room(used) for used in self.shared], dtype=np.int64).reshape(count)
+        self.share_free = np.array([_share_free(used) for used in self.shared], dtype=np.int64).reshape(count)
+        """Per node, the thousandths its shared GPUs have left, summed (the scarce-pool price reads it)."""
         self.arrival = np.arange(count, dtype=np.int64)
         """Per node, when it joined its bucket of :attr:`levels` (a bucket's order, oldest first)."""
         self._arrivals = count
@@ -118,7 +125,8 @@ class Room:
         before = self._level(row)
         for i, amount in enumerate(change):
             row[i] += amount
-        self.free_array[node] = row
+        self.free_cols[:, node] = row
+        self.negative[node] = any(amount < 0 for amount in row)
         after = self._level(row)
         if after != before:
             del self.levels[before][node]
@@ -157,7 +165,7 @@ class Room:
                     change[self.gpu] -= 1
                 self.opened[node].append((gpu, True))
             self.shared[node][gpu] = self.shared[node].get(gpu, 0) + share
-            self.share_room[node] = _share_room(self.shared[node])
+            self._shares_changed(node)
         self._shift(node, change)
 
     def give(self, node: int, request: tuple[int, ...]) -> None:
@@ -173,8 +181,12 @@ class Room:
                 self._add_whole(node, 1)
                 if self.gpu is not None:
                     change[self.gpu] += 1
-            self.share_room[node] = _share_room(self.shared[node])
+            self._shares_changed(node)
         self._shift(node, change)
+
+    def _shares_changed(self, node: int) -> None:
+        self.share_room[node] = _share_room(self.shared[node])
+        self.share_free[node] = _share_free(self.shared[node])
 
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
         if not all(amount <= room for amount, room in zip(request, self.free[node], strict=True)):
@@ -189,14 +201,30 @@ class Room:
         return self.whole[node] - whole >= 1
 
     def fitting(self, nodes: NDArray[np.int64], request: tuple[int, ...]) -> NDArray[np.int64]:
-        """Those of ``nodes`` where one pod of this request fits now (:meth:`fits`, vectorised)."""
+        """Those of ``nodes`` where one pod of this request fits now (:meth:`fits`, vectorised): no
+        resource overcommitted, and room for each resource it asks. ``nodes`` holds distinct nodes;
+        when it holds them all, the answer is in node order."""
         whole, share = self._parts(request)
-        ok = np.all(self.free_array[nodes] >= np.array(request, dtype=np.int64), axis=1)
+        if nodes.size == self.count:  # every node: whole rows, no gathering
+            ok = ~self.negative
+            for r, amount in enumerate(request):
+                if amount > 0:
+                    ok &= self.free_cols[r] >= amount
+            ok &= self.whole_array >= whole
+            if share > 0:
+                ok &= (self.share_room >= share) | (self.whole_array - whole >= 1)
+            fitting: NDArray[np.int64] = np.flatnonzero(ok)
+            return fitting
+        ok = ~self.negative[nodes]
+        for r, amount in enumerate(request):
+            if amount > 0:
+                ok &= self.free_cols[r][nodes] >= amount
         whole_left = self.whole_array[nodes]
         ok &= whole_left >= whole
         if share > 0:
             ok &= (self.share_room[nodes] >= share) | (whole_left - whole >= 1)
-        return nodes[ok]
+        chosen: NDArray[np.int64] = nodes[ok]
+        return chosen
 
     def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
         """Free whole GPUs in a topology domain (kept per domain as nodes change)."""
@@ -289,36 +317,34 @@ class Room:
         return self._first_allowed(candidates, np.lexsort((candidates, self.level_array[candidates], -scores)), allow)
 
     def cheapest_fit(self, scarce: scarcity.Scarcity, shape: Shape, allow: Allow | None = None) -> int | None:
-        """:func:`vcsat.solver.scarcity.cheapest_fit`'s choice: nodes no pool prices for this pod
-        cost nothing and are found and ordered with numpy; only the priced ones are priced one by one."""
+        """:func:`vcsat.solver.scarcity.cheapest_fit`'s choice (cheapest, then fewest free GPUs, then
+        node order), every candidate priced at once with numpy (:func:`scarcity.room_taken` over arrays)."""
         candidates = self.fitting(self._node_array(shape.upper), shape.request)
         if not candidates.size:
             return None
+        levels = (
+            np.maximum(self.free_cols[self.gpu][candidates], 0) if self.gpu is not None else np.zeros_like(candidates)
+        )
         milli = shape.request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
-        priced = scarce.rates(shape.eligibility, milli > 0)[candidates] > 0
-        best: tuple[int, int, int] | None = None
-        unpriced = candidates[~priced]
-        if unpriced.size:
-            levels = (
-                np.maximum(self.free_array[unpriced, self.gpu], 0) if self.gpu is not None else np.zeros_like(unpriced)
-            )
-            for i in np.lexsort((unpriced, levels)):
-                node = int(unpriced[i])
-                if allow is None or allow(node):
-                    best = (0, int(levels[i]), node)
-                    break
-        for node in (int(n) for n in candidates[priced]):
-            if allow is not None and not allow(node):
-                continue
-            row = self.free[node]
-            cpu = (shape.request[scarce.cpu], row[scarce.cpu]) if scarce.cpu is not None else (0, 0)
-            memory = (shape.request[scarce.memory], row[scarce.memory]) if scarce.memory is not None else (0, 0)
-            free_gpu = scarcity.free_room(self.whole[node], self.shared[node].values())
-            cost = round(scarcity.price(scarce, node, shape.eligibility, milli, free_gpu, cpu, memory))
-            key = (cost, max(0, row[self.gpu]) if self.gpu is not None else 0, node)
-            if best is None or key < best:
-                best = key
-        return None if best is None else best[2]
+        rates = scarce.rates(shape.eligibility, milli > 0)[candidates]
+        priced = rates > 0
+        cost = np.zeros(candidates.size, dtype=np.int64)
+        if priced.any():
+            nodes = candidates[priced]
+            free_gpu = self.whole_array[nodes] * FULL_GPU_MILLI + self.share_free[nodes]
+            fraction = np.zeros(nodes.size, dtype=np.float64)
+            for r in (scarce.cpu, scarce.memory):
+                asked = shape.request[r] if r is not None else 0
+                if asked > 0:
+                    free = self.free_cols[r][nodes]
+                    part = np.minimum(1.0, asked / np.where(free > 0, free, 1))
+                    fraction = np.maximum(fraction, np.where(free > 0, part, 1.0))
+            taken = np.maximum(milli, np.rint(free_gpu * fraction))
+            cost[priced] = np.rint(rates[priced] * taken).astype(np.int64)
+        if allow is None:  # (price, free GPUs, node) as one number: an argmin, not a sort
+            ranked = (cost * (int(levels.max()) + 1) + levels) * self.count + candidates
+            return int(candidates[int(np.argmin(ranked))])
+        return self._first_allowed(candidates, np.lexsort((candidates, levels, cost)), allow)
 
     def best_fit(
         self, request: tuple[int, ...], gpus: int, eligible: dict[int, int], allow: Allow | None = None
@@ -343,6 +369,11 @@ class Room:
 def _share_room(shared: dict[int, int]) -> int:
     """The most thousandths one of these shared GPUs has left, or -1 when there is none."""
     return max((FULL_GPU_MILLI - used for used in shared.values()), default=-1)
+
+
+def _share_free(shared: dict[int, int]) -> int:
+    """The thousandths these shared GPUs have left, summed."""
+    return scarcity.free_room(0, shared.values())
 
 
 def greedy(problem: Problem) -> Assignment:

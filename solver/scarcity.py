@@ -11,13 +11,14 @@ The measure, per cycle, from the snapshot alone (the pods the scheduler was aske
 pending, stand for the workload to come; nothing is remembered between cycles):
 
 - **Pools**: the GPU nodes grouped by which confined eligibility keys accept them (a key is
-  *confined* when some pod asking GPUs has it and it rejects some GPU node) and by their values of
-  the node labels those keys select on (:func:`selected_labels`). On a cluster of GPU models with
-  pods confined by model, a pool is a model, those no confined pod asked for yet included: the
-  label tells them apart before their first pod comes, so that each keeps its own share of the
-  prior below (merged into one pool, the unconfined work could fill one small model of it while
-  the pool as a whole still looked roomy). Without confined pods there are no pools and every
-  price is 0, so homogeneous workloads are decided exactly as before.
+  *confined* when some pod asking GPUs has it and it rejects some GPU node; keys are read without
+  their rules about location, :mod:`vcsat.solver.pool_keys`: a host or rack is not a pool) and by
+  their values of the node labels those keys select on (:func:`selected_labels`). On a cluster of
+  GPU models with pods confined by model, a pool is a model, those no confined pod asked for yet
+  included: the label tells them apart before their first pod comes, so that each keeps its own
+  share of the prior below (merged into one pool, the unconfined work could fill one small model
+  of it while the pool as a whole still looked roomy). Without confined pods there are no pools and
+  every price is 0, so homogeneous workloads are decided exactly as before.
 - **Expected need of a pool**: the GPU thousandths its confined pods pending now ask (certain),
   plus its share of the demand to come (the cluster's free GPU room left after the pending pods:
   what the arrivals to come are expected to fill). That share is the confined demand seen for the
@@ -69,6 +70,7 @@ from numpy.typing import NDArray
 from vcsat.model import Pod
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
+from vcsat.solver.pool_keys import pool_key
 from vcsat.solver.predicates import EligibilityKey, NodeIndex, eligibility_key
 
 if TYPE_CHECKING:
@@ -122,14 +124,31 @@ class Scarcity:
     )
     """Per eligibility key and whether the pod asks GPUs, :meth:`rate` over every node, made once
     (the greedy asks per pod)."""
+    _gpu_nodes_array: NDArray[np.bool_] | None = field(default=None, compare=False, repr=False)
 
     def rates(self, key: EligibilityKey, gpu: bool = True) -> NDArray[np.float64]:
         """:meth:`rate` of ``key`` on every node, as an array."""
         kept = self._rates.get((key, gpu))
         if kept is None:
-            kept = np.array([self.rate(node, key, gpu) for node in range(len(self.pool_of))], dtype=np.float64)
+            # Per pool first (a few), then spread over the nodes: the same values as :meth:`rate`.
+            per_pool = np.array(
+                [0.0 if p <= 0 or self.confined(key, pool) else p for pool, p in enumerate(self.pressure)] + [0.0],
+                dtype=np.float64,
+            )
+            kept = per_pool[np.array(self.pool_of, dtype=np.int64)]  # pool -1 reads the last entry, 0
+            if not gpu and self.plain and self.index.mask(key) & self.plain:
+                kept = np.where(self._gpu_node_array(), 1.0, kept)
             self._rates[key, gpu] = kept
         return kept
+
+    def _gpu_node_array(self) -> NDArray[np.bool_]:
+        """Per node, whether it has GPUs (:attr:`gpu_nodes` as an array), made once."""
+        if self._gpu_nodes_array is None:
+            mask = self.gpu_nodes
+            array = np.array([(mask >> n) & 1 for n in range(len(self.pool_of))], dtype=np.bool_)
+            object.__setattr__(self, "_gpu_nodes_array", array)  # a cache on a frozen dataclass
+            return array
+        return self._gpu_nodes_array
 
     def applies(self, key: EligibilityKey, gpu: bool) -> bool:
         """Whether the greedy orders nodes by price for such a pod: always when there are pools,
@@ -210,7 +229,7 @@ def measure(problem: Problem) -> Scarcity | None:
         milli = gpu_milli(pod)
         if milli <= 0:
             continue
-        key = eligibility_key(pod)
+        key = pool_key(eligibility_key(pod))  # what kind of node, not where (vcsat.solver.pool_keys)
         demand[key] = demand.get(key, 0) + milli
         total += milli
         if pod.pending:

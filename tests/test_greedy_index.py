@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from builders import node, pod, snapshot, term
 from greedy_reference import ScanRoom
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Policy, Snapshot
 from vcsat.model.cluster import PreferredSchedulingTerm
-from vcsat.solver import explain, greedy
+from vcsat.solver import explain, greedy, scarcity
 from vcsat.solver.problem import Problem, build_problem
 
 POLICY = Policy(time_limit_s=2)
@@ -197,4 +197,41 @@ def test_room_queries_agree_with_the_scan(seed: int, steps: int) -> None:
                     assert indexed.best_fit_in(shape.request, shape.upper, nodes) == scanned.best_fit_in(
                         shape.request, shape.upper, nodes
                     )
+        assert indexed.free == scanned.free
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(seed=st.integers(0, 10_000), steps=st.integers(5, 40), busy=st.sampled_from([0.2, 0.6, 0.9]))
+@pytest.mark.parametrize("plain_nodes", [0, 3], ids=["gpu-nodes-only", "with-cpu-nodes"])
+def test_priced_queries_agree_with_the_scan(seed: int, steps: int, busy: float, plain_nodes: int) -> None:
+    """The scarce-pool choice (priced with numpy) is the per-node reference's, as room changes;
+    with nodes without GPUs, pods asking none are priced for the GPU room they would strand."""
+    cluster = generated(nodes=30, pending_jobs=40, seed=seed % 50, busy_gpu_fraction=busy)
+    if plain_nodes:
+        extra_nodes = [node(f"cpu-{i}", cpu="32", memory="128Gi") for i in range(plain_nodes)]
+        extra_pods = [pod(f"ns/cpu-{i}", cpu=str(1 + i % 4), created=float(i)) for i in range(4)]
+        cluster = cluster.model_copy(
+            update={"nodes": (*cluster.nodes, *extra_nodes), "pods": (*cluster.pods, *extra_pods)}
+        )
+    problem = build_problem(cluster, POLICY)
+    scarce = scarcity.for_problem(problem)
+    assume(scarce is not None)  # most generated clusters confine some pods to GPU models
+    indexed, scanned = greedy.Room(problem), ScanRoom(problem)
+    rng = random.Random(seed)
+    taken: list[tuple[int, tuple[int, ...]]] = []
+    for _ in range(steps):
+        if taken and rng.random() < 0.3:
+            node_index, request = taken.pop()
+            indexed.give(node_index, request)
+            scanned.give(node_index, request)
+        for shape in rng.sample(problem.shapes, min(6, len(problem.shapes))):
+            assert indexed.cheapest_fit(scarce, shape) == scanned.cheapest_fit(scarce, shape)
+            odd = indexed.cheapest_fit(scarce, shape, lambda n: n % 2 == 1)
+            assert odd == scanned.cheapest_fit(scarce, shape, lambda n: n % 2 == 1)
+        shape = rng.choice(problem.shapes)
+        where = indexed.cheapest_fit(scarce, shape)
+        if where is not None:
+            indexed.take(where, shape.request)
+            scanned.take(where, shape.request)
+            taken.append((where, shape.request))
         assert indexed.free == scanned.free
