@@ -259,11 +259,6 @@ class Group:
         return {domain: k for domain, k in self.static.items() if k}
 
     @cached_property
-    def ascending(self) -> list[tuple[str, int]]:
-        """(domain, bound count), the fewest first."""
-        return sorted(self.static.items(), key=lambda item: item[1])
-
-    @cached_property
     def symmetry_codes(self) -> NDArray[np.int64]:
         """Per node, what tells it apart for this group (:meth:`symmetry_part` as a number): -1 where
         it is not eligible, its domain's number (0 up) in a domain of several nodes, and for a domain

@@ -107,14 +107,8 @@ def slots_by_domain(group: Group, buckets: set[int], v: Variables) -> dict[str, 
 def least_most(group: Group, most: dict[str, int]) -> int:
     """The least of the domains' largest final counts: ``most`` where given (domains receiving
     slots), the bound count elsewhere."""
-    least = min(most.values(), default=None)
-    # The fewest bound pods among the domains without slots: the first such in ascending order.
-    for domain, k in group.ascending:
-        if domain not in most:
-            return k if least is None else min(least, k)
-        if least is not None and k >= least:
-            break
-    return 0 if least is None else least
+    found = [k for d, k in group.static.items() if d not in most] if len(most) < len(group.static) else []
+    return min([*most.values(), *found], default=0)
 
 
 def spread_hint_values(svars: SpreadVars, values: dict[int, int]) -> dict[int, int]:
