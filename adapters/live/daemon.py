@@ -53,6 +53,19 @@ def leader_timing(lease_duration_s: float, renew_deadline_s: float, retry_period
     return LeaderTiming(lease_duration_s, renew_deadline_s, retry_period_s)
 
 
+def _seconds_option(flag: str, dest: str, default: float, help_text: str) -> Callable[[_F], _F]:
+    """A positive number of seconds of the leader election's timing."""
+    return click.option(
+        flag,
+        dest,
+        type=click.FloatRange(min=0, min_open=True),
+        default=default,
+        show_default=True,
+        metavar="S",
+        help=help_text,
+    )
+
+
 def daemon_options(lease_name: str) -> Callable[[_F], _F]:
     """The flags of a long-running command: leader election, its Lease, metrics port and logging."""
     options = [
@@ -65,32 +78,23 @@ def daemon_options(lease_name: str) -> Callable[[_F], _F]:
             help="Namespace of the Lease (default: our own in a pod, else kube-system).",
         ),
         click.option("--lease-name", default=lease_name, show_default=True, metavar="NAME"),
-        click.option(
+        _seconds_option(
             "--lease-duration",
             "lease_duration_s",
-            type=click.FloatRange(min=0, min_open=True),
-            default=LeaderTiming.lease_duration_s,
-            show_default=True,
-            metavar="S",
-            help="Seconds a standby waits, after it last saw the Lease renewed, before taking it over.",
+            LeaderTiming.lease_duration_s,
+            "Seconds a standby waits, after it last saw the Lease renewed, before taking it over.",
         ),
-        click.option(
+        _seconds_option(
             "--renew-deadline",
             "renew_deadline_s",
-            type=click.FloatRange(min=0, min_open=True),
-            default=LeaderTiming.renew_deadline_s,
-            show_default=True,
-            metavar="S",
-            help="Seconds the leader keeps acting without a successful renewal; below --lease-duration.",
+            LeaderTiming.renew_deadline_s,
+            "Seconds the leader keeps acting without a successful renewal; below --lease-duration.",
         ),
-        click.option(
+        _seconds_option(
             "--retry-period",
             "retry_period_s",
-            type=click.FloatRange(min=0, min_open=True),
-            default=LeaderTiming.retry_period_s,
-            show_default=True,
-            metavar="S",
-            help="Seconds between renewals (and a standby's attempts); below --renew-deadline.",
+            LeaderTiming.retry_period_s,
+            "Seconds between renewals (and a standby's attempts); below --renew-deadline.",
         ),
         click.option(
             "--metrics-port",
