@@ -20,7 +20,6 @@ nothing of the full problem: the search must not report that bound (:mod:`vcsat.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -66,7 +65,6 @@ class _Context:
             dtype=np.int64,
         )
         self.crowds: dict[int, NDArray[np.int64]] = {}
-        self.columns: dict[int, list[str | None]] = {}
         self.hinted: dict[int, set[int]] = {}
         for (s, node), k in hint.shape_slots.items():
             if k > 0:
@@ -75,8 +73,8 @@ class _Context:
         for group in (*problem.spread, *problem.soft_spread):
             for c in {*group.members, *group.carriers}:
                 self.groups.setdefault(c, []).append(group)
-        # Per label key the inter-pod rules read: each node's domain, None where it is its own.
-        self.shared: dict[str, list[str | None]] = {}
+        # Per label key the inter-pod rules read: each node's domain as a number, -1 where it is its own.
+        self.shared: list[NDArray[np.int64]] = []
         rel = problem.interpod
         for key in rel.keys if rel is not None else ():
             values = [node.labels.get(key) for node in problem.nodes]
@@ -84,25 +82,32 @@ class _Context:
             for value in values:
                 counts[value] = counts.get(value, 0) + 1
             if any(n > 1 for value, n in counts.items() if value is not None):
-                self.shared[key] = [value if value is not None and counts[value] > 1 else None for value in values]
+                number = {value: i for i, value in enumerate(sorted(v for v in counts if v is not None))}
+                self.shared.append(
+                    np.array(
+                        [number[value] if value is not None and counts[value] > 1 else -1 for value in values],
+                        dtype=np.int64,
+                    )
+                )
+        self.tiers: NDArray[np.int64] | None = None
+        domains = problem.domains
+        if domains is not None and problem.topology_gangs:
+            coarsest = max(domains.tiers)
+            names = [tiers.get(coarsest) for tiers in domains.of_node]
+            number = {name: i for i, name in enumerate(sorted({n for n in names if n is not None}))}
+            self.tiers = np.array([number[n] if n is not None else -1 for n in names], dtype=np.int64)
 
     def crowd(self, group: Group) -> NDArray[np.int64]:
         """Per node: the bound pods its domain of ``group`` counts, where that domain is the node
         alone (0 elsewhere)."""
         found = self.crowds.get(group.index)
         if found is None:
-            found = np.zeros(len(self.problem.nodes), dtype=np.int64)
-            for node, domain in group.domain_of.items():
-                if group.sizes[domain] == 1:
-                    found[node] = group.static.get(domain, 0)
-            self.crowds[group.index] = found
-        return found
-
-    def column(self, group: Group) -> list[str | None]:
-        """Per node: its domain of ``group`` (None where it has none)."""
-        found = self.columns.get(group.index)
-        if found is None:
-            found = self.columns[group.index] = [group.domain_of.get(n) for n in range(len(self.problem.nodes))]
+            layout = group.layout
+            value = np.zeros(len(layout.index) + 1, dtype=np.int64)  # the last one: not eligible
+            for domain, k in group.crowded.items():
+                if layout.sizes[domain] == 1:
+                    value[layout.index[domain]] = k
+            found = self.crowds[group.index] = value[layout.codes]
         return found
 
     def candidates(self, bucket: Bucket, c: int) -> set[int]:
@@ -112,38 +117,46 @@ class _Context:
         if len(bucket.nodes) <= 3 * per:
             return set(bucket.nodes)
         rel = problem.interpod
-        columns: list[Sequence[Hashable]] = []
+        columns: list[NDArray[np.int64]] = []
         if rel is not None and c in rel.group_of:
-            columns += self.shared.values()
+            columns += self.shared
         groups = self.groups.get(c, [])
         crowd = np.zeros(len(problem.nodes), dtype=np.int64)
         for group in groups:
             if len(group.sizes) < len(group.domain_of):
-                columns.append(self.column(group))
+                columns.append(group.layout.codes)
             crowd += self.crowd(group)
-        domains = problem.domains
-        if domains is not None and pod_class.gang in problem.topology_gangs:
-            coarsest = max(domains.tiers)
-            columns.append([tiers.get(coarsest) for tiers in domains.of_node])
+        if self.tiers is not None and pod_class.gang in problem.topology_gangs:
+            columns.append(self.tiers)
 
-        by_kind: dict[Hashable, list[int]] = {(): list(bucket.nodes)} if not columns else {}
-        for node in bucket.nodes if columns else ():
-            by_kind.setdefault(tuple(column[node] for column in columns), []).append(node)
+        nodes = np.array(bucket.nodes, dtype=np.int64)
+        upper_all = np.fromiter((bucket.upper[node] for node in bucket.nodes), dtype=np.int64, count=len(nodes))
+        kinds: list[NDArray[np.intp]]
+        if columns:
+            # One kind per distinct row of domains; in bucket order within a kind.
+            _, inverse = np.unique(np.stack([column[nodes] for column in columns], axis=1), axis=0, return_inverse=True)
+            inverse = np.asarray(inverse).reshape(-1)
+            order = np.argsort(inverse, kind="stable")
+            kinds = np.split(order, np.flatnonzero(np.diff(inverse[order])) + 1)
+        else:
+            kinds = [np.arange(len(nodes))]
         keep = set(self.hinted.get(bucket.shapes[0], set()))
         scores = self.scores.get(c, {})
         preference = problem.shapes[bucket.shapes[0]].preference
-        for members in by_kind.values():
+        for positions in kinds:
+            members = nodes[positions]
             if len(members) <= 3 * per:
-                keep.update(members)
+                keep.update(members.tolist())
                 continue
-            nodes = np.array(members, dtype=np.int64)
-            upper = np.array([bucket.upper[node] for node in members], dtype=np.int64)
-            rooms, crowds = self.rooms[nodes], crowd[nodes]
-            tight = np.lexsort((nodes, rooms, upper, crowds))
-            roomy = np.lexsort((nodes, -rooms, -upper, crowds))
-            keep.update(int(node) for node in nodes[tight[:per]])
-            keep.update(int(node) for node in nodes[roomy[:per]])
+            upper = upper_all[positions]
+            rooms, crowds = self.rooms[members], crowd[members]
+            tight = np.lexsort((members, rooms, upper, crowds))
+            roomy = np.lexsort((members, -rooms, -upper, crowds))
+            keep.update(members[tight[:per]].tolist())
+            keep.update(members[roomy[:per]].tolist())
             if scores or preference:
-                liked = np.array([-scores.get(node, 0) - preference.get(node, 0) for node in members], dtype=np.int64)
-                keep.update(int(node) for node in nodes[np.lexsort((nodes, crowds, liked))[:per]])
+                liked = np.array(
+                    [-scores.get(node, 0) - preference.get(node, 0) for node in members.tolist()], dtype=np.int64
+                )
+                keep.update(members[np.lexsort((members, crowds, liked))[:per]].tolist())
         return keep

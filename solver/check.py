@@ -48,7 +48,7 @@ from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
 from vcsat.solver import check_volumes
-from vcsat.solver.check_interpod import INTERPOD_RULES, check_interpod
+from vcsat.solver.check_interpod import INTERPOD_RULES, affinity_after_evictions, check_interpod
 from vcsat.solver.check_spread import RULE as SPREAD_RULE
 from vcsat.solver.check_spread import spread_violations
 from vcsat.solver.pauses import no_gc_pauses
@@ -247,6 +247,8 @@ class _Checker:
         """Inter-pod affinity, anti-affinity and host ports (:mod:`vcsat.solver.check_interpod`)."""
         new = [(p.pod, p.node) for p in self.placements if p.node is not None]
         for found in check_interpod(self.snapshot, new):
+            self._flag(found.rule, found.subject, found.message)
+        for found in affinity_after_evictions(self.snapshot, self.victims, new):
             self._flag(found.rule, found.subject, found.message)
 
     # --- evictions: identity and protection ---------------------------------------------------

@@ -48,6 +48,7 @@ INTERPOD_RULES: Final = (
     "PodAffinityRulesNotMatch",
     "PodAntiAffinityRulesNotMatch",
     "ExistingPodsAntiAffinityRulesNotMatch",
+    "AffinityBrokenByEviction",
 )
 
 
@@ -310,3 +311,57 @@ def _affinity(placed: list[_Placed], namespaces: Mapping[str, Mapping[str, str]]
             )
         )
     return out
+
+
+def affinity_after_evictions(
+    snapshot: Snapshot, victims: Mapping[str, Pod], new: Sequence[tuple[Pod, Node]]
+) -> list[Found]:
+    """Running pods whose required pod affinity the evictions break: a term that selected another
+    pod in the owner's domain before the evictions selects none after them (pods that stay, and the
+    new placements). A pod its own term selects keeps the term by itself."""
+    if not victims:
+        return []
+    nodes = snapshot.node_by_name
+    running = [
+        (pod, nodes[pod.node_name])
+        for pod in snapshot.pods
+        if pod.bound and not pod.terminating and pod.node_name in nodes
+    ]
+    after = [(pod, node) for pod, node in running if pod.key not in victims] + list(new)
+    out: list[Found] = []
+    for owner, where in running:
+        if owner.key in victims:
+            continue
+        for term in owner.pod_affinity.required:
+            if _term_selects(term, owner, owner, snapshot.namespaces):
+                continue
+
+            if _held(term, owner, where, running, snapshot) and not _held(term, owner, where, after, snapshot):
+                gone = sorted(
+                    key
+                    for key, pod in victims.items()
+                    if pod.node_name in nodes
+                    and _same_domain(term.topology_key, where, nodes[pod.node_name])
+                    and _term_selects(term, owner, pod, snapshot.namespaces)
+                )
+                out.append(
+                    Found(
+                        "AffinityBrokenByEviction",
+                        owner.key,
+                        f"evicting {', '.join(gone)} leaves no pod for its required pod affinity "
+                        f"({term.topology_key}={where.labels.get(term.topology_key)})",
+                    )
+                )
+    return out
+
+
+def _held(
+    term: PodAffinityTerm, owner: Pod, where: Node, state: Sequence[tuple[Pod, Node]], snapshot: Snapshot
+) -> bool:
+    """Whether the term selects a pod other than its owner in the owner's domain, in this state."""
+    return any(
+        other.key != owner.key
+        and _same_domain(term.topology_key, where, node)
+        and _term_selects(term, owner, other, snapshot.namespaces)
+        for other, node in state
+    )

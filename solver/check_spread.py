@@ -87,6 +87,7 @@ def spread_violations(
     out: list[tuple[str, str]] = []
     judged = {name: _State(pods) for name, pods in states.items()}
     eligible_cache: dict[tuple[object, ...], list[Node]] = {}
+    domains: dict[tuple[int, str], dict[str, str]] = {}
     for pod, node, state_name in placed:
         hard = [c for c in pod.spread_constraints if c.when_unsatisfiable == "DoNotSchedule"]
         if not hard:
@@ -105,7 +106,7 @@ def spread_violations(
         state = judged[state_name]
         for constraint in hard:
             eligible = _eligible(snapshot.nodes, pod, constraint, keys, eligible_cache)
-            counts = _counts(state, pod, constraint, eligible)
+            counts = _counts(state, pod, constraint, eligible, domains)
             least = 0 if len(counts) < constraint.min_domains else min(counts.values(), default=0)
             here = counts.get(node.labels[constraint.topology_key], 0)
             if here - least > constraint.max_skew:
@@ -150,18 +151,29 @@ def _eligible(
     return found
 
 
-def _counts(state: _State, pod: Pod, constraint: TopologySpreadConstraint, eligible: list[Node]) -> dict[str, int]:
+def _counts(
+    state: _State,
+    pod: Pod,
+    constraint: TopologySpreadConstraint,
+    eligible: list[Node],
+    domains: dict[tuple[int, str], dict[str, str]],
+) -> dict[str, int]:
+    """Matching pods per domain over the eligible nodes. ``eligible`` is one of the lists the
+    caller keeps for the whole check, so its identity names it in the caches."""
     extra = {k: pod.labels[k] for k in constraint.match_label_keys if k in pod.labels}
     key = (
         pod.namespace,
         repr(constraint.selector),
         tuple(sorted(extra.items())),
         constraint.topology_key,
-        tuple(node.name for node in eligible),
+        id(eligible),
     )
     found = state.cache.get(key)
     if found is None:
-        domain = {node.name: node.labels[constraint.topology_key] for node in eligible}
+        domain = domains.get((id(eligible), constraint.topology_key))
+        if domain is None:
+            domain = {node.name: node.labels[constraint.topology_key] for node in eligible}
+            domains[(id(eligible), constraint.topology_key)] = domain
         found = dict.fromkeys(domain.values(), 0)
         if constraint.selector is not None:
             for other, where in state.candidates(pod.namespace, constraint.selector, extra):

@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from vcsat.model import Pod, Snapshot
+from vcsat.model import Node, Pod, Snapshot
 from vcsat.model.cluster import HostPort, PodAffinityTerm
 from vcsat.solver.isolation import Interaction
 
@@ -558,3 +558,35 @@ def _port_cliques(ports: Mapping[int, Iterable[HostPort]]) -> list[frozenset[int
         for ip in specific:
             cliques.add(frozenset(wildcard | by_ip[ip]))
     return sorted(cliques, key=lambda s: sorted(s))
+
+
+def affinity_anchors(snapshot: Snapshot, nodes: Sequence[Node]) -> set[str]:
+    """Keys of bound pods that another bound pod's required pod affinity relies on: the pods each of
+    its terms selects in its own domain of the term's key. Evicting one could leave that pod's
+    affinity unsatisfied, so preemption and reclaim spare them (a subset of kube-scheduler's
+    victims: it does not look, the rule being IgnoredDuringExecution)."""
+    position = {node.name: i for i, node in enumerate(nodes)}
+    present = [
+        (pod, position[pod.node_name])
+        for pod in snapshot.pods
+        if pod.bound and not pod.terminating and pod.node_name in position
+    ]
+    relying = [(pod, n) for pod, n in present if pod.pod_affinity.required]
+    if not relying:
+        return set()
+    by_domain: dict[tuple[str, str], list[Pod]] = {}
+    for key in sorted({t.topology_key for pod, _ in relying for t in pod.pod_affinity.required}):
+        for pod, n in present:
+            value = nodes[n].labels.get(key)
+            if value is not None:
+                by_domain.setdefault((key, value), []).append(pod)
+    out: set[str] = set()
+    for pod, n in relying:
+        for term in pod.pod_affinity.required:
+            value = nodes[n].labels.get(term.topology_key)
+            if value is None:
+                continue
+            for other in by_domain.get((term.topology_key, value), ()):
+                if other is not pod and selects(term, pod.namespace, label_key(other), snapshot.namespaces):
+                    out.add(other.key)
+    return out

@@ -50,6 +50,22 @@ class Tracker:
         for unit, matching in sorted(self.unit_matching.items()):
             for h in sorted(matching):
                 self.watchers.setdefault(h, []).append(unit)
+        self.watched: dict[int, list[tuple[int, list[str]]]] = {}
+        """Group -> (first-pod unit whose terms it matches, the keys of the unit's terms)."""
+        for h, units in self.watchers.items():
+            self.watched[h] = [
+                (unit, sorted({t.topology_key for u in self.unit_groups[unit] for t in relations.affinity[u].terms}))
+                for unit in units
+            ]
+        self.conflicts: dict[int, list[tuple[str, list[int]]]] = {}
+        """Group -> (key, the groups that may not share a domain of it), in key order."""
+        pairs: dict[int, dict[str, set[int]]] = {}
+        for key, both in relations.anti_pairs.items():
+            for a, b in both:
+                pairs.setdefault(a, {}).setdefault(key, set()).add(b)
+                pairs.setdefault(b, {}).setdefault(key, set()).add(a)
+        for g, by_key in pairs.items():
+            self.conflicts[g] = [(key, sorted(by_key[key])) for key in relations.keys if by_key.get(key)]
         self.last: Counter[str] = Counter()
         """Nodes refused by reason since :meth:`begin` (one pod's search), for explanations."""
         self.stuck = False
@@ -63,14 +79,16 @@ class Tracker:
     def why(self, c: int, node: int) -> str | None:
         """kube-scheduler's words for why one more pod of class ``c`` may not go to ``node``, or None."""
         rel = self.rel
-        if c not in rel.group_of:
+        g = rel.group_of.get(c)
+        if g is None:
             return None
-        here = self.on_node.get(node, Counter())
-        for clique in self.cliques_of.get(c, ()):
-            if any(here[d] > 0 for d in clique):
+        cliques = self.cliques_of.get(c)
+        if cliques:
+            here = self.on_node.get(node)
+            if here is not None and any(here[d] > 0 for clique in cliques for d in clique):
                 return PORTS_REASON
-        g = rel.group_of[c]
         labels = self.labels[node]
+        in_domain = self.in_domain
         need = rel.affinity.get(g)
         if need is not None:
             for term in need.terms:
@@ -80,27 +98,27 @@ class Tracker:
                     return AFFINITY_REASON
                 if need.static.get((key, value), 0) > 0:
                     continue
-                if any(self.in_domain[(h, key, value)] > 0 for h in need.justifiers):
+                if any(in_domain[(h, key, value)] > 0 for h in need.justifiers):
                     continue
                 if need.first_pod and self.first_pod_allows(need.unit, key, value):
                     continue
                 return AFFINITY_REASON
-        for unit in self.watchers.get(g, ()):
+        for unit, keys in self.watched.get(g, ()):
             # A group matching a first-pod unit's terms joins the domain the unit relies on.
-            for key in {t.topology_key for u in self.unit_groups[unit] for t in rel.affinity[u].terms}:
+            for key in keys:
                 value = labels.get(key)
                 if value is not None and self.relying(unit, key) - {value}:
                     return AFFINITY_REASON
         for key in rel.self_anti.get(g, ()):
             value = labels.get(key)
-            if value is not None and self.in_domain[(g, key, value)] > 0:
+            if value is not None and in_domain[(g, key, value)] > 0:
                 return ANTI_AFFINITY_REASON
-        for key in rel.keys:
+        for key, others in self.conflicts.get(g, ()):
             value = labels.get(key)
             if value is None:
                 continue
-            for h in rel.conflicts(g, key):
-                if self.in_domain[(h, key, value)] > 0:
+            for h in others:
+                if in_domain[(h, key, value)] > 0:
                     # Either side's term: the placed pod's reads as the existing pods' rule.
                     return ANTI_AFFINITY_REASON if h > g else EXISTING_ANTI_AFFINITY_REASON
         return None

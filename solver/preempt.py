@@ -33,7 +33,9 @@ Rules between pods (inter-pod affinity, anti-affinity, host ports) are not model
 with an isolated class (:mod:`vcsat.solver.isolation`) is never a preemptor (``solve`` leaves it
 out): no victim is taken for it. The other preemptors take part in no such rule by construction,
 and bound pods, victims included, keep refusing them nodes as before (a victim still blocks
-anti-affinity until it is gone and never justifies affinity).
+anti-affinity until it is gone and never justifies affinity). A running pod that another running
+pod's required affinity relies on (its terms select it in that pod's domain) is no victim, so no
+eviction leaves a placed pod's required affinity unsatisfied.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from vcsat.model import resources as res
 from vcsat.model.conformance import protection
 from vcsat.model.gpus import GpuHoldings, gpu_holdings
 from vcsat.solver.greedy import gang_order
+from vcsat.solver.interpod import affinity_anchors
 from vcsat.solver.levels import Level, Stage, make_level, plan_stages
 from vcsat.solver.objectives.fairness import SHARE_SCALE
 from vcsat.solver.problem import Gang, Problem
@@ -116,6 +119,8 @@ def victims_of(problem: Problem) -> list[Victim]:
     holdings_of: dict[int, GpuHoldings] = {}
     # Pods a topology spread constraint of this cycle counts are no victims (see the docstring).
     counted = counted_pods(snapshot, problem.nodes, problem.spread) if problem.spread else set()
+    # Nor are pods another running pod's required affinity relies on (see the docstring).
+    counted |= affinity_anchors(snapshot, problem.nodes)
     for pod in snapshot.pods:
         if not pod.bound or pod.node_name not in node_of or protection(pod) or pod.key in counted:
             continue

@@ -35,6 +35,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+import numpy as np
+from numpy.typing import NDArray
+
 from vcsat.model import Node, Pod, Snapshot
 from vcsat.model.selectors import LabelSelector
 from vcsat.model.spread import TopologySpreadConstraint
@@ -188,6 +191,35 @@ def cycle_selectors(pending: Iterable[Pod]) -> list[tuple[str, Selector]]:
     return list(seen)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """The domains of one topology key over one set of eligible nodes, shared by every group that
+    reads the same key on the same nodes (a cycle's groups mostly do)."""
+
+    domain_of: dict[int, str]
+    """Per eligible node index: its domain (value of the key)."""
+    sizes: dict[str, int]
+    """Per domain: its eligible nodes."""
+    index: dict[str, int]
+    """Per domain: its number, in sorted order."""
+    codes: NDArray[np.int64]
+    """Per node of the cycle: its domain's number, or -1 where the node is not eligible."""
+
+    @staticmethod
+    def of(nodes: Sequence[Node], eligible: Sequence[int], key: str) -> Layout:
+        domain_of = {n: nodes[n].labels[key] for n in eligible}
+        sizes: dict[str, int] = {}
+        for domain in domain_of.values():
+            sizes[domain] = sizes.get(domain, 0) + 1
+        index = {domain: i for i, domain in enumerate(sorted(sizes))}
+        codes = np.full(len(nodes), -1, dtype=np.int64)
+        if domain_of:
+            codes[np.fromiter(domain_of, dtype=np.int64, count=len(domain_of))] = np.fromiter(
+                (index[d] for d in domain_of.values()), dtype=np.int64, count=len(domain_of)
+            )
+        return Layout(domain_of, sizes, index, codes)
+
+
 @dataclass
 class Group:
     """One constraint as the cycle sees it: its eligible nodes' domains and who counts."""
@@ -198,8 +230,7 @@ class Group:
     key: str
     max_skew: int
     min_domains: int
-    domain_of: dict[int, str]
-    """Per eligible node index: its domain (value of the key)."""
+    layout: Layout
     static: dict[str, int]
     """Per eligible domain: matching pods already bound there (terminating ones excluded)."""
     carriers: list[int] = field(default_factory=list)
@@ -208,17 +239,41 @@ class Group:
     """Pending pod classes whose pods match the selector (they raise the counts)."""
 
     @property
+    def domain_of(self) -> dict[int, str]:
+        """Per eligible node index: its domain (value of the key). Shared: never modify it."""
+        return self.layout.domain_of
+
+    @property
     def few_domains(self) -> bool:
         """Fewer eligible domains than minDomains: the minimum is taken as 0."""
         return len(self.static) < self.min_domains
 
-    @cached_property
+    @property
     def sizes(self) -> dict[str, int]:
         """Per domain: its eligible nodes."""
-        out: dict[str, int] = {}
-        for domain in self.domain_of.values():
-            out[domain] = out.get(domain, 0) + 1
-        return out
+        return self.layout.sizes
+
+    @cached_property
+    def crowded(self) -> dict[str, int]:
+        """The domains that already hold matching pods, with their counts."""
+        return {domain: k for domain, k in self.static.items() if k}
+
+    @cached_property
+    def symmetry_codes(self) -> NDArray[np.int64]:
+        """Per node, what tells it apart for this group (:meth:`symmetry_part` as a number): -1 where
+        it is not eligible, its domain's number (0 up) in a domain of several nodes, and for a domain
+        of one node (a hostname key) ``-2 - count``, since such domains with equal counts are
+        interchangeable."""
+        layout = self.layout
+        ordered = sorted(layout.sizes)
+        value = np.array([-2 if layout.sizes[d] == 1 else i for i, d in enumerate(ordered)], dtype=np.int64)
+        for domain, k in self.crowded.items():
+            if layout.sizes[domain] == 1:
+                value[layout.index[domain]] = -2 - k
+        codes = np.full(len(layout.codes), -1, dtype=np.int64)
+        eligible = layout.codes >= 0
+        codes[eligible] = value[layout.codes[eligible]]
+        return codes
 
     def symmetry_part(self, node: int) -> object:
         """What tells the node apart for this group: its domain, or for a domain of one node (a
@@ -242,6 +297,8 @@ def build_groups(
     of the DoNotSchedule constraints, or of the ScheduleAnyway ones with ``hard`` False."""
     by_key: dict[tuple[object, ...], Group] = {}
     eligible_cache: dict[tuple[object, ...], tuple[int, ...]] = {}
+    layouts: dict[tuple[tuple[int, ...], str], Layout] = {}
+    zeros: dict[tuple[tuple[int, ...], str], dict[str, int]] = {}
     bound = _BoundIndex(snapshot, nodes)
     for c, pod in classes:
         for constraint in hard_constraints(pod, hard):
@@ -267,11 +324,16 @@ def build_groups(
             )
             group = by_key.get(key)
             if group is None:
-                domain_of = {n: nodes[n].labels[constraint.topology_key] for n in eligible}
-                static = dict.fromkeys(sorted(set(domain_of.values())), 0)
+                where = (eligible, constraint.topology_key)
+                layout = layouts.get(where)
+                if layout is None:
+                    layout = layouts[where] = Layout.of(nodes, eligible, constraint.topology_key)
+                    zeros[where] = dict.fromkeys(sorted(layout.sizes), 0)
+                static = dict(zeros[where])
                 for n, k in bound.matching(pod.namespace, selector).items():
-                    if n in domain_of:
-                        static[domain_of[n]] += k
+                    domain = layout.domain_of.get(n)
+                    if domain is not None:
+                        static[domain] += k
                 group = Group(
                     index=len(by_key),
                     namespace=pod.namespace,
@@ -279,7 +341,7 @@ def build_groups(
                     key=constraint.topology_key,
                     max_skew=constraint.max_skew,
                     min_domains=constraint.min_domains,
-                    domain_of=domain_of,
+                    layout=layout,
                     static=static,
                 )
                 by_key[key] = group

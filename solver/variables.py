@@ -8,7 +8,7 @@ read a node's load through :attr:`Variables.on_node`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
@@ -32,6 +32,16 @@ class Variables:
     on_node: dict[int, list[NodeTerm]]
     upper: dict[int, int]
     """Per variable index: its domain's upper bound (every domain here starts at 0)."""
+    by_bucket: dict[int, list[tuple[int, cp_model.IntVar]]] = field(default_factory=dict, init=False, repr=False)
+    """Per bucket: its (node, slot) pairs, filled on first use of :meth:`slots_of`."""
+
+    def slots_of(self, bucket: int) -> list[tuple[int, cp_model.IntVar]]:
+        """The bucket's slots with their nodes, as created: what a rule over a few buckets reads
+        without walking every node."""
+        if not self.by_bucket and self.slot:
+            for (b, node), var in self.slot.items():
+                self.by_bucket.setdefault(b, []).append((node, var))
+        return self.by_bucket.get(bucket, [])
 
     def all(self) -> list[cp_model.IntVar]:
         return [*self.placed.values(), *self.count.values(), *self.slot.values()]

@@ -213,6 +213,32 @@ case(
     decision(snap, nominations=[nominate("ns/p", "n1")], evictions=[evict("ns/v")]),
 )
 
+# a running pod's required affinity relies on the victim (issue 10: evictions keep it satisfied)
+near_v = PodAffinityRules(required=(_term("kubernetes.io/hostname", app="v"),))
+snap = on_n1(
+    _labelled(pod("ns/v", cpu="3", node="n1"), labels={"app": "v"}),
+    _labelled(pod("ns/c", cpu="100m", node="n1"), pod_affinity=near_v),
+    pod("ns/p", cpu="2", priority=10),
+    labels={"kubernetes.io/hostname": "n1"},
+)
+case(
+    "eviction leaves a running pod's affinity unmet",
+    snap,
+    decision(snap, nominations=[nominate("ns/p", "n1")], evictions=[evict("ns/v")]),
+    "AffinityBrokenByEviction",
+)
+snap = on_n1(
+    _labelled(pod("ns/v", cpu="3", node="n1"), labels={"app": "v"}),
+    _labelled(pod("ns/c", cpu="100m", node="n1"), pod_affinity=near_v),
+    _labelled(pod("ns/p", cpu="2", priority=10), labels={"app": "v"}),
+    labels={"kubernetes.io/hostname": "n1"},
+)
+case(
+    "eviction replaced by a matching preemptor",
+    snap,
+    decision(snap, nominations=[nominate("ns/p", "n1")], evictions=[evict("ns/v")]),
+)
+
 snap = on_n1(pod("ns/b", cpu="100m", node="n1"), pod("ns/p", cpu="100m"), pods=1)
 case("pods limit", snap, decision(snap, nominations=[nominate("ns/p", "n1")]), "CapacityAfterEvictions")
 snap = on_n1(pod("ns/b", cpu="100m", node="n1"), pod("ns/p", cpu="100m"), pods=2)

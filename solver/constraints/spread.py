@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from vcsat.solver.problem import Bucket, Problem
+from vcsat.solver.spread import Group
 from vcsat.solver.variables import Variables
 
 
@@ -52,23 +53,14 @@ def add_spread(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: li
         # A class with no node to go to has no bucket: it adds nothing.
         member_buckets = {bucket_of[s] for c in group.members if (s := problem.classes[c].shape) in bucket_of}
         carrier_buckets = {bucket_of[s] for c in group.carriers if (s := problem.classes[c].shape) in bucket_of}
-        added: dict[str, list[cp_model.IntVar]] = {}
-        received: dict[str, list[cp_model.IntVar]] = {}
-        for node, domain in group.domain_of.items():
-            for b in member_buckets:
-                var = v.slot.get((b, node))
-                if var is not None:
-                    added.setdefault(domain, []).append(var)
-            for b in carrier_buckets:
-                var = v.slot.get((b, node))
-                if var is not None:
-                    received.setdefault(domain, []).append(var)
+        added = slots_by_domain(group, member_buckets, v)
+        received = added if carrier_buckets == member_buckets else slots_by_domain(group, carrier_buckets, v)
         if not received:
             continue
 
-        most = {d: k + sum(v.upper[var.index] for var in added.get(d, [])) for d, k in group.static.items()}
         low = min(group.static.values(), default=0)
-        high = min(most.values(), default=0)
+        most = {d: group.static[d] + sum(v.upper[var.index] for var in vars_) for d, vars_ in added.items()}
+        high = least_most(group, most)
         minimum: cp_model.IntVar | int
         if group.few_domains:
             minimum, low = 0, 0
@@ -86,7 +78,7 @@ def add_spread(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: li
             only_carriers = {var.index for var in added.get(domain, [])} == {var.index for var in into}
             if only_carriers and group.static[domain] <= group.max_skew + low:
                 # With nothing received the domain already keeps within maxSkew of any minimum.
-                if isinstance(minimum, int) and most[domain] - minimum <= group.max_skew:
+                if isinstance(minimum, int) and most.get(domain, group.static[domain]) - minimum <= group.max_skew:
                     continue
                 cp.add(final - minimum <= group.max_skew)
                 continue
@@ -95,6 +87,28 @@ def add_spread(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: li
             cp.add(final - minimum <= group.max_skew).only_enforce_if(receives)
             out.receives.append((receives, into))
     return out
+
+
+def slots_by_domain(group: Group, buckets: set[int], v: Variables) -> dict[str, list[cp_model.IntVar]]:
+    """Per domain of the group: the slots of these buckets on its eligible nodes. Walks the buckets'
+    own slots (few, for isolated classes cut to candidates), never every node of the group."""
+    domain_of = group.domain_of
+    found: list[tuple[int, int, cp_model.IntVar]] = []
+    for rank, b in enumerate(buckets):
+        found += ((node, rank, var) for node, var in v.slots_of(b) if node in domain_of)
+    # Node by node, as the constraints were first written: the same model, term for term.
+    found.sort(key=lambda entry: entry[:2])
+    out: dict[str, list[cp_model.IntVar]] = {}
+    for node, _rank, var in found:
+        out.setdefault(domain_of[node], []).append(var)
+    return out
+
+
+def least_most(group: Group, most: dict[str, int]) -> int:
+    """The least of the domains' largest final counts: ``most`` where given (domains receiving
+    slots), the bound count elsewhere."""
+    found = [k for d, k in group.static.items() if d not in most] if len(most) < len(group.static) else []
+    return min([*most.values(), *found], default=0)
 
 
 def spread_hint_values(svars: SpreadVars, values: dict[int, int]) -> dict[int, int]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from itertools import pairwise
 
+import numpy as np
+from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
 from vcsat.solver import scarcity
@@ -20,14 +22,15 @@ from vcsat.solver.units import Units
 from vcsat.solver.variables import NodeTerm, Variables
 
 
-def _signature(problem: Problem, node: int, terms: list[NodeTerm], tags: list[Hashable] | None) -> Hashable:
+def _signature(
+    problem: Problem, node: int, terms: list[NodeTerm], tags: list[Hashable] | None, spread: NDArray[np.int64] | None
+) -> Hashable:
     # Nodes in different topology domains are not interchangeable for a gang priced by locality.
     domains = tuple(sorted(problem.domains.of_node[node].items())) if problem.domains is not None else ()
-    # Nor are nodes in different topology spread domains (or counted by different groups).
-    spread = tuple(group.symmetry_part(node) for group in (*problem.spread, *problem.soft_spread))
     return (
         domains,
-        spread,
+        # Nor are nodes in different topology spread domains (or counted by different groups).
+        int(spread[node]) if spread is not None else -1,
         tags[node] if tags is not None else (),
         tuple(problem.free[node]),
         problem.nodes[node].gpus,
@@ -56,9 +59,24 @@ def node_classes(problem: Problem, v: Variables) -> list[list[int]]:
     """Groups of interchangeable nodes (two or more), each in node order."""
     groups: dict[Hashable, list[int]] = {}
     tags = _interpod_tags(problem)
+    spread = _spread_kinds(problem)
     for node, terms in v.on_node.items():
-        groups.setdefault(_signature(problem, node, terms, tags), []).append(node)
+        groups.setdefault(_signature(problem, node, terms, tags, spread), []).append(node)
     return sorted((sorted(nodes) for nodes in groups.values() if len(nodes) > 1), key=lambda n: n[0])
+
+
+def _spread_kinds(problem: Problem) -> NDArray[np.int64] | None:
+    """Per node, a number equal for two nodes exactly when every topology spread group sees them
+    alike (:meth:`vcsat.solver.spread.Group.symmetry_codes`): one row of codes per node, numbered
+    by numpy rather than compared group by group."""
+    groups = (*problem.spread, *problem.soft_spread)
+    if not groups:
+        return None
+    # Groups on the same layout with no crowded node of their own see the nodes alike: once each.
+    columns = {id(g.layout) if not g.crowded else ("g", g.index): g.symmetry_codes for g in groups}
+    matrix = np.stack(list(columns.values()), axis=1)
+    _, kinds = np.unique(matrix, axis=0, return_inverse=True)
+    return np.asarray(kinds, dtype=np.int64).reshape(-1)
 
 
 def _interpod_tags(problem: Problem) -> list[Hashable] | None:

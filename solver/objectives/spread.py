@@ -16,6 +16,7 @@ from functools import partial
 from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
+from vcsat.solver.constraints.spread import least_most, slots_by_domain
 from vcsat.solver.levels import Level, make_level
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.spread import Group
@@ -33,23 +34,18 @@ def spread_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets:
         reach = _reachable(problem, group)
         if not reach:
             continue
-        added: dict[str, list[cp_model.IntVar]] = {}
         member_buckets = {bucket_of[s] for c in group.members if (s := problem.classes[c].shape) in bucket_of}
-        for node, domain in group.domain_of.items():
-            for b in member_buckets:
-                var = v.slot.get((b, node))
-                if var is not None:
-                    added.setdefault(domain, []).append(var)
-        most = {d: k + sum(v.upper[var.index] for var in added.get(d, [])) for d, k in group.static.items()}
+        added = slots_by_domain(group, member_buckets, v)
+        most = {d: group.static[d] + sum(v.upper[var.index] for var in vars_) for d, vars_ in added.items()}
         low = 0 if group.few_domains else min(group.static.values(), default=0)
-        high = 0 if group.few_domains else min(most.values(), default=0)
+        high = 0 if group.few_domains else least_most(group, most)
         minimum = cp.new_int_var(low, high, f"soft_min[{group.index}]")
         if not group.few_domains:
             for domain, vars_ in added.items():
                 if group.static[domain] < high:
                     cp.add(minimum <= group.static[domain] + cp_model.LinearExpr.sum(vars_))
         for domain in sorted(reach):
-            top = max(0, most[domain] - low - group.max_skew)
+            top = max(0, most.get(domain, group.static[domain]) - low - group.max_skew)
             if top == 0:
                 continue
             over = cp.new_int_var(0, top, f"soft_over[{group.index},{domain}]")
