@@ -179,20 +179,23 @@ def job_pods(
                         "volcano.sh/task-spec": task.name,
                     },
                     "annotations": annotations,
-                    "ownerReferences": [
-                        {
-                            "apiVersion": "batch.volcano.sh/v1alpha1",
-                            "kind": "Job",
-                            "name": job.name,
-                            "uid": uid,
-                            "controller": True,
-                            "blockOwnerDeletion": True,
-                        }
-                    ],
+                    "ownerReferences": [job_owner(job, uid)],
                 },
                 "spec": spec,
                 "status": status,
             }
+
+
+def job_owner(job: Job, uid: str) -> Object:
+    """The owner reference of a Volcano Job's pods and PodGroup, as Volcano's controller sets it."""
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "name": job.name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def podgroup_object(job: Job, phase: str, uid: str) -> Object:
@@ -224,16 +227,7 @@ def podgroup_object(job: Job, phase: str, uid: str) -> Object:
             "namespace": job.namespace,
             "uid": new_uid(random.Random(uid)),
             "creationTimestamp": timestamp(job.created),
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch.volcano.sh/v1alpha1",
-                    "kind": "Job",
-                    "name": job.name,
-                    "uid": uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [job_owner(job, uid)],
         },
         "spec": spec,
         "status": status,
