@@ -28,10 +28,12 @@ from kwokcluster import KwokCluster, start_kwok_cluster  # noqa: E402
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # This hook sees the whole session's items, not only this folder's. Tests here that start no
-    # cluster (the readings of recorded runs) stay unmarked, so they run without the binaries.
+    # This hook sees the whole session's items, not only this folder's. The scenarios (test_e2e_*,
+    # whether they share the module's cluster or start their own) are marked; tests here that start
+    # no cluster (the readings of recorded runs) stay unmarked, so they run without the binaries.
     for item in items:
-        if _HERE in Path(str(item.path)).resolve().parents and "kwok_cluster" in getattr(item, "fixturenames", ()):
+        path = Path(str(item.path)).resolve()
+        if _HERE in path.parents and (path.name.startswith("test_e2e_") or "kwok_cluster" in getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.k8s)
 
