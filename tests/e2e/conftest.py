@@ -33,7 +33,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # no cluster (the readings of recorded runs) stay unmarked, so they run without the binaries.
     for item in items:
         path = Path(str(item.path)).resolve()
-        if _HERE in path.parents and (path.name.startswith("test_e2e_") or "kwok_cluster" in getattr(item, "fixturenames", ())):
+        scenario = path.name.startswith("test_e2e_") or "kwok_cluster" in getattr(item, "fixturenames", ())
+        if _HERE in path.parents and scenario:
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.k8s)
 
