@@ -8,14 +8,12 @@ records its arguments and returns at once, so nothing here talks to an API serve
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from click.testing import CliRunner, Result
+from daemon_support import RecordingElector, logging_restored  # noqa: F401 (an autouse fixture)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,38 +33,11 @@ current-context: x
 COMMANDS = ["scheduler", "controller"]
 
 
-class _Elector:
-    """Stands for LeaderElector: keeps its keyword arguments, never campaigns."""
-
-    made: ClassVar[list[dict[str, Any]]] = []
-
-    def __init__(self, _api: Any, **kwargs: Any) -> None:
-        self.made.append(kwargs)
-
-    def run(self, stop: threading.Event, _lead: Callable[..., None], _lost: Callable[[], None]) -> None:
-        return None
-
-
-@pytest.fixture(autouse=True)
-def _logging_restored() -> Iterator[None]:
-    """The commands set up logging on the runner's stderr, closed after them: put the old setup back."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    for handler in root.handlers[:]:
-        if handler not in handlers:
-            root.removeHandler(handler)
-    for handler in handlers:
-        if handler not in root.handlers:
-            root.addHandler(handler)
-    root.setLevel(level)
-
-
 @pytest.fixture
 def elector(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     made: ClassVar[list[dict[str, Any]]] = []
-    monkeypatch.setattr(_Elector, "made", made)
-    monkeypatch.setattr(leader, "LeaderElector", _Elector)
+    monkeypatch.setattr(RecordingElector, "made", made)
+    monkeypatch.setattr(leader, "LeaderElector", RecordingElector)
     return made
 
 

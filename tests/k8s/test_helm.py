@@ -17,11 +17,9 @@ the real API server.
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import textwrap
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -32,6 +30,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from controlplane import ControlPlane, load_manifests, locate_binaries
+from daemon_support import RecordingElector, logging_restored  # noqa: F401 (an autouse fixture)
 from kubernetes import client
 from serverside import DEPLOY_DIR, ServerSideApply, describe
 
@@ -480,33 +479,6 @@ def test_no_leader_election(render: Callable[..., list[dict[str, Any]]]) -> None
     assert not [arg for arg in args if arg.startswith(("--lease", "--renew", "--retry", "--leader-elect"))]
 
 
-class _Elector:
-    """Stands for LeaderElector: keeps its keyword arguments, never campaigns."""
-
-    made: ClassVar[list[dict[str, Any]]] = []
-
-    def __init__(self, _api: Any, **kwargs: Any) -> None:
-        self.made.append(kwargs)
-
-    def run(self, stop: threading.Event, _lead: Callable[..., None], _lost: Callable[[], None]) -> None:
-        return None
-
-
-@pytest.fixture(autouse=True)
-def _logging_restored() -> Iterator[None]:
-    """The commands set up logging on the runner's stderr, closed after them: put the old setup back."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    for handler in root.handlers[:]:
-        if handler not in handlers:
-            root.removeHandler(handler)
-    for handler in handlers:
-        if handler not in root.handlers:
-            root.addHandler(handler)
-    root.setLevel(level)
-
-
 @pytest.mark.parametrize("component", ["scheduler", "controller"])
 def test_the_commands_accept_the_rendered_arguments(
     render: Callable[..., list[dict[str, Any]]],
@@ -517,8 +489,8 @@ def test_the_commands_accept_the_rendered_arguments(
 ) -> None:
     """The real command line, run with the rendered args; the configuration from the rendered ConfigMap."""
     made: ClassVar[list[dict[str, Any]]] = []
-    monkeypatch.setattr(_Elector, "made", made)
-    monkeypatch.setattr(leader, "LeaderElector", _Elector)
+    monkeypatch.setattr(RecordingElector, "made", made)
+    monkeypatch.setattr(leader, "LeaderElector", RecordingElector)
     docs = render("--set", "leaderElection.leaseDuration=20", "--set", "leaderElection.retryPeriod=3")
     keyed = _by_key(docs)
     conf = keyed[("ConfigMap", "vcsat-scheduler-configmap")]["data"]["volcano-scheduler.conf"]
