@@ -38,6 +38,7 @@ volumes a class's waiting claims bind (see ``_local_classes``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Final
@@ -92,6 +93,18 @@ def attachable_resource(driver: str) -> str:
 
 def local_volume_resource(storage_class: str) -> str:
     return LOCAL_PREFIX + storage_class
+
+
+@dataclass(frozen=True)
+class VolumePlan:
+    """VolumeBinding's PreBind for one pod on one node: the static volumes its waiting claims bind
+    (claim, volume) and the claims to provision there (annotated with the node)."""
+
+    bindings: tuple[tuple[PersistentVolumeClaim, PersistentVolume], ...] = ()
+    provisions: tuple[PersistentVolumeClaim, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.bindings or self.provisions)
 
 
 @dataclass(frozen=True)
@@ -356,6 +369,38 @@ class VolumeRules:
                 return False
         # Claims whose node provisioning already chose (the checks above let only this node through).
         return all(self._can_provision(claim, node) for claim in claims if claim.selected_node is not None)
+
+    def bind_plan(self, pod: Pod, node: Node, taken: AbstractSet[str] = frozenset()) -> VolumePlan | str:
+        """What VolumeBinding's PreBind writes for the pod on the node, or why nothing works.
+
+        The pod's unbound WaitForFirstConsumer claims, smallest first, each get the volume
+        ``FindMatchingVolume`` picks on the node (the one pre-bound to the claim, else the smallest
+        available one that suits it), never one in ``taken`` (volumes promised to pods bound just
+        before) nor one an earlier claim got; the others are provisioned on the node. An empty plan
+        when every claim is bound already.
+        """
+        claims = [claim for name in dict.fromkeys(pod.claims) if (claim := self.claim(pod, name)) is not None]
+        if len(claims) < len(set(pod.claims)):
+            return "persistentvolumeclaim not found"
+        waiting = [claim for claim in claims if not claim.fully_bound]
+        for claim in waiting:
+            if not self._delayed(claim):
+                return f"{UNBOUND_IMMEDIATE} (claim {claim.name})"
+            if claim.selected_node is not None and claim.selected_node != node.name:
+                return f"{BIND_CONFLICT} (claim {claim.name} is being provisioned for node {claim.selected_node})"
+        chosen: set[str] = set(taken)
+        bindings: list[tuple[PersistentVolumeClaim, PersistentVolume]] = []
+        provisions: list[PersistentVolumeClaim] = []
+        for claim in sorted(waiting, key=lambda c: c.request_bytes):
+            volume = self._find_volume(claim, node, chosen) if claim.selected_node is None else None
+            if volume is not None:
+                chosen.add(volume.name)
+                bindings.append((claim, volume))
+            elif self._can_provision(claim, node):
+                provisions.append(claim)
+            else:
+                return f"{BIND_CONFLICT} (claim {claim.name} on node {node.name})"
+        return VolumePlan(tuple(bindings), tuple(provisions))
 
     def _find_volume(self, claim: PersistentVolumeClaim, node: Node, chosen: set[str]) -> PersistentVolume | None:
         """``FindMatchingVolume``: a volume pre-bound to the claim, else the smallest that fits."""

@@ -14,7 +14,9 @@ The solver decides; this module makes it so, in the order that keeps the cluster
    without its GPU indices, nor annotated without being bound, and one request does both. The
    API server refuses a second binding of a bound pod (409), so no pod is bound twice whatever
    happens here; a gang cut off mid-bind keeps what was bound, and the next cycle places the rest
-   (the solver counts bound members towards ``minMember``).
+   (the solver counts bound members towards ``minMember``). A pod whose claims wait for a node
+   (WaitForFirstConsumer) has them bound first, as kube-scheduler's VolumeBinding PreBind does
+   (:mod:`.volume_binding`); if that fails the pod is not bound and waits.
 4. **PodGroup status** (phase, conditions, running/succeeded/failed) through the status
    subresource, written only when it differs from what the group already shows.
 5. **PodScheduled=False** (reason ``Unschedulable``, or ``SchedulingGated`` for a pod with
@@ -59,13 +61,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from vcsat.adapters.kube.apply_state import COMPONENT, REPORT_WORKERS, ApplyReport, ConditionWrite, log
 from vcsat.adapters.kube.binding import Bindings
-from vcsat.adapters.kube.client import Kube
+from vcsat.adapters.kube.client import PODS, Kube
 from vcsat.adapters.kube.events import EventRecord
 from vcsat.adapters.kube.evictions import Evictions
 from vcsat.adapters.kube.informer import Store
 from vcsat.adapters.kube.status_subresource import StatusWriter
 from vcsat.adapters.kube.status_writes import StatusWrites
-from vcsat.model import Binding, Decision, Snapshot
+from vcsat.adapters.kube.volume_binding import DEFAULT_TIMEOUT_S, VolumeBinder
+from vcsat.model import Binding, Decision, Pod, Snapshot
 
 
 class Applier(Bindings, Evictions, StatusWrites):
@@ -79,8 +82,10 @@ class Applier(Bindings, Evictions, StatusWrites):
         workers: int | None = None,
         identity: str = COMPONENT,
         event_refresh_s: float = 60.0,
+        volume_bind_timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         self.kube = kube
+        self.volumes = VolumeBinder(kube, store, timeout_s=volume_bind_timeout_s, on_failure=self._prebind_failed)
         self.statuses = StatusWriter(kube)
         self.store = store
         self.identity = identity
@@ -109,6 +114,13 @@ class Applier(Bindings, Evictions, StatusWrites):
         self._finisher.shutdown(wait=True)
         self._reports.shutdown(wait=True)
         self._pool.shutdown(wait=True)
+
+    def _prebind_failed(self, pod: Pod, why: str) -> None:
+        """A pod whose volumes could not be bound is not bound: a Warning Event on it says why, in
+        kube-scheduler's words (``FailedScheduling``)."""
+        current = self.store.get("Pod", pod.key)
+        if current is not None:
+            self._event(PODS, current, "FailedScheduling", _prebind_message(why), "Warning")
 
     # --- the whole decision -------------------------------------------------------------------
 
@@ -161,6 +173,10 @@ class Applier(Bindings, Evictions, StatusWrites):
         if not stopped():
             self._unschedulable(decision, snapshot, report)
         return report
+
+
+def _prebind_message(why: str) -> str:
+    return 'running PreBind plugin "VolumeBinding": ' + why.removeprefix("VolumeBinding: ")
 
 
 class PendingApply:

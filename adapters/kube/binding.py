@@ -21,14 +21,19 @@ from vcsat.adapters.kube.client import (
     PODS,
     ApiError,
 )
+from vcsat.adapters.kube.volume_binding import VolumeBinder
 from vcsat.model import Binding, Pod, Snapshot
 from vcsat.model.cluster import DEFAULT_QUEUE
+from vcsat.solver.volumes import VolumePlan
 
 _ALREADY_ASSIGNED = 'is already assigned to node "'
 
 
 class Bindings(ApplierState):
     """Bindings gang by gang, checked against the store first and never sent twice."""
+
+    volumes: VolumeBinder
+    """The PreBind of pods whose claims wait for a node (:mod:`.volume_binding`)."""
 
     def _send(
         self, bindings: Iterable[Binding], snapshot: Snapshot, report: ApplyReport, stopped: Callable[[], bool]
@@ -41,17 +46,23 @@ class Bindings(ApplierState):
                 continue
             by_gang.setdefault(pod.group or pod.key, []).append(binding)
 
+        # The volumes of pods whose claims wait for a node, planned for all at once in queue order
+        # (as the solver counted them), so that two pods are never promised one volume.
+        plans = self.volumes.plan_all(
+            [(snapshot.pod_by_key[b.pod], b.node) for members in by_gang.values() for b in members], snapshot
+        )
+
         # Gangs are checked and sent in the decision's order; their pods run concurrently, and the
         # next gang is sent without waiting for the previous one to finish (the pool bounds it).
         sent: list[tuple[str, list[tuple[Binding, Future[str | None]]]]] = []
         for gang, members in by_gang.items():
-            if stopped():
-                report.stale[gang] = "stopped before it was sent (no longer leading)"
-                continue
-            why = self._stale(gang, members, snapshot)
+            halted = stopped()
+            why = "stopped before it was sent (no longer leading)" if halted else self._stale(gang, members, snapshot)
             if why is not None:
+                self.volumes.release_all(plans.get(binding.pod) for binding in members)
                 report.stale[gang] = why
-                log.info("stale gang skipped; decided again next cycle", extra={"gang": gang, "why": why})
+                if not halted:
+                    log.info("stale gang skipped; decided again next cycle", extra={"gang": gang, "why": why})
                 continue
             queued = []
             for binding in members:
@@ -60,7 +71,8 @@ class Bindings(ApplierState):
                 # must already see the pod as bound.
                 self.store.expect_binding(binding.pod, binding.node, annotations)
                 pod = snapshot.pod_by_key[binding.pod]
-                queued.append((binding, self._pool.submit(self._bind_one, pod, binding, annotations, stopped)))
+                volumes = plans.get(binding.pod)
+                queued.append((binding, self._pool.submit(self._bind_one, pod, binding, annotations, stopped, volumes)))
             sent.append((gang, queued))
         return sent
 
@@ -101,10 +113,20 @@ class Bindings(ApplierState):
         )
 
     def _bind_one(
-        self, pod: Pod, binding: Binding, annotations: dict[str, str], stopped: Callable[[], bool]
+        self,
+        pod: Pod,
+        binding: Binding,
+        annotations: dict[str, str],
+        stopped: Callable[[], bool],
+        volumes: VolumePlan | str | None = None,
     ) -> str | None:
-        """Bind one pod; None when it is bound to ``binding.node`` now, else why not."""
+        """Bind one pod; None when it is bound to ``binding.node`` now, else why not. ``volumes``:
+        its claims' PreBind, done first (a message: they cannot be bound there, so neither is it)."""
         problem = self._check_bindable(pod, binding, stopped)
+        if problem is None and volumes is not None:
+            problem = self.volumes.prebind(pod, binding.node, volumes, stopped)
+        elif volumes is not None:
+            self.volumes.release_all([volumes])
         if problem is not None:
             self.store.binding_done(pod.key, "bound" if problem == "" else "failed")
             return problem or None

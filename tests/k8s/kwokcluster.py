@@ -193,14 +193,19 @@ def _not_when_failing(stage: dict[str, Any]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def start_kwok_cluster(
-    *, bin_dir: Path | None = None, node_lifecycle: bool = True, crd_dir: Path = CRD_DIR
+    *,
+    bin_dir: Path | None = None,
+    node_lifecycle: bool = True,
+    crd_dir: Path = CRD_DIR,
+    extra_controllers: tuple[str, ...] = (),
 ) -> Iterator[KwokCluster]:
     """etcd, kube-apiserver (vcsat's CRDs installed, or those in ``crd_dir``), kube-controller-manager
     and kwok, ready.
 
     ``node_lifecycle=False`` leaves out the node lifecycle and taint eviction controllers, for
     tests that also make Nodes of their own that no kwok heartbeats (they would turn Unknown and
-    their pods be evicted).
+    their pods be evicted). ``extra_controllers``: more kube-controller-manager controllers (e.g.
+    ``persistentvolume-binder-controller``, which completes the volume bindings a scheduler starts).
     """
     bin_dir = bin_dir or locate_binaries(BINARIES)
     apiserver_args = (
@@ -208,6 +213,7 @@ def start_kwok_cluster(
         f"--default-unreachable-toleration-seconds={NOT_READY_TOLERATION_S}",
     )
     controllers = CONTROLLERS if node_lifecycle else tuple(c for c in CONTROLLERS if c not in NODE_HEALTH)
+    controllers += extra_controllers
     with (
         start_control_plane(bin_dir=bin_dir, apiserver_args=apiserver_args, crd_dir=crd_dir) as plane,
         contextlib.ExitStack() as stack,

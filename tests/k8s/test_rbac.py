@@ -94,6 +94,8 @@ SCHEDULER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     ("watch", "persistentvolumes", {}, True),
     ("list", "persistentvolumeclaims", {}, True),
     ("watch", "persistentvolumeclaims", {}, True),
+    ("patch", "persistentvolumes", {}, True),  # VolumeBinding's PreBind: claimRef
+    ("patch", "persistentvolumeclaims", {"namespace": "team"}, True),  # ... and selected-node
     ("watch", "storageclasses.storage.k8s.io", {}, True),
     ("list", "csinodes.storage.k8s.io", {}, True),
     ("watch", "csinodes.storage.k8s.io", {}, True),
@@ -122,6 +124,8 @@ SCHEDULER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     ("update", "persistentvolumes", {}, False),
     ("update", "persistentvolumeclaims", {"namespace": "team"}, False),
     ("create", "persistentvolumeclaims", {"namespace": "team"}, False),
+    ("delete", "persistentvolumes", {}, False),
+    ("delete", "persistentvolumeclaims", {"namespace": "team"}, False),
     ("update", "namespaces", {}, False),
     ("update", "storageclasses.storage.k8s.io", {}, False),
     ("update", "csinodes.storage.k8s.io", {}, False),
