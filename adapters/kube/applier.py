@@ -113,6 +113,7 @@ class Applier(Bindings, Evictions, StatusWrites):
     def close(self) -> None:
         self._finisher.shutdown(wait=True)
         self._reports.shutdown(wait=True)
+        self.volumes.close()
         self._pool.shutdown(wait=True)
 
     def _prebind_failed(self, pod: Pod, why: str) -> None:

@@ -72,7 +72,9 @@ class Bindings(ApplierState):
                 self.store.expect_binding(binding.pod, binding.node, annotations)
                 pod = snapshot.pod_by_key[binding.pod]
                 volumes = plans.get(binding.pod)
-                queued.append((binding, self._pool.submit(self._bind_one, pod, binding, annotations, stopped, volumes)))
+                # A pod with a PreBind may wait minutes for its volumes: on threads of their own.
+                pool = self._pool if volumes is None else self.volumes.pool
+                queued.append((binding, pool.submit(self._bind_one, pod, binding, annotations, stopped, volumes)))
             sent.append((gang, queued))
         return sent
 

@@ -22,7 +22,8 @@ PreBind phase:
    removed or changed (the provisioner's "provisioning failed, choose again"), or ``timeout_s``
    passes (kube-scheduler's ``bindTimeoutSeconds``, 600 s by default).
 
-Only then is the pod bound. On any failure the pod is not bound: it waits, the reason is the
+Each such pod's binding runs on a thread of this module's own pool, so its wait never holds up
+the bindings of other pods. Only then is the pod bound. On any failure the pod is not bound: it waits, the reason is the
 binding's failure in the apply report, and the next cycle decides again on what the writes left
 (a claim with ``selected-node`` may then only go to that node; a volume with a ``claimRef`` only to
 its claim).
@@ -33,6 +34,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from vcsat.adapters.kube.apply_state import log
@@ -47,6 +49,8 @@ BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
 DEFAULT_TIMEOUT_S: Final = 600.0
 """kube-scheduler's default ``bindTimeoutSeconds`` of the VolumeBinding plugin."""
 POLL_S: Final = 0.2
+WORKERS: Final = 64
+"""Pods whose PreBind may be under way at once (each waits on a thread of its own, mostly asleep)."""
 
 Stopped = Callable[[], bool]
 
@@ -71,6 +75,11 @@ class VolumeBinder:
         self._promised: dict[str, str] = {}
         """Per PersistentVolume name: the claim key a plan gave it, until the watch shows it claimed."""
         self._rules: tuple[Snapshot, VolumeRules] | None = None
+        self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="vcsat-prebind")
+        """Where the bindings of pods with a PreBind run: their waits never hold up other bindings."""
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
 
     # --- 1. plan ------------------------------------------------------------------------------
 
