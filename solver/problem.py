@@ -409,7 +409,10 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         # count, greedy step or decode can place them, and they count for no minMember.
         pods = [pod for pod in every if not pod.held]
         group = snapshot.podgroup_by_key.get(key) if policy.gang else None
+        # With gang scheduling off a pod of a PodGroup is placed on its own, in its group's queue.
+        its_group = snapshot.podgroup_by_key.get(every[0].group) if every[0].group is not None else None
         lone_queue = (every[0].queue_name or DEFAULT_QUEUE) if every[0].group is None else DEFAULT_QUEUE
+        lone_queue = its_group.queue if its_group is not None else lone_queue
         gang = Gang(
             index=len(gangs),
             key=key,
@@ -771,7 +774,7 @@ def _queue_missing(gang: Gang, snapshot: Snapshot) -> Blocked | None:
         return None
     where = (
         f"its PodGroup's spec.queue {gang.queue!r}"
-        if gang.group is not None
+        if gang.group is not None or getattr(snapshot.pod_by_key.get(gang.key), "group", None) is not None
         else f"its annotation scheduling.volcano.sh/queue-name {gang.queue!r}"
     )
     return Blocked(gang.index, "QueueNotFound", f"{where} names no Queue: not scheduled until the queue exists")

@@ -36,6 +36,7 @@ from vcsat.solver.interpod_tracker import broken
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.pauses import no_gc_pauses
+from vcsat.solver.podgroup_entries import per_podgroup
 from vcsat.solver.preempt import preempt_and_reclaim
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.shares.deserved import queue_usage
@@ -189,6 +190,8 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         deterministic_time=round(clock.spent, 3),
         wall_stopped=clock.wall_stopped,
     )
+    if not policy.gang:
+        podgroups = per_podgroup(snapshot, podgroups)
     return Decision(bindings=now, nominations=nominations, evictions=evictions, podgroups=podgroups, solver=stats)
 
 

@@ -32,6 +32,7 @@ from vcsat.solver.decode import bindings
 from vcsat.solver.explain import outcomes
 from vcsat.solver.greedy import greedy
 from vcsat.solver.objectives.placement import placed_work
+from vcsat.solver.podgroup_entries import per_podgroup
 from vcsat.solver.problem import Problem, build_problem
 
 WAITING_ROOM = frozenset({"InsufficientResources", "Fragmented"})
@@ -87,8 +88,11 @@ def sure_decision(prepared: Prepared, *, started: float | None = None) -> Decisi
         bound=float(objective),
         seconds=round(time.monotonic() - started, 3) if started is not None else 0.0,
     )
+    podgroups = outcomes(problem, hint)
+    if not prepared.policy.gang:
+        podgroups = per_podgroup(problem.snapshot, podgroups)
     return Decision(
         bindings=placed,
-        podgroups=outcomes(problem, hint),
+        podgroups=podgroups,
         solver=stats,
     )

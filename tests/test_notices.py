@@ -83,11 +83,10 @@ def test_with_gang_scheduling_off_a_pod_of_a_missing_podgroup_still_waits() -> N
     snap = snapshot_from_objects(_objects(), strict=False)
     policy = Policy(time_limit_s=5, gang=False)
     decision = solve(snap, policy)
-    # (check is not asked here: with gang off, main's validator keys outcomes by PodGroup while the
-    # solver keys them by pod, for every PodGroup: a known mismatch outside this test's subject.)
     assert "ns/orphan" not in {b.pod for b in decision.bindings}
-    assert "UnknownPodGroup" not in {v.rule for v in check(snap, decision, policy)}
-    assert {o.podgroup: o.reason for o in decision.podgroups}["ns/orphan"] == "PodGroupNotFound"
+    # With gang off too the decision has an entry per PodGroup, which the validator expects.
+    assert check(snap, decision, policy) == []
+    assert {o.podgroup: o.reason for o in decision.podgroups}["ns/missing"] == "PodGroupNotFound"
 
 
 def test_another_schedulers_podgroup_is_not_ours_to_warn_about() -> None:
