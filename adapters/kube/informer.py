@@ -160,6 +160,13 @@ class Store:
                 node, dict(annotations), "sent", time.monotonic() + QUEUED_BINDING_TTL_S
             )
 
+    def keep_expecting(self, pod_key: str) -> None:
+        """A binding still queued (its pod's volumes are being bound first): shown as bound a while longer."""
+        with self._cond:
+            expected = self._expected.get(pod_key)
+            if expected is not None and expected.state == "sent":
+                expected.deadline = max(expected.deadline, time.monotonic() + QUEUED_BINDING_TTL_S)
+
     def binding_done(self, pod_key: str, outcome: str) -> None:
         """``bound``: the server took it; ``failed``: it did not; ``uncertain``: no answer came."""
         with self._cond:

@@ -229,6 +229,8 @@ class VolumeBinder:
                 return "stopped before the claims were bound (no longer leading)"
             if time.monotonic() >= deadline:
                 return f"timed out after {self.timeout_s:g}s waiting for the claims to be bound"
+            # Still assumed bound meanwhile, however long the wait: no cycle places the pod again.
+            self.store.keep_expecting(pod.key)
             time.sleep(POLL_S)
 
     def _check(self, pod: Pod, node_name: str, written: list[tuple[str, str, int]]) -> tuple[str | None, bool]:

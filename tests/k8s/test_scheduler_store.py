@@ -229,6 +229,21 @@ def test_the_next_expiry_is_when_the_first_unconfirmed_binding_stops_showing_as_
     assert store.next_expiry() is None
 
 
+def test_a_binding_waiting_for_its_volumes_keeps_showing_as_bound() -> None:
+    store = Store()
+    store.replace("Pod", [_pod("p"), _pod("q")])
+    store.expect_binding("ns/p", "n", {})
+    store._expected["ns/p"].deadline = time.monotonic() - 1  # as if queued longer than the TTL
+    store.keep_expecting("ns/p")
+    assert _snapshot_pod(store, "p")["spec"].get("nodeName") == "n"
+    store.expect_binding("ns/q", "n", {})
+    store.binding_done("ns/q", "bound")
+    settled = store.next_expiry()
+    store.keep_expecting("ns/q")  # a binding the server took is not extended
+    store.keep_expecting("ns/gone")  # nor one never expected
+    assert store.next_expiry() == settled
+
+
 def test_a_failed_binding_makes_the_pod_pending_again() -> None:
     store = Store()
     store.replace("Pod", [_pod("p")])
