@@ -10,7 +10,7 @@ fallback need; it is not optimal, which is why CP-SAT runs after it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from fractions import Fraction
 from functools import partial
 
@@ -110,6 +110,77 @@ class Room:
         """Topology spread counts of what is placed so far (None without spread constraints)."""
         self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
         """Rules between pods, pod by pod (None when no class is isolated)."""
+        self.full: set[Hashable] = set()
+        """Queries (:meth:`query_key`) known to find no node where one pod fits (whatever rules
+        between pods allow): room a gang keeps only shrinks, so such a query stays empty until room
+        is given back outside a gang's trial (then this is forgotten)."""
+        self._trial: list[Hashable] | None = None
+        """While a gang is tried (:meth:`open_trial`): the empty queries made after it took some
+        room, which stay known only if the gang keeps what it took."""
+        self._taken_in_trial = 0
+        self._stamps_before: dict[int, int] = {}
+        """Per node changed in the open trial, its stamp before it."""
+        self._ranked_in_trial = False
+        """Whether a ranking read the room after the open trial took some."""
+        self.tick = 0
+        """How many times some node's room changed (a take or a give)."""
+        self.stamp = np.zeros(count, dtype=np.int64)
+        """Per node, :attr:`tick` when its room last changed: what a kept ranking
+        (:meth:`cheapest_fit`) must price again."""
+        self._ranked: dict[int, _Ranking] = {}
+        self._choosers: tuple[Callable[[Room, Shape], int | None] | None, scarcity.Scarcity | None] | None = None
+        self._priced: dict[int, bool] = {}
+        self.gang_sizes: dict[int, tuple[int, int]] = {}
+        """Per gang tried, (GPUs its minimum asks, pods): what its topology attempts need."""
+        self._rank_base = int(self.level_array.max(initial=0)) + 1
+        """More than any node's free GPUs (room never grows beyond the snapshot's)."""
+
+    def choosers(self, problem: Problem) -> tuple[Callable[[Room, Shape], int | None] | None, scarcity.Scarcity | None]:
+        """FGD's choice of node (GPU-sharing workloads, :func:`greedy_chooser`) and the scarce
+        pools (:func:`scarcity.for_problem`) of this room's problem, looked up once."""
+        if self._choosers is None:
+            self._choosers = (greedy_chooser(problem), scarcity.for_problem(problem))
+        return self._choosers
+
+    def priced(self, problem: Problem, scarce: scarcity.Scarcity, shape: Shape) -> bool:
+        """Whether pods of ``shape`` go to the cheapest node (:meth:`scarcity.Scarcity.applies`), per shape once."""
+        known = self._priced.get(shape.index)
+        if known is None:
+            known = scarce.applies(shape.eligibility, scarcity.shape_milli(problem, shape) > 0)
+            self._priced[shape.index] = known
+        return known
+
+    def query_key(self, request: tuple[int, ...], eligible: dict[int, int], within: list[int] | None) -> Hashable:
+        """What decides whether a query for one pod finds a node it fits: the request, the
+        eligible nodes (a shape's ``upper``, kept by the problem) and the nodes looked at (every
+        eligible one, one node, or a topology domain list kept by this room)."""
+        where: Hashable = -1 if within is None else ("node", within[0]) if len(within) == 1 else id(within)
+        return (request, id(eligible), where)
+
+    def note_full(self, key: Hashable) -> None:
+        """Record that a query found no node where a pod fits."""
+        if self._trial is None or not self._taken_in_trial:
+            self.full.add(key)  # the room as a kept gang leaves it, or less
+        else:
+            self._trial.append(key)
+
+    def open_trial(self) -> None:
+        """A gang's pods are about to be taken, and given back unless the gang is whole."""
+        self._trial = []
+        self._taken_in_trial = 0
+        self._stamps_before = {}
+        self._ranked_in_trial = False
+
+    def close_trial(self, kept: bool) -> None:
+        """The gang's trial is over (given back already unless ``kept``). Given back, each node's
+        room is as before the trial: unless a ranking read it meanwhile, its stamp is too."""
+        if kept and self._trial:
+            self.full.update(self._trial)
+        if not kept and not self._ranked_in_trial:
+            for node, stamp in self._stamps_before.items():
+                self.stamp[node] = stamp
+        self._trial = None
+        self._stamps_before = {}
 
     def _level(self, row: list[int]) -> int:
         return max(0, row[self.gpu]) if self.gpu is not None else 0
@@ -121,6 +192,10 @@ class Room:
         return whole, share
 
     def _shift(self, node: int, change: list[int]) -> None:
+        if self._trial is not None and node not in self._stamps_before:
+            self._stamps_before[node] = int(self.stamp[node])
+        self.tick += 1
+        self.stamp[node] = self.tick
         row = self.free[node]
         before = self._level(row)
         for i, amount in enumerate(change):
@@ -146,6 +221,7 @@ class Room:
                 self.tier_free[tier][position] += counted
 
     def take(self, node: int, request: tuple[int, ...]) -> None:
+        self._taken_in_trial += 1
         whole, share = self._parts(request)
         change = [-amount for amount in request]
         self._add_whole(node, -whole)
@@ -170,6 +246,8 @@ class Room:
 
     def give(self, node: int, request: tuple[int, ...]) -> None:
         """Undo the newest ``take`` of this request on this node."""
+        if self._trial is None:
+            self.full.clear()  # room grows beyond what a kept gang left: what was full may not be
         whole, share = self._parts(request)
         change = list(request)
         self._add_whole(node, whole)
@@ -318,7 +396,14 @@ class Room:
 
     def cheapest_fit(self, scarce: scarcity.Scarcity, shape: Shape, allow: Allow | None = None) -> int | None:
         """:func:`vcsat.solver.scarcity.cheapest_fit`'s choice (cheapest, then fewest free GPUs, then
-        node order), every candidate priced at once with numpy (:func:`scarcity.room_taken` over arrays)."""
+        node order), every candidate priced at once with numpy (:func:`scarcity.room_taken` over arrays).
+
+        Without rules between pods, the shape's ranking of every node is kept and only the nodes
+        whose room changed since it was last read are priced again (:class:`_Ranking`)."""
+        if allow is None:
+            if self._taken_in_trial:
+                self._ranked_in_trial = True
+            return self._ranking(scarce, shape).best(self)
         candidates = self.fitting(self._node_array(shape.upper), shape.request)
         if not candidates.size:
             return None
@@ -346,6 +431,64 @@ class Room:
             return int(candidates[int(np.argmin(ranked))])
         return self._first_allowed(candidates, np.lexsort((candidates, levels, cost)), allow)
 
+    def _ranking(self, scarce: scarcity.Scarcity, shape: Shape) -> _Ranking:
+        kept = self._ranked.get(id(shape))
+        if kept is None or kept.shape is not shape or kept.scarce is not scarce:
+            kept = _Ranking(self, scarce, shape)
+            self._ranked[id(shape)] = kept
+        return kept
+
+    def price_ranks(self, scarce: scarcity.Scarcity, shape: Shape, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Per node of ``nodes`` (eligible ones), (price, free GPUs, node) of one pod of ``shape``
+        as one number (:data:`UNFIT` where it does not fit), the order of :meth:`cheapest_fit`."""
+        ranks = np.full(nodes.size, UNFIT, dtype=np.int64)
+        fit = self.fitting(nodes, shape.request)
+        if not fit.size:
+            return ranks
+        candidates = fit
+        levels = (
+            np.maximum(self.free_cols[self.gpu][candidates], 0) if self.gpu is not None else np.zeros_like(candidates)
+        )
+        milli = shape.request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
+        rates = scarce.rates(shape.eligibility, milli > 0)[candidates]
+        priced = rates > 0
+        cost = np.zeros(candidates.size, dtype=np.int64)
+        if priced.any():
+            priced_nodes = candidates[priced]
+            free_gpu = self.whole_array[priced_nodes] * FULL_GPU_MILLI + self.share_free[priced_nodes]
+            fraction = np.zeros(priced_nodes.size, dtype=np.float64)
+            for r in (scarce.cpu, scarce.memory):
+                asked = shape.request[r] if r is not None else 0
+                if asked > 0:
+                    free = self.free_cols[r][priced_nodes]
+                    part = np.minimum(1.0, asked / np.where(free > 0, free, 1))
+                    fraction = np.maximum(fraction, np.where(free > 0, part, 1.0))
+            taken = np.maximum(milli, np.rint(free_gpu * fraction))
+            cost[priced] = np.rint(rates[priced] * taken).astype(np.int64)
+        ranks[np.searchsorted(nodes, fit)] = (cost * self._rank_base + levels) * self.count + candidates
+        return ranks
+
+    def price_rank(self, scarce: scarcity.Scarcity, shape: Shape, node: int, rates: NDArray[np.float64]) -> int:
+        """:meth:`price_ranks` of one eligible node, in Python (the same arithmetic, element by element)."""
+        request = shape.request
+        if not self.fits(node, request):
+            return UNFIT
+        row = self.free[node]
+        level = max(0, row[self.gpu]) if self.gpu is not None else 0
+        cost = 0
+        rate = float(rates[node])
+        if rate > 0:
+            milli = request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
+            free_gpu = self.whole[node] * FULL_GPU_MILLI + int(self.share_free[node])
+            fraction = 0.0
+            for r in (scarce.cpu, scarce.memory):
+                asked = request[r] if r is not None else 0
+                if r is not None and asked > 0:
+                    free = row[r]
+                    fraction = max(fraction, min(1.0, asked / free) if free > 0 else 1.0)
+            cost = round(rate * max(milli, round(free_gpu * fraction)))
+        return (cost * self._rank_base + level) * self.count + node
+
     def best_fit(
         self, request: tuple[int, ...], gpus: int, eligible: dict[int, int], allow: Allow | None = None
     ) -> int | None:
@@ -364,6 +507,42 @@ class Room:
                 if node in eligible and self.fits(node, request) and (allow is None or allow(node)):
                     return node
         return None
+
+
+UNFIT = np.iinfo(np.int64).max
+"""The rank of a node where the pod does not fit (or may not go)."""
+
+FEW_CHANGED = 16
+"""A kept ranking re-prices up to this many changed nodes in Python, more with numpy."""
+
+
+class _Ranking:
+    """One shape's :meth:`Room.cheapest_fit` ranks over its eligible nodes, kept up to date by
+    pricing again only the nodes whose room changed since it was read (:attr:`Room.stamp`): the
+    choice is then an argmin, not a pricing of every candidate."""
+
+    def __init__(self, room: Room, scarce: scarcity.Scarcity, shape: Shape) -> None:
+        self.shape = shape
+        self.scarce = scarce
+        self.nodes = np.flatnonzero(room._eligible_mask(shape.upper))
+        milli = shape.request[room.milli] if room.milli is not None else shape.gpus * FULL_GPU_MILLI
+        self.rates = scarce.rates(shape.eligibility, milli > 0)
+        self.ranks = room.price_ranks(scarce, shape, self.nodes)
+        self.seen = room.tick
+
+    def best(self, room: Room) -> int | None:
+        if self.seen < room.tick:
+            stale = np.flatnonzero(room.stamp[self.nodes] > self.seen)
+            self.seen = room.tick
+            if stale.size <= FEW_CHANGED:
+                for i in stale.tolist():
+                    self.ranks[i] = room.price_rank(self.scarce, self.shape, int(self.nodes[i]), self.rates)
+            else:
+                self.ranks[stale] = room.price_ranks(self.scarce, self.shape, self.nodes[stale])
+        if not self.ranks.size:
+            return None
+        at = int(np.argmin(self.ranks))
+        return None if self.ranks[at] == UNFIT else int(self.nodes[at])
 
 
 def _share_room(shared: dict[int, int]) -> int:
@@ -492,11 +671,17 @@ def fit_topology_first(problem: Problem, gang: Gang, room: Room, caps: list[dict
 
 
 def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> list[list[int] | None]:
-    needed = sum(
-        problem.shapes[problem.classes[c].shape].gpus * min(len(problem.classes[c].pods), max(1, gang.need))
-        for c in gang.classes
-    )
-    pods = sum(len(problem.classes[c].pods) for c in gang.classes)
+    sizes = room.gang_sizes.get(gang.index)
+    if sizes is None:
+        sizes = (
+            sum(
+                problem.shapes[problem.classes[c].shape].gpus * min(len(problem.classes[c].pods), max(1, gang.need))
+                for c in gang.classes
+            ),
+            sum(len(problem.classes[c].pods) for c in gang.classes),
+        )
+        room.gang_sizes[gang.index] = sizes
+    needed, pods = sizes
     attempts: list[list[int] | None] = []
     if pods > 1 and needed > 0:
         # All on one node first (NVLink beats any network): the fullest node that has the GPUs.
@@ -528,10 +713,31 @@ def fit_gang(
 
     Every pending pod is tried (an elastic gang takes what fits beyond its minimum).
     """
+    room.open_trial()
+    taken = _try_gang(problem, gang, room, caps, within)
+    whole = _whole(problem, gang, taken)
+    if not whole:
+        undo(problem, room, taken)
+    room.close_trial(kept=whole)
+    return taken if whole else None
+
+
+def _whole(problem: Problem, gang: Gang, taken: Taken) -> bool:
+    """Whether these pods make the gang whole (its minimum, and each task's)."""
+    per_task: dict[str, int] = {}
+    for class_index, _, _ in taken:
+        task = problem.classes[class_index].task
+        per_task[task] = per_task.get(task, 0) + 1
+    return len(taken) >= max(1, gang.need) and all(
+        per_task.get(task, 0) >= need for task, need in gang.task_need.items()
+    )
+
+
+def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int]], within: list[int] | None) -> Taken:
+    """Each of the gang's pods onto its node while one fits, in :func:`fit_gang`'s order."""
     taken: Taken = []
     used: dict[str, int] = {}
-    least_fragmenting = greedy_chooser(problem)  # GPU-sharing workloads: FGD's choice of node
-    scarce = scarcity.for_problem(problem)
+    least_fragmenting, scarce = room.choosers(problem)
     classes = sorted(
         (problem.classes[c] for c in gang.classes),
         key=lambda pc: (-problem.shapes[pc.shape].gpus, pc.index),
@@ -555,17 +761,24 @@ def fit_gang(
             )
             if tracker is not None:
                 tracker.begin()
-            if within is not None:
+            query = room.query_key(shape.request, shape.upper, within)
+            exact = True  # whether the choice below finds no node only when none fits
+            if query in room.full:
+                node = None
+            elif within is not None:
                 node = room.best_fit_in(shape.request, shape.upper, within, allow)
             elif shape.preference:
                 node = room.preferred_fit(shape, allow)
             elif least_fragmenting is not None and allow is None:
                 node = least_fragmenting(room, shape)
-            elif scarce is not None and scarce.applies(shape.eligibility, scarcity.shape_milli(problem, shape) > 0):
+                exact = False
+            elif scarce is not None and room.priced(problem, scarce, shape):
                 # scarce GPU pools priced (vcsat.solver.scarcity): cheapest, then best fit
                 node = room.cheapest_fit(scarce, shape, allow)
             else:
                 node = room.best_fit(shape.request, shape.gpus, shape.upper, allow)
+            if node is None and exact and allow is None:
+                room.note_full(query)
             if node is None:
                 if tracker is not None:
                     tracker.stuck = True
@@ -578,18 +791,7 @@ def fit_gang(
             for name, amount in request_by_name.items():
                 used[name] = used.get(name, 0) + amount
             taken.append((pod_class.index, shape.index, node))
-
-    per_task: dict[str, int] = {}
-    for class_index, _, _ in taken:
-        task = problem.classes[class_index].task
-        per_task[task] = per_task.get(task, 0) + 1
-    whole = len(taken) >= max(1, gang.need) and all(
-        per_task.get(task, 0) >= need for task, need in gang.task_need.items()
-    )
-    if whole:
-        return taken
-    undo(problem, room, taken)
-    return None
+    return taken
 
 
 def _both(first: Allow | None, second: Allow | None) -> Allow | None:

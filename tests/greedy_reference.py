@@ -11,6 +11,7 @@ from collections.abc import Callable
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver import scarcity
+from vcsat.solver.fragmentation import greedy_chooser
 from vcsat.solver.interpod_tracker import Tracker
 from vcsat.solver.problem import Domains, Problem, Shape
 from vcsat.solver.spread import SpreadState
@@ -43,6 +44,27 @@ class ScanRoom:
         """Topology spread counts of what is placed so far (None without spread constraints)."""
         self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
         """Rules between pods, pod by pod (None when no class is isolated)."""
+        self.full: set[object] = set()
+        """Never filled: the reference remembers no empty query, it scans every time."""
+        self.gang_sizes: dict[int, tuple[int, int]] = {}
+
+    def query_key(self, request: tuple[int, ...], eligible: dict[int, int], within: list[int] | None) -> object:
+        return None
+
+    def note_full(self, key: object) -> None:
+        pass
+
+    def open_trial(self) -> None:
+        pass
+
+    def close_trial(self, kept: bool) -> None:
+        pass
+
+    def choosers(self, problem: Problem) -> tuple[object, scarcity.Scarcity | None]:
+        return greedy_chooser(problem), scarcity.for_problem(problem)
+
+    def priced(self, problem: Problem, scarce: scarcity.Scarcity, shape: Shape) -> bool:
+        return scarce.applies(shape.eligibility, scarcity.shape_milli(problem, shape) > 0)
 
     def _level(self, row: list[int]) -> int:
         return max(0, row[self.gpu]) if self.gpu is not None else 0
