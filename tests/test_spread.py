@@ -20,6 +20,7 @@ from vcsat.model import Decision, Node, Pod, Policy, Snapshot
 from vcsat.solver.check import check
 from vcsat.solver.decode import bindings
 from vcsat.solver.greedy import greedy
+from vcsat.solver.predicates import untolerated_taint
 from vcsat.solver.problem import build_problem
 from vcsat.solver.solve import solve, spread_broken
 
@@ -441,13 +442,17 @@ def test_random_instances_keep_every_spread_constraint(snap: Snapshot) -> None:
 @given(instances(), st.randoms(use_true_random=False))
 def test_solver_rule_and_validator_agree_on_random_placements(snap: Snapshot, rng: Any) -> None:
     """The solver's spread state and the validator's independent reading judge the same final
-    states alike (placements onto nodes that carry the keys; the validator also judges the rest)."""
+    states alike (placements onto nodes that carry the keys and whose taints the pod tolerates:
+    the solver never places elsewhere, and the spread counts leave untolerated nodes out under
+    ``nodeTaintsPolicy: Honor``; the validator also judges the rest)."""
     problem = build_problem(snap, Policy())
     pending = [p for p in snap.pods if p.pending]
     placed = []
     for p in pending:
         keys = [c.topology_key for c in p.spread_constraints if c.hard]
-        fitting = [n.name for n in snap.nodes if all(k in n.labels for k in keys)]
+        fitting = [
+            n.name for n in snap.nodes if all(k in n.labels for k in keys) and untolerated_taint(p, n) is None
+        ]
         if fitting and rng.random() < 0.7:
             placed.append(bind(p.key, rng.choice(fitting)))
     dec = decision(snap, bindings=placed)
