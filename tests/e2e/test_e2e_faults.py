@@ -333,6 +333,29 @@ def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
     )
 
 
+# --- the fake nodes' heartbeat ---------------------------------------------------------------------
+
+
+def test_kwok_nodes_heartbeat_through_their_leases(kwok_cluster: KwokCluster) -> None:
+    """The node lifecycle controller takes a node whose heartbeat (its Lease in kube-node-lease, or
+    its status) is older than 50 s for unreachable, and the taint eviction then deletes its pods:
+    every scenario here longer than that needs kwok to renew its nodes' Leases."""
+    with gpu_nodes(kwok_cluster, [NODE_GPUS]) as nodes, kwok_cluster.plane.api_client() as api:
+        leases = client.CoordinationV1Api(api)
+
+        def renewed() -> Any:
+            try:
+                return leases.read_namespaced_lease(nodes[0], "kube-node-lease").spec.renew_time
+            except client.ApiException as error:
+                if error.status == 404:
+                    return None
+                raise
+
+        first = wait_until(tolerant(renewed), "the node has a Lease")
+        later = wait_until(tolerant(lambda: (t := renewed()) != first and t), "kwok renews the node's Lease", 40)
+    print(f"checked: node {nodes[0]}'s Lease renewed {(later - first).total_seconds():.0f}s after its first renewal")
+
+
 # --- a finished pod deleted before its Job completed ----------------------------------------------
 
 
