@@ -201,6 +201,13 @@ class Pod(Frozen):
         return self.node_name is not None and not self.finished
 
     @property
+    def gang_ready(self) -> bool:
+        """Counts toward its gang's minMember without being placed again: bound and not finished, or
+        bound and Succeeded (Volcano's ready tasks: a peer that finished its work keeps its place,
+        so a finished pod deleted and made again before its job completed can rejoin its gang)."""
+        return self.node_name is not None and self.phase != "Failed"
+
+    @property
     def pending(self) -> bool:
         """Waiting for a node and ours to place."""
         return self.managed and self.node_name is None and not self.finished and not self.terminating

@@ -416,13 +416,15 @@ class _Checker:
             return
         for key, new in sorted(placed.items()):
             group = self.snapshot.podgroup_by_key[key]
-            staying = [p for p in self.snapshot.pods_of_group.get(key, ()) if p.bound and p.key not in self.victims]
+            staying = [
+                p for p in self.snapshot.pods_of_group.get(key, ()) if p.gang_ready and p.key not in self.victims
+            ]
             have = len(staying) + len(new)
             if have < group.min_member:
                 self._flag(
                     "GangUnsatisfied",
                     key,
-                    f"{len(new)} placed + {len(staying)} running = {have} < minMember {group.min_member}",
+                    f"{len(new)} placed + {len(staying)} running or succeeded = {have} < minMember {group.min_member}",
                 )
             for task, minimum in sorted(group.min_task_member.items()):
                 count = sum(1 for p in staying if p.task == task) + sum(1 for p in new if p.task == task)

@@ -747,7 +747,7 @@ def _set_needs(gang: Gang, snapshot: Snapshot, pending: list[Pod]) -> None:
         gang.need = len(pending)
         gang.task_need = {}
         return
-    running = [p for p in snapshot.pods_of_group.get(group.key, ()) if p.bound]
+    running = [p for p in snapshot.pods_of_group.get(group.key, ()) if p.gang_ready]
     gang.need = max(0, group.min_member - len(running))
     for task, minimum in sorted(group.min_task_member.items()):
         have = sum(1 for p in running if p.task == task)

@@ -399,6 +399,18 @@ snap = snapshot(
     groups=[group("ns/g", min_member=3)],
 )
 case("running members count", snap, decision(snap, bindings=all3[:2]))
+snap = snapshot(
+    nodes=[node("n1")],
+    pods=[*gang3[:2], pod("ns/g-done", group="ns/g", node="n1", phase="Succeeded")],
+    groups=[group("ns/g", min_member=3, phase="Completed")],
+)
+case("succeeded members count", snap, decision(snap, bindings=all3[:2]))
+snap = snapshot(
+    nodes=[node("n1")],
+    pods=[*gang3[:2], pod("ns/g-bad", group="ns/g", node="n1", phase="Failed")],
+    groups=[group("ns/g", min_member=3)],
+)
+case("failed members do not count", snap, decision(snap, bindings=all3[:2]), "GangUnsatisfied")
 
 tasks = [
     pod("ns/ps-0", group="ns/t", task="ps"),

@@ -81,8 +81,25 @@ STEPS = [
         id="pods-wait-for-admission",
     ),
     pytest.param(
+        Step(job(), status("Pending"), group="Pending", expect={"phase": "Pending", "create": []}),
+        id="pods-wait-while-podgroup-pending",
+    ),
+    pytest.param(
         Step(job(), status("Pending"), group="Inqueue", expect={"create": [("worker", 0), ("worker", 1)]}),
         id="admitted-creates-every-pod",
+    ),
+    pytest.param(
+        # A finished pod deleted before the job completed (the taint eviction of a node that went
+        # NotReady deletes finished pods too): its PodGroup, all of whose pods left are finished,
+        # reads Completed, which admits as any phase but Pending does in Volcano; made again.
+        Step(
+            job(),
+            status("Running"),
+            pods=(pod("worker", 0, "Succeeded"), pod("worker", 1, "Succeeded", gone=True)),
+            group="Completed",
+            expect={"phase": "Running", "succeeded": 1, "create": [("worker", 1)]},
+        ),
+        id="finished-pod-deleted-is-made-again-under-a-completed-podgroup",
     ),
     pytest.param(
         Step(job(), status("Pending"), group=None, wait=False, expect={"create": [("worker", 0), ("worker", 1)]}),

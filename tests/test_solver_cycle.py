@@ -112,3 +112,20 @@ def test_a_tight_time_limit_still_decides_the_same_twice() -> None:
     assert check(snap, first, policy) == []
     assert first.model_copy(update={"solver": None}) == second.model_copy(update={"solver": None})
     assert first.solver.model_copy(update={"seconds": 0}) == second.solver.model_copy(update={"seconds": 0})
+
+
+@pytest.mark.parametrize(("phase", "placed"), [("Succeeded", ["ns/job-1"]), ("Failed", [])])
+def test_a_succeeded_member_counts_toward_its_gang(phase: str, placed: list[str]) -> None:
+    # A 2-pod gang whose first pod finished and whose second was made again (its finished pod was
+    # deleted before the job completed): Volcano counts a Succeeded member as ready, so the one
+    # pending pod completes the gang and is placed; a Failed member does not count.
+    done = pod("ns/job-0", cpu="1", group="ns/job", node="n1", phase=phase)
+    again = pod("ns/job-1", cpu="1", group="ns/job")
+    snap = snapshot(
+        nodes=[node("n1", cpu=8, memory="32Gi")],
+        pods=[done, again],
+        groups=[group("ns/job", 2, phase="Completed")],
+    )
+    decision = solve(snap, Policy())
+    assert check(snap, decision, Policy()) == []
+    assert sorted(b.pod for b in decision.bindings) == placed

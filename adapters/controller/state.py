@@ -26,8 +26,10 @@ Where vcsat differs, on purpose:
   (PodEvicted) and a ``vcsat job resume`` restart the job without counting against ``maxRetry``;
   Volcano counts both.
 - **One version bump per kill**, not one per reconcile of an aborting or finished job.
-- Pods are created only in Pending and Running, once the PodGroup is admitted (Inqueue, Running or
-  Unknown) unless the controller is told not to wait; Restarting waits for the old pods to go.
+- Pods are created only in Pending and Running, once the PodGroup is admitted (any phase but
+  Pending, as Volcano's job controller has it: Completed too, so a finished pod deleted before its
+  job completed, e.g. by the taint eviction of a node that went NotReady, is made again) unless the
+  controller is told not to wait; Restarting waits for the old pods to go.
 - AbortJob, CompleteJob and TerminateJob also act in Restarting (Volcano ignores them there, which
   made a job that is restarting impossible to suspend).
 """
@@ -46,7 +48,8 @@ from vcsat.adapters.controller.status import FINAL_PHASES, FINISHED_PHASES, PHAS
 ObjectIntent = Literal["ensure", "delete", "keep"]
 
 SYNC = "SyncJob"
-ADMITTED_PHASES = frozenset({"Inqueue", "Running", "Unknown"})
+WAITING_PHASES = frozenset({"", "Pending"})
+"""PodGroup phases not yet admitted by the scheduler (no phase written yet reads as Pending)."""
 SOFT_RETAIN = frozenset({"Succeeded", "Failed"})
 """Finished pods that a kill keeps (their logs and exit codes stay readable)."""
 COMMAND_RESOURCE = "vcsat.io/command"
@@ -131,7 +134,7 @@ def decide(job: JobSpec, status: JobStatus, seen: Observation, *, wait_for_admis
     elif request.action != SYNC:
         notes.append(JobEvent("Warning" if request.burns_retry else "Normal", request.action, request.message))
 
-    admitted = not wait_for_admission or seen.podgroup_phase in ADMITTED_PHASES
+    admitted = not wait_for_admission or (seen.podgroup_phase is not None and seen.podgroup_phase not in WAITING_PHASES)
     plan = _step(job, status, seen, request, admitted, now)
     if plan.status.phase != status.phase:
         notes.append(_phase_event(plan.status))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from controlplane import free_port
 from kubernetes import client, watch
 from kwokcluster import RUN_SECONDS, KwokCluster, kwok_node
@@ -28,6 +29,64 @@ STOP_S = 30.0
 WAIT_S = 90.0
 """The most any condition is waited for: a bound on a hung test, not a speed requirement."""
 JOBS = ("batch.volcano.sh", "v1alpha1", "jobs")
+REQUEST_TIMEOUT_S = 30.0
+"""The test's own requests give up after this (the kubernetes client waits forever by default)."""
+
+
+def transient(error: BaseException) -> bool:
+    """Whether an error of the test's own request says "not now" rather than "no": the API server
+    (or its etcd) restarting or slow: no answer in time, a refused or reset connection, 429, 5xx."""
+    if isinstance(error, client.ApiException):
+        return not error.status or error.status == 429 or error.status >= 500
+    return isinstance(error, urllib3.exceptions.HTTPError | OSError)
+
+
+def retried(call: Callable[[], Any], what: str, timeout_s: float = WAIT_S) -> Any:
+    """``call()``, repeated while it fails with a :func:`transient` error, for ``timeout_s`` at most.
+
+    Only for calls that are safe to repeat: reads, and creates that treat AlreadyExists as done
+    (:func:`create_or_get`); any other error is raised at once.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call()
+        except Exception as error:
+            if not transient(error):
+                raise
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: the API server kept failing: {error!r}") from error
+            time.sleep(0.5)
+
+
+def create_or_get(create: Callable[[], Any], read: Callable[[], Any], what: str) -> Any:
+    """Create an object of a fixed name, retried while the API server is not answering; a create
+    whose answer was lost may have landed, so AlreadyExists on a retry reads it instead."""
+
+    def once() -> Any:
+        try:
+            return create()
+        except client.ApiException as error:
+            if error.status == 409:
+                return read()
+            raise
+
+    return retried(once, what)
+
+
+def tolerant(condition: Callable[[], Any]) -> Callable[[], Any]:
+    """``condition`` polled across API server trouble: a :func:`transient` error reads as "not yet"
+    (a lasting one still ends the wait, as the condition never comes true)."""
+
+    def poll() -> Any:
+        try:
+            return condition()
+        except Exception as error:
+            if transient(error):
+                return False
+            raise
+
+    return poll
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = WAIT_S, logs: tuple[Path, ...] = ()) -> Any:
@@ -121,13 +180,19 @@ class PodWatch:
     api: client.ApiClient
     namespace: str
     changes: list[PodChange] = field(default_factory=list)
+    error: str | None = None
+    """Why the watch stopped recording (it could not resume), or None."""
+    _version: str = ""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __enter__(self) -> PodWatch:
         core = client.CoreV1Api(self.api)
-        version = core.list_namespaced_pod(self.namespace).metadata.resource_version
+        listed = retried(
+            lambda: core.list_namespaced_pod(self.namespace, _request_timeout=REQUEST_TIMEOUT_S), "list the pods"
+        )
+        version = listed.metadata.resource_version
         self._thread = threading.Thread(target=self._run, args=(core, version), daemon=True, name="pod-watch")
         self._thread.start()
         return self
@@ -138,35 +203,52 @@ class PodWatch:
             self._thread.join(10)
 
     def _run(self, core: client.CoreV1Api, version: str) -> None:
+        # Resumes from the last version seen after a watch ends or breaks (the API server slow or
+        # restarting), so no change is missed; a watch that cannot resume (410 Gone) ends the record
+        # and makes every later snapshot fail, rather than leave a test waiting on a dead thread.
+        self._version = version
         while not self._stop.is_set():
-            stream = watch.Watch()
-            for event in stream.stream(
-                core.list_namespaced_pod,
-                self.namespace,
-                resource_version=version,
-                timeout_seconds=2,
-                allow_watch_bookmarks=False,
-            ):
-                pod = event["object"]
-                version = pod.metadata.resource_version
-                change = PodChange(
-                    kind=event["type"],
-                    name=pod.metadata.name,
-                    uid=pod.metadata.uid,
-                    job=(pod.metadata.labels or {}).get("volcano.sh/job-name", ""),
-                    node=pod.spec.node_name or "",
-                    phase=(pod.status.phase if pod.status else "") or "",
-                    deleting=pod.metadata.deletion_timestamp is not None,
-                    gpus=pod_gpus(pod),
-                    at=time.monotonic(),
-                    wall=time.time(),
-                )
-                with self._lock:
-                    self.changes.append(change)
-                if self._stop.is_set():
-                    stream.stop()
+            try:
+                self._watch_once(core)
+            except Exception as error:
+                if not transient(error):
+                    self.error = f"the pod watch ended: {error!r}"
+                    return
+                self._stop.wait(0.5)
+
+    def _watch_once(self, core: client.CoreV1Api) -> None:
+        stream = watch.Watch()
+        for event in stream.stream(
+            core.list_namespaced_pod,
+            self.namespace,
+            resource_version=self._version,
+            timeout_seconds=2,
+            allow_watch_bookmarks=False,
+            _request_timeout=REQUEST_TIMEOUT_S,
+        ):
+            pod = event["object"]
+            self._version = pod.metadata.resource_version
+            change = PodChange(
+                kind=event["type"],
+                name=pod.metadata.name,
+                uid=pod.metadata.uid,
+                job=(pod.metadata.labels or {}).get("volcano.sh/job-name", ""),
+                node=pod.spec.node_name or "",
+                phase=(pod.status.phase if pod.status else "") or "",
+                deleting=pod.metadata.deletion_timestamp is not None,
+                gpus=pod_gpus(pod),
+                at=time.monotonic(),
+                wall=time.time(),
+            )
+            with self._lock:
+                self.changes.append(change)
+            if self._stop.is_set():
+                stream.stop()
 
     def snapshot(self) -> list[PodChange]:
+        """Every change so far; fails when the watch ended before all were recorded."""
+        if self.error is not None:
+            raise AssertionError(self.error)
         with self._lock:
             return list(self.changes)
 
@@ -232,7 +314,9 @@ def gpu_job(name: str, replicas: int, *, gpus: int, run_seconds: float, **spec: 
 
 
 def job_phase(api: client.ApiClient, namespace: str, name: str) -> str:
-    job = client.CustomObjectsApi(api).get_namespaced_custom_object(*JOBS[:2], namespace, JOBS[2], name)
+    job = client.CustomObjectsApi(api).get_namespaced_custom_object(
+        *JOBS[:2], namespace, JOBS[2], name, _request_timeout=REQUEST_TIMEOUT_S
+    )
     return str(((job.get("status") or {}).get("state") or {}).get("phase") or "")
 
 

@@ -10,7 +10,10 @@ The real control plane, kube-controller-manager and kwok (tests/k8s/kwokcluster.
   end bound and their Jobs complete.
 - kube-apiserver is stopped and started again on the same port and etcd, mid-run; then etcd is.
   Both daemons must reconnect by themselves and finish the work: every Job Completed, no pod
-  duplicated or bound twice.
+  duplicated or bound twice. The test's own requests retry while the API server is away (a create
+  that may have landed reads the object back): what is under test is the daemons, not the test.
+- A Job's finished pod deleted before the Job completed (what the taint eviction of a node that
+  went NotReady does) is made again and placed, its succeeded peer counting toward the gang.
 
 (The controller killed while it creates a Job's pods is tests/k8s/test_controller_crash.py.)
 Each test prints what it checked.
@@ -35,19 +38,23 @@ import pytest
 from controlplane import _etcd_healthy, _http_ok, _spawn
 from e2e_support import (
     JOBS,
+    REQUEST_TIMEOUT_S,
     STOP_S,
     VCSAT,
     PodWatch,
     bindings,
+    create_or_get,
     gpu_job,
     gpu_nodes,
     job_phase,
     nodes_by_uid,
+    retried,
+    tolerant,
     vcsat_daemon,
     wait_until,
 )
 from kubernetes import client
-from kwokcluster import KwokCluster, start_kwok_cluster
+from kwokcluster import RUN_SECONDS, KwokCluster, start_kwok_cluster
 
 NODES = 50
 NODE_GPUS = 8
@@ -112,17 +119,39 @@ def identity_of(log: Path) -> str:
 
 def lease_holder(api: client.ApiClient, namespace: str, name: str) -> str:
     try:
-        lease = client.CoordinationV1Api(api).read_namespaced_lease(name, namespace)
-    except client.ApiException:
-        return ""
+        lease = client.CoordinationV1Api(api).read_namespaced_lease(name, namespace, _request_timeout=REQUEST_TIMEOUT_S)
+    except client.ApiException as error:
+        if error.status == 404:
+            return ""
+        raise
     return (lease.spec.holder_identity if lease.spec else None) or ""
 
 
 def create_jobs(api: client.ApiClient, namespace: str, names: list[str], sizes: list[int], run_s: float) -> None:
+    """Create the Jobs; each create retried while the API server does not answer (it may be coming
+    back from a restart): a Job of the same name already there is the one an earlier try made."""
     custom = client.CustomObjectsApi(api)
+    group, version, plural = JOBS
+    timeout = REQUEST_TIMEOUT_S
     for name, size in zip(names, sizes, strict=True):
         body = gpu_job(name, size, gpus=1, run_seconds=run_s)
-        custom.create_namespaced_custom_object(*JOBS[:2], namespace, JOBS[2], body)
+        create_or_get(
+            lambda body=body: custom.create_namespaced_custom_object(
+                group, version, namespace, plural, body, _request_timeout=timeout
+            ),
+            lambda name=name: custom.get_namespaced_custom_object(
+                group, version, namespace, plural, name, _request_timeout=timeout
+            ),
+            f"create Job {namespace}/{name}",
+        )
+
+
+def api_ready(plane: Any) -> bool:
+    """Whether kube-apiserver's /readyz answers 200. No answer in time is "not yet": while etcd is
+    down or just back, /readyz takes longer than the probe's own 2 s to say 500."""
+    with contextlib.suppress(OSError):
+        return _http_ok(f"{plane.server}/readyz", token=plane.token, ca_file=plane.ca_file)
+    return False
 
 
 def pending_report(api: client.ApiClient, namespace: str) -> str:
@@ -142,8 +171,9 @@ def pending_report(api: client.ApiClient, namespace: str) -> str:
     return "\n".join(lines)
 
 
-def jobs_report(api: client.ApiClient, namespace: str, names: list[str]) -> str:
-    """The Jobs not Completed, with their PodGroups and pods: what a failed wait shows."""
+def jobs_report(api: client.ApiClient, namespace: str, names: list[str], changes: list[Any]) -> str:
+    """The Jobs not Completed, with their PodGroups, pods and every change the watch saw to their
+    pods (seconds since the first change): what a failed wait shows."""
     custom = client.CustomObjectsApi(api)
     groups = custom.list_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", namespace, "podgroups")["items"]
     pods = client.CoreV1Api(api).list_namespaced_pod(namespace).items
@@ -163,6 +193,13 @@ def jobs_report(api: client.ApiClient, namespace: str, names: list[str]) -> str:
                 lines.append(
                     f"  pod {pod.metadata.name} node {pod.spec.node_name} phase {pod.status.phase} "
                     f"deleting {pod.metadata.deletion_timestamp is not None} annotations {pod.metadata.annotations}"
+                )
+        start = changes[0].wall if changes else 0.0
+        for change in changes:
+            if change.job == name:
+                lines.append(
+                    f"  {change.wall - start:7.2f}s {change.kind} {change.name} node {change.node or '-'} "
+                    f"phase {change.phase} deleting {change.deleting}"
                 )
     return "\n".join(lines)
 
@@ -217,7 +254,7 @@ def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
     ):
         wait_until(lambda: all(identity_of(log) for log in replica_logs), "both replicas log their identity", logs=logs)
         replicas = {identity_of(replica_logs[0]): replica_a, identity_of(replica_logs[1]): replica_b}
-        leader = wait_until(lambda: lease_holder(api, namespace, lease), "a replica leads", logs=logs)
+        leader = wait_until(tolerant(lambda: lease_holder(api, namespace, lease)), "a replica leads", logs=logs)
         assert leader in replicas, f"unknown holder {leader!r}; replicas {sorted(replicas)}"
 
         create_jobs(api, namespace, names[:half], sizes[:half], run_s=8)
@@ -228,7 +265,7 @@ def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
         create_jobs(api, namespace, names[half:], sizes[half:], run_s=8)
 
         standby = wait_until(
-            lambda: (h := lease_holder(api, namespace, lease)) != leader and h, "the standby leads", logs=logs
+            tolerant(lambda: (h := lease_holder(api, namespace, lease)) != leader and h), "the standby leads", logs=logs
         )
         took_over_at = time.time()
         total = sum(sizes)
@@ -238,15 +275,16 @@ def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
             raise AssertionError(f"{error}\n--- left pending ---\n{pending_report(api, namespace)}") from None
         try:
             wait_until(
-                lambda: all(job_phase(api, namespace, n) == "Completed" for n in names),
+                tolerant(lambda: all(job_phase(api, namespace, n) == "Completed" for n in names)),
                 "every Job Completed",
                 wait_s,
                 logs=logs,
             )
         except AssertionError as error:
-            raise AssertionError(f"{error}\n--- not Completed ---\n{jobs_report(api, namespace, names)}") from None
+            report = jobs_report(api, namespace, names, pods.snapshot())
+            raise AssertionError(f"{error}\n--- not Completed ---\n{report}") from None
         changes = pods.snapshot()
-        events = client.CoreV1Api(api).list_namespaced_event(namespace).items
+        events = retried(lambda: client.CoreV1Api(api).list_namespaced_event(namespace).items, "list the events")
 
     assert standby in replicas and standby != leader
     takeover_s = took_over_at - killed_at
@@ -293,6 +331,89 @@ def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
         f"takeover={takeover_s:.1f}s (lease {LEASE_S:g}s), gangs with Scheduled events={len(rounds)}, "
         "pods bound twice: 0, duplicates found: 0"
     )
+
+
+# --- the fake nodes' heartbeat ---------------------------------------------------------------------
+
+
+def test_kwok_nodes_heartbeat_through_their_leases(kwok_cluster: KwokCluster) -> None:
+    """The node lifecycle controller takes a node whose heartbeat (its Lease in kube-node-lease, or
+    its status) is older than 50 s for unreachable, and the taint eviction then deletes its pods:
+    every scenario here longer than that needs kwok to renew its nodes' Leases."""
+    with gpu_nodes(kwok_cluster, [NODE_GPUS]) as nodes, kwok_cluster.plane.api_client() as api:
+        leases = client.CoordinationV1Api(api)
+
+        def renewed() -> Any:
+            try:
+                return leases.read_namespaced_lease(nodes[0], "kube-node-lease").spec.renew_time
+            except client.ApiException as error:
+                if error.status == 404:
+                    return None
+                raise
+
+        first = wait_until(tolerant(renewed), "the node has a Lease")
+        later = wait_until(tolerant(lambda: (t := renewed()) != first and t), "kwok renews the node's Lease", 40)
+    print(f"checked: node {nodes[0]}'s Lease renewed {(later - first).total_seconds():.0f}s after its first renewal")
+
+
+# --- a finished pod deleted before its Job completed ----------------------------------------------
+
+
+def test_a_finished_pod_deleted_before_its_job_completed_is_made_again(
+    kwok_cluster: KwokCluster, namespace: str, tmp_path: Path
+) -> None:
+    """A node that goes NotReady under load has every pod on it deleted by the taint eviction,
+    finished ones too. Here a Job's finished pod is deleted while the controller is down, and its
+    other pod then finishes: the PodGroup, every pod left finished, reads Completed while the Job
+    still runs. The controller must make the pod again (Volcano syncs pods under any PodGroup phase
+    but Pending) and the scheduler place it, its succeeded peer counting toward the gang."""
+    plane = kwok_cluster.plane
+    logs = (tmp_path / "scheduler.log", tmp_path / "controller.log", tmp_path / "controller-2.log")
+    body = gpu_job("redo", 1, gpus=1, run_seconds=1)
+    quick = body["spec"]["tasks"][0]
+    # The second task runs until this test gives it a run time (kwok ends a pod only when told).
+    held = json.loads(json.dumps(quick))
+    held["name"] = "held"
+    del held["template"]["metadata"]["annotations"]
+    body["spec"]["tasks"].append(held)
+    body["spec"]["minAvailable"] = 2
+    custom = client.CustomObjectsApi(api_client := plane.api_client())
+    core = client.CoreV1Api(api_client)
+
+    def phase_of(pod: str) -> str:
+        try:
+            return str(core.read_namespaced_pod(pod, namespace).status.phase)
+        except client.ApiException as error:
+            if error.status == 404:
+                return ""
+            raise
+
+    def podgroup_phase() -> str:
+        groups = custom.list_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", namespace, "podgroups")
+        return ",".join(str((g.get("status") or {}).get("phase")) for g in groups["items"])
+
+    with (
+        api_client,
+        gpu_nodes(kwok_cluster, [NODE_GPUS], cpu="64", memory="256Gi"),
+        vcsat_daemon("scheduler", plane.kubeconfig, logs[0], "--time-limit=2"),
+    ):
+        with vcsat_daemon("controller", plane.kubeconfig, logs[1], f"--namespace={namespace}", "--resync=5"):
+            custom.create_namespaced_custom_object(*JOBS[:2], namespace, JOBS[2], body)
+            wait_until(lambda: phase_of("redo-worker-0") == "Succeeded", "the quick pod succeeded", logs=logs)
+            wait_until(lambda: phase_of("redo-held-0") == "Running", "the held pod runs", logs=logs)
+        core.delete_namespaced_pod("redo-worker-0", namespace, grace_period_seconds=0)
+        wait_until(lambda: phase_of("redo-worker-0") == "", "the finished pod gone", logs=logs)
+        core.patch_namespaced_pod("redo-held-0", namespace, {"metadata": {"annotations": {RUN_SECONDS: "1"}}})
+        wait_until(lambda: podgroup_phase() == "Completed", "the PodGroup reads Completed", logs=logs)
+        assert job_phase(api_client, namespace, "redo") == "Running"
+        with vcsat_daemon("controller", plane.kubeconfig, logs[2], f"--namespace={namespace}", "--resync=5"):
+            wait_until(lambda: job_phase(api_client, namespace, "redo") == "Completed", "the Job Completed", logs=logs)
+        pods = core.list_namespaced_pod(namespace).items
+    assert sorted((p.metadata.name, p.status.phase) for p in pods) == [
+        ("redo-held-0", "Succeeded"),
+        ("redo-worker-0", "Succeeded"),
+    ]
+    print("checked: the deleted finished pod was made again, placed and succeeded; the Job Completed")
 
 
 # --- restarts of the control plane ---------------------------------------------------------------
@@ -375,33 +496,26 @@ def test_daemons_reconnect_after_a_restart_and_finish_the_work(component: str, t
                 create_jobs(api, namespace, names[:half], sizes[:half], run_s=6)
 
                 def bound() -> int:
-                    return sum(1 for p in core.list_namespaced_pod(namespace).items if p.spec.node_name)
+                    listed = core.list_namespaced_pod(namespace, _request_timeout=REQUEST_TIMEOUT_S)
+                    return sum(1 for p in listed.items if p.spec.node_name)
 
                 wait_until(lambda: bound() >= 4, "the first pods bound", logs=logs)
                 if component == "kube-apiserver":
-                    restarted = restart(
-                        component,
-                        f"--cert-dir={plane.workdir / 'apiserver-certs'}",
-                        plane.workdir,
-                        lambda: _http_ok(f"{plane.server}/readyz", token=plane.token, ca_file=plane.ca_file),
-                    )
+                    marker = f"--cert-dir={plane.workdir / 'apiserver-certs'}"
+                    restarted = restart(component, marker, plane.workdir, lambda: api_ready(plane))
                 else:
                     data_dir = f"--data-dir={plane.workdir / 'etcd-data'}"
                     url = etcd_client_url(find_process(data_dir))
                     restarted = restart(component, data_dir, plane.workdir, lambda: _etcd_healthy(url))
-                    wait_until(
-                        lambda: _http_ok(f"{plane.server}/readyz", token=plane.token, ca_file=plane.ca_file),
-                        "kube-apiserver ready again",
-                        logs=logs,
-                    )
+                    wait_until(lambda: api_ready(plane), "kube-apiserver ready again", logs=logs)
                 create_jobs(api, namespace, names[half:], sizes[half:], run_s=6)
                 wait_until(
-                    lambda: all(job_phase(api, namespace, n) == "Completed" for n in names),
+                    tolerant(lambda: all(job_phase(api, namespace, n) == "Completed" for n in names)),
                     f"every Job Completed after the {component} restart",
                     logs=logs,
                 )
-                pods = core.list_namespaced_pod(namespace).items
-                events = core.list_namespaced_event(namespace).items
+                pods = retried(lambda: core.list_namespaced_pod(namespace).items, "list the pods")
+                events = retried(lambda: core.list_namespaced_event(namespace).items, "list the events")
         finally:
             if restarted is not None:
                 restarted.stop()

@@ -78,6 +78,8 @@ CONTROLLERS = (
     "taint-eviction-controller",
 )
 NODE_HEALTH = ("node-lifecycle-controller", "taint-eviction-controller")
+NODE_LEASE_S = 40
+"""kwok's node Lease duration (the kubelet's default), renewed every 10 s."""
 # Pods tolerate a NotReady or unreachable node this long (the API server's default tolerations)
 # before the taint eviction controller evicts them: seconds here, where clusters use 300.
 NOT_READY_TOLERATION_S = 2
@@ -277,6 +279,11 @@ def _start_kwok(plane: ControlPlane, bin_dir: Path) -> _Proc:
         "--manage-all-nodes=false",
         f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}={KWOK_NODE_VALUE}",
         "--enable-crds=Stage",
+        # Node Leases, renewed every quarter of this (as the kubelet does): the heartbeat the node
+        # lifecycle controller reads. Without the flag kwok keeps none, and its heartbeat stage
+        # writes node status only every ten minutes, so every node went NotReady 50 s (the
+        # controller's grace period) after it was made and the taint eviction deleted its pods.
+        f"--node-lease-duration-seconds={NODE_LEASE_S}",
         # kwok serves nothing (no --server-address, no --node-port): no exec, logs or metrics.
     ]
     # HOME: kwok also reads ~/.kwok/kwok.yaml when it exists; a user's must not change the tests.
