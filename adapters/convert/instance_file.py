@@ -213,6 +213,10 @@ def _objects_of(document: Any, doc: str, source: str, path: str = "") -> Iterato
 
 
 def _checked_object(item: Any, doc: str, source: str, path: str) -> dict[str, Any]:
+    if type(item) is dict:
+        kind, api_version = item.get("kind"), item.get("apiVersion")
+        if type(kind) is str and kind and type(api_version) is str and api_version:
+            return item  # the parser's own dict: nothing else holds it, no copy needed
     if not isinstance(item, Mapping):
         raise InputError(
             f"must be an object (a mapping), not {_describe(item)}",

@@ -48,7 +48,7 @@ def read_podgroup(
     values["created"] = obj.created()
     values["inqueue_since"] = _inqueue_since(obj, status, phase)
     values["scheduler_name"] = (obj.raw.get("metadata", {}).get("annotations") or {}).get(SCHEDULER_NAME_ANNOTATION)
-    return construct_from(PodGroup, values)
+    return construct_from(PodGroup, values, complete=True)
 
 
 def _read_spec(

@@ -116,7 +116,7 @@ def _read_spec(
 
     managed = obj.string(spec, "schedulerName", "spec.schedulerName", DEFAULT_SCHEDULER) == conversion.scheduler_name
     group = None
-    group_name = next((annotations[key] for key in GROUP_NAME_ANNOTATIONS if annotations.get(key)), None)
+    group_name = annotations.get(GROUP_NAME_ANNOTATIONS[0]) or annotations.get(GROUP_NAME_ANNOTATIONS[1]) or None
     if group_name is not None:
         group = f"{obj.namespace}/{group_name}"
         if group not in podgroups and conversion.strict:
@@ -235,7 +235,7 @@ def _like(
     spec-derived fields are that pod's (its reading checked them); the object's own fields are read
     and checked here, in the order a full reading checks them."""
     group = None
-    group_name = next((annotations[key] for key in GROUP_NAME_ANNOTATIONS if annotations.get(key)), None)
+    group_name = annotations.get(GROUP_NAME_ANNOTATIONS[0]) or annotations.get(GROUP_NAME_ANNOTATIONS[1]) or None
     if group_name is not None:
         group = f"{obj.namespace}/{group_name}"
         if conversion.strict and group not in podgroups:
@@ -273,7 +273,7 @@ def _like(
     values["created"] = obj.created()
     values["claims"] = storage.pod_claims(obj, spec) if spec.get("volumes") else ()
     values["queue_name"] = annotations.get(QUEUE_NAME_ANNOTATION) or None
-    return construct_from(Pod, values)
+    return construct_from(Pod, values, complete=True)
 
 
 def pod_context(

@@ -51,7 +51,10 @@ def child(path: str, key: str | int) -> str:
 class KubeObject(FieldReader):
     """One input object being read: knows how to name itself and its fields in an error."""
 
-    __slots__ = ("kind", "name", "namespace", "raw", "source")
+    __slots__ = ("key", "kind", "name", "namespace", "raw", "source")
+
+    key: str
+    """``namespace/name``, or the name of a cluster-scoped object."""
 
     def __init__(self, raw: Mapping[str, Any], kind: str, source: str | None, index: int) -> None:
         self.raw = raw
@@ -59,22 +62,20 @@ class KubeObject(FieldReader):
         self.source = source
         self.name = ""
         self.namespace = ""
+        self.key = ""
         metadata = raw.get("metadata")
         if not isinstance(metadata, MAPPING_TYPES):
             self.fail(f"objects[{index}].metadata", "missing" if metadata is None else "must be a mapping")
         name = metadata.get("name")
         if not isinstance(name, str) or not name:
             self.fail(f"objects[{index}].metadata.name", "missing" if name is None else "must be a name")
-        self.name = name
+        self.name = self.key = name
         if kind in _NAMESPACED:
             namespace = metadata.get("namespace", "default")
             if not isinstance(namespace, str) or not namespace:
                 self.fail("metadata.namespace", "must be a name")
             self.namespace = namespace
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+            self.key = f"{namespace}/{name}"
 
     @property
     def label(self) -> str:
@@ -188,10 +189,11 @@ def construct(model: type[_M], **values: Any) -> _M:
     return construct_from(model, values)
 
 
-def construct_from(model: type[_M], values: dict[str, Any]) -> _M:
+def construct_from(model: type[_M], values: dict[str, Any], *, complete: bool = False) -> _M:
     """:func:`construct` from a dict of the fields, which the model keeps (the caller gives it up):
-    the hot paths spare the packing of thirty keyword arguments."""
-    if values.keys() != model.__pydantic_fields__.keys():
+    the hot paths spare the packing of thirty keyword arguments. ``complete``: ``values`` is known
+    to hold exactly the model's fields (a constructed value's fields, some replaced), unchecked."""
+    if not complete and values.keys() != model.__pydantic_fields__.keys():
         return model.model_construct(**values)  # a field the converter does not fill: the safe way
     instance = model.__new__(model)
     object.__setattr__(instance, "__dict__", values)

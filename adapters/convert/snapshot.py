@@ -109,9 +109,10 @@ class _SnapshotConverter(Conversion):
             if obj is None:
                 continue
             seen = by_kind[obj.kind]
-            if obj.key in seen:
+            key = obj.key
+            if key in seen:
                 obj.fail("metadata.name", "duplicate object (listed twice)")
-            seen[obj.key] = obj
+            seen[key] = obj
 
         classes = read_priority_classes(self, by_kind["PriorityClass"].values())
         queues = read_queues(self, by_kind["Queue"].values())
