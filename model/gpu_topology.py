@@ -63,9 +63,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-import networkx as nx
+if TYPE_CHECKING:  # imported where a graph is built (networkx is slow to import; reading a file needs none)
+    import networkx as nx
 
 ANNOTATION = "vcsat.io/gpu-topology"
 PRESET_PREFIX = "preset:"
@@ -234,6 +235,8 @@ def from_node_link(data: object, *, source: str) -> GpuTopology:
     edges = data.get(edge_key, [])
     if not isinstance(edges, list):
         raise ValueError(f"{edge_key}: not a list")
+
+    import networkx as nx
 
     graph = nx.Graph()
     gpu_of_index: dict[int, VertexId] = {}

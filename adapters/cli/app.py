@@ -157,13 +157,16 @@ def solve_command(
 
     Without INSTANCE it solves a small built-in demo cluster.
     """
-    started = time.monotonic()  # the time limit covers reading the file too
     policy = load_policy(policy_file, time_limit_s=time_limit, num_workers=workers)
+    # Before the clock: loading OR-Tools takes seconds of wall time on a busy machine, which the
+    # search's budget must not lose (the decision would then depend on the load).
+    from vcsat.solver import check, solve
+
+    started = time.monotonic()  # the time limit covers reading the file too
     snapshot = load_instance(instance, scheduler_name=policy.scheduler_name)
     for notice in snapshot.notices:
         # What a cluster dump's lenient reading tolerated: said as the live scheduler logs it.
         click.echo(f"vcsat: warning: {one_line(str(notice))}", err=True)
-    from vcsat.solver import check, solve  # only now: the solver loads OR-Tools, bad input need not wait
 
     decision = solve(snapshot, policy, started=started)
     violations = check(snapshot, decision, policy)

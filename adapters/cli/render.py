@@ -17,7 +17,6 @@ from rich.text import Text
 from vcsat.model import Decision, Snapshot
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.model.hypernodes import resolve_hypernodes
-from vcsat.solver.gpu_choice import bottleneck
 
 
 def render_decision(decision: Decision, snapshot: Snapshot, console: Console) -> None:
@@ -94,6 +93,8 @@ def _placed_by_group(decision: Decision, snapshot: Snapshot) -> Mapping[str, lis
 
 def _bottleneck(snapshot: Snapshot, node_name: str, gpus: list[int]) -> str:
     """The slowest link inside a multi-GPU pod's set (GB/s per direction)."""
+    from vcsat.solver.gpu_choice import bottleneck  # the solver package loads OR-Tools: only when shown
+
     node = snapshot.node_by_name.get(node_name)
     if node is None:
         return ""

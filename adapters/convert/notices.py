@@ -14,10 +14,10 @@ from vcsat.adapters.convert.pods import GROUP_NAME_ANNOTATIONS
 from vcsat.adapters.convert.reader import KubeObject
 from vcsat.model.cluster import (
     Notice,
+    PodGroup,
     Snapshot,
 )
 from vcsat.model.gpu_topology import gpu_topology
-from vcsat.solver.enqueue import is_ours
 
 SUB_GROUP_POLICY_IGNORED = "SubGroupPolicyIgnored"
 
@@ -30,6 +30,14 @@ def _sub_groups(policies: list[object]) -> str:
         "(minMember, minTaskMember, networkTopology); the sub-groups' subGroupSize, minSubGroups "
         "and networkTopology are kept but not applied"
     )
+
+
+def _is_ours(group: PodGroup, snapshot: Snapshot, scheduler_name: str) -> bool:
+    """:func:`vcsat.solver.enqueue.is_ours`, imported when a notice needs it: the solver package
+    loads OR-Tools, which reading an instance file does not need."""
+    from vcsat.solver.enqueue import is_ours
+
+    return is_ours(group, snapshot, scheduler_name)
 
 
 def conversion_notices(
@@ -53,13 +61,13 @@ def conversion_notices(
             out.append(Notice.model_construct(kind="Node", key=node.name, reason="InvalidGpuTopology", message=message))
     queues = snapshot.queue_by_name
     for group in snapshot.podgroups:
-        if group.queue not in queues and is_ours(group, snapshot, scheduler_name):
+        if group.queue not in queues and _is_ours(group, snapshot, scheduler_name):
             message = f"spec.queue {group.queue!r} names no Queue: its pods are not scheduled until the queue exists"
             out.append(Notice.model_construct(kind="PodGroup", key=group.key, reason="QueueNotFound", message=message))
     for group in snapshot.podgroups:
         raw = by_kind["PodGroup"].get(group.key)
         policies = ((raw.raw.get("spec") or {}).get("subGroupPolicy") if raw is not None else None) or []
-        if isinstance(policies, list) and policies and is_ours(group, snapshot, scheduler_name):
+        if isinstance(policies, list) and policies and _is_ours(group, snapshot, scheduler_name):
             out.append(
                 Notice.model_construct(
                     kind="PodGroup", key=group.key, reason=SUB_GROUP_POLICY_IGNORED, message=_sub_groups(policies)

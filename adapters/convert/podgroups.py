@@ -13,7 +13,8 @@ from typing import Any, Literal, cast
 from vcsat.adapters.convert.clock import INQUEUED_CONDITION
 from vcsat.adapters.convert.fields import MAPPING_TYPES, type_name
 from vcsat.adapters.convert.priority_classes import PriorityClasses
-from vcsat.adapters.convert.reader import Conversion, KubeObject, child, construct, epoch_seconds
+from vcsat.adapters.convert.reader import Conversion, KubeObject, child, construct, construct_from, epoch_seconds
+from vcsat.adapters.convert.spelling import spelling
 from vcsat.model.cluster import (
     DEFAULT_QUEUE,
     NetworkTopology,
@@ -27,8 +28,38 @@ SCHEDULER_NAME_ANNOTATION = "vcsat.io/scheduler-name"
 def read_podgroup(
     conversion: Conversion, obj: KubeObject, classes: PriorityClasses, queues: Mapping[str, Queue]
 ) -> PodGroup | None:
+    """The group; groups whose specs are spelled alike are read once (:mod:`.spelling`)."""
     spec = obj.mapping(obj.raw, "spec", "spec")
     status = obj.mapping(obj.raw, "status", "status")
+    key = ("podgroup-spec", spelling(spec)) if type(spec) is dict else None
+    same = conversion.parts.get(key) if key is not None else None
+    if same is None:
+        group = _read_spec(conversion, obj, spec, status, classes, queues)
+        if key is not None:
+            conversion.parts[key] = dict(group.__dict__)  # its fields, before any cached property joins them
+        return group
+    # A spec spelled as an earlier group's: its fields are that group's (checked when it was read).
+    values = same.copy()
+    values["namespace"] = obj.namespace
+    values["name"] = obj.name
+    values["min_task_member"] = dict(same["min_task_member"])
+    values["min_resources"] = dict(same["min_resources"])
+    values["phase"] = phase = obj.string(status, "phase", "status.phase")
+    values["created"] = obj.created()
+    values["inqueue_since"] = _inqueue_since(obj, status, phase)
+    values["scheduler_name"] = (obj.raw.get("metadata", {}).get("annotations") or {}).get(SCHEDULER_NAME_ANNOTATION)
+    return construct_from(PodGroup, values, complete=True)
+
+
+def _read_spec(
+    conversion: Conversion,
+    obj: KubeObject,
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    classes: PriorityClasses,
+    queues: Mapping[str, Queue],
+) -> PodGroup:
+    """The group read field by field: the first group of each spec, in the order its errors are found."""
     queue = obj.string(spec, "queue", "spec.queue") or DEFAULT_QUEUE
     if queue not in queues and conversion.strict:
         obj.fail("spec.queue", f"unknown Queue {queue!r}")

@@ -21,7 +21,8 @@ from vcsat.adapters.convert.nodes import EFFECT_NAMES, TAINT_EFFECTS
 from vcsat.adapters.convert.pod_affinity import NO_POD_RULES, read_pod_affinity_rules
 from vcsat.adapters.convert.pod_requests import pod_requests_key, read_pod_requests, request_path
 from vcsat.adapters.convert.priority_classes import PriorityClasses
-from vcsat.adapters.convert.reader import Conversion, KubeObject, construct, field_path
+from vcsat.adapters.convert.reader import Conversion, KubeObject, construct, construct_from, field_path
+from vcsat.adapters.convert.spelling import spelling
 from vcsat.adapters.convert.spread import read_spread_constraints
 from vcsat.model import resources as res
 from vcsat.model.cluster import (
@@ -71,6 +72,29 @@ def read_pod(
             obj.fail("spec.nodeName", f"unknown Node {node_name!r}")
         return None  # its node is gone: it holds room nowhere we know
 
+    key = _spec_key(obj, spec, labels)
+    same = conversion.parts.get(key) if key is not None else None
+    if same is not None:
+        return _like(conversion, obj, metadata, spec, status, annotations, labels, node_name, podgroups, same)
+    pod = _read_spec(conversion, obj, metadata, spec, status, annotations, labels, node_name, classes, podgroups)
+    if key is not None:
+        conversion.parts[key] = dict(pod.__dict__)  # its fields, before any cached property joins them
+    return pod
+
+
+def _read_spec(
+    conversion: Conversion,
+    obj: KubeObject,
+    metadata: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    annotations: dict[str, str],
+    labels: dict[str, str],
+    node_name: str | None,
+    classes: PriorityClasses,
+    podgroups: Mapping[str, PodGroup | None],
+) -> Pod:
+    """The pod read field by field: the first pod of each spec, in the order its errors are found."""
     requests_key = pod_requests_key(spec)
     if requests_key is None:
         requests = read_pod_requests(obj, spec)
@@ -92,7 +116,7 @@ def read_pod(
 
     managed = obj.string(spec, "schedulerName", "spec.schedulerName", DEFAULT_SCHEDULER) == conversion.scheduler_name
     group = None
-    group_name = next((annotations[key] for key in GROUP_NAME_ANNOTATIONS if annotations.get(key)), None)
+    group_name = annotations.get(GROUP_NAME_ANNOTATIONS[0]) or annotations.get(GROUP_NAME_ANNOTATIONS[1]) or None
     if group_name is not None:
         group = f"{obj.namespace}/{group_name}"
         if group not in podgroups and conversion.strict:
@@ -179,6 +203,77 @@ def read_pod(
             ("spread", repr(spec.get("topologySpreadConstraints"))), lambda: read_spread_constraints(obj, spec)
         ),
     )
+
+
+def _spec_key(obj: KubeObject, spec: Mapping[str, Any], labels: Mapping[str, str]) -> tuple[Any, ...] | None:
+    """What a pod's spec-derived fields depend on: the spelling of all of ``spec`` but
+    ``nodeName``, the namespace, and the labels when inter-pod terms read them (matchLabelKeys);
+    None when the spec is no plain dict."""
+    if type(spec) is not dict:
+        return None
+    if "nodeName" in spec:
+        spec = {name: value for name, value in spec.items() if name != "nodeName"}
+    affinity = spec.get("affinity")
+    if affinity and type(affinity) is dict and ("podAffinity" in affinity or "podAntiAffinity" in affinity):
+        return ("pod-spec", obj.namespace, spelling(spec), spelling(labels))
+    return ("pod-spec", obj.namespace, spelling(spec))
+
+
+def _like(
+    conversion: Conversion,
+    obj: KubeObject,
+    metadata: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    annotations: dict[str, str],
+    labels: dict[str, str],
+    node_name: str | None,
+    podgroups: Mapping[str, PodGroup | None],
+    same: dict[str, Any],
+) -> Pod:
+    """A pod whose spec is spelled as an earlier pod's (``same``: that pod's fields): the
+    spec-derived fields are that pod's (its reading checked them); the object's own fields are read
+    and checked here, in the order a full reading checks them."""
+    group = None
+    group_name = annotations.get(GROUP_NAME_ANNOTATIONS[0]) or annotations.get(GROUP_NAME_ANNOTATIONS[1]) or None
+    if group_name is not None:
+        group = f"{obj.namespace}/{group_name}"
+        if conversion.strict and group not in podgroups:
+            obj.fail(
+                field_path("metadata", "annotations", GROUP_NAME_ANNOTATIONS[0]),
+                f"unknown PodGroup {group!r}",
+            )
+    preemptable_text = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
+    preemptable = True
+    if preemptable_text is not None:
+        if preemptable_text not in _PARSE_BOOL:
+            obj.fail(field_path("metadata", "annotations", PREEMPTABLE_ANNOTATION), "must be true or false")
+        preemptable = _PARSE_BOOL[preemptable_text]
+    phase = obj.string(status, "phase", "status.phase", "Pending")
+    if phase not in _POD_PHASES:
+        obj.fail("status.phase", f"must be one of {', '.join(sorted(_POD_PHASES))}, not {phase!r}")
+    gpu_ids = None
+    if node_name is not None and phase not in ("Succeeded", "Failed") and GPU_IDS_ANNOTATION in annotations:
+        gpu_ids = parse_gpu_ids(obj, annotations[GPU_IDS_ANNOTATION], same["requests"])
+    values = same.copy()
+    values["namespace"] = obj.namespace
+    values["name"] = obj.name
+    values["uid"] = obj.string(metadata, "uid", "metadata.uid")
+    values["labels"] = labels
+    values["node_name"] = node_name
+    values["phase"] = phase
+    values["requests"] = dict(same["requests"])
+    values["node_selector"] = dict(same["node_selector"])
+    values["terminating"] = metadata.get("deletionTimestamp") is not None
+    values["group"] = group
+    values["task"] = annotations.get(TASK_SPEC_ANNOTATION, "")
+    values["preemptable"] = preemptable
+    values["gpu_ids"] = gpu_ids
+    values["nominated_node"] = _nominated_node(obj)
+    values["created"] = obj.created()
+    values["claims"] = storage.pod_claims(obj, spec) if spec.get("volumes") else ()
+    values["queue_name"] = annotations.get(QUEUE_NAME_ANNOTATION) or None
+    return construct_from(Pod, values, complete=True)
 
 
 def pod_context(

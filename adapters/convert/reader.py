@@ -51,7 +51,10 @@ def child(path: str, key: str | int) -> str:
 class KubeObject(FieldReader):
     """One input object being read: knows how to name itself and its fields in an error."""
 
-    __slots__ = ("kind", "name", "namespace", "raw", "source")
+    __slots__ = ("key", "kind", "name", "namespace", "raw", "source")
+
+    key: str
+    """``namespace/name``, or the name of a cluster-scoped object."""
 
     def __init__(self, raw: Mapping[str, Any], kind: str, source: str | None, index: int) -> None:
         self.raw = raw
@@ -59,22 +62,20 @@ class KubeObject(FieldReader):
         self.source = source
         self.name = ""
         self.namespace = ""
+        self.key = ""
         metadata = raw.get("metadata")
         if not isinstance(metadata, MAPPING_TYPES):
             self.fail(f"objects[{index}].metadata", "missing" if metadata is None else "must be a mapping")
         name = metadata.get("name")
         if not isinstance(name, str) or not name:
             self.fail(f"objects[{index}].metadata.name", "missing" if name is None else "must be a name")
-        self.name = name
+        self.name = self.key = name
         if kind in _NAMESPACED:
             namespace = metadata.get("namespace", "default")
             if not isinstance(namespace, str) or not namespace:
                 self.fail("metadata.namespace", "must be a name")
             self.namespace = namespace
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+            self.key = f"{namespace}/{name}"
 
     @property
     def label(self) -> str:
@@ -141,17 +142,19 @@ class Conversion:
         self.scheduler_name = scheduler_name
         self.source = source
         self.strict = strict
-        self._parts: dict[tuple[str, str], Any] = {}
-        self._memo = memo
+        self.parts: dict[tuple[Any, ...], Any] = {}
+        """Values built once per distinct spelling (:meth:`shared`), by kind of part and text."""
+        self.memo = memo
+        """The caller's memo of the last call (:meth:`reuse`); None when nothing is kept across calls."""
         self._memo_next: dict[Any, Any] = {}
 
     def reuse(self, obj: KubeObject, context: tuple[Any, ...], make: Callable[[], _T]) -> _T:
         """``make()``, or what it gave last call for the same raw object in the same ``context``
         (what else the conversion depends on: its node and PodGroup existing, priority classes)."""
-        if self._memo is None:
+        if self.memo is None:
             return make()
         key = (obj.kind, obj.key)
-        found = self._memo.get(key)
+        found = self.memo.get(key)
         value = found[2] if found is not None and found[0] is obj.raw and found[1] == context else make()
         self._memo_next[key] = (obj.raw, context, value)  # the raw object kept alive: its id stays its own
         return cast(_T, value)
@@ -163,17 +166,17 @@ class Conversion:
         once instead of 10,000 times is much of the converter's speed. ``key`` holds the part's
         ``repr``: equal text, equal value.
         """
-        found = self._parts.get(key)
+        found = self.parts.get(key)
         if found is None:
-            found = self._parts[key] = make()
+            found = self.parts[key] = make()
         return cast(_T, found)
 
     def keep_memo(self) -> None:
         """At the end of a call: the caller's memo now holds what this call read; what is gone
         from the cluster is forgotten."""
-        if self._memo is not None:
-            self._memo.clear()
-            self._memo.update(self._memo_next)
+        if self.memo is not None:
+            self.memo.clear()
+            self.memo.update(self._memo_next)
 
 
 def construct(model: type[_M], **values: Any) -> _M:
@@ -183,7 +186,14 @@ def construct(model: type[_M], **values: Any) -> _M:
     ``model_construct`` still spends 10 µs per object on defaults and bookkeeping that a complete
     set of fields does not need, which is a third of the time for 10,000 pods.
     """
-    if values.keys() != model.__pydantic_fields__.keys():
+    return construct_from(model, values)
+
+
+def construct_from(model: type[_M], values: dict[str, Any], *, complete: bool = False) -> _M:
+    """:func:`construct` from a dict of the fields, which the model keeps (the caller gives it up):
+    the hot paths spare the packing of thirty keyword arguments. ``complete``: ``values`` is known
+    to hold exactly the model's fields (a constructed value's fields, some replaced), unchecked."""
+    if not complete and values.keys() != model.__pydantic_fields__.keys():
         return model.model_construct(**values)  # a field the converter does not fill: the safe way
     instance = model.__new__(model)
     object.__setattr__(instance, "__dict__", values)

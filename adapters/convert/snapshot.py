@@ -54,7 +54,6 @@ from vcsat.adapters.convert.reader import Conversion, KubeObject
 from vcsat.adapters.errors import InputError
 from vcsat.model.cluster import Snapshot
 from vcsat.model.hypernodes import resolve_hypernodes
-from vcsat.solver.pauses import no_gc_pauses
 
 _KINDS = {
     # kind -> API group; a version is not checked (v1alpha1 and v1beta1 read alike)
@@ -91,6 +90,8 @@ def snapshot_from_objects(
     replaces an object when it changes, never edits it) are not converted again.
     ``now``: the cycle's clock (``Snapshot.now``; see :mod:`vcsat.adapters.convert.clock`).
     """
+    from vcsat.solver.pauses import no_gc_pauses  # here: the solver package loads OR-Tools
+
     converter = _SnapshotConverter(scheduler_name=scheduler_name, source=source, strict=strict, memo=memo)
     # Tens of thousands of new objects and no reference cycles among them: the cyclic garbage
     # collector would only rescan the (large) input again and again, about 40% of the time.
@@ -108,9 +109,10 @@ class _SnapshotConverter(Conversion):
             if obj is None:
                 continue
             seen = by_kind[obj.kind]
-            if obj.key in seen:
+            key = obj.key
+            if key in seen:
                 obj.fail("metadata.name", "duplicate object (listed twice)")
-            seen[obj.key] = obj
+            seen[key] = obj
 
         classes = read_priority_classes(self, by_kind["PriorityClass"].values())
         queues = read_queues(self, by_kind["Queue"].values())
@@ -122,15 +124,18 @@ class _SnapshotConverter(Conversion):
             group = read_podgroup(self, obj, classes, queues)
             if group is not None:
                 podgroups[key] = group
-        classes_key = (tuple(sorted(classes.values.items())), classes.default)
-        pods = [
-            self.reuse(
-                obj,
-                pod_context(obj, classes_key, podgroups, nodes),
-                partial(read_pod, self, obj, classes, podgroups, nodes),
-            )
-            for _, obj in sorted(by_kind["Pod"].items())
-        ]
+        if self.memo is None:  # nothing to reuse: no context to compare either
+            pods = [read_pod(self, obj, classes, podgroups, nodes) for _, obj in sorted(by_kind["Pod"].items())]
+        else:
+            classes_key = (tuple(sorted(classes.values.items())), classes.default)
+            pods = [
+                self.reuse(
+                    obj,
+                    pod_context(obj, classes_key, podgroups, nodes),
+                    partial(read_pod, self, obj, classes, podgroups, nodes),
+                )
+                for _, obj in sorted(by_kind["Pod"].items())
+            ]
         claims = self._storage(by_kind["PersistentVolumeClaim"], storage.claim)
         volumes = self._storage(by_kind["PersistentVolume"], partial(storage.volume, requirements=read_requirements))
         storage_classes = self._storage(by_kind["StorageClass"], storage.storage_class)
