@@ -99,10 +99,20 @@ def _items(problem: Problem) -> list[_Item]:
         mask = masks.get(s)
         if mask is None:
             mask = np.zeros(count, dtype=np.bool_)
-            mask[list(shape.nodes)] = True
+            mask[np.fromiter(shape.nodes, dtype=np.intp, count=len(shape.nodes))] = True
             masks[s] = mask
         items.append(_Item(priority, value, n, shape.request, shape.gpus, mask, queue, owner, task))
     return items
+
+
+def nested(sets: list[NDArray[np.bool_]], count: int) -> NDArray[np.bool_]:
+    """``out[a, b]``: node set ``b`` lies inside node set ``a`` (no node of ``b`` outside ``a``),
+    for node masks of ``count`` nodes: one array test per set ``a`` rather than one per pair."""
+    stacked = np.array(sets, dtype=np.bool_).reshape(len(sets), count)
+    out = np.zeros((len(sets), len(sets)), dtype=np.bool_)
+    for a in range(len(sets)):
+        out[a] = ~np.any(stacked[:, ~stacked[a]], axis=1)
+    return out
 
 
 class _Relaxation:
@@ -157,22 +167,31 @@ class _Relaxation:
             key = item.nodes.tobytes()
             by_set.setdefault(key, []).append(i)
             masks[key] = item.nodes
-        for mask in masks.values():
-            inside = [i for other, members in by_set.items() if not np.any(masks[other] & ~mask) for i in members]
+        sets = list(masks.values())
+        members_of = list(by_set.values())
+        contains = nested(sets, len(problem.nodes))
+        requests = np.array([item.request for item in items], dtype=np.int64).reshape(len(items), -1)
+        small_of = [
+            [float(units.request(r, amount)) if amount > 0 else 0.0 for r, amount in enumerate(item.request)]
+            for item in items
+        ]
+        gpus_of = np.array([item.gpus for item in items], dtype=np.int64)
+        for a, mask in enumerate(sets):
+            inside = np.array([i for b in np.flatnonzero(contains[a]) for i in members_of[b]], dtype=np.int64)
             room = free[mask].sum(axis=0)
             for r in range(len(problem.resources)):
-                asked = [i for i in inside if items[i].request[r] > 0]
-                small = [float(units.request(r, items[i].request[r])) for i in asked]
-                add(asked, small, float(units.room(r, int(room[r]))))
+                asked = [int(i) for i in inside[requests[inside, r] > 0]]
+                add(asked, [small_of[i][r] for i in asked], float(units.room(r, int(room[r]))))
             # Blocks: a pod of s GPUs takes at least floor(s / g) of its node's floor(f / g) blocks
             # of g GPUs (floor is superadditive, so pods sharing a node never take more blocks than
             # it has). This says that four free GPUs spread over four nodes take no 4-GPU pod, and
             # that a node with 6 free takes one 4-GPU pod and one pair, not two 4-GPU pods.
             if gpu is not None:
-                largest = max((items[i].gpus for i in inside), default=0)
+                largest = int(gpus_of[inside].max()) if len(inside) else 0
+                free_gpus = free[mask][:, gpu]
                 for g in range(2, largest + 1):
-                    big = [i for i in inside if items[i].gpus >= g]
-                    add(big, [float(items[i].gpus // g) for i in big], float((free[mask][:, gpu] // g).sum()))
+                    big = [int(i) for i in inside[gpus_of[inside] >= g]]
+                    add(big, [float(items[i].gpus // g) for i in big], float((free_gpus // g).sum()))
 
         for queue, caps in problem.queue_room.items():
             members = [i for i, item in enumerate(items) if queue in problem.lineage(item.queue)]

@@ -321,10 +321,10 @@ class _Checker:
             held = dict.fromkeys(watched, 0)
             freed = dict.fromkeys(watched, 0)
             for pod in self.snapshot.pods_on_node.get(name, ()):
-                taken = demand(pod)
+                requests = pod.requests  # as demand(pod) on the watched resources (never GPU shares)
                 evicted = pod.key in self.victims
                 for r in watched:
-                    amount = taken.get(r, 0)
+                    amount = max(requests.get(r, 0), 1) if r == res.PODS else requests.get(r, 0)
                     held[r] += amount
                     if evicted:
                         freed[r] += amount
@@ -366,7 +366,9 @@ class _Checker:
             staying = [hold for hold in bound if hold.pod not in self.victims]
             reported: set[tuple[str, int]] = set()
             self._gpu_state(name, bound, bindings, "now", reported)
-            self._gpu_state(name, staying, new, "after evictions", reported)
+            if len(staying) != len(bound) or len(new) != len(bindings):
+                # Else "after evictions" is the same state as "now", already judged.
+                self._gpu_state(name, staying, new, "after evictions", reported)
 
     def _gpu_state(
         self, node: str, held: list[_Hold], new: list[_Hold], when: str, reported: set[tuple[str, int]]

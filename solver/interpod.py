@@ -565,6 +565,8 @@ def affinity_anchors(snapshot: Snapshot, nodes: Sequence[Node]) -> set[str]:
     its terms selects in its own domain of the term's key. Evicting one could leave that pod's
     affinity unsatisfied, so preemption and reclaim spare them (a subset of kube-scheduler's
     victims: it does not look, the rule being IgnoredDuringExecution)."""
+    if not any(pod.pod_affinity.required for pod in snapshot.pods):
+        return set()  # no pod relies on any
     position = {node.name: i for i, node in enumerate(nodes)}
     present = [
         (pod, position[pod.node_name])

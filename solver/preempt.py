@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
 from vcsat.model import Pod
@@ -128,8 +129,8 @@ def victims_of(problem: Problem) -> list[Victim]:
         if queue is None:
             continue
         node = node_of[pod.node_name]
-        holdings = holdings_of.get(node)
-        if holdings is None:
+        holdings = holdings_of.get(node) if pod.gpus > 0 else None  # only whole GPUs are listed
+        if holdings is None and pod.gpus > 0:
             holdings = gpu_holdings(problem.nodes[node].gpus, snapshot.pods_on_node.get(pod.node_name, ()))
             holdings_of[node] = holdings
         out.append(
@@ -140,7 +141,7 @@ def victims_of(problem: Problem) -> list[Victim]:
                 queue=queue,
                 request=tuple(pod.requests.get(name, 0) for name in problem.resources),
                 gang=pod.group if pod.group is not None else pod.key,
-                gpu_ids=holdings.whole.get(pod.key, ()),
+                gpu_ids=holdings.whole.get(pod.key, ()) if holdings is not None else (),
             )
         )
     return out
@@ -216,10 +217,16 @@ def _run(
     on_node: dict[int, list[Victim]] = {}
     for victim in victims:
         on_node.setdefault(victim.node, []).append(victim)
-    freeable = {
-        node: [room[node][r] + sum(v.request[r] for v in vs) for r in range(len(problem.resources))]
-        for node, vs in on_node.items()
-    }
+    now_room = np.array(room, dtype=np.int64).reshape(len(room), len(problem.resources))
+    freed_room = np.zeros_like(now_room)
+    if victims:
+        requests = np.array([v.request for v in victims], dtype=np.int64)
+        np.add.at(freed_room, np.array([v.node for v in victims]), requests)
+    with_victims = np.zeros(len(room), dtype=np.int64)
+    for node, vs in on_node.items():
+        with_victims[node] = len(vs)
+    best_room = now_room + freed_room
+    freeable = {node: [int(x) for x in best_room[node]] for node in on_node}
     preemptors = _could_run(problem, sorted(preemptors, key=lambda g: _preemptor_order(problem, g)), room, freeable)
     if not preemptors:
         out.notes.append(f"{reason}: no waiting gang fits even with every victim evicted")
@@ -238,14 +245,10 @@ def _run(
             # likeliest few per class: those with room now, then those with the fewest victims,
             # so the model stays small enough to solve within the cycle on a thousand busy nodes.
             pods = len(problem.classes[c].pods)
-            fitting = []
-            for node in problem.eligible_nodes(shape.eligibility):
-                fit = _fits(shape.request, freeable.get(node, room[node]))
-                if fit:
-                    now = 0 if _fits(shape.request, room[node]) else 1
-                    fitting.append((now, len(on_node.get(node, ())), node, fit))
-            fitting.sort()
-            for _, _, node, fit in fitting[: max(NODES_PER_CLASS, NODES_PER_POD * pods)]:
+            nodes = np.array(problem.eligible_nodes(shape.eligibility), dtype=np.int64)
+            for node, fit in _likeliest(shape.request, nodes, best_room, now_room, with_victims)[
+                : max(NODES_PER_CLASS, NODES_PER_POD * pods)
+            ]:
                 var = cp.new_int_var(0, min(fit, pods), f"x[{c},{node}]")
                 x[(c, node)] = var
                 upper[var.index] = min(fit, pods)
@@ -598,15 +601,29 @@ def _apply(
             room[node][r] = min(room[node][r], room[node][r] + freed[r] - took[r])
 
 
-def _fits(request: tuple[int, ...], room: list[int]) -> int:
-    fit: int | None = None
-    for amount, left in zip(request, room, strict=True):
-        if amount <= 0:
-            continue
-        if left < amount:
-            return 0
-        fit = left // amount if fit is None else min(fit, left // amount)
-    return fit or 0
+def _likeliest(
+    request: tuple[int, ...],
+    nodes: NDArray[np.int64],
+    best: NDArray[np.int64],
+    now: NDArray[np.int64],
+    victims: NDArray[np.int64],
+) -> list[tuple[int, int]]:
+    """(node, pods that fit) for the ``nodes`` where ``request`` fits once every victim there is
+    gone (``best``), those that fit in the room left now first, then those with the fewest
+    victims, then in node order; how many fit is the least, over the resources it asks, of room
+    over request."""
+    asked = [r for r, amount in enumerate(request) if amount > 0]
+    if not asked or not len(nodes):
+        return []
+    amounts = np.array([request[r] for r in asked], dtype=np.int64)
+    columns = np.array(asked, dtype=np.int64)
+    best_here = best[np.ix_(nodes, columns)]
+    fitting = np.all(best_here >= amounts, axis=1)
+    nodes = nodes[fitting]
+    fit = np.min(best_here[fitting] // amounts, axis=1)
+    later = np.any(now[np.ix_(nodes, columns)] < amounts, axis=1).astype(np.int64)
+    order = np.lexsort((nodes, victims[nodes], later))
+    return [(int(n), int(k)) for n, k in zip(nodes[order], fit[order], strict=True)]
 
 
 __all__ = ["SHARE_SCALE", "Evictions", "Victim", "dominant", "preempt_and_reclaim", "victims_of"]

@@ -256,8 +256,9 @@ def _preempt(
             nominations.append(Nomination(pod=binding.pod, node=binding.node, gpus=binding.gpus))
     evictions = [Eviction(pod=key, reason=reason) for key, reason in sorted(result.evicted.items())]
     patched: list[PodGroupOutcome] = []
+    placed_by_key = {g.key: g for g in result.placed_gangs(problem)}
     for outcome in podgroups:
-        gang = next((g for g in result.placed_gangs(problem) if g.key == outcome.podgroup), None)
+        gang = placed_by_key.get(outcome.podgroup)
         if gang is None:
             patched.append(outcome)
         elif gang.index in result.nominated:
