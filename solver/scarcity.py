@@ -72,6 +72,7 @@ from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pool_keys import pool_key
 from vcsat.solver.predicates import EligibilityKey, NodeIndex, eligibility_key
+from vcsat.solver.shortfall import outgrow_chance
 
 if TYPE_CHECKING:
     from vcsat.solver.greedy import Room
@@ -221,6 +222,7 @@ def measure(problem: Problem) -> Scarcity | None:
         return None
     index = problem.node_index or NodeIndex(nodes)
     demand: dict[EligibilityKey, int] = {}
+    squares: dict[EligibilityKey, int] = {}
     pending: dict[EligibilityKey, int] = {}
     total = pending_total = 0
     for pod in problem.snapshot.pods:
@@ -231,6 +233,7 @@ def measure(problem: Problem) -> Scarcity | None:
             continue
         key = pool_key(eligibility_key(pod))  # what kind of node, not where (vcsat.solver.pool_keys)
         demand[key] = demand.get(key, 0) + milli
+        squares[key] = squares.get(key, 0) + milli * milli
         total += milli
         if pod.pending:
             pending[key] = pending.get(key, 0) + milli
@@ -292,8 +295,12 @@ def measure(problem: Problem) -> Scarcity | None:
         certain[p] + (seen[p] + prior * confined_share * size[p] / sum(size)) / (total + prior) * future
         for p in range(len(members))
     ]
+    # Pressure: the chance that the pool's confined work to come outgrows its room left after the
+    # confined pods pending now (vcsat.solver.shortfall), in pods of the confined pods' size.
+    unit = sum(squares[key] for key in confined) / max(1, sum(demand[key] for key in confined))
     pressure = tuple(
-        (min(1.0, need[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
+        outgrow_chance(need[p] - certain[p], free[p] - certain[p], unit) if need[p] > 0 else 0.0
+        for p in range(len(members))
     )
     return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain)
 
