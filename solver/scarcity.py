@@ -277,12 +277,14 @@ def measure(problem: Problem) -> Scarcity | None:
     # Per pool, the confined demand seen (bound and pending) and the pending part of it; each key's
     # spread over the pools it accepts by their size.
     seen = [0.0] * len(members)
+    seen_squares = [0.0] * len(members)
     certain = [0.0] * len(members)
     for key in confined:
         accepting = [p for p in range(len(members)) if masks[key] & members[p]]
         weight = sum(size[p] for p in accepting)
         for p in accepting:
             seen[p] += demand[key] * size[p] / weight
+            seen_squares[p] += squares[key] * size[p] / weight
             certain[p] += pending.get(key, 0) * size[p] / weight
     # The share of demand to come that only a pool can take: what was seen, shrunk towards the
     # pool's size share of all confined demand while little was seen (one pool's few pods say
@@ -296,10 +298,12 @@ def measure(problem: Problem) -> Scarcity | None:
         for p in range(len(members))
     ]
     # Pressure: the chance that the pool's confined work to come outgrows its room left after the
-    # confined pods pending now (vcsat.solver.shortfall), in pods of the confined pods' size.
-    unit = sum(squares[key] for key in confined) / max(1, sum(demand[key] for key in confined))
+    # confined pods pending now (vcsat.solver.shortfall), counted in pods of the size its confined
+    # pods come in (all confined pods' for a pool nobody asked for yet).
+    overall = sum(seen_squares) / sum(seen)
+    unit = [seen_squares[p] / seen[p] if seen[p] > 0 else overall for p in range(len(members))]
     pressure = tuple(
-        outgrow_chance(need[p] - certain[p], free[p] - certain[p], unit) if need[p] > 0 else 0.0
+        outgrow_chance(need[p] - certain[p], free[p] - certain[p], unit[p]) if need[p] > 0 else 0.0
         for p in range(len(members))
     )
     return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain)
