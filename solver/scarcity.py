@@ -72,7 +72,7 @@ from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pool_keys import pool_key
 from vcsat.solver.predicates import EligibilityKey, NodeIndex, eligibility_key
-from vcsat.solver.shortfall import outgrow_chance
+from vcsat.solver.shortfall import with_margin
 
 if TYPE_CHECKING:
     from vcsat.solver.greedy import Room
@@ -297,14 +297,14 @@ def measure(problem: Problem) -> Scarcity | None:
         certain[p] + (seen[p] + prior * confined_share * size[p] / sum(size)) / (total + prior) * future
         for p in range(len(members))
     ]
-    # Pressure: the chance that the pool's confined work to come outgrows its room left after the
-    # confined pods pending now (vcsat.solver.shortfall), counted in pods of the size its confined
-    # pods come in (all confined pods' for a pool nobody asked for yet).
+    # Pressure: the need with a margin for how the demand to come varies (vcsat.solver.shortfall),
+    # counted in pods of the size the pool's confined pods come in (all confined pods' for a pool
+    # nobody asked for yet), over the free room.
     overall = sum(seen_squares) / sum(seen)
     unit = [seen_squares[p] / seen[p] if seen[p] > 0 else overall for p in range(len(members))]
+    kept = [certain[p] + with_margin(need[p] - certain[p], unit[p]) for p in range(len(members))]
     pressure = tuple(
-        outgrow_chance(need[p] - certain[p], free[p] - certain[p], unit[p]) if need[p] > 0 else 0.0
-        for p in range(len(members))
+        (min(1.0, kept[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
     )
     return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain)
 
