@@ -30,8 +30,11 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   is known far sooner. The prior covers every pool, those no confined pod asked for yet included:
   until demand seen outweighs it, a model nobody asked for yet is kept like the others, since the
   next pods may ask for it.
-- **Pressure** of a pool: its expected need over its free GPU room, at most 1: the share of a
-  thousandth of its room that confined work is expected to miss if someone else takes it.
+- **Pressure** of a pool: its expected need, plus a margin of one standard deviation of the demand
+  to come (:mod:`vcsat.solver.shortfall`: pods arrive one by one, so a small model whose room is a
+  few pods' worth runs out on a pod or two more than expected, a big one does not), over its free
+  GPU room, at most 1: the share of a thousandth of its room that confined work is expected to
+  miss if someone else takes it.
 - **Price** of a pod on a node: 0 when the pod's own key accepts no other pool (it is that confined
   work); otherwise the node's pool pressure × the GPU room the pod takes there: its own GPU
   thousandths (a whole GPU 1000, a share its thousandths), or, when more, the node's free GPU room
