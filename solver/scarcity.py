@@ -30,8 +30,11 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   is known far sooner. The prior covers every pool, those no confined pod asked for yet included:
   until demand seen outweighs it, a model nobody asked for yet is kept like the others, since the
   next pods may ask for it.
-- **Pressure** of a pool: its expected need over its free GPU room, at most 1: the share of a
-  thousandth of its room that confined work is expected to miss if someone else takes it.
+- **Pressure** of a pool: its expected need, plus a margin of one standard deviation of the demand
+  to come (:mod:`vcsat.solver.shortfall`: pods arrive one by one, so a small model whose room is a
+  few pods' worth runs out on a pod or two more than expected, a big one does not), over its free
+  GPU room, at most 1: the share of a thousandth of its room that confined work is expected to
+  miss if someone else takes it.
 - **Price** of a pod on a node: 0 when the pod's own key accepts no other pool (it is that confined
   work); otherwise the node's pool pressure × the GPU room the pod takes there: its own GPU
   thousandths (a whole GPU 1000, a share its thousandths), or, when more, the node's free GPU room
@@ -72,6 +75,7 @@ from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pool_keys import pool_key
 from vcsat.solver.predicates import EligibilityKey, NodeIndex, eligibility_key
+from vcsat.solver.shortfall import with_margin
 
 if TYPE_CHECKING:
     from vcsat.solver.greedy import Room
@@ -221,6 +225,7 @@ def measure(problem: Problem) -> Scarcity | None:
         return None
     index = problem.node_index or NodeIndex(nodes)
     demand: dict[EligibilityKey, int] = {}
+    squares: dict[EligibilityKey, int] = {}
     pending: dict[EligibilityKey, int] = {}
     total = pending_total = 0
     for pod in problem.snapshot.pods:
@@ -231,6 +236,7 @@ def measure(problem: Problem) -> Scarcity | None:
             continue
         key = pool_key(eligibility_key(pod))  # what kind of node, not where (vcsat.solver.pool_keys)
         demand[key] = demand.get(key, 0) + milli
+        squares[key] = squares.get(key, 0) + milli * milli
         total += milli
         if pod.pending:
             pending[key] = pending.get(key, 0) + milli
@@ -274,12 +280,14 @@ def measure(problem: Problem) -> Scarcity | None:
     # Per pool, the confined demand seen (bound and pending) and the pending part of it; each key's
     # spread over the pools it accepts by their size.
     seen = [0.0] * len(members)
+    seen_squares = [0.0] * len(members)
     certain = [0.0] * len(members)
     for key in confined:
         accepting = [p for p in range(len(members)) if masks[key] & members[p]]
         weight = sum(size[p] for p in accepting)
         for p in accepting:
             seen[p] += demand[key] * size[p] / weight
+            seen_squares[p] += squares[key] * size[p] / weight
             certain[p] += pending.get(key, 0) * size[p] / weight
     # The share of demand to come that only a pool can take: what was seen, shrunk towards the
     # pool's size share of all confined demand while little was seen (one pool's few pods say
@@ -292,8 +300,14 @@ def measure(problem: Problem) -> Scarcity | None:
         certain[p] + (seen[p] + prior * confined_share * size[p] / sum(size)) / (total + prior) * future
         for p in range(len(members))
     ]
+    # Pressure: the need with a margin for how the demand to come varies (vcsat.solver.shortfall),
+    # counted in pods of the size the pool's confined pods come in (all confined pods' for a pool
+    # nobody asked for yet), over the free room.
+    overall = sum(seen_squares) / sum(seen)
+    unit = [seen_squares[p] / seen[p] if seen[p] > 0 else overall for p in range(len(members))]
+    kept = [certain[p] + with_margin(need[p] - certain[p], unit[p]) for p in range(len(members))]
     pressure = tuple(
-        (min(1.0, need[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
+        (min(1.0, kept[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
     )
     return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain)
 

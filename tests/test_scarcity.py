@@ -303,3 +303,29 @@ def test_equal_work_may_bind_a_different_number_of_pods() -> None:
     assert priced.solver.status == plain.solver.status == "OPTIMAL"
     assert priced.solver.objective == plain.solver.objective
     assert placed_on(priced)["ns/p4"] in {"n0", "n1"}
+
+
+def test_a_small_model_keeps_its_last_pods_worth_of_room() -> None:
+    # Everything in proportion to the models' sizes (G2 32 GPUs, G3 4): GPUs free (16 and 2),
+    # confined demand seen (8 and 1) and unconfined work bound (8 and 1), so the expected need over
+    # free room is the same in both pools. G3's two free GPUs are only two pods' worth against G2's
+    # sixteen: one pod more than expected already finds no G3 room, so its margin is the larger
+    # one. Best fit alone would take G3's room.
+    nodes = [
+        gpu_node("g3", "G3", gpus=2),
+        gpu_node("g2a", "G2", gpus=8),
+        gpu_node("g2b", "G2", gpus=8),
+        gpu_node("g2-busy", "G2", gpus=16),
+        gpu_node("g3-busy", "G3", gpus=2),
+    ]
+    bound = [confined(f"ns/g2-{i}", "G2", node="g2-busy") for i in range(8)] + [confined("ns/g3", "G3", node="g3-busy")]
+    bound += [pod(f"ns/any-{i}", gpus=1, node="g2-busy") for i in range(8)] + [pod("ns/any", gpus=1, node="g3-busy")]
+    snap = snapshot(nodes=nodes, pods=[*bound, pod("ns/free", gpus=1)])  # type: ignore[list-item]
+    problem = build_problem(snap, GREEDY)
+    measure = scarcity.measure(problem)
+    assert measure is not None
+    names = [n.name for n in problem.nodes]
+    g3, g2 = (measure.pool_of[names.index(x)] for x in ("g3", "g2a"))
+    assert 1 > measure.pressure[g3] > measure.pressure[g2] > 0
+    for policy in (SEARCH, GREEDY):
+        assert placed_on(solve_checked(snap, policy))["ns/free"] == "g2a"
