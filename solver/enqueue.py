@@ -549,7 +549,7 @@ class _State:
         if gang is None:
             return "its pods are not all created, so its fit on the nodes is unknown"
         if self.room is None:
-            self.room = _FreeRoom(self.snapshot, self.placeable.keys)
+            self.room = _FreeRoom(self.snapshot)
             for earlier in sorted(self.admitted, key=self.order):
                 self.room.take(self._unbound_gang(earlier))
         if not self.room.take(gang):
@@ -743,8 +743,8 @@ class _FreeRoom:
     it never admits one whose pods fit nowhere. One row per node, so a pod costs a few array
     operations even on thousands of nodes."""
 
-    def __init__(self, snapshot: Snapshot, keys: _Keys | None = None) -> None:
-        self.keys = keys or _Keys()
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.keys = _Keys()
         usable = [node for node in snapshot.nodes if node.ready and not node.unschedulable]
         self.index = predicates.NodeIndex(usable)
         on_node = snapshot.pods_on_node
