@@ -177,10 +177,14 @@ def admit(
     committed = {name: dict(share.usage) for name, share in shares.items()}
     # Volcano's enqueue walks queues of higher ``spec.priority`` first, then by share.
     priority = {q.name: q.priority for q in snapshot.queues}
+    # A queue's served fraction changes only when one of its own groups is admitted: kept per queue.
+    served = {q: _served(shares, committed, q) for q in waiting}
+    heads = dict.fromkeys(waiting, 0)
     while waiting:
-        queue = min(waiting, key=lambda q: (-priority.get(q, 0), _served(shares, committed, q), q))
-        group = waiting[queue].pop(0)
-        if not waiting[queue]:
+        queue = min(waiting, key=lambda q: (-priority.get(q, 0), served[q], q))
+        group = waiting[queue][heads[queue]]
+        heads[queue] += 1
+        if heads[queue] == len(waiting[queue]):
             del waiting[queue]
         verdict = state.consider(group, overcommit=overcommit)
         out[group.key] = verdict
@@ -190,6 +194,7 @@ def admit(
             held = committed.setdefault(queue, {})
             for name, amount in state.need[group.key].items():
                 held[name] = held.get(name, 0) + amount
+            served[queue] = _served(shares, committed, queue)
     return {key: out[key] for key in sorted(out)}
 
 
@@ -298,16 +303,19 @@ class _State:
     """The nodes' free room less what admitted groups' gangs take of it, built on first need."""
     lent: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per queue, what the groups admitted by fit this pass will hold (rule 6's share bound)."""
+    reserving_of: dict[str, bool] = field(default_factory=dict)
+    """:meth:`reserving` per group key, asked once (groups and their pods do not change in a pass)."""
 
     @staticmethod
     def of(snapshot: Snapshot, policy: Policy) -> _State:
         tree = QueueTree.of(snapshot)
         pods_of = snapshot.pods_of_group
-        need = {g.key: group_need(g, pods_of.get(g.key, ())) for g in snapshot.podgroups}
-        held = {
-            g.key: res.total(p.requests for p in pods_of.get(g.key, ()) if p.bound and p.managed)
-            for g in snapshot.podgroups
-        }
+        need: dict[str, dict[str, int]] = {}
+        held: dict[str, dict[str, int]] = {}
+        for g in snapshot.podgroups:
+            pods = pods_of.get(g.key, ())
+            need[g.key] = group_need(g, pods)
+            held[g.key] = res.total(p.requests for p in pods if p.managed and p.bound)
         ready = {node.name for node in snapshot.nodes if node.ready}
         allocatable = res.total(node.allocatable for node in snapshot.nodes if node.ready)
         used = res.total(p.requests for p in snapshot.pods if p.bound and p.node_name in ready)
@@ -328,10 +336,14 @@ class _State:
             placeable=_Placeable(snapshot.nodes),
         )
         own: dict[str, dict[str, int]] = {}
+        reserved: dict[str, int] = {}
         for group in snapshot.podgroups:
-            vector = state.commitment(group)
-            own[group.queue] = res.add(own.get(group.queue, {}), vector)
-            state.reserved = res.add(state.reserved, state.reservation(group))
+            mine = own.setdefault(group.queue, {})
+            for name, amount in state.commitment(group).items():
+                mine[name] = mine.get(name, 0) + amount
+            for name, amount in state.reservation(group).items():
+                reserved[name] = reserved.get(name, 0) + amount
+        state.reserved = reserved
         for pod in snapshot.pods:
             # A bound pod outside any PodGroup is a gang of one that is running: all of it is needed.
             if pod.bound and (pod.group is None or pod.group not in snapshot.podgroup_by_key):
@@ -350,14 +362,21 @@ class _State:
         up). Another scheduler's groups reserve nothing: their bound pods are in ``used`` already,
         and what they have not bound yet is that scheduler's business (counting both was
         ``ClusterOverused`` next to another scheduler's running gangs with the cluster half idle)."""
+        answer = self.reserving_of.get(group.key)
+        if answer is None:
+            answer = self._reserving(group)
+            self.reserving_of[group.key] = answer
+        return answer
+
+    def _reserving(self, group: PodGroup) -> bool:
+        if group.phase not in ("Inqueue", "Running"):
+            return False
         if not is_ours(group, self.snapshot, self.policy.scheduler_name):
             return False
         if group.phase == "Inqueue":
             return True
-        if group.phase == "Running":
-            bound = sum(1 for p in self.snapshot.pods_of_group.get(group.key, ()) if p.bound)
-            return bound >= group.min_member
-        return False
+        bound = sum(1 for p in self.snapshot.pods_of_group.get(group.key, ()) if p.bound)
+        return bound >= group.min_member
 
     def commitment(self, group: PodGroup) -> dict[str, int]:
         need, held = self.need[group.key], self.held[group.key]
@@ -654,6 +673,21 @@ class _Victims:
     below: set[str]
 
 
+class _Keys:
+    """Each pod's eligibility key, made once per pass (a pod is asked about many times)."""
+
+    def __init__(self) -> None:
+        self._by_pod: dict[int, tuple[Pod, predicates.EligibilityKey]] = {}
+
+    def of(self, pod: Pod) -> predicates.EligibilityKey:
+        found = self._by_pod.get(id(pod))
+        if found is not None and found[0] is pod:
+            return found[1]
+        key = predicates.eligibility_key(pod)
+        self._by_pod[id(pod)] = (pod, key)
+        return key
+
+
 class _Placeable:
     """Which pods could ever land somewhere: predicates and allocatable, ignoring load and state."""
 
@@ -662,12 +696,13 @@ class _Placeable:
         self.nodes = tuple(node.model_copy(update={"ready": True, "unschedulable": False}) for node in nodes)
         self.index = predicates.NodeIndex(self.nodes)
         self._cache: dict[tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]], bool] = {}
+        self.keys = _Keys()
 
     def could_ever(self, pod: Pod) -> bool:
         if pod.bound:
             return True
         request = _without_shares(pod.requests)
-        key = (predicates.eligibility_key(pod), tuple(sorted(request.items())))
+        key = (self.keys.of(pod), tuple(sorted(request.items())))
         answer = self._cache.get(key)
         if answer is None:
             answer = any(res.fits(request, node.allocatable) for node in self.index.eligible(pod))
@@ -709,6 +744,7 @@ class _FreeRoom:
     operations even on thousands of nodes."""
 
     def __init__(self, snapshot: Snapshot) -> None:
+        self.keys = _Keys()
         usable = [node for node in snapshot.nodes if node.ready and not node.unschedulable]
         self.index = predicates.NodeIndex(usable)
         on_node = snapshot.pods_on_node
@@ -732,8 +768,7 @@ class _FreeRoom:
     def _eligible(self, key: predicates.EligibilityKey) -> NDArray[np.bool_]:
         rows = self.eligible.get(key)
         if rows is None:
-            mask = self.index.mask(key)
-            rows = np.array([bool(mask >> i & 1) for i in range(len(self.index.nodes))], dtype=np.bool_)
+            rows = _bits(self.index.mask(key), len(self.index.nodes))
             self.eligible[key] = rows
         return rows
 
@@ -744,7 +779,7 @@ class _FreeRoom:
         gpu, cpu = self.columns.get(res.GPU), self.columns.get(res.CPU)
         taken: list[tuple[int, NDArray[np.int64]]] = []
         for pod in sorted(gang, key=lambda p: (-p.requests.get(res.GPU, 0), -p.requests.get(res.CPU, 0), p.key)):
-            key = predicates.eligibility_key(pod)
+            key = self.keys.of(pod)
             shape = (key, tuple(sorted(pod.requests.items())))
             rows = None
             if shape not in self.hopeless and all(a <= 0 or r in self.columns for r, a in pod.requests.items()):
@@ -790,6 +825,15 @@ class _FreeRoom:
             keep[doubtful] = whole
             rows = rows[keep]
         return rows
+
+
+def _bits(mask: int, count: int) -> NDArray[np.bool_]:
+    """Bit ``i`` of a predicates mask as element ``i`` of a boolean array of ``count``."""
+    if count == 0:
+        return np.zeros(0, dtype=np.bool_)
+    text = format(mask, f"0{count}b")[::-1].encode()
+    rows: NDArray[np.bool_] = np.frombuffer(text, dtype=np.uint8) == ord("1")
+    return rows
 
 
 def _timed_out(

@@ -652,12 +652,15 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
             key = (request, shape.eligibility, shape.preference_key, exact, shape.isolated)
             groups.setdefault(key, []).append(shape)
     buckets: list[Bucket] = []
+    room = np.array(free, dtype=np.int64).reshape(len(free), len(resources))
     for members in sorted(groups.values(), key=lambda m: m[0].index):
-        buckets.append(_bucket(len(buckets), members, free))
+        buckets.append(_bucket(len(buckets), members, free, room))
     return buckets
 
 
-def _bucket(index: int, members: list[Shape], free: list[list[int]]) -> Bucket:
+def _bucket(
+    index: int, members: list[Shape], free: list[list[int]], room: NDArray[np.int64] | None = None
+) -> Bucket:
     request = tuple(min(column) for column in zip(*(m.request for m in members), strict=True))
     if len(members) == 1 and members[0].isolated is not None:
         # An isolated class's own bucket: exactly its shape (the same counts, already computed).
@@ -673,6 +676,8 @@ def _bucket(index: int, members: list[Shape], free: list[list[int]]) -> Bucket:
         # One shape: its own fit counts (same request, same room) need no second pass.
         upper=dict(members[0].upper)
         if len(members) == 1
+        else _fit_counts_at(request, room, nodes)
+        if room is not None
         else {node: _fit_count(request, free[node]) for node in nodes},
     )
 
@@ -727,6 +732,17 @@ def _fit_counts(request: tuple[int, ...], free: NDArray[np.int64], eligible: NDA
     fits[~eligible] = 0
     where = np.flatnonzero(fits > 0)
     return dict(zip(where.tolist(), fits[where].tolist(), strict=True))
+
+
+def _fit_counts_at(request: tuple[int, ...], free: NDArray[np.int64], nodes: tuple[int, ...]) -> dict[int, int]:
+    """:func:`_fit_count` on each of ``nodes`` (rows of ``free``), as one array operation."""
+    asked = [r for r, amount in enumerate(request) if amount > 0]
+    if not asked or not nodes:
+        return dict.fromkeys(nodes, 0)
+    amounts = np.array([request[r] for r in asked], dtype=np.int64)
+    rows = np.array(nodes, dtype=np.intp)
+    fits = np.maximum(np.min(free[np.ix_(rows, np.array(asked, dtype=np.intp))] // amounts, axis=1), 0)
+    return dict(zip(nodes, fits.tolist(), strict=True))
 
 
 def _fit_count(request: tuple[int, ...], free: list[int]) -> int:

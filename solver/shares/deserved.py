@@ -131,21 +131,14 @@ def queue_usage(snapshot: Snapshot, *, subtree: bool = False) -> dict[str, dict[
     """What each queue's pods hold now (bound and not finished, terminating included), per
     resource; with ``subtree``, each queue's descendants' pods count for it too. Every queue of
     the snapshot has an entry; a queue named only by a PodGroup appears when it holds something."""
-    own = _per_queue(snapshot, (pod for pod in snapshot.pods if pod.bound))
+    own = _copy(_own_sums(snapshot)[0])
     return _subtree_sums(snapshot, own) if subtree else own
 
 
 def queue_demand(snapshot: Snapshot, *, subtree: bool = False) -> dict[str, dict[str, int]]:
     """What each queue's pods hold plus what its pending pods ask; a Closed queue's pending pods ask
     nothing (nothing new is placed for it). ``subtree`` as in :func:`queue_usage`."""
-    closed = {queue.name for queue in snapshot.queues if not queue.open}
-
-    def counts(pod: Pod) -> bool:
-        if pod.bound:
-            return True
-        return pod.pending and queue_of(pod, snapshot) not in closed
-
-    own = _per_queue(snapshot, (pod for pod in snapshot.pods if counts(pod)))
+    own = _copy(_own_sums(snapshot)[1])
     return _subtree_sums(snapshot, own) if subtree else own
 
 
@@ -160,16 +153,39 @@ def cluster_total(snapshot: Snapshot) -> dict[str, int]:
     return {name: max(0, amount - foreign.get(name, 0)) for name, amount in total.items()}
 
 
-def _per_queue(snapshot: Snapshot, pods: Iterable[Pod]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
-    for pod in pods:
-        name = queue_of(pod, snapshot)
-        if name is None:
+_Sums = tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]
+_SUMS: dict[int, tuple[Snapshot, _Sums]] = {}
+
+
+def _own_sums(snapshot: Snapshot) -> _Sums:
+    """Per queue, what its own pods hold (bound) and hold or ask (bound, or pending outside a
+    Closed queue), in one pass over the pods, remembered for the last few snapshots like
+    :func:`fair_shares` (the model builder, admission and the shares all ask). Read-only."""
+    found = _SUMS.get(id(snapshot))
+    if found is not None and found[0] is snapshot:
+        return found[1]
+    closed = {queue.name for queue in snapshot.queues if not queue.open}
+    usage: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
+    demand: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
+    for pod in snapshot.pods:
+        bound = pod.bound
+        if not bound and not pod.pending:
             continue
-        vector = out.setdefault(name, {})
-        for resource, amount in pod.requests.items():
-            vector[resource] = vector.get(resource, 0) + amount
-    return out
+        name = queue_of(pod, snapshot)
+        if name is None or (not bound and name in closed):
+            continue
+        targets = (usage.setdefault(name, {}), demand.setdefault(name, {})) if bound else (demand.setdefault(name, {}),)
+        for vector in targets:
+            for resource, amount in pod.requests.items():
+                vector[resource] = vector.get(resource, 0) + amount
+    if len(_SUMS) >= _SHARES_KEPT:
+        del _SUMS[next(iter(_SUMS))]
+    _SUMS[id(snapshot)] = (snapshot, (usage, demand))
+    return usage, demand
+
+
+def _copy(sums: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    return {name: dict(vector) for name, vector in sums.items()}
 
 
 def _subtree_sums(snapshot: Snapshot, own: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
