@@ -173,7 +173,7 @@ class Pod(Frozen):
     """``scheduling.volcano.sh/queue-name``: the queue of a pod without a PodGroup (``default`` when
     unset, as Volcano's PodGroup controller makes it); ignored for a pod in a PodGroup."""
     preferred_affinity: tuple[PreferredSchedulingTerm, ...] = ()
-    """Preferred node affinity terms: a score, never a filter (see :mod:`vcsat.solver.preferences`)."""
+    """Preferred node affinity terms: a score, never a filter (see :mod:`vcsat.solver.rules.preferences`)."""
     pod_affinity: PodAffinityRules = PodAffinityRules()
     pod_anti_affinity: PodAffinityRules = PodAffinityRules()
     host_ports: tuple[HostPort, ...] = ()

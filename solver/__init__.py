@@ -5,7 +5,7 @@ decision, policy) -> list[Violation]`` verifies the hard rules of contract §3 w
 of the solver's model. Imports ``vcsat.model`` and ortools only.
 """
 
-from vcsat.solver.check import Violation, check
 from vcsat.solver.solve import solve
+from vcsat.solver.validator.check import Violation, check
 
 __all__ = ["Violation", "check", "solve"]

@@ -79,7 +79,7 @@ from numpy.typing import NDArray
 from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
-from vcsat.solver import predicates
+from vcsat.solver.rules import predicates
 from vcsat.solver.shares.deserved import FAIR_EXCLUDED, QueueShare, QueueTree, fair_shares, queue_of
 
 PENDING_PHASES = frozenset({"", "Pending"})

@@ -21,12 +21,12 @@ from __future__ import annotations
 from vcsat.model import PodGroupOutcome
 from vcsat.model import resources as res
 from vcsat.model.decision import PodGroupPhase
-from vcsat.solver import volumes
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import Room, fit_topology_first, undo
 from vcsat.solver.objectives.fairness import fair_resources
 from vcsat.solver.problem import Gang, Problem
-from vcsat.solver.spread import SPREAD_REASON
+from vcsat.solver.rules import volumes
+from vcsat.solver.rules.spread import SPREAD_REASON
 
 
 def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
@@ -228,7 +228,7 @@ def _why_left_out(
 
 
 def volume_note(need: res.Resources) -> str:
-    """kube-scheduler's words for volume room another pod took (see :mod:`vcsat.solver.volumes`)."""
+    """kube-scheduler's words for volume room another pod took (see :mod:`vcsat.solver.rules.volumes`)."""
     notes = []
     if any(name.startswith(volumes.LOCAL_PREFIX) for name in need):
         notes.append(volumes.BIND_CONFLICT)

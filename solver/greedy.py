@@ -1,7 +1,7 @@
 """The greedy decision: CP-SAT's warm start and the fallback when the search finds nothing better.
 
 It places gangs one at a time in the order Volcano's allocate action would (priority, then age),
-each pod on its most preferred node (:mod:`vcsat.solver.preferences`) if it has preferences, else
+each pod on its most preferred node (:mod:`vcsat.solver.rules.preferences`) if it has preferences, else
 the best-fitting one (fewest free GPUs that still fit, so whole nodes stay free), and
 commits a gang only when all of it fits. It is fast and always feasible, which is what a hint and a
 fallback need; it is not optimal, which is why CP-SAT runs after it.
@@ -19,13 +19,13 @@ from numpy.typing import NDArray
 
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
-from vcsat.solver import scarcity
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.fragmentation import greedy_chooser
-from vcsat.solver.interpod_tracker import Tracker
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, tier_threshold
+from vcsat.solver.pricing import scarcity
+from vcsat.solver.pricing.fragmentation import greedy_chooser
 from vcsat.solver.problem import Domains, Gang, Problem, Shape
-from vcsat.solver.spread import SpreadState
+from vcsat.solver.rules.interpod_tracker import Tracker
+from vcsat.solver.rules.spread import SpreadState
 
 Allow = Callable[[int], bool]
 """Whether one more pod may go to a node under the rules between pods."""
@@ -395,7 +395,7 @@ class Room:
         return self._first_allowed(candidates, np.lexsort((candidates, self.level_array[candidates], -scores)), allow)
 
     def cheapest_fit(self, scarce: scarcity.Scarcity, shape: Shape, allow: Allow | None = None) -> int | None:
-        """:func:`vcsat.solver.scarcity.cheapest_fit`'s choice (cheapest, then fewest free GPUs, then
+        """:func:`vcsat.solver.pricing.scarcity.cheapest_fit`'s choice (cheapest, then fewest free GPUs, then
         node order), every candidate priced at once with numpy (:func:`scarcity.room_taken` over arrays).
 
         Without rules between pods, the shape's ranking of every node is kept and only the nodes
@@ -773,7 +773,7 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
                 node = least_fragmenting(room, shape)
                 exact = False
             elif scarce is not None and room.priced(problem, scarce, shape):
-                # scarce GPU pools priced (vcsat.solver.scarcity): cheapest, then best fit
+                # scarce GPU pools priced (vcsat.solver.pricing.scarcity): cheapest, then best fit
                 node = room.cheapest_fit(scarce, shape, allow)
             else:
                 node = room.best_fit(shape.request, shape.gpus, shape.upper, allow)

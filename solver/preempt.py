@@ -30,7 +30,7 @@ first. Preemptors are *nominated*: they are bound in a later cycle, once their
 victims are gone.
 
 Rules between pods (inter-pod affinity, anti-affinity, host ports) are not modelled here, so a gang
-with an isolated class (:mod:`vcsat.solver.isolation`) is never a preemptor (``solve`` leaves it
+with an isolated class (:mod:`vcsat.solver.rules.isolation`) is never a preemptor (``solve`` leaves it
 out): no victim is taken for it. The other preemptors take part in no such rule by construction,
 and bound pods, victims included, keep refusing them nodes as before (a victim still blocks
 anti-affinity until it is gone and never justifies affinity). A running pod that another running
@@ -52,12 +52,12 @@ from vcsat.model import resources as res
 from vcsat.model.conformance import protection
 from vcsat.model.gpus import GpuHoldings, gpu_holdings
 from vcsat.solver.greedy import gang_order
-from vcsat.solver.interpod import affinity_anchors
-from vcsat.solver.levels import Level, Stage, make_level, plan_stages
 from vcsat.solver.objectives.fairness import SHARE_SCALE
 from vcsat.solver.problem import Gang, Problem
-from vcsat.solver.spread import counted_pods
-from vcsat.solver.staged import SearchClock, StageResult, new_solver, solve_stages, workers_for
+from vcsat.solver.rules.interpod import affinity_anchors
+from vcsat.solver.rules.spread import counted_pods
+from vcsat.solver.search.levels import Level, Stage, make_level, plan_stages
+from vcsat.solver.search.staged import SearchClock, StageResult, new_solver, solve_stages, workers_for
 from vcsat.solver.units import units_for
 
 MAX_PREEMPTORS = 16

@@ -24,12 +24,12 @@ from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
-from vcsat.solver import predicates, volumes
-from vcsat.solver import spread as spread_rules
 from vcsat.solver.enqueue import admit
-from vcsat.solver.interpod import INTERPOD, InterPod, Relations, relations
-from vcsat.solver.isolation import Isolation, isolation
-from vcsat.solver.preferences import PreferenceKey, any_prefer_no_schedule, node_scores, preference_key
+from vcsat.solver.rules import predicates, volumes
+from vcsat.solver.rules import spread as spread_rules
+from vcsat.solver.rules.interpod import INTERPOD, InterPod, Relations, relations
+from vcsat.solver.rules.isolation import Isolation, isolation
+from vcsat.solver.rules.preferences import PreferenceKey, any_prefer_no_schedule, node_scores, preference_key
 from vcsat.solver.shares.deserved import cluster_total, fair_shares, queue_usage
 from vcsat.solver.units import Units, units_for
 
@@ -55,12 +55,12 @@ class Shape:
     eligibility: predicates.EligibilityKey
     """Pods of this shape pass the predicates on the same nodes (see ``predicates.eligibility_key``)."""
     preference: dict[int, int] = field(default_factory=dict)
-    """Per node where its pods are preferred (:mod:`vcsat.solver.preferences`), each pod's score
+    """Per node where its pods are preferred (:mod:`vcsat.solver.rules.preferences`), each pod's score
     there above the least; empty for pods without preferences."""
     preference_key: PreferenceKey | None = None
     isolated: int | None = None
     """The one pod class of this shape when the class takes part in rules between pods
-    (:mod:`vcsat.solver.isolation`): its bucket then holds this shape alone."""
+    (:mod:`vcsat.solver.rules.isolation`): its bucket then holds this shape alone."""
 
 
 @dataclass(frozen=True)
@@ -219,11 +219,11 @@ class Problem:
     preferring: bool = False
     """Whether any pending pod prefers some node to another (else no preference level exists)."""
     isolation: Isolation = field(default_factory=lambda: Isolation(()))
-    """Rules between pods active this cycle (:mod:`vcsat.solver.isolation`)."""
+    """Rules between pods active this cycle (:mod:`vcsat.solver.rules.isolation`)."""
     isolated: frozenset[int] = frozenset()
     """Classes that take part in rules between pods: each has a shape and a bucket of its own."""
     spread: list[spread_rules.Group] = field(default_factory=list)
-    """The cycle's pod topology spread constraint groups (:mod:`vcsat.solver.spread`)."""
+    """The cycle's pod topology spread constraint groups (:mod:`vcsat.solver.rules.spread`)."""
     soft_spread: list[spread_rules.Group] = field(default_factory=list)
     """Likewise for ScheduleAnyway constraints: an objective level, never a constraint."""
     interpod: Relations | None = None

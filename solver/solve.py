@@ -25,23 +25,23 @@ from vcsat.model import (
     Snapshot,
     SolverStats,
 )
-from vcsat.solver import staged
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.bound import lp_level_bounds
-from vcsat.solver.decode import bindings, gpu_bindings
-from vcsat.solver.exact import ExactResult, solve_exact
 from vcsat.solver.explain import outcomes
 from vcsat.solver.greedy import greedy
-from vcsat.solver.interpod_tracker import broken
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.pauses import no_gc_pauses
+from vcsat.solver.placement.decode import bindings, gpu_bindings
 from vcsat.solver.podgroup_entries import per_podgroup
 from vcsat.solver.preempt import preempt_and_reclaim
 from vcsat.solver.problem import Problem, build_problem
+from vcsat.solver.rules.interpod_tracker import broken
+from vcsat.solver.rules.spread import SpreadState
+from vcsat.solver.search import staged
+from vcsat.solver.search.bound import lp_level_bounds
+from vcsat.solver.search.exact import ExactResult, solve_exact
+from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.shares.deserved import queue_usage
-from vcsat.solver.spread import SpreadState
-from vcsat.solver.staged import SearchClock, workers_for
 from vcsat.solver.sure import WAITING_ROOM, Prepared
 
 SEARCH_SHARE = 0.65
@@ -101,7 +101,7 @@ def solve(
     before reading its input), from which ``Policy.time_limit_s`` is counted; now by default.
     ``wall=False`` takes every wall limit away (the deterministic budgets alone stop the search):
     for benchmarks that measure what a budget buys on a machine busy with other work; None:
-    :data:`vcsat.solver.staged.WALL_STOP`. ``prepared``: this snapshot's problem and greedy
+    :data:`vcsat.solver.search.staged.WALL_STOP`. ``prepared``: this snapshot's problem and greedy
     assignment for this policy, already computed (:func:`vcsat.solver.sure.prepare`)."""
     policy = policy or Policy()
     if prepared is not None and (prepared.snapshot is not snapshot or prepared.policy != policy):

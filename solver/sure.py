@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 from vcsat.model import Decision, Policy, Snapshot, SolverStats
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.decode import bindings
 from vcsat.solver.explain import outcomes
 from vcsat.solver.greedy import greedy
 from vcsat.solver.objectives.placement import placed_work
+from vcsat.solver.placement.decode import bindings
 from vcsat.solver.podgroup_entries import per_podgroup
 from vcsat.solver.problem import Problem, build_problem
 

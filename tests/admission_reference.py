@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from vcsat.model import Pod, Snapshot
 from vcsat.model import resources as res
-from vcsat.solver import predicates
+from vcsat.solver.rules import predicates
 
 
 class ScanFreeRoom:

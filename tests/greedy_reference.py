@@ -10,11 +10,11 @@ from collections.abc import Callable
 
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
-from vcsat.solver import scarcity
-from vcsat.solver.fragmentation import greedy_chooser
-from vcsat.solver.interpod_tracker import Tracker
+from vcsat.solver.pricing import scarcity
+from vcsat.solver.pricing.fragmentation import greedy_chooser
 from vcsat.solver.problem import Domains, Problem, Shape
-from vcsat.solver.spread import SpreadState
+from vcsat.solver.rules.interpod_tracker import Tracker
+from vcsat.solver.rules.spread import SpreadState
 
 Allow = Callable[[int], bool]
 

@@ -16,11 +16,11 @@ from test_interpod import rules, term
 
 from vcsat.model import Decision, Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.solver import check, solve
-from vcsat.solver import exact as exact_module
-from vcsat.solver.candidates import restrict_isolated
-from vcsat.solver.exact import FIRST_STAGE_SHARE, solve_exact
 from vcsat.solver.greedy import greedy
 from vcsat.solver.problem import build_problem
+from vcsat.solver.rules.candidates import restrict_isolated
+from vcsat.solver.search import exact as exact_module
+from vcsat.solver.search.exact import FIRST_STAGE_SHARE, solve_exact
 from vcsat.solver.solve import OVERHEAD_PER_NODE, SEARCH_SHARE
 
 HOST = "kubernetes.io/hostname"

@@ -30,8 +30,8 @@ from vcsat.model import Binding, Decision, Pod, Policy, Snapshot, SolverStats
 from vcsat.model import resources as res
 from vcsat.model.cluster import PodAffinityRules, PodAffinityTerm
 from vcsat.model.selectors import label_selector
-from vcsat.solver.check import RULES, Violation, check
-from vcsat.solver.predicates import predicate_failure
+from vcsat.solver.rules.predicates import predicate_failure
+from vcsat.solver.validator.check import RULES, Violation, check
 
 
 @dataclass

@@ -94,7 +94,7 @@ def test_parent_capability_caps_the_subtree(policy: Policy) -> None:
     Cause: solver/constraints/quota.py (and ``Problem.queue_room``) caps each queue by its own
     capability only; deserved.py caps a subtree's demand by the parent's capability and enqueue
     checks ancestors for Pending groups, but nothing stops admitted groups. The validator
-    (solver/check.py ``_queues``) also checks only a queue's own pods, so it does not see this."""
+    (solver/validator/check.py ``_queues``) also checks only a queue's own pods, so it does not see this."""
     pods, groups = demand({"qa": 4, "qb": 4}, phase="Inqueue")
     queues = [queue("p", capability={"cpu": "2"}), queue("qa", parent="p"), queue("qb", parent="p")]
     snap = snapshot(nodes=ONE_NODE, pods=pods, groups=groups, queues=queues)

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
-from vcsat.solver.check import check
 from vcsat.solver.enqueue import admit
 from vcsat.solver.solve import solve
+from vcsat.solver.validator.check import check
 
 
 def _bound_gang(owner: str | None) -> tuple[list[Pod], PodGroup]:

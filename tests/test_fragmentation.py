@@ -14,7 +14,9 @@ from tests.builders import node, pod, snapshot
 from vcsat.model import Decision, Pod, Policy, Snapshot
 from vcsat.model.gpu_topology import uniform_topology
 from vcsat.solver import check, solve
-from vcsat.solver.fragmentation import (
+from vcsat.solver.placement.gpu_choice import plan_node
+from vcsat.solver.placement.gpu_share import place_shares
+from vcsat.solver.pricing.fragmentation import (
     Fragmentation,
     for_problem,
     gpu_lefts,
@@ -25,10 +27,8 @@ from vcsat.solver.fragmentation import (
     typical_tasks,
     workload_of,
 )
-from vcsat.solver.gpu_choice import plan_node
-from vcsat.solver.gpu_share import place_shares
-from vcsat.solver.predicates import NodeIndex
 from vcsat.solver.problem import build_problem
+from vcsat.solver.rules.predicates import NodeIndex
 
 POLICY = Policy(time_limit_s=5)
 

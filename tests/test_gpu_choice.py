@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, parse_gpu_topology, preset
-from vcsat.solver import gpu_choice
-from vcsat.solver.gpu_choice import NodePlan, bottleneck, choose_gpus, plan_node, total_bandwidth
+from vcsat.solver.placement import gpu_choice
+from vcsat.solver.placement.gpu_choice import NodePlan, bottleneck, choose_gpus, plan_node, total_bandwidth
 
 DGX1 = preset("dgx1-v100")
 HGX = preset("hgx-h100-8")

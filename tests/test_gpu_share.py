@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.model.gpus import FULL_GPU_MILLI
-from vcsat.solver.gpu_choice import plan_node
-from vcsat.solver.gpu_share import fresh_gpus_needed, place_shares
+from vcsat.solver.placement.gpu_choice import plan_node
+from vcsat.solver.placement.gpu_share import fresh_gpus_needed, place_shares
 
 
 @pytest.mark.parametrize(

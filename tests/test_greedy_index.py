@@ -21,7 +21,8 @@ from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Policy, Snapshot
 from vcsat.model.cluster import PreferredSchedulingTerm
-from vcsat.solver import explain, greedy, scarcity
+from vcsat.solver import explain, greedy
+from vcsat.solver.pricing import scarcity
 from vcsat.solver.problem import Problem, build_problem
 
 POLICY = Policy(time_limit_s=2)

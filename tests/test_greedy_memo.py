@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Policy
-from vcsat.solver import greedy, scarcity
+from vcsat.solver import greedy
+from vcsat.solver.pricing import scarcity
 from vcsat.solver.problem import Problem, Shape, build_problem
 
 POLICY = Policy(time_limit_s=2)

@@ -15,10 +15,10 @@ from test_objects import k8s_node, k8s_pod, k8s_podgroup, k8s_queue
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
 from vcsat.model import Decision, Policy, Snapshot
-from vcsat.solver.check import check
 from vcsat.solver.greedy import greedy
 from vcsat.solver.problem import build_problem
 from vcsat.solver.solve import solve
+from vcsat.solver.validator.check import check
 
 POLICY = Policy(time_limit_s=5)
 

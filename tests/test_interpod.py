@@ -595,8 +595,8 @@ def test_preferred_terms_choose_the_zone(incoming: dict[str, Any], bound_rules: 
 
 
 def test_the_solvers_safety_net_sees_a_broken_rule() -> None:
-    from vcsat.solver.interpod_tracker import broken
     from vcsat.solver.problem import build_problem
+    from vcsat.solver.rules.interpod_tracker import broken
 
     pods, groups = gangs("agent", 1, size=2)
     pods = [with_rules(p, ports=[("TCP", "", 8080)]) for p in pods]
@@ -666,9 +666,9 @@ def test_a_first_pod_and_a_matching_pod_without_rules_share_the_domain() -> None
 
 
 def test_the_greedy_keeps_a_matching_pod_in_the_first_pods_domain() -> None:
-    from vcsat.solver.interpod import AFFINITY_REASON
-    from vcsat.solver.interpod_tracker import Tracker, broken
     from vcsat.solver.problem import build_problem
+    from vcsat.solver.rules.interpod import AFFINITY_REASON
+    from vcsat.solver.rules.interpod_tracker import Tracker, broken
 
     problem = build_problem(_first_pod_beside_a_matching_pod(), POLICY)
     assert problem.interpod is not None

@@ -14,8 +14,8 @@ from test_objects import k8s_node, k8s_pod, k8s_podgroup, k8s_queue
 from vcsat.adapters.cli import app as cli
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.model import Policy
-from vcsat.solver.check import check
 from vcsat.solver.solve import solve
+from vcsat.solver.validator.check import check
 
 BAD_TOPOLOGY = json.dumps({"nodes": [{"id": "g0", "kind": "gpu"}], "edges": []})
 

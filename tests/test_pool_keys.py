@@ -1,5 +1,5 @@
 """Scarce GPU pools come from what a node is (its GPU model), never from where it is (its host,
-rack or zone): vcsat.solver.pool_keys."""
+rack or zone): vcsat.solver.pricing.pool_keys."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from builders import node, pod, snapshot, term
 
 from vcsat.model import Policy, Snapshot
 from vcsat.model.cluster import NodeSelectorTerm
-from vcsat.solver import check, scarcity, solve
-from vcsat.solver.pool_keys import is_location, pool_key
-from vcsat.solver.predicates import EligibilityKey
+from vcsat.solver import check, solve
+from vcsat.solver.pricing import scarcity
+from vcsat.solver.pricing.pool_keys import is_location, pool_key
 from vcsat.solver.problem import build_problem
+from vcsat.solver.rules.predicates import EligibilityKey
 
 MODEL = "nvidia.com/gpu.product"
 RACK = "topology.vcsat.io/rack"

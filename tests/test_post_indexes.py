@@ -1,6 +1,6 @@
 """The array paths after the greedy answer as the scans they replaced: the eviction models'
 candidate nodes (:func:`vcsat.solver.preempt._likeliest` against a scan of every eligible node)
-and the LP bound's nesting of node sets (:func:`vcsat.solver.bound.nested` against a test per
+and the LP bound's nesting of node sets (:func:`vcsat.solver.search.bound.nested` against a test per
 pair of sets)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vcsat.solver.bound import nested
 from vcsat.solver.preempt import _likeliest
+from vcsat.solver.search.bound import nested
 
 
 def fits_scan(request: tuple[int, ...], room: list[int]) -> int:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tests.builders import expr, node, pod, taint, term, toleration
 from vcsat.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Toleration
-from vcsat.solver.predicates import (
+from vcsat.solver.rules.predicates import (
     NodeIndex,
     compiled,
     eligibility_key,

@@ -14,11 +14,11 @@ from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.model.cluster import PreferredSchedulingTerm
-from vcsat.solver.check import check
 from vcsat.solver.greedy import greedy
-from vcsat.solver.preferences import node_scores, preference_key
 from vcsat.solver.problem import build_problem
+from vcsat.solver.rules.preferences import node_scores, preference_key
 from vcsat.solver.solve import solve
+from vcsat.solver.validator.check import check
 
 POLICY = Policy(time_limit_s=5)
 

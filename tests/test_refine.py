@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vcsat.model import Policy
-from vcsat.solver.check import check
 from vcsat.solver.solve import solve
+from vcsat.solver.validator.check import check
 
 
 def _most_cpu(nodes: list[int], pods: list[int]) -> int:

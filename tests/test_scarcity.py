@@ -1,4 +1,4 @@
-"""Scarce GPU pools (vcsat.solver.scarcity): pods that could run anywhere keep off the GPU model
+"""Scarce GPU pools (vcsat.solver.pricing.scarcity): pods that could run anywhere keep off the GPU model
 that other pods can only get there, and the price never costs placed work."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from tests.builders import node, pod, snapshot
 from vcsat.model import Decision, Policy, Snapshot
-from vcsat.solver import check, scarcity, solve
+from vcsat.solver import check, solve
+from vcsat.solver.pricing import scarcity
 from vcsat.solver.problem import build_problem
 
 MODEL = "nvidia.com/gpu.product"

@@ -1,4 +1,4 @@
-"""The margin a pool keeps for its confined work to come (vcsat.solver.shortfall)."""
+"""The margin a pool keeps for its confined work to come (vcsat.solver.pricing.shortfall)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vcsat.solver.shortfall import with_margin
+from vcsat.solver.pricing.shortfall import with_margin
 
 # (expected thousandths, unit thousandths, kept thousandths)
 CASES = {

@@ -15,8 +15,8 @@ from vcsat.solver import solve
 def wall_always_out(monkeypatch: pytest.MonkeyPatch) -> None:
     """The wall stop on (as outside the unit tests) and every deadline as good as reached: a search
     that heeds the wall clock is stopped before it starts."""
-    monkeypatch.setattr("vcsat.solver.staged.WALL_STOP", True)
-    monkeypatch.setattr("vcsat.solver.staged.MIN_WALL_SECONDS", 1e9)
+    monkeypatch.setattr("vcsat.solver.search.staged.WALL_STOP", True)
+    monkeypatch.setattr("vcsat.solver.search.staged.MIN_WALL_SECONDS", 1e9)
 
 
 SNAP = snapshot(

@@ -1,6 +1,6 @@
 """Properties of ``solve`` on random small clusters: valid, atomic gangs, and deterministic.
 
-The validator (solver/check.py) states every hard rule, gang atomicity among them; determinism is
+The validator (solver/validator/check.py) states every hard rule, gang atomicity among them; determinism is
 stated here: the same snapshot and policy give the same decision, all but ``solver.seconds``.
 """
 

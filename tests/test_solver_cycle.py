@@ -21,10 +21,10 @@ from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Policy, Snapshot
 from vcsat.solver import check, solve
-from vcsat.solver.bound import lp_level_bounds
 from vcsat.solver.greedy import greedy
 from vcsat.solver.preempt import _could_run
 from vcsat.solver.problem import build_problem
+from vcsat.solver.search.bound import lp_level_bounds
 
 ALLOCATE_ONLY = Policy(enqueue=False, preempt=False, reclaim=False, time_limit_s=2)
 

@@ -17,12 +17,12 @@ from tests.test_objects import convert, k8s_node, k8s_pod
 from vcsat.adapters.cli import app as cli
 from vcsat.adapters.errors import InputError
 from vcsat.model import Decision, Node, Pod, Policy, Snapshot
-from vcsat.solver.check import check
-from vcsat.solver.decode import bindings
 from vcsat.solver.greedy import greedy
-from vcsat.solver.predicates import untolerated_taint
+from vcsat.solver.placement.decode import bindings
 from vcsat.solver.problem import build_problem
+from vcsat.solver.rules.predicates import untolerated_taint
 from vcsat.solver.solve import solve, spread_broken
+from vcsat.solver.validator.check import check
 
 WEB = {"app": "web"}
 

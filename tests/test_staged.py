@@ -1,4 +1,4 @@
-"""The staged CP-SAT loop (solver/staged.py) and the gap it lets the cycle report.
+"""The staged CP-SAT loop (solver/search/staged.py) and the gap it lets the cycle report.
 
 The loop: each stage is solved, held at what it found and the next hinted; the lexicographic
 optimum is what comes out (checked against brute force on small models), a stage never gives back
@@ -20,8 +20,8 @@ from ortools.sat.python import cp_model
 
 from vcsat.model import Policy, relative_gap
 from vcsat.solver import check, solve
-from vcsat.solver.levels import make_level, plan_stages
-from vcsat.solver.staged import (
+from vcsat.solver.search.levels import make_level, plan_stages
+from vcsat.solver.search.staged import (
     MAX_AUTO_WORKERS,
     WALL_SLACK_SECONDS,
     SearchClock,

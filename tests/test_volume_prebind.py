@@ -19,7 +19,7 @@ from tests.test_volumes import HOST, ZONE, instances
 from vcsat.model import Node, Policy, Snapshot
 from vcsat.model.storage import PersistentVolume, PersistentVolumeClaim
 from vcsat.solver import solve
-from vcsat.solver.volumes import BIND_CONFLICT, UNBOUND_IMMEDIATE, VolumePlan, VolumeRules
+from vcsat.solver.rules.volumes import BIND_CONFLICT, UNBOUND_IMMEDIATE, VolumePlan, VolumeRules
 
 
 def host(name: str, **labels: str) -> Node:

@@ -17,7 +17,7 @@ from tests.storage_builders import RWO, RWOP, RWX, csinode_limits, pdb, pv, pvc,
 from vcsat.model import Decision, Node, Pod, Policy, Snapshot
 from vcsat.model.storage import CSINode
 from vcsat.solver import check, solve
-from vcsat.solver.volumes import (
+from vcsat.solver.rules.volumes import (
     BIND_CONFLICT,
     NODE_CONFLICT,
     RWOP_CONFLICT,

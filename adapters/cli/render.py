@@ -93,7 +93,7 @@ def _placed_by_group(decision: Decision, snapshot: Snapshot) -> Mapping[str, lis
 
 def _bottleneck(snapshot: Snapshot, node_name: str, gpus: list[int]) -> str:
     """The slowest link inside a multi-GPU pod's set (GB/s per direction)."""
-    from vcsat.solver.gpu_choice import bottleneck  # the solver package loads OR-Tools: only when shown
+    from vcsat.solver.placement.gpu_choice import bottleneck  # the solver package loads OR-Tools: only when shown
 
     node = snapshot.node_by_name.get(node_name)
     if node is None:

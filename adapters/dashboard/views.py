@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from vcsat.model import Decision, Node, Pod, PodGroupOutcome, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
-from vcsat.solver.fragmentation import workload_of
+from vcsat.solver.pricing.fragmentation import workload_of
 
 
 def pods_after(snapshot: Snapshot, decision: Decision) -> dict[str, tuple[Pod, ...]]:

@@ -24,7 +24,7 @@ from vcsat.adapters.kube.client import (
 from vcsat.adapters.kube.volume_binding import VolumeBinder
 from vcsat.model import Binding, Pod, Snapshot
 from vcsat.model.cluster import DEFAULT_QUEUE
-from vcsat.solver.volumes import VolumePlan
+from vcsat.solver.rules.volumes import VolumePlan
 
 _ALREADY_ASSIGNED = 'is already assigned to node "'
 

@@ -1,7 +1,7 @@
 """VolumeBinding's PreBind in the live scheduler: a pod's waiting claims are bound before the pod.
 
 A pod whose PersistentVolumeClaim is unbound, of a WaitForFirstConsumer StorageClass, may be placed
-by the solver (:mod:`vcsat.solver.volumes` decides where its claims can bind); before its Binding is
+by the solver (:mod:`vcsat.solver.rules.volumes` decides where its claims can bind); before its Binding is
 sent, the claims must be given their volumes on the chosen node, as kube-scheduler does in its
 PreBind phase:
 
@@ -9,7 +9,7 @@ PreBind phase:
    the volume kube-scheduler's ``FindMatchingVolume`` picks on the node (the one pre-bound to the
    claim, else the smallest available volume that suits it), never one already promised to another
    pod of this or an earlier apply that the watch does not show claimed yet; the others are
-   provisioned on the node (:meth:`vcsat.solver.volumes.VolumeRules.bind_plan`).
+   provisioned on the node (:meth:`vcsat.solver.rules.volumes.VolumeRules.bind_plan`).
 2. **Write**, static volumes first: each chosen PersistentVolume gets ``spec.claimRef`` (kind,
    namespace, name, uid, apiVersion and resourceVersion of the claim) and, unless it was pre-bound
    to the claim already, the annotation ``pv.kubernetes.io/bound-by-controller: "yes"``; then each
@@ -41,7 +41,7 @@ from vcsat.adapters.kube.apply_state import log
 from vcsat.adapters.kube.client import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, ApiError, Kube
 from vcsat.adapters.kube.informer import Store
 from vcsat.model import Pod, Snapshot
-from vcsat.solver.volumes import VolumePlan, VolumeRules
+from vcsat.solver.rules.volumes import VolumePlan, VolumeRules
 
 SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
 BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"

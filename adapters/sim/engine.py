@@ -5,7 +5,7 @@ run, finish, fail, get evicted — and every scheduler has to see exactly the st
 decisions lead to. The engine keeps the cluster as model objects (:mod:`vcsat.model`), builds a
 :class:`~vcsat.model.Snapshot` every scheduling cycle, asks the scheduler (anything with the solve
 interface ``(snapshot, policy) -> Decision``: ``vcsat.solver.solve`` or a baseline), validates the
-decision with :func:`vcsat.solver.check` and applies it. Better solvers give better results here
+decision with :func:`vcsat.solver.validator.check` and applies it. Better solvers give better results here
 with no change to the engine.
 
 What a job is: a :class:`JobSpec` — tasks of identical pods, a PodGroup with ``minMember`` (or lone

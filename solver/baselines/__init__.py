@@ -1,7 +1,7 @@
 """Greedy schedulers to compare vcsat with, each a faithful re-implementation of the one it names.
 
 Every baseline is a pure function with the solver's interface, ``(snapshot, policy) -> Decision``,
-whose decisions pass :func:`vcsat.solver.check` (the default-Kubernetes one with ``gang`` off, as
+whose decisions pass :func:`vcsat.solver.validator.check` (the default-Kubernetes one with ``gang`` off, as
 it keeps no gangs). Each module's docstring says what it re-implements, from which source, and
 where it differs. :data:`BASELINES` names them for the simulator and ``vcsat bench``.
 """

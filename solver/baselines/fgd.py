@@ -31,7 +31,7 @@ from vcsat.model import Decision, Pod, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.solver.baselines.placer import Choice, place_jobs
 from vcsat.solver.baselines.state import ClusterState, NodeRoom, lowest_free_gpus
-from vcsat.solver.fragmentation import Distribution, Fragmentation, TaskType, task_type, typical_tasks
+from vcsat.solver.pricing.fragmentation import Distribution, Fragmentation, TaskType, task_type, typical_tasks
 
 NAME = "fgd"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from vcsat.model import Pod, PodGroup, Snapshot
 from vcsat.model.cluster import DEFAULT_QUEUE
-from vcsat.solver.check import gang_key
+from vcsat.solver.validator.check import gang_key
 
 
 @dataclass

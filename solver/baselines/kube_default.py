@@ -7,7 +7,7 @@ and the default profile's scoring plugins.
 - **Queue order** (PrioritySort): higher pod priority first, then the older pod. PodGroups mean
   nothing to it: every pod is placed on its own, so a gang may end up partly placed, its pods
   holding room while they wait for members that do not fit (the deadlock gang scheduling prevents).
-- **Filter**: the predicates (:mod:`vcsat.solver.predicates`) and NodeResourcesFit. Like the real
+- **Filter**: the predicates (:mod:`vcsat.solver.rules.predicates`) and NodeResourcesFit. Like the real
   scheduler it stops searching once it has found ``numFeasibleNodesToFind`` feasible nodes (all
   nodes below 100; else ``max(100, n × max(5, 50 − n/125) %)``), starting where the previous pod's
   search stopped (the real scheduler carries that index across cycles; here each cycle starts at 0).

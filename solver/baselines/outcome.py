@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping
 
 from vcsat.model import Binding, Decision, PodGroupOutcome, Snapshot, SolverStats
 from vcsat.solver.baselines.state import Placement
-from vcsat.solver.check import gang_key
+from vcsat.solver.validator.check import gang_key
 
 Reason = tuple[str, str]
 """A reason code of contract §2 and its human message."""

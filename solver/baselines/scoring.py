@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from vcsat.model import Node, Pod
 from vcsat.model import resources as res
 from vcsat.solver.baselines.state import NodeRoom
-from vcsat.solver.predicates import tolerated
+from vcsat.solver.rules.predicates import tolerated
 
 MAX_NODE_SCORE = 100
 DEFAULT_MILLI_CPU_REQUEST = 100

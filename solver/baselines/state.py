@@ -4,7 +4,7 @@ The baselines are greedy loops that place pods one at a time and sometimes take 
 gang that does not fit whole is discarded, as Volcano's ``Statement`` does). They need cheap, mutable
 bookkeeping of what each node has free, which GPU devices are whole or shared, and what each queue
 may still take; CP-SAT's aggregated :class:`vcsat.solver.problem.Problem` is the wrong shape for
-that. Everything here counts exactly as the validator (:mod:`vcsat.solver.check`) does (its
+that. Everything here counts exactly as the validator (:mod:`vcsat.solver.validator.check`) does (its
 ``demand`` of a pod, the GPU indices of :mod:`vcsat.model.gpus`, queue capability over requests),
 so a placement this module accepts is one the validator accepts.
 """
@@ -19,8 +19,8 @@ from vcsat.model import Node, Pod, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, Queue
 from vcsat.model.gpus import gpu_holdings
-from vcsat.solver.check import demand
-from vcsat.solver.predicates import EligibilityKey, NodeIndex, eligibility_key
+from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
+from vcsat.solver.validator.check import demand
 
 FULL_GPU_MILLI = 1000
 

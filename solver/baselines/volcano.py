@@ -62,7 +62,7 @@ from vcsat.solver.baselines import scoring
 from vcsat.solver.baselines.jobs import Job, pending_jobs
 from vcsat.solver.baselines.outcome import Reason, decision
 from vcsat.solver.baselines.state import ClusterState, NodeRoom, Statement, lowest_free_gpus
-from vcsat.solver.check import gang_key
+from vcsat.solver.validator.check import gang_key
 
 NAME = "volcano"
 GPU_NAME = "volcano-gpu"

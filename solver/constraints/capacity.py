@@ -11,7 +11,7 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from vcsat.solver.problem import Bucket, Problem
-from vcsat.solver.variables import Variables
+from vcsat.solver.search.variables import Variables
 
 
 def add_capacity(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: list[Bucket]) -> None:

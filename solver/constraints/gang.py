@@ -9,7 +9,7 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from vcsat.solver.problem import Problem
-from vcsat.solver.variables import Variables
+from vcsat.solver.search.variables import Variables
 
 
 def add_gang(cp: cp_model.CpModel, problem: Problem, v: Variables) -> None:

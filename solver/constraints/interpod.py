@@ -1,13 +1,13 @@
 """Inter-pod affinity, anti-affinity and host ports between the pods placed this cycle.
 
 Bound pods' part is static and already in each isolated class's eligible nodes
-(:class:`vcsat.solver.interpod.InterPod`). What is left are the rules among pending pods, on the
-counts of isolated classes: each has a bucket of its own (:mod:`vcsat.solver.isolation`), so
+(:class:`vcsat.solver.rules.interpod.InterPod`). What is left are the rules among pending pods, on the
+counts of isolated classes: each has a bucket of its own (:mod:`vcsat.solver.rules.isolation`), so
 ``slot[bucket, node]`` is that class's count on the node, and a group's count in a topology domain
 is a sum of slots. Booleans exist only per (group, domain) that a rule needs, never per pod.
 
 - NodePorts: classes whose host ports pairwise conflict (a clique of
-  :func:`vcsat.solver.interpod.relations`) put at most one pod per node.
+  :func:`vcsat.solver.rules.interpod.relations`) put at most one pod per node.
 - Required anti-affinity within a group (its term selects its own pods): at most one pod of the
   group per domain of the term's key (a 4-pod gang with anti-affinity on ``kubernetes.io/hostname``
   takes 4 nodes).
@@ -16,7 +16,7 @@ is a sum of slots. Booleans exist only per (group, domain) that a rule needs, ne
 - Required affinity: a group may be present in a domain of each term's key only where bound pods
   matching all its terms are, or a justifier group (no required affinity of its own, matching all
   the terms) is present too, or, under the first-pod rule, in the one domain per key it picks
-  (shared by first-pod groups that match each other's terms: :func:`vcsat.solver.interpod.relations`).
+  (shared by first-pod groups that match each other's terms: :func:`vcsat.solver.rules.interpod.relations`).
   While a group relies on that domain, every other group matching its terms is present in it only:
   the decision is judged on its final state, as the binder does not order the bindings, and a
   matching pod elsewhere would take the first-pod rule away.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from vcsat.solver.problem import Bucket, Problem
-from vcsat.solver.variables import Variables
+from vcsat.solver.search.variables import Variables
 
 
 @dataclass

@@ -24,7 +24,7 @@ from ortools.sat.python import cp_model
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.problem import Problem
-from vcsat.solver.variables import Variables
+from vcsat.solver.search.variables import Variables
 
 
 def gpu_rooms(problem: Problem, node: int) -> list[int]:

@@ -8,10 +8,10 @@ pods; when a pod goes into ``d``, either the minimum sits on a domain still due 
 ``d``, so the skew is at most 1) or on a domain already at its final count (at least the final
 minimum, while ``d`` is below its final count), so every step passes the filter. Conversely the
 last pod placed into ``d`` saw ``final(d) − 1`` others and a minimum no larger than the final one,
-so a final state beyond ``maxSkew`` has no valid order (details in :mod:`vcsat.solver.spread`).
+so a final state beyond ``maxSkew`` has no valid order (details in :mod:`vcsat.solver.rules.spread`).
 
 Every class that carries or matches a constraint has a bucket of its own
-(:mod:`vcsat.solver.isolation`), so ``slot[bucket, node]`` is that class's own count on
+(:mod:`vcsat.solver.rules.isolation`), so ``slot[bucket, node]`` is that class's own count on
 the node and a domain's count is a sum of slots: no per-pod variable.
 
 Per group: ``final(d) = existing(d) + Σ matching slots in d``; one ``min`` variable below every
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from vcsat.solver.problem import Bucket, Problem
-from vcsat.solver.spread import Group
-from vcsat.solver.variables import Variables
+from vcsat.solver.rules.spread import Group
+from vcsat.solver.search.variables import Variables
 
 
 @dataclass

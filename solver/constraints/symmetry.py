@@ -15,11 +15,11 @@ import numpy as np
 from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
-from vcsat.solver import scarcity
 from vcsat.solver.objectives.interpod import preference_scores
+from vcsat.solver.pricing import scarcity
 from vcsat.solver.problem import Bucket, Problem
+from vcsat.solver.search.variables import NodeTerm, Variables
 from vcsat.solver.units import Units
-from vcsat.solver.variables import NodeTerm, Variables
 
 
 def _signature(
@@ -39,7 +39,7 @@ def _signature(
         tuple(sorted((t.bucket.index, problem.preference(t.bucket, node)) for t in terms))
         if problem.preferring
         else (),
-        # Nor are nodes of GPU pools priced differently (vcsat.solver.scarcity).
+        # Nor are nodes of GPU pools priced differently (vcsat.solver.pricing.scarcity).
         _pool(problem, node),
     )
 
@@ -67,7 +67,7 @@ def node_classes(problem: Problem, v: Variables) -> list[list[int]]:
 
 def _spread_kinds(problem: Problem) -> NDArray[np.int64] | None:
     """Per node, a number equal for two nodes exactly when every topology spread group sees them
-    alike (:meth:`vcsat.solver.spread.Group.symmetry_codes`): one row of codes per node, numbered
+    alike (:meth:`vcsat.solver.rules.spread.Group.symmetry_codes`): one row of codes per node, numbered
     by numpy rather than compared group by group."""
     groups = (*problem.spread, *problem.soft_spread)
     if not groups:

@@ -15,7 +15,7 @@ from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.problem import Bucket, Domains, Problem
-from vcsat.solver.variables import Variables
+from vcsat.solver.search.variables import Variables
 
 RACKS_PER_GANG = 8
 """Racks a soft topology gang is counted in one by one; beyond them, one shared count."""

@@ -1,1 +1,1 @@
-"""Objective levels of the CP-SAT model, one module each, ranked by :mod:`vcsat.solver.levels`."""
+"""Objective levels of the CP-SAT model, one module each, ranked by :mod:`vcsat.solver.search.levels`."""

@@ -30,10 +30,10 @@ from ortools.sat.python import cp_model
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.levels import Level, make_level
 from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.search.levels import Level, make_level
+from vcsat.solver.search.variables import Variables
 from vcsat.solver.units import bounded_row, share_row
-from vcsat.solver.variables import Variables
 
 SHARE_SCALE = 1000
 """Shares in thousandths of the cluster."""

@@ -1,7 +1,7 @@
 """Preferred inter-pod affinity and anti-affinity: kube-scheduler's InterPodAffinity score.
 
 For each isolated class, the bound pods give every eligible node a raw score
-(:meth:`vcsat.solver.interpod.InterPod.preference`: the class's preferred terms with their weights,
+(:meth:`vcsat.solver.rules.interpod.InterPod.preference`: the class's preferred terms with their weights,
 and bound pods' required affinity at weight 1 and preferred terms toward it). kube-scheduler
 normalises a pod's scores over the nodes to 0..100 (the best node 100, the worst 0); so does this
 level, and it maximises the sum over placed pods. Ranked below placed work, fairness and locality
@@ -15,10 +15,10 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.interpod import INTERPOD, InterPod
-from vcsat.solver.levels import Level, make_level
 from vcsat.solver.problem import Bucket, Problem
-from vcsat.solver.variables import Variables
+from vcsat.solver.rules.interpod import INTERPOD, InterPod
+from vcsat.solver.search.levels import Level, make_level
+from vcsat.solver.search.variables import Variables
 
 MAX_SCORE = 100
 

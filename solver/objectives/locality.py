@@ -14,9 +14,9 @@ from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.constraints.topology import ELSEWHERE, TopologyVars
-from vcsat.solver.levels import Level, make_level
 from vcsat.solver.problem import Problem
-from vcsat.solver.variables import Variables
+from vcsat.solver.search.levels import Level, make_level
+from vcsat.solver.search.variables import Variables
 
 
 def locality_levels(problem: Problem, v: Variables, topo: TopologyVars) -> list[Level]:

@@ -11,9 +11,9 @@ from ortools.sat.python import cp_model
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.levels import Level, make_level
 from vcsat.solver.problem import Problem
-from vcsat.solver.variables import Variables
+from vcsat.solver.search.levels import Level, make_level
+from vcsat.solver.search.variables import Variables
 
 
 def _gpu_nodes(problem: Problem) -> tuple[list[int], list[int]]:

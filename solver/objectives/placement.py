@@ -13,9 +13,9 @@ from functools import partial
 from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.levels import Level, make_level
 from vcsat.solver.problem import Problem
-from vcsat.solver.variables import Variables
+from vcsat.solver.search.levels import Level, make_level
+from vcsat.solver.search.variables import Variables
 
 
 def placed_work(problem: Problem, assignment: Assignment, priority: int) -> int:

@@ -1,5 +1,5 @@
 """Node preferences: place each pod where kube-scheduler's NodeAffinity and TaintToleration scores
-put it highest (:mod:`vcsat.solver.preferences`).
+put it highest (:mod:`vcsat.solver.rules.preferences`).
 
 One level, ranked below placed work, fairness, DRF and locality (a preference never costs a placed
 pod or a fair share) and above packing: what a user asked for comes before vcsat's own tidiness.
@@ -12,9 +12,9 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.levels import Level, make_level
 from vcsat.solver.problem import Problem
-from vcsat.solver.variables import Variables
+from vcsat.solver.search.levels import Level, make_level
+from vcsat.solver.search.variables import Variables
 
 LEVEL_NAME = "preferred nodes (node affinity, PreferNoSchedule taints)"
 

@@ -1,4 +1,4 @@
-"""Scarce GPU pools kept for the pods confined to them (:mod:`vcsat.solver.scarcity`).
+"""Scarce GPU pools kept for the pods confined to them (:mod:`vcsat.solver.pricing.scarcity`).
 
 One level, ranked below placed work, fairness, DRF, locality and every user preference (node
 affinity scores, soft spread, inter-pod preferences) and above packing and age: a lexicographic
@@ -8,10 +8,10 @@ Each slot costs its pods' GPU thousandths times the node pool's pressure (0 for 
 that pool), rounded to whole thousandths; the coefficient depends only on a bucket's GPU request
 and predicates, which all its shapes share, so the level's value is exact per shape. CPU-only pods
 are priced here only on a GPU node when they may run on a node without GPUs (the whole GPU room
-they strand, :attr:`vcsat.solver.scarcity.Scarcity.plain`), at the node's room when the cycle
+they strand, :attr:`vcsat.solver.pricing.scarcity.Scarcity.plain`), at the node's room when the cycle
 starts and the least any shape of the bucket strands (what they strand depends on the cpu and
 memory a bucket's shapes differ in; :func:`kept` counts each pod's own), and not on a pool's
-pressure: the greedy warm start and the decode price those (:func:`vcsat.solver.scarcity.price`).
+pressure: the greedy warm start and the decode price those (:func:`vcsat.solver.pricing.scarcity.price`).
 No confined pod and no node without GPUs, no level: homogeneous clusters pay nothing.
 """
 
@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
-from vcsat.solver import scarcity
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.levels import Level, make_level
+from vcsat.solver.pricing import scarcity
 from vcsat.solver.problem import Problem, Shape
-from vcsat.solver.variables import Variables
+from vcsat.solver.search.levels import Level, make_level
+from vcsat.solver.search.variables import Variables
 
 LEVEL_NAME = "scarce GPU pools kept for their confined pods"
 

@@ -3,7 +3,7 @@
 kube-scheduler scores a node lower the more matching pods its domain already holds, so that a
 ScheduleAnyway constraint spreads when it can and never refuses a node. Here the same wish is a
 level below placed work, fairness and locality: for each ScheduleAnyway group (see
-:mod:`vcsat.solver.spread`), over the domains its carriers may reach, the matching pods beyond
+:mod:`vcsat.solver.rules.spread`), over the domains its carriers may reach, the matching pods beyond
 ``min + maxSkew`` in the final state, summed and minimised. The minimum is a variable below every
 domain's count (0 with fewer domains than ``minDomains``), which the maximisation lifts to the
 true minimum.
@@ -17,10 +17,10 @@ from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.constraints.spread import least_most, slots_by_domain
-from vcsat.solver.levels import Level, make_level
 from vcsat.solver.problem import Bucket, Problem
-from vcsat.solver.spread import Group
-from vcsat.solver.variables import Variables
+from vcsat.solver.rules.spread import Group
+from vcsat.solver.search.levels import Level, make_level
+from vcsat.solver.search.variables import Variables
 
 LEVEL_NAME = "matching pods beyond a ScheduleAnyway topology spread's maxSkew"
 

@@ -2,7 +2,7 @@
 
 Why it exists: a pool's expected confined need is a mean, and the work that only that pool can take
 comes as whole pods, few of them for a small GPU model. Room kept in proportion to the mean alone
-(as :mod:`vcsat.solver.scarcity`'s pressure, need over room, would keep it) runs out about half the
+(as :mod:`vcsat.solver.pricing.scarcity`'s pressure, need over room, would keep it) runs out about half the
 time in a small pool, where one or two pods more than expected already find no room and are lost,
 while a big pool's relative spread is small. So the need a pool's pressure is measured by is the
 expected need plus one standard deviation of the demand to come, taken as Poisson in pods of

@@ -1,6 +1,6 @@
 """Candidate nodes for isolated classes: a bounded set of slots where every eligible node is too many.
 
-An isolated class (:mod:`vcsat.solver.isolation`) has a bucket of its own, so it gets a slot on
+An isolated class (:mod:`vcsat.solver.rules.isolation`) has a bucket of its own, so it gets a slot on
 every node it may use: a few hundred such classes on a thousand nodes make a model far larger
 than the rest of the cycle's. Most of those nodes are interchangeable for the class: what tells
 two nodes apart for it is the domains its rules read (topology spread, inter-pod terms, the
@@ -15,7 +15,7 @@ on its candidates:
 Domains of one node (a hostname key) do not make kinds; their bound pods' counts only rank the
 nodes (the fewest first). Any solution of the restricted model is one of the full model (a missing
 slot is a slot held at 0), so decisions stay exact; but its optimum, and CP-SAT's bound on it, say
-nothing of the full problem: the search must not report that bound (:mod:`vcsat.solver.exact`).
+nothing of the full problem: the search must not report that bound (:mod:`vcsat.solver.search.exact`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.objectives.interpod import preference_scores
 from vcsat.solver.problem import Bucket, Problem
-from vcsat.solver.spread import Group
+from vcsat.solver.rules.spread import Group
 
 SPARE_NODES = 2
 """Candidates per kind and ordering beyond the class's pod count."""

@@ -9,8 +9,8 @@ The result is feasible by construction; the solver then reports FEASIBLE, never 
 from __future__ import annotations
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.decode import Resolution, resolve
 from vcsat.solver.greedy import gang_order
+from vcsat.solver.placement.decode import Resolution, resolve
 from vcsat.solver.problem import Bucket, Problem
 
 

@@ -1,6 +1,6 @@
 """Which placement rules make scarce GPU pools: what a node *is*, never where it *is*.
 
-:mod:`vcsat.solver.scarcity` groups the GPU nodes into pools by the node rules of the pods confined
+:mod:`vcsat.solver.pricing.scarcity` groups the GPU nodes into pools by the node rules of the pods confined
 to part of them, and steers other work off the pools whose confined demand is high. That reasoning
 holds for the kind of node a pod needs (its GPU model or family, its instance type, any custom
 label naming a hardware pool, a dedicated pool's taint): more pods of that kind come, and only that
@@ -8,21 +8,21 @@ kind of node takes them. It does not hold for rules about location: a pod pinned
 rack, a zone or the nodes its volumes reach says nothing about the work to come (the next such pod
 names another host or rack), and a pool per host or rack would only tell unconfined work to avoid
 nodes nobody will ask for again; pods pinned to single hosts would also fill the pool budget
-(:data:`vcsat.solver.scarcity.MAX_POOLS`) before the models do.
+(:data:`vcsat.solver.pricing.scarcity.MAX_POOLS`) before the models do.
 
 So the measure reads each pod's rules without their location part (:func:`pool_key`): node names
 (``matchFields``), the well-known topology labels, labels under a ``topology.`` prefix (as
 Kubernetes' own and HyperNode-style rack and spine labels are), and volume restrictions. A pod whose
 rules are all about location is then unconfined for the measure and makes no pool; one asking an
 H100 in rack 3 counts as H100 demand. Where such a pod may go is unchanged: the price of a node
-for a pod (:meth:`vcsat.solver.scarcity.Scarcity.rate`) still reads its full rules, and every
+for a pod (:meth:`vcsat.solver.pricing.scarcity.Scarcity.rate`) still reads its full rules, and every
 predicate is enforced as before; only which pools exist and how much demand each has changes.
 """
 
 from __future__ import annotations
 
 from vcsat.model.cluster import NodeSelectorTerm
-from vcsat.solver.predicates import EligibilityKey
+from vcsat.solver.rules.predicates import EligibilityKey
 
 LOCATION_LABELS = frozenset(
     {

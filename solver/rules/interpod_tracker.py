@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from vcsat.solver.interpod import (
+from vcsat.solver.problem import Problem
+from vcsat.solver.rules.interpod import (
     AFFINITY_REASON,
     ANTI_AFFINITY_REASON,
     EXISTING_ANTI_AFFINITY_REASON,
     PORTS_REASON,
     Relations,
 )
-from vcsat.solver.problem import Problem
 
 
 class Tracker:

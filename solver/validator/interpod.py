@@ -2,7 +2,7 @@
 
 Written from the Kubernetes documentation (Assigning Pods to Nodes: inter-pod affinity and
 anti-affinity; the Pod API's ``hostPort``), apart from the solver's code for the same rules
-(:mod:`vcsat.solver.interpod`), so that one mistake cannot hide itself. It reads only the model.
+(:mod:`vcsat.solver.rules.interpod`), so that one mistake cannot hide itself. It reads only the model.
 
 A decision places new pods (bindings and nominations) beside the bound ones, victims included
 ("now" is before evictions). kube-scheduler takes pods one at a time, each seeing the pods bound

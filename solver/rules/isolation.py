@@ -85,8 +85,8 @@ class Isolation:
 def interactions() -> list[InteractionFactory]:
     """The rule families between pods, in the order their failures are reported (imported here,
     not at module level: each family's module builds on this one)."""
-    from vcsat.solver.interpod import interpod_interaction
-    from vcsat.solver.spread import spread_interaction
+    from vcsat.solver.rules.interpod import interpod_interaction
+    from vcsat.solver.rules.spread import spread_interaction
 
     return [interpod_interaction, spread_interaction]
 

@@ -1,7 +1,7 @@
 """The validator's own reading of the volume rules: may these placements mount their claims?
 
-Part of :mod:`vcsat.solver.check`, written from the Kubernetes storage documentation and apart from
-the solver's :mod:`vcsat.solver.volumes`, so that one mistake cannot hide itself. It judges the
+Part of :mod:`vcsat.solver.validator.check`, written from the Kubernetes storage documentation and apart from
+the solver's :mod:`vcsat.solver.rules.volumes`, so that one mistake cannot hide itself. It judges the
 whole decision at once, where the solver decides pod by pod:
 
 - ``VolumeBinding``: every claim exists, is not Lost nor being deleted; a bound claim's volume
@@ -30,7 +30,7 @@ from vcsat.model import Node, Pod, Snapshot
 from vcsat.model.cluster import Toleration
 from vcsat.model.selectors import LabelSelector
 from vcsat.model.storage import PersistentVolume, PersistentVolumeClaim
-from vcsat.solver.predicates import EligibilityKey, affinity_matches, compiled, node_index
+from vcsat.solver.rules.predicates import EligibilityKey, affinity_matches, compiled, node_index
 
 RULES: Final = ("VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits")
 
@@ -46,7 +46,7 @@ _ANY: Final = frozenset({Toleration(operator="Exists")})
 """Tolerates every taint and the cordon: a volume index looks at node affinity alone."""
 
 Flag = tuple[str, str, str]
-"""(rule, subject, message), as :class:`vcsat.solver.check.Violation` takes them."""
+"""(rule, subject, message), as :class:`vcsat.solver.validator.check.Violation` takes them."""
 
 
 def volume_violations(snapshot: Snapshot, placements: Sequence[tuple[Pod, Node]]) -> list[Flag]:

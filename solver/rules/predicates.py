@@ -1,6 +1,6 @@
 """Kubernetes' node predicates as pure functions over the model.
 
-The solver prunes candidate nodes with these and the validator (:mod:`vcsat.solver.check`) judges
+The solver prunes candidate nodes with these and the validator (:mod:`vcsat.solver.validator.check`) judges
 decisions with them; both must agree with kube-scheduler to the letter, so the semantics live once,
 here. The rules follow upstream code, not folklore:
 
@@ -19,7 +19,7 @@ here. The rules follow upstream code, not folklore:
   An empty term list is no requirement: the model uses it for "no affinity given".
 
 Facts of the whole snapshot rather than of the pod (its volumes' node affinity, zones, claims
-held by others: :mod:`vcsat.solver.volumes`) come in as a :class:`NodeRestriction` in the key: a
+held by others: :mod:`vcsat.solver.rules.volumes`) come in as a :class:`NodeRestriction` in the key: a
 set of allowed node names with kube-scheduler's reason for each refused node, tested last.
 
 Speed: pods with the same :func:`eligibility_key` pass exactly the same nodes, so everything about
@@ -215,7 +215,7 @@ def _term_failure(term: NodeSelectorTerm, node: Node) -> str | None:
 
 class NodeRestriction:
     """Nodes a pod may use by facts of the whole snapshot rather than of the pod alone (its volumes:
-    :mod:`vcsat.solver.volumes` computes them), with why the other nodes refuse it.
+    :mod:`vcsat.solver.rules.volumes` computes them), with why the other nodes refuse it.
 
     Immutable and hashable (frozensets cache their hashes): pods with equal restrictions share an
     eligibility key, so the messages are kept free of per-pod detail where they can be.

@@ -12,7 +12,7 @@ pending, stand for the workload to come; nothing is remembered between cycles):
 
 - **Pools**: the GPU nodes grouped by which confined eligibility keys accept them (a key is
   *confined* when some pod asking GPUs has it and it rejects some GPU node; keys are read without
-  their rules about location, :mod:`vcsat.solver.pool_keys`: a host or rack is not a pool) and by
+  their rules about location, :mod:`vcsat.solver.pricing.pool_keys`: a host or rack is not a pool) and by
   their values of the node labels those keys select on (:func:`selected_labels`). On a cluster of
   GPU models with pods confined by model, a pool is a model, those no confined pod asked for yet
   included: the label tells them apart before their first pod comes, so that each keeps its own
@@ -31,7 +31,7 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   until demand seen outweighs it, a model nobody asked for yet is kept like the others, since the
   next pods may ask for it.
 - **Pressure** of a pool: its expected need, plus a margin of one standard deviation of the demand
-  to come (:mod:`vcsat.solver.shortfall`: pods arrive one by one, so a small model whose room is a
+  to come (:mod:`vcsat.solver.pricing.shortfall`: pods arrive one by one, so a small model whose room is a
   few pods' worth runs out on a pod or two more than expected, a big one does not), over its free
   GPU room, at most 1: the share of a thousandth of its room that confined work is expected to
   miss if someone else takes it.
@@ -73,9 +73,9 @@ from numpy.typing import NDArray
 from vcsat.model import Pod
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
-from vcsat.solver.pool_keys import pool_key
-from vcsat.solver.predicates import EligibilityKey, NodeIndex, eligibility_key
-from vcsat.solver.shortfall import with_margin
+from vcsat.solver.pricing.pool_keys import pool_key
+from vcsat.solver.pricing.shortfall import with_margin
+from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
 
 if TYPE_CHECKING:
     from vcsat.solver.greedy import Room
@@ -234,7 +234,7 @@ def measure(problem: Problem) -> Scarcity | None:
         milli = gpu_milli(pod)
         if milli <= 0:
             continue
-        key = pool_key(eligibility_key(pod))  # what kind of node, not where (vcsat.solver.pool_keys)
+        key = pool_key(eligibility_key(pod))  # what kind of node, not where (vcsat.solver.pricing.pool_keys)
         demand[key] = demand.get(key, 0) + milli
         squares[key] = squares.get(key, 0) + milli * milli
         total += milli
@@ -300,7 +300,7 @@ def measure(problem: Problem) -> Scarcity | None:
         certain[p] + (seen[p] + prior * confined_share * size[p] / sum(size)) / (total + prior) * future
         for p in range(len(members))
     ]
-    # Pressure: the need with a margin for how the demand to come varies (vcsat.solver.shortfall),
+    # Pressure: the need with a margin for how the demand to come varies (vcsat.solver.pricing.shortfall),
     # counted in pods of the size the pool's confined pods come in (all confined pods' for a pool
     # nobody asked for yet), over the free room.
     overall = sum(seen_squares) / sum(seen)

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 from vcsat.model import Node, Pod, Snapshot
 from vcsat.model.cluster import HostPort, PodAffinityTerm
-from vcsat.solver.isolation import Interaction
+from vcsat.solver.rules.isolation import Interaction
 
 INTERPOD = "interpod"
 ANY_IP = "0.0.0.0"
@@ -392,7 +392,7 @@ class InterPod:
 
 
 def interpod_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interaction | None:
-    """The isolation hook (:mod:`vcsat.solver.isolation`) for inter-pod affinity and host ports."""
+    """The isolation hook (:mod:`vcsat.solver.rules.isolation`) for inter-pod affinity and host ports."""
     if not any(map(has_rules, pending)) and not any(
         not p.pod_affinity.empty or not p.pod_anti_affinity.empty for p in snapshot.pods if p.bound
     ):

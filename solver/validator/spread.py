@@ -1,6 +1,6 @@
 """The validator's own reading of pod topology spread (``DoNotSchedule``), from the Kubernetes docs.
 
-Written apart from :mod:`vcsat.solver.spread` (it shares only the model and the node predicates):
+Written apart from :mod:`vcsat.solver.rules.spread` (it shares only the model and the node predicates):
 for every placed pod and each of its ``DoNotSchedule`` constraints,
 
 - its node must carry the topology key of each of them ("missing required label");
@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from vcsat.model import Node, Pod, Snapshot
 from vcsat.model.selectors import LabelSelector
 from vcsat.model.spread import TopologySpreadConstraint
-from vcsat.solver.predicates import affinity_matches, selector_matches, untolerated_taint
+from vcsat.solver.rules.predicates import affinity_matches, selector_matches, untolerated_taint
 
 RULE = "PodTopologySpread"
 

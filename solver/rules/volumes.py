@@ -3,7 +3,7 @@
 A pod's PersistentVolumeClaims limit where it may run, by facts the cycle does not change: which
 volume a claim is bound to and that volume's node affinity and zone labels, which volumes a
 WaitForFirstConsumer claim could still bind to, which claims another pod already holds. So they are
-computed once per pod here, as a :class:`~vcsat.solver.predicates.NodeRestriction` in its
+computed once per pod here, as a :class:`~vcsat.solver.rules.predicates.NodeRestriction` in its
 eligibility key, and cost nothing in the CP-SAT model. The rules follow kube-scheduler v1.35:
 
 - **VolumeRestrictions**: a claim with access mode ``ReadWriteOncePod`` that a running pod uses
@@ -51,7 +51,7 @@ from vcsat.model.storage import (
     PersistentVolume,
     PersistentVolumeClaim,
 )
-from vcsat.solver.predicates import (
+from vcsat.solver.rules.predicates import (
     EligibilityKey,
     NodeIndex,
     NodeRestriction,

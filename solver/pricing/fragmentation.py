@@ -14,7 +14,7 @@ cuts of :mod:`vcsat.solver.constraints.share_room` keep its count of shares hone
 decided with this measure itself, which is not linear in the model's counts: one pod at a time,
 each on the node whose expected fragmentation grows least (:func:`greedy_chooser` for the greedy
 warm start and fallback, :func:`fragmentation_layout` for the search's decision), and each share on
-the GPU that grows it least (:func:`share_gpus`, through :func:`vcsat.solver.gpu_choice.plan_node`).
+the GPU that grows it least (:func:`share_gpus`, through :func:`vcsat.solver.placement.gpu_choice.plan_node`).
 The measure is not a CP-SAT objective (a per-(bucket, node) table of it): such a table sees neither
 the cpu that differs between a bucket's pods nor two buckets meeting on one node, and it strands
 more GPUs than the greedy it starts from (benchmarks/RESULTS.md, design measurements).
@@ -54,8 +54,8 @@ from typing import TYPE_CHECKING
 from vcsat.model import Node, Pod, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
-from vcsat.solver import scarcity
-from vcsat.solver.predicates import EligibilityKey, NodeIndex, eligibility_key
+from vcsat.solver.pricing import scarcity
+from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
 
 if TYPE_CHECKING:
     from vcsat.solver.assignment import Assignment
@@ -409,7 +409,7 @@ def _least_fragmenting(measure: ProblemFragmentation, room: Room, shape: Shape) 
         if delta is None:
             continue
         cost = 0.0
-        if scarce is not None:  # scarce GPU pools first (vcsat.solver.scarcity), then fragmentation
+        if scarce is not None:  # scarce GPU pools first (vcsat.solver.pricing.scarcity), then fragmentation
             free_gpu = scarcity.free_room(room.whole[node], room.shared[node].values())
             cost = scarcity.price(
                 scarce,

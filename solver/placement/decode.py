@@ -16,9 +16,9 @@ from vcsat.model import Binding, Pod
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.fragmentation import fragmentation_layout, node_score
-from vcsat.solver.gpu_choice import plan_node
-from vcsat.solver.gpu_share import fresh_gpus_needed
+from vcsat.solver.placement.gpu_choice import plan_node
+from vcsat.solver.placement.gpu_share import fresh_gpus_needed
+from vcsat.solver.pricing.fragmentation import fragmentation_layout, node_score
 from vcsat.solver.problem import Bucket, Problem
 
 
@@ -320,7 +320,7 @@ def bindings(
 
 def gpu_bindings(problem: Problem, node: int, pods: list[Pod], free: tuple[int, ...] | list[int]) -> list[Binding]:
     """The pods landing on one node, with GPU indices chosen jointly by interconnect bandwidth
-    (:mod:`vcsat.solver.gpu_choice`): bigger pods first, each on the best-connected set it can
+    (:mod:`vcsat.solver.placement.gpu_choice`): bigger pods first, each on the best-connected set it can
     get, the rest left as well connected as possible; GPU shares best-fit onto shared GPUs."""
     node_obj = problem.nodes[node]
     ordered = sorted(pods, key=lambda p: (-p.gpus, -p.gpu_milli, p.key))

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 from vcsat.model import Node, Pod, Toleration
 from vcsat.model.cluster import PreferredSchedulingTerm
-from vcsat.solver.predicates import term_matches, tolerated
+from vcsat.solver.rules.predicates import term_matches, tolerated
 
 MAX_NODE_SCORE = 100
 """kube-scheduler's framework.MaxNodeScore."""

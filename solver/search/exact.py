@@ -1,10 +1,10 @@
 """The exact search: build the CP-SAT model, warm-start it, solve in stages, refine until exact.
 
 The model object is ``cp``. Constraint and objective modules each add their part; this module
-wires them, runs the stages of :mod:`vcsat.solver.levels` within the time budget, and turns the
+wires them, runs the stages of :mod:`vcsat.solver.search.levels` within the time budget, and turns the
 counts into an exact assignment: the decode resolves buckets into real shapes, and where a bucket's
 relaxation was too loose the bucket is split and the search runs again (warm-started from the best
-exact assignment so far). Out of time, :mod:`vcsat.solver.repair` makes the last answer exact.
+exact assignment so far). Out of time, :mod:`vcsat.solver.placement.repair` makes the last answer exact.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.candidates import restrict_isolated
 from vcsat.solver.constraints.capacity import add_capacity
 from vcsat.solver.constraints.gang import add_gang
 from vcsat.solver.constraints.interpod import InterpodVars, add_interpod, hint_values
@@ -23,8 +22,6 @@ from vcsat.solver.constraints.share_room import add_share_room
 from vcsat.solver.constraints.spread import SpreadVars, add_spread, spread_hint_values
 from vcsat.solver.constraints.symmetry import add_symmetry_breaking, order_like_model, weight
 from vcsat.solver.constraints.topology import add_topology, domain_counts
-from vcsat.solver.decode import resolve
-from vcsat.solver.levels import Level, Stage, plan_stages
 from vcsat.solver.objectives.fairness import drf_levels, fairness_levels
 from vcsat.solver.objectives.interpod import preference_levels as interpod_preference_levels
 from vcsat.solver.objectives.locality import locality_levels
@@ -33,10 +30,13 @@ from vcsat.solver.objectives.placement import age_level, placement_levels
 from vcsat.solver.objectives.preference import preference_levels
 from vcsat.solver.objectives.scarcity import scarcity_levels
 from vcsat.solver.objectives.spread import spread_levels
+from vcsat.solver.placement.decode import resolve
+from vcsat.solver.placement.repair import repair
 from vcsat.solver.problem import Bucket, Problem, split_bucket
-from vcsat.solver.repair import repair
-from vcsat.solver.staged import SearchClock, StageResult, new_solver, solve_stages, workers_for
-from vcsat.solver.variables import Variables, create_variables
+from vcsat.solver.rules.candidates import restrict_isolated
+from vcsat.solver.search.levels import Level, Stage, plan_stages
+from vcsat.solver.search.staged import SearchClock, StageResult, new_solver, solve_stages, workers_for
+from vcsat.solver.search.variables import Variables, create_variables
 
 FIRST_STAGE_SHARE = 0.7
 """Of a search's time, what its most important stage may use; later stages share the rest."""
@@ -90,7 +90,7 @@ def solve_exact(
 
     Every limit is cut from ``budget`` by what CP-SAT reports it spent in deterministic time,
     never by the wall clock: the same input gives the same decision whatever the machine's load.
-    The ``clock``'s wall deadline is the outer stop (:mod:`vcsat.solver.staged`); it records
+    The ``clock``'s wall deadline is the outer stop (:mod:`vcsat.solver.search.staged`); it records
     whether it cut a solve short.
 
     ``restrict`` keeps isolated classes' slots on their candidate nodes (:mod:`candidates`): by
@@ -202,7 +202,7 @@ def _search(
     *,
     restricted: bool = False,
 ) -> _Search:
-    """One search over ``buckets``. A ``restricted`` model (:mod:`vcsat.solver.candidates`) lacks
+    """One search over ``buckets``. A ``restricted`` model (:mod:`vcsat.solver.rules.candidates`) lacks
     some of the full problem's solutions: CP-SAT's bounds and proofs of optimality on it prove
     nothing, so it reports no bound (the LP's stand alone) and a stage is proven only when its
     solution reaches the bounds proven elsewhere (``targets``)."""

@@ -32,8 +32,8 @@ from itertools import combinations, pairwise
 
 from vcsat.model.gpu_topology import GpuTopology
 from vcsat.model.gpus import FULL_GPU_MILLI
-from vcsat.solver.fragmentation import share_gpus
-from vcsat.solver.gpu_share import fresh_gpus_needed, place_shares
+from vcsat.solver.placement.gpu_share import fresh_gpus_needed, place_shares
+from vcsat.solver.pricing.fragmentation import share_gpus
 
 EXACT_MAX_FREE = 10
 """Up to this many free GPUs on a node the choice is proven optimal (at most 2^10 subsets)."""
@@ -106,7 +106,7 @@ def plan_node(
     Shares fill GPUs that hold shares first (best fit); the fresh GPUs they still need are chosen
     with the whole-GPU pods as 1-GPU sets that rank last, so they take the GPUs whose loss leaves
     the rest best connected. With ``fragmentation`` (the node's expected fragmentation as a
-    function of each GPU's room left, :mod:`vcsat.solver.fragmentation`), each share, biggest first,
+    function of each GPU's room left, :mod:`vcsat.solver.pricing.fragmentation`), each share, biggest first,
     goes to the GPU after which it is least instead (GPUs holding shares, then those fresh GPUs,
     then other free ones, on ties), unless that leaves a share without room where best fit has it.
     """

@@ -2,8 +2,8 @@
 
 It exists so that no decision is trusted because the solver built it: tests run it on every
 decision, and production runs it before anything is applied. It is written straight from the
-contract, shares nothing with the solver's model (only :mod:`vcsat.solver.predicates` and
-:mod:`vcsat.model.resources`; volumes are judged by its own :mod:`vcsat.solver.check_volumes`),
+contract, shares nothing with the solver's model (only :mod:`vcsat.solver.rules.predicates` and
+:mod:`vcsat.model.resources`; volumes are judged by its own :mod:`vcsat.solver.validator.volumes`),
 and indexes by node and group once so that a large decision checks in linear time.
 
 Where the contract leaves a choice, the choice made here (each is the stricter or the Kubernetes /
@@ -47,12 +47,12 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
-from vcsat.solver import check_volumes
-from vcsat.solver.check_interpod import INTERPOD_RULES, affinity_after_evictions, check_interpod
-from vcsat.solver.check_spread import RULE as SPREAD_RULE
-from vcsat.solver.check_spread import spread_violations
 from vcsat.solver.pauses import no_gc_pauses
-from vcsat.solver.predicates import PREDICATE_CODES, predicate_failure
+from vcsat.solver.rules.predicates import PREDICATE_CODES, predicate_failure
+from vcsat.solver.validator import volumes as check_volumes
+from vcsat.solver.validator.interpod import INTERPOD_RULES, affinity_after_evictions, check_interpod
+from vcsat.solver.validator.spread import RULE as SPREAD_RULE
+from vcsat.solver.validator.spread import spread_violations
 
 WHOLE_GPU_MILLI: Final = 1000
 WAITING_FOR_EVICTION: Final = "WaitingForEviction"
@@ -244,7 +244,7 @@ class _Checker:
         return not problem
 
     def _interpod(self) -> None:
-        """Inter-pod affinity, anti-affinity and host ports (:mod:`vcsat.solver.check_interpod`)."""
+        """Inter-pod affinity, anti-affinity and host ports (:mod:`vcsat.solver.validator.interpod`)."""
         new = [(p.pod, p.node) for p in self.placements if p.node is not None]
         for found in check_interpod(self.snapshot, new):
             self._flag(found.rule, found.subject, found.message)

@@ -25,7 +25,7 @@ carry nothing, are judged on the final state too, which is never weaker than kub
 order-dependent view. With fewer eligible domains than ``minDomains`` the minimum is 0.
 
 This module is the solver's one implementation (the greedy, the model and the decode guard read
-it); :mod:`vcsat.solver.check` holds an independent one.
+it); :mod:`vcsat.solver.validator.check` holds an independent one.
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ from numpy.typing import NDArray
 from vcsat.model import Node, Pod, Snapshot
 from vcsat.model.selectors import LabelSelector
 from vcsat.model.spread import TopologySpreadConstraint
-from vcsat.solver import predicates
+from vcsat.solver.rules import predicates
 
 if TYPE_CHECKING:
-    from vcsat.solver.isolation import Interaction
+    from vcsat.solver.rules.isolation import Interaction
 
 NAME = "PodTopologySpread"
 SPREAD_REASON = "node(s) didn't match pod topology spread constraints"
@@ -132,10 +132,10 @@ def pod_token(pod: Pod, selectors: Sequence[tuple[int, Selector]]) -> tuple[obje
 
 
 def spread_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interaction | None:
-    """Topology spread for :mod:`vcsat.solver.isolation`: pods that carry a DoNotSchedule constraint
+    """Topology spread for :mod:`vcsat.solver.rules.isolation`: pods that carry a DoNotSchedule constraint
     or match one's selector get classes of their own; a node without a constraint's key refuses a
     carrier ("missing required label")."""
-    from vcsat.solver.isolation import Interaction  # isolation lists this factory
+    from vcsat.solver.rules.isolation import Interaction  # isolation lists this factory
 
     selectors = cycle_selectors(pending)
     if not selectors:

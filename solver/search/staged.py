@@ -1,6 +1,6 @@
 """The staged CP-SAT search both exact models run: solve each stage in turn, keep what it won.
 
-A lexicographic objective is solved stage by stage (:mod:`vcsat.solver.levels`): maximise the
+A lexicographic objective is solved stage by stage (:mod:`vcsat.solver.search.levels`): maximise the
 stage, then hold it at what was found so that later stages cannot give it back, hint the next
 stage with the whole solution, go on. The allocate search (:mod:`exact`) and the preempt/reclaim
 models (:mod:`preempt`) differ only in how they split their time between stages and what they do
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from vcsat.model import Policy
-from vcsat.solver.levels import Stage
+from vcsat.solver.search.levels import Stage
 
 WALL_SLACK_SECONDS = 1.0
 """A solve's wall limit is twice its deterministic one plus this (when the deadline is further):
