@@ -407,25 +407,7 @@ class Room:
         candidates = self.fitting(self._node_array(shape.upper), shape.request)
         if not candidates.size:
             return None
-        levels = (
-            np.maximum(self.free_cols[self.gpu][candidates], 0) if self.gpu is not None else np.zeros_like(candidates)
-        )
-        milli = shape.request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
-        rates = scarce.rates(shape.eligibility, milli > 0)[candidates]
-        priced = rates > 0
-        cost = np.zeros(candidates.size, dtype=np.int64)
-        if priced.any():
-            nodes = candidates[priced]
-            free_gpu = self.whole_array[nodes] * FULL_GPU_MILLI + self.share_free[nodes]
-            fraction = np.zeros(nodes.size, dtype=np.float64)
-            for r in (scarce.cpu, scarce.memory):
-                asked = shape.request[r] if r is not None else 0
-                if asked > 0:
-                    free = self.free_cols[r][nodes]
-                    part = np.minimum(1.0, asked / np.where(free > 0, free, 1))
-                    fraction = np.maximum(fraction, np.where(free > 0, part, 1.0))
-            taken = np.maximum(milli, np.rint(free_gpu * fraction))
-            cost[priced] = np.rint(rates[priced] * taken).astype(np.int64)
+        cost, levels = self._price(scarce, shape, candidates)
         if allow is None:  # (price, free GPUs, node) as one number: an argmin, not a sort
             ranked = (cost * (int(levels.max()) + 1) + levels) * self.count + candidates
             return int(candidates[int(np.argmin(ranked))])
@@ -445,7 +427,16 @@ class Room:
         fit = self.fitting(nodes, shape.request)
         if not fit.size:
             return ranks
-        candidates = fit
+        cost, levels = self._price(scarce, shape, fit)
+        ranks[np.searchsorted(nodes, fit)] = (cost * self._rank_base + levels) * self.count + fit
+        return ranks
+
+    def _price(
+        self, scarce: scarcity.Scarcity, shape: Shape, candidates: NDArray[np.int64]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Per node of ``candidates`` (where one pod of ``shape`` fits): the scarce-pool price of
+        the room the pod takes there (its GPUs, or the GPU room its cpu or memory strands, by the
+        pool's rate), and the node's free GPUs, the tie-break after the price."""
         levels = (
             np.maximum(self.free_cols[self.gpu][candidates], 0) if self.gpu is not None else np.zeros_like(candidates)
         )
@@ -454,19 +445,18 @@ class Room:
         priced = rates > 0
         cost = np.zeros(candidates.size, dtype=np.int64)
         if priced.any():
-            priced_nodes = candidates[priced]
-            free_gpu = self.whole_array[priced_nodes] * FULL_GPU_MILLI + self.share_free[priced_nodes]
-            fraction = np.zeros(priced_nodes.size, dtype=np.float64)
+            nodes = candidates[priced]
+            free_gpu = self.whole_array[nodes] * FULL_GPU_MILLI + self.share_free[nodes]
+            fraction = np.zeros(nodes.size, dtype=np.float64)
             for r in (scarce.cpu, scarce.memory):
                 asked = shape.request[r] if r is not None else 0
                 if asked > 0:
-                    free = self.free_cols[r][priced_nodes]
+                    free = self.free_cols[r][nodes]
                     part = np.minimum(1.0, asked / np.where(free > 0, free, 1))
                     fraction = np.maximum(fraction, np.where(free > 0, part, 1.0))
             taken = np.maximum(milli, np.rint(free_gpu * fraction))
             cost[priced] = np.rint(rates[priced] * taken).astype(np.int64)
-        ranks[np.searchsorted(nodes, fit)] = (cost * self._rank_base + levels) * self.count + candidates
-        return ranks
+        return cost, levels
 
     def price_rank(self, scarce: scarcity.Scarcity, shape: Shape, node: int, rates: NDArray[np.float64]) -> int:
         """:meth:`price_ranks` of one eligible node, in Python (the same arithmetic, element by element)."""

@@ -115,27 +115,7 @@ def _read_spec(
     priority = obj.integer(spec, "priority", "spec.priority", class_priority)
 
     managed = obj.string(spec, "schedulerName", "spec.schedulerName", DEFAULT_SCHEDULER) == conversion.scheduler_name
-    group = None
-    group_name = annotations.get(GROUP_NAME_ANNOTATIONS[0]) or annotations.get(GROUP_NAME_ANNOTATIONS[1]) or None
-    if group_name is not None:
-        group = f"{obj.namespace}/{group_name}"
-        if group not in podgroups and conversion.strict:
-            obj.fail(
-                field_path("metadata", "annotations", GROUP_NAME_ANNOTATIONS[0]),
-                f"unknown PodGroup {group!r}",
-            )
-        # Live, a missing PodGroup is kept: not placed (PodGroupNotFound) until it shows up.
-
-    preemptable_text = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
-    preemptable = True
-    if preemptable_text is not None:
-        if preemptable_text not in _PARSE_BOOL:
-            obj.fail(field_path("metadata", "annotations", PREEMPTABLE_ANNOTATION), "must be true or false")
-        preemptable = _PARSE_BOOL[preemptable_text]
-
-    phase = obj.string(status, "phase", "status.phase", "Pending")
-    if phase not in _POD_PHASES:
-        obj.fail("status.phase", f"must be one of {', '.join(sorted(_POD_PHASES))}, not {phase!r}")
+    group, preemptable, phase = _own_fields(conversion, obj, status, annotations, labels, podgroups)
 
     affinity_raw = spec.get("affinity")
     pod_rules_raw = (
@@ -234,24 +214,7 @@ def _like(
     """A pod whose spec is spelled as an earlier pod's (``same``: that pod's fields): the
     spec-derived fields are that pod's (its reading checked them); the object's own fields are read
     and checked here, in the order a full reading checks them."""
-    group = None
-    group_name = annotations.get(GROUP_NAME_ANNOTATIONS[0]) or annotations.get(GROUP_NAME_ANNOTATIONS[1]) or None
-    if group_name is not None:
-        group = f"{obj.namespace}/{group_name}"
-        if conversion.strict and group not in podgroups:
-            obj.fail(
-                field_path("metadata", "annotations", GROUP_NAME_ANNOTATIONS[0]),
-                f"unknown PodGroup {group!r}",
-            )
-    preemptable_text = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
-    preemptable = True
-    if preemptable_text is not None:
-        if preemptable_text not in _PARSE_BOOL:
-            obj.fail(field_path("metadata", "annotations", PREEMPTABLE_ANNOTATION), "must be true or false")
-        preemptable = _PARSE_BOOL[preemptable_text]
-    phase = obj.string(status, "phase", "status.phase", "Pending")
-    if phase not in _POD_PHASES:
-        obj.fail("status.phase", f"must be one of {', '.join(sorted(_POD_PHASES))}, not {phase!r}")
+    group, preemptable, phase = _own_fields(conversion, obj, status, annotations, labels, podgroups)
     gpu_ids = None
     if node_name is not None and phase not in ("Succeeded", "Failed") and GPU_IDS_ANNOTATION in annotations:
         gpu_ids = parse_gpu_ids(obj, annotations[GPU_IDS_ANNOTATION], same["requests"])
@@ -390,3 +353,35 @@ def _nominated_node(obj: KubeObject) -> str | None:
     if not isinstance(value, str):
         obj.fail("status.nominatedNodeName", f"expected a string, got {type(value).__name__}")
     return value
+
+
+def _own_fields(
+    conversion: Conversion,
+    obj: KubeObject,
+    status: Mapping[str, Any],
+    annotations: dict[str, str],
+    labels: dict[str, str],
+    podgroups: Mapping[str, PodGroup | None],
+) -> tuple[str | None, bool, str]:
+    """The pod object's own PodGroup, preemptable flag and phase (never shared between pods of one
+    spec), checked in the order a reading reports their errors."""
+    group = None
+    group_name = annotations.get(GROUP_NAME_ANNOTATIONS[0]) or annotations.get(GROUP_NAME_ANNOTATIONS[1]) or None
+    if group_name is not None:
+        group = f"{obj.namespace}/{group_name}"
+        if conversion.strict and group not in podgroups:
+            obj.fail(
+                field_path("metadata", "annotations", GROUP_NAME_ANNOTATIONS[0]),
+                f"unknown PodGroup {group!r}",
+            )
+        # Live, a missing PodGroup is kept: not placed (PodGroupNotFound) until it shows up.
+    preemptable_text = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
+    preemptable = True
+    if preemptable_text is not None:
+        if preemptable_text not in _PARSE_BOOL:
+            obj.fail(field_path("metadata", "annotations", PREEMPTABLE_ANNOTATION), "must be true or false")
+        preemptable = _PARSE_BOOL[preemptable_text]
+    phase = obj.string(status, "phase", "status.phase", "Pending")
+    if phase not in _POD_PHASES:
+        obj.fail("status.phase", f"must be one of {', '.join(sorted(_POD_PHASES))}, not {phase!r}")
+    return group, preemptable, phase
