@@ -409,10 +409,13 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         # count, greedy step or decode can place them, and they count for no minMember.
         pods = [pod for pod in every if not pod.held]
         group = snapshot.podgroup_by_key.get(key) if policy.gang else None
-        # With gang scheduling off a pod of a PodGroup is placed on its own, in its group's queue.
-        its_group = snapshot.podgroup_by_key.get(every[0].group) if every[0].group is not None else None
-        lone_queue = (every[0].queue_name or DEFAULT_QUEUE) if every[0].group is None else DEFAULT_QUEUE
-        lone_queue = its_group.queue if its_group is not None else lone_queue
+        # A lone pod's queue is its annotation's; with gang scheduling off a pod of a PodGroup is
+        # placed on its own, in its group's queue.
+        if every[0].group is None:
+            lone_queue = every[0].queue_name or DEFAULT_QUEUE
+        else:
+            its_group = snapshot.podgroup_by_key.get(every[0].group)
+            lone_queue = its_group.queue if its_group is not None else DEFAULT_QUEUE
         gang = Gang(
             index=len(gangs),
             key=key,
