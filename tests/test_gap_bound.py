@@ -66,9 +66,7 @@ def cluster(
         pods += p
         groups += g
     for j, (name, priority, size, gpus, count) in enumerate(waiting):
-        p, g = gangs(
-            f"w{j}", count, queue=name, priority=priority, size=size, gpus=gpus, cpu="1", created=10 * j
-        )
+        p, g = gangs(f"w{j}", count, queue=name, priority=priority, size=size, gpus=gpus, cpu="1", created=10 * j)
         pods += p
         groups += g
     queues = [queue("q1", weight=1), queue("q2", weight=1), queue("q3", weight=4)]
