@@ -83,6 +83,11 @@ class KubeObject(FieldReader):
         return f"{self.kind} {self.key}" if self.name else self.kind
 
     def string_map(self, parent: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
+        value = parent.get(key)
+        if value is None:
+            return {}
+        if type(value) is dict and _all_strings(value):
+            return dict(value)  # the common case, checked in one pass
         value = self.mapping(parent, key, path)
         for entry_key, entry in value.items():
             if not isinstance(entry_key, str):
@@ -132,6 +137,15 @@ class KubeObject(FieldReader):
     def created(self) -> float:
         stamp = self.raw["metadata"].get("creationTimestamp")
         return epoch_seconds(self, stamp, "metadata.creationTimestamp")
+
+
+def _all_strings(value: dict[Any, Any]) -> bool:
+    """Whether every key and value is a plain ``str`` (anything else is checked field by field)."""
+    str_type = str
+    for entry_key, entry in value.items():
+        if type(entry_key) is not str_type or type(entry) is not str_type:
+            return False
+    return True
 
 
 class Conversion:
