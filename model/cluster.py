@@ -7,20 +7,35 @@ decision depends on, already in the exact integer units of :mod:`vcsat.model.res
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from vcsat.model import resources as res
+from vcsat.model.derived import derived
 from vcsat.model.selectors import LabelSelector
 from vcsat.model.spread import TopologySpreadConstraint
 
 
 class Frozen(BaseModel):
-    """Base of every model type: immutable, and strict about unknown fields."""
+    """Base of every model type: immutable, and strict about unknown fields.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Values derived from the fields (:func:`~vcsat.model.derived.derived`) are kept in the
+    instance once computed; a copy with fields changed (``model_copy(update=...)``) computes them
+    again."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", ignored_types=(derived,))
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            fields = type(self).__pydantic_fields__
+            values = copied.__dict__
+            for name in [name for name in values if name not in fields]:
+                del values[name]  # derived from the old fields
+        return copied
 
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -77,7 +92,7 @@ class Node(Frozen):
     gpu_topology: str | None = None
     """The raw ``vcsat.io/gpu-topology`` annotation (node-link JSON or ``preset:<name>``)."""
 
-    @property
+    @derived
     def gpus(self) -> int:
         return self.allocatable.get(res.GPU, 0)
 
@@ -182,41 +197,41 @@ class Pod(Frozen):
     spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     """``spec.topologySpreadConstraints``, both DoNotSchedule and ScheduleAnyway."""
 
-    @property
+    @derived
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    @property
+    @derived
     def held(self) -> bool:
         """Whether something other than room keeps the pod from being placed (gates, claims)."""
         return bool(self.scheduling_gates or self.resource_claims)
 
-    @property
+    @derived
     def finished(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
 
-    @property
+    @derived
     def bound(self) -> bool:
         """Bound and not finished: it holds room on its node."""
         return self.node_name is not None and not self.finished
 
-    @property
+    @derived
     def gang_ready(self) -> bool:
         """Counts toward its gang's minMember without being placed again: bound and not finished, or
         bound and Succeeded (Volcano's ready tasks: a peer that finished its work keeps its place,
         so a finished pod deleted and made again before its job completed can rejoin its gang)."""
         return self.node_name is not None and self.phase != "Failed"
 
-    @property
+    @derived
     def pending(self) -> bool:
         """Waiting for a node and ours to place."""
         return self.managed and self.node_name is None and not self.finished and not self.terminating
 
-    @property
+    @derived
     def gpus(self) -> int:
         return self.requests.get(res.GPU, 0)
 
-    @property
+    @derived
     def gpu_milli(self) -> int:
         return self.requests.get(res.GPU_MILLI, 0)
 
@@ -247,7 +262,7 @@ class PodGroup(Frozen):
     """Annotation ``vcsat.io/scheduler-name``: the scheduler meant to admit it while it has no pods
     yet (its Job's schedulerName, written by the Job controller)."""
 
-    @property
+    @derived
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 

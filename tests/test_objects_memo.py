@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from vcsat.adapters.convert.reuse import ConversionMemo
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 
 
@@ -92,7 +93,7 @@ CHANGES: dict[str, Callable[[list[dict[str, Any]]], None]] = {
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_reused_conversion_equals_a_fresh_one(change: str) -> None:
-    memo: dict[Any, Any] = {}
+    memo = ConversionMemo()
     objects = _start()
     first = snapshot_from_objects(objects, strict=False, memo=memo)
     assert first == snapshot_from_objects(objects, strict=False)
@@ -104,7 +105,7 @@ def test_reused_conversion_equals_a_fresh_one(change: str) -> None:
 
 
 def test_unchanged_objects_are_not_converted_again() -> None:
-    memo: dict[Any, Any] = {}
+    memo = ConversionMemo()
     objects = _start()
     first = snapshot_from_objects(objects, strict=False, memo=memo)
     _replace(objects, "p0", lambda pod: pod["spec"].update(nodeName="b"))

@@ -228,6 +228,7 @@ def test_bad_storage_input_names_object_and_field(raw: Obj, where: str) -> None:
 
 def test_storage_objects_are_converted_once_while_unchanged() -> None:
     """The live scheduler's memo: the same raw objects give the very same model objects."""
+    from vcsat.adapters.convert.reuse import ConversionMemo
     from vcsat.adapters.convert.snapshot import snapshot_from_objects
 
     raw = [
@@ -236,7 +237,7 @@ def test_storage_objects_are_converted_once_while_unchanged() -> None:
         k8s("PersistentVolume", "v1", "pv1", spec={"capacity": {"storage": "1Gi"}}),
         k8s("PodDisruptionBudget", "policy/v1", "pdb", "ns", spec={"selector": {"matchLabels": {"a": "b"}}}),
     ]
-    memo: dict[Any, Any] = {}
+    memo = ConversionMemo()
     first = snapshot_from_objects(raw, memo=memo, strict=False)
     second = snapshot_from_objects(raw, memo=memo, strict=False)
     assert first.claims[0] is second.claims[0]

@@ -239,11 +239,9 @@ def _like(
     return construct_from(Pod, values, complete=True)
 
 
-def pod_context(
-    obj: KubeObject, classes_key: tuple[Any, ...], podgroups: Mapping[str, Any], nodes: Mapping[str, Node]
-) -> tuple[Any, ...]:
-    """What a pod's conversion reads besides the pod: whether its PodGroup and node exist, and the
-    priority classes (a reused conversion must be the one these would give now)."""
+def pod_references(obj: KubeObject) -> tuple[Any, Any]:
+    """The PodGroup key (``namespace/name``) and the node name a raw pod names, as they are spelled
+    (not checked: a reading does that); None for none."""
     metadata = obj.raw.get("metadata") or {}
     annotations = metadata.get("annotations")
     group = None
@@ -252,8 +250,17 @@ def pod_context(
         group = f"{obj.namespace}/{name}" if isinstance(name, str) else name
     spec = obj.raw.get("spec")
     node_name = spec.get("nodeName") if isinstance(spec, MAPPING_TYPES) else None
+    return group, node_name
+
+
+def pod_context(
+    references: tuple[Any, Any], podgroups: Mapping[str, Any], nodes: Mapping[str, Node]
+) -> tuple[bool, bool]:
+    """What a pod's conversion reads besides the pod and the priority classes (``references``:
+    :func:`pod_references`): whether its PodGroup and its node exist (a reused conversion must be
+    the one these would give now)."""
+    group, node_name = references
     return (
-        classes_key,
         group is None or (isinstance(group, str) and group in podgroups),
         node_name is None or (isinstance(node_name, str) and node_name in nodes),
     )

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from vcsat.adapters.convert.clock import parse_clock
 from vcsat.adapters.convert.fields import MAPPING_TYPES, FieldReader, type_name
+from vcsat.adapters.convert.reuse import ConversionMemo
 from vcsat.model import resources as res
 from vcsat.model.quantity import nanos_to_amount, nanos_to_quota, parse_nanos
 
@@ -82,6 +83,11 @@ class KubeObject(FieldReader):
         return f"{self.kind} {self.key}" if self.name else self.kind
 
     def string_map(self, parent: Mapping[str, Any], key: str, path: str) -> dict[str, str]:
+        value = parent.get(key)
+        if value is None:
+            return {}
+        if type(value) is dict and _all_strings(value):
+            return dict(value)  # the common case, checked in one pass
         value = self.mapping(parent, key, path)
         for entry_key, entry in value.items():
             if not isinstance(entry_key, str):
@@ -133,11 +139,20 @@ class KubeObject(FieldReader):
         return epoch_seconds(self, stamp, "metadata.creationTimestamp")
 
 
+def _all_strings(value: dict[Any, Any]) -> bool:
+    """Whether every key and value is a plain ``str`` (anything else is checked field by field)."""
+    str_type = str
+    for entry_key, entry in value.items():
+        if type(entry_key) is not str_type or type(entry) is not str_type:
+            return False
+    return True
+
+
 class Conversion:
     """One conversion's options and caches, which every kind's reader is given."""
 
     def __init__(
-        self, *, scheduler_name: str, source: str | None, strict: bool, memo: dict[Any, Any] | None = None
+        self, *, scheduler_name: str, source: str | None, strict: bool, memo: ConversionMemo | None = None
     ) -> None:
         self.scheduler_name = scheduler_name
         self.source = source
@@ -146,18 +161,14 @@ class Conversion:
         """Values built once per distinct spelling (:meth:`shared`), by kind of part and text."""
         self.memo = memo
         """The caller's memo of the last call (:meth:`reuse`); None when nothing is kept across calls."""
-        self._memo_next: dict[Any, Any] = {}
 
     def reuse(self, obj: KubeObject, context: tuple[Any, ...], make: Callable[[], _T]) -> _T:
-        """``make()``, or what it gave last call for the same raw object in the same ``context``
-        (what else the conversion depends on: its node and PodGroup existing, priority classes)."""
+        """``make()``, or what it gave last call for the same object in the same ``context`` (what
+        else the conversion depends on: its node and PodGroup existing, priority classes), see
+        :mod:`.reuse`."""
         if self.memo is None:
             return make()
-        key = (obj.kind, obj.key)
-        found = self.memo.get(key)
-        value = found[2] if found is not None and found[0] is obj.raw and found[1] == context else make()
-        self._memo_next[key] = (obj.raw, context, value)  # the raw object kept alive: its id stays its own
-        return cast(_T, value)
+        return self.memo.reuse(obj.kind, obj.key, obj.raw, context, make)
 
     def shared(self, key: tuple[str, str], make: Callable[[], _T]) -> _T:
         """One frozen value for every pod that spells a part (tolerations, affinity) the same way.
@@ -175,8 +186,7 @@ class Conversion:
         """At the end of a call: the caller's memo now holds what this call read; what is gone
         from the cluster is forgotten."""
         if self.memo is not None:
-            self.memo.clear()
-            self.memo.update(self._memo_next)
+            self.memo.keep()
 
 
 def construct(model: type[_M], **values: Any) -> _M:

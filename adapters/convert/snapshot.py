@@ -47,12 +47,13 @@ from vcsat.adapters.convert.node_selectors import read_requirements
 from vcsat.adapters.convert.nodes import read_node
 from vcsat.adapters.convert.notices import conversion_notices
 from vcsat.adapters.convert.podgroups import read_podgroup
-from vcsat.adapters.convert.pods import pod_context, read_pod
+from vcsat.adapters.convert.pods import pod_context, pod_references, read_pod
 from vcsat.adapters.convert.priority_classes import read_priority_classes
 from vcsat.adapters.convert.queues import read_queues
 from vcsat.adapters.convert.reader import Conversion, KubeObject
+from vcsat.adapters.convert.reuse import ConversionMemo
 from vcsat.adapters.errors import InputError
-from vcsat.model.cluster import Snapshot
+from vcsat.model.cluster import HyperNode, Node, PodGroup, Snapshot
 from vcsat.model.hypernodes import resolve_hypernodes
 
 _KINDS = {
@@ -80,18 +81,20 @@ def snapshot_from_objects(
     source: str | None = None,
     strict: bool = True,
     generation: int = 0,
-    memo: dict[Any, Any] | None = None,
+    memo: ConversionMemo | None = None,
     now: float | None = None,
 ) -> Snapshot:
     """The snapshot of these objects; objects of other kinds are ignored (contract §1).
 
-    ``memo``: a dict kept by the caller across calls with the same options (the live scheduler's
-    cycles). Nodes and pods that are the very same dict objects as last time (an informer cache
-    replaces an object when it changes, never edits it) are not converted again.
+    ``memo``: kept by the caller across calls with the same options (the live scheduler's cycles):
+    objects unchanged since the last call, in an unchanged context, are not converted again
+    (:mod:`vcsat.adapters.convert.reuse`); the snapshot is the one a fresh conversion gives.
     ``now``: the cycle's clock (``Snapshot.now``; see :mod:`vcsat.adapters.convert.clock`).
     """
     from vcsat.solver.pauses import no_gc_pauses  # here: the solver package loads OR-Tools
 
+    if memo is not None:
+        memo.drop_pending()
     converter = _SnapshotConverter(scheduler_name=scheduler_name, source=source, strict=strict, memo=memo)
     # Tens of thousands of new objects and no reference cycles among them: the cyclic garbage
     # collector would only rescan the (large) input again and again, about 40% of the time.
@@ -104,8 +107,9 @@ class _SnapshotConverter(Conversion):
 
     def convert(self, objects: Iterable[Mapping[str, Any]], generation: int, now: float | None = None) -> Snapshot:
         by_kind: dict[str, dict[str, KubeObject]] = {kind: {} for kind in _KINDS}
+        memo = self.memo
         for index, raw in enumerate(objects):
-            obj = self._identify(raw, index)
+            obj = self._identify(raw, index) if memo is None else memo.identify(raw, index, self._identify)
             if obj is None:
                 continue
             seen = by_kind[obj.kind]
@@ -119,19 +123,29 @@ class _SnapshotConverter(Conversion):
         nodes = {
             key: self.reuse(obj, (), partial(read_node, self, obj)) for key, obj in sorted(by_kind["Node"].items())
         }
-        podgroups = {}
-        for key, obj in sorted(by_kind["PodGroup"].items()):
-            group = read_podgroup(self, obj, classes, queues)
-            if group is not None:
-                podgroups[key] = group
-        if self.memo is None:  # nothing to reuse: no context to compare either
+        podgroups: dict[str, PodGroup] = {}
+        if memo is None:  # nothing to reuse: no context to compare either
+            for key, obj in sorted(by_kind["PodGroup"].items()):
+                group = read_podgroup(self, obj, classes, queues)
+                if group is not None:
+                    podgroups[key] = group
             pods = [read_pod(self, obj, classes, podgroups, nodes) for _, obj in sorted(by_kind["Pod"].items())]
         else:
-            classes_key = (tuple(sorted(classes.values.items())), classes.default)
+            classes_key = memo.context((tuple(sorted(classes.values.items())), classes.default))
+            group_context = memo.context((classes_key, tuple(sorted(queues))))
+            pod_contexts = {
+                (group, node): memo.context((classes_key, group, node))
+                for group in (True, False)
+                for node in (True, False)
+            }
+            for key, obj in sorted(by_kind["PodGroup"].items()):
+                group = self.reuse(obj, group_context, partial(read_podgroup, self, obj, classes, queues))
+                if group is not None:
+                    podgroups[key] = group
             pods = [
                 self.reuse(
                     obj,
-                    pod_context(obj, classes_key, podgroups, nodes),
+                    pod_contexts[pod_context(memo.references_of(obj, pod_references), podgroups, nodes)],
                     partial(read_pod, self, obj, classes, podgroups, nodes),
                 )
                 for _, obj in sorted(by_kind["Pod"].items())
@@ -141,16 +155,19 @@ class _SnapshotConverter(Conversion):
         storage_classes = self._storage(by_kind["StorageClass"], storage.storage_class)
         csinodes = self._storage(by_kind["CSINode"], storage.csinode)
         budgets = self._storage(by_kind["PodDisruptionBudget"], storage.disruption_budget)
-        self.keep_memo()
         placed = resolve_gpu_ids([pod for pod in pods if pod is not None], nodes, self)
-        hypernodes = [read_hypernode(self, obj) for _, obj in sorted(by_kind["HyperNode"].items())]
+        hypernodes = [
+            self.reuse(obj, (), partial(read_hypernode, self, obj)) for _, obj in sorted(by_kind["HyperNode"].items())
+        ]
         if hypernodes:
-            try:
-                resolve_hypernodes(hypernodes, list(nodes.values()))
-            except ValueError as error:
+            node_values = list(nodes.values())
+            check = partial(_topology_error, hypernodes, node_values)
+            error = check() if memo is None else memo.topology_checked(hypernodes, node_values, check)
+            if error is not None:
                 if self.strict:
-                    raise InputError(str(error), source=self.source) from None
+                    raise InputError(error, source=self.source) from None
                 hypernodes = []  # live: no topology rather than a wrong one
+        self.keep_memo()
 
         namespaces = {
             obj.name: obj.string_map(obj.raw["metadata"], "labels", "metadata.labels")
@@ -196,3 +213,12 @@ class _SnapshotConverter(Conversion):
             if group != _KINDS[kind]:
                 return None  # same kind name, another API (not ours to read)
         return KubeObject(raw, kind, self.source, index)
+
+
+def _topology_error(hypernodes: list[HyperNode], nodes: list[Node]) -> str | None:
+    """Why the HyperNodes do not make a topology of these nodes; None when they do."""
+    try:
+        resolve_hypernodes(hypernodes, nodes)
+    except ValueError as error:
+        return str(error)
+    return None

@@ -59,6 +59,7 @@ import yaml
 
 from vcsat.adapters.convert.clock import wall_clock
 from vcsat.adapters.convert.dump import instance_document
+from vcsat.adapters.convert.reuse import ConversionMemo
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.kube.applier import Applier, PendingApply
@@ -215,7 +216,7 @@ class Scheduler:
         self._quarantined: dict[str, str] = {}
         self._noticed: set[str] = set()
         """The notices of the last cycle, each logged once when it first showed."""
-        self._conversions: dict[Any, Any] = {}
+        self._conversions = ConversionMemo()
         """Last cycle's converted nodes and pods, reused for the objects that did not change."""
         if dump_dir is not None:
             dump_dir.mkdir(parents=True, exist_ok=True)
