@@ -102,6 +102,17 @@ class Room:
         self.tier_position = {
             tier: {name: i for i, name in enumerate(names)} for tier, names in self.tier_names.items()
         }
+        self.tier_slot: dict[int, NDArray[np.int64]] = {}
+        """Per tier, per node the position of its named domain (the number of domains when none holds it)."""
+        self.domain_at: dict[int, tuple[int, int]] = {}
+        """Per node list of :attr:`tier_nodes` (by ``id``), its (tier, position)."""
+        for tier, lists in self.tier_nodes.items():
+            slot = np.full(count, len(lists), dtype=np.int64)
+            for position, nodes in enumerate(lists):
+                slot[nodes] = position
+                self.domain_at[id(nodes)] = (tier, position)
+            self.tier_slot[tier] = slot
+        self._order_read: bool | None = None
         self.topology_gangs = frozenset(problem.topology_gangs)
         self._masks: dict[int, tuple[object, NDArray[np.bool_]]] = {}
         self._arrays: dict[int, tuple[object, NDArray[np.int64]]] = {}
@@ -118,15 +129,15 @@ class Room:
         """While a gang is tried (:meth:`open_trial`): the empty queries made after it took some
         room, which stay known only if the gang keeps what it took."""
         self._taken_in_trial = 0
-        self._stamps_before: dict[int, int] = {}
-        """Per node changed in the open trial, its stamp before it."""
+        self._trial_start = 0
+        """How long :attr:`changes` was when the open trial began."""
         self._ranked_in_trial = False
         """Whether a ranking read the room after the open trial took some."""
-        self.tick = 0
-        """How many times some node's room changed (a take or a give)."""
-        self.stamp = np.zeros(count, dtype=np.int64)
-        """Per node, :attr:`tick` when its room last changed: what a kept ranking
-        (:meth:`cheapest_fit`) must price again."""
+        self.changes = np.zeros(max(16, count), dtype=np.int64)
+        """The node of each change of room (a take or a give), oldest first, in its first
+        :attr:`changed` entries: what a kept ranking (:meth:`cheapest_fit`) must price again is
+        what changed since it read the room."""
+        self.changed = 0
         self._ranked: dict[int, _Ranking] = {}
         self._choosers: tuple[Callable[[Room, Shape], int | None] | None, scarcity.Scarcity | None] | None = None
         self._priced: dict[int, bool] = {}
@@ -168,19 +179,17 @@ class Room:
         """A gang's pods are about to be taken, and given back unless the gang is whole."""
         self._trial = []
         self._taken_in_trial = 0
-        self._stamps_before = {}
+        self._trial_start = self.changed
         self._ranked_in_trial = False
 
     def close_trial(self, kept: bool) -> None:
         """The gang's trial is over (given back already unless ``kept``). Given back, each node's
-        room is as before the trial: unless a ranking read it meanwhile, its stamp is too."""
+        room is as before the trial: unless a ranking read it meanwhile, its changes are forgotten."""
         if kept and self._trial:
             self.full.update(self._trial)
         if not kept and not self._ranked_in_trial:
-            for node, stamp in self._stamps_before.items():
-                self.stamp[node] = stamp
+            self.changed = self._trial_start
         self._trial = None
-        self._stamps_before = {}
 
     def _level(self, row: list[int]) -> int:
         return max(0, row[self.gpu]) if self.gpu is not None else 0
@@ -192,10 +201,10 @@ class Room:
         return whole, share
 
     def _shift(self, node: int, change: list[int]) -> None:
-        if self._trial is not None and node not in self._stamps_before:
-            self._stamps_before[node] = int(self.stamp[node])
-        self.tick += 1
-        self.stamp[node] = self.tick
+        if self.changed == self.changes.size:
+            self.changes = np.concatenate([self.changes, np.zeros_like(self.changes)])
+        self.changes[self.changed] = node
+        self.changed += 1
         row = self.free[node]
         before = self._level(row)
         for i, amount in enumerate(change):
@@ -293,7 +302,13 @@ class Room:
                 ok &= (self.share_room >= share) | (self.whole_array - whole >= 1)
             fitting: NDArray[np.int64] = np.flatnonzero(ok)
             return fitting
-        ok = ~self.negative[nodes]
+        chosen: NDArray[np.int64] = nodes[self._fit_mask(nodes, request)]
+        return chosen
+
+    def _fit_mask(self, nodes: NDArray[np.int64], request: tuple[int, ...]) -> NDArray[np.bool_]:
+        """Per node of ``nodes``, whether one pod of this request fits there now (:meth:`fitting`)."""
+        whole, share = self._parts(request)
+        ok: NDArray[np.bool_] = ~self.negative[nodes]
         for r, amount in enumerate(request):
             if amount > 0:
                 ok &= self.free_cols[r][nodes] >= amount
@@ -301,8 +316,7 @@ class Room:
         ok &= whole_left >= whole
         if share > 0:
             ok &= (self.share_room[nodes] >= share) | (whole_left - whole >= 1)
-        chosen: NDArray[np.int64] = nodes[ok]
-        return chosen
+        return ok
 
     def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
         """Free whole GPUs in a topology domain (kept per domain as nodes change)."""
@@ -328,6 +342,52 @@ class Room:
             return None
         levels = self.level_array[candidates]
         return int(candidates[levels == levels.min()][0])
+
+    def pod_counts(self, shape: Shape, most: int) -> NDArray[np.int64]:
+        """Per node, at most how many pods of ``shape`` fit there from the room now, and at most
+        ``most``: each asked resource's free room over the ask, and the free whole GPUs over the
+        whole GPUs asked (0 where the shape is not eligible or a resource is overcommitted). An
+        upper bound (a share may need a fresh GPU besides), node by node: while a gang is tried,
+        room only shrinks, so no trial places more on a node."""
+        counts: NDArray[np.int64] = np.where(self._eligible_mask(shape.upper) & ~self.negative, most, 0)
+        for r, amount in enumerate(shape.request):
+            if amount > 0:
+                np.minimum(counts, self.free_cols[r] // amount, out=counts)
+        whole, _ = self._parts(shape.request)
+        if whole > 0:
+            np.minimum(counts, self.whole_array // whole, out=counts)
+        return np.maximum(counts, 0, out=counts)
+
+    def order_read(self, problem: Problem) -> bool:
+        """Whether a pod of this problem may be placed by :meth:`best_fit`, the one query that
+        reads the order in which nodes entered their free-GPU bucket."""
+        if self._order_read is None:
+            least_fragmenting, scarce = self.choosers(problem)
+            spread = self.spread.of_class if self.spread is not None else {}
+            self._order_read = any(
+                not shape.preference
+                and (least_fragmenting is None or c.index in problem.isolated or c.index in spread)
+                and (scarce is None or not self.priced(problem, scarce, shape))
+                for c in problem.classes
+                for shape in (problem.shapes[c.shape],)
+            )
+        return self._order_read
+
+    def holder(self, problem: Problem, gang: Gang) -> Callable[[list[int]], bool] | None:
+        """For the trials of ``gang`` from the room now: whether a trial on a node list (one node,
+        or a topology domain of :attr:`tier_nodes`) may make it whole, judged from per-node pod
+        counts (:meth:`pod_counts`, summed per domain) instead of placing pods. False only when
+        the trial would fail and leave nothing behind; every trial of the gang gives back all
+        it took until one keeps it, so the counts hold for each.
+
+        A failed trial leaves the nodes it touched last in their free-GPU buckets: when a pod
+        of this problem may be placed by :meth:`best_fit` (:meth:`order_read`), only trials that
+        would take nothing are skipped. None when every trial must be made: a class of the gang
+        under rules between pods or topology spread records its trials pod by pod."""
+        spread = self.spread.of_class if self.spread is not None else {}
+        if any(c in spread or (self.interpod is not None and c in problem.isolated) for c in gang.classes):
+            return None
+        return _Holder(self, problem, gang, self.order_read(problem)).may_hold
 
     def _eligible_mask(self, eligible: dict[int, int]) -> NDArray[np.bool_]:
         """The nodes of an eligibility map (a shape's ``upper``) as a boolean array, made once."""
@@ -424,11 +484,12 @@ class Room:
         """Per node of ``nodes`` (eligible ones), (price, free GPUs, node) of one pod of ``shape``
         as one number (:data:`UNFIT` where it does not fit), the order of :meth:`cheapest_fit`."""
         ranks = np.full(nodes.size, UNFIT, dtype=np.int64)
-        fit = self.fitting(nodes, shape.request)
+        ok = self._fit_mask(nodes, shape.request)
+        fit = nodes[ok]
         if not fit.size:
             return ranks
         cost, levels = self._price(scarce, shape, fit)
-        ranks[np.searchsorted(nodes, fit)] = (cost * self._rank_base + levels) * self.count + fit
+        ranks[ok] = (cost * self._rank_base + levels) * self.count + fit
         return ranks
 
     def _price(
@@ -499,40 +560,93 @@ class Room:
         return None
 
 
+class _Holder:
+    """:meth:`Room.holder`'s answers for one gang: per class, its pods and per-node counts, and
+    per tier the counts summed per domain, each made when first asked."""
+
+    def __init__(self, room: Room, problem: Problem, gang: Gang, any_take: bool) -> None:
+        self.room = room
+        self.gang = gang
+        self.any_take = any_take
+        """Whether a trial counts as worth making as soon as it would take a pod."""
+        self.classes = [problem.classes[c] for c in gang.classes]
+        self.counts = [room.pod_counts(problem.shapes[pc.shape], len(pc.pods)) for pc in self.classes]
+        self.sums: dict[int, list[NDArray[np.int64]]] = {}
+        """Per tier, per class: its pods' counts summed per domain (the last entry: no domain)."""
+
+    def may_hold(self, nodes: list[int]) -> bool:
+        if len(nodes) == 1:
+            held = [int(counts[nodes[0]]) for counts in self.counts]
+        else:
+            where = self.room.domain_at.get(id(nodes))
+            if where is None:
+                return True
+            tier, position = where
+            sums = self.sums.get(tier)
+            if sums is None:
+                slot = self.room.tier_slot[tier]
+                size = len(self.room.tier_nodes[tier]) + 1
+                sums = self.sums[tier] = [
+                    np.bincount(slot, weights=counts, minlength=size).astype(np.int64) for counts in self.counts
+                ]
+            held = [min(len(pc.pods), int(total[position])) for pc, total in zip(self.classes, sums, strict=True)]
+        if self.any_take:
+            return any(held)
+        gang = self.gang
+        if sum(held) < max(1, gang.need):
+            return False
+        per_task: dict[str, int] = {}
+        for pc, k in zip(self.classes, held, strict=True):
+            per_task[pc.task] = per_task.get(pc.task, 0) + k
+        return all(per_task.get(task, 0) >= need for task, need in gang.task_need.items())
+
+
 UNFIT = np.iinfo(np.int64).max
 """The rank of a node where the pod does not fit (or may not go)."""
 
 FEW_CHANGED = 16
 """A kept ranking re-prices up to this many changed nodes in Python, more with numpy."""
+MANY_CHANGED = 8
+"""Changes to price again beyond one in this many nodes are told apart by marking every node."""
 
 
 class _Ranking:
-    """One shape's :meth:`Room.cheapest_fit` ranks over its eligible nodes, kept up to date by
-    pricing again only the nodes whose room changed since it was read (:attr:`Room.stamp`): the
-    choice is then an argmin, not a pricing of every candidate."""
+    """One shape's :meth:`Room.cheapest_fit` ranks over the nodes (:data:`UNFIT` where it is not
+    eligible), kept up to date by pricing again only the nodes whose room changed since it was
+    read (:attr:`Room.changes`): the choice is then an argmin, not a pricing of every candidate."""
 
     def __init__(self, room: Room, scarce: scarcity.Scarcity, shape: Shape) -> None:
         self.shape = shape
         self.scarce = scarce
-        self.nodes = np.flatnonzero(room._eligible_mask(shape.upper))
+        self.mask = room._eligible_mask(shape.upper)
         milli = shape.request[room.milli] if room.milli is not None else shape.gpus * FULL_GPU_MILLI
         self.rates = scarce.rates(shape.eligibility, milli > 0)
-        self.ranks = room.price_ranks(scarce, shape, self.nodes)
-        self.seen = room.tick
+        self.ranks = np.full(room.count, UNFIT, dtype=np.int64)
+        eligible = np.flatnonzero(self.mask)
+        self.ranks[eligible] = room.price_ranks(scarce, shape, eligible)
+        self.seen = room.changed
+        """How many of :attr:`Room.changes` the ranks reflect."""
 
     def best(self, room: Room) -> int | None:
-        if self.seen < room.tick:
-            stale = np.flatnonzero(room.stamp[self.nodes] > self.seen)
-            self.seen = room.tick
-            if stale.size <= FEW_CHANGED:
-                for i in stale.tolist():
-                    self.ranks[i] = room.price_rank(self.scarce, self.shape, int(self.nodes[i]), self.rates)
+        if self.seen < room.changed:
+            changed = room.changes[self.seen : room.changed]
+            self.seen = room.changed
+            if changed.size <= FEW_CHANGED:
+                for node in set(changed.tolist()):
+                    if self.mask[node]:
+                        self.ranks[node] = room.price_rank(self.scarce, self.shape, node, self.rates)
             else:
-                self.ranks[stale] = room.price_ranks(self.scarce, self.shape, self.nodes[stale])
+                if changed.size * MANY_CHANGED > room.count:  # each node once
+                    marks = np.zeros(room.count, dtype=np.bool_)
+                    marks[changed] = True
+                    stale = np.flatnonzero(marks & self.mask)
+                else:  # a node changed twice is priced twice, alike
+                    stale = changed[self.mask[changed]]
+                self.ranks[stale] = room.price_ranks(self.scarce, self.shape, stale)
         if not self.ranks.size:
             return None
         at = int(np.argmin(self.ranks))
-        return None if self.ranks[at] == UNFIT else int(self.nodes[at])
+        return None if self.ranks[at] == UNFIT else at
 
 
 def _share_room(shared: dict[int, int]) -> int:
@@ -653,11 +767,19 @@ def fit_topology_first(problem: Problem, gang: Gang, room: Room, caps: list[dict
     """A topology gang tries each domain of the finest tier, then of coarser tiers (the fullest
     domain that fits first, to keep roomy ones whole), then anywhere unless its networkTopology is
     hard; other gangs go anywhere."""
-    for nodes in _domain_attempts(problem, gang, room):
+    attempts = _domain_attempts(problem, gang, room)
+    may_hold = room.holder(problem, gang) if len(attempts) > FEW_ATTEMPTS else None
+    for nodes in attempts:
+        if nodes is not None and may_hold is not None and not may_hold(nodes):
+            continue  # a trial that fails for sure and leaves nothing behind
         taken = fit_gang(problem, gang, room, caps, nodes)
         if taken is not None:
             return taken
     return None
+
+
+FEW_ATTEMPTS = 2
+"""A gang with more trials than this to make has the hopeless ones skipped (:meth:`Room.holder`)."""
 
 
 def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> list[list[int] | None]:

@@ -12,7 +12,7 @@ from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pricing import scarcity
 from vcsat.solver.pricing.fragmentation import greedy_chooser
-from vcsat.solver.problem import Domains, Problem, Shape
+from vcsat.solver.problem import Domains, Gang, Problem, Shape
 from vcsat.solver.rules.interpod_tracker import Tracker
 from vcsat.solver.rules.spread import SpreadState
 
@@ -59,6 +59,10 @@ class ScanRoom:
 
     def close_trial(self, kept: bool) -> None:
         pass
+
+    def holder(self, problem: Problem, gang: Gang) -> None:
+        """Never judges a trial from counts: the reference makes every one."""
+        return None
 
     def choosers(self, problem: Problem) -> tuple[object, scarcity.Scarcity | None]:
         return greedy_chooser(problem), scarcity.for_problem(problem)
