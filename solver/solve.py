@@ -35,6 +35,7 @@ from vcsat.solver.placement.decode import bindings, gpu_bindings
 from vcsat.solver.podgroup_entries import per_podgroup
 from vcsat.solver.preempt import preempt_and_reclaim
 from vcsat.solver.problem import Problem, build_problem
+from vcsat.solver.rules.attach import slots_taken
 from vcsat.solver.rules.interpod_tracker import broken
 from vcsat.solver.rules.spread import SpreadState
 from vcsat.solver.search import staged
@@ -212,6 +213,8 @@ def _preempt(
         # Rules between pods are not modelled in the eviction search: such gangs wait for room
         # (sound: no victim is taken for them, none is counted as gone for their rules).
         and not any(c in problem.isolated for c in gang.classes)
+        # Shared CSI volumes count once per node: not modelled there either, such gangs wait too.
+        and not any(problem.shapes[problem.classes[c].shape].volumes for c in gang.classes)
     ]
     if not waiting:
         return now, [], [], podgroups
@@ -219,6 +222,10 @@ def _preempt(
     for (s, node), k in assignment.shape_slots.items():
         for r, amount in enumerate(problem.shapes[s].request):
             room[node][r] -= k * amount
+    if problem.attach is not None:
+        volumes = [shape.volumes for shape in problem.shapes]
+        for (node, r), count in slots_taken(problem.attach, volumes, assignment.shape_slots).items():
+            room[node][r] -= count
     usage = {queue: dict(held) for queue, held in (problem.queue_usage or queue_usage(problem.snapshot)).items()}
     for c, k in assignment.count.items():
         held = usage.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
