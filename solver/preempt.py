@@ -29,11 +29,13 @@ victims of the highest priority spared first, then the fewest victims, then the 
 first. Preemptors are *nominated*: they are bound in a later cycle, once their
 victims are gone.
 
-Rules between pods (inter-pod affinity, anti-affinity, host ports) are not modelled here, so a gang
-with an isolated class (:mod:`vcsat.solver.rules.isolation`) is never a preemptor (``solve`` leaves it
-out): no victim is taken for it. The other preemptors take part in no such rule by construction,
-and bound pods, victims included, keep refusing them nodes as before (a victim still blocks
-anti-affinity until it is gone and never justifies affinity). A running pod that another running
+Required anti-affinity with topology key ``kubernetes.io/hostname`` is modelled as DefaultPreemption
+reads it (:mod:`vcsat.solver.preempt_antiaffinity`): a victim's removal may lift a conflict on its
+node. Other rules between pods (inter-pod affinity, anti-affinity by another key, host ports) are
+not, so a gang with an isolated class (:mod:`vcsat.solver.rules.isolation`) that takes part in one
+is never a preemptor (``solve`` leaves it out): no victim is taken for it. The other preemptors
+take part in no such rule by construction, and bound pods keep refusing them nodes as before (a
+victim never justifies affinity). A running pod that another running
 pod's required affinity relies on (its terms select it in that pod's domain) is no victim, so no
 eviction leaves a placed pod's required affinity unsatisfied.
 """
@@ -53,6 +55,7 @@ from vcsat.model.conformance import protection
 from vcsat.model.gpus import GpuHoldings, gpu_holdings
 from vcsat.solver.greedy import gang_order
 from vcsat.solver.objectives.fairness import SHARE_SCALE
+from vcsat.solver.preempt_antiaffinity import AntiAffinity, victims_by_key
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.rules.interpod import affinity_anchors
 from vcsat.solver.rules.spread import counted_pods
@@ -161,6 +164,7 @@ def preempt_and_reclaim(
     *,
     budget: float,
     clock: SearchClock | None = None,
+    anti: AntiAffinity | None = None,
 ) -> Evictions:
     """Run preempt (per queue) then reclaim over ``room`` (what allocate left, changed in place),
     within ``budget`` deterministic seconds of CP-SAT (never the wall clock: same input, same
@@ -184,7 +188,7 @@ def preempt_and_reclaim(
         top = max(g.priority for g in preemptors)
         mine = [v for v in victims if v.queue == queue and v.pod.priority < top and v.pod.key not in out.evicted]
         if mine:
-            _run(problem, preemptors, mine, room, usage, "preempt", out, share(number), clock)
+            _run(problem, preemptors, mine, room, usage, "preempt", out, share(number), clock, anti)
     if policy.reclaim and problem.deserved:
         below = {q for q in problem.deserved if _share(problem, usage, q) < 1}
         reclaimable = {queue.name for queue in problem.snapshot.queues if queue.reclaimable}
@@ -192,7 +196,7 @@ def preempt_and_reclaim(
         preemptors = [g for g in waiting if g.queue in below and g.index not in out.placed]
         theirs = [v for v in victims if v.queue in above and v.pod.key not in out.evicted]
         if preemptors and theirs:
-            _run(problem, preemptors, theirs, room, usage, "reclaim", out, share(runs - 1), clock)
+            _run(problem, preemptors, theirs, room, usage, "reclaim", out, share(runs - 1), clock, anti)
     return out
 
 
@@ -213,6 +217,7 @@ def _run(
     out: Evictions,
     budget: float,
     clock: SearchClock,
+    anti: AntiAffinity | None = None,
 ) -> None:
     on_node: dict[int, list[Victim]] = {}
     for victim in victims:
@@ -264,6 +269,9 @@ def _run(
     small = units.request
     for var in evict.values():
         upper[var.index] = 1
+    if anti is not None:  # required anti-affinity per node: a victim's removal may lift a conflict
+        victim_of = victims_by_key([(v.index, v.pod) for v in victims])
+        anti.constrain(cp, x, upper, evict, victim_of, out.evicted, reason == "preempt")
 
     count: dict[int, cp_model.LinearExprT] = {}
     for gang in preemptors:
@@ -389,6 +397,12 @@ def _run(
     if values is None:
         return
     _apply(problem, preemptors, victims, placed, x, evict, values, room, usage, reason, out)
+    if anti is not None:
+        anti.note(
+            (problem.classes[c].pods[0], node)
+            for (c, node), var in x.items()
+            if values[var.index] and values[placed[problem.classes[c].gang].index]
+        )
 
 
 def _budget_violations(
