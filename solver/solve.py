@@ -35,6 +35,7 @@ from vcsat.solver.placement.decode import bindings, gpu_bindings
 from vcsat.solver.podgroup_entries import per_podgroup
 from vcsat.solver.preempt import preempt_and_reclaim
 from vcsat.solver.preempt_antiaffinity import AntiAffinity, evictions_may_cure, modelled_gangs
+from vcsat.solver.preempt_spread import SpreadRules
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.rules.attach import slots_taken
 from vcsat.solver.rules.interpod_tracker import broken
@@ -238,7 +239,12 @@ def _preempt(
         node_of = {node.name: i for i, node in enumerate(problem.nodes)}
         by_key = problem.snapshot.pod_by_key
         anti = AntiAffinity(problem, [(by_key[b.pod], node_of[b.node]) for b in now])
-    result = preempt_and_reclaim(problem, waiting, room, usage, budget=budget, clock=clock, anti=anti)
+    spread = None
+    if problem.spread:
+        class_of = {pod.key: c for c in problem.isolated for pod in problem.classes[c].pods}
+        node_index = {node.name: i for i, node in enumerate(problem.nodes)}
+        spread = SpreadRules(problem, [(class_of[b.pod], node_index[b.node], 1) for b in now if b.pod in class_of])
+    result = preempt_and_reclaim(problem, waiting, room, usage, budget=budget, clock=clock, anti=anti, spread=spread)
     if not result.placed:
         return now, [], [], podgroups
 
