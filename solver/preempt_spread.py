@@ -85,6 +85,8 @@ class SpreadRules:
             for (c, node), var in x.items():
                 domain = domain_of.get(node)
                 if domain is None:
+                    if g in self.of_carrier.get(c, ()) and group.key not in self.problem.nodes[node].labels:
+                        cp.add(var == 0)  # a carrier needs the key on its node (missing required label)
                     continue
                 if c in self.of_member and g in self.of_member[c]:
                     added.setdefault(domain, []).append((var, 1))

@@ -54,9 +54,10 @@ def test_no_eviction_when_the_counted_pods_outrank_the_job() -> None:
 @st.composite
 def contested(draw: st.DrawFn) -> Snapshot:
     names = [f"n{i}" for i in range(draw(st.integers(2, 4)))]
+    zones = [draw(st.sampled_from(["a", "b", "a", "b", ""])) for _ in names]  # "": no zone label
     nodes = [
-        node(n, cpu="3", memory="64Gi", labels={"zone": draw(st.sampled_from("ab")), "kubernetes.io/hostname": n})
-        for n in names
+        node(n, cpu="3", memory="64Gi", labels={"kubernetes.io/hostname": n} | ({"zone": z} if z else {}))
+        for n, z in zip(names, zones, strict=True)
     ]
     labels = [WEB, {"app": "db"}]
     pods = []
@@ -97,3 +98,21 @@ def test_random_preemption_with_spread_passes_check(snap: Snapshot) -> None:
     """solve() asserts check() finds nothing: every placement with a spread constraint within its
     skew before and after the evictions."""
     solved(snap, POLICY)
+
+
+def test_a_node_without_the_key_is_no_place_for_a_carrier() -> None:
+    """Evicting the priority-0 pod on the unlabelled node would be cheaper, but a pod spreading by
+    zone cannot go to a node without a zone (missing required label): a web pod in zone a goes."""
+    nodes = [
+        node("na", cpu="2", memory="64Gi", labels={"zone": "a"}),
+        node("bare", cpu="2", memory="64Gi"),
+    ]
+    web, web_groups = gangs("web", 2, queue="qa", priority=5, node="na", cpu="1", labels=WEB)
+    other, other_groups = gangs("other", queue="qa", priority=0, node="bare", cpu="2")
+    job, job_groups = waiting_job("job", cpu="1", labels=WEB, spread=[spread("zone", 1, WEB)])
+    snap = snapshot(
+        nodes=nodes, pods=[*web, *other, *job], groups=[*web_groups, *other_groups, *job_groups], queues=[queue("qa")]
+    )
+    dec = solved(snap, POLICY)
+    assert nominated(dec) == {"ns/job-0-0": "na"}
+    assert len(evicted(dec)) == 1
