@@ -24,6 +24,7 @@ from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, tier_thresh
 from vcsat.solver.pricing import scarcity
 from vcsat.solver.pricing.fragmentation import greedy_chooser
 from vcsat.solver.problem import Domains, Gang, Problem, Shape
+from vcsat.solver.rules.attach import AttachTracker
 from vcsat.solver.rules.interpod_tracker import Tracker
 from vcsat.solver.rules.spread import SpreadState
 
@@ -121,6 +122,12 @@ class Room:
         """Topology spread counts of what is placed so far (None without spread constraints)."""
         self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
         """Rules between pods, pod by pod (None when no class is isolated)."""
+        self.attach = (
+            AttachTracker(problem.attach, [shape.volumes for shape in problem.shapes])
+            if problem.attach is not None
+            else None
+        )
+        """Shared CSI volumes placed so far, per node (None when no pod shares one)."""
         self.full: set[Hashable] = set()
         """Queries (:meth:`query_key`) known to find no node where one pod fits (whatever rules
         between pods allow): room a gang keeps only shrinks, so such a query stays empty until room
@@ -269,6 +276,17 @@ class Room:
                 if self.gpu is not None:
                     change[self.gpu] += 1
             self._shares_changed(node)
+        self._shift(node, change)
+
+    def attach_slots(self, node: int, slots: dict[int, int]) -> None:
+        """Shared CSI volumes' attach slots taken on the node (negative: given back), per resource."""
+        if not slots:
+            return
+        if self._trial is None and any(count < 0 for count in slots.values()):
+            self.full.clear()  # as in give: room grows outside a trial
+        change = [0] * len(self.free[node])
+        for r, count in slots.items():
+            change[r] = -count
         self._shift(node, change)
 
     def _shares_changed(self, node: int) -> None:
@@ -871,6 +889,9 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
                 partial(tracker.allows, pod_class.index) if tracker is not None else None,
                 partial(spread.allows, pod_class.index) if spread is not None else None,
             )
+            attach = room.attach if shape.volumes else None
+            if attach is not None:
+                allow = _both(allow, partial(_attach_allows, attach, shape, room))
             if tracker is not None:
                 tracker.begin()
             query = room.query_key(shape.request, shape.upper, within)
@@ -900,10 +921,16 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
                 tracker.place(pod_class.index, node)
             if spread is not None:
                 spread.add(pod_class.index, node, 1)
+            if attach is not None:
+                room.attach_slots(node, attach.add(shape.index, node, 1))
             for name, amount in request_by_name.items():
                 used[name] = used.get(name, 0) + amount
             taken.append((pod_class.index, shape.index, node))
     return taken
+
+
+def _attach_allows(attach: AttachTracker, shape: Shape, room: Room, node: int) -> bool:
+    return attach.allows(shape.index, shape.request, room.free[node], node)
 
 
 def _both(first: Allow | None, second: Allow | None) -> Allow | None:
@@ -920,3 +947,5 @@ def undo(problem: Problem, room: Room, taken: Taken) -> None:
             room.interpod.remove(class_index, node)
         if room.spread is not None:
             room.spread.add(class_index, node, -1)
+        if room.attach is not None:
+            room.attach_slots(node, room.attach.add(shape_index, node, -1))

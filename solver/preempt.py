@@ -15,10 +15,12 @@ that may go (the *victims*), and the room left on each node.
   preemptor work is ranked by (queue priority, priority), and victims in higher-priority queues
   are spared before anything else of the victims' order.
 
-Topology spread is kept out of both, which is sound and simple: gangs whose pods carry or match a
-``DoNotSchedule`` constraint of the cycle are not preemptors (they wait for free room), and pods
-such a constraint counts are not victims, so no eviction or nomination changes a count that the
-allocate phase's placements were judged on.
+Topology spread (``DoNotSchedule``) is modelled as DefaultPreemption reads it, with the victims
+removed from the counts (:mod:`vcsat.solver.preempt_spread`): gangs whose pods carry or match a
+constraint preempt, pods a constraint counts may be victims, and every pod placed this cycle that
+carries a constraint stays within its skew once the victims are gone. (Without that model, as
+``preempt_and_reclaim`` runs when given no ``spread``, such gangs are no preemptors and such pods
+no victims.)
 
 In both, a victim's gang keeps at least its minMember or goes whole; pods that conformance
 protects (kube-system, critical priority classes, ``volcano.sh/preemptable: "false"``,
@@ -29,11 +31,13 @@ victims of the highest priority spared first, then the fewest victims, then the 
 first. Preemptors are *nominated*: they are bound in a later cycle, once their
 victims are gone.
 
-Rules between pods (inter-pod affinity, anti-affinity, host ports) are not modelled here, so a gang
-with an isolated class (:mod:`vcsat.solver.rules.isolation`) is never a preemptor (``solve`` leaves it
-out): no victim is taken for it. The other preemptors take part in no such rule by construction,
-and bound pods, victims included, keep refusing them nodes as before (a victim still blocks
-anti-affinity until it is gone and never justifies affinity). A running pod that another running
+Required anti-affinity with topology key ``kubernetes.io/hostname`` is modelled as DefaultPreemption
+reads it (:mod:`vcsat.solver.preempt_antiaffinity`): a victim's removal may lift a conflict on its
+node. Other rules between pods (inter-pod affinity, anti-affinity by another key, host ports) are
+not, so a gang with an isolated class (:mod:`vcsat.solver.rules.isolation`) that takes part in one
+is never a preemptor (``solve`` leaves it out): no victim is taken for it. The other preemptors
+take part in no such rule by construction, and bound pods keep refusing them nodes as before (a
+victim never justifies affinity). A running pod that another running
 pod's required affinity relies on (its terms select it in that pod's domain) is no victim, so no
 eviction leaves a placed pod's required affinity unsatisfied.
 """
@@ -53,6 +57,8 @@ from vcsat.model.conformance import protection
 from vcsat.model.gpus import GpuHoldings, gpu_holdings
 from vcsat.solver.greedy import gang_order
 from vcsat.solver.objectives.fairness import SHARE_SCALE
+from vcsat.solver.preempt_antiaffinity import AntiAffinity, victims_by_key
+from vcsat.solver.preempt_spread import SpreadRules
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.rules.interpod import affinity_anchors
 from vcsat.solver.rules.spread import counted_pods
@@ -112,14 +118,15 @@ def spread_bound(problem: Problem, gang: Gang) -> bool:
     return any(c in group.carriers or c in group.members for group in problem.spread for c in gang.classes)
 
 
-def victims_of(problem: Problem) -> list[Victim]:
-    """Every running pod of ours that conformance lets go, with its node and queue."""
+def victims_of(problem: Problem, spread_counted: bool = False) -> list[Victim]:
+    """Every running pod of ours that conformance lets go, with its node and queue (pods a spread
+    constraint counts only with ``spread_counted``: when the model keeps the counts)."""
     snapshot = problem.snapshot
     node_of = {node.name: i for i, node in enumerate(problem.nodes)}
     out: list[Victim] = []
     holdings_of: dict[int, GpuHoldings] = {}
     # Pods a topology spread constraint of this cycle counts are no victims (see the docstring).
-    counted = counted_pods(snapshot, problem.nodes, problem.spread) if problem.spread else set()
+    counted = counted_pods(snapshot, problem.nodes, problem.spread) if problem.spread and not spread_counted else set()
     # Nor are pods another running pod's required affinity relies on (see the docstring).
     counted |= affinity_anchors(snapshot, problem.nodes)
     for pod in snapshot.pods:
@@ -161,6 +168,8 @@ def preempt_and_reclaim(
     *,
     budget: float,
     clock: SearchClock | None = None,
+    anti: AntiAffinity | None = None,
+    spread: SpreadRules | None = None,
 ) -> Evictions:
     """Run preempt (per queue) then reclaim over ``room`` (what allocate left, changed in place),
     within ``budget`` deterministic seconds of CP-SAT (never the wall clock: same input, same
@@ -168,8 +177,9 @@ def preempt_and_reclaim(
     out = Evictions()
     policy = problem.policy
     clock = clock if clock is not None else SearchClock(workers=workers_for(policy))
-    waiting = [gang for gang in waiting if not spread_bound(problem, gang)]
-    victims = victims_of(problem) if (policy.preempt or policy.reclaim) and waiting else []
+    if spread is None:
+        waiting = [gang for gang in waiting if not spread_bound(problem, gang)]
+    victims = victims_of(problem, spread is not None) if (policy.preempt or policy.reclaim) and waiting else []
     if not victims:
         return out
     queues = sorted({gang.queue for gang in waiting}) if policy.preempt else []
@@ -184,7 +194,7 @@ def preempt_and_reclaim(
         top = max(g.priority for g in preemptors)
         mine = [v for v in victims if v.queue == queue and v.pod.priority < top and v.pod.key not in out.evicted]
         if mine:
-            _run(problem, preemptors, mine, room, usage, "preempt", out, share(number), clock)
+            _run(problem, preemptors, mine, room, usage, "preempt", out, share(number), clock, anti, spread)
     if policy.reclaim and problem.deserved:
         below = {q for q in problem.deserved if _share(problem, usage, q) < 1}
         reclaimable = {queue.name for queue in problem.snapshot.queues if queue.reclaimable}
@@ -192,7 +202,7 @@ def preempt_and_reclaim(
         preemptors = [g for g in waiting if g.queue in below and g.index not in out.placed]
         theirs = [v for v in victims if v.queue in above and v.pod.key not in out.evicted]
         if preemptors and theirs:
-            _run(problem, preemptors, theirs, room, usage, "reclaim", out, share(runs - 1), clock)
+            _run(problem, preemptors, theirs, room, usage, "reclaim", out, share(runs - 1), clock, anti, spread)
     return out
 
 
@@ -213,6 +223,8 @@ def _run(
     out: Evictions,
     budget: float,
     clock: SearchClock,
+    anti: AntiAffinity | None = None,
+    spread: SpreadRules | None = None,
 ) -> None:
     on_node: dict[int, list[Victim]] = {}
     for victim in victims:
@@ -264,6 +276,11 @@ def _run(
     small = units.request
     for var in evict.values():
         upper[var.index] = 1
+    if anti is not None:  # required anti-affinity per node: a victim's removal may lift a conflict
+        victim_of = victims_by_key([(v.index, v.pod) for v in victims])
+        anti.constrain(cp, x, upper, evict, victim_of, out.evicted, reason == "preempt")
+    if spread is not None:  # topology spread counts with the victims gone and the preemptors in
+        spread.constrain(cp, x, upper, evict, [(v.index, v.pod, v.node) for v in victims])
 
     count: dict[int, cp_model.LinearExprT] = {}
     for gang in preemptors:
@@ -389,6 +406,15 @@ def _run(
     if values is None:
         return
     _apply(problem, preemptors, victims, placed, x, evict, values, room, usage, reason, out)
+    landed = [
+        (c, node, values[var.index])
+        for (c, node), var in x.items()
+        if values[var.index] and values[placed[problem.classes[c].gang].index]
+    ]
+    if anti is not None:
+        anti.note((problem.classes[c].pods[0], node) for c, node, _ in landed)
+    if spread is not None:
+        spread.note(landed, [(v.pod, v.node) for v in victims if values[evict[v.index].index]])
 
 
 def _budget_violations(

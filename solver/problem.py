@@ -27,6 +27,7 @@ from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver.enqueue import admit
 from vcsat.solver.rules import predicates, volumes
 from vcsat.solver.rules import spread as spread_rules
+from vcsat.solver.rules.attach import SharedAttach, shared_attach
 from vcsat.solver.rules.interpod import INTERPOD, InterPod, Relations, relations
 from vcsat.solver.rules.isolation import Isolation, isolation
 from vcsat.solver.rules.preferences import PreferenceKey, any_prefer_no_schedule, node_scores, preference_key
@@ -61,6 +62,9 @@ class Shape:
     isolated: int | None = None
     """The one pod class of this shape when the class takes part in rules between pods
     (:mod:`vcsat.solver.rules.isolation`): its bucket then holds this shape alone."""
+    volumes: frozenset[str] = frozenset()
+    """Its pods' CSI volumes that other pods share (:mod:`vcsat.solver.rules.attach`): counted once
+    per node, so the shape takes an exact bucket of its own."""
 
 
 @dataclass(frozen=True)
@@ -230,6 +234,8 @@ class Problem:
     """How isolated classes constrain each other by inter-pod affinity and host ports."""
     interpod_scores: dict[int, dict[int, int]] | None = None
     """Per isolated class, per node: its preferred inter-pod score (filled on first use)."""
+    attach: SharedAttach | None = None
+    """CSI volumes several pods share, counted once per node (:mod:`vcsat.solver.rules.attach`)."""
 
     def queue_priority(self, queue: str) -> int:
         """The queue's own ``spec.priority`` (0 when unset or unknown). In a hierarchy only the
@@ -432,7 +438,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         gangs.append(gang)
 
         by_class: dict[
-            tuple[str, tuple[int, ...], predicates.EligibilityKey, PreferenceKey | None, Hashable], list[Pod]
+            tuple[str, tuple[int, ...], predicates.EligibilityKey, PreferenceKey | None, Hashable, frozenset[str]],
+            list[Pod],
         ] = {}
         for pod in pods:
             request = request_of(pod, resources)
@@ -446,14 +453,17 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 predicates.eligibility_key(pod, restriction),
                 preference_key(pod, tainted),
                 iso.signature(pod),
+                rules.shared_volumes(pod) if rules is not None else frozenset(),
             )
             by_class.setdefault(class_key, []).append(pod)
 
-        for (task, request, elig_key, pref_key, signature), class_pods in by_class.items():
+        for (task, request, elig_key, pref_key, signature, shared), class_pods in by_class.items():
             own = len(classes) if signature is not None else None
             shape_key: tuple[Hashable, ...] = (
                 (request, elig_key, pref_key) if own is None else (request, elig_key, pref_key, own)
             )
+            if shared:
+                shape_key = (*shape_key, shared)
             shape_index = shape_by_key.get(shape_key)
             if shape_index is None:
                 eligible = eligible_cache.get(elig_key)
@@ -488,6 +498,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         preference=preference,
                         preference_key=pref_key,
                         isolated=own,
+                        volumes=shared,
                     )
                 )
             pod_class = PodClass(
@@ -607,6 +618,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         spread=groups,
         soft_spread=soft_groups,
         interpod=interpod,
+        attach=shared_attach(rules, nodes, resources) if rules is not None else None,
     )
 
 
@@ -650,7 +662,7 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
         if shape.nodes:
             # Shapes with node preferences get exact buckets: at a relaxed request the preference
             # level would crowd the preferred nodes beyond their real room.
-            exact = shape.index if shape.preference else None
+            exact = shape.index if shape.preference or shape.volumes else None
             request = tuple(shape.request[i] for i in keep)
             key = (request, shape.eligibility, shape.preference_key, exact, shape.isolated)
             groups.setdefault(key, []).append(shape)
@@ -661,9 +673,7 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
     return buckets
 
 
-def _bucket(
-    index: int, members: list[Shape], free: list[list[int]], room: NDArray[np.int64] | None = None
-) -> Bucket:
+def _bucket(index: int, members: list[Shape], free: list[list[int]], room: NDArray[np.int64] | None = None) -> Bucket:
     request = tuple(min(column) for column in zip(*(m.request for m in members), strict=True))
     if len(members) == 1 and members[0].isolated is not None:
         # An isolated class's own bucket: exactly its shape (the same counts, already computed).
@@ -881,9 +891,7 @@ def _prefilter(
     return None
 
 
-def _why_no_node(
-    pod: Pod, nodes: tuple[Node, ...], key: predicates.CompiledKey, iso: Isolation | None = None
-) -> str:
+def _why_no_node(pod: Pod, nodes: tuple[Node, ...], key: predicates.CompiledKey, iso: Isolation | None = None) -> str:
     """Kubernetes-style count of why each node refuses the pod ("0/5 nodes: ...")."""
     counts: dict[str, int] = {}
     example: dict[str, str] = {}

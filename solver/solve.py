@@ -34,7 +34,10 @@ from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.placement.decode import bindings, gpu_bindings
 from vcsat.solver.podgroup_entries import per_podgroup
 from vcsat.solver.preempt import preempt_and_reclaim
+from vcsat.solver.preempt_antiaffinity import AntiAffinity, evictions_may_cure, modelled_gangs
+from vcsat.solver.preempt_spread import SpreadRules
 from vcsat.solver.problem import Problem, build_problem
+from vcsat.solver.rules.attach import slots_taken
 from vcsat.solver.rules.interpod_tracker import broken
 from vcsat.solver.rules.spread import SpreadState
 from vcsat.solver.search import staged
@@ -42,7 +45,7 @@ from vcsat.solver.search.bound import lp_level_bounds
 from vcsat.solver.search.exact import ExactResult, solve_exact
 from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.shares.deserved import queue_usage
-from vcsat.solver.sure import WAITING_ROOM, Prepared
+from vcsat.solver.sure import Prepared
 
 SEARCH_SHARE = 0.65
 """Of the time limit, what the allocate search may spend in CP-SAT (deterministic seconds), less
@@ -204,14 +207,17 @@ def _preempt(
     clock: SearchClock,
 ) -> tuple[list[Binding], list[Nomination], list[Eviction], list[PodGroupOutcome]]:
     """Preempt and reclaim (:mod:`preempt`) over what the allocate phase left."""
+    left = [gang for gang in problem.gangs if gang.index not in assignment.placed]
+    modelled = modelled_gangs(problem, left)
     waiting = [
         gang
-        for gang in problem.gangs
-        if gang.index not in assignment.placed
-        and (gang.index not in problem.blocked or problem.blocked[gang.index].reason in WAITING_ROOM)
-        # Rules between pods are not modelled in the eviction search: such gangs wait for room
-        # (sound: no victim is taken for them, none is counted as gone for their rules).
-        and not any(c in problem.isolated for c in gang.classes)
+        for gang in left
+        if evictions_may_cure(problem, gang, modelled)
+        # Rules between pods other than anti-affinity per node are not modelled in the eviction
+        # search: such gangs wait for room (sound: no victim is taken for them).
+        and (not any(c in problem.isolated for c in gang.classes) or gang.index in modelled)
+        # Shared CSI volumes count once per node: not modelled there either, such gangs wait too.
+        and not any(problem.shapes[problem.classes[c].shape].volumes for c in gang.classes)
     ]
     if not waiting:
         return now, [], [], podgroups
@@ -219,12 +225,26 @@ def _preempt(
     for (s, node), k in assignment.shape_slots.items():
         for r, amount in enumerate(problem.shapes[s].request):
             room[node][r] -= k * amount
+    if problem.attach is not None:
+        volumes = [shape.volumes for shape in problem.shapes]
+        for (node, r), count in slots_taken(problem.attach, volumes, assignment.shape_slots).items():
+            room[node][r] -= count
     usage = {queue: dict(held) for queue, held in (problem.queue_usage or queue_usage(problem.snapshot)).items()}
     for c, k in assignment.count.items():
         held = usage.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
         for r, name in enumerate(problem.resources):
             held[name] = held.get(name, 0) + k * problem.shapes[problem.classes[c].shape].request[r]
-    result = preempt_and_reclaim(problem, waiting, room, usage, budget=budget, clock=clock)
+    anti = None
+    if any(c in problem.isolated for gang in waiting for c in gang.classes):
+        node_of = {node.name: i for i, node in enumerate(problem.nodes)}
+        by_key = problem.snapshot.pod_by_key
+        anti = AntiAffinity(problem, [(by_key[b.pod], node_of[b.node]) for b in now])
+    spread = None
+    if problem.spread:
+        class_of = {pod.key: c for c in problem.isolated for pod in problem.classes[c].pods}
+        node_index = {node.name: i for i, node in enumerate(problem.nodes)}
+        spread = SpreadRules(problem, [(class_of[b.pod], node_index[b.node], 1) for b in now if b.pod in class_of])
+    result = preempt_and_reclaim(problem, waiting, room, usage, budget=budget, clock=clock, anti=anti, spread=spread)
     if not result.placed:
         return now, [], [], podgroups
 

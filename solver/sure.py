@@ -33,10 +33,8 @@ from vcsat.solver.greedy import greedy
 from vcsat.solver.objectives.placement import placed_work
 from vcsat.solver.placement.decode import bindings
 from vcsat.solver.podgroup_entries import per_podgroup
+from vcsat.solver.preempt_antiaffinity import evictions_may_cure, modelled_gangs
 from vcsat.solver.problem import Problem, build_problem
-
-WAITING_ROOM = frozenset({"InsufficientResources", "Fragmented"})
-"""Prefilter reasons that evictions may cure (as the preempt phase of :mod:`vcsat.solver.solve` reads them)."""
 
 
 @dataclass(frozen=True)
@@ -65,9 +63,10 @@ def places_everything(problem: Problem, assignment: Assignment) -> bool:
             if assignment.count.get(c, 0) != len(problem.classes[c].pods):
                 return False
     if problem.policy.preempt or problem.policy.reclaim:
-        for index, blocked in problem.blocked.items():
-            if blocked.reason in WAITING_ROOM and index not in assignment.placed:
-                return False
+        left = [problem.gangs[index] for index in problem.blocked if index not in assignment.placed]
+        modelled = modelled_gangs(problem, left)
+        if any(evictions_may_cure(problem, gang, modelled) for gang in left):
+            return False
     return True
 
 

@@ -13,6 +13,7 @@ from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pricing import scarcity
 from vcsat.solver.pricing.fragmentation import greedy_chooser
 from vcsat.solver.problem import Domains, Gang, Problem, Shape
+from vcsat.solver.rules.attach import AttachTracker
 from vcsat.solver.rules.interpod_tracker import Tracker
 from vcsat.solver.rules.spread import SpreadState
 
@@ -44,6 +45,12 @@ class ScanRoom:
         """Topology spread counts of what is placed so far (None without spread constraints)."""
         self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
         """Rules between pods, pod by pod (None when no class is isolated)."""
+        self.attach = (
+            AttachTracker(problem.attach, [shape.volumes for shape in problem.shapes])
+            if problem.attach is not None
+            else None
+        )
+        """Shared CSI volumes placed so far, per node (None when no pod shares one)."""
         self.full: set[object] = set()
         """Never filled: the reference remembers no empty query, it scans every time."""
         self.gang_sizes: dict[int, tuple[int, int]] = {}
@@ -94,6 +101,13 @@ class ScanRoom:
         if after != before:
             del self.levels[before][node]
             self.levels.setdefault(after, {})[node] = None
+
+    def attach_slots(self, node: int, slots: dict[int, int]) -> None:
+        """Shared CSI volumes' attach slots taken on the node (negative: given back), per resource."""
+        change = [0] * len(self.free[node])
+        for r, count in slots.items():
+            change[r] = -count
+        self._shift(node, change)
 
     def take(self, node: int, request: tuple[int, ...]) -> None:
         whole, share = self._parts(request)

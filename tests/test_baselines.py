@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import group, node, pod, queue, snapshot
+from tests.storage_builders import pv, pvc
 from vcsat.model import Decision, Pod, Policy, Snapshot
 from vcsat.solver import check
 from vcsat.solver.baselines import BASELINES, Baseline, check_policy
@@ -356,3 +357,43 @@ def test_every_decision_keeps_the_hard_rules(snap: Snapshot, name: str) -> None:
     assert check(snap, first, check_policy(baseline, Policy())) == []
     again = baseline.solve(snap, Policy())
     assert first.model_dump(exclude={"solver"}) == again.model_dump(exclude={"solver"})
+
+
+# --- Kubernetes semantics every baseline keeps: gates, claims pinned to nodes, queue annotation ---
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_gated_pod_is_never_placed(name: str) -> None:
+    snap = snapshot(nodes=[node("a", cpu="8")], pods=[pod("ns/gated", gates=["example.com/hold"]), pod("ns/free")])
+    assert set(placed(decide(name, snap))) == {"ns/free"}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_claim_bound_to_a_local_volume_keeps_its_pod_on_that_node(name: str) -> None:
+    """Node a comes first and has the room; the volume is pinned to b."""
+    snap = snapshot(
+        nodes=[node(n, cpu="8", labels={HOSTNAME: n}) for n in "ab"],
+        pods=[pod("ns/db", claims=["data"])],
+        claims=[pvc("ns/data", volume="local-b")],
+        volumes=[pv("local-b", claim="ns/data", node_affinity=[f"{HOSTNAME} in (b)"])],
+    )
+    assert placed(decide(name, snap)) == {"ns/db": "b"}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_claim_that_is_missing_keeps_its_pod_waiting(name: str) -> None:
+    snap = snapshot(nodes=[node("a", cpu="8")], pods=[pod("ns/db", claims=["nowhere"])])
+    assert placed(decide(name, snap)) == {}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_lone_pods_queue_annotation_counts_against_that_queue(name: str) -> None:
+    """Queue ``small`` may take 1 cpu: of two annotated 1-cpu pods, one goes."""
+    snap = snapshot(
+        nodes=[node("a", cpu="8")],
+        pods=[pod(f"ns/p{i}", cpu="1", queue_name="small", created=i) for i in range(2)],
+        queues=[queue("small", capability={"cpu": "1"})],
+    )
+    assert len(placed(decide(name, snap))) == 1

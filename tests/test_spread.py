@@ -256,13 +256,19 @@ def test_schedule_anyway_never_blocks() -> None:
     assert len(dec.bindings) == 3
 
 
-def test_spread_bound_pods_do_not_preempt_and_are_not_victims() -> None:
+def test_spread_bound_pods_preempt_as_default_preemption_does() -> None:
+    """hi0 fits on nb0 (zones 2 and 2); hi1 fits nowhere without an eviction. DefaultPreemption
+    removes one counted web pod on a node where hi1 then keeps the zones within skew (either node
+    does: 2 against 2); one victim, and hi1 nominated to its node."""
     nodes = zones("a", "b", per_zone=1, cpu="2")
     low = [pod(f"ns/low{i}", cpu="1", node=n, priority=0, labels=WEB) for i, n in enumerate(["na0", "na0", "nb0"])]
     high = [web(f"hi{i}", priority=100) for i in range(2)]
     snap = snapshot(nodes=nodes, pods=[*low, *high])
     dec = solved(snap)
-    assert dec.evictions == [] and dec.nominations == []
+    assert [(b.pod, b.node) for b in dec.bindings] == [("ns/hi0", "nb0")]
+    assert len(dec.evictions) == 1 and len(dec.nominations) == 1
+    (victim,) = dec.evictions
+    assert snap.pod_by_key[victim.pod].node_name == dec.nominations[0].node
 
 
 # --- check() catches hand-made violations -------------------------------------------------------

@@ -71,7 +71,7 @@ def pending_jobs(snapshot: Snapshot, *, gang: bool = True) -> list[Job]:
         if first.group is not None and group is None:
             jobs.append(Job(key, None, DEFAULT_QUEUE, first.priority, first.created, pods, invalid="unknown"))
             continue
-        queue = group.queue if group is not None else DEFAULT_QUEUE
+        queue = group.queue if group is not None else (first.queue_name or DEFAULT_QUEUE)
         priority = _priority(group, pods)
         created = group.created if group is not None and group.created else min(p.created for p in pods)
         if not gang or group is None:

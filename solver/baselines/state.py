@@ -20,6 +20,7 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, Queue
 from vcsat.model.gpus import gpu_holdings
 from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
+from vcsat.solver.rules.volumes import VolumeRules
 from vcsat.solver.validator.check import demand
 
 FULL_GPU_MILLI = 1000
@@ -108,9 +109,10 @@ class QueueRoom:
                 self.room[name] = {r: cap - self.used[name].get(r, 0) for r, cap in queue.capability.items()}
 
     def queue_of(self, pod: Pod) -> str | None:
-        """The pod's queue; None when its PodGroup is not in the snapshot."""
+        """The pod's queue (a lone pod's ``scheduling.volcano.sh/queue-name``, as Volcano reads it);
+        None when its PodGroup is not in the snapshot."""
         if pod.group is None:
-            return DEFAULT_QUEUE
+            return pod.queue_name or DEFAULT_QUEUE
         return self.group_queue.get(pod.group)
 
     def is_open(self, queue: str | None) -> bool:
@@ -159,6 +161,9 @@ class ClusterState:
         self.queues = QueueRoom(snapshot)
         self.placements: list[Placement] = []
         self._eligible: dict[EligibilityKey, list[NodeRoom]] = {}
+        pending = [pod for pod in snapshot.pods if pod.pending]
+        self.volumes = VolumeRules(snapshot, pending) if any(pod.claims for pod in pending) else None
+        """kube-scheduler's volume filters (claims bound to volumes pinned to nodes, ...), when a pod has claims."""
         self._largest: dict[str, int] = {}
         self.demands: dict[str, dict[str, int]] = {}
 
@@ -177,11 +182,17 @@ class ClusterState:
         return need
 
     def eligible(self, pod: Pod) -> list[NodeRoom]:
-        """Rooms of the nodes where every predicate holds for the pod, in snapshot order."""
-        key = eligibility_key(pod)
+        """Rooms of the nodes where every predicate holds for the pod, in snapshot order: none for a
+        pod with scheduling gates (or resource claims), which Kubernetes does not schedule; its
+        volumes' node restrictions included (VolumeBinding, VolumeRestrictions, VolumeZone)."""
+        if pod.held:
+            return []
+        restriction = self.volumes.restriction(pod) if self.volumes is not None and pod.claims else None
+        key = eligibility_key(pod, restriction)
         rooms = self._eligible.get(key)
         if rooms is None:
-            rooms = self._eligible[key] = [self.room_by_name[n.name] for n in self.index.eligible(pod)]
+            nodes = self.index.nodes_of(self.index.mask(key))
+            rooms = self._eligible[key] = [self.room_by_name[n.name] for n in nodes]
         return rooms
 
     def feasible(self, pod: Pod) -> list[NodeRoom]:

@@ -106,8 +106,9 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
         # A pod the bucket's slots could not hold may still fit elsewhere with its real request:
         # the placement (and its value) stands, only the packing changes.
         for s in missing:
-            if problem.shapes[s].isolated is not None:
-                # Its nodes are the model's: rules between pods were decided for those (never moved).
+            if problem.shapes[s].isolated is not None or problem.shapes[s].volumes:
+                # Its nodes are the model's: rules between pods and shared volumes' attach slots
+                # were decided for those (never moved).
                 _short(out, bucket, [s])
                 continue
             wanted = problem.shapes[s]

@@ -455,8 +455,8 @@ def fragmentation_layout(problem: Problem, assignment: Assignment) -> dict[tuple
     from vcsat.solver.greedy import Room, gang_order  # the greedy imports this module
 
     measure = for_problem(problem)
-    if problem.isolated:
-        return None  # isolated classes' nodes are the model's: rules between pods hold there
+    if problem.isolated or problem.attach is not None:
+        return None  # isolated classes' (shared volumes') nodes are the model's: its rules hold there
     if measure is None or assignment.shape_slots or assignment.domain_counts or not assignment.count:
         return None
     if any(g in assignment.placed for g in problem.topology_gangs):

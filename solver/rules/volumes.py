@@ -32,7 +32,10 @@ eligibility key, and cost nothing in the CP-SAT model. The rules follow kube-sch
 
 What changes as pods land is not a restriction but a per-node resource (:meth:`VolumeRules.requests`,
 :meth:`VolumeRules.room`): NodeVolumeLimits' unique CSI volumes per driver, and the node-local
-volumes a class's waiting claims bind (see ``_local_classes``).
+volumes a class's waiting claims bind (see ``_local_classes``). A CSI volume that several pods
+share, or that a bound pod already holds, is not a per-pod request: it takes a node's attach slot
+once, and none on a node that holds it (:meth:`VolumeRules.shared_volumes`,
+:mod:`vcsat.solver.rules.attach`).
 """
 
 from __future__ import annotations
@@ -119,6 +122,7 @@ class VolumeRules:
     def __init__(self, snapshot: Snapshot, pending: Sequence[Pod]) -> None:
         self.snapshot = snapshot
         self.nodes = snapshot.nodes
+        self.pending = tuple(pending)
         self._affinity: dict[str, frozenset[str]] = {}
         self._zones: dict[str, frozenset[str]] = {}
         self._candidates_of: dict[str, list[PersistentVolume]] = {}
@@ -130,6 +134,9 @@ class VolumeRules:
         self._local_claims: set[str] = set()
         self._local_classes(pending)
         self._taken_before = self._contended(pending)
+        self._attached_of: dict[str, dict[str, str]] = {}
+        self._shared = self._shared_volumes(pending)
+        """CSI volumes of limited drivers counted once per node, not per pod (:meth:`shared_volumes`)."""
 
     # --- claims and their holders -------------------------------------------------------------
 
@@ -139,9 +146,7 @@ class VolumeRules:
     @cached_property
     def _claims_in_use(self) -> frozenset[str]:
         """Claim keys some running pod (bound, not finished) uses."""
-        return frozenset(
-            f"{pod.namespace}/{name}" for pod in self.snapshot.pods if pod.bound for name in pod.claims
-        )
+        return frozenset(f"{pod.namespace}/{name}" for pod in self.snapshot.pods if pod.bound for name in pod.claims)
 
     def _owners(self, pending: Sequence[Pod]) -> dict[str, str]:
         """Per ReadWriteOncePod claim, and per waiting claim (its volume is chosen with the node of
@@ -235,9 +240,7 @@ class VolumeRules:
         for claim in claims:
             if claim.lost:
                 gone = f'persistentvolume "{claim.volume_name}"'
-                return _Refusal(
-                    "VolumeBinding", f'persistentvolumeclaim "{claim.name}" bound to non-existent {gone}'
-                )
+                return _Refusal("VolumeBinding", f'persistentvolumeclaim "{claim.name}" bound to non-existent {gone}')
             if claim.deleting:
                 return _Refusal("VolumeBinding", f'persistentvolumeclaim "{claim.name}" is being deleted')
         for claim in claims:
@@ -468,23 +471,62 @@ class VolumeRules:
                 out[f"{storage_class.provisioner}/claim:{claim.key}"] = storage_class.provisioner
         return out
 
-    def _attached(self, node: str) -> dict[str, str]:
-        """Unique CSI volumes the pods bound to the node use, with their drivers."""
-        out: dict[str, str] = {}
-        for pod in self.snapshot.pods_on_node.get(node, ()):
-            out.update(self.csi_volumes(pod))
+    def attached(self, node: str) -> dict[str, str]:
+        """Unique CSI volumes the pods bound to the node use, with their drivers (cached per node)."""
+        out = self._attached_of.get(node)
+        if out is None:
+            out = {}
+            for pod in self.snapshot.pods_on_node.get(node, ()):
+                out.update(self.csi_volumes(pod))
+            self._attached_of[node] = out
         return out
 
+    def _shared_volumes(self, pending: Sequence[Pod]) -> frozenset[str]:
+        """CSI volumes of a limited driver whose cost depends on where other pods are: used by two
+        or more pending pods, or by a pending pod and a pod bound on a node with a limit.
+
+        NodeVolumeLimits counts unique volumes on a node: such a volume costs one attach slot on a
+        node once, whichever of its pods lands there first, and none on a node that has it already.
+        The model counts it with a boolean per (volume, node) (:mod:`vcsat.solver.constraints.attach`);
+        a volume only one pending pod uses and no limited node holds is a plain per-pod request.
+        """
+        limited = self._limited_drivers
+        if not limited:
+            return frozenset()
+        users: dict[str, int] = {}
+        for pod in pending:
+            for key, driver in self.csi_volumes(pod).items():
+                if driver in limited:
+                    users[key] = users.get(key, 0) + 1
+        if not users:
+            return frozenset()
+        held: set[str] = set()
+        for csinode in self.snapshot.csinodes:
+            held.update(self.attached(csinode.name))
+        return frozenset(key for key, count in users.items() if count > 1 or key in held)
+
+    def shared_volumes(self, pod: Pod) -> frozenset[str]:
+        """The pod's CSI volumes that are counted once per node (see :meth:`_shared_volumes`)."""
+        if not self._shared:
+            return frozenset()
+        return frozenset(key for key in self.csi_volumes(pod) if key in self._shared)
+
+    @property
+    def shared(self) -> frozenset[str]:
+        """Every shared CSI volume of the cycle (see :meth:`_shared_volumes`)."""
+        return self._shared
+
     def requests(self, pod: Pod) -> dict[str, int]:
-        """The pod's amounts of :meth:`resources`: its CSI volumes of each limited driver (all counted
-        as new: conservative where a volume is already attached on the node or shared with another
-        pending pod), and its waiting claims of each local-volume class."""
+        """The pod's amounts of :meth:`resources`: its CSI volumes of each limited driver that no
+        other pod shares (a shared one is counted once per node by the model, see
+        :meth:`shared_volumes`; its driver's resource is listed with nothing of it), and its waiting
+        claims of each local-volume class."""
         out: dict[str, int] = {}
         limited = self._limited_drivers
-        for driver in self.csi_volumes(pod).values():
+        for key, driver in self.csi_volumes(pod).items():
             if driver in limited:
                 name = attachable_resource(driver)
-                out[name] = out.get(name, 0) + 1
+                out[name] = out.get(name, 0) + (0 if key in self._shared else 1)
         for name in pod.claims:
             claim = self.claim(pod, name)
             if claim is not None and claim.key in self._local_claims:
@@ -500,7 +542,8 @@ class VolumeRules:
             limit = csinode.limits.get(driver) if csinode is not None else None
             if limit is None:
                 return unlimited
-            return limit - sum(1 for d in self._attached(node.name).values() if d == driver)
+            # Never below zero: a node over its limit still takes a pod that adds no volume of the driver.
+            return max(0, limit - sum(1 for d in self.attached(node.name).values() if d == driver))
         storage_class = resource.removeprefix(LOCAL_PREFIX)
         if self._provisions(storage_class, node):
             return unlimited

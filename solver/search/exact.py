@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
+from vcsat.solver.constraints.attach import add_attach_limits
 from vcsat.solver.constraints.capacity import add_capacity
 from vcsat.solver.constraints.gang import add_gang
 from vcsat.solver.constraints.interpod import InterpodVars, add_interpod, hint_values
@@ -211,6 +212,7 @@ def _search(
     v = create_variables(cp, problem, buckets)
     add_gang(cp, problem, v)
     add_capacity(cp, problem, v, buckets)
+    add_attach_limits(cp, problem, v, buckets, hint)  # shared CSI volumes: one attach slot per node
     add_share_room(cp, problem, v)  # valid cuts: a GPU share fits only where that much is left on one GPU
     add_quota(cp, problem, v)
     spread = add_spread(cp, problem, v, buckets)

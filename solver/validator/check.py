@@ -246,8 +246,17 @@ class _Checker:
     def _interpod(self) -> None:
         """Inter-pod affinity, anti-affinity and host ports (:mod:`vcsat.solver.validator.interpod`)."""
         new = [(p.pod, p.node) for p in self.placements if p.node is not None]
-        for found in check_interpod(self.snapshot, new):
-            self._flag(found.rule, found.subject, found.message)
+        if self.victims or any(p.kind == "nomination" for p in self.placements):
+            # Bindings now, beside the victims; everything after evictions (nominations wait for them).
+            now = [(p.pod, p.node) for p in self.placements if p.node is not None and p.kind == "binding"]
+            seen: set[tuple[str, str, str]] = set()
+            for found in [*check_interpod(self.snapshot, now), *check_interpod(self.snapshot, new, set(self.victims))]:
+                if (found.rule, found.subject, found.message) not in seen:
+                    seen.add((found.rule, found.subject, found.message))
+                    self._flag(found.rule, found.subject, found.message)
+        else:
+            for found in check_interpod(self.snapshot, new):
+                self._flag(found.rule, found.subject, found.message)
         for found in affinity_after_evictions(self.snapshot, self.victims, new):
             self._flag(found.rule, found.subject, found.message)
 

@@ -4,11 +4,14 @@ Written from the Kubernetes documentation (Assigning Pods to Nodes: inter-pod af
 anti-affinity; the Pod API's ``hostPort``), apart from the solver's code for the same rules
 (:mod:`vcsat.solver.rules.interpod`), so that one mistake cannot hide itself. It reads only the model.
 
-A decision places new pods (bindings and nominations) beside the bound ones, victims included
-("now" is before evictions). kube-scheduler takes pods one at a time, each seeing the pods bound
-before it, and the binder does not order the new pods: the decision must hold whatever order they
-are bound in, so affinity is judged on the final state (all pods placed), and the decision must
-also have some order that passes every filter:
+A decision places new pods (bindings and nominations) beside the bound ones. Bindings are judged
+"now", beside every bound pod, victims included; with evictions or nominations, every placement is
+also judged "after evictions" (bound pods less the victims, bindings and nominations), which is
+where nominations stand: kube-scheduler's DefaultPreemption nominates a pod where the filters pass
+once its victims are gone (a victim's removal may lift an anti-affinity conflict). kube-scheduler
+takes pods one at a time, each seeing the pods bound before it, and the binder does not order the
+new pods: the decision must hold whatever order they are bound in, so affinity is judged on the
+final state (all pods placed), and the decision must also have some order that passes every filter:
 
 - host ports (NodePorts): no two pods on a node hold the same protocol and port on overlapping
   addresses (an empty or ``0.0.0.0`` hostIP overlaps every address) — order plays no part;
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Final, NamedTuple
 
 from vcsat.model import Node, Pod, Snapshot
@@ -107,15 +111,18 @@ def _overlap(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
     return ip_a in wild or ip_b in wild or ip_a == ip_b
 
 
-def check_interpod(snapshot: Snapshot, new: Sequence[tuple[Pod, Node]]) -> list[Found]:
-    """Violations of the inter-pod rules by the new placements (pod, node) among the bound pods."""
+def check_interpod(
+    snapshot: Snapshot, new: Sequence[tuple[Pod, Node]], gone: AbstractSet[str] = frozenset()
+) -> list[Found]:
+    """Violations of the inter-pod rules by the new placements (pod, node) among the bound pods,
+    less those in ``gone`` (the decision's victims, when judging the state after evictions)."""
     rules = any(p.host_ports or p.pod_affinity.required or p.pod_anti_affinity.required for p, _ in new)
     if not rules and not any(p.pod_anti_affinity.required for p in snapshot.pods if p.node_name is not None):
         return []
     nodes = snapshot.node_by_name
     placed: list[_Placed] = []
     for pod in snapshot.pods:
-        if pod.node_name is not None and not pod.finished and pod.node_name in nodes:
+        if pod.node_name is not None and not pod.finished and pod.node_name in nodes and pod.key not in gone:
             placed.append(_Placed(pod, nodes[pod.node_name], False))
     placed += [_Placed(pod, node, True) for pod, node in new]
     namespaces = snapshot.namespaces

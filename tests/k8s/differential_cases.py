@@ -18,7 +18,9 @@ disagreements seen) without touching the others:
 - ``hostports``: container hostPorts on pending and bound pods;
 - ``volumes``: claims bound to volumes with node affinity or a zone label, ReadWriteOncePod claims
   that a bound pod holds already;
-- ``schedulinggates``: spec.schedulingGates on pending pods (such a pod waits in both schedulers).
+- ``schedulinggates``: spec.schedulingGates on pending pods (such a pod waits in both schedulers);
+- ``csilimits``: CSI volumes (ReadWriteMany, bound claims) that pending and bound pods share, and
+  CSINodes giving the driver an attach limit of 0-2 (NodeVolumeLimits counts unique volumes).
 
 Isolation from other cases and other tests sharing the API server: every node carries the label
 and the NoSchedule taint ``CASE_KEY=<case>`` and every pending pod selects and tolerates exactly
@@ -57,7 +59,7 @@ class Case:
     families: tuple[str, ...]
     nodes: list[Object] = field(default_factory=list)
     storage: list[Object] = field(default_factory=list)
-    """StorageClasses, PersistentVolumes and claims, created before the pods, in this order."""
+    """CSINodes, StorageClasses, PersistentVolumes and claims, created before the pods, in this order."""
     bound: list[Object] = field(default_factory=list)
     pending: list[Object] = field(default_factory=list)
 
@@ -535,6 +537,79 @@ def _scheduling_gates(rng: random.Random, case: Case) -> None:
             pod["spec"]["schedulingGates"] = [{"name": "example.com/hold"}]
 
 
+# --- CSI attach limits -----------------------------------------------------------------------------
+
+CSI_DRIVER = "diff.csi.vcsat.test"
+
+
+def _csi_limits(rng: random.Random, case: Case) -> None:
+    """One to three CSI volumes bound to ReadWriteMany claims; each pending pod mounts up to two of
+    them and some bound pods one, so volumes are shared by pending pods and held on nodes already;
+    most nodes get a CSINode with an attach limit of 0 to 2 for the driver (the others none)."""
+    claims = []
+    for index in range(rng.randint(1, 3)):
+        claim = f"csi-{index}"
+        volume = f"{case.name}-csi{index}"
+        claims.append(claim)
+        case.storage.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": volume, "labels": {CASE_KEY: case.name}},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": "",
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "claimRef": {"kind": "PersistentVolumeClaim", "namespace": case.namespace, "name": claim},
+                    "csi": {"driver": CSI_DRIVER, "volumeHandle": f"{case.name}-handle{index}"},
+                },
+            }
+        )
+        case.storage.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {
+                    "name": claim,
+                    "namespace": case.namespace,
+                    "labels": {CASE_KEY: case.name},
+                    "annotations": {BIND_COMPLETED: "yes"},
+                },
+                "spec": {
+                    "accessModes": ["ReadWriteMany"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                    "storageClassName": "",
+                    "volumeName": volume,
+                },
+                "status": {"phase": "Bound", "accessModes": ["ReadWriteMany"], "capacity": {"storage": "1Gi"}},
+            }
+        )
+
+    def mount(pod: Object, names: list[str]) -> None:
+        volumes = pod["spec"].setdefault("volumes", [])
+        volumes.extend({"name": name, "persistentVolumeClaim": {"claimName": name}} for name in names)
+
+    for pod in case.pending:
+        if rng.random() < 0.8:
+            mount(pod, rng.sample(claims, rng.randint(1, min(2, len(claims)))))
+    for pod in case.bound:
+        if rng.random() < 0.4:
+            mount(pod, [rng.choice(claims)])
+    for name in case.node_names():
+        if rng.random() < 0.8:
+            limit = {"count": rng.randint(0, 2)}
+            driver = {"name": CSI_DRIVER, "nodeID": name, "topologyKeys": [], "allocatable": limit}
+            case.storage.append(
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "CSINode",
+                    "metadata": {"name": name, "labels": {CASE_KEY: case.name}},
+                    "spec": {"drivers": [driver]},
+                }
+            )
+
+
 FAMILY_GENERATORS: dict[str, Generator] = {
     "resources": _resources,
     "exactfill": _exact_fill,
@@ -544,5 +619,6 @@ FAMILY_GENERATORS: dict[str, Generator] = {
     "hostports": _hostports,
     "volumes": _volumes,
     "schedulinggates": _scheduling_gates,
+    "csilimits": _csi_limits,
 }
 """Every family a case can draw, in the order they are applied."""

@@ -70,6 +70,7 @@ FAMILIES: dict[str, bool] = {
     "hostports": True,  # NodePorts
     "volumes": True,  # VolumeBinding (bound claims' node affinity), VolumeZone, VolumeRestrictions (RWOP)
     "schedulinggates": True,  # SchedulingGates
+    "csilimits": True,  # NodeVolumeLimits: CSINode attach limits, unique (shared) CSI volumes
 }
 """The families a case draws from; switch one on once vcsat models it."""
 
@@ -263,7 +264,7 @@ class Oracle:
         return [namespace, *nodes, *storage, *pods]
 
     def _create_storage(self, case: Case) -> None:
-        """StorageClasses, volumes, then claims, each claim marked Bound in its status."""
+        """CSINodes, StorageClasses, volumes, then claims, each claim marked Bound in its status."""
         for kind in STORAGE_KINDS:
             objects = [obj for obj in case.storage if obj["kind"] == kind]
             self._all(partial(self.kube.post, _storage_path(obj, collection=True), obj) for obj in objects)
@@ -410,13 +411,15 @@ class Oracle:
 PIN_SUFFIX = "-pin"
 NODE_LOCAL_FAMILIES = frozenset({"resources", "exactfill", "node", "hostports", "schedulinggates"})
 """Families under which a pod's copies pinned to different nodes cannot affect one another."""
-STORAGE_KINDS = ("StorageClass", "PersistentVolume", "PersistentVolumeClaim")
+STORAGE_KINDS = ("CSINode", "StorageClass", "PersistentVolume", "PersistentVolumeClaim")
 
 
 def _storage_path(obj: Mapping[str, Any], *, collection: bool = False) -> str:
     kind, metadata = obj["kind"], obj["metadata"]
     if kind == "StorageClass":
         base = "/apis/storage.k8s.io/v1/storageclasses"
+    elif kind == "CSINode":
+        base = "/apis/storage.k8s.io/v1/csinodes"
     elif kind == "PersistentVolume":
         base = "/api/v1/persistentvolumes"
     else:
