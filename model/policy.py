@@ -74,3 +74,9 @@ class Policy(BaseModel):
     behind reservations of gangs that cannot start. False: Volcano's enqueue exactly."""
     topology: bool = True
     """Price placements by GPU interconnect and HyperNode tiers (network-topology-aware plugin)."""
+    explain_per_queue: int | None = Field(default=64, ge=0)
+    """How many waiting PodGroups of each queue (in the queue's order) get the full explanation of a
+    cycle, the one that tries to place the gang again on the room left. The rest still get the cheap
+    reasons (queue capability, cluster total) and otherwise ``NotExamined``, whose message says how to
+    get the full one (``vcsat explain``). None: every group is examined in full. Only the reasons
+    depend on it, never a placement."""

@@ -13,10 +13,19 @@ objective level that decided it, with amounts:
 - ``NetworkTopologyUnsatisfied``: a hard ``networkTopology`` finds no HyperNode of its tier with room;
 - ``Outranked``: it would fit on its own, but the room went to work ranked higher by the objective
   (queues of higher ``spec.priority``, whose fair shares are served first; higher priority; or more
-  work placed).
+  work placed);
+- ``NotExamined``: none of the cheap reasons holds and the group is beyond the first
+  ``Policy.explain_per_queue`` waiting groups of its queue, so the trial placement that tells the
+  four reasons above apart was not made this cycle (``vcsat explain`` makes it on demand).
+
+Each group's explanation depends on that group and the cycle's decision only, never on which
+groups were examined before it, so the lazy cut-off leaves every examined group's reason as a full
+examination of all groups gives it.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from vcsat.model import PodGroupOutcome
 from vcsat.model import resources as res
@@ -28,30 +37,50 @@ from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.rules import volumes
 from vcsat.solver.rules.spread import SPREAD_REASON
 
+NOT_EXAMINED = "NotExamined"
+"""The reason of a waiting group past its queue's ``Policy.explain_per_queue`` (module docstring)."""
 
-def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
-    room = Room(problem)
-    if room.interpod is not None:
-        # Rules between pods are judged beside what this cycle placed (room stays the free room).
-        for (s, node), k in assignment.shape_slots.items():
-            c = problem.shapes[s].isolated
-            if c is not None:
-                for _ in range(k):
-                    room.interpod.place(c, node)
-    free_total = res.total(
-        dict(zip(problem.resources, (max(0, x) for x in row), strict=True))
-        for node, row in zip(problem.nodes, problem.free, strict=True)
-        if node.schedulable
-    )
+
+class _LazyRoom:
+    """The free room for trial placements, built on the first examination (none may be needed)."""
+
+    def __init__(self, problem: Problem, assignment: Assignment) -> None:
+        self.problem = problem
+        self.assignment = assignment
+        self.built: Room | None = None
+
+    def get(self) -> Room:
+        if self.built is None:
+            room = Room(self.problem)
+            if room.interpod is not None:
+                # Rules between pods are judged beside what this cycle placed (room stays the free room).
+                for (s, node), k in self.assignment.shape_slots.items():
+                    c = self.problem.shapes[s].isolated
+                    if c is not None:
+                        for _ in range(k):
+                            room.interpod.place(c, node)
+            self.built = room
+        return self.built
+
+
+def outcomes(problem: Problem, assignment: Assignment, *, full: bool = False) -> list[PodGroupOutcome]:
+    """One outcome per gang, in key order. ``full``: every waiting group examined, whatever
+    ``Policy.explain_per_queue`` says (what ``vcsat explain`` shows)."""
+    limit = None if full else problem.policy.explain_per_queue
+    examined: dict[str, int] = {}
+    room = _LazyRoom(problem, assignment)
+    free_total = _free_total(problem)
     fits_cache: dict[tuple[object, ...], bool] = {}
+    minimum_cache: dict[tuple[object, ...], dict[str, int]] = {}
     caps_after = {queue: dict(left) for queue, left in problem.queue_room.items()}
-    for c, k in assignment.count.items():
-        request = problem.shapes[problem.classes[c].shape].request
-        for queue in problem.caps_of(problem.gangs[problem.classes[c].gang].queue):
+    pods_of = _placed_pods(problem, assignment)
+    for (own, s), k in pods_of.items():
+        request = problem.shapes[s].request
+        for queue in problem.caps_of(own):
             for name in caps_after[queue]:
                 if name in problem.resources:
                     caps_after[queue][name] -= k * request[problem.resource_index(name)]
-    placed_by_queue = placed_amounts(problem, assignment)
+    placed_by_queue = _amounts(problem, pods_of)
     out: list[PodGroupOutcome] = []
     higher: dict[int, int] = {}
     by_queue_priority: dict[int, int] = {}
@@ -68,9 +97,28 @@ def outcomes(problem: Problem, assignment: Assignment) -> list[PodGroupOutcome]:
         if blocked is not None:
             reason, message = blocked.reason, blocked.message
         else:
-            reason, message = _why_left_out(
-                problem, gang, room, caps_after, placed_by_queue, free_total, fits_cache, higher, by_queue_priority
-            )
+            signature = (gang.need, *((problem.classes[c].shape, len(problem.classes[c].pods)) for c in gang.classes))
+            need = minimum_cache.get(signature)
+            if need is None:
+                need = minimum_cache[signature] = minimum_request(problem, gang)
+            cheap = _short_of_room(problem, gang, need, caps_after, free_total)
+            if cheap is not None:
+                reason, message = cheap
+            elif limit is not None and examined.get(gang.queue, 0) >= limit:
+                reason, message = NOT_EXAMINED, _not_examined(gang, limit)
+            else:
+                examined[gang.queue] = examined.get(gang.queue, 0) + 1
+                reason, message = _why_left_out(
+                    problem,
+                    gang,
+                    need,
+                    room.get(),
+                    placed_by_queue,
+                    free_total,
+                    fits_cache,
+                    higher,
+                    by_queue_priority,
+                )
         out.append(PodGroupOutcome(podgroup=gang.key, phase=_waiting_phase(gang), reason=reason, message=message))
     out.sort(key=lambda o: o.podgroup)
     return out
@@ -84,12 +132,35 @@ def _waiting_phase(gang: Gang) -> PodGroupPhase:
 
 def placed_amounts(problem: Problem, assignment: Assignment) -> dict[str, dict[str, int]]:
     """What the decision adds to each queue, per resource."""
-    out: dict[str, dict[str, int]] = {}
+    return _amounts(problem, _placed_pods(problem, assignment))
+
+
+def _placed_pods(problem: Problem, assignment: Assignment) -> dict[tuple[str, int], int]:
+    """Pods the decision places, per (queue, shape), in the order the classes first appear."""
+    out: dict[tuple[str, int], int] = {}
     for c, k in assignment.count.items():
-        row = out.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
-        for name, amount in zip(problem.resources, problem.shapes[problem.classes[c].shape].request, strict=True):
+        pod_class = problem.classes[c]
+        key = (problem.gangs[pod_class.gang].queue, pod_class.shape)
+        out[key] = out.get(key, 0) + k
+    return out
+
+
+def _amounts(problem: Problem, pods_of: dict[tuple[str, int], int]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for (queue, s), k in pods_of.items():
+        row = out.setdefault(queue, {})
+        for name, amount in zip(problem.resources, problem.shapes[s].request, strict=True):
             row[name] = row.get(name, 0) + k * amount
     return out
+
+
+def _free_total(problem: Problem) -> dict[str, int]:
+    """The free room of the schedulable nodes, summed per resource (overcommitted rows count 0)."""
+    rows = [row for node, row in zip(problem.nodes, problem.free, strict=True) if node.schedulable]
+    if not rows:
+        return {}
+    sums = np.maximum(np.array(rows, dtype=np.int64).reshape(len(rows), len(problem.resources)), 0).sum(axis=0)
+    return {name: int(amount) for name, amount in zip(problem.resources, sums, strict=True)}
 
 
 def minimum_request(problem: Problem, gang: Gang) -> dict[str, int]:
@@ -107,18 +178,27 @@ def minimum_request(problem: Problem, gang: Gang) -> dict[str, int]:
     return {name: amount for name, amount in total.items() if amount}
 
 
-def _why_left_out(
+def _not_examined(gang: Gang, limit: int) -> str:
+    which = (
+        f"only the first {limit} waiting groups of queue {gang.queue} are"
+        if limit
+        else f"no waiting group of queue {gang.queue} is (explain_per_queue is 0)"
+    )
+    return (
+        f"waiting; not examined in detail this cycle: its queue and the cluster have room for it, but {which} "
+        f"tried against the nodes in a cycle. For the full reason run `vcsat explain INSTANCE {gang.key}` on a "
+        "dump of the cluster (`vcsat dump`), or raise the policy's explain_per_queue"
+    )
+
+
+def _short_of_room(
     problem: Problem,
     gang: Gang,
-    room: Room,
+    need: dict[str, int],
     caps_after: dict[str, dict[str, int]],
-    placed_by_queue: dict[str, dict[str, int]],
     free_total: dict[str, int],
-    fits_cache: dict[tuple[object, ...], bool],
-    placed_by_priority: dict[int, int],
-    placed_by_queue_priority: dict[int, int],
-) -> tuple[str, str]:
-    need = minimum_request(problem, gang)
+) -> tuple[str, str] | None:
+    """The reasons read off totals alone: a queue capability or the whole cluster too small."""
     for queue in problem.caps_of(gang.queue):
         left = caps_after[queue]
         short = {name: amount for name, amount in res.shortfall(need, left).items() if name in left}
@@ -138,6 +218,21 @@ def _why_left_out(
             f"the gang needs {res.format_amount(name, need[name])}, "
             f"the cluster has {res.format_amount(name, free_total.get(name, 0))} free",
         )
+    return None
+
+
+def _why_left_out(
+    problem: Problem,
+    gang: Gang,
+    need: dict[str, int],
+    room: Room,
+    placed_by_queue: dict[str, dict[str, int]],
+    free_total: dict[str, int],
+    fits_cache: dict[tuple[object, ...], bool],
+    placed_by_priority: dict[int, int],
+    placed_by_queue_priority: dict[int, int],
+) -> tuple[str, str]:
+    """The reason found by trying to place the gang on the free room (module docstring)."""
     hard = problem.highest_tier(gang)
     signature = (
         hard,
@@ -149,6 +244,8 @@ def _why_left_out(
     )
     isolated = any(c in problem.isolated for c in gang.classes)
     fits = fits_cache.get(signature) if not isolated else None
+    if room.interpod is not None:
+        room.interpod.begin()  # no refusals of another group's trial are read as this one's
     if fits is None:
         taken = fit_topology_first(problem, gang, room, [problem.queue_room[q] for q in problem.caps_of(gang.queue)])
         fits = taken is not None
@@ -168,7 +265,7 @@ def _why_left_out(
                 f"the gang's {max(1, gang.need)} pods ({res.format_vector(need)}) fit by room, but "
                 f"{SPREAD_REASON} (maxSkew over the domains of their topologySpreadConstraints)",
             )
-    if not fits and room.interpod is not None and room.interpod.stuck and room.interpod.last:
+    if not fits and isolated and room.interpod is not None and room.interpod.stuck and room.interpod.last:
         # kube-scheduler's words for the pod that found no node (its own gang's pods placed before it).
         refused = sorted(room.interpod.last.items(), key=lambda item: (-item[1], item[0]))
         rest = len(problem.nodes) - sum(room.interpod.last.values())

@@ -87,7 +87,29 @@ class Victim:
     queue: str
     request: tuple[int, ...]
     gang: str
-    gpu_ids: tuple[int, ...]
+    holdings: _NodeHoldings = field(repr=False, compare=False)
+
+    @property
+    def gpu_ids(self) -> tuple[int, ...]:
+        """The whole GPU indices the pod holds on its node (only whole GPUs are listed)."""
+        return self.holdings.whole(self.node, self.pod) if self.pod.gpus > 0 else ()
+
+
+class _NodeHoldings:
+    """Per node, which GPU indices its bound pods hold: read once per node, and only for the nodes
+    whose victims' indices are asked (those evicted for a nomination)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.of_node: dict[int, GpuHoldings] = {}
+
+    def whole(self, node: int, pod: Pod) -> tuple[int, ...]:
+        holdings = self.of_node.get(node)
+        if holdings is None:
+            name = self.problem.nodes[node].name
+            holdings = gpu_holdings(self.problem.nodes[node].gpus, self.problem.snapshot.pods_on_node.get(name, ()))
+            self.of_node[node] = holdings
+        return holdings.whole.get(pod.key, ())
 
 
 @dataclass
@@ -124,7 +146,9 @@ def victims_of(problem: Problem, spread_counted: bool = False) -> list[Victim]:
     snapshot = problem.snapshot
     node_of = {node.name: i for i, node in enumerate(problem.nodes)}
     out: list[Victim] = []
-    holdings_of: dict[int, GpuHoldings] = {}
+    holdings = _NodeHoldings(problem)
+    names = problem.resources
+    zeros = [0] * len(names)
     # Pods a topology spread constraint of this cycle counts are no victims (see the docstring).
     counted = counted_pods(snapshot, problem.nodes, problem.spread) if problem.spread and not spread_counted else set()
     # Nor are pods another running pod's required affinity relies on (see the docstring).
@@ -135,20 +159,15 @@ def victims_of(problem: Problem, spread_counted: bool = False) -> list[Victim]:
         queue = snapshot.queue_of(pod)
         if queue is None:
             continue
-        node = node_of[pod.node_name]
-        holdings = holdings_of.get(node) if pod.gpus > 0 else None  # only whole GPUs are listed
-        if holdings is None and pod.gpus > 0:
-            holdings = gpu_holdings(problem.nodes[node].gpus, snapshot.pods_on_node.get(pod.node_name, ()))
-            holdings_of[node] = holdings
         out.append(
             Victim(
                 index=len(out),
                 pod=pod,
-                node=node,
+                node=node_of[pod.node_name],
                 queue=queue,
-                request=tuple(pod.requests.get(name, 0) for name in problem.resources),
+                request=tuple(map(pod.requests.get, names, zeros)),
                 gang=pod.group if pod.group is not None else pod.key,
-                gpu_ids=holdings.whole.get(pod.key, ()) if holdings is not None else (),
+                holdings=holdings,
             )
         )
     return out

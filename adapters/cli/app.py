@@ -39,6 +39,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "bench": "vcsat.adapters.sim.commands:bench",
     "scheduler": "vcsat.adapters.live.scheduler:scheduler_cmd",
     "dump": "vcsat.adapters.convert.dump:dump_cmd",
+    "explain": "vcsat.adapters.cli.explain:explain_command",
     "controller": "vcsat.adapters.controller.controller:controller_command",
     "job": "vcsat.adapters.controller.cli:job_group",
     "queue": "vcsat.adapters.controller.cli:queue_group",

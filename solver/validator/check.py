@@ -235,7 +235,7 @@ class _Checker:
             problem = f"lists {len(gpus)} GPU indices, the pod needs {wanted}{share}"
         elif len(set(gpus)) != len(gpus):
             problem = f"lists GPU indices {list(gpus)} with repeats"
-        elif node is not None and any(not 0 <= i < node.gpus for i in gpus):
+        elif node is not None and gpus and any(not 0 <= i < node.gpus for i in gpus):
             problem = f"lists GPU indices {list(gpus)}, node {node.name} has GPUs 0..{node.gpus - 1}"
             if node.gpus == 0:
                 problem = f"lists GPU indices {list(gpus)}, node {node.name} has no GPUs"
@@ -323,8 +323,15 @@ class _Checker:
                 by_node[placement.node.name].append(placement)
         for name, placed in by_node.items():
             node = self.snapshot.node_by_name[name]
-            bindings = res.total(demand(p.pod) for p in placed if p.kind == "binding")
-            added = res.total(demand(p.pod) for p in placed)
+            bindings: dict[str, int] = {}
+            added: dict[str, int] = {}
+            for p in placed:
+                asked = demand(p.pod)
+                for r, amount in asked.items():
+                    added[r] = added.get(r, 0) + amount
+                if p.kind == "binding":
+                    for r, amount in asked.items():
+                        bindings[r] = bindings.get(r, 0) + amount
             # Only what the new pods ask is watched (a zero request fits anywhere, as in Kubernetes).
             watched = sorted(r for r, amount in added.items() if amount > 0)
             held = dict.fromkeys(watched, 0)
@@ -474,11 +481,12 @@ class _Checker:
                 self._flag("UnknownQueue", gang, f"gets new placements in queue {name}, not in the snapshot")
         if not new_by_queue:
             return
+        capped = {name for name in new_by_queue if (self._queue(name) or Queue(name=name)).capability is not None}
         used: dict[str, list[Pod]] = defaultdict(list)
-        for pod in self.snapshot.pods:
+        for pod in self.snapshot.pods if capped else ():
             if pod.bound and pod.key not in self.victims:
                 name = self.snapshot.queue_of(pod)
-                if name in new_by_queue:
+                if name in capped:
                     used[name].append(pod)
         for name, new in sorted(new_by_queue.items()):
             queue = self._queue(name)
