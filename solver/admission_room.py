@@ -53,7 +53,9 @@ _SPAN = 1 << 30
 _LAST = np.iinfo(np.int64).max
 
 _ShapeKey = tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]]
-_PodInfo = tuple[Pod, tuple[int, int, str], _ShapeKey, "NDArray[np.int64] | None"]
+_Request = tuple["NDArray[np.int64]", list[int]]
+"""A request as a vector over the columns, and the columns it asks for."""
+_PodInfo = tuple[Pod, tuple[int, int, str], _ShapeKey, _Request | None]
 
 
 class FreeRoom:
@@ -93,7 +95,7 @@ class FreeRoom:
         # Room only shrinks during a pass (what a refused gang took is given back at once): a pod
         # shape that fitted no node once never will.
         self.hopeless: set[_ShapeKey] = set()
-        self._requests: dict[tuple[tuple[str, int], ...], tuple[NDArray[np.int64], list[int]]] = {}
+        self._requests: dict[tuple[tuple[str, int], ...], _Request] = {}
         self._pods: dict[int, _PodInfo] = {}
 
     def _eligible(self, key: predicates.EligibilityKey) -> NDArray[np.bool_]:

@@ -303,6 +303,8 @@ class _State:
     """The nodes' free room less what admitted groups' gangs take of it, built on first need."""
     lent: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per queue, what the groups admitted by fit this pass will hold (rule 6's share bound)."""
+    unbound: dict[str, list[Pod] | None] = field(default_factory=dict)
+    """:meth:`_unbound_gang` per group key, made once (a group is placed on the room once or twice)."""
     reserving_of: dict[str, bool] = field(default_factory=dict)
     """:meth:`reserving` per group key, asked once (groups and their pods do not change in a pass)."""
 
@@ -518,10 +520,15 @@ class _State:
             self.room.take(self._unbound_gang(group))
 
     def _unbound_gang(self, group: PodGroup) -> list[Pod] | None:
+        if group.key in self.unbound:
+            return self.unbound[group.key]
         pods = self.snapshot.pods_of_group.get(group.key, ())
         if sum(1 for p in pods if not p.finished) < group.min_member:
-            return None  # its pods are not all created yet: where they would go is unknown
-        return [p for p in gang_pods(group, pods) if not p.bound]
+            gang = None  # its pods are not all created yet: where they would go is unknown
+        else:
+            gang = [p for p in gang_pods(group, pods) if not p.bound]
+        self.unbound[group.key] = gang
+        return gang
 
     def fits_idle_room(self, group: PodGroup) -> str | None:
         """Rule 6: why a group refused for cluster room may not be admitted by fit, or None (then
