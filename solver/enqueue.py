@@ -73,12 +73,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NamedTuple
 
-import numpy as np
-from numpy.typing import NDArray
-
 from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
+from vcsat.solver.admission_room import FreeRoom as _FreeRoom
+from vcsat.solver.admission_room import PodKeys
+from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
 from vcsat.solver.rules import predicates
 from vcsat.solver.shares.deserved import FAIR_EXCLUDED, QueueShare, QueueTree, fair_shares, queue_of
 
@@ -303,6 +303,8 @@ class _State:
     """The nodes' free room less what admitted groups' gangs take of it, built on first need."""
     lent: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per queue, what the groups admitted by fit this pass will hold (rule 6's share bound)."""
+    unbound: dict[str, list[Pod] | None] = field(default_factory=dict)
+    """:meth:`_unbound_gang` per group key, made once (a group is placed on the room once or twice)."""
     reserving_of: dict[str, bool] = field(default_factory=dict)
     """:meth:`reserving` per group key, asked once (groups and their pods do not change in a pass)."""
 
@@ -518,10 +520,15 @@ class _State:
             self.room.take(self._unbound_gang(group))
 
     def _unbound_gang(self, group: PodGroup) -> list[Pod] | None:
+        if group.key in self.unbound:
+            return self.unbound[group.key]
         pods = self.snapshot.pods_of_group.get(group.key, ())
         if sum(1 for p in pods if not p.finished) < group.min_member:
-            return None  # its pods are not all created yet: where they would go is unknown
-        return [p for p in gang_pods(group, pods) if not p.bound]
+            gang = None  # its pods are not all created yet: where they would go is unknown
+        else:
+            gang = [p for p in gang_pods(group, pods) if not p.bound]
+        self.unbound[group.key] = gang
+        return gang
 
     def fits_idle_room(self, group: PodGroup) -> str | None:
         """Rule 6: why a group refused for cluster room may not be admitted by fit, or None (then
@@ -673,21 +680,6 @@ class _Victims:
     below: set[str]
 
 
-class _Keys:
-    """Each pod's eligibility key, made once per pass (a pod is asked about many times)."""
-
-    def __init__(self) -> None:
-        self._by_pod: dict[int, tuple[Pod, predicates.EligibilityKey]] = {}
-
-    def of(self, pod: Pod) -> predicates.EligibilityKey:
-        found = self._by_pod.get(id(pod))
-        if found is not None and found[0] is pod:
-            return found[1]
-        key = predicates.eligibility_key(pod)
-        self._by_pod[id(pod)] = (pod, key)
-        return key
-
-
 class _Placeable:
     """Which pods could ever land somewhere: predicates and allocatable, ignoring load and state."""
 
@@ -696,7 +688,7 @@ class _Placeable:
         self.nodes = tuple(node.model_copy(update={"ready": True, "unschedulable": False}) for node in nodes)
         self.index = predicates.NodeIndex(self.nodes)
         self._cache: dict[tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]], bool] = {}
-        self.keys = _Keys()
+        self.keys = PodKeys()
 
     def could_ever(self, pod: Pod) -> bool:
         if pod.bound:
@@ -733,107 +725,6 @@ class _Placeable:
                     f"task {task}: only {placeable} of its pods could ever be placed, minTaskMember is {minimum}",
                 )
         return None
-
-
-class _FreeRoom:
-    """What each Ready, uncordoned node has free now (allocatable less its bound pods' requests), for
-    rule 6: a gang is placed on it greedily, pod by pod (largest first, each on the eligible node it
-    leaves least GPU room on, then least cpu), and takes that room only if all its pods fit. A
-    heuristic, so it may refuse a gang that some packing would fit (it then waits as Volcano's would);
-    it never admits one whose pods fit nowhere. One row per node, so a pod costs a few array
-    operations even on thousands of nodes."""
-
-    def __init__(self, snapshot: Snapshot) -> None:
-        self.keys = _Keys()
-        usable = [node for node in snapshot.nodes if node.ready and not node.unschedulable]
-        self.index = predicates.NodeIndex(usable)
-        on_node = snapshot.pods_on_node
-        self.columns = {name: i for i, name in enumerate(sorted({r for node in usable for r in node.allocatable}))}
-        self.free = np.zeros((len(self.columns), len(usable)), dtype=np.int64)
-        """Per resource (row) and node (column): the free room, one contiguous row per resource so a
-        pod's test reads only the resources it asks for."""
-        for row, node in enumerate(usable):
-            free = res.sub(node.allocatable, res.total(p.requests for p in on_node.get(node.name, ())))
-            for name, amount in free.items():
-                if name in self.columns:
-                    self.free[self.columns[name], row] = amount
-        # A resource already overcommitted on a node stays so (a pod that asks for it never fits
-        # there, one that does not leaves it as it is): those nodes are checked on every resource.
-        self.overcommitted = np.any(self.free < 0, axis=0)
-        self.eligible: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
-        self.vectors: dict[tuple[tuple[str, int], ...], NDArray[np.int64]] = {}
-        # Room only shrinks during a pass: a pod shape that fitted no node once never will.
-        self.hopeless: set[tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]]] = set()
-
-    def _eligible(self, key: predicates.EligibilityKey) -> NDArray[np.bool_]:
-        rows = self.eligible.get(key)
-        if rows is None:
-            rows = _bits(self.index.mask(key), len(self.index.nodes))
-            self.eligible[key] = rows
-        return rows
-
-    def take(self, gang: Sequence[Pod] | None) -> bool:
-        if not gang or any(p.requests.get(res.GPU_MILLI, 0) > 0 for p in gang):
-            # Nothing to place, or GPU shares (packed on single devices by the model, not here).
-            return gang is not None and not gang
-        gpu, cpu = self.columns.get(res.GPU), self.columns.get(res.CPU)
-        taken: list[tuple[int, NDArray[np.int64]]] = []
-        for pod in sorted(gang, key=lambda p: (-p.requests.get(res.GPU, 0), -p.requests.get(res.CPU, 0), p.key)):
-            key = self.keys.of(pod)
-            shape = (key, tuple(sorted(pod.requests.items())))
-            rows = None
-            if shape not in self.hopeless and all(a <= 0 or r in self.columns for r, a in pod.requests.items()):
-                request = self._request(shape[1])
-                rows = self._fitting(self._eligible(key), request)
-            if rows is None or not rows.size:
-                if not taken:
-                    self.hopeless.add(shape)
-                for row, request in taken:  # the gang does not fit: give back what it took
-                    self.free[:, row] += request
-                return False
-            for column in (gpu, cpu):
-                if column is not None and rows.size > 1:
-                    left = self.free[column, rows]
-                    rows = rows[left == left.min()]
-            row = int(rows[0])
-            self.free[:, row] -= request
-            taken.append((row, request))
-        return True
-
-    def _request(self, requests: tuple[tuple[str, int], ...]) -> NDArray[np.int64]:
-        """A pod's requests as a vector over the columns, made once per distinct request."""
-        vector = self.vectors.get(requests)
-        if vector is None:
-            vector = np.zeros(len(self.columns), dtype=np.int64)
-            for name, amount in requests:
-                if amount > 0:
-                    vector[self.columns[name]] = amount
-            vector.flags.writeable = False
-            self.vectors[requests] = vector
-        return vector
-
-    def _fitting(self, eligible: NDArray[np.bool_], request: NDArray[np.int64]) -> NDArray[np.int64]:
-        """The eligible nodes with room for the request on every resource, ascending."""
-        mask = eligible.copy()
-        for column in np.flatnonzero(request > 0).tolist():
-            mask &= self.free[column] >= request[column]
-        rows = np.flatnonzero(mask)
-        doubtful = self.overcommitted[rows]
-        if doubtful.any():
-            whole = np.all(self.free[:, rows[doubtful]] >= request[:, None], axis=0)
-            keep = np.ones(rows.size, dtype=np.bool_)
-            keep[doubtful] = whole
-            rows = rows[keep]
-        return rows
-
-
-def _bits(mask: int, count: int) -> NDArray[np.bool_]:
-    """Bit ``i`` of a predicates mask as element ``i`` of a boolean array of ``count``."""
-    if count == 0:
-        return np.zeros(0, dtype=np.bool_)
-    text = format(mask, f"0{count}b")[::-1].encode()
-    rows: NDArray[np.bool_] = np.frombuffer(text, dtype=np.uint8) == ord("1")
-    return rows
 
 
 def _timed_out(

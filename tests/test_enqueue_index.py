@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Policy, Snapshot
-from vcsat.solver import enqueue
+from vcsat.solver import admission_room, enqueue
 
 TIGHT = Policy(time_limit_s=2, overcommit_factor=1.0)
 """No overcommit: most groups are refused by the cluster-room rule, so admission by fit decides."""
@@ -111,6 +111,37 @@ def test_free_room_takes_alike(snap: Snapshot, order: random.Random) -> None:
     gangs = [pods for key, pods in snap.pods_of_group.items() if key != "q/run"]
     order.shuffle(gangs)
     for pods in gangs:
+        gang = [p for p in pods if not p.bound]
+        assert indexed.take(gang) == scanned.take(gang)
+        assert (scanned.free == indexed.free.T).all()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=SLOW_OK)
+@given(snap=overcommitted_clusters(), order=st.randoms(use_true_random=False))
+def test_free_room_without_a_packed_rank_takes_alike(
+    snap: Snapshot, order: random.Random, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Room too large to pack GPU and cpu into one rank: the plain narrowing picks the same nodes."""
+    monkeypatch.setattr(admission_room, "_SPAN", 1)
+    indexed, scanned = enqueue._FreeRoom(snap), ScanFreeRoom(snap)
+    assert indexed._rank is None
+    gangs = [pods for key, pods in snap.pods_of_group.items() if key != "q/run"]
+    order.shuffle(gangs)
+    for pods in gangs:
+        gang = [p for p in pods if not p.bound]
+        assert indexed.take(gang) == scanned.take(gang)
+        assert (scanned.free == indexed.free.T).all()
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=SLOW_OK)
+@given(nodes=st.integers(8, 60), jobs=st.integers(20, 120), seed=st.integers(0, 10_000))
+def test_generated_gangs_take_alike(nodes: int, jobs: int, seed: int) -> None:
+    """Every generated gang in turn (many sharing shapes, some refused and given back): the same
+    verdict and the same room left as the scan, pod after pod."""
+    options = GeneratorOptions(nodes=nodes, pending_jobs=jobs, seed=seed, busy_gpu_fraction=0.5)
+    snap = snapshot_from_objects(generate_instance(options)["items"], source="generated")
+    indexed, scanned = enqueue._FreeRoom(snap), ScanFreeRoom(snap)
+    for pods in snap.pods_of_group.values():
         gang = [p for p in pods if not p.bound]
         assert indexed.take(gang) == scanned.take(gang)
         assert (scanned.free == indexed.free.T).all()

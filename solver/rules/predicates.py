@@ -30,7 +30,7 @@ once with a few big-integer bit operations (bit ``i`` is ``nodes[i]``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import compress
@@ -271,14 +271,31 @@ class EligibilityKey(NamedTuple):
     """Nodes its volumes allow (None: no such limit)."""
 
 
+_KEYS: dict[tuple[Hashable, ...], tuple[object, object, EligibilityKey]] = {}
+_KEYS_KEPT = 1 << 16
+"""Keys made, by the pod fields they are made of (see :func:`eligibility_key`); cleared when full."""
+
+
 def eligibility_key(pod: Pod, restriction: NodeRestriction | None = None) -> EligibilityKey:
+    # Pods of one spec share their affinity and tolerations objects (the converter reads each
+    # distinct spec once): a key is made once per selector and those objects, then looked up. The
+    # entry holds the objects, so the ids it is found by cannot be reused while it lives.
+    affinity, tolerations = pod.affinity, pod.tolerations
+    memo = (tuple(pod.node_selector.items()), id(affinity), id(tolerations), restriction)
+    found = _KEYS.get(memo)
+    if found is not None and found[0] is affinity and found[1] is tolerations:
+        return found[2]
     # PreferNoSchedule-only tolerations never change a filter result; dropping them merges keys.
-    return EligibilityKey(
+    key = EligibilityKey(
         frozenset(pod.node_selector.items()),
-        pod.affinity,
-        frozenset(t for t in pod.tolerations if t.effect != "PreferNoSchedule"),
+        affinity,
+        frozenset(t for t in tolerations if t.effect != "PreferNoSchedule"),
         restriction,
     )
+    if len(_KEYS) >= _KEYS_KEPT:
+        _KEYS.clear()
+    _KEYS[memo] = (affinity, tolerations, key)
+    return key
 
 
 _MaskFn = Callable[["NodeIndex"], int]
