@@ -63,14 +63,14 @@ priced by their thousandths like whole GPUs; where a share goes within a pool st
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
-from vcsat.model import Pod
+from vcsat.model import Node, Pod
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pricing.pool_keys import pool_key
@@ -206,6 +206,20 @@ def for_problem(problem: Problem) -> Scarcity | None:
     return result
 
 
+Demand = tuple[EligibilityKey, int]
+"""A kind of confined demand: the pods' eligibility (read by :func:`pool_key`) and the GPUs one pod
+asks on one node (1 for a share)."""
+
+
+def fitting_mask(nodes: Sequence[Node], gpus: int) -> int:
+    """The nodes with at least ``gpus`` GPUs, as a bit mask: where a pod asking that many fits at all."""
+    mask = 0
+    for i, node in enumerate(nodes):
+        if node.gpus >= gpus:
+            mask |= 1 << i
+    return mask
+
+
 def selected_labels(keys: Iterable[EligibilityKey]) -> tuple[str, ...]:
     """The node label keys that ``keys`` select nodes by (node selectors and required node affinity
     expressions), in name order: the kinds of node pods ask for, a GPU model label say."""
@@ -224,9 +238,9 @@ def measure(problem: Problem) -> Scarcity | None:
     if not gpu_mask:
         return None
     index = problem.node_index or NodeIndex(nodes)
-    demand: dict[EligibilityKey, int] = {}
-    squares: dict[EligibilityKey, int] = {}
-    pending: dict[EligibilityKey, int] = {}
+    demand: dict[Demand, int] = {}
+    squares: dict[Demand, int] = {}
+    pending: dict[Demand, int] = {}
     total = pending_total = 0
     for pod in problem.snapshot.pods:
         if not pod.managed or not (pod.bound or pod.pending):
@@ -234,15 +248,22 @@ def measure(problem: Problem) -> Scarcity | None:
         milli = gpu_milli(pod)
         if milli <= 0:
             continue
-        key = pool_key(eligibility_key(pod))  # what kind of node, not where (vcsat.solver.pricing.pool_keys)
+        # What kind of node (not where: vcsat.solver.pricing.pool_keys), and how many GPUs on one.
+        key = (pool_key(eligibility_key(pod)), max(1, pod.gpus))
         demand[key] = demand.get(key, 0) + milli
         squares[key] = squares.get(key, 0) + milli * milli
         total += milli
         if pod.pending:
             pending[key] = pending.get(key, 0) + milli
             pending_total += milli
-    masks = {key: index.mask(key) & gpu_mask for key in demand}
-    confined = [key for key, mask in masks.items() if mask and mask != gpu_mask]
+    eligible = {key: index.mask(key[0]) & gpu_mask for key in demand}
+    # Confined: a kind of node is asked (not every GPU node accepts the pods); its pools are then
+    # the nodes a pod of it fits on at all, so a model's few big nodes, which its pods asking many
+    # GPUs need whole, are a pool of their own (a size alone confines nothing: pods that may run
+    # on any model make no pools, whatever they ask).
+    confined = [key for key, mask in eligible.items() if mask and mask != gpu_mask]
+    masks = {key: eligible[key] & fitting_mask(nodes, key[1]) for key in confined}
+    confined = [key for key in confined if masks[key]]
     plain = index.ready_mask & ~gpu_mask
     cpu = problem.resources.index(res.CPU) if res.CPU in problem.resources else None
     memory = problem.resources.index(res.MEMORY) if res.MEMORY in problem.resources else None
@@ -250,9 +271,9 @@ def measure(problem: Problem) -> Scarcity | None:
         if not plain:
             return None
         return Scarcity((-1,) * len(nodes), (), (), index, 0, cpu, memory, gpu_mask, plain)
-    confined.sort(key=lambda key: (-demand[key], repr(key)))
+    confined.sort(key=lambda key: (-demand[key], repr(key[0]), key[1]))
     confined = confined[:MAX_POOLS]
-    selecting = selected_labels(confined)
+    selecting = selected_labels([key for key, _ in confined])
     pools: dict[tuple[object, ...], int] = {}
     pool_of = [-1] * len(nodes)
     members: list[int] = []
