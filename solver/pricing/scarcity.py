@@ -17,7 +17,12 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   GPU models with pods confined by model, a pool is a model, those no confined pod asked for yet
   included: the label tells them apart before their first pod comes, so that each keeps its own
   share of the prior below (merged into one pool, the unconfined work could fill one small model
-  of it while the pool as a whole still looked roomy). Without confined pods there are no pools and
+  of it while the pool as a whole still looked roomy). A confined key's demand is counted per GPUs
+  its pods ask on one node, and accepts only the nodes with that many GPUs (:func:`fitting_mask`):
+  a model's few big nodes, which its pods asking many GPUs need whole, are then a pool of their
+  own that its 1-GPU pods and the unconfined work keep off (in one pool with the model's small
+  nodes, they were filled like any of its room). A size alone confines nothing: pods that may run
+  on every model make no pool, whatever they ask. Without confined pods there are no pools and
   every price is 0, so homogeneous workloads are decided exactly as before.
 - **Expected need of a pool**: the GPU thousandths its confined pods pending now ask (certain),
   plus its share of the demand to come (the cluster's free GPU room left after the pending pods:
@@ -39,7 +44,9 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   work); otherwise the node's pool pressure × the GPU room the pod takes there: its own GPU
   thousandths (a whole GPU 1000, a share its thousandths), or, when more, the node's free GPU room
   times the share of the node's free cpu or memory it takes (a CPU-only pod on a GPU node strands
-  the GPUs it leaves without cores or memory).
+  the GPUs it leaves without cores or memory). The key is read without the pod's size: a pod
+  asking four GPUs of a model whose big nodes are a pool pays that pool's pressure, the same on
+  every node it fits, so it changes no choice of node, only a constant of the CP-SAT level.
 
 - **Nodes without GPUs**: when some nodes have GPUs and others none, a pod asking none that may
   run on a node without GPUs pays, on a GPU node, the whole GPU room it strands (rate 1, whatever
