@@ -330,3 +330,41 @@ def test_a_small_model_keeps_its_last_pods_worth_of_room() -> None:
     assert 1 > measure.pressure[g3] > measure.pressure[g2] > 0
     for policy in (SEARCH, GREEDY):
         assert placed_on(solve_checked(snap, policy))["ns/free"] == "g2a"
+
+
+def test_a_models_big_nodes_are_kept_for_its_pods_that_need_them_whole() -> None:
+    # T4 nodes of two sizes: pods asking four T4s fit only the 4-GPU ones, pods asking one fit both.
+    # The big nodes are then a pool of their own, dear with the 4-GPU demand seen, so a 1-GPU T4 pod
+    # takes the small node; without the price, best fit ties (two GPUs free on each) and node order
+    # sends it to the big one, where the next 4-GPU T4 pod would no longer fit.
+    nodes = [
+        gpu_node("t4-big", "T4", gpus=4),
+        gpu_node("t4-small", "T4", gpus=2),
+        gpu_node("t4-busy", "T4", gpus=4),
+        gpu_node("g2", "G2", gpus=8),
+    ]
+    bound = [
+        confined("ns/held", "T4", gpus=2, node="t4-big"),
+        confined("ns/four", "T4", gpus=4, node="t4-busy"),
+        pod("ns/any", gpus=4, node="g2"),
+    ]
+    snap = snapshot(nodes=nodes, pods=[*bound, confined("ns/one", "T4")])  # type: ignore[list-item]
+    problem = build_problem(snap, GREEDY)
+    measure = scarcity.measure(problem)
+    assert measure is not None
+    names = [n.name for n in problem.nodes]
+    big, small, busy = (measure.pool_of[names.index(x)] for x in ("t4-big", "t4-small", "t4-busy"))
+    assert big == busy != small
+    assert measure.pressure[big] > measure.pressure[small]
+    for policy in (SEARCH, GREEDY):
+        assert placed_on(solve_checked(snap, policy))["ns/one"] == "t4-small"
+        with unpriced():
+            assert placed_on(solve(snap, policy))["ns/one"] == "t4-big"
+
+
+def test_a_size_alone_makes_no_pool() -> None:
+    # Pods asking eight GPUs fit only the 8-GPU nodes, but ask for no kind of node: nothing is priced.
+    nodes = [gpu_node("small", "G2", gpus=2), gpu_node("big", "G2", gpus=8)]
+    pods = [pod("ns/eight", gpus=8, node="big"), pod("ns/one", gpus=1)]
+    problem = build_problem(snapshot(nodes=nodes, pods=pods), GREEDY)  # type: ignore[arg-type]
+    assert scarcity.measure(problem) is None

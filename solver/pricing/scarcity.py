@@ -17,7 +17,12 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   GPU models with pods confined by model, a pool is a model, those no confined pod asked for yet
   included: the label tells them apart before their first pod comes, so that each keeps its own
   share of the prior below (merged into one pool, the unconfined work could fill one small model
-  of it while the pool as a whole still looked roomy). Without confined pods there are no pools and
+  of it while the pool as a whole still looked roomy). A confined key's demand is counted per GPUs
+  its pods ask on one node, and accepts only the nodes with that many GPUs (:func:`fitting_mask`):
+  a model's few big nodes, which its pods asking many GPUs need whole, are then a pool of their
+  own that its 1-GPU pods and the unconfined work keep off (in one pool with the model's small
+  nodes, they were filled like any of its room). A size alone confines nothing: pods that may run
+  on every model make no pool, whatever they ask. Without confined pods there are no pools and
   every price is 0, so homogeneous workloads are decided exactly as before.
 - **Expected need of a pool**: the GPU thousandths its confined pods pending now ask (certain),
   plus its share of the demand to come (the cluster's free GPU room left after the pending pods:
@@ -39,7 +44,9 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   work); otherwise the node's pool pressure × the GPU room the pod takes there: its own GPU
   thousandths (a whole GPU 1000, a share its thousandths), or, when more, the node's free GPU room
   times the share of the node's free cpu or memory it takes (a CPU-only pod on a GPU node strands
-  the GPUs it leaves without cores or memory).
+  the GPUs it leaves without cores or memory). The key is read without the pod's size: a pod
+  asking four GPUs of a model whose big nodes are a pool pays that pool's pressure, the same on
+  every node it fits, so it changes no choice of node, only a constant of the CP-SAT level.
 
 - **Nodes without GPUs**: when some nodes have GPUs and others none, a pod asking none that may
   run on a node without GPUs pays, on a GPU node, the whole GPU room it strands (rate 1, whatever
@@ -63,14 +70,14 @@ priced by their thousandths like whole GPUs; where a share goes within a pool st
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
-from vcsat.model import Pod
+from vcsat.model import Node, Pod
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pricing.pool_keys import pool_key
@@ -206,6 +213,20 @@ def for_problem(problem: Problem) -> Scarcity | None:
     return result
 
 
+Demand = tuple[EligibilityKey, int]
+"""A kind of confined demand: the pods' eligibility (read by :func:`pool_key`) and the GPUs one pod
+asks on one node (1 for a share)."""
+
+
+def fitting_mask(nodes: Sequence[Node], gpus: int) -> int:
+    """The nodes with at least ``gpus`` GPUs, as a bit mask: where a pod asking that many fits at all."""
+    mask = 0
+    for i, node in enumerate(nodes):
+        if node.gpus >= gpus:
+            mask |= 1 << i
+    return mask
+
+
 def selected_labels(keys: Iterable[EligibilityKey]) -> tuple[str, ...]:
     """The node label keys that ``keys`` select nodes by (node selectors and required node affinity
     expressions), in name order: the kinds of node pods ask for, a GPU model label say."""
@@ -224,9 +245,9 @@ def measure(problem: Problem) -> Scarcity | None:
     if not gpu_mask:
         return None
     index = problem.node_index or NodeIndex(nodes)
-    demand: dict[EligibilityKey, int] = {}
-    squares: dict[EligibilityKey, int] = {}
-    pending: dict[EligibilityKey, int] = {}
+    demand: dict[Demand, int] = {}
+    squares: dict[Demand, int] = {}
+    pending: dict[Demand, int] = {}
     total = pending_total = 0
     for pod in problem.snapshot.pods:
         if not pod.managed or not (pod.bound or pod.pending):
@@ -234,15 +255,22 @@ def measure(problem: Problem) -> Scarcity | None:
         milli = gpu_milli(pod)
         if milli <= 0:
             continue
-        key = pool_key(eligibility_key(pod))  # what kind of node, not where (vcsat.solver.pricing.pool_keys)
+        # What kind of node (not where: vcsat.solver.pricing.pool_keys), and how many GPUs on one.
+        key = (pool_key(eligibility_key(pod)), max(1, pod.gpus))
         demand[key] = demand.get(key, 0) + milli
         squares[key] = squares.get(key, 0) + milli * milli
         total += milli
         if pod.pending:
             pending[key] = pending.get(key, 0) + milli
             pending_total += milli
-    masks = {key: index.mask(key) & gpu_mask for key in demand}
-    confined = [key for key, mask in masks.items() if mask and mask != gpu_mask]
+    eligible = {key: index.mask(key[0]) & gpu_mask for key in demand}
+    # Confined: a kind of node is asked (not every GPU node accepts the pods); its pools are then
+    # the nodes a pod of it fits on at all, so a model's few big nodes, which its pods asking many
+    # GPUs need whole, are a pool of their own (a size alone confines nothing: pods that may run
+    # on any model make no pools, whatever they ask).
+    confined = [key for key, mask in eligible.items() if mask and mask != gpu_mask]
+    masks = {key: eligible[key] & fitting_mask(nodes, key[1]) for key in confined}
+    confined = [key for key in confined if masks[key]]
     plain = index.ready_mask & ~gpu_mask
     cpu = problem.resources.index(res.CPU) if res.CPU in problem.resources else None
     memory = problem.resources.index(res.MEMORY) if res.MEMORY in problem.resources else None
@@ -250,9 +278,9 @@ def measure(problem: Problem) -> Scarcity | None:
         if not plain:
             return None
         return Scarcity((-1,) * len(nodes), (), (), index, 0, cpu, memory, gpu_mask, plain)
-    confined.sort(key=lambda key: (-demand[key], repr(key)))
+    confined.sort(key=lambda key: (-demand[key], repr(key[0]), key[1]))
     confined = confined[:MAX_POOLS]
-    selecting = selected_labels(confined)
+    selecting = selected_labels([key for key, _ in confined])
     pools: dict[tuple[object, ...], int] = {}
     pool_of = [-1] * len(nodes)
     members: list[int] = []
