@@ -1,6 +1,6 @@
 """PodDisruptionBudgets: how many of a set of pods may be evicted now.
 
-Preemption and reclaim (``vcsat.solver.preempt``) prefer victims that leave every budget intact,
+Preemption and reclaim (``vcsat.solver.preemption.preempt``) prefer victims that leave every budget intact,
 as kube-scheduler's DefaultPreemption does. The budget's ``status.disruptionsAllowed`` is what the
 disruption controller computed; vcsat reads it and never recomputes it.
 """

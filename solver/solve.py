@@ -33,9 +33,9 @@ from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.placement.decode import bindings, gpu_bindings
 from vcsat.solver.podgroup_entries import per_podgroup
-from vcsat.solver.preempt import preempt_and_reclaim
-from vcsat.solver.preempt_antiaffinity import AntiAffinity, evictions_may_cure, modelled_gangs
-from vcsat.solver.preempt_spread import SpreadRules
+from vcsat.solver.preemption.antiaffinity import AntiAffinity, evictions_may_cure, modelled_gangs
+from vcsat.solver.preemption.preempt import preempt_and_reclaim
+from vcsat.solver.preemption.spread import SpreadRules
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.rules.attach import slots_taken
 from vcsat.solver.rules.interpod_tracker import broken

@@ -33,7 +33,7 @@ from vcsat.solver.greedy import greedy
 from vcsat.solver.objectives.placement import placed_work
 from vcsat.solver.placement.decode import bindings
 from vcsat.solver.podgroup_entries import per_podgroup
-from vcsat.solver.preempt_antiaffinity import evictions_may_cure, modelled_gangs
+from vcsat.solver.preemption.antiaffinity import evictions_may_cure, modelled_gangs
 from vcsat.solver.problem import Problem, build_problem
 
 

@@ -112,7 +112,7 @@ def test_preempt_phase_respects_the_capability_left_by_allocate(policy: Policy) 
     at 4 cores); c must wait. Now: c is bound as well, qa ends at 5 cores and the validator reports
     QueueOverCapability.
 
-    Cause: solver/preempt.py ``_run`` bounds the preemptors' queue by ``problem.queue_room``
+    Cause: solver/preemption/preempt.py ``_run`` bounds the preemptors' queue by ``problem.queue_room``
     (capability less what was bound before the cycle), not less what allocate just placed; c fits
     the node's idle room, so the preempt phase binds it with no eviction at all. The random
     clusters of test_volcano_scenarios.py find this too when queues have capabilities (see the

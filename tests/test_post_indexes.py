@@ -1,5 +1,5 @@
 """The array paths after the greedy answer as the scans they replaced: the eviction models'
-candidate nodes (:func:`vcsat.solver.preempt._likeliest` against a scan of every eligible node)
+candidate nodes (:func:`vcsat.solver.preemption.preempt._likeliest` against a scan of every eligible node)
 and the LP bound's nesting of node sets (:func:`vcsat.solver.search.bound.nested` against a test per
 pair of sets)."""
 
@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vcsat.solver.preempt import _likeliest
+from vcsat.solver.preemption.preempt import _likeliest
 from vcsat.solver.search.bound import nested
 
 

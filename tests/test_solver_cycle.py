@@ -22,7 +22,7 @@ from vcsat.adapters.generate.generator import GeneratorOptions, generate_instanc
 from vcsat.model import Policy, Snapshot
 from vcsat.solver import check, solve
 from vcsat.solver.greedy import greedy
-from vcsat.solver.preempt import _could_run
+from vcsat.solver.preemption.preempt import _could_run
 from vcsat.solver.problem import build_problem
 from vcsat.solver.search.bound import lp_level_bounds
 

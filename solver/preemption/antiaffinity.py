@@ -15,7 +15,7 @@ between pods are required anti-affinity terms with topology key ``kubernetes.io/
 
 Gangs with other rules between pods (affinity, host ports, anti-affinity by zone or any other key,
 or bound pods' anti-affinity by another key that selects them) still wait for free room, as do
-gangs bound by topology spread (see :mod:`vcsat.solver.preempt`).
+gangs bound by topology spread (see :mod:`vcsat.solver.preemption.preempt`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ that may go (the *victims*), and the room left on each node.
   are spared before anything else of the victims' order.
 
 Topology spread (``DoNotSchedule``) is modelled as DefaultPreemption reads it, with the victims
-removed from the counts (:mod:`vcsat.solver.preempt_spread`): gangs whose pods carry or match a
+removed from the counts (:mod:`vcsat.solver.preemption.spread`): gangs whose pods carry or match a
 constraint preempt, pods a constraint counts may be victims, and every pod placed this cycle that
 carries a constraint stays within its skew once the victims are gone. (Without that model, as
 ``preempt_and_reclaim`` runs when given no ``spread``, such gangs are no preemptors and such pods
@@ -32,7 +32,7 @@ first. Preemptors are *nominated*: they are bound in a later cycle, once their
 victims are gone.
 
 Required anti-affinity with topology key ``kubernetes.io/hostname`` is modelled as DefaultPreemption
-reads it (:mod:`vcsat.solver.preempt_antiaffinity`): a victim's removal may lift a conflict on its
+reads it (:mod:`vcsat.solver.preemption.antiaffinity`): a victim's removal may lift a conflict on its
 node. Other rules between pods (inter-pod affinity, anti-affinity by another key, host ports) are
 not, so a gang with an isolated class (:mod:`vcsat.solver.rules.isolation`) that takes part in one
 is never a preemptor (``solve`` leaves it out): no victim is taken for it. The other preemptors
@@ -57,8 +57,8 @@ from vcsat.model.conformance import protection
 from vcsat.model.gpus import GpuHoldings, gpu_holdings
 from vcsat.solver.greedy import gang_order
 from vcsat.solver.objectives.fairness import SHARE_SCALE
-from vcsat.solver.preempt_antiaffinity import AntiAffinity, victims_by_key
-from vcsat.solver.preempt_spread import SpreadRules
+from vcsat.solver.preemption.antiaffinity import AntiAffinity, victims_by_key
+from vcsat.solver.preemption.spread import SpreadRules
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.rules.interpod import affinity_anchors
 from vcsat.solver.rules.spread import counted_pods

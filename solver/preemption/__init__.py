@@ -1,0 +1,7 @@
+"""Preemption and reclaim (Volcano's preempt and reclaim actions) as small exact models.
+
+:mod:`.preempt` picks victims and nominates the gangs the allocate phase left waiting;
+:mod:`.antiaffinity` and :mod:`.spread` carry the pod rules a victim's removal can lift
+(required anti-affinity on the hostname, DoNotSchedule topology spread), as kube-scheduler's
+DefaultPreemption re-runs its filters with the victims gone.
+"""
