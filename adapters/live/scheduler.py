@@ -35,6 +35,13 @@ search, reusing the greedy's work. An early cycle is never followed by another e
 writes nothing about the work it leaves waiting (the full cycle does); it is not dumped, as a
 replay of its instance gives the full decision.
 
+**Bounded cycles.** Under a stream of new pods, a cycle is given at most about ``cap`` waiting
+pods, whole groups in scheduling-queue order (:mod:`vcsat.adapters.live.cycle_cap`), and when it
+leaves some out the next cycle follows at once. ``cap`` adapts so that a cycle decides in about
+``--cycle-target`` seconds; a pod that arrives during a cycle is then decided within about one
+short cycle instead of waiting for a long one to end and the next long one to decide it. A cycle
+with no more waiting pods than the cap is given everything, as without it.
+
 With ``--leader-elect`` (the default) the caches fill at once on every replica, but only the
 replica holding the Lease runs cycles, so a standby takes over with warm caches.
 """
@@ -66,6 +73,7 @@ from vcsat.adapters.kube.applier import Applier, PendingApply
 from vcsat.adapters.kube.apply_state import ApplyReport
 from vcsat.adapters.kube.client import Kube, load_configuration
 from vcsat.adapters.kube.informer import InformerSet
+from vcsat.adapters.live.cycle_cap import DEFAULT_TARGET_S, CycleCap, arrived, defer
 from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 from vcsat.model import Decision, PodGroupOutcome, Policy, Snapshot
 
@@ -122,6 +130,8 @@ class CycleResult:
     """Of ``seconds``, the time taken to take and convert the snapshot."""
     early: bool = False
     """Its decision is the greedy's sure placements, bound ahead of the full cycle that follows."""
+    deferred: int = 0
+    """Waiting pods left out of this cycle by the cap (``--cycle-target``), for the next one."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
@@ -131,7 +141,7 @@ UNSETTLED = ("failed", "unapplied", "applied", "reported")
 """Why a cycle is followed by another ``--period`` after it: it failed; its decision is not wholly
 applied yet (or broke a hard rule); applying it wrote (or was refused) something; what it reports
 back changed since it started (``Store.reported``). (An early cycle is followed at once, why
-``early``.)"""
+``early``; a cycle that left waiting pods to the next by the cap too, why ``capped``.)"""
 
 
 def next_cycle_due(
@@ -180,6 +190,7 @@ class Scheduler:
         workers: int | None = None,
         observers: tuple[Any, ...] = (),
         early_min_pending: int = EARLY_MIN_PENDING,
+        cycle_target_s: float = DEFAULT_TARGET_S,
     ) -> None:
         self.kube = kube
         self.policy = policy
@@ -192,6 +203,12 @@ class Scheduler:
         self.observers = observers
         self.early_min_pending = early_min_pending
         """Pending pods from which a loop cycle tries early binding (module docstring); 0: never."""
+        self.cap = CycleCap(cycle_target_s) if cycle_target_s > 0 else None
+        """How many waiting pods a cycle is given (module docstring); None: all of them."""
+        self._tried: dict[str, int] = {}
+        """Per waiting group, the last cycle it was given to (the cap's order)."""
+        self._waiting: tuple[float, dict[str, int]] | None = None
+        """When the last cycle took its snapshot, and its waiting pods per group (arrivals)."""
         """Called with each cycle's result once it is applied or refused (the web dashboard)."""
         self.informers = InformerSet(kube)
         self.store = self.informers.store
@@ -262,12 +279,15 @@ class Scheduler:
         trigger, why = "start", "start"
         failure = ""
         after_early = False  # the last cycle bound early: the full cycle follows at once
+        after_capped = False  # the last cycle left waiting pods to the next: it follows at once
         idle_since: float | None = None  # when the loop, due on a period, first found no cycle due
         idle_counted = 0  # idle periods counted since then
         while not stopped():
             now = time.monotonic()
             if after_early:
                 trigger, why = "follow-up", "early"
+            elif after_capped:
+                trigger, why = "follow-up", "capped"
             elif seen >= 0 and now < next_at:
                 if idle_since is not None:
                     idle_counted = self._count_idle_periods(idle_since, idle_counted, now)
@@ -303,11 +323,12 @@ class Scheduler:
             if self.metrics is not None:
                 self.metrics.observe_trigger(trigger)
             early = not after_early
-            after_early = False
+            after_early = after_capped = False
             try:
                 result = self.run_cycle(stop=_AnyEvent(events), wait=False, trigger=trigger, why=why, early=early)
                 self._in_flight = result.pending
                 after_early = result.early and result.pending is not None
+                after_capped = result.deferred > 0 and not result.violations
                 failure = ""
             except Exception as error:
                 # The whole traceback once; the same failure again, every period, in one line.
@@ -319,7 +340,7 @@ class Scheduler:
             ended = time.monotonic()
             next_at = ended + self.period_s
             self._rest_until = ended + REST_PER_CYCLE_SECOND * (ended - started)
-            if after_early:
+            if after_early or after_capped:
                 self._rest_until = ended
 
     def _next_due(self, ended: float, *, failed: bool, reported: int) -> tuple[float, str, str]:
@@ -420,7 +441,9 @@ class Scheduler:
         self._cycle_started = started
         try:
             generation, objects = self.store.snapshot()
-            snapshot, objects = self._convert(objects, generation)
+            cap = self.cap.cap if self.cap is not None else None
+            given = defer(objects, self.policy.scheduler_name, cap, self._tried)
+            snapshot, objects = self._convert(given.objects, generation)
             converted = time.monotonic() - started
             prepared = sure = None
             waiting = sum(1 for pod in snapshot.pods if pod.pending)
@@ -433,6 +456,12 @@ class Scheduler:
             violations = check(snapshot, decision, self.policy)
             self.cycles += 1
             number = self.cycles
+            self._tried = {group: self._tried[group] for group in given.waiting if group in self._tried}
+            self._tried.update(dict.fromkeys(given.given_groups, number))
+            last, self._waiting = self._waiting, (started, dict(given.waiting))
+            if self.cap is not None and sure is None:
+                rate = arrived(last[1], given.waiting) / max(started - last[0], 1e-3) if last else 0.0
+                self.cap.observe(given.given_pods, time.monotonic() - started, rate)
             pending = waiting > 0
             if (
                 self.dump_dir is not None
@@ -463,6 +492,7 @@ class Scheduler:
                 why=why or trigger,
                 snapshot_seconds=converted,
                 early=sure is not None,
+                deferred=given.deferred_pods,
             )
             self.last = result
         finally:
@@ -544,6 +574,8 @@ class Scheduler:
             "solver_seconds": result.decision.solver.seconds,
             "pending": sum(1 for pod in result.snapshot.pods if pod.pending),
             "early": result.early,
+            "deferred": result.deferred,
+            "snapshot_seconds": round(result.snapshot_seconds or 0.0, 3),
         }
         if report is not None:
             fields.update(
@@ -656,6 +688,17 @@ def _last_cycle_number(directory: Path) -> int:
     "cycle at once; 0: never.",
 )
 @click.option(
+    "--cycle-target",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_TARGET_S,
+    show_default=True,
+    metavar="S",
+    help="With more pods waiting than one cycle decides in about S seconds, give a cycle only the "
+    "first of them (whole groups, in priority then creation order; adapted to how long cycles take) "
+    "and run the next cycle at once on the rest, so a new pod is decided within about one short "
+    "cycle; 0: every cycle is given every waiting pod.",
+)
+@click.option(
     "--dashboard-port",
     type=click.IntRange(min=0, max=65535),
     default=0,
@@ -682,6 +725,7 @@ def scheduler_cmd(
     log_level: str,
     bind_workers: int,
     early_bind_min_pending: int,
+    cycle_target: float,
     dashboard_port: int,
 ) -> None:
     """Run the live scheduler against a cluster until SIGTERM or Ctrl-C."""
@@ -715,6 +759,7 @@ def scheduler_cmd(
         workers=bind_workers,
         observers=(dashboard.observe,) if dashboard is not None else (),
         early_min_pending=early_bind_min_pending,
+        cycle_target_s=cycle_target,
     )
 
     stop = stop_on_signals(log, also=scheduler.store.wake)
