@@ -161,20 +161,26 @@ def test_defer_with_tried_groups_gives_new_ones_first() -> None:
 
 
 @pytest.mark.parametrize(
-    ("start", "steps", "expected"),
+    ("target", "steps", "expected"),
     [
-        # (given pods, seconds, arrivals/s) -> cap after
-        (1000, [(1000, 2.0, 0.0)], 500),  # twice the target: half
-        (1000, [(1000, 0.25, 0.0)], 2000),  # never more than doubled
-        (1000, [(300, 0.1, 0.0)], 1000),  # a small cycle does not raise the cap
-        (1000, [(300, 3.0, 0.0)], 200),  # nor go below the least
-        (1000, [(1000, 4.0, 100.0)], 600),  # never below 1.5 x the arrivals of such a cycle
-        (1000, [(0, 9.0, 0.0)], 1000),  # nothing given: nothing learnt
-        (1000, [(1000, 2.0, 0.0), (500, 0.5, 0.0)], 1000),
+        # (given pods, seconds, arrivals/s) -> cap after; start 1000, least 200
+        (1.0, [(1000, 9.0, 0.0)] * 3, 1000),  # fewer than 4 cycles seen: unchanged
+        # fixed part 2 s, 0.01 s a pod: the pods part as long as the target
+        (5.0, [(100, 2.0, 0.0), (100, 3.0, 0.0), (100, 3.0, 0.0), (100, 3.0, 0.0)], 500),
+        # ... or as long as the fixed part, when that is longer
+        (1.0, [(100, 3.0, 0.0), (100, 4.0, 0.0), (100, 4.0, 0.0), (100, 4.0, 0.0)], 300),
+        # ... never below the least
+        (0.5, [(100, 1.0, 0.0), (100, 3.0, 0.0), (100, 3.0, 0.0), (100, 3.0, 0.0)], 200),
+        # ... nor below 1.5 x the arrivals of such a cycle
+        (0.5, [(100, 1.0, 0.0), (100, 3.0, 0.0), (100, 3.0, 0.0), (100, 3.0, 100.0)], 450),
+        # time not growing with pods: the cap doubles, at most, each cycle
+        (1.0, [(100, 10.0, 0.0)] * 5, 4000),
+        # a cycle given nothing teaches nothing
+        (1.0, [(0, 9.0, 0.0)] * 5, 1000),
     ],
 )
-def test_cycle_cap_adapts(start: int, steps: list[tuple[int, float, float]], expected: int) -> None:
-    cap = CycleCap(1.0, start=start, least=200)
+def test_cycle_cap_adapts(target: float, steps: list[tuple[int, float, float]], expected: int) -> None:
+    cap = CycleCap(target, start=1000, least=200)
     for given_pods, seconds, rate in steps:
         cap.observe(given_pods, seconds, rate)
     assert cap.cap == expected

@@ -20,9 +20,9 @@ waiting pods), so a gang is never split between cycles by the cap. A PodGroup ob
 only with all of its pods (a group none of whose pods is bound or running yet); a PodGroup with no
 pods at all is always given, since its pods are created only once it is admitted.
 
-:class:`CycleCap` adapts ``cap`` after each cycle so that the cycle's decide time stays near a
-target: the time grows about linearly with the pods given, so the next cap is the last one scaled
-by target / time taken, within bounds, and never more than doubled at once. A cap must not cut
+:class:`CycleCap` adapts ``cap`` after each cycle so that the part of a cycle's time that grows
+with the pods it is given stays near a target (or near the part it pays whatever it is given, when
+that is longer), never more than doubled at once. A cap must not cut
 throughput: when a cycle takes long whatever it is given (a loaded machine, a large cluster), a
 cap below the pods that arrive while a cycle runs would only let the backlog grow. So the cap is
 never below the arrivals of one such cycle (with a margin), measured from the last cycles.
@@ -30,19 +30,27 @@ never below the arrivals of one such cycle (with a margin), measured from the la
 
 from __future__ import annotations
 
+import collections
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from vcsat.adapters.convert.pods import DEFAULT_SCHEDULER, GROUP_NAME_ANNOTATIONS
 
-DEFAULT_TARGET_S = 1.0
-"""Decide seconds a capped cycle aims at (``--cycle-target``)."""
+DEFAULT_TARGET_S = 0.0
+"""Seconds of a cycle's time that grow with the pods it is given a capped cycle aims at
+(``--cycle-target``); 0: no cap. Off by default: on a loaded machine, where a cycle's fixed part
+dominates, capping did not shorten the start latency measured on kwok (benchmarks/RESULTS.md)."""
 MIN_CAP = 200
 """Fewest waiting pods a capped cycle is given (unless fewer wait): below this the cycle's fixed
 costs (snapshot, model set-up) dominate and shorter cycles only add cycles."""
 START_CAP = 1000
 """Waiting pods the first capped cycle is given, before any cycle was timed."""
+OBSERVED = 16
+"""Cycles the cap's estimate of a cycle's time is made from (the last ones)."""
+MIN_OBSERVED = 4
+"""Cycles seen before the cap adapts."""
 ARRIVAL_MARGIN = 1.5
 """The cap is at least this many times the pods that arrive during a cycle as long as the last."""
 
@@ -165,24 +173,32 @@ def arrived(before: Mapping[str, int], now: Mapping[str, int]) -> int:
 
 
 class CycleCap:
-    """The cap of the next cycle, adapted to how long capped cycles take (module docstring)."""
+    """The cap of the next cycle, adapted to how long cycles take (module docstring)."""
 
     def __init__(self, target_s: float = DEFAULT_TARGET_S, *, start: int = START_CAP, least: int = MIN_CAP) -> None:
         self.target_s = target_s
         self.least = least
         self.cap = max(start, least)
+        self._seen: collections.deque[tuple[int, float]] = collections.deque(maxlen=OBSERVED)
 
     def observe(self, given_pods: int, seconds: float, arrivals_per_s: float = 0.0) -> int:
-        """After a cycle that was given ``given_pods`` waiting pods (capped or not) and decided in
-        ``seconds``, while new waiting pods arrived at ``arrivals_per_s``: the cap of the next one.
-        A cycle given fewer pods than the cap says little about a full one, so it never raises
-        the cap above the current one on its own."""
-        if given_pods <= 0:
+        """After a cycle that was given ``given_pods`` waiting pods and decided in ``seconds``,
+        while new waiting pods arrived at ``arrivals_per_s``: the cap of the next one.
+
+        A cycle's time is about a fixed part (the snapshot and the model over the nodes, whatever
+        it is given) plus a part per pod. Over the last cycles, the fixed part is taken as the
+        shortest cycle and the part per pod as the median of the rest per pod. The cap is the
+        pods whose part is the larger of the target and the fixed part: capping below that would
+        mostly cut throughput, since the fixed part is paid anyway. Until enough cycles were seen
+        the cap stays as it is.
+        """
+        if given_pods > 0:
+            self._seen.append((given_pods, seconds))
+        if len(self._seen) < MIN_OBSERVED:
             return self.cap
-        scaled = int(given_pods * self.target_s / max(seconds, 1e-3))
-        scaled = min(scaled, 2 * self.cap)
-        if given_pods < self.cap:
-            scaled = min(scaled, self.cap)
+        fixed = min(t for _, t in self._seen)
+        per_pod = statistics.median(max(t - fixed, 0.0) / n for n, t in self._seen)
         keep_up = int(ARRIVAL_MARGIN * arrivals_per_s * seconds)
+        scaled = 2 * self.cap if per_pod <= 0 else min(int(max(self.target_s, fixed) / per_pod), 2 * self.cap)
         self.cap = max(self.least, keep_up, scaled)
         return self.cap

@@ -35,12 +35,13 @@ search, reusing the greedy's work. An early cycle is never followed by another e
 writes nothing about the work it leaves waiting (the full cycle does); it is not dumped, as a
 replay of its instance gives the full decision.
 
-**Bounded cycles.** Under a stream of new pods, a cycle is given at most about ``cap`` waiting
-pods, whole groups in scheduling-queue order (:mod:`vcsat.adapters.live.cycle_cap`), and when it
-leaves some out the next cycle follows at once. ``cap`` adapts so that a cycle decides in about
-``--cycle-target`` seconds; a pod that arrives during a cycle is then decided within about one
-short cycle instead of waiting for a long one to end and the next long one to decide it. A cycle
-with no more waiting pods than the cap is given everything, as without it.
+**Bounded cycles** (``--cycle-target S``, off by default). Under a stream of new pods, a cycle is
+given at most about ``cap`` waiting pods, whole groups in scheduling-queue order
+(:mod:`vcsat.adapters.live.cycle_cap`), and when it leaves some out the next cycle follows at once.
+``cap`` adapts so that the part of a cycle that grows with its pods takes about S seconds; a pod
+that arrives during a cycle is then decided within about one short cycle instead of waiting for a
+long one to end and the next long one to decide it. A cycle with no more waiting pods than the
+cap is given everything, as without it.
 
 With ``--leader-elect`` (the default) the caches fill at once on every replica, but only the
 replica holding the Lease runs cycles, so a standby takes over with warm caches.
@@ -693,10 +694,10 @@ def _last_cycle_number(directory: Path) -> int:
     default=DEFAULT_TARGET_S,
     show_default=True,
     metavar="S",
-    help="With more pods waiting than one cycle decides in about S seconds, give a cycle only the "
-    "first of them (whole groups, in priority then creation order; adapted to how long cycles take) "
-    "and run the next cycle at once on the rest, so a new pod is decided within about one short "
-    "cycle; 0: every cycle is given every waiting pod.",
+    help="With more pods waiting than one cycle decides in about S seconds (beyond what a cycle costs "
+    "whatever it is given), give a cycle only the first of them (whole groups, in priority then "
+    "creation order; adapted to how long cycles take) and run the next cycle at once on the rest, "
+    "so a new pod is decided within about one short cycle; 0: every cycle is given every waiting pod.",
 )
 @click.option(
     "--dashboard-port",
