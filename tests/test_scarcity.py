@@ -362,40 +362,6 @@ def test_a_models_big_nodes_are_kept_for_its_pods_that_need_them_whole() -> None
             assert placed_on(solve(snap, policy))["ns/one"] == "t4-big"
 
 
-def test_a_models_big_nodes_are_kept_before_any_pod_asked_for_them_whole() -> None:
-    # The same T4 nodes of two sizes, but no pod asking four T4s seen yet (on the full openb cluster
-    # the first such pod came at a quarter of the ramp, after the big T4 nodes had been filled as
-    # T4 room). The big nodes are still a pool of their own, by their number of GPUs: the smaller
-    # share of the model, so with the larger margin the dearer one, and the 1-GPU T4 pod takes a
-    # small node. Without the price best fit ties (two GPUs free on each) and node order sends it
-    # to the big one.
-    nodes = [
-        gpu_node("t4-big", "T4", gpus=4),
-        gpu_node("t4-small-a", "T4", gpus=2),
-        gpu_node("t4-small-b", "T4", gpus=2),
-        gpu_node("t4-small-c", "T4", gpus=2),
-        gpu_node("g2", "G2", gpus=8),
-        gpu_node("g2-busy", "G2", gpus=64),
-    ]
-    bound = [
-        confined("ns/held", "T4", gpus=2, node="t4-big"),
-        confined("ns/seen", "T4", gpus=2, node="t4-small-c"),
-        *(pod(f"ns/any-{i}", gpus=4, node="g2-busy") for i in range(16)),
-    ]
-    snap = snapshot(nodes=nodes, pods=[*bound, confined("ns/one", "T4")])  # type: ignore[list-item]
-    problem = build_problem(snap, GREEDY)
-    measure = scarcity.measure(problem)
-    assert measure is not None
-    names = [n.name for n in problem.nodes]
-    big, small_a, small_b = (measure.pool_of[names.index(x)] for x in ("t4-big", "t4-small-a", "t4-small-b"))
-    assert small_a == small_b != big
-    assert measure.pressure[big] > measure.pressure[small_a] > 0
-    for policy in (SEARCH, GREEDY):
-        assert placed_on(solve_checked(snap, policy))["ns/one"] in {"t4-small-a", "t4-small-b"}
-        with unpriced():
-            assert placed_on(solve(snap, policy))["ns/one"] == "t4-big"
-
-
 def test_a_size_alone_makes_no_pool() -> None:
     # Pods asking eight GPUs fit only the 8-GPU nodes, but ask for no kind of node: nothing is priced.
     nodes = [gpu_node("small", "G2", gpus=2), gpu_node("big", "G2", gpus=8)]

@@ -21,12 +21,8 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   its pods ask on one node, and accepts only the nodes with that many GPUs (:func:`fitting_mask`):
   a model's few big nodes, which its pods asking many GPUs need whole, are then a pool of their
   own that its 1-GPU pods and the unconfined work keep off (in one pool with the model's small
-  nodes, they were filled like any of its room). They are a pool of their own from the first
-  confined pod on, too: the nodes are also grouped by their number of GPUs, so before any pod
-  asking a model's big nodes whole was seen, those nodes keep their own share of the prior (and,
-  being a small pool, a large margin) instead of being filled as the model's room until that pod
-  comes and finds none whole. A size alone confines nothing: pods that may run on every model
-  make no pool, whatever they ask. Without confined pods there are no pools and
+  nodes, they were filled like any of its room). A size alone confines nothing: pods that may run
+  on every model make no pool, whatever they ask. Without confined pods there are no pools and
   every price is 0, so homogeneous workloads are decided exactly as before.
 - **Expected need of a pool**: the GPU thousandths its confined pods pending now ask (certain),
   plus its share of the demand to come (the cluster's free GPU room left after the pending pods:
@@ -295,7 +291,6 @@ def measure(problem: Problem) -> Scarcity | None:
         sig = (
             *(bool(masks[key] & bit) for key in confined),
             *(nodes[i].labels.get(label) for label in selecting),
-            nodes[i].gpus,
         )
         if sig not in pools:
             pools[sig] = len(members)
