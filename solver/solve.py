@@ -235,7 +235,9 @@ def _preempt(
         for r, name in enumerate(problem.resources):
             held[name] = held.get(name, 0) + k * problem.shapes[problem.classes[c].shape].request[r]
     anti = None
-    if any(c in problem.isolated for gang in waiting for c in gang.classes):
+    if any(c in problem.isolated for gang in waiting for c in gang.classes) or any(
+        problem.snapshot.pod_by_key[b.pod].pod_affinity.required for b in now
+    ):  # preemptors with rules between pods; bindings whose affinity relies on a bound pod
         node_of = {node.name: i for i, node in enumerate(problem.nodes)}
         by_key = problem.snapshot.pod_by_key
         anti = AntiAffinity(problem, [(by_key[b.pod], node_of[b.node]) for b in now])

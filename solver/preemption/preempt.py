@@ -31,15 +31,13 @@ victims of the highest priority spared first, then the fewest victims, then the 
 first. Preemptors are *nominated*: they are bound in a later cycle, once their
 victims are gone.
 
-Required anti-affinity with topology key ``kubernetes.io/hostname`` is modelled as DefaultPreemption
-reads it (:mod:`vcsat.solver.preemption.antiaffinity`): a victim's removal may lift a conflict on its
-node. Other rules between pods (inter-pod affinity, anti-affinity by another key, host ports) are
-not, so a gang with an isolated class (:mod:`vcsat.solver.rules.isolation`) that takes part in one
-is never a preemptor (``solve`` leaves it out): no victim is taken for it. The other preemptors
-take part in no such rule by construction, and bound pods keep refusing them nodes as before (a
-victim never justifies affinity). A running pod that another running
-pod's required affinity relies on (its terms select it in that pod's domain) is no victim, so no
-eviction leaves a placed pod's required affinity unsatisfied.
+Rules between pods (required anti-affinity by any topology key, host ports, the preemptor's
+required affinity) are modelled as DefaultPreemption reads them
+(:mod:`vcsat.solver.preemption.antiaffinity`): a victim's removal may lift a conflict in its
+domain, and a preemptor's required affinity must keep a matching pod that stays. A running pod
+that another running pod's required affinity relies on (its terms select it in that pod's domain)
+is no victim, nor is one that a pod placed this cycle relies on, so no eviction leaves a placed
+pod's required affinity unsatisfied.
 """
 
 from __future__ import annotations
@@ -285,7 +283,9 @@ def _run(
                 upper[var.index] = min(fit, pods)
     # Victims on nodes no preemptor can use are never worth evicting.
     reachable = {node for (_, node) in x}
-    victims = [v for v in victims if v.node in reachable]
+    # ... save those a preemptor's rules between pods need gone (a zone's other nodes).
+    wanted = anti.wanted(x) if anti is not None else set()
+    victims = [v for v in victims if v.node in reachable or v.pod.key in wanted]
     on_node = {node: vs for node, vs in on_node.items() if node in reachable}
     if not victims or not x:
         return
