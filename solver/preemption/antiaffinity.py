@@ -10,7 +10,9 @@ pod a required affinity relied on. Here, for the preemptors with isolated classe
   own required anti-affinity term selects the class's pods (the node being in that term's domain
   of the bound pod), must be a victim of the run that may make room for the class (lower priority
   in preempt; any of the run's victims in reclaim), evicted whenever a pod of the class lands
-  there: so a zone term clears the whole zone. If it is no such victim, the node is closed;
+  there. As DefaultPreemption takes victims on the chosen node only, such a pod must be on the
+  node itself: the victims there must clear the whole zone or rack, and a refusing pod elsewhere
+  in the domain (unless an earlier run evicts it) closes the node, as does one that is no victim;
 - **host ports** (NodePorts): a pod bound on the node holding a port the class asks for (same
   protocol and number, overlapping address) is likewise a victim to take, or the node is closed;
 - **required affinity** (InterPodAffinity): for each term, a pod matching all the class's terms
@@ -195,17 +197,6 @@ class AntiAffinity:
                     out[other.key] = other
         return False, list(out.values())
 
-    def wanted(self, pairs: Iterable[tuple[int, int]]) -> set[str]:
-        """Keys of bound pods that some (class, node) of ``pairs`` needs gone: victims to keep in a run
-        even when they are on a node no preemptor uses (a zone term's other nodes)."""
-        out: set[str] = set()
-        for c, node in pairs:
-            if c in self.problem.isolated:
-                closed, gone = self.blockers(self.problem.classes[c].pods[0], node)
-                if not closed:
-                    out.update(p.key for p in gone)
-        return out
-
     def anchors_of_placed(self) -> set[str]:
         """Bound pods that a pod placed this cycle relies on for its required affinity."""
         out: set[str] = set()
@@ -257,10 +248,11 @@ class AntiAffinity:
                 cp.add(var == 0)
                 continue
             priority = problem.gangs[problem.classes[c].gang].priority
+            name = problem.nodes[node].name
             for other in blocking:
                 if other.key in evicted:
                     continue
-                found = victim_of.get(other.key)
+                found = victim_of.get(other.key) if other.node_name == name else None
                 if found is None or (preempt and found[1] >= priority):
                     cp.add(var == 0)
                     break

@@ -284,9 +284,7 @@ def _run(
                 upper[var.index] = min(fit, pods)
     # Victims on nodes no preemptor can use are never worth evicting.
     reachable = {node for (_, node) in x}
-    # ... save those a preemptor's rules between pods need gone (a zone's other nodes).
-    wanted = anti.wanted(x) if anti is not None else set()
-    victims = [v for v in victims if v.node in reachable or v.pod.key in wanted]
+    victims = [v for v in victims if v.node in reachable]
     on_node = {node: vs for node, vs in on_node.items() if node in reachable}
     if not victims or not x:
         return
