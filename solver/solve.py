@@ -209,16 +209,7 @@ def _preempt(
     """Preempt and reclaim (:mod:`preempt`) over what the allocate phase left."""
     left = [gang for gang in problem.gangs if gang.index not in assignment.placed]
     modelled = modelled_gangs(problem, left)
-    waiting = [
-        gang
-        for gang in left
-        if evictions_may_cure(problem, gang, modelled)
-        # Rules between pods other than anti-affinity per node are not modelled in the eviction
-        # search: such gangs wait for room (sound: no victim is taken for them).
-        and (not any(c in problem.isolated for c in gang.classes) or gang.index in modelled)
-        # Shared CSI volumes count once per node: not modelled there either, such gangs wait too.
-        and not any(problem.shapes[problem.classes[c].shape].volumes for c in gang.classes)
-    ]
+    waiting = [gang for gang in left if evictions_may_cure(problem, gang, modelled)]
     if not waiting:
         return now, [], [], podgroups
     room = [list(row) for row in problem.free]
@@ -235,7 +226,9 @@ def _preempt(
         for r, name in enumerate(problem.resources):
             held[name] = held.get(name, 0) + k * problem.shapes[problem.classes[c].shape].request[r]
     anti = None
-    if any(c in problem.isolated for gang in waiting for c in gang.classes):
+    if any(c in problem.isolated for gang in waiting for c in gang.classes) or any(
+        problem.snapshot.pod_by_key[b.pod].pod_affinity.required for b in now
+    ):  # preemptors with rules between pods; bindings whose affinity relies on a bound pod
         node_of = {node.name: i for i, node in enumerate(problem.nodes)}
         by_key = problem.snapshot.pod_by_key
         anti = AntiAffinity(problem, [(by_key[b.pod], node_of[b.node]) for b in now])

@@ -10,8 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import group, node, pod, queue, snapshot
-from tests.storage_builders import pv, pvc
+from tests.builders import term as node_term
+from tests.storage_builders import csinode, pv, pvc
 from vcsat.model import Decision, Pod, Policy, Snapshot
+from vcsat.model.cluster import PreferredSchedulingTerm
 from vcsat.solver import check
 from vcsat.solver.baselines import BASELINES, Baseline, check_policy
 from vcsat.solver.baselines.fgd import FGD, Fragmentation, task_type, typical_tasks
@@ -397,3 +399,35 @@ def test_a_lone_pods_queue_annotation_counts_against_that_queue(name: str) -> No
         queues=[queue("small", capability={"cpu": "1"})],
     )
     assert len(placed(decide(name, snap))) == 1
+
+
+# --- NodeVolumeLimits and preferred node affinity (kube-scheduler's filter and score) -------------
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_no_baseline_attaches_more_csi_volumes_than_the_csinode_allows(name: str) -> None:
+    """Each node attaches one ebs volume and a already holds one: p and q need a node each; r uses
+    the volume a holds, so it adds none and still fits there."""
+    snap = snapshot(
+        nodes=[node(n, cpu="8", labels={HOSTNAME: n}) for n in "abc"],
+        pods=[
+            pod("ns/held", node="a", claims=["c0"]),
+            pod("ns/p", claims=["c1"]),
+            pod("ns/q", claims=["c2"]),
+            pod("ns/r", claims=["c0"]),
+        ],
+        claims=[pvc(f"ns/c{i}", volume=f"v{i}") for i in range(3)],
+        volumes=[pv(f"v{i}", claim=f"ns/c{i}", csi=("ebs", f"h{i}")) for i in range(3)],
+        csinodes=[csinode(n, ebs=1) for n in "abc"],
+    )
+    where = placed(decide(name, snap))
+    assert {where.get("ns/p"), where.get("ns/q")} == {"b", "c"}
+    assert where.get("ns/r") == "a"
+
+
+def test_the_default_scheduler_follows_preferred_node_affinity() -> None:
+    """Two equal empty nodes: without the preference the score ties; the preferred term picks b."""
+    wish = (PreferredSchedulingTerm(weight=10, preference=node_term(f"{HOSTNAME} in (b)")),)
+    pods = [pod(f"ns/p{i}", cpu="1").model_copy(update={"preferred_affinity": wish}) for i in range(3)]
+    snap = snapshot(nodes=[node(n, cpu="8", labels={HOSTNAME: n}) for n in "ab"], pods=pods)
+    assert set(placed(decide("kube-default", snap)).values()) == {"b"}

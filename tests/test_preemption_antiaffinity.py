@@ -74,7 +74,7 @@ def test_a_running_pods_own_anti_affinity_is_lifted_by_evicting_it() -> None:
     "name, snap",
     [
         ("the blockers outrank the job", cluster(web_priority=20)),
-        ("anti-affinity by zone is not modelled: the job waits", cluster(key=ZONE)),
+        ("two pods that repel each other by zone, one zone: the job never fits", cluster(key=ZONE)),
     ],
 )
 def test_no_eviction(name: str, snap: Snapshot) -> None:

@@ -12,9 +12,10 @@ and the default profile's scoring plugins.
   nodes below 100; else ``max(100, n × max(5, 50 − n/125) %)``), starting where the previous pod's
   search stopped (the real scheduler carries that index across cycles; here each cycle starts at 0).
 - **Score**: NodeResourcesFit LeastAllocated × 1 + NodeResourcesBalancedAllocation × 1 +
-  TaintToleration × 3, over cpu and memory (the default resources; GPUs are not scored). The other
-  default score plugins (NodeAffinity's preferred terms, InterPodAffinity, PodTopologySpread,
-  ImageLocality) give every node the same score for these pods and are left out.
+  TaintToleration × 3 + NodeAffinity's preferred terms × 2, over cpu and memory (the default
+  resources; GPUs are not scored). The other default score plugins (InterPodAffinity,
+  PodTopologySpread, ImageLocality) give every node the same score for these pods and are left out.
+  The filter includes NodeVolumeLimits (distinct CSI volumes per driver within the CSINode's limit).
 - **Select**: the highest score; ties broken at random (``selectHost``), here by a generator seeded
   with the policy's ``random_seed`` and the snapshot generation, so runs repeat.
 
@@ -40,6 +41,7 @@ NAME = "kube-default"
 GANG = False
 """Its decisions keep no gangs: validate them with ``Policy(gang=False)``."""
 TAINT_TOLERATION_WEIGHT = 3
+NODE_AFFINITY_WEIGHT = 2
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENT = 5
 BASE_PERCENT = 50
@@ -87,13 +89,18 @@ class _Scheduler:
         if len(nodes) == 1:
             return nodes[0]
         taints = scoring.taint_toleration([scoring.intolerable_prefer_no_schedule(room.node, pod) for room in nodes])
+        if pod.preferred_affinity:
+            affinity = scoring.node_affinity([scoring.preferred_affinity(room.node, pod) for room in nodes])
+        else:
+            affinity = [0] * len(nodes)
         best: list[NodeRoom] = []
         best_score = -1
-        for room, taint in zip(nodes, taints, strict=True):
+        for room, taint, preferred in zip(nodes, taints, affinity, strict=True):
             score = (
                 scoring.least_allocated(room, pod)
                 + scoring.balanced_allocation(room, pod)
                 + TAINT_TOLERATION_WEIGHT * taint
+                + NODE_AFFINITY_WEIGHT * preferred
             )
             if score > best_score:
                 best, best_score = [room], score

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from vcsat.model import Node, Pod
 from vcsat.model import resources as res
 from vcsat.solver.baselines.state import NodeRoom
-from vcsat.solver.rules.predicates import tolerated
+from vcsat.solver.rules.predicates import term_matches, tolerated
 
 MAX_NODE_SCORE = 100
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -93,6 +93,19 @@ def binpack(room: NodeRoom, pod: Pod, weights: dict[str, int] | None = None) -> 
     if weight_sum > 0:
         score /= weight_sum
     return score * MAX_NODE_SCORE
+
+
+def preferred_affinity(node: Node, pod: Pod) -> int:
+    """The raw NodeAffinity score: the weights of the pod's preferred node-affinity terms the node matches."""
+    return sum(term.weight for term in pod.preferred_affinity if term_matches(term.preference, node))
+
+
+def node_affinity(raw: Sequence[int]) -> list[int]:
+    """NodeAffinity's normalised score (``raw × 100 / max`` over the candidate nodes; all 0 when none matches)."""
+    top = max(raw, default=0)
+    if top == 0:
+        return [0] * len(raw)
+    return [score * MAX_NODE_SCORE // top for score in raw]
 
 
 def intolerable_prefer_no_schedule(node: Node, pod: Pod) -> int:

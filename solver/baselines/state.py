@@ -11,7 +11,7 @@ so a placement this module accepts is one the validator accepts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -48,6 +48,13 @@ class NodeRoom:
     """GPU indices held by whole-GPU pods."""
     shares: dict[int, int] = field(default_factory=dict)
     """Per GPU index, the thousandths its shares hold."""
+    attach_limits: dict[str, int] = field(default_factory=dict)
+    """Per CSI driver the node's CSINode limits: how many distinct volumes it attaches (NodeVolumeLimits)."""
+    volume_users: dict[str, int] = field(default_factory=dict)
+    """Per distinct CSI volume on the node (of a limited driver): the bound and placed pods using it."""
+    volume_driver: dict[str, str] = field(default_factory=dict)
+    csi_of: Callable[[Pod], Mapping[str, str]] | None = None
+    """A pod's distinct CSI volumes with their drivers; None when no pending pod has claims."""
 
     @property
     def name(self) -> str:
@@ -83,11 +90,39 @@ class NodeRoom:
         for name, amount in need.items():
             if amount > 0 and amount > free.get(name, 0):
                 return False
+        if not self.volumes_fit(pod):
+            return False
         if pod.gpus > 0:
             return len(self.free_gpus()) >= pod.gpus
         if pod.gpu_milli > 0:
             return bool(self.share_room(pod.gpu_milli))
         return True
+
+    def volumes_fit(self, pod: Pod) -> bool:
+        """NodeVolumeLimits: per limited driver, the distinct volumes attached here plus the pod's
+        new ones stay within the limit (a pod that adds no new volume always passes)."""
+        if not self.attach_limits or self.csi_of is None or not pod.claims:
+            return True
+        wanted = self.csi_of(pod)
+        for driver, limit in self.attach_limits.items():
+            new = sum(1 for key, of in wanted.items() if of == driver and key not in self.volume_users)
+            if new and sum(1 for key in self.volume_users if self.volume_driver[key] == driver) + new > limit:
+                return False
+        return True
+
+    def attach(self, pod: Pod, sign: int) -> None:
+        """Count the pod's CSI volumes of limited drivers in (``sign`` 1) or out (-1)."""
+        if not self.attach_limits or self.csi_of is None or not pod.claims:
+            return
+        for key, driver in self.csi_of(pod).items():
+            if driver not in self.attach_limits:
+                continue
+            users = self.volume_users.get(key, 0) + sign
+            if users > 0:
+                self.volume_users[key] = users
+                self.volume_driver[key] = driver
+            else:
+                self.volume_users.pop(key, None)
 
 
 class QueueRoom:
@@ -164,6 +199,15 @@ class ClusterState:
         pending = [pod for pod in snapshot.pods if pod.pending]
         self.volumes = VolumeRules(snapshot, pending) if any(pod.claims for pod in pending) else None
         """kube-scheduler's volume filters (claims bound to volumes pinned to nodes, ...), when a pod has claims."""
+        if self.volumes is not None:
+            for room in self.rooms:
+                csinode = snapshot.csinode_by_name.get(room.name)
+                if csinode is None or not csinode.limits:
+                    continue
+                room.attach_limits = dict(csinode.limits)
+                room.csi_of = self.volumes.csi_volumes
+                for pod in snapshot.pods_on_node.get(room.name, ()):
+                    room.attach(pod, 1)
         self._largest: dict[str, int] = {}
         self.demands: dict[str, dict[str, int]] = {}
 
@@ -208,6 +252,7 @@ class ClusterState:
             room.whole.update(gpus)
         elif pod.gpu_milli > 0:
             room.shares[gpus[0]] = room.shares.get(gpus[0], 0) + pod.gpu_milli
+        room.attach(pod, 1)
         queue = self.queues.queue_of(pod)
         if queue is not None:
             self.queues.take(queue, pod)
@@ -228,6 +273,7 @@ class ClusterState:
             room.shares[index] -= pod.gpu_milli
             if not room.shares[index]:
                 del room.shares[index]
+        room.attach(pod, -1)
         queue = self.queues.queue_of(pod)
         if queue is not None:
             self.queues.take(queue, pod, -1)

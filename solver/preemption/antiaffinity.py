@@ -1,92 +1,81 @@
-"""Preemption for pods with required anti-affinity per node, as kube-scheduler's DefaultPreemption.
+"""Preemption for pods with rules between pods, as kube-scheduler's DefaultPreemption reads them.
 
 DefaultPreemption runs the filters again with the candidate victims removed: a victim's removal
-can lift an anti-affinity conflict, not only free room. Here, for the preemptors whose only rules
-between pods are required anti-affinity terms with topology key ``kubernetes.io/hostname``
-(:func:`modelled_gangs`), that reads, per preemptor class and node:
+can lift an anti-affinity or host-port conflict, not only free room, and it can also take away the
+pod a required affinity relied on. Here, for the preemptors with isolated classes
+(:mod:`vcsat.solver.rules.isolation`), that reads, per preemptor class and node:
 
-- a pod bound in the node's hostname domain that the class's terms select, or whose own required
-  anti-affinity (hostname) selects the class's pods, must be a victim of the run that may make
-  room for the class (lower priority in preempt; any of the run's victims in reclaim), evicted
-  whenever a pod of the class lands there; if it is no such victim, the node is closed;
+- **anti-affinity, any topology key** (InterPodAffinity): a pod bound in the node's domain of a
+  term's key (its own hostname, zone, rack, ...) that the class's required terms select, or whose
+  own required anti-affinity term selects the class's pods (the node being in that term's domain
+  of the bound pod), must be a victim of the run that may make room for the class (lower priority
+  in preempt; any of the run's victims in reclaim), evicted whenever a pod of the class lands
+  there. As DefaultPreemption takes victims on the chosen node only, such a pod must be on the
+  node itself: the victims there must clear the whole zone or rack, and a refusing pod elsewhere
+  in the domain (unless an earlier run evicts it) closes the node, as does one that is no victim;
+- **host ports** (NodePorts): a pod bound on the node holding a port the class asks for (same
+  protocol and number, overlapping address) is likewise a victim to take, or the node is closed;
+- **required affinity** (InterPodAffinity): for each term, a pod matching all the class's terms
+  stays in the node's domain of the term's key: a pod placed this cycle, a bound pod that is no
+  victim of the run, or a victim the run keeps; a node without the key, or with none of those,
+  is closed (the first-pod rule is not used here: such a gang waits for free room);
 - a pod placed this cycle (allocate's bindings, earlier runs' preemptors) in conflict closes it;
 - the run's own preemptor classes keep apart: at most one pod per domain of a class whose terms
-  select itself, and two classes in conflict never share a domain.
+  select itself (per node for its own ports), and two classes in conflict never share one.
 
-Gangs with other rules between pods (affinity, host ports, anti-affinity by zone or any other key,
-or bound pods' anti-affinity by another key that selects them) still wait for free room, as do
-gangs bound by topology spread (see :mod:`vcsat.solver.preemption.preempt`).
+And for every pod placed this cycle with required affinity (bindings and nominations): the bound
+pods it relies on are no victims, so no eviction leaves a placed pod's required affinity
+unsatisfied (running pods' own reliance is kept by
+:func:`vcsat.solver.rules.interpod.affinity_anchors`).
+
+Gangs bound by topology spread are modelled in :mod:`vcsat.solver.preemption.spread`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Final
 
 from ortools.sat.python import cp_model
 
 from vcsat.model import Pod
+from vcsat.model.cluster import PodAffinityTerm
 from vcsat.solver.problem import Gang, Problem
-from vcsat.solver.rules.interpod import label_key, selects
+from vcsat.solver.rules.interpod import label_key, ports_conflict, selects
 
 HOSTNAME: Final = "kubernetes.io/hostname"
 WAITING_ROOM: Final = frozenset({"InsufficientResources", "Fragmented"})
 """Prefilter reasons that evictions may cure by freeing room."""
 
-
-def _clash(a: Pod, b: Pod, namespaces: Mapping[str, Mapping[str, str]]) -> bool:
-    """Whether ``a`` and ``b`` may not share a hostname domain (either's required term selects the other)."""
-    return _selects_on_host(a, b, namespaces) or _selects_on_host(b, a, namespaces)
+Domain = tuple[str, str]
 
 
-def _selects_on_host(owner: Pod, target: Pod, namespaces: Mapping[str, Mapping[str, str]]) -> bool:
+def _anti_selects(owner: Pod, target: Pod, key: str, namespaces: Mapping[str, Mapping[str, str]]) -> bool:
+    """Whether a required anti-affinity term of ``owner`` with this topology key selects ``target``."""
     return any(
-        term.topology_key == HOSTNAME and selects(term, owner.namespace, label_key(target), namespaces)
+        term.topology_key == key and selects(term, owner.namespace, label_key(target), namespaces)
         for term in owner.pod_anti_affinity.required
     )
 
 
-def _has_host_terms(pod: Pod) -> bool:
-    return any(term.topology_key == HOSTNAME for term in pod.pod_anti_affinity.required)
+def _ports_clash(a: Pod, b: Pod) -> bool:
+    return any(ports_conflict(p, q) for p in a.host_ports for q in b.host_ports)
 
 
-def _modelled(pod: Pod) -> bool:
-    return (
-        not pod.host_ports
-        and not pod.pod_affinity.required
-        and all(t.topology_key == HOSTNAME for t in pod.pod_anti_affinity.required)
-    )
+def _matches_all(terms: Sequence[PodAffinityTerm], owner: Pod, other: Pod, ns: Mapping[str, Mapping[str, str]]) -> bool:
+    key = label_key(other)
+    return all(selects(term, owner.namespace, key, ns) for term in terms)
 
 
 def modelled_gangs(problem: Problem, gangs: Iterable[Gang]) -> set[int]:
-    """Of ``gangs``, those with isolated classes whose rules between pods are all of the kind this
-    module models (their own, and the running pods' anti-affinity that selects them)."""
-    with_rules = [g for g in gangs if any(c in problem.isolated for c in g.classes)]
-    if not with_rules:
-        return set()
-    ns = problem.snapshot.namespaces
-    # Running pods' required anti-affinity by another key: not modelled, it keeps what it selects out.
-    foreign = [
-        (term, other.namespace)
-        for other in problem.snapshot.pods
-        if other.node_name is not None and not other.finished
-        for term in other.pod_anti_affinity.required
-        if term.topology_key != HOSTNAME
-    ]
-    out: set[int] = set()
-    for gang in with_rules:
-        pods = [problem.classes[c].pods[0] for c in gang.classes if c in problem.isolated]
-        if all(_modelled(pod) for pod in pods) and not any(
-            selects(term, owner, label_key(pod), ns) for term, owner in foreign for pod in pods
-        ):
-            out.add(gang.index)
-    return out
+    """Of ``gangs``, those with isolated classes: every rule between pods is modelled here."""
+    return {g.index for g in gangs if any(c in problem.isolated for c in g.classes)}
 
 
 def evictions_may_cure(problem: Problem, gang: Gang, modelled: AbstractSet[int]) -> bool:
     """Whether the preempt phase may place a gang the prefilter left out: room (``WAITING_ROOM``),
-    or anti-affinity that this module lifts by eviction (the phase checks every predicate itself)."""
+    or rules between pods that this module lifts by eviction (the phase checks every predicate itself)."""
     blocked = problem.blocked.get(gang.index)
     if blocked is None or blocked.reason in WAITING_ROOM:
         return True
@@ -94,34 +83,135 @@ def evictions_may_cure(problem: Problem, gang: Gang, modelled: AbstractSet[int])
 
 
 class AntiAffinity:
-    """The per-node anti-affinity of preemptors, over the runs of one preempt and reclaim phase."""
+    """The rules between pods of preemptors, over the runs of one preempt and reclaim phase."""
 
     def __init__(self, problem: Problem, placed: Iterable[tuple[Pod, int]]) -> None:
         self.problem = problem
         self.namespaces = problem.snapshot.namespaces
-        self.domain_of: list[str | None] = [node.labels.get(HOSTNAME) for node in problem.nodes]
-        self.bound: dict[str, list[Pod]] = {}
-        """Per hostname domain: the pods bound there (finished ones excluded)."""
-        self.bound_with_terms: dict[str, list[Pod]] = {}
-        """Per hostname domain: those of its bound pods with required anti-affinity by hostname."""
         by_name = {node.name: i for i, node in enumerate(problem.nodes)}
+        self.bound_on: dict[int, list[Pod]] = {}
+        """Per node index: the pods bound there (finished ones excluded)."""
         for pod in problem.snapshot.pods:
-            if pod.node_name is None or pod.finished or pod.node_name not in by_name:
-                continue
-            domain = self.domain_of[by_name[pod.node_name]]
-            if domain is not None:
-                self.bound.setdefault(domain, []).append(pod)
-                if _has_host_terms(pod):
-                    self.bound_with_terms.setdefault(domain, []).append(pod)
-        self.placed: dict[str, list[Pod]] = {}
-        """Per hostname domain: pods placed this cycle (bindings and nominations so far)."""
+            if pod.node_name is not None and not pod.finished and pod.node_name in by_name:
+                self.bound_on.setdefault(by_name[pod.node_name], []).append(pod)
+        self._nodes_of: dict[str, dict[str, list[int]]] = {}
+        self._bound_in: dict[Domain, list[Pod]] = {}
+        self._bound_anti: dict[str, dict[str, list[Pod]]] = {}
+        self.bound_keys = {
+            t.topology_key for pods in self.bound_on.values() for p in pods for t in p.pod_anti_affinity.required
+        }
+        """Topology keys of bound pods' required anti-affinity terms."""
+        self.placed_on: dict[int, list[Pod]] = {}
+        """Per node index: pods placed this cycle (bindings and nominations so far)."""
+        self._blockers: dict[tuple[str, int], tuple[bool, list[Pod]]] = {}
         self.note(placed)
+
+    # --- indexes --------------------------------------------------------------------------------
+
+    def nodes_of(self, key: str) -> dict[str, list[int]]:
+        """Per value of the node label ``key``: the nodes carrying it."""
+        found = self._nodes_of.get(key)
+        if found is None:
+            found = {}
+            for i, node in enumerate(self.problem.nodes):
+                value = node.labels.get(key)
+                if value is not None:
+                    found.setdefault(value, []).append(i)
+            self._nodes_of[key] = found
+        return found
+
+    def value(self, node: int, key: str) -> str | None:
+        return self.problem.nodes[node].labels.get(key)
+
+    def bound_in(self, key: str, value: str) -> list[Pod]:
+        found = self._bound_in.get((key, value))
+        if found is None:
+            found = [pod for n in self.nodes_of(key).get(value, ()) for pod in self.bound_on.get(n, ())]
+            self._bound_in[(key, value)] = found
+        return found
+
+    def bound_anti(self, key: str) -> dict[str, list[Pod]]:
+        """Per value of ``key``: bound pods there with a required anti-affinity term on ``key``."""
+        found = self._bound_anti.get(key)
+        if found is None:
+            found = {}
+            for value, nodes in self.nodes_of(key).items():
+                pods = [
+                    p
+                    for n in nodes
+                    for p in self.bound_on.get(n, ())
+                    if any(t.topology_key == key for t in p.pod_anti_affinity.required)
+                ]
+                if pods:
+                    found[value] = pods
+            self._bound_anti[key] = found
+        return found
+
+    def placed_in(self, key: str, value: str) -> Iterable[Pod]:
+        for n in self.nodes_of(key).get(value, ()):
+            yield from self.placed_on.get(n, ())
 
     def note(self, placed: Iterable[tuple[Pod, int]]) -> None:
         for pod, node in placed:
-            domain = self.domain_of[node]
-            if domain is not None:
-                self.placed.setdefault(domain, []).append(pod)
+            self.placed_on.setdefault(node, []).append(pod)
+            self._blockers.clear()
+
+    # --- the rules ------------------------------------------------------------------------------
+
+    def _clash_keys(self, pod: Pod) -> list[str]:
+        """Topology keys on which ``pod`` may clash: its own anti terms' and those of bound pods' terms."""
+        return sorted({t.topology_key for t in pod.pod_anti_affinity.required} | self.bound_keys)
+
+    def blockers(self, pod: Pod, node: int) -> tuple[bool, list[Pod]]:
+        """(closed by a pod placed this cycle, bound pods that must go) for ``pod`` on ``node``."""
+        cached = self._blockers.get((pod.key, node))
+        if cached is None:
+            cached = self._find_blockers(pod, node)
+            self._blockers[(pod.key, node)] = cached
+        return cached
+
+    def _find_blockers(self, pod: Pod, node: int) -> tuple[bool, list[Pod]]:
+        ns = self.namespaces
+        out: dict[str, Pod] = {}
+        for key in self._clash_keys(pod):
+            value = self.value(node, key)
+            if value is None:
+                continue
+            if any(
+                _anti_selects(pod, other, key, ns) or _anti_selects(other, pod, key, ns)
+                for other in self.placed_in(key, value)
+            ):
+                return True, []
+            if any(t.topology_key == key for t in pod.pod_anti_affinity.required):
+                nearby: Iterable[Pod] = self.bound_in(key, value)
+            else:
+                nearby = self.bound_anti(key).get(value, ())
+            for other in nearby:
+                if other.key not in out and (_anti_selects(pod, other, key, ns) or _anti_selects(other, pod, key, ns)):
+                    out[other.key] = other
+        if pod.host_ports:
+            if any(_ports_clash(pod, other) for other in self.placed_on.get(node, ())):
+                return True, []
+            for other in self.bound_on.get(node, ()):
+                if other.key not in out and _ports_clash(pod, other):
+                    out[other.key] = other
+        return False, list(out.values())
+
+    def anchors_of_placed(self) -> set[str]:
+        """Bound pods that a pod placed this cycle relies on for its required affinity."""
+        out: set[str] = set()
+        ns = self.namespaces
+        for node, pods in self.placed_on.items():
+            for pod in pods:
+                terms = pod.pod_affinity.required
+                for term in terms:
+                    value = self.value(node, term.topology_key)
+                    if value is None:
+                        continue
+                    for other in self.bound_in(term.topology_key, value):
+                        if _matches_all(terms, pod, other, ns):
+                            out.add(other.key)
+        return out
 
     def constrain(
         self,
@@ -139,47 +229,119 @@ class AntiAffinity:
         runs evict; ``preempt``: a victim must have a lower priority than the preemptor."""
         problem = self.problem
         evicted = set(gone)
+        # No eviction takes a pod that a pod placed this cycle relies on.
+        for key in sorted(self.anchors_of_placed()):
+            found = victim_of.get(key)
+            if found is not None:
+                cp.add(evict[found[0]] == 0)
         isolated = sorted({c for c, _ in x if c in problem.isolated})
         if not isolated:
             return
         rep = {c: problem.classes[c].pods[0] for c in isolated}
+        ns = self.namespaces
         for (c, node), var in x.items():
             if c not in rep:
                 continue
-            domain = self.domain_of[node]
-            if domain is None:
-                continue
             pod = rep[c]
-            if any(_clash(pod, other, self.namespaces) for other in self.placed.get(domain, ())):
+            closed, blocking = self.blockers(pod, node)
+            if closed or not self._affinity(cp, pod, node, var, upper, evict, victim_of, evicted):
                 cp.add(var == 0)
                 continue
             priority = problem.gangs[problem.classes[c].gang].priority
-            # A pod without terms of its own clashes only with the bound pods that have some.
-            nearby = self.bound if _has_host_terms(pod) else self.bound_with_terms
-            for other in nearby.get(domain, ()):
-                if other.key in evicted or not _clash(pod, other, self.namespaces):
+            name = problem.nodes[node].name
+            for other in blocking:
+                if other.key in evicted:
                     continue
-                found = victim_of.get(other.key)
+                found = victim_of.get(other.key) if other.node_name == name else None
                 if found is None or (preempt and found[1] >= priority):
                     cp.add(var == 0)
                     break
                 cp.add(var <= upper[var.index] * evict[found[0]])
         # Among the run's classes: one pod per domain of a self-selecting class, conflicting classes apart.
-        by_domain: dict[str, dict[int, list[cp_model.IntVar]]] = {}
-        for (c, node), var in x.items():
-            domain = self.domain_of[node]
-            if c in rep and domain is not None:
-                by_domain.setdefault(domain, {}).setdefault(c, []).append(var)
-        for domain, of_class in sorted(by_domain.items()):
-            classes = sorted(of_class)
-            for i, a in enumerate(classes):
-                if _clash(rep[a], rep[a], self.namespaces):
-                    cp.add(cp_model.LinearExpr.sum(of_class[a]) <= 1)
-                for b in classes[i + 1 :]:
-                    if _clash(rep[a], rep[b], self.namespaces):
-                        here = cp.new_bool_var(f"apart[{a},{b},{domain}]")
-                        cp.add(cp_model.LinearExpr.sum(of_class[a]) == 0).only_enforce_if(here)
-                        cp.add(cp_model.LinearExpr.sum(of_class[b]) == 0).only_enforce_if(~here)
+        keys = sorted({k for c in isolated for k in self._run_keys(rep[c])})
+        for key in keys:
+
+            def repel(a: Pod, b: Pod, key: str = key) -> bool:
+                return _anti_selects(a, b, key, ns) or _anti_selects(b, a, key, ns)
+
+            by_domain: dict[str, dict[int, list[cp_model.IntVar]]] = {}
+            for (c, node), var in x.items():
+                value = self.value(node, key) if c in rep else None
+                if value is not None:
+                    by_domain.setdefault(value, {}).setdefault(c, []).append(var)
+            for value, of_class in sorted(by_domain.items()):
+                self._apart(cp, of_class, repel, rep, f"{key}={value}")
+        if any(rep[c].host_ports for c in isolated):
+            by_node: dict[int, dict[int, list[cp_model.IntVar]]] = {}
+            for (c, node), var in x.items():
+                if c in rep and rep[c].host_ports:
+                    by_node.setdefault(node, {}).setdefault(c, []).append(var)
+            for node, of_class in sorted(by_node.items()):
+                self._apart(cp, of_class, _ports_clash, rep, f"node {node} ports")
+
+    @staticmethod
+    def _run_keys(pod: Pod) -> set[str]:
+        return {t.topology_key for t in pod.pod_anti_affinity.required}
+
+    @staticmethod
+    def _apart(
+        cp: cp_model.CpModel,
+        of_class: Mapping[int, list[cp_model.IntVar]],
+        clash: Callable[[Pod, Pod], bool],
+        rep: Mapping[int, Pod],
+        where: str,
+    ) -> None:
+        classes = sorted(of_class)
+        for i, a in enumerate(classes):
+            if clash(rep[a], rep[a]):
+                cp.add(cp_model.LinearExpr.sum(of_class[a]) <= 1)
+            for b in classes[i + 1 :]:
+                if clash(rep[a], rep[b]) or clash(rep[b], rep[a]):
+                    here = cp.new_bool_var(f"apart[{a},{b},{where}]")
+                    cp.add(cp_model.LinearExpr.sum(of_class[a]) == 0).only_enforce_if(here)
+                    cp.add(cp_model.LinearExpr.sum(of_class[b]) == 0).only_enforce_if(~here)
+
+    def _affinity(
+        self,
+        cp: cp_model.CpModel,
+        pod: Pod,
+        node: int,
+        var: cp_model.IntVar,
+        upper: Mapping[int, int],
+        evict: Mapping[int, cp_model.IntVar],
+        victim_of: Mapping[str, tuple[int, int]],
+        evicted: AbstractSet[str],
+    ) -> bool:
+        """Constrain ``var`` so that each required affinity term keeps a matching pod in the node's
+        domain; False when no such pod can stay (the node is closed)."""
+        terms = pod.pod_affinity.required
+        ns = self.namespaces
+        for term in terms:
+            value = self.value(node, term.topology_key)
+            if value is None:
+                return False
+            if any(_matches_all(terms, pod, other, ns) for other in self.placed_in(term.topology_key, value)):
+                continue
+            movable: list[int] = []
+            fixed = False
+            for other in self.bound_in(term.topology_key, value):
+                if other.key in evicted or not _matches_all(terms, pod, other, ns):
+                    continue
+                found = victim_of.get(other.key)
+                if found is None:
+                    fixed = True
+                    break
+                movable.append(found[0])
+            if fixed:
+                continue
+            if not movable:
+                return False
+            if upper[var.index] > 0:
+                here = cp.new_bool_var(f"affinity[{var.index},{term.topology_key}]")
+                cp.add(var <= upper[var.index] * here)
+                kept = cp_model.LinearExpr.sum([evict[i] for i in movable])
+                cp.add(kept <= len(movable) - 1).only_enforce_if(here)
+        return True
 
 
 def pods_placed(problem: Problem, on_node: Mapping[tuple[int, int], int]) -> list[tuple[Pod, int]]:

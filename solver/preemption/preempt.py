@@ -31,19 +31,18 @@ victims of the highest priority spared first, then the fewest victims, then the 
 first. Preemptors are *nominated*: they are bound in a later cycle, once their
 victims are gone.
 
-Required anti-affinity with topology key ``kubernetes.io/hostname`` is modelled as DefaultPreemption
-reads it (:mod:`vcsat.solver.preemption.antiaffinity`): a victim's removal may lift a conflict on its
-node. Other rules between pods (inter-pod affinity, anti-affinity by another key, host ports) are
-not, so a gang with an isolated class (:mod:`vcsat.solver.rules.isolation`) that takes part in one
-is never a preemptor (``solve`` leaves it out): no victim is taken for it. The other preemptors
-take part in no such rule by construction, and bound pods keep refusing them nodes as before (a
-victim never justifies affinity). A running pod that another running
-pod's required affinity relies on (its terms select it in that pod's domain) is no victim, so no
-eviction leaves a placed pod's required affinity unsatisfied.
+Rules between pods (required anti-affinity by any topology key, host ports, the preemptor's
+required affinity) are modelled as DefaultPreemption reads them
+(:mod:`vcsat.solver.preemption.antiaffinity`): a victim's removal may lift a conflict in its
+domain, and a preemptor's required affinity must keep a matching pod that stays. A running pod
+that another running pod's required affinity relies on (its terms select it in that pod's domain)
+is no victim, nor is one that a pod placed this cycle relies on, so no eviction leaves a placed
+pod's required affinity unsatisfied.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -318,12 +317,13 @@ def _run(
     by_node: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
     for (c, node), var in x.items():
         by_node.setdefault(node, []).append((c, var))
+    attach_columns = set(problem.attach.resource.values()) if problem.attach is not None else set()
     for node, terms in by_node.items():
         local = on_node.get(node, [])
         thresholds = sorted({problem.gangs[problem.classes[c].gang].priority for c, _ in terms})
         for r in range(len(problem.resources)):
             asked = [(c, var) for c, var in terms if problem.shapes[problem.classes[c].shape].request[r] > 0]
-            if not asked:
+            if not asked or r in attach_columns:  # attach slots: shared_attach_limits below
                 continue
             for threshold in thresholds if reason == "preempt" else thresholds[-1:]:
                 users = [
@@ -341,6 +341,8 @@ def _run(
                     <= units.room(r, room[node][r])
                     + cp_model.LinearExpr.weighted_sum([f for f, _ in freed], [k for _, k in freed])
                 )
+
+    slots = shared_attach_limits(cp, problem, by_node, room, upper) if problem.attach is not None else {}
 
     # A victim goes only for a preemptor it justifies.
     for victim in victims:
@@ -425,6 +427,8 @@ def _run(
     if values is None:
         return
     _apply(problem, preemptors, victims, placed, x, evict, values, room, usage, reason, out)
+    for (node, r), flags in slots.items():  # shared volumes new to a node take one slot each
+        room[node][r] -= sum(values[flag.index] for flag in flags)
     landed = [
         (c, node, values[var.index])
         for (c, node), var in x.items()
@@ -434,6 +438,53 @@ def _run(
         anti.note((problem.classes[c].pods[0], node) for c, node, _ in landed)
     if spread is not None:
         spread.note(landed, [(v.pod, v.node) for v in victims if values[evict[v.index].index]])
+
+
+def shared_attach_limits(
+    cp: cp_model.CpModel,
+    problem: Problem,
+    by_node: Mapping[int, list[tuple[int, cp_model.IntVar]]],
+    room: list[list[int]],
+    upper: Mapping[int, int],
+) -> dict[tuple[int, int], list[cp_model.IntVar]]:
+    """NodeVolumeLimits for the preemptors, as in allocate (:mod:`vcsat.solver.constraints.attach`):
+    per limited (node, driver), the preemptors' own volumes plus each shared volume new to the node
+    once stay within the slots allocate left. Victims' volumes are not counted as freed (the
+    validator, too, judges volumes with the victims still there), so this only ever waits longer."""
+    attach = problem.attach
+    assert attach is not None
+    out: dict[tuple[int, int], list[cp_model.IntVar]] = {}
+    for node, terms in sorted(by_node.items()):
+        held = attach.attached.get(node, frozenset())
+        flags: dict[str, list[cp_model.IntVar]] = {}
+        own: dict[str, list[tuple[cp_model.IntVar, int]]] = {}
+        made: dict[str, cp_model.IntVar] = {}
+        for c, var in terms:
+            shape = problem.shapes[problem.classes[c].shape]
+            for driver, r in attach.resource.items():
+                if (node, driver) in attach.limited and shape.request[r] > 0:
+                    own.setdefault(driver, []).append((var, shape.request[r]))
+            for volume in sorted(shape.volumes):
+                driver = attach.driver[volume]
+                if (node, driver) not in attach.limited or volume in held:
+                    continue
+                flag = made.get(volume)
+                if flag is None:
+                    flag = made[volume] = cp.new_bool_var(f"attach[{volume},{node}]")
+                    flags.setdefault(driver, []).append(flag)
+                cp.add(var <= upper[var.index] * flag)
+        for driver in sorted(set(flags) | set(own)):
+            mine = own.get(driver, [])
+            r = attach.resource[driver]
+            cp.add(
+                cp_model.LinearExpr.weighted_sum(
+                    [v for v, _ in mine] + flags.get(driver, []),
+                    [k for _, k in mine] + [1] * len(flags.get(driver, [])),
+                )
+                <= max(0, room[node][r])
+            )
+            out[(node, r)] = flags.get(driver, [])
+    return out
 
 
 def _budget_violations(
