@@ -83,6 +83,24 @@ def test_no_eviction(name: str, snap: Snapshot) -> None:
     assert nominated(dec) == {}
 
 
+@pytest.mark.parametrize("key", [ZONE, HOST])
+def test_a_pod_placed_this_cycle_keeps_its_anti_affinity_against_the_preempt_phase(key: str) -> None:
+    """job0 (allocated this cycle) repels web pods in its zone/host; job1 (a web pod with no terms
+    of its own) reaches the preempt phase and must not join job0's domain, room or not."""
+    running, running_groups = gangs("run0", queue="qa", priority=0, node="n0", cpu="1", labels={"app": "db"})
+    first, first_group = waiting_job("job0", size=1, priority=4, cpu="1", labels=WEB)
+    first = [with_rules(p, anti=rules(term(key, WEB))) for p in first]
+    second, second_group = waiting_job("job1", size=1, priority=4, cpu="1", labels=WEB)
+    snap = snapshot(
+        nodes=nodes(1),
+        pods=[*running, *first, *second],
+        groups=[*running_groups, *first_group, *second_group],
+        queues=[queue("qa")],
+    )
+    placed = solved(snap, POLICY)  # solved() asserts check() finds nothing
+    assert [b.pod for b in placed.bindings] + [n.pod for n in placed.nominations] == ["ns/job0-0-0"]
+
+
 def test_check_judges_nominations_after_evictions() -> None:
     """A nomination beside its victim is sound; beside a pod that stays it is flagged."""
     snap = cluster(size=1)

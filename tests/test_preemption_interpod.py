@@ -144,12 +144,28 @@ def test_a_port_held_by_an_outranking_pod_is_no_reason_to_evict() -> None:
 # --- the preemptor's required affinity --------------------------------------------------------
 
 
-def test_the_pod_an_affinity_relies_on_is_kept_though_it_is_the_younger_victim() -> None:
-    """n0 is full: a db pod (young) and a filler (old), both below the job. The job needs a db pod
-    on its node; evicting either frees its room and the younger is preferred, but only the
-    filler can go. n1's filler could go too, but no db pod is there."""
+def test_an_affinity_a_lower_priority_pod_on_the_node_meets_does_not_preempt() -> None:
+    """n0 is full: a db pod and a filler, both below the job, which needs a db pod on its node.
+    Evicting the filler alone would do, but DefaultPreemption judges a node with all its
+    lower-priority pods gone (affinity to would-be victims is not supported), so n0 is no
+    candidate; n1's filler could go, but no db pod is there. Nothing happens."""
     snap = build(
         running("db", "n0", cpu="2", created=5, labels=DB),
+        running("fill0", "n0", cpu="2", created=0),
+        running("fill1", "n1", cpu="4", created=0),
+        job(cpu="2", affinity=rules(term(HOST, DB))),
+        zones=("a", "a"),
+    )
+    dec = solved(snap, POLICY)
+    assert evicted(dec) == {}
+    assert nominated(dec) == {}
+
+
+def test_an_affinity_met_by_a_pod_of_equal_priority_preempts_beside_it() -> None:
+    """As above, with the db pod at the job's priority: it stays through preemption, so the filler
+    goes and the job is nominated to n0."""
+    snap = build(
+        running("db", "n0", cpu="2", created=5, labels=DB, priority=10),
         running("fill0", "n0", cpu="2", created=0),
         running("fill1", "n1", cpu="4", created=0),
         job(cpu="2", affinity=rules(term(HOST, DB))),

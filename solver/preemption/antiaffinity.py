@@ -103,6 +103,8 @@ class AntiAffinity:
         """Topology keys of bound pods' required anti-affinity terms."""
         self.placed_on: dict[int, list[Pod]] = {}
         """Per node index: pods placed this cycle (bindings and nominations so far)."""
+        self.placed_keys: set[str] = set()
+        """Topology keys of placed pods' required anti-affinity terms."""
         self._blockers: dict[tuple[str, int], tuple[bool, list[Pod]]] = {}
         self.note(placed)
 
@@ -154,13 +156,17 @@ class AntiAffinity:
     def note(self, placed: Iterable[tuple[Pod, int]]) -> None:
         for pod, node in placed:
             self.placed_on.setdefault(node, []).append(pod)
+            self.placed_keys.update(t.topology_key for t in pod.pod_anti_affinity.required)
             self._blockers.clear()
 
     # --- the rules ------------------------------------------------------------------------------
 
     def _clash_keys(self, pod: Pod) -> list[str]:
-        """Topology keys on which ``pod`` may clash: its own anti terms' and those of bound pods' terms."""
-        return sorted({t.topology_key for t in pod.pod_anti_affinity.required} | self.bound_keys)
+        """Topology keys on which ``pod`` may clash: its own anti terms' and those of bound and placed
+        pods' terms (a pod placed this cycle whose term selects ``pod`` closes the node as surely as
+        one of ``pod``'s own terms does)."""
+        own = {t.topology_key for t in pod.pod_anti_affinity.required}
+        return sorted(own | self.bound_keys | self.placed_keys)
 
     def blockers(self, pod: Pod, node: int) -> tuple[bool, list[Pod]]:
         """(closed by a pod placed this cycle, bound pods that must go) for ``pod`` on ``node``."""
@@ -243,12 +249,13 @@ class AntiAffinity:
             if c not in rep:
                 continue
             pod = rep[c]
-            closed, blocking = self.blockers(pod, node)
-            if closed or not self._affinity(cp, pod, node, var, upper, evict, victim_of, evicted):
-                cp.add(var == 0)
-                continue
             priority = problem.gangs[problem.classes[c].gang].priority
             name = problem.nodes[node].name
+            closed, blocking = self.blockers(pod, node)
+            lowest = priority if preempt else None
+            if closed or not self._affinity(cp, pod, node, var, upper, evict, victim_of, evicted, lowest):
+                cp.add(var == 0)
+                continue
             for other in blocking:
                 if other.key in evicted:
                     continue
@@ -311,11 +318,17 @@ class AntiAffinity:
         evict: Mapping[int, cp_model.IntVar],
         victim_of: Mapping[str, tuple[int, int]],
         evicted: AbstractSet[str],
+        lowest: int | None,
     ) -> bool:
         """Constrain ``var`` so that each required affinity term keeps a matching pod in the node's
-        domain; False when no such pod can stay (the node is closed)."""
+        domain; False when no such pod can stay (the node is closed).
+
+        ``lowest``: in preempt, the preemptor's priority. DefaultPreemption judges a node with every
+        lower-priority pod on it gone, so such a pod on the node itself never justifies the
+        preemptor's affinity there, even if the run would keep it."""
         terms = pod.pod_affinity.required
         ns = self.namespaces
+        name = self.problem.nodes[node].name
         for term in terms:
             value = self.value(node, term.topology_key)
             if value is None:
@@ -331,6 +344,8 @@ class AntiAffinity:
                 if found is None:
                     fixed = True
                     break
+                if lowest is not None and other.node_name == name and found[1] < lowest:
+                    continue
                 movable.append(found[0])
             if fixed:
                 continue
