@@ -17,8 +17,9 @@ pod a required affinity relied on. Here, for the preemptors with isolated classe
   protocol and number, overlapping address) is likewise a victim to take, or the node is closed;
 - **required affinity** (InterPodAffinity): for each term, a pod matching all the class's terms
   stays in the node's domain of the term's key: a pod placed this cycle, a bound pod that is no
-  victim of the run, or a victim the run keeps; a node without the key, or with none of those,
-  is closed (the first-pod rule is not used here: such a gang waits for free room);
+  victim of the run, or a victim the run keeps that is not a lower-priority pod on the node itself
+  (DefaultPreemption judges the node with all of those gone); a node without the key, or with
+  none of those, is closed (the first-pod rule is not used here: such a gang waits for free room);
 - a pod placed this cycle (allocate's bindings, earlier runs' preemptors) in conflict closes it;
 - the run's own preemptor classes keep apart: at most one pod per domain of a class whose terms
   select itself (per node for its own ports), and two classes in conflict never share one.
