@@ -17,6 +17,8 @@ No confined pod and no node without GPUs, no level: homogeneous clusters pay not
 
 from __future__ import annotations
 
+import numpy as np
+from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
@@ -42,14 +44,57 @@ def cost(problem: Problem, scarce: scarcity.Scarcity, shape: Shape, node: int) -
     return round(scarcity.price(scarce, node, shape.eligibility, 0, room, cpu, memory))
 
 
+def costs(problem: Problem, scarce: scarcity.Scarcity, shape: Shape) -> NDArray[np.int64]:
+    """:func:`cost` of one pod of ``shape`` on every node, as one array (the same numbers: the rates
+    are the same floats, and numpy rounds halves to even as Python does), made once per problem."""
+    global _costs
+    if _costs is None or _costs[0] is not problem:
+        _costs = (problem, {})
+    made = _costs[1].get(shape.index)
+    if made is not None:
+        return made
+    milli = scarcity.shape_milli(problem, shape)
+    if milli > 0:
+        out = np.rint(scarce.rates(shape.eligibility) * milli).astype(np.int64)
+    elif not scarce.plain:
+        out = np.zeros(len(problem.nodes), dtype=np.int64)
+    else:
+        rate = scarce.rates(shape.eligibility, gpu=False)
+        out = np.zeros(len(problem.nodes), dtype=np.int64)
+        priced = np.flatnonzero(rate > 0)
+        if len(priced):
+            free = np.array(problem.free, dtype=np.int64).reshape(len(problem.nodes), -1)[priced]
+            fraction = np.zeros(len(priced), dtype=np.float64)
+            for r in (scarce.cpu, scarce.memory):
+                if r is None or shape.request[r] <= 0:
+                    continue
+                room = free[:, r]
+                share = np.where(room <= 0, 1.0, np.minimum(1.0, shape.request[r] / np.where(room <= 0, 1, room)))
+                fraction = np.maximum(fraction, share)
+            gpu_room = np.array([scarcity.node_gpu_room(problem, int(n)) for n in priced], dtype=np.int64)
+            taken = np.maximum(0, np.rint(gpu_room * fraction).astype(np.int64))
+            out[priced] = np.rint(rate[priced] * taken).astype(np.int64)
+    _costs[1][shape.index] = out
+    return out
+
+
+_costs: tuple[Problem, dict[int, NDArray[np.int64]]] | None = None
+
+
 def scarcity_levels(problem: Problem, v: Variables) -> list[Level]:
     scarce = scarcity.for_problem(problem)
     if scarce is None:
         return []
+    lowest: dict[tuple[int, ...], list[int]] = {}
     terms: list[tuple[cp_model.IntVar, int]] = []
     for node, node_terms in sorted(v.on_node.items()):
         for term in node_terms:
-            price = min(cost(problem, scarce, problem.shapes[s], node) for s in term.bucket.shapes)
+            prices = lowest.get(term.bucket.shapes)
+            if prices is None:
+                arrays = [costs(problem, scarce, problem.shapes[s]) for s in term.bucket.shapes]
+                prices = (arrays[0] if len(arrays) == 1 else np.minimum.reduce(arrays)).tolist()
+                lowest[term.bucket.shapes] = prices
+            price = prices[node]
             if price > 0:
                 terms.append((term.var, -price))
     if not terms:
@@ -62,4 +107,6 @@ def kept(problem: Problem, assignment: Assignment) -> int:
     scarce = scarcity.for_problem(problem)
     if scarce is None:
         return 0
-    return -sum(k * cost(problem, scarce, problem.shapes[s], node) for (s, node), k in assignment.shape_slots.items())
+    return -sum(
+        k * int(costs(problem, scarce, problem.shapes[s])[node]) for (s, node), k in assignment.shape_slots.items()
+    )
