@@ -187,16 +187,18 @@ def _read_spec(
 
 def _spec_key(obj: KubeObject, spec: Mapping[str, Any], labels: Mapping[str, str]) -> tuple[Any, ...] | None:
     """What a pod's spec-derived fields depend on: the spelling of all of ``spec`` but
-    ``nodeName``, the namespace, and the labels when inter-pod terms read them (matchLabelKeys);
-    None when the spec is no plain dict."""
+    ``nodeName``, and the labels when inter-pod terms read them (matchLabelKeys); None when the
+    spec is no plain dict. Not the namespace: no spec-derived field reads it (the pods of one
+    job template in several namespaces share one reading; ``namespace`` and the claims, which
+    name the pod, are the pod's own fields)."""
     if type(spec) is not dict:
         return None
     if "nodeName" in spec:
         spec = {name: value for name, value in spec.items() if name != "nodeName"}
     affinity = spec.get("affinity")
     if affinity and type(affinity) is dict and ("podAffinity" in affinity or "podAntiAffinity" in affinity):
-        return ("pod-spec", obj.namespace, spelling(spec), spelling(labels))
-    return ("pod-spec", obj.namespace, spelling(spec))
+        return ("pod-spec", spelling(spec), spelling(labels))
+    return ("pod-spec", spelling(spec))
 
 
 def _like(
