@@ -24,6 +24,8 @@ from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, tier_thresh
 from vcsat.solver.pricing import scarcity
 from vcsat.solver.pricing.fragmentation import greedy_chooser
 from vcsat.solver.problem import Domains, Gang, Problem, Shape
+from vcsat.solver.room_classes import NodeClasses
+from vcsat.solver.room_classes import fullest_with as fullest_in_classes
 from vcsat.solver.rules.attach import AttachTracker
 from vcsat.solver.rules.interpod_tracker import Tracker
 from vcsat.solver.rules.spread import SpreadState
@@ -74,6 +76,9 @@ class Room:
         self.count = count
         self.whole_array = np.array(self.whole, dtype=np.int64).reshape(count)
         self.level_array = np.array([self._level(row) for row in self.free], dtype=np.int64).reshape(count)
+        self.level_classes = NodeClasses([(self._level(row), w) for row, w in zip(self.free, self.whole, strict=True)])
+        """Nodes in classes of equal (free GPUs, free whole GPU devices), kept up to date
+        (:meth:`fullest_with` reads the classes, not the nodes)."""
         self.share_room = np.array([_share_room(used) for used in self.shared], dtype=np.int64).reshape(count)
         self.share_free = np.array([_share_free(used) for used in self.shared], dtype=np.int64).reshape(count)
         """Per node, the thousandths its shared GPUs have left, summed (the scarce-pool price reads it)."""
@@ -225,6 +230,7 @@ class Room:
             self.level_array[node] = after
             self.arrival[node] = self._arrivals
             self._arrivals += 1
+        self.level_classes.move(node, (after, self.whole[node]))
 
     def _add_whole(self, node: int, delta: int) -> None:
         before = self.whole[node]
@@ -354,12 +360,9 @@ class Room:
         return [nodes[int(i)] for i in roomy[np.argsort(free[roomy], kind="stable")]]
 
     def fullest_with(self, gpus: int) -> int | None:
-        """A node with at least ``gpus`` free GPUs and the fewest such (lowest index on ties)."""
-        candidates = np.flatnonzero((self.level_array >= gpus) & (self.whole_array >= gpus))
-        if not candidates.size:
-            return None
-        levels = self.level_array[candidates]
-        return int(candidates[levels == levels.min()][0])
+        """A node with at least ``gpus`` free GPUs (and free whole devices) and the fewest such
+        (lowest index on ties), found among the classes of :attr:`level_classes`."""
+        return fullest_in_classes(self.level_classes, gpus)
 
     def pod_counts(self, shape: Shape, most: int) -> NDArray[np.int64]:
         """Per node, at most how many pods of ``shape`` fit there from the room now, and at most
