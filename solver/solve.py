@@ -43,6 +43,7 @@ from vcsat.solver.rules.spread import SpreadState
 from vcsat.solver.search import staged
 from vcsat.solver.search.bound import lp_level_bounds
 from vcsat.solver.search.exact import ExactResult, solve_exact
+from vcsat.solver.search.neighbourhood import improve
 from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.shares.deserved import queue_usage
 from vcsat.solver.sure import Prepared
@@ -78,6 +79,33 @@ def _lexicographic(problem: Problem, assignment: Assignment) -> tuple[int, ...]:
     work by priority (highest first); compared as tuples."""
     fair = fair_share_values(problem, assignment)
     return (*(fair[tier] for tier in sorted(fair)), *_ranked(_placed(problem, assignment)))
+
+
+def _bound(
+    problem: Problem,
+    assignment: Assignment,
+    hint_values: dict[int, int],
+    hint_fair: dict[int, int],
+    first_bounds: dict[int, int],
+    search_bounds: dict[str, int],
+) -> tuple[dict[int, int], int]:
+    """The decision's placed work per priority and its proven bound: per level, the tighter of
+    the LP's and the search's (``search_bounds``, per level name), never below the decision's own.
+
+    Each level's bound holds the levels above it at the decision's own values: the first bounds
+    (at the hint's) are those when the decision kept the hint's values, and only looser when it
+    raised them (a fair share raised above the hint's leaves less room for placed work)."""
+    values = _placed(problem, assignment)
+    fair = fair_share_values(problem, assignment)
+    same = fair == {rank: hint_fair.get(rank, 0) for rank in fair} and values == {
+        rank: hint_values.get(rank, 0) for rank in values
+    }
+    lp_bounds = first_bounds if same else lp_level_bounds(problem, values, fair)
+    bound = 0
+    for rank, value in values.items():
+        proven = [b for b in (lp_bounds.get(rank), search_bounds.get(level_name(rank))) if b is not None]
+        bound += max(value, min(proven)) if proven else value
+    return values, bound
 
 
 def spread_broken(problem: Problem, placed: list[Binding]) -> bool:
@@ -156,19 +184,17 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         # decision keeps every constraint by construction.
         assignment, status = hint, "FALLBACK"
         now = bindings(problem, assignment, assignment.shape_slots)
-    values = _placed(problem, assignment)
-    fair = fair_share_values(problem, assignment)
-    # Each level's bound holds the levels above it at the decision's own values: the first bounds
-    # (at the hint's) are those when the decision kept the hint's values, and only looser when
-    # it raised them (a fair share raised above the hint's leaves less room for placed work).
-    same = fair == {rank: hint_fair.get(rank, 0) for rank in fair} and values == {
-        rank: hint_values.get(rank, 0) for rank in values
-    }
-    lp_bounds = first_bounds if same else lp_level_bounds(problem, values, fair)
-    bound = 0
-    for rank, value in values.items():
-        proven = [b for b in (lp_bounds.get(rank), result.bounds.get(level_name(rank))) if b is not None]
-        bound += max(value, min(proven)) if proven else value
+    values, bound = _bound(problem, assignment, hint_values, hint_fair, first_bounds, result.bounds)
+    objective = sum(values.values())
+    left = search - clock.spent
+    if policy.search and not result.skipped and bound - objective > policy.relative_gap * max(1, bound):
+        # The decision is further from the bound than the policy accepts: search around it.
+        better = improve(problem, assignment, budget=left, targets=targets, clock=clock, rank=_lexicographic)
+        placed = None if better is None else bindings(problem, better.assignment, better.assignment.shape_slots)
+        if better is not None and placed is not None and not (problem.spread and spread_broken(problem, placed)):
+            assignment, status, now = better.assignment, "FEASIBLE", placed
+            # The main search's bounds held the levels above at its own decision's values.
+            values, bound = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {})
     objective = sum(values.values())
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
