@@ -1,7 +1,9 @@
 """One scheduling cycle as a pure function: ``solve(snapshot, policy) -> Decision``.
 
 The steps are design.md's: prefilter and aggregate (:mod:`problem`), greedy warm start
-(:mod:`greedy`), an LP bound (:mod:`bound`), exact search (:mod:`exact`), decode into pods, nodes
+(:mod:`greedy`), an LP bound (:mod:`bound`), exact search (:mod:`exact`), when its decision is
+further from the bound than ``Policy.relative_gap`` a neighbourhood search around it in what the
+search budget left (:mod:`neighbourhood`), decode into pods, nodes
 and GPU indices (:mod:`decode`), and the reason for every PodGroup left waiting (:mod:`explain`).
 The greedy decision stands (``FALLBACK``) when the search finds nothing at least as good in time.
 
