@@ -189,7 +189,8 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
     values, bound = _bound(problem, assignment, hint_values, hint_fair, first_bounds, result.bounds)
     objective = sum(values.values())
     left = search - clock.spent
-    if policy.search and not result.skipped and bound - objective > policy.relative_gap * max(1, bound):
+    proven = status == "OPTIMAL"
+    if policy.search and not result.skipped and not proven and bound - objective > policy.relative_gap * max(1, bound):
         # The decision is further from the bound than the policy accepts: search around it.
         better = improve(problem, assignment, budget=left, targets=targets, clock=clock, rank=_lexicographic)
         placed = None if better is None else bindings(problem, better.assignment, better.assignment.shape_slots)
