@@ -63,6 +63,9 @@ are the same whatever the machine's load."""
 AFTER_SEARCH_PER_NODE = 2e-4
 """Wall seconds per node the allocate search's deadline keeps back for what follows it (decode,
 explanations, the eviction models' set-up)."""
+NEIGHBOURHOOD_ROUNDS = 3
+"""At most this many neighbourhood searches follow one another, each around the last one's
+improvement (:mod:`vcsat.solver.search.neighbourhood`)."""
 AFTER_EVICTIONS_SECONDS = 0.05
 """Wall seconds the eviction searches' deadline keeps back for assembling the decision."""
 
@@ -90,9 +93,10 @@ def _bound(
     hint_fair: dict[int, int],
     first_bounds: dict[int, int],
     search_bounds: dict[str, int],
-) -> tuple[dict[int, int], int]:
-    """The decision's placed work per priority and its proven bound: per level, the tighter of
-    the LP's and the search's (``search_bounds``, per level name), never below the decision's own.
+) -> tuple[dict[int, int], int, dict[int, int]]:
+    """The decision's placed work per priority, its proven bound (per level, the tighter of the
+    LP's and the search's, ``search_bounds`` per level name, never below the decision's own) and
+    the LP's bounds per level.
 
     Each level's bound holds the levels above it at the decision's own values: the first bounds
     (at the hint's) are those when the decision kept the hint's values, and only looser when it
@@ -107,7 +111,7 @@ def _bound(
     for rank, value in values.items():
         proven = [b for b in (lp_bounds.get(rank), search_bounds.get(level_name(rank))) if b is not None]
         bound += max(value, min(proven)) if proven else value
-    return values, bound
+    return values, bound, lp_bounds
 
 
 def spread_broken(problem: Problem, placed: list[Binding]) -> bool:
@@ -186,18 +190,23 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         # decision keeps every constraint by construction.
         assignment, status = hint, "FALLBACK"
         now = bindings(problem, assignment, assignment.shape_slots)
-    values, bound = _bound(problem, assignment, hint_values, hint_fair, first_bounds, result.bounds)
+    values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, result.bounds)
     objective = sum(values.values())
-    left = search - clock.spent
-    proven = status == "OPTIMAL"
-    if policy.search and not result.skipped and not proven and bound - objective > policy.relative_gap * max(1, bound):
-        # The decision is further from the bound than the policy accepts: search around it.
-        better = improve(problem, assignment, budget=left, targets=targets, clock=clock, rank=_lexicographic)
+    rounds = NEIGHBOURHOOD_ROUNDS if policy.search and not result.skipped and status != "OPTIMAL" else 0
+    while rounds and bound - objective > policy.relative_gap * max(1, bound):
+        # The decision is further from the bound than the policy accepts: search around it, again
+        # around each improvement while the search budget lasts.
+        rounds -= 1
+        around = {level_name(rank): b for rank, b in lp_bounds.items()}
+        left = search - clock.spent
+        better = improve(problem, assignment, budget=left, targets=around, clock=clock, rank=_lexicographic)
         placed = None if better is None else bindings(problem, better.assignment, better.assignment.shape_slots)
-        if better is not None and placed is not None and not (problem.spread and spread_broken(problem, placed)):
-            assignment, status, now = better.assignment, "FEASIBLE", placed
-            # The main search's bounds held the levels above at its own decision's values.
-            values, bound = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {})
+        if better is None or placed is None or (problem.spread and spread_broken(problem, placed)):
+            break
+        assignment, status, now = better.assignment, "FEASIBLE", placed
+        # The main search's bounds held the levels above at its own decision's values.
+        values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {})
+        objective = sum(values.values())
     objective = sum(values.values())
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
