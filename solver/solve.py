@@ -1,7 +1,9 @@
 """One scheduling cycle as a pure function: ``solve(snapshot, policy) -> Decision``.
 
 The steps are design.md's: prefilter and aggregate (:mod:`problem`), greedy warm start
-(:mod:`greedy`), an LP bound (:mod:`bound`), exact search (:mod:`exact`), decode into pods, nodes
+(:mod:`greedy`), an LP bound (:mod:`bound`), exact search (:mod:`exact`), when its decision is
+further from the bound than ``Policy.relative_gap`` a neighbourhood search around it in what the
+search budget left (:mod:`neighbourhood`), decode into pods, nodes
 and GPU indices (:mod:`decode`), and the reason for every PodGroup left waiting (:mod:`explain`).
 The greedy decision stands (``FALLBACK``) when the search finds nothing at least as good in time.
 
@@ -43,6 +45,7 @@ from vcsat.solver.rules.spread import SpreadState
 from vcsat.solver.search import staged
 from vcsat.solver.search.bound import lp_level_bounds
 from vcsat.solver.search.exact import ExactResult, solve_exact
+from vcsat.solver.search.neighbourhood import improve
 from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.shares.deserved import queue_usage
 from vcsat.solver.sure import Prepared
@@ -60,6 +63,9 @@ are the same whatever the machine's load."""
 AFTER_SEARCH_PER_NODE = 2e-4
 """Wall seconds per node the allocate search's deadline keeps back for what follows it (decode,
 explanations, the eviction models' set-up)."""
+NEIGHBOURHOOD_ROUNDS = 3
+"""At most this many neighbourhood searches follow one another, each around the last one's
+improvement (:mod:`vcsat.solver.search.neighbourhood`)."""
 AFTER_EVICTIONS_SECONDS = 0.05
 """Wall seconds the eviction searches' deadline keeps back for assembling the decision."""
 
@@ -78,6 +84,34 @@ def _lexicographic(problem: Problem, assignment: Assignment) -> tuple[int, ...]:
     work by priority (highest first); compared as tuples."""
     fair = fair_share_values(problem, assignment)
     return (*(fair[tier] for tier in sorted(fair)), *_ranked(_placed(problem, assignment)))
+
+
+def _bound(
+    problem: Problem,
+    assignment: Assignment,
+    hint_values: dict[int, int],
+    hint_fair: dict[int, int],
+    first_bounds: dict[int, int],
+    search_bounds: dict[str, int],
+) -> tuple[dict[int, int], int, dict[int, int]]:
+    """The decision's placed work per priority, its proven bound (per level, the tighter of the
+    LP's and the search's, ``search_bounds`` per level name, never below the decision's own) and
+    the LP's bounds per level.
+
+    Each level's bound holds the levels above it at the decision's own values: the first bounds
+    (at the hint's) are those when the decision kept the hint's values, and only looser when it
+    raised them (a fair share raised above the hint's leaves less room for placed work)."""
+    values = _placed(problem, assignment)
+    fair = fair_share_values(problem, assignment)
+    same = fair == {rank: hint_fair.get(rank, 0) for rank in fair} and values == {
+        rank: hint_values.get(rank, 0) for rank in values
+    }
+    lp_bounds = first_bounds if same else lp_level_bounds(problem, values, fair)
+    bound = 0
+    for rank, value in values.items():
+        proven = [b for b in (lp_bounds.get(rank), search_bounds.get(level_name(rank))) if b is not None]
+        bound += max(value, min(proven)) if proven else value
+    return values, bound, lp_bounds
 
 
 def spread_broken(problem: Problem, placed: list[Binding]) -> bool:
@@ -156,19 +190,23 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         # decision keeps every constraint by construction.
         assignment, status = hint, "FALLBACK"
         now = bindings(problem, assignment, assignment.shape_slots)
-    values = _placed(problem, assignment)
-    fair = fair_share_values(problem, assignment)
-    # Each level's bound holds the levels above it at the decision's own values: the first bounds
-    # (at the hint's) are those when the decision kept the hint's values, and only looser when
-    # it raised them (a fair share raised above the hint's leaves less room for placed work).
-    same = fair == {rank: hint_fair.get(rank, 0) for rank in fair} and values == {
-        rank: hint_values.get(rank, 0) for rank in values
-    }
-    lp_bounds = first_bounds if same else lp_level_bounds(problem, values, fair)
-    bound = 0
-    for rank, value in values.items():
-        proven = [b for b in (lp_bounds.get(rank), result.bounds.get(level_name(rank))) if b is not None]
-        bound += max(value, min(proven)) if proven else value
+    values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, result.bounds)
+    objective = sum(values.values())
+    rounds = NEIGHBOURHOOD_ROUNDS if policy.search and not result.skipped and status != "OPTIMAL" else 0
+    while rounds and bound - objective > policy.relative_gap * max(1, bound):
+        # The decision is further from the bound than the policy accepts: search around it, again
+        # around each improvement while the search budget lasts.
+        rounds -= 1
+        around = {level_name(rank): b for rank, b in lp_bounds.items()}
+        left = search - clock.spent
+        better = improve(problem, assignment, budget=left, targets=around, clock=clock, rank=_lexicographic)
+        placed = None if better is None else bindings(problem, better.assignment, better.assignment.shape_slots)
+        if better is None or placed is None or (problem.spread and spread_broken(problem, placed)):
+            break
+        assignment, status, now = better.assignment, "FEASIBLE", placed
+        # The main search's bounds held the levels above at its own decision's values.
+        values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {})
+        objective = sum(values.values())
     objective = sum(values.values())
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more

@@ -85,6 +85,7 @@ def solve_exact(
     targets: dict[str, int] | None = None,
     restrict: bool | None = None,
     clock: SearchClock | None = None,
+    free_nodes: frozenset[int] | None = None,
 ) -> ExactResult:
     """Search within ``budget`` deterministic seconds of CP-SAT; ``targets`` (per level name, an
     upper bound proven elsewhere) let a stage stop as soon as its solution reaches them.
@@ -95,7 +96,11 @@ def solve_exact(
     whether it cut a solve short.
 
     ``restrict`` keeps isolated classes' slots on their candidate nodes (:mod:`candidates`): by
-    default only when the full model is too large for ``budget``."""
+    default only when the full model is too large for ``budget``.
+
+    ``free_nodes`` searches a neighbourhood of ``hint`` (:mod:`vcsat.solver.search.neighbourhood`):
+    every (bucket, node) slot of any other node is fixed at the hint's, while which gangs' pods
+    fill the slots stays free; like a restricted model it proves no bound."""
     buckets = list(problem.buckets)
     size = _model_size(problem, buckets)
     restricted = False
@@ -104,6 +109,9 @@ def solve_exact(
         # candidate nodes only, and report no bound from the restricted model.
         buckets, restricted = restrict_isolated(problem, buckets, hint)
         size = _model_size(problem, buckets)
+    if free_nodes is not None:
+        # Fixed slots cost the search nothing: the model's size is what the free nodes hold.
+        size = sum(1 for bucket in buckets for node in bucket.nodes if node in free_nodes)
     if not _fits(problem, budget, size):
         note = f"search skipped: {budget:.2f}s is too little for a model of about {size} variables"
         return ExactResult(None, False, notes=[note], skipped=True)
@@ -116,8 +124,11 @@ def solve_exact(
         left = budget - spent
         if left <= MIN_STAGE_SECONDS and refinement > 0:
             break
-        share = left if refinement == MAX_REFINEMENTS else left * (0.6 if refinement == 0 else 0.5)
-        search = _search(problem, buckets, best, share, notes, targets or {}, clock, restricted=restricted)
+        last_one = refinement == MAX_REFINEMENTS or free_nodes is not None  # a neighbourhood is not refined
+        share = left if last_one else left * (0.6 if refinement == 0 else 0.5)
+        search = _search(
+            problem, buckets, best, share, notes, targets or {}, clock, restricted=restricted, free_nodes=free_nodes
+        )
         spent += search.spent
         if not search.levels:
             return ExactResult(Assignment(), True, [], {}, notes)
@@ -202,12 +213,15 @@ def _search(
     clock: SearchClock,
     *,
     restricted: bool = False,
+    free_nodes: frozenset[int] | None = None,
 ) -> _Search:
     """One search over ``buckets``. A ``restricted`` model (:mod:`vcsat.solver.rules.candidates`) lacks
     some of the full problem's solutions: CP-SAT's bounds and proofs of optimality on it prove
     nothing, so it reports no bound (the LP's stand alone) and a stage is proven only when its
     solution reaches the bounds proven elsewhere (``targets``)."""
     policy = problem.policy
+    # A neighbourhood lacks most of the model's solutions: its bounds prove nothing either.
+    restricted = restricted or free_nodes is not None
     cp = cp_model.CpModel()
     v = create_variables(cp, problem, buckets)
     add_gang(cp, problem, v)
@@ -236,7 +250,9 @@ def _search(
     levels = [level for stage in stages for level in stage.levels]
     if not stages:
         return _Search(None, True, [], {})
-    _hint(cp, problem, v, hint, buckets, classes, interpod, spread)
+    hinted = _hint(cp, problem, v, hint, buckets, classes, interpod, spread)
+    if free_nodes is not None:
+        _fix_slots(cp, v, hinted, free_nodes)
 
     solver = new_solver(policy, clock, lean_presolve=True)
     optimal = True
@@ -265,7 +281,13 @@ def _search(
             notes.append(f"{stage.names}: skipped, out of time")
             optimal = False
             return None
-        share = FIRST_STAGE_SHARE if number == 0 and len(stages) > 1 else 1.0 / (len(stages) - number)
+        if free_nodes is not None and number > last_reported:
+            # A neighbourhood is kept for its first levels alone: its time goes to them.
+            notes.append(f"{stage.names}: skipped in a neighbourhood")
+            optimal = False
+            return None
+        searched = last_reported + 1 if free_nodes is not None else len(stages)
+        share = FIRST_STAGE_SHARE if number == 0 and searched > 1 else 1.0 / max(1, searched - number)
         limit = left * share
         if number > last_reported:
             # Tie-breaks below placed work (topology, packing, age) share a small part of the
@@ -309,6 +331,18 @@ def _search(
     found_assignment = _assignment(problem, v, values)
     found_assignment.domain_counts = domain_counts(values, topo)
     return _Search(found_assignment, optimal, levels, bounds, spent)
+
+
+def _fix_slots(cp: cp_model.CpModel, v: Variables, hinted: dict[int, int], free_nodes: frozenset[int]) -> None:
+    """Fix every slot of a node outside ``free_nodes`` at its hinted value (on the variable's
+    domain: a fixed variable costs the search nothing)."""
+    variables = cp.proto.variables
+    for (_bucket, node), var in v.slot.items():
+        if node not in free_nodes:
+            value = hinted.get(var.index, 0)
+            domain = variables[var.index].domain
+            domain.clear()
+            domain.extend([value, value])
 
 
 def _hinted(cp: cp_model.CpModel) -> dict[int, int]:
