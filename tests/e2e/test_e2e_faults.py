@@ -127,6 +127,18 @@ def lease_holder(api: client.ApiClient, namespace: str, name: str) -> str:
     return (lease.spec.holder_identity if lease.spec else None) or ""
 
 
+def lease_acquired(api: client.ApiClient, namespace: str, name: str) -> float:
+    """When the lease's current holder acquired it (its ``spec.acquireTime``), as a Unix time."""
+    leases = client.CoordinationV1Api(api)
+
+    def read() -> Any:
+        return leases.read_namespaced_lease(name, namespace, _request_timeout=REQUEST_TIMEOUT_S)
+
+    lease = retried(read, "read the lease")
+    assert lease.spec is not None and lease.spec.acquire_time is not None, f"lease {name} has no acquireTime"
+    return float(lease.spec.acquire_time.timestamp())
+
+
 def create_jobs(api: client.ApiClient, namespace: str, names: list[str], sizes: list[int], run_s: float) -> None:
     """Create the Jobs; each create retried while the API server does not answer (it may be coming
     back from a restart): a Job of the same name already there is the one an earlier try made."""
@@ -267,7 +279,9 @@ def test_scheduler_leader_killed_during_a_burst_standby_takes_over(
         standby = wait_until(
             tolerant(lambda: (h := lease_holder(api, namespace, lease)) != leader and h), "the standby leads", logs=logs
         )
-        took_over_at = time.time()
+        # The standby's own record of when it took the lease: creating the second half of a large
+        # burst (above) can take longer than the takeover, so the time this line runs is too late.
+        took_over_at = lease_acquired(api, namespace, lease)
         total = sum(sizes)
         try:
             wait_until(lambda: len(bindings(pods.snapshot())) >= total, f"all {total} pods bound", wait_s, logs=logs)
