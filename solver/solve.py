@@ -200,14 +200,15 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         around = {level_name(rank): b for rank, b in lp_bounds.items()}
         left = search - clock.spent
         better = improve(problem, assignment, budget=left, targets=around, clock=clock, rank=_lexicographic)
-        placed = None if better is None else bindings(problem, better.assignment, better.assignment.shape_slots)
-        if better is None or placed is None or (problem.spread and spread_broken(problem, placed)):
+        if better is None:
+            break
+        placed = bindings(problem, better.assignment, better.assignment.shape_slots)
+        if problem.spread and spread_broken(problem, placed):
             break
         assignment, status, now = better.assignment, "FEASIBLE", placed
         # The main search's bounds held the levels above at its own decision's values.
         values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {})
         objective = sum(values.values())
-    objective = sum(values.values())
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
     if status == "FALLBACK" and bound == objective and not result.levels and not result.skipped:

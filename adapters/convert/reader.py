@@ -161,8 +161,6 @@ class Conversion:
         """Values built once per distinct spelling (:meth:`shared`), by kind of part and text."""
         self.memo = memo
         """The caller's memo of the last call (:meth:`reuse`); None when nothing is kept across calls."""
-        self.clocks: dict[str, float] = {}
-        """Epoch seconds per time text read in this call: the objects of one job are stamped alike."""
 
     def reuse(self, obj: KubeObject, context: tuple[Any, ...], make: Callable[[], _T]) -> _T:
         """``make()``, or what it gave last call for the same object in the same ``context`` (what

@@ -46,9 +46,8 @@ from vcsat.adapters.convert.hypernodes import read_hypernode
 from vcsat.adapters.convert.node_selectors import read_requirements
 from vcsat.adapters.convert.nodes import read_node
 from vcsat.adapters.convert.notices import conversion_notices
-from vcsat.adapters.convert.pod_fast import read_pod
 from vcsat.adapters.convert.podgroups import read_podgroup
-from vcsat.adapters.convert.pods import pod_context, pod_references
+from vcsat.adapters.convert.pods import pod_context, pod_references, read_pod
 from vcsat.adapters.convert.priority_classes import read_priority_classes
 from vcsat.adapters.convert.queues import read_queues
 from vcsat.adapters.convert.reader import Conversion, KubeObject
