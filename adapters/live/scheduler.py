@@ -442,9 +442,10 @@ class Scheduler:
         self._cycle_started = started
         try:
             generation, objects = self.store.snapshot()
-            cap = self.cap.cap if self.cap is not None else None
-            given = defer(objects, self.policy.scheduler_name, cap, self._tried)
-            snapshot, objects = self._convert(given.objects, generation)
+            cap = self.cap
+            # Off by default: then the cycle is given every object as the store holds them.
+            given = defer(objects, self.policy.scheduler_name, cap.cap, self._tried) if cap is not None else None
+            snapshot, objects = self._convert(given.objects if given is not None else objects, generation)
             converted = time.monotonic() - started
             prepared = sure = None
             waiting = sum(1 for pod in snapshot.pods if pod.pending)
@@ -457,18 +458,15 @@ class Scheduler:
             violations = check(snapshot, decision, self.policy)
             self.cycles += 1
             number = self.cycles
-            self._tried = {group: self._tried[group] for group in given.waiting if group in self._tried}
-            self._tried.update(dict.fromkeys(given.given_groups, number))
-            last, self._waiting = self._waiting, (started, dict(given.waiting))
-            if self.cap is not None and sure is None:
-                rate = arrived(last[1], given.waiting) / max(started - last[0], 1e-3) if last else 0.0
-                self.cap.observe(given.given_pods, time.monotonic() - started, rate)
+            if cap is not None and given is not None:
+                self._tried = {group: self._tried[group] for group in given.waiting if group in self._tried}
+                self._tried.update(dict.fromkeys(given.given_groups, number))
+                last, self._waiting = self._waiting, (started, dict(given.waiting))
+                if sure is None:
+                    rate = arrived(last[1], given.waiting) / max(started - last[0], 1e-3) if last else 0.0
+                    cap.observe(given.given_pods, time.monotonic() - started, rate)
             pending = waiting > 0
-            if (
-                self.dump_dir is not None
-                and sure is None
-                and (pending or decision.evictions or decision.nominations)
-            ):
+            if self.dump_dir is not None and sure is None and (pending or decision.evictions or decision.nominations):
                 self._dump(number, objects, decision, snapshot.now)
             applying = None
             if violations:
@@ -493,7 +491,7 @@ class Scheduler:
                 why=why or trigger,
                 snapshot_seconds=converted,
                 early=sure is not None,
-                deferred=given.deferred_pods,
+                deferred=given.deferred_pods if given is not None else 0,
             )
             self.last = result
         finally:
