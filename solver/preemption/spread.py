@@ -78,19 +78,26 @@ class SpreadRules:
         victims: Sequence[tuple[int, Pod, int]],
     ) -> None:
         """Add the rules of the module docstring; ``victims``: (index, pod, node) of the run's."""
+        # Per group, the variables of the classes taking part in it, in ``x``'s order (one pass
+        # over ``x``, not one per group).
+        taking_part: dict[int, list[tuple[int, int, cp_model.IntVar, bool, bool]]] = {}
+        for (c, node), var in x.items():
+            members, carriers = self.of_member.get(c, ()), self.of_carrier.get(c, ())
+            for g in sorted({*members, *carriers}):
+                taking_part.setdefault(g, []).append((c, node, var, g in members, g in carriers))
         for g, group in enumerate(self.groups):
             domain_of = group.domain_of
             added: dict[str, list[tuple[cp_model.IntVar, int]]] = {}
             received: dict[str, list[cp_model.IntVar]] = {}
-            for (c, node), var in x.items():
+            for _c, node, var, member, carrier in taking_part.get(g, ()):
                 domain = domain_of.get(node)
                 if domain is None:
-                    if g in self.of_carrier.get(c, ()) and group.key not in self.problem.nodes[node].labels:
+                    if carrier and group.key not in self.problem.nodes[node].labels:
                         cp.add(var == 0)  # a carrier needs the key on its node (missing required label)
                     continue
-                if c in self.of_member and g in self.of_member[c]:
+                if member:
                     added.setdefault(domain, []).append((var, 1))
-                if c in self.of_carrier and g in self.of_carrier[c]:
+                if carrier:
                     received.setdefault(domain, []).append(var)
             for index, pod, node in victims:
                 domain = domain_of.get(node)

@@ -49,7 +49,7 @@ def restrict_isolated(problem: Problem, buckets: list[Bucket], hint: Assignment)
             out.append(bucket)
             continue
         cut = True
-        nodes = tuple(node for node in bucket.nodes if node in keep)
+        nodes = tuple(filter(keep.__contains__, bucket.nodes))
         out.append(replace(bucket, nodes=nodes, upper={node: bucket.upper[node] for node in nodes}))
     return out, cut
 
@@ -130,16 +130,8 @@ class _Context:
             columns.append(self.tiers)
 
         nodes = np.array(bucket.nodes, dtype=np.int64)
-        upper_all = np.fromiter((bucket.upper[node] for node in bucket.nodes), dtype=np.int64, count=len(nodes))
-        kinds: list[NDArray[np.intp]]
-        if columns:
-            # One kind per distinct row of domains; in bucket order within a kind.
-            _, inverse = np.unique(np.stack([column[nodes] for column in columns], axis=1), axis=0, return_inverse=True)
-            inverse = np.asarray(inverse).reshape(-1)
-            order = np.argsort(inverse, kind="stable")
-            kinds = np.split(order, np.flatnonzero(np.diff(inverse[order])) + 1)
-        else:
-            kinds = [np.arange(len(nodes))]
+        upper_all = np.fromiter(map(bucket.upper.__getitem__, bucket.nodes), dtype=np.int64, count=len(nodes))
+        kinds = node_kinds([column[nodes] for column in columns], len(nodes))
         keep = set(self.hinted.get(bucket.shapes[0], set()))
         scores = self.scores.get(c, {})
         preference = problem.shapes[bucket.shapes[0]].preference
@@ -160,3 +152,30 @@ class _Context:
                 )
                 keep.update(members[np.lexsort((members, crowds, liked))[:per]].tolist())
         return keep
+
+
+def node_kinds(columns: list[NDArray[np.int64]], size: int) -> list[NDArray[np.intp]]:
+    """Positions 0..size-1 grouped by their row of domain numbers (each column's value, -1 up),
+    one group per distinct row in the rows' sorted order, positions ascending within a group. The
+    rows are read as one number each (the first column most significant), which sorts them as
+    ``np.unique(..., axis=0)`` would, without its row-wise sort."""
+    if not columns:
+        return [np.arange(size)]
+    key = np.zeros(size, dtype=np.int64)
+    span = 1
+    for column in columns:
+        radix = int(column.max(initial=-1)) + 2  # values -1 .. max, shifted to 0 .. max + 1
+        span *= radix
+        if span >= 1 << 62:
+            return _kinds_by_rows(columns)
+        key = key * radix + (column + 1)
+    order = np.argsort(key, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
+
+
+def _kinds_by_rows(columns: list[NDArray[np.int64]]) -> list[NDArray[np.intp]]:
+    """:func:`node_kinds` where the rows are too wide to read as one number."""
+    _, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(inverse[order])) + 1)

@@ -100,8 +100,11 @@ def has_keys(pod: Pod, node: Node, hard: bool = True) -> bool:
 
 def counts_domain(pod: Pod, constraint: TopologySpreadConstraint, node: Node) -> bool:
     """Whether the node's pods count for this constraint of this pod (an eligible node)."""
-    if not has_keys(pod, node, constraint.hard):
-        return False
+    return has_keys(pod, node, constraint.hard) and passes_policies(pod, constraint, node)
+
+
+def passes_policies(pod: Pod, constraint: TopologySpreadConstraint, node: Node) -> bool:
+    """The node-affinity and taint half of :func:`counts_domain` (without the topology keys)."""
     if constraint.node_affinity_policy == "Honor" and not (
         predicates.selector_matches(pod.node_selector, node) and predicates.affinity_matches(pod.affinity, node)
     ):
@@ -297,6 +300,7 @@ def build_groups(
     of the DoNotSchedule constraints, or of the ScheduleAnyway ones with ``hard`` False."""
     by_key: dict[tuple[object, ...], Group] = {}
     eligible_cache: dict[tuple[object, ...], tuple[int, ...]] = {}
+    passing_cache: dict[tuple[object, ...], tuple[int, ...]] = {}
     layouts: dict[tuple[tuple[int, ...], str], Layout] = {}
     zeros: dict[tuple[tuple[int, ...], str], dict[str, int]] = {}
     bound = _BoundIndex(snapshot, nodes)
@@ -312,7 +316,14 @@ def build_groups(
             )
             eligible = eligible_cache.get(elig_key)
             if eligible is None:
-                eligible = tuple(n for n, node in enumerate(nodes) if counts_domain(pod, constraint, node))
+                # The nodes passing the policies, shared by every set of keys; then those with the keys.
+                passing = passing_cache.get(elig_key[1:])
+                if passing is None:
+                    passing = passing_cache[elig_key[1:]] = tuple(
+                        n for n, node in enumerate(nodes) if passes_policies(pod, constraint, node)
+                    )
+                keys = elig_key[0]
+                eligible = tuple(n for n in passing if all(k in nodes[n].labels for k in keys))
                 eligible_cache[elig_key] = eligible
             key = (
                 pod.namespace,

@@ -162,6 +162,17 @@ def check_interpod(
             in_domain[key] = groups
         return in_domain[key].get(node.labels[key], []) if key in node.labels else []
 
+    # Bound owners of anti-affinity per (key, value) of their terms' domains, so that each new pod
+    # looks only at the owners sharing one of its node's domains (in ``with_anti``'s order).
+    owners_at: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, owner in enumerate(with_anti):
+        if owner.new:
+            continue
+        for key in {term.topology_key for term in owner.pod.pod_anti_affinity.required}:
+            if key in owner.node.labels:
+                owners_at[(key, owner.node.labels[key])].append(i)
+    owner_keys = sorted({key for key, _ in owners_at})
+
     for entry in placed:
         if not entry.new:
             continue
@@ -179,8 +190,12 @@ def check_interpod(
                         )
                     )
                     break
-        for owner in with_anti:
-            if owner.new or owner.pod.key == entry.pod.key:
+        near: set[int] = set()
+        for key in owner_keys:
+            if key in entry.node.labels:
+                near.update(owners_at.get((key, entry.node.labels[key]), ()))
+        for owner in (with_anti[i] for i in sorted(near)):
+            if owner.pod.key == entry.pod.key:
                 continue
             for term in owner.pod.pod_anti_affinity.required:
                 if _same_domain(term.topology_key, entry.node, owner.node) and _term_selects(

@@ -137,16 +137,20 @@ def _eligible(
     )
     found = cache.get(key)
     if found is None:
-        found = [
-            node
-            for node in nodes
-            if all(k in node.labels for k in keys)
-            and not (
-                honor_affinity
-                and not (selector_matches(pod.node_selector, node) and affinity_matches(pod.affinity, node))
-            )
-            and not (honor_taints and untolerated_taint(pod, node) is not None)
-        ]
+        # The nodes passing the pod's node affinity and taints, shared by every set of keys.
+        passing = cache.get(("passing", *key[1:]))
+        if passing is None:
+            passing = [
+                node
+                for node in nodes
+                if not (
+                    honor_affinity
+                    and not (selector_matches(pod.node_selector, node) and affinity_matches(pod.affinity, node))
+                )
+                and not (honor_taints and untolerated_taint(pod, node) is not None)
+            ]
+            cache[("passing", *key[1:])] = passing
+        found = [node for node in passing if all(k in node.labels for k in keys)]
         cache[key] = found
     return found
 
