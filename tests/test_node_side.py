@@ -124,8 +124,11 @@ def _apply(cluster: _Cluster, step: tuple[str, int, int]) -> None:
         if bound:
             del cluster.pods[bound[k % len(bound)]]
     elif what == "share" and name in cluster.nodes and cluster.nodes[name].gpus:
-        key = f"ns/share-{serial}"
-        cluster.pods[key] = b.pod(key, cpu="1", gpu_milli=250 * (k + 1), node=name, gpu_ids=[0])
+        # Shares of GPU 0 never add up to more than one GPU (a real cluster's never do).
+        held = sum(p.gpu_milli for p in cluster.pods.values() if p.node_name == name and p.gpu_ids == (0,))
+        if held + 250 * (k + 1) <= 1000:
+            key = f"ns/share-{serial}"
+            cluster.pods[key] = b.pod(key, cpu="1", gpu_milli=250 * (k + 1), node=name, gpu_ids=[0])
     elif what == "add-pending":
         key = f"ns/wait-{serial}"
         cluster.pods[key] = b.pod(key, cpu=str(2 + 3 * k), gpus=k % 3, selector={"kind": "a"} if k == 3 else None)
@@ -215,3 +218,14 @@ def test_resources_changing_between_builds_recompute_every_room() -> None:
     cluster.pods["ns/wants-ephemeral"] = b.pod("ns/wants-ephemeral", cpu="1", extra={"ephemeral-storage": "1Gi"})
     snap = cluster.snapshot()
     assert _view(build_problem(snap, POLICY)) == _view(_fresh(snap))
+
+
+def test_shares_added_between_builds_change_the_room_of_their_node_only() -> None:
+    node_side.forget()
+    cluster = _start([0, 3])
+    for step in [("share", 1, 0), ("share", 1, 0), ("share", 1, 2)]:  # the last would overfill GPU 0
+        _apply(cluster, step)
+        snap = cluster.snapshot()
+        assert _view(build_problem(snap, POLICY)) == _view(_fresh(snap))
+    assert node_side._rooms[1]["n1"].room.shared_milli == {0: 500}
+    _same_decision(cluster.snapshot())
