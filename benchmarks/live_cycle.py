@@ -137,7 +137,10 @@ def run(
     from vcsat.model import Policy
 
     solve_module = importlib.import_module("vcsat.solver.solve")
-    problem_module = importlib.import_module("vcsat.solver.problem")
+    try:  # where the build calls admission (older trees: the problem module itself)
+        memo_module = importlib.import_module("vcsat.solver.admission_memo")
+    except ImportError:
+        memo_module = importlib.import_module("vcsat.solver.problem")
     solver_package = importlib.import_module("vcsat.solver")
 
     cpu: dict[str, float] = {}
@@ -154,7 +157,7 @@ def run(
 
     for name, label in PHASES.items():
         setattr(solve_module, name, timed(label, getattr(solve_module, name)))
-    problem_module.admit = timed("admission", problem_module.admit)
+    memo_module.admit = timed("admission", memo_module.admit)
     scheduler_module.snapshot_from_objects = timed("convert", scheduler_module.snapshot_from_objects)
     solver_package.check = timed("check", solver_package.check)
     solve = solver_package.solve

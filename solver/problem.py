@@ -24,8 +24,7 @@ from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
-from vcsat.solver import node_side
-from vcsat.solver.enqueue import admit
+from vcsat.solver import admission_memo, node_side
 from vcsat.solver.rules import predicates, volumes
 from vcsat.solver.rules import spread as spread_rules
 from vcsat.solver.rules.attach import SharedAttach, shared_attach
@@ -487,7 +486,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
 
         _set_needs(gang, snapshot, every if group is None else pods)
 
-    admissions = admit(snapshot, policy, overcommit=policy.overcommit)
+    admissions = admission_memo.admissions(snapshot, policy, overcommit=policy.overcommit)
     for gang in gangs:
         admission = admissions.get(gang.key) if gang.group is not None else None
         if admission is not None and not admission.admitted:
