@@ -22,9 +22,9 @@ from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
-from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
+from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
-from vcsat.solver.enqueue import admit
+from vcsat.solver import admission_memo, node_side
 from vcsat.solver.rules import predicates, volumes
 from vcsat.solver.rules import spread as spread_rules
 from vcsat.solver.rules.attach import SharedAttach, shared_attach
@@ -348,46 +348,18 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         | set(volume_resources)
     )
     resource_index = {name: i for i, name in enumerate(resources)}
-    milli_index = resource_index.get(res.GPU_MILLI)
 
     nodes = snapshot.nodes
-    free: list[list[int]] = []
-    free_gpu_ids: list[tuple[int, ...]] = []
-    shared_milli: list[dict[int, int]] = []
-    for node in nodes:
-        row = [node.allocatable.get(name, 0) for name in resources]
-        bound = snapshot.pods_on_node.get(node.name, ())
-        for pod in bound:
-            for name, amount in pod.requests.items():
-                i = resource_index.get(name)
-                if i is not None:
-                    row[i] -= amount
-        holdings = gpu_holdings(node.gpus, bound)
-        # A GPU that holds shares takes no whole-GPU pod (contract §1).
-        free_gpu_ids.append(holdings.free_whole(node.gpus))
-        shared_milli.append(dict(holdings.share_milli))
-        if milli_index is not None:
-            # Room for shares: whole free GPUs (a whole-GPU pod takes 1000 of it per GPU, see
-            # request_of) and what the shared GPUs have left. Packing shares onto GPUs is checked
-            # exactly by the greedy and the decode; the model sees this sum.
-            row[milli_index] = FULL_GPU_MILLI * len(free_gpu_ids[-1]) + sum(
-                FULL_GPU_MILLI - used for used in holdings.share_milli.values()
-            )
-        free.append(row)
+    # Nodes and bound pods unchanged since the last build keep their room (node_side).
+    rooms = node_side.node_rooms(snapshot, resources)
+    free: list[list[int]] = [list(room.free) for room in rooms]
+    free_gpu_ids: list[tuple[int, ...]] = [room.free_gpu_ids for room in rooms]
+    shared_milli: list[dict[int, int]] = [dict(room.shared_milli) for room in rooms]
     if volume_resources and rules is not None:
         for node, row in zip(nodes, free, strict=True):
             for name in volume_resources:
                 row[resource_index[name]] = rules.room(node, name, UNLIMITED_VOLUMES)
-    gpu_index = resource_index.get(res.GPU)
-    if gpu_index is not None:
-        # Whole GPUs are the free indices, which is stricter than the count when shares hold some.
-        for row, ids in zip(free, free_gpu_ids, strict=True):
-            row[gpu_index] = min(row[gpu_index], len(ids))
-
-    largest: dict[str, int] = {}
-    for node in nodes:
-        for name, amount in node.allocatable.items():
-            largest[name] = max(largest.get(name, 0), amount)
+    largest = node_side.largest_allocatable(nodes)
 
     # Gangs: PodGroups with pending pods, and lone pods. With gang scheduling off every pod is
     # its own gang, which is what pod-at-a-time schedulers do.
@@ -403,7 +375,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     tainted = any_prefer_no_schedule(nodes)
     eligible_cache: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
     preference_cache: dict[tuple[predicates.EligibilityKey, PreferenceKey], dict[int, int]] = {}
-    node_index = predicates.NodeIndex(nodes)
+    node_index = predicates.node_index(nodes)
     free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
     blocked: dict[int, Blocked] = {}
     iso = isolation(snapshot, pending)
@@ -514,7 +486,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
 
         _set_needs(gang, snapshot, every if group is None else pods)
 
-    admissions = admit(snapshot, policy, overcommit=policy.overcommit)
+    admissions = admission_memo.admissions(snapshot, policy, overcommit=policy.overcommit)
     for gang in gangs:
         admission = admissions.get(gang.key) if gang.group is not None else None
         if admission is not None and not admission.admitted:
@@ -564,7 +536,11 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         deserved = {name: share.deserved for name, share in shares.items()}
         wanted = {name: share.capped_demand for name, share in shares.items()}
 
-    domains = _domains(snapshot) if policy.topology and snapshot.hypernodes else None
+    domains = (
+        node_side.reused("domains", (*snapshot.nodes, *snapshot.hypernodes), lambda: _domains(snapshot))
+        if policy.topology and snapshot.hypernodes
+        else None
+    )
     topology_gangs: tuple[int, ...] = ()
     if domains is not None:
         widest = max((node.gpus for node in nodes), default=0)

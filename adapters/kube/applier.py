@@ -68,7 +68,7 @@ from vcsat.adapters.kube.informer import Store
 from vcsat.adapters.kube.status_subresource import StatusWriter
 from vcsat.adapters.kube.status_writes import StatusWrites
 from vcsat.adapters.kube.volume_binding import DEFAULT_TIMEOUT_S, VolumeBinder
-from vcsat.model import Binding, Decision, Pod, Snapshot
+from vcsat.model import Binding, Decision, Pod, PodGroup, Snapshot
 
 
 class Applier(Bindings, Evictions, StatusWrites):
@@ -102,6 +102,7 @@ class Applier(Bindings, Evictions, StatusWrites):
         """Per involved object's uid, per reason: the Event written for it."""
         self._events_lock = threading.Lock()
         self._status_written_at: dict[str, float] = {}
+        self._quiet: dict[str, tuple[PodGroup, tuple[Pod, ...]]] = {}
         self._waiting_seen: dict[str, dict[str, int]] = {}
         """Per PodGroup (or lone pod) uid, per reason: cycles it was seen waiting for it."""
         self._unplaced_seen: set[str] = set()

@@ -54,6 +54,11 @@ class StatusWrites(EventWriter):
     """PodGroup status and the PodScheduled condition of unplaced pods, written only when due."""
 
     _status_written_at: dict[str, float]
+    _quiet: dict[str, tuple[PodGroup, tuple[Pod, ...]]]
+    """Per PodGroup that no decision spoke of and that showed the status it should when last
+    looked at: the group and its pods then. While they are the very same objects (the converter
+    keeps an unchanged object's model), it still does, and nothing is written for it: a cycle
+    then looks again only at the groups whose objects changed, not at every group."""
     statuses: StatusWriter
     _unplaced_seen: set[str]
     """Uids of pods some cycle left unplaced (the first time writes nothing)."""
@@ -77,11 +82,16 @@ class StatusWrites(EventWriter):
         admitted_first = sorted(
             snapshot.podgroups, key=lambda group: getattr(outcomes.get(group.key), "phase", "") != "Inqueue"
         )
+        quiet = self._quiet
+        if len(quiet) > 2 * len(snapshot.podgroups) + 1000:
+            self._quiet = quiet = {key: entry for key, entry in quiet.items() if key in snapshot.podgroup_by_key}
         for group in admitted_first:
             pods = snapshot.pods_of_group.get(group.key, ())
             outcome = outcomes.get(group.key)
             if outcome is None and (bound_only or not any(pod.managed for pod in pods)):
                 continue  # not ours: another scheduler's group
+            if outcome is None and group.key not in gangs and _unchanged(quiet.get(group.key), group, pods):
+                continue  # it showed its status when last looked at, and nothing it reads changed since
             futures.append(self._reports.submit(self._podgroup_one, group, pods, outcome, gangs.get(group.key), report))
         for outcome in outcomes.values():
             if outcome.podgroup in snapshot.podgroup_by_key:
@@ -232,6 +242,10 @@ class StatusWrites(EventWriter):
                     log.warning("podgroup status not written", extra={"podgroup": group.key, "error": str(error)})
                 report.follow_up("retry", time.monotonic())
         done.extend(self._group_events(PODGROUPS, current, group.key, outcome, gang, report))
+        if outcome is None and gang is None and not done and _settled(current.get("status") or {}, status):
+            self._quiet[group.key] = (group, pods)
+        else:
+            self._quiet.pop(group.key, None)
         return done
 
     def _lone_pod_events(
@@ -292,6 +306,20 @@ class StatusWrites(EventWriter):
                 return True
         report.follow_up("status-refresh", due)
         return False
+
+
+def _unchanged(entry: tuple[PodGroup, tuple[Pod, ...]] | None, group: PodGroup, pods: tuple[Pod, ...]) -> bool:
+    return (
+        entry is not None
+        and entry[0] is group
+        and len(entry[1]) == len(pods)
+        and all(a is b for a, b in zip(entry[1], pods, strict=True))
+    )
+
+
+def _settled(current: Mapping[str, Any], desired: Mapping[str, Any] | None) -> bool:
+    """The group shows the status it should, messages included (no refresh is due later)."""
+    return desired is None or _status_core(current, messages=True) == _status_core(desired, messages=True)
 
 
 def _unschedulable_message(outcome: PodGroupOutcome | None) -> str:

@@ -825,7 +825,8 @@ def _with_admissions(decision: Decision, snapshot: Snapshot, policy: Policy) -> 
     never be admitted. Its phase comes from the same enqueue rules (``vcsat.solver.enqueue``); it
     is applied, not part of the decision that is dumped and replayed.
     """
-    from vcsat.solver.enqueue import DEFAULT_SCHEDULER, admit
+    from vcsat.solver.admission_memo import admissions as admitted
+    from vcsat.solver.enqueue import DEFAULT_SCHEDULER
 
     decided = {outcome.podgroup for outcome in decision.podgroups}
     waiting = [
@@ -838,7 +839,7 @@ def _with_admissions(decision: Decision, snapshot: Snapshot, policy: Policy) -> 
     ]
     if not waiting:
         return decision
-    admissions = admit(snapshot, policy, overcommit=policy.overcommit)
+    admissions = admitted(snapshot, policy, overcommit=policy.overcommit)  # the build's, for this snapshot
     extra = [
         PodGroupOutcome(
             podgroup=group.key,

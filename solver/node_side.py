@@ -1,0 +1,138 @@
+"""The node side of a cycle's problem, reused from the last build when its inputs are the same.
+
+The live scheduler builds a problem every cycle over a cluster whose nodes and bound pods mostly
+did not change since the last cycle; rebuilding each node's free room, the node index and the
+HyperNode domains is then a fixed cost that grows with the cluster, not with the new work. The
+converter (:mod:`vcsat.adapters.convert.reuse`) hands back the very model objects of the last
+cycle for Kubernetes objects that did not change, and model objects are immutable, so here
+"unchanged" is object identity:
+
+- a node's room (its row of free resources, free whole GPU indices and GPU shares held) is reused
+  when the node, every pod bound to it and the problem's resources are those of the last build;
+- the node index (:func:`vcsat.solver.rules.predicates.node_index`), the largest allocatable per
+  resource and the HyperNode domains when every node (and HyperNode) is.
+
+Everything is recomputed for what changed, with the same code as a fresh build, so the problem is
+equal to a fresh one by construction (``tests/test_node_side.py`` checks it over random change
+sequences). The caches hold the objects they are keyed by, so their identities cannot be reused
+while an entry lives; they keep the last build only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from vcsat.model import Node, Pod, Snapshot
+from vcsat.model import resources as res
+from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class NodeRoom:
+    """One node's room before this cycle's placements."""
+
+    free: tuple[int, ...]
+    """Per resource of the problem: allocatable less what bound pods request (whole GPUs: the
+    free indices; GPU thousandths: whole free GPUs and what shared GPUs have left)."""
+    free_gpu_ids: tuple[int, ...]
+    shared_milli: dict[int, int]
+
+
+@dataclass(frozen=True)
+class _RoomEntry:
+    node: Node
+    bound: tuple[Pod, ...]
+    room: NodeRoom
+
+
+_rooms: tuple[tuple[str, ...], dict[str, _RoomEntry]] = ((), {})
+"""The last build's room per node name, for its resources."""
+_last: dict[str, tuple[tuple[object, ...], object]] = {}
+"""Per cached part, the objects it was computed from and its value."""
+
+
+def node_room(node: Node, bound: Sequence[Pod], resources: Sequence[str]) -> NodeRoom:
+    """A node's room, computed afresh."""
+    resource_index = {name: i for i, name in enumerate(resources)}
+    row = [node.allocatable.get(name, 0) for name in resources]
+    for pod in bound:
+        for name, amount in pod.requests.items():
+            i = resource_index.get(name)
+            if i is not None:
+                row[i] -= amount
+    holdings = gpu_holdings(node.gpus, bound)
+    # A GPU that holds shares takes no whole-GPU pod (contract §1).
+    free_ids = holdings.free_whole(node.gpus)
+    milli_index = resource_index.get(res.GPU_MILLI)
+    if milli_index is not None:
+        # Room for shares: whole free GPUs (a whole-GPU pod takes 1000 of it per GPU, see
+        # problem.request_of) and what the shared GPUs have left. Packing shares onto GPUs is
+        # checked exactly by the greedy and the decode; the model sees this sum.
+        row[milli_index] = FULL_GPU_MILLI * len(free_ids) + sum(
+            FULL_GPU_MILLI - used for used in holdings.share_milli.values()
+        )
+    gpu_index = resource_index.get(res.GPU)
+    if gpu_index is not None:
+        # Whole GPUs are the free indices, which is stricter than the count when shares hold some.
+        row[gpu_index] = min(row[gpu_index], len(free_ids))
+    return NodeRoom(tuple(row), free_ids, dict(holdings.share_milli))
+
+
+def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
+    """Every node's room, in ``snapshot.nodes`` order; a node whose inputs are the last build's
+    very objects keeps its room from then."""
+    global _rooms
+    names = tuple(resources)
+    last = _rooms[1] if _rooms[0] == names else {}
+    on_node = snapshot.pods_on_node
+    kept: dict[str, _RoomEntry] = {}
+    rooms: list[NodeRoom] = []
+    for node in snapshot.nodes:
+        bound = on_node.get(node.name, ())
+        entry = last.get(node.name)
+        if entry is None or entry.node is not node or not _same(entry.bound, bound):
+            entry = _RoomEntry(node, tuple(bound), node_room(node, bound, names))
+        kept[node.name] = entry
+        rooms.append(entry.room)
+    _rooms = (names, kept)
+    return rooms
+
+
+def reused(part: str, inputs: Sequence[object], compute: Callable[[], _T]) -> _T:
+    """``compute()``, or its value from the last call for ``part`` when ``inputs`` are the very
+    objects of that call (``compute`` must depend on nothing else)."""
+    key = tuple(inputs)
+    found = _last.get(part)
+    if found is not None and _same(found[0], key):
+        return found[1]  # type: ignore[return-value]
+    value = compute()
+    _last[part] = (key, value)
+    return value
+
+
+def largest_allocatable(nodes: Sequence[Node]) -> dict[str, int]:
+    """Per resource, the most any one node has (a pod's value is its share of this)."""
+
+    def compute() -> dict[str, int]:
+        largest: dict[str, int] = {}
+        for node in nodes:
+            for name, amount in node.allocatable.items():
+                largest[name] = max(largest.get(name, 0), amount)
+        return largest
+
+    return dict(reused("largest", nodes, compute))
+
+
+def forget() -> None:
+    """Drop every cached part (tests; a process that stops scheduling)."""
+    global _rooms
+    _rooms = ((), {})
+    _last.clear()
+
+
+def _same(before: Sequence[object], now: Sequence[object]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))

@@ -1,0 +1,106 @@
+"""The live scheduler's cycles reuse what did not change (the converter's models, the node side of
+the problem, the PodGroups whose status is settled); against the real API server, a cycle after a
+node changed and a bound pod was deleted still decides exactly as a fresh conversion and build of
+the same objects, and a settled PodGroup whose pod then runs still gets its status written.
+
+Cycles are run one by one (``run_cycle``), not by the loop, so each sees a known state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler_support import Bubble, wait_cached, wait_until
+
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
+from vcsat.adapters.kube.client import NODES, PODS
+from vcsat.adapters.live.scheduler import Scheduler
+from vcsat.model import Decision
+from vcsat.solver import node_side, solve
+from vcsat.solver.rules import predicates
+
+
+def _fresh_decision(scheduler: Scheduler, objects: list[dict[str, Any]]) -> Decision:
+    """The decision of a fresh process: no conversion memo, no node side or node index kept."""
+    node_side.forget()
+    predicates._INDEXES.clear()
+    snapshot = snapshot_from_objects(objects, scheduler_name=scheduler.policy.scheduler_name, strict=False)
+    return solve(snapshot, scheduler.policy, wall=False)
+
+
+def _what(decision: Decision) -> dict[str, Any]:
+    return decision.model_dump(exclude={"solver": {"seconds", "wall_stopped", "deterministic_time"}})
+
+
+def test_a_cycle_after_a_node_change_and_a_deleted_bound_pod_decides_as_a_fresh_one(bubble: Bubble) -> None:
+    kube = bubble.kube
+    small = bubble.node("small", cpu="4")
+    other = bubble.node("other", cpu="4")
+    bubble.pod("running", cpu="3", node_name=small)
+    bubble.pod("first", cpu="2")
+    scheduler = Scheduler(kube, policy=bubble.policy(time_limit_s=5.0, search=False))
+    scheduler.start()
+    try:
+        wait_cached(scheduler, bubble.namespace, pods=["running", "first"])
+        first = scheduler.run_cycle(wait=True)
+        assert _what(first.decision)["bindings"], "the first cycle places the pod"
+        wait_until(lambda: bubble.placement()["first"] is not None, "the first pod is bound")
+
+        # The node "small" grows, the pod running on it is deleted, new pods arrive.
+        grown = {"cpu": "16", "memory": "16Gi", "pods": "110"}
+        kube.patch(NODES.path(name=small, subresource="status"), {"status": {"allocatable": grown, "capacity": grown}})
+        kube.delete(PODS.path(bubble.namespace, "running"), gracePeriodSeconds=0)
+        for name in ("wide", "narrow"):
+            bubble.pod(name, cpu="6" if name == "wide" else "1")
+        wait_until(
+            lambda: (
+                scheduler.store.get("Pod", f"{bubble.namespace}/running") is None
+                and (scheduler.store.get("Node", small) or {}).get("status", {}).get("allocatable", {}).get("cpu")
+                == "16"
+            ),
+            "the cache shows the grown node and the deleted pod",
+        )
+        wait_cached(scheduler, bubble.namespace, pods=["wide", "narrow"])
+        second = scheduler.run_cycle(wait=True)
+        fresh = _fresh_decision(scheduler, second.objects)
+        assert _what(second.decision) == _what(fresh)
+        bound = {binding.pod.split("/")[1]: binding.node for binding in second.decision.bindings}
+        assert bound.get("wide") == small, "the 6-cpu pod fits only the grown node"
+        assert other in {node.name for node in second.snapshot.nodes}
+    finally:
+        scheduler.close()
+
+
+def test_a_settled_podgroup_still_gets_its_status_when_its_pod_starts_running(bubble: Bubble) -> None:
+    kube = bubble.kube
+    bubble.node("n", cpu="8")
+    pods = bubble.gang("job", 2)
+    scheduler = Scheduler(kube, policy=bubble.policy(time_limit_s=5.0, search=False))
+    scheduler.start()
+    try:
+        wait_cached(scheduler, bubble.namespace, pods=pods, podgroups=["job"])
+        scheduler.run_cycle(wait=True)
+        wait_until(lambda: all(bubble.placement()[name] for name in pods), "the gang is bound")
+        wait_until(lambda: bubble.get_podgroup("job").get("status", {}).get("phase") == "Running", "Running")
+        key = f"{bubble.namespace}/job"
+        # The watch shows what this scheduler wrote; a cycle with nothing new then finds the group settled.
+        wait_until(
+            lambda: (scheduler.store.get("PodGroup", key) or {}).get("status", {}).get("phase") == "Running",
+            "the cache shows the group Running",
+        )
+        scheduler.run_cycle(wait=True)
+        scheduler.run_cycle(wait=True)
+        assert key in scheduler.applier._quiet, "a settled group is not looked at again while unchanged"
+
+        kube.patch(PODS.path(bubble.namespace, pods[0], "status"), {"status": {"phase": "Running"}})
+        wait_until(
+            lambda: (
+                (scheduler.store.get("Pod", f"{bubble.namespace}/{pods[0]}") or {}).get("status", {}).get("phase")
+                == "Running"
+            ),
+            "the cache shows the pod running",
+        )
+        scheduler.run_cycle(wait=True)
+        assert bubble.get_podgroup("job")["status"].get("running") == 1
+    finally:
+        scheduler.close()
