@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_preemption import evicted, nominated, solved, waiting_job
 
-from tests.builders import gangs, node, queue, snapshot
+from tests.builders import gangs, group, node, pod, queue, snapshot
 from tests.storage_builders import RWX, csinode_limits, pv, pvc
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.model.decision import Eviction, Nomination, SolverStats
@@ -136,10 +136,34 @@ def test_random_preemption_for_attach_slots_passes_check(snap: Snapshot) -> None
     claims = {c.key: c for c in snap.claims}
     drivers = {v.name: v.csi_driver for v in snap.volumes}
     volumes: set[tuple[str, str]] = set()
-    for pod in snap.pods:
-        if (pod.bound and pod.key not in gone) or pod.key in nominated(dec):
-            for name in pod.claims:
-                claim = claims[f"{pod.namespace}/{name}"]
+    for p in snap.pods:
+        if (p.bound and p.key not in gone) or p.key in nominated(dec):
+            for name in p.claims:
+                claim = claims[f"{p.namespace}/{name}"]
                 volumes.add((drivers[claim.volume_name], claim.volume_name))
     ebs = {name for driver, name in volumes if driver == EBS}
     assert len(ebs) <= snap.csinodes[0].limits[EBS], (ebs, gone)
+
+
+def test_a_gangs_low_priority_pod_evicts_nothing_of_its_own_priority() -> None:
+    """Found by the sharing property: a gang (PodGroup without a priority class) whose pods differ
+    in priority took its highest pod priority as its right to evict, and the pod it placed had
+    only the victims' priority. A victim must be below the pod placed (DefaultPreemption compares
+    the pods); here the priority-1 pod fits nowhere (its volume finds no attach slot), so nothing
+    is evicted."""
+    snap = snapshot(
+        nodes=[node("n0", cpu="4")],
+        pods=[
+            pod("ns/old0", cpu="2", node="n0"),
+            pod("ns/old1", cpu="2", node="n0"),
+            pod("ns/low", cpu="1", group="ns/g0"),
+            pod("ns/high", cpu="1", group="ns/g0", priority=1, claims=["c1"]),
+        ],
+        groups=[group("ns/g0", min_member=1, phase="Inqueue")],
+        claims=[pvc("ns/c1", volume="v1", modes=[RWX])],
+        volumes=[pv("v1", claim="ns/c1", modes=[RWX], csi=(EBS, "h1"))],
+        csinodes=[csinode_limits("n0", {EBS: 0})],
+    )
+    dec = solved(snap, POLICY)
+    assert not evicted(dec)
+    assert not nominated(dec)

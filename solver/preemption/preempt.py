@@ -361,9 +361,13 @@ def _run(
         else {}
     )
 
-    # A victim goes only for a preemptor it justifies.
+    # A victim goes only for a preemptor it justifies. In preempt, by the lowest priority among
+    # the gang's waiting pods as well as the gang's own: any of its pods may be the one placed.
+    lowest = {g.index: _lowest_priority(problem, g) for g in preemptors} if reason == "preempt" else {}
     for victim in victims:
-        justifying = [placed[g.index] for g in preemptors if reason == "reclaim" or g.priority > victim.pod.priority]
+        justifying = [
+            placed[g.index] for g in preemptors if reason == "reclaim" or lowest[g.index] > victim.pod.priority
+        ]
         cp.add(evict[victim.index] <= cp_model.LinearExpr.sum(justifying))
 
     # A victim gang keeps its minMember or goes whole.
@@ -504,6 +508,13 @@ def shared_attach_limits(
             )
             out[(node, r)] = flags.get(driver, [])
     return out
+
+
+def _lowest_priority(problem: Problem, gang: Gang) -> int:
+    """The gang's priority, or lower when one of its waiting pods has a lower priority of its own
+    (the validator judges a victim by the priorities of the pods placed)."""
+    pods = [pod for c in gang.classes for pod in problem.classes[c].pods]
+    return min([gang.priority, *(pod.priority for pod in pods)])
 
 
 def _attach_freed(
