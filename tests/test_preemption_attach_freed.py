@@ -167,3 +167,24 @@ def test_a_gangs_low_priority_pod_evicts_nothing_of_its_own_priority() -> None:
     dec = solved(snap, POLICY)
     assert not evicted(dec)
     assert not nominated(dec)
+
+
+def test_the_holder_of_a_volume_the_preemptor_shares_stays() -> None:
+    """Found by the sharing property: the preemptor's volume is attached already (old2 holds it),
+    so it needs no slot where the limit is 0, unless old2 goes; the model evicted old2 all the
+    same and the volume would have needed a slot after the eviction."""
+    snap = snapshot(
+        nodes=[node("n0", cpu="6")],
+        pods=[
+            pod("ns/old0", cpu="2", node="n0", claims=["c0"]),
+            pod("ns/old1", cpu="2", node="n0", claims=["c0"]),
+            pod("ns/old2", cpu="2", node="n0", claims=["c0", "c1"]),
+            pod("ns/p0", cpu="1", priority=1, claims=["c1"]),
+        ],
+        claims=[pvc(f"ns/{c}", volume=f"v-{c}", modes=[RWX]) for c in ("c0", "c1")],
+        volumes=[pv(f"v-{c}", claim=f"ns/{c}", modes=[RWX], csi=(EBS, f"h-{c}")) for c in ("c0", "c1")],
+        csinodes=[csinode_limits("n0", {EBS: 0})],
+    )
+    dec = solved(snap, POLICY)
+    assert "ns/old2" not in evicted(dec)
+    assert nominated(dec) == {"ns/p0": "n0"}

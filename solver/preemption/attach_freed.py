@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vcsat.model import Node, Pod, Snapshot
+from vcsat.solver.rules.attach import SharedAttach
 from vcsat.solver.rules.volumes import ATTACHABLE_PREFIX, VolumeRules
 
 
@@ -71,3 +72,16 @@ def freed_attach_slots(
         if freed:
             out[pod.key] = freed
     return out
+
+
+def holds_shared(snapshot: Snapshot, nodes: Sequence[Node], pod: Pod, node: int, attach: SharedAttach) -> bool:
+    """Whether the running pod holds, on a node where its driver is limited, a volume that pending
+    pods share (:mod:`vcsat.solver.rules.attach`). The preempt model counts such a volume as
+    attached for good (a preemptor using it takes no slot), so such a pod is no victim: were it
+    evicted, the volume could leave the node and the preemptor would need a slot after all."""
+    if not pod.claims:
+        return False
+    for key, driver in VolumeRules(snapshot, ()).csi_volumes(pod).items():
+        if key in attach.driver and (node, driver) in attach.limited:
+            return True
+    return False

@@ -57,7 +57,7 @@ from vcsat.model.gpus import GpuHoldings, gpu_holdings
 from vcsat.solver.greedy import gang_order
 from vcsat.solver.objectives.fairness import SHARE_SCALE
 from vcsat.solver.preemption.antiaffinity import AntiAffinity, victims_by_key
-from vcsat.solver.preemption.attach_freed import freed_attach_slots
+from vcsat.solver.preemption.attach_freed import freed_attach_slots, holds_shared
 from vcsat.solver.preemption.spread import SpreadRules
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.rules.interpod import affinity_anchors
@@ -171,6 +171,10 @@ def victims_of(problem: Problem, spread_counted: bool = False) -> list[Victim]:
                 holdings=holdings,
             )
         )
+    attach = problem.attach
+    if attach is not None:
+        out = [v for v in out if not holds_shared(snapshot, problem.nodes, v.pod, v.node, attach)]
+        out = [replace(v, index=i) if v.index != i else v for i, v in enumerate(out)]
     if any(name.startswith(ATTACHABLE_PREFIX) for name in names):
         # Attach slots the victims' CSI volumes free (NodeVolumeLimits after the eviction).
         shared = frozenset(problem.attach.driver) if problem.attach is not None else frozenset()
