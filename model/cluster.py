@@ -304,7 +304,14 @@ DEFAULT_QUEUE = "default"
 
 # The storage and disruption types build on Frozen and NodeSelectorTerm above.
 from vcsat.model.disruption import PodDisruptionBudget  # noqa: E402
-from vcsat.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass  # noqa: E402
+from vcsat.model.storage import (  # noqa: E402
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 
 
 class Notice(Frozen):
@@ -344,6 +351,8 @@ class Snapshot(Frozen):
     volumes: tuple[PersistentVolume, ...] = ()
     storage_classes: tuple[StorageClass, ...] = ()
     csinodes: tuple[CSINode, ...] = ()
+    csi_drivers: tuple[CSIDriver, ...] = ()
+    storage_capacities: tuple[CSIStorageCapacity, ...] = ()
     disruption_budgets: tuple[PodDisruptionBudget, ...] = ()
     notices: tuple[Notice, ...] = ()
     """What the converter tolerated but must not stay silent about (see :class:`Notice`)."""
@@ -399,6 +408,10 @@ class Snapshot(Frozen):
     @cached_property
     def csinode_by_name(self) -> dict[str, CSINode]:
         return {csinode.name: csinode for csinode in self.csinodes}
+
+    @cached_property
+    def csi_driver_by_name(self) -> dict[str, CSIDriver]:
+        return {driver.name: driver for driver in self.csi_drivers}
 
     @cached_property
     def pods_of_group(self) -> dict[str, tuple[Pod, ...]]:

@@ -81,6 +81,35 @@ class StorageClass(Frozen):
     """``allowedTopologies`` (terms OR'd, each an AND of ``In`` requirements); empty: everywhere."""
 
 
+class CSIDriver(Frozen):
+    name: str
+    """The driver's name, as a StorageClass's ``provisioner`` names it."""
+    storage_capacity: bool = False
+    """``spec.storageCapacity``: VolumeBinding provisions for it only where a CSIStorageCapacity
+    object reports enough room (:class:`CSIStorageCapacity`)."""
+
+
+class CSIStorageCapacity(Frozen):
+    """What a CSI driver reports it can still provision for one StorageClass in one topology
+    segment (storage.k8s.io/v1 ``CSIStorageCapacity``)."""
+
+    namespace: str
+    name: str
+    storage_class: str
+    """``storageClassName``."""
+    node_topology: LabelSelector | None = None
+    """``nodeTopology``: the nodes that reach this storage; None (absent) reaches no node."""
+    capacity_bytes: int | None = None
+    """``capacity`` in bytes (rounded up, as Kubernetes reads a quantity's value); None: unknown."""
+    maximum_volume_size_bytes: int | None = None
+    """``maximumVolumeSize`` in bytes; when given it decides instead of ``capacity``."""
+
+    @property
+    def largest_volume(self) -> int | None:
+        """The largest volume it can provision: ``maximumVolumeSize`` if given, else ``capacity``."""
+        return self.maximum_volume_size_bytes if self.maximum_volume_size_bytes is not None else self.capacity_bytes
+
+
 class CSINode(Frozen):
     name: str
     """Equal to its node's name."""

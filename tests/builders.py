@@ -47,7 +47,14 @@ from vcsat.model.decision import PodGroupPhase, SolverStatus
 from vcsat.model.disruption import PodDisruptionBudget
 from vcsat.model.selectors import LabelRequirement, label_selector
 from vcsat.model.spread import TopologySpreadConstraint
-from vcsat.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from vcsat.model.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 
 Quantity = str | int | float
 _SUFFIX = {
@@ -397,6 +404,8 @@ def snapshot(
     storage_classes: Iterable[StorageClass] = (),
     csinodes: Iterable[CSINode] = (),
     disruption_budgets: Iterable[PodDisruptionBudget] = (),
+    csi_drivers: Iterable[CSIDriver] = (),
+    storage_capacities: Iterable[CSIStorageCapacity] = (),
 ) -> Snapshot:
     """A snapshot; the queue ``default`` is added when not given, as the converter does. Storage
     objects and budgets: see ``tests/storage_builders.py``."""
@@ -414,6 +423,8 @@ def snapshot(
         storage_classes=tuple(storage_classes),
         csinodes=tuple(csinodes),
         disruption_budgets=tuple(disruption_budgets),
+        csi_drivers=tuple(csi_drivers),
+        storage_capacities=tuple(storage_capacities),
     )
 
 

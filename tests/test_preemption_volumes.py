@@ -1,8 +1,8 @@
 """Preemption by pods with shared CSI volumes: NodeVolumeLimits counted as in allocate.
 
 Pods whose CSI volumes other pods share take a node's attach slot once per volume. Such gangs now
-preempt like any other; the slots they need must be left by allocate (victims' volumes are not
-counted as freed, as the validator judges volumes with the victims still there). One node of 4
+preempt like any other; the slots they need must be left by allocate or freed by victims (see
+tests/test_preemption_attach_freed.py; the fillers here hold no volume). One node of 4
 cores, full with a low-priority pod; the waiting gang's two pods use the same volumes.
 """
 

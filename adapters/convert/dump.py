@@ -3,10 +3,11 @@
 A cycle is only debuggable if it can be replayed offline: ``vcsat solve`` on a dumped instance
 must see exactly what the live cycle saw. So an instance here is contract §1's v1 ``List`` of the
 very objects the scheduler reads (Nodes, Pods, PodGroups, Queues, PriorityClasses, HyperNodes,
-Namespaces, PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes and
-PodDisruptionBudgets, as the API server sends them, ``managedFields`` dropped as kubectl does), and the scheduler writes
-its cycles' instances with the same function as this command. The cycle's clock goes with them
-(``vcsat.io/now`` on the List: :mod:`vcsat.adapters.convert.clock`), since admission's timeout reads it.
+Namespaces, PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes, CSIDrivers,
+CSIStorageCapacities and PodDisruptionBudgets, as the API server sends them, ``managedFields``
+dropped as kubectl does), and the scheduler writes its cycles' instances with the same function
+as this command. The cycle's clock goes with them (``vcsat.io/now`` on the List:
+:mod:`vcsat.adapters.convert.clock`), since admission's timeout reads it.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ MAX_AMOUNT = 2**53
 """Largest amount accepted in model units (about 9·10^15: 8 PiB, or 9·10^12 cores in millicores):
 exact as a float too, and room for sums without int64 overflow. A queue quota above it is held at
 it (it bounds nothing a cluster holds)."""
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PersistentVolumeClaim", "PodDisruptionBudget"})
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PersistentVolumeClaim", "PodDisruptionBudget", "CSIStorageCapacity"})
 _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _T = TypeVar("_T")
 _M = TypeVar("_M", bound=BaseModel)

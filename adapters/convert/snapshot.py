@@ -69,6 +69,8 @@ _KINDS = {
     "PersistentVolume": "",
     "StorageClass": "storage.k8s.io",
     "CSINode": "storage.k8s.io",
+    "CSIDriver": "storage.k8s.io",
+    "CSIStorageCapacity": "storage.k8s.io",
     "PodDisruptionBudget": "policy",
 }
 _T = TypeVar("_T")
@@ -154,6 +156,8 @@ class _SnapshotConverter(Conversion):
         volumes = self._storage(by_kind["PersistentVolume"], partial(storage.volume, requirements=read_requirements))
         storage_classes = self._storage(by_kind["StorageClass"], storage.storage_class)
         csinodes = self._storage(by_kind["CSINode"], storage.csinode)
+        csi_drivers = self._storage(by_kind["CSIDriver"], storage.csi_driver)
+        capacities = self._storage(by_kind["CSIStorageCapacity"], storage.storage_capacity)
         budgets = self._storage(by_kind["PodDisruptionBudget"], storage.disruption_budget)
         placed = resolve_gpu_ids([pod for pod in pods if pod is not None], nodes, self)
         hypernodes = [
@@ -186,6 +190,8 @@ class _SnapshotConverter(Conversion):
             volumes=volumes,
             storage_classes=storage_classes,
             csinodes=csinodes,
+            csi_drivers=csi_drivers,
+            storage_capacities=capacities,
             disruption_budgets=budgets,
         )
         notices = conversion_notices(by_kind, snapshot, self.scheduler_name)

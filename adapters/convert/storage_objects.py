@@ -1,9 +1,9 @@
 """Storage and disruption objects → model types, for the one converter (``adapters/convert/snapshot.py``).
 
-PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes and PodDisruptionBudgets keep
-only the fields kube-scheduler's volume plugins and DefaultPreemption read (see
-:mod:`vcsat.model.storage` and :mod:`vcsat.model.disruption`). Like the rest of the converter,
-bad input fails in one line naming the object and the field.
+PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes, CSIDrivers,
+CSIStorageCapacities and PodDisruptionBudgets keep only the fields kube-scheduler's volume plugins
+and DefaultPreemption read (see :mod:`vcsat.model.storage` and :mod:`vcsat.model.disruption`).
+Like the rest of the converter, bad input fails in one line naming the object and the field.
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ from vcsat.model.cluster import NodeSelectorRequirement, NodeSelectorTerm
 from vcsat.model.disruption import PodDisruptionBudget
 from vcsat.model.quantity import NANO, parse_nanos
 from vcsat.model.selectors import LabelRequirement, LabelSelector, label_selector
-from vcsat.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from vcsat.model.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -30,6 +37,7 @@ ACCESS_MODES = frozenset({"ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "Rea
 _VOLUME_MODES = frozenset({"Filesystem", "Block"})
 _BINDING_MODES = frozenset({"Immediate", "WaitForFirstConsumer"})
 _LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+
 
 def _annotations(obj: Reader) -> dict[str, str]:
     return obj.string_map(obj.raw["metadata"], "annotations", "metadata.annotations")
@@ -222,6 +230,32 @@ def csinode(obj: Reader) -> CSINode:
         if count is not None:
             limits[name] = count
     return CSINode(name=obj.name, limits=limits)
+
+
+def csi_driver(obj: Reader) -> CSIDriver:
+    spec = obj.mapping(obj.raw, "spec", "spec")
+    capacity = spec.get("storageCapacity")
+    if capacity is not None and not isinstance(capacity, bool):
+        obj.fail("spec.storageCapacity", f"must be a boolean, not {type_name(capacity)}")
+    return CSIDriver(name=obj.name, storage_capacity=bool(capacity))
+
+
+def storage_capacity(obj: Reader) -> CSIStorageCapacity:
+    raw = obj.raw
+
+    def amount(key: str) -> int | None:
+        if raw.get(key) is None:
+            return None
+        return _bytes(obj, {"storage": raw[key]}, key, round_up=True)
+
+    return CSIStorageCapacity(
+        namespace=obj.namespace,
+        name=obj.name,
+        storage_class=obj.string(raw, "storageClassName", "storageClassName"),
+        node_topology=read_label_selector(obj, raw, "nodeTopology", "nodeTopology"),
+        capacity_bytes=amount("capacity"),
+        maximum_volume_size_bytes=amount("maximumVolumeSize"),
+    )
 
 
 def disruption_budget(obj: Reader) -> PodDisruptionBudget:

@@ -78,6 +78,8 @@ PERSISTENT_VOLUMES = Resource("PersistentVolume", "v1", "persistentvolumes", nam
 PERSISTENT_VOLUME_CLAIMS = Resource("PersistentVolumeClaim", "v1", "persistentvolumeclaims", namespaced=True)
 STORAGE_CLASSES = Resource("StorageClass", "storage.k8s.io/v1", "storageclasses", namespaced=False)
 CSINODES = Resource("CSINode", "storage.k8s.io/v1", "csinodes", namespaced=False)
+CSI_DRIVERS = Resource("CSIDriver", "storage.k8s.io/v1", "csidrivers", namespaced=False)
+CSI_STORAGE_CAPACITIES = Resource("CSIStorageCapacity", "storage.k8s.io/v1", "csistoragecapacities", namespaced=True)
 POD_DISRUPTION_BUDGETS = Resource("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", namespaced=True)
 
 SCHEDULING_RESOURCES = (
@@ -92,6 +94,8 @@ SCHEDULING_RESOURCES = (
     PERSISTENT_VOLUME_CLAIMS,
     STORAGE_CLASSES,
     CSINODES,
+    CSI_DRIVERS,
+    CSI_STORAGE_CAPACITIES,
     POD_DISRUPTION_BUDGETS,
 )
 """What a scheduling cycle reads (contract §1), in the order a dump lists them."""

@@ -43,7 +43,7 @@ pod's required affinity unsatisfied.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -57,10 +57,12 @@ from vcsat.model.gpus import GpuHoldings, gpu_holdings
 from vcsat.solver.greedy import gang_order
 from vcsat.solver.objectives.fairness import SHARE_SCALE
 from vcsat.solver.preemption.antiaffinity import AntiAffinity, victims_by_key
+from vcsat.solver.preemption.attach_freed import freed_attach_slots, holds_shared
 from vcsat.solver.preemption.spread import SpreadRules
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.rules.interpod import affinity_anchors
 from vcsat.solver.rules.spread import counted_pods
+from vcsat.solver.rules.volumes import ATTACHABLE_PREFIX
 from vcsat.solver.search.levels import Level, Stage, make_level, plan_stages
 from vcsat.solver.search.staged import SearchClock, StageResult, new_solver, solve_stages, workers_for
 from vcsat.solver.units import units_for
@@ -169,6 +171,21 @@ def victims_of(problem: Problem, spread_counted: bool = False) -> list[Victim]:
                 holdings=holdings,
             )
         )
+    attach = problem.attach
+    if attach is not None:
+        out = [v for v in out if not holds_shared(snapshot, problem.nodes, v.pod, v.node, attach)]
+        out = [replace(v, index=i) if v.index != i else v for i, v in enumerate(out)]
+    if any(name.startswith(ATTACHABLE_PREFIX) for name in names):
+        # Attach slots the victims' CSI volumes free (NodeVolumeLimits after the eviction).
+        shared = frozenset(problem.attach.driver) if problem.attach is not None else frozenset()
+        slots = freed_attach_slots(snapshot, problem.nodes, names, [(v.pod, v.node) for v in out], shared)
+        if slots:
+            out = [
+                replace(v, request=tuple(a + slots[v.pod.key].get(r, 0) for r, a in enumerate(v.request)))
+                if v.pod.key in slots
+                else v
+                for v in out
+            ]
     return out
 
 
@@ -342,11 +359,19 @@ def _run(
                     + cp_model.LinearExpr.weighted_sum([f for f, _ in freed], [k for _, k in freed])
                 )
 
-    slots = shared_attach_limits(cp, problem, by_node, room, upper) if problem.attach is not None else {}
+    slots = (
+        shared_attach_limits(cp, problem, by_node, room, upper, _attach_freed(problem, by_node, on_node, evict, reason))
+        if problem.attach is not None
+        else {}
+    )
 
-    # A victim goes only for a preemptor it justifies.
+    # A victim goes only for a preemptor it justifies. In preempt, by the lowest priority among
+    # the gang's waiting pods as well as the gang's own: any of its pods may be the one placed.
+    lowest = {g.index: _lowest_priority(problem, g) for g in preemptors} if reason == "preempt" else {}
     for victim in victims:
-        justifying = [placed[g.index] for g in preemptors if reason == "reclaim" or g.priority > victim.pod.priority]
+        justifying = [
+            placed[g.index] for g in preemptors if reason == "reclaim" or lowest[g.index] > victim.pod.priority
+        ]
         cp.add(evict[victim.index] <= cp_model.LinearExpr.sum(justifying))
 
     # A victim gang keeps its minMember or goes whole.
@@ -446,11 +471,12 @@ def shared_attach_limits(
     by_node: Mapping[int, list[tuple[int, cp_model.IntVar]]],
     room: list[list[int]],
     upper: Mapping[int, int],
+    freed: Mapping[tuple[int, int], list[tuple[cp_model.IntVar, int]]] | None = None,
 ) -> dict[tuple[int, int], list[cp_model.IntVar]]:
     """NodeVolumeLimits for the preemptors, as in allocate (:mod:`vcsat.solver.constraints.attach`):
     per limited (node, driver), the preemptors' own volumes plus each shared volume new to the node
-    once stay within the slots allocate left. Victims' volumes are not counted as freed (the
-    validator, too, judges volumes with the victims still there), so this only ever waits longer."""
+    once stay within the slots allocate left plus those the evicted victims free (``freed``, per
+    (node, resource index): (evict, slots), see :mod:`vcsat.solver.preemption.attach_freed`)."""
     attach = problem.attach
     assert attach is not None
     out: dict[tuple[int, int], list[cp_model.IntVar]] = {}
@@ -476,14 +502,52 @@ def shared_attach_limits(
         for driver in sorted(set(flags) | set(own)):
             mine = own.get(driver, [])
             r = attach.resource[driver]
+            gone = (freed or {}).get((node, r), [])
             cp.add(
                 cp_model.LinearExpr.weighted_sum(
                     [v for v, _ in mine] + flags.get(driver, []),
                     [k for _, k in mine] + [1] * len(flags.get(driver, [])),
                 )
-                <= max(0, room[node][r])
+                <= max(0, room[node][r]) + cp_model.LinearExpr.weighted_sum([e for e, _ in gone], [k for _, k in gone])
             )
             out[(node, r)] = flags.get(driver, [])
+    return out
+
+
+def _lowest_priority(problem: Problem, gang: Gang) -> int:
+    """The gang's priority, or lower when one of its waiting pods has a lower priority of its own
+    (the validator judges a victim by the priorities of the pods placed)."""
+    pods = [pod for c in gang.classes for pod in problem.classes[c].pods]
+    return min([gang.priority, *(pod.priority for pod in pods)])
+
+
+def _attach_freed(
+    problem: Problem,
+    by_node: Mapping[int, list[tuple[int, cp_model.IntVar]]],
+    on_node: Mapping[int, list[Victim]],
+    evict: Mapping[int, cp_model.IntVar],
+    reason: Reason,
+) -> dict[tuple[int, int], list[tuple[cp_model.IntVar, int]]]:
+    """Per (node, attach resource of a shared volume's driver): the victims' freed slots, each as
+    (evict, slots). In preempt, only victims below every preemptor that may land on the node (one
+    threshold for the node's shared-volume row: never room freed by a pod of a preemptor's own
+    priority or above)."""
+    attach = problem.attach
+    assert attach is not None
+    out: dict[tuple[int, int], list[tuple[cp_model.IntVar, int]]] = {}
+    for node, terms in by_node.items():
+        local = on_node.get(node, [])
+        if not local:
+            continue
+        lowest = min(problem.gangs[problem.classes[c].gang].priority for c, _ in terms)
+        for r in set(attach.resource.values()):
+            gone = [
+                (evict[v.index], v.request[r])
+                for v in local
+                if v.request[r] > 0 and (reason == "reclaim" or v.pod.priority < lowest)
+            ]
+            if gone:
+                out[(node, r)] = gone
     return out
 
 

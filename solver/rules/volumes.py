@@ -51,6 +51,7 @@ from vcsat.model.cluster import Toleration
 from vcsat.model.storage import (
     READ_WRITE_ONCE_POD,
     WAIT_FOR_FIRST_CONSUMER,
+    CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
 )
@@ -70,6 +71,7 @@ RWOP_CONFLICT: Final = (
 NODE_CONFLICT: Final = "node(s) didn't match PersistentVolume's node affinity"
 BIND_CONFLICT: Final = "node(s) didn't find available persistent volumes to bind"
 ZONE_CONFLICT: Final = "node(s) had no available volume zone"
+NOT_ENOUGH_SPACE: Final = "node(s) did not have enough free storage"
 UNBOUND_IMMEDIATE: Final = "pod has unbound immediate PersistentVolumeClaims"
 MAX_VOLUME_COUNT: Final = "node(s) exceed max volume count"
 
@@ -223,9 +225,11 @@ class VolumeRules:
         allowed = bound_ok & bind_ok & zone_ok
         if allowed == every:
             return None
+        short = self._short_of_storage(delayed) & (bound_ok - bind_ok) if delayed else frozenset()
         groups: list[tuple[PredicateCode, str, frozenset[str]]] = [
             ("VolumeBinding", NODE_CONFLICT, every - bound_ok),
-            ("VolumeBinding", BIND_CONFLICT, bound_ok - bind_ok),
+            ("VolumeBinding", BIND_CONFLICT, bound_ok - bind_ok - short),
+            ("VolumeBinding", NOT_ENOUGH_SPACE, short),
             ("VolumeZone", ZONE_CONFLICT, (bound_ok & bind_ok) - zone_ok),
         ]
         return NodeRestriction(allowed, tuple(group for group in groups if group[2]))
@@ -418,12 +422,49 @@ class VolumeRules:
                 best = volume
         return best
 
-    def _can_provision(self, claim: PersistentVolumeClaim, node: Node) -> bool:
+    def _can_provision(self, claim: PersistentVolumeClaim, node: Node, *, capacity: bool = True) -> bool:
         storage_class = self.snapshot.storage_class_by_name.get(claim.storage_class)
         if storage_class is None or storage_class.provisioner in ("", NO_PROVISIONER):
             return False
         topologies = storage_class.allowed_topologies
-        return not topologies or affinity_matches(topologies, node)
+        if topologies and not affinity_matches(topologies, node):
+            return False
+        return not capacity or self._has_capacity(claim, storage_class.name, storage_class.provisioner, node)
+
+    def _has_capacity(self, claim: PersistentVolumeClaim, storage_class: str, provisioner: str, node: Node) -> bool:
+        """VolumeBinding's storage-capacity check: for a CSI driver with ``storageCapacity: true``,
+        some CSIStorageCapacity of the claim's class must reach the node (its ``nodeTopology``
+        selects the node's labels) with room for the claim's request (``maximumVolumeSize``, else
+        ``capacity``). Other provisioners are not checked."""
+        driver = self.snapshot.csi_driver_by_name.get(provisioner)
+        if driver is None or not driver.storage_capacity:
+            return True
+        for capacity in self._capacities.get(storage_class, ()):
+            largest = capacity.largest_volume
+            if largest is None or largest < claim.request_bytes:
+                continue
+            if capacity.node_topology is not None and capacity.node_topology.matches(node.labels):
+                return True
+        return False
+
+    @cached_property
+    def _capacities(self) -> dict[str, list[CSIStorageCapacity]]:
+        out: dict[str, list[CSIStorageCapacity]] = {}
+        for capacity in self.snapshot.storage_capacities:
+            out.setdefault(capacity.storage_class, []).append(capacity)
+        return out
+
+    def _short_of_storage(self, claims: list[PersistentVolumeClaim]) -> frozenset[str]:
+        """Nodes where some waiting claim could be provisioned but for storage capacity: refused
+        with VolumeBinding's "did not have enough free storage" rather than its bind conflict."""
+        if not self.snapshot.storage_capacities and not self.snapshot.csi_drivers:
+            return frozenset()
+        return frozenset(
+            node.name
+            for node in self.nodes
+            for claim in claims
+            if self._can_provision(claim, node, capacity=False) and not self._can_provision(claim, node)
+        )
 
     def _zone_nodes(self, volume: PersistentVolume) -> frozenset[str]:
         """Nodes VolumeZone lets the volume's pods use (cached per volume): those with no zone or

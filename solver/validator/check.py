@@ -364,7 +364,9 @@ class _Checker:
 
     def _volumes(self) -> None:
         placed = [(p.pod, p.node) for p in self.placements if p.node is not None]
-        for rule, subject, message in check_volumes.volume_violations(self.snapshot, placed):
+        nominated = {p.pod.key for p in self.placements if p.node is not None and p.kind == "nomination"}
+        found = check_volumes.volume_violations(self.snapshot, placed, self.victims.keys(), nominated)
+        for rule, subject, message in found:
             self._flag(rule, subject, message)
 
     # --- GPU devices --------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Final
 
 from vcsat.model import Node, Pod, Snapshot
@@ -49,9 +50,16 @@ Flag = tuple[str, str, str]
 """(rule, subject, message), as :class:`vcsat.solver.validator.check.Violation` takes them."""
 
 
-def volume_violations(snapshot: Snapshot, placements: Sequence[tuple[Pod, Node]]) -> list[Flag]:
+def volume_violations(
+    snapshot: Snapshot,
+    placements: Sequence[tuple[Pod, Node]],
+    victims: AbstractSet[str] = frozenset(),
+    nominated: AbstractSet[str] = frozenset(),
+) -> list[Flag]:
     """Every volume rule the placements (pod, node) break. Victims of the decision still hold their
-    volumes (as "now" in check.py): a claim or attach slot is not freed by an eviction here."""
+    claims (as "now" in check.py). Attach slots (NodeVolumeLimits) are judged as kube-scheduler
+    meets the pods: bindings beside every bound pod, victims (pod keys in ``victims``) included;
+    nominations (pod keys in ``nominated``) once the victims are gone and the bindings are in."""
     placed = [(pod, node) for pod, node in placements if pod.claims]
     if not placed:
         return []
@@ -88,7 +96,7 @@ def volume_violations(snapshot: Snapshot, placements: Sequence[tuple[Pod, Node]]
             waiting.append((pod, node, claim))
     out.extend(_binding(snapshot, waiting))
     out.extend(_read_write_once_pod(snapshot, placed))
-    out.extend(_limits(snapshot, placed))
+    out.extend(_limits(snapshot, placed, victims, nominated))
     return out
 
 
@@ -128,7 +136,27 @@ def _provisionable(snapshot: Snapshot, claim: PersistentVolumeClaim, node: Node)
     if claim.selected_node is not None and claim.selected_node != node.name:
         return False
     topologies = storage_class.allowed_topologies
-    return not topologies or affinity_matches(topologies, node)
+    if topologies and not affinity_matches(topologies, node):
+        return False
+    return _room_to_provision(snapshot, claim, node)
+
+
+def _room_to_provision(snapshot: Snapshot, claim: PersistentVolumeClaim, node: Node) -> bool:
+    """Storage capacity tracking (KEP 1472): when the class's provisioner is a CSIDriver with
+    ``storageCapacity: true``, a CSIStorageCapacity object for that class whose ``nodeTopology``
+    selects the node must report at least the claim's request, read from ``maximumVolumeSize``
+    when it is set and from ``capacity`` otherwise. No object with a topology, no storage."""
+    provisioner = snapshot.storage_class_by_name[claim.storage_class].provisioner
+    driver = next((d for d in snapshot.csi_drivers if d.name == provisioner), None)
+    if driver is None or not driver.storage_capacity:
+        return True
+    for report in snapshot.storage_capacities:
+        if report.storage_class != claim.storage_class or report.node_topology is None:
+            continue
+        size = report.capacity_bytes if report.maximum_volume_size_bytes is None else report.maximum_volume_size_bytes
+        if size is not None and size >= claim.request_bytes and report.node_topology.matches(node.labels):
+            return True
+    return False
 
 
 def _suits(pv: PersistentVolume, claim: PersistentVolumeClaim, node: Node) -> bool:
@@ -268,7 +296,9 @@ def _csi_of(snapshot: Snapshot, pod: Pod) -> dict[str, str]:
     return out
 
 
-def _limits(snapshot: Snapshot, placed: list[tuple[Pod, Node]]) -> list[Flag]:
+def _limits(
+    snapshot: Snapshot, placed: list[tuple[Pod, Node]], victims: AbstractSet[str], nominated: AbstractSet[str]
+) -> list[Flag]:
     by_node: dict[str, list[Pod]] = defaultdict(list)
     for pod, node in placed:
         by_node[node.name].append(pod)
@@ -277,21 +307,33 @@ def _limits(snapshot: Snapshot, placed: list[tuple[Pod, Node]]) -> list[Flag]:
         csinode = snapshot.csinode_by_name.get(node_name)
         if csinode is None or not csinode.limits:
             continue
-        before: dict[str, str] = {}
-        for pod in snapshot.pods_on_node.get(node_name, ()):
-            before.update(_csi_of(snapshot, pod))
-        after = dict(before)
-        for pod in pods:
-            after.update(_csi_of(snapshot, pod))
-        for driver, limit in sorted(csinode.limits.items()):
-            added = sum(1 for name, d in after.items() if d == driver and name not in before)
-            total = sum(1 for d in after.values() if d == driver)
-            if added and total > limit:
-                out.append(
-                    (
-                        "NodeVolumeLimits",
-                        node_name,
-                        f"{total} distinct {driver} volumes, {added} of them new, where the node attaches {limit}",
+        bound = snapshot.pods_on_node.get(node_name, ())
+        now = [pod for pod in pods if pod.key not in nominated]
+        later = [pod for pod in pods if pod.key in nominated]
+        # Bindings now, beside every bound pod; nominations after the evictions, beside the bindings.
+        states: list[tuple[Sequence[Pod], list[Pod], str]] = [(bound, now, "")]
+        if later:
+            staying = [pod for pod in bound if pod.key not in victims]
+            states.append(([*staying, *now], later, " after evictions"))
+        for base, new, when in states:
+            if not new:
+                continue
+            before: dict[str, str] = {}
+            for pod in base:
+                before.update(_csi_of(snapshot, pod))
+            after = dict(before)
+            for pod in new:
+                after.update(_csi_of(snapshot, pod))
+            for driver, limit in sorted(csinode.limits.items()):
+                added = sum(1 for name, d in after.items() if d == driver and name not in before)
+                total = sum(1 for d in after.values() if d == driver)
+                if added and total > limit:
+                    out.append(
+                        (
+                            "NodeVolumeLimits",
+                            node_name,
+                            f"{total} distinct {driver} volumes{when}, {added} of them new, "
+                            f"where the node attaches {limit}",
+                        )
                     )
-                )
     return out

@@ -99,6 +99,8 @@ SCHEDULER_CASES: list[tuple[str, str, dict[str, str], bool]] = [
     ("watch", "storageclasses.storage.k8s.io", {}, True),
     ("list", "csinodes.storage.k8s.io", {}, True),
     ("watch", "csinodes.storage.k8s.io", {}, True),
+    ("list", "csidrivers.storage.k8s.io", {}, True),
+    ("watch", "csistoragecapacities.storage.k8s.io", {}, True),
     ("create", "events", {"namespace": "team"}, True),
     ("create", "events.events.k8s.io", {"namespace": "team"}, True),
     ("create", "leases.coordination.k8s.io", {"namespace": NAMESPACE}, True),
