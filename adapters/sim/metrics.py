@@ -346,7 +346,7 @@ def _cycles(result: SimResult, summary: Summary) -> None:
     summary.cycle_max = max(seconds, default=None)
     if not proves_bounds(result.scheduler) or not result.cycles:
         return  # a baseline reports no bound: its cycles have no gap
-    decided = [c for c in result.cycles if c.status in ("OPTIMAL", "FEASIBLE", "FALLBACK")]
+    decided = [c for c in result.cycles if c.status in ("OPTIMAL", "FEASIBLE", "WITHIN_GAP", "FALLBACK")]
     # Share of all cycles (fallbacks and errors included) that were proved optimal.
     summary.optimal_share = sum(1 for c in decided if c.status == "OPTIMAL") / len(result.cycles)
     gaps = [relative_gap(c.objective, c.bound) for c in decided if c.status != "OPTIMAL"]
