@@ -22,7 +22,7 @@ Why a module of its own: every scheduler's run is summarised by the same definit
   (the widest path's narrowest edge, the worst pair).
 - **cycles**: wall seconds per decision (mean, p50, p99, max); for vcsat and its ablations (the
   schedulers that prove a bound) the share of all cycles proved optimal, and over every cycle that
-  decided but was not proved optimal (FEASIBLE and FALLBACK alike) the mean and the worst gap
+  decided but was not proved optimal (FEASIBLE, WITHIN_GAP and FALLBACK alike) the mean and the worst gap
   (:func:`vcsat.model.relative_gap`, ``(bound − objective) / max(|bound|, 1)``), and how many cycles
   fell back to the greedy decision. A cycle that raised decided nothing and has no gap; it is counted
   under errors.
