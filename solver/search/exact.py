@@ -299,10 +299,10 @@ def _search(
 
     def stopper(stage: Stage) -> _StopAtTargets:
         stoppers[id(stage)] = _StopAtTargets(stage, targets, policy.relative_gap, own_bound=not restricted)
-        # CP-SAT's own relative gap is of the weighted stage, which its first level dominates: it
-        # stops stages without placed work only (fair shares, tie-breaks); the others stop on
-        # the decision's gap, in the callback.
-        solver.parameters.relative_gap_limit = 0.0 if stoppers[id(stage)].active else policy.relative_gap
+        # Only placed work stops at the policy's tolerance (on the decision's gap, in the
+        # callback): CP-SAT's own relative gap, of a weighted stage its first level dominates,
+        # would stop the fair-share and tie-break stages short of what no reported gap measures.
+        solver.parameters.relative_gap_limit = 0.0
         return stoppers[id(stage)]
 
     def done(number: int, stage: Stage, result: StageResult) -> bool:
