@@ -9,8 +9,9 @@ placed work against its proven bound, the more important levels held at the deci
   than the greedy). A greedy decision that meets its bound exactly still goes through the staged
   search: every placed-work stage is then met without a solve, and the fair-share and tie-break
   stages may prove the decision optimal, which small clusters expect;
-- inside a placed-work stage: CP-SAT stops once its solution is within the tolerance
-  (:mod:`vcsat.solver.search.exact`);
+- inside a stage of placed work alone: CP-SAT stops once its solution is within the tolerance
+  (:mod:`vcsat.solver.search.exact`); the fair-share and tie-break stages are not covered by the
+  gap and never stop at it;
 - before each neighbourhood search: it runs only while the decision is further from the bound.
 
 A decision that ends within the tolerance without being proven optimal says so
