@@ -47,7 +47,12 @@ class PodGroupOutcome(_Out):
     message: str = ""
 
 
-SolverStatus = Literal["OPTIMAL", "FEASIBLE", "FALLBACK"]
+SolverStatus = Literal["OPTIMAL", "FEASIBLE", "WITHIN_GAP", "FALLBACK"]
+"""``OPTIMAL``: every level proven best. ``FEASIBLE``: the search's budget ended first; ``bound``
+limits how much better the decision could be. ``WITHIN_GAP``: the decision is proven within
+``Policy.relative_gap`` of its bound, where the search stops (or never starts, when the greedy
+decision already is). ``FALLBACK``: the greedy decision was kept because the search found nothing
+better, was too large for its budget, or was turned off."""
 
 
 def relative_gap(objective: float, bound: float) -> float:

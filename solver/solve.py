@@ -47,6 +47,7 @@ from vcsat.solver.search.bound import lp_level_bounds
 from vcsat.solver.search.exact import ExactResult, solve_exact
 from vcsat.solver.search.neighbourhood import improve
 from vcsat.solver.search.staged import SearchClock, workers_for
+from vcsat.solver.search.stop import skip_search, within_tolerance
 from vcsat.solver.shares.deserved import queue_usage
 from vcsat.solver.sure import Prepared
 
@@ -171,7 +172,12 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
     search = max(0.0, policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes))
     budget = search if policy.search else 0.0
-    if policy.search:
+    _, greedy_bound, _ = _bound(problem, hint, hint_values, hint_fair, first_bounds, {})
+    if policy.search and skip_search(sum(hint_values.values()), greedy_bound, policy.relative_gap):
+        # The stop rule (:mod:`vcsat.solver.search.stop`): the greedy decision is already proven
+        # within the policy's tolerance, so no model is built and no search runs.
+        result = ExactResult(None, False, notes=["greedy decision within the relative gap: no search"], skipped=True)
+    elif policy.search:
         result = solve_exact(problem, hint, budget=search, targets=targets, clock=clock)
     else:
         result = ExactResult(None, False, notes=["search off (Policy.search)"], skipped=True)
@@ -193,7 +199,7 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
     values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, result.bounds)
     objective = sum(values.values())
     rounds = NEIGHBOURHOOD_ROUNDS if policy.search and not result.skipped and status != "OPTIMAL" else 0
-    while rounds and bound - objective > policy.relative_gap * max(1, bound):
+    while rounds and not within_tolerance(objective, bound, policy.relative_gap) and bound > objective:
         # The decision is further from the bound than the policy accepts: search around it, again
         # around each improvement while the search budget lasts.
         rounds -= 1
@@ -213,6 +219,8 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
     if status == "FALLBACK" and bound == objective and not result.levels and not result.skipped:
         status = "OPTIMAL"  # nothing to search: the greedy decision is the whole answer
+    if status != "OPTIMAL" and policy.search and within_tolerance(objective, bound, policy.relative_gap):
+        status = "WITHIN_GAP"  # proven within the tolerance, where the search stops or never starts
     podgroups = outcomes(problem, assignment)
     nominations: list[Nomination] = []
     evictions: list[Eviction] = []

@@ -172,6 +172,8 @@ def test_options_and_policy_file_reach_the_solver(tmp_path: Path, solver: FakeSo
     assert solver.policies == [Policy(time_limit_s=1.5, random_seed=7, num_workers=2)]
     run("solve", str(write(tmp_path, INSTANCE)), "--workers", "4", "-o", "json")
     assert solver.policies[-1] == Policy(num_workers=4)
+    run("solve", str(write(tmp_path, INSTANCE)), "--relative-gap", "0", "-o", "json")
+    assert solver.policies[-1] == Policy(relative_gap=0.0)  # the full search, whatever the default
 
 
 def test_policy_scheduler_name_decides_which_pods_are_ours(tmp_path: Path, solver: FakeSolver) -> None:
@@ -351,6 +353,7 @@ USAGE = [
         ["solve", "x.yaml", "--time-limit", "soon"], ["'soon' is not a valid float"], id="time limit text"
     ),
     pytest.param(["solve", "x.yaml", "--workers", "0"], ["--workers", "x>=1"], id="workers"),
+    pytest.param(["solve", "x.yaml", "--relative-gap", "-1"], ["--relative-gap", "x>=0"], id="relative gap"),
     pytest.param(["solve", "x.yaml", "--frobnicate"], ["No such option", "frobnicate"], id="unknown option"),
     pytest.param(["solve", "a.yaml", "b.yaml"], ["unexpected extra argument (b.yaml)"], id="two instances"),
     pytest.param(["solvee"], ["No such command 'solvee'"], id="unknown command"),

@@ -147,18 +147,27 @@ def main() -> None:
     help="CP-SAT search workers (overrides the policy's num_workers; default: the cores available, at most "
     "8). A decision is reproduced with the workers it records (solver.workers).",
 )
+@click.option(
+    "--relative-gap",
+    type=click.FloatRange(min=0),
+    metavar="G",
+    help="Stop the search once the decision is proven within this relative gap of its bound (overrides "
+    "the policy's relative_gap; 0 asks for the full search). A greedy decision already within it is "
+    "kept without a search (solver.status WITHIN_GAP).",
+)
 def solve_command(
     instance: str | None,
     output: OutputFormat,
     time_limit: float | None,
     policy_file: str | None,
     workers: int | None,
+    relative_gap: float | None,
 ) -> None:
     """Solve one scheduling cycle on INSTANCE, a dumped cluster (kubectl get ... -o yaml).
 
     Without INSTANCE it solves a small built-in demo cluster.
     """
-    policy = load_policy(policy_file, time_limit_s=time_limit, num_workers=workers)
+    policy = load_policy(policy_file, time_limit_s=time_limit, num_workers=workers, relative_gap=relative_gap)
     # Before the clock: loading OR-Tools takes seconds of wall time on a busy machine, which the
     # search's budget must not lose (the decision would then depend on the load).
     from vcsat.solver import check, solve

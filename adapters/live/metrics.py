@@ -57,7 +57,8 @@ class Metrics:
         )
         self.solver_status = Counter(
             "vcsat_solver_status",
-            "Cycles by solver status: OPTIMAL (proven), FEASIBLE (time limit hit) or FALLBACK (greedy).",
+            "Cycles by solver status: OPTIMAL (proven), FEASIBLE (time limit hit), WITHIN_GAP (proven within the "
+            "policy's relative_gap) or FALLBACK (greedy).",
             ["status"],
             registry=self.registry,
         )

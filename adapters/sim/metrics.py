@@ -22,7 +22,7 @@ Why a module of its own: every scheduler's run is summarised by the same definit
   (the widest path's narrowest edge, the worst pair).
 - **cycles**: wall seconds per decision (mean, p50, p99, max); for vcsat and its ablations (the
   schedulers that prove a bound) the share of all cycles proved optimal, and over every cycle that
-  decided but was not proved optimal (FEASIBLE and FALLBACK alike) the mean and the worst gap
+  decided but was not proved optimal (FEASIBLE, WITHIN_GAP and FALLBACK alike) the mean and the worst gap
   (:func:`vcsat.model.relative_gap`, ``(bound − objective) / max(|bound|, 1)``), and how many cycles
   fell back to the greedy decision. A cycle that raised decided nothing and has no gap; it is counted
   under errors.
@@ -346,7 +346,7 @@ def _cycles(result: SimResult, summary: Summary) -> None:
     summary.cycle_max = max(seconds, default=None)
     if not proves_bounds(result.scheduler) or not result.cycles:
         return  # a baseline reports no bound: its cycles have no gap
-    decided = [c for c in result.cycles if c.status in ("OPTIMAL", "FEASIBLE", "FALLBACK")]
+    decided = [c for c in result.cycles if c.status in ("OPTIMAL", "FEASIBLE", "WITHIN_GAP", "FALLBACK")]
     # Share of all cycles (fallbacks and errors included) that were proved optimal.
     summary.optimal_share = sum(1 for c in decided if c.status == "OPTIMAL") / len(result.cycles)
     gaps = [relative_gap(c.objective, c.bound) for c in decided if c.status != "OPTIMAL"]

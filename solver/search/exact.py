@@ -299,10 +299,10 @@ def _search(
 
     def stopper(stage: Stage) -> _StopAtTargets:
         stoppers[id(stage)] = _StopAtTargets(stage, targets, policy.relative_gap, own_bound=not restricted)
-        # CP-SAT's own relative gap is of the weighted stage, which its first level dominates: it
-        # stops stages without placed work only (fair shares, tie-breaks); the others stop on
-        # the decision's gap, in the callback.
-        solver.parameters.relative_gap_limit = 0.0 if stoppers[id(stage)].active else policy.relative_gap
+        # Only placed work stops at the policy's tolerance (on the decision's gap, in the
+        # callback): CP-SAT's own relative gap, of a weighted stage its first level dominates,
+        # would stop the fair-share and tie-break stages short of what no reported gap measures.
+        solver.parameters.relative_gap_limit = 0.0
         return stoppers[id(stage)]
 
     def done(number: int, stage: Stage, result: StageResult) -> bool:
@@ -356,10 +356,10 @@ class _StopAtTargets(cp_model.CpSolverSolutionCallback):
 
     A reported level's bound is the tighter of the one proven elsewhere (the LP of :mod:`bound`,
     ``targets``) and CP-SAT's own, read level by level off the stage's bound
-    (:meth:`Stage.level_bounds`; not on a restricted model, whose bound proves nothing). The
-    stage stops when every reported level reaches its bound (only for a stage made of reported
-    levels alone: one that also ranks tie-breaks must go on), or, with a relative gap allowed, when
-    the reported levels' sum is within it of their bounds' sum: the decision's gap
+    (:meth:`Stage.level_bounds`; not on a restricted model, whose bound proves nothing). Only a
+    stage made of reported levels alone stops (one that also ranks tie-breaks, such as DRF among a
+    queue's jobs, must go on): when every reported level reaches its bound, or, with a relative gap
+    allowed, when the reported levels' sum is within it of their bounds' sum: the decision's gap
     (:func:`vcsat.model.relative_gap`), not CP-SAT's gap of the weighted stage, in which the first
     level outweighs all the others.
     """
@@ -374,6 +374,8 @@ class _StopAtTargets(cp_model.CpSolverSolutionCallback):
         self.own_bound = own_bound
         self.relative_gap = relative_gap
         self.reached = False
+        self.solution: list[int] = []
+        """The solution at which the search was stopped: CP-SAT's response may come without it."""
 
     def on_solution_callback(self) -> None:
         if not self.active:
@@ -389,7 +391,9 @@ class _StopAtTargets(cp_model.CpSolverSolutionCallback):
         total = sum(values[i] for i in self.reported)
         bound = sum(bounds[i] or 0 for i in self.reported)
         self.reached = reached
-        if (reached and self.alone) or (self.relative_gap > 0 and bound - total <= self.relative_gap * max(1, bound)):
+        close = self.relative_gap > 0 and bound - total <= self.relative_gap * max(1, bound)
+        if self.alone and (reached or close):
+            self.solution = list(self.response_proto.solution)
             self.stop_search()
 
 

@@ -179,7 +179,10 @@ def solve_stages(
             clock.wall_stopped = True  # the wall limit, not the deterministic one, ended it
         result = StageResult(status=status, wall_seconds=solver.wall_time)
         if result.solved:
-            result.values = dict(enumerate(solver.response_proto.solution))
+            # A search stopped from a solution callback may end without the solution in its
+            # response: the callback then keeps it (``solution``).
+            solution = solver.response_proto.solution or getattr(callback, "solution", [])
+            result.values = dict(enumerate(solution))
             result.objective = round(solver.objective_value)
             result.bound = int(solver.best_objective_bound // 1)
             result.found = [sum(coef * result.values[var.index] for var, coef in level.terms) for level in stage.levels]

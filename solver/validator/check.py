@@ -28,7 +28,8 @@ Volcano reading):
   Running iff any of its pending pods got a placement, and reason is empty iff Running.
 - Podgroup entries are sorted by podgroup key ascending (plain string order).
 - Solver stats use the maximisation convention: ``bound >= objective``; OPTIMAL with
-  ``relative_gap == 0`` means ``bound == objective`` (both to a relative 1e-6).
+  ``relative_gap == 0`` means ``bound == objective`` (both to a relative 1e-6); WITHIN_GAP means
+  ``bound - objective <= relative_gap * max(1, |bound|)``.
 
 Violations come back sorted by (rule, subject, message).
 """
@@ -620,6 +621,14 @@ class _Checker:
         exact = stats.status == "OPTIMAL" and not self.policy.relative_gap
         if exact and stats.bound > stats.objective + slack:
             self._flag("SolverStats", "solver", f"OPTIMAL but bound {stats.bound} > objective {stats.objective}")
+        tolerance = self.policy.relative_gap * max(1.0, abs(stats.bound))
+        if stats.status == "WITHIN_GAP" and stats.bound - stats.objective > tolerance + slack:
+            self._flag(
+                "SolverStats",
+                "solver",
+                f"WITHIN_GAP but bound {stats.bound} is more than relative_gap {self.policy.relative_gap} "
+                f"above objective {stats.objective}",
+            )
 
 
 class _Hold(NamedTuple):
