@@ -68,14 +68,19 @@ class FreeRoom:
         self.index = predicates.NodeIndex(usable)
         on_node = snapshot.pods_on_node
         self.columns = {name: i for i, name in enumerate(sorted({r for node in usable for r in node.allocatable}))}
-        self.free = np.zeros((len(self.columns), len(usable)), dtype=np.int64)
+        table = [[0] * len(usable) for _ in self.columns]
+        for row, node in enumerate(usable):
+            free = dict(node.allocatable)
+            for pod in on_node.get(node.name, ()):
+                for name, amount in pod.requests.items():
+                    free[name] = free.get(name, 0) - amount
+            for name, amount in free.items():
+                column = self.columns.get(name)
+                if column is not None:
+                    table[column][row] = amount
+        self.free = np.array(table, dtype=np.int64).reshape(len(self.columns), len(usable))
         """Per resource (row) and node (column): the free room, one contiguous row per resource so a
         pod's test reads only the resources it asks for."""
-        for row, node in enumerate(usable):
-            free = res.sub(node.allocatable, res.total(p.requests for p in on_node.get(node.name, ())))
-            for name, amount in free.items():
-                if name in self.columns:
-                    self.free[self.columns[name], row] = amount
         # A resource already overcommitted on a node stays so (a pod that asks for it never fits
         # there, one that does not leaves it as it is): those nodes are checked on every resource.
         overcommitted = np.any(self.free < 0, axis=0)

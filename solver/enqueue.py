@@ -73,13 +73,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NamedTuple
 
-from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
+from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
 from vcsat.solver.admission_room import FreeRoom as _FreeRoom
-from vcsat.solver.admission_room import PodKeys
 from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
-from vcsat.solver.rules import predicates
+from vcsat.solver.admission_static import Placeable as _Placeable
 from vcsat.solver.shares.deserved import FAIR_EXCLUDED, QueueShare, QueueTree, fair_shares, queue_of
 
 PENDING_PHASES = frozenset({"", "Pending"})
@@ -128,11 +127,12 @@ def admit(
         inqueue_timeout_s = policy.inqueue_timeout_s
     # Groups of other schedulers (no pod of ours, and named for another scheduler) are not ours
     # to admit, and hold no room in our admission.
-    groups = sorted((g for g in snapshot.podgroups if is_ours(g, snapshot, policy.scheduler_name)), key=lambda g: g.key)
+    ours = {g.key for g in snapshot.podgroups if is_ours(g, snapshot, policy.scheduler_name)}
+    groups = sorted((g for g in snapshot.podgroups if g.key in ours), key=lambda g: g.key)
     if not policy.enqueue:
         return {g.key: Admission(True, _kept_phase(g), "", "") for g in groups}
 
-    state = _State.of(snapshot, policy)
+    state = _State.of(snapshot, policy, ours)
     out: dict[str, Admission] = {}
     shares = fair_shares(snapshot)
     state.shares = shares
@@ -233,15 +233,18 @@ def _served(shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[st
     share = shares.get(queue)
     if share is None:
         return Fraction(0)
-    worst = Fraction(0)
+    # The largest held / deserved, compared by cross-multiplying (one Fraction made, at the end).
+    worst_held, worst_deserved = 0, 1
+    shared = share.deserved
     for resource, held in committed.get(queue, {}).items():
-        deserved = share.deserved.get(resource, 0)
+        deserved = shared.get(resource, 0)
         # Only resources queues share count: a pods count or a resource nobody deserves any of
         # would make every queue look fully served.
-        if resource in FAIR_EXCLUDED or deserved <= 0 or held <= 0:
+        if deserved <= 0 or held <= 0 or resource in FAIR_EXCLUDED:
             continue
-        worst = max(worst, Fraction(held, deserved))
-    return worst
+        if held * worst_deserved > worst_held * deserved:
+            worst_held, worst_deserved = held, deserved
+    return Fraction(worst_held, worst_deserved)
 
 
 def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
@@ -305,11 +308,13 @@ class _State:
     """Per queue, what the groups admitted by fit this pass will hold (rule 6's share bound)."""
     unbound: dict[str, list[Pod] | None] = field(default_factory=dict)
     """:meth:`_unbound_gang` per group key, made once (a group is placed on the room once or twice)."""
+    ours: set[str] = field(default_factory=set)
+    """The keys of the groups that are ours (:func:`is_ours`), found once per pass."""
     reserving_of: dict[str, bool] = field(default_factory=dict)
     """:meth:`reserving` per group key, asked once (groups and their pods do not change in a pass)."""
 
     @staticmethod
-    def of(snapshot: Snapshot, policy: Policy) -> _State:
+    def of(snapshot: Snapshot, policy: Policy, ours: set[str] | None = None) -> _State:
         tree = QueueTree.of(snapshot)
         pods_of = snapshot.pods_of_group
         need: dict[str, dict[str, int]] = {}
@@ -317,7 +322,8 @@ class _State:
         for g in snapshot.podgroups:
             pods = pods_of.get(g.key, ())
             need[g.key] = group_need(g, pods)
-            held[g.key] = res.total(p.requests for p in pods if p.managed and p.bound)
+            holding = [p.requests for p in pods if p.bound and p.managed]
+            held[g.key] = res.total(holding) if holding else {}
         ready = {node.name for node in snapshot.nodes if node.ready}
         allocatable = res.total(node.allocatable for node in snapshot.nodes if node.ready)
         used = res.total(p.requests for p in snapshot.pods if p.bound and p.node_name in ready)
@@ -337,10 +343,15 @@ class _State:
             queue_rank=_queue_rank(snapshot),
             placeable=_Placeable(snapshot.nodes),
         )
+        if ours is None:
+            ours = {g.key for g in snapshot.podgroups if is_ours(g, snapshot, policy.scheduler_name)}
+        state.ours = ours
         own: dict[str, dict[str, int]] = {}
         reserved: dict[str, int] = {}
         for group in snapshot.podgroups:
             mine = own.setdefault(group.queue, {})
+            if not state.reserving(group) and not held[group.key]:
+                continue  # holds nothing and reserves nothing: commits nothing
             for name, amount in state.commitment(group).items():
                 mine[name] = mine.get(name, 0) + amount
             for name, amount in state.reservation(group).items():
@@ -373,7 +384,7 @@ class _State:
     def _reserving(self, group: PodGroup) -> bool:
         if group.phase not in ("Inqueue", "Running"):
             return False
-        if not is_ours(group, self.snapshot, self.policy.scheduler_name):
+        if group.key not in self.ours:
             return False
         if group.phase == "Inqueue":
             return True
@@ -556,7 +567,7 @@ class _State:
         if gang is None:
             return "its pods are not all created, so its fit on the nodes is unknown"
         if self.room is None:
-            self.room = _FreeRoom(self.snapshot)
+            self.room = _FreeRoom(self.snapshot, self.placeable.keys)
             for earlier in sorted(self.admitted, key=self.order):
                 self.room.take(self._unbound_gang(earlier))
         if not self.room.take(gang):
@@ -678,53 +689,6 @@ class _Victims:
     by_queue: dict[str, list[tuple[int, dict[str, int]]]]
     reclaimable: dict[str, dict[str, int]]
     below: set[str]
-
-
-class _Placeable:
-    """Which pods could ever land somewhere: predicates and allocatable, ignoring load and state."""
-
-    def __init__(self, nodes: Iterable[Node]) -> None:
-        # Readiness and cordons come and go; taints, labels and sizes are how the cluster is built.
-        self.nodes = tuple(node.model_copy(update={"ready": True, "unschedulable": False}) for node in nodes)
-        self.index = predicates.NodeIndex(self.nodes)
-        self._cache: dict[tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]], bool] = {}
-        self.keys = PodKeys()
-
-    def could_ever(self, pod: Pod) -> bool:
-        if pod.bound:
-            return True
-        request = _without_shares(pod.requests)
-        key = (self.keys.of(pod), tuple(sorted(request.items())))
-        answer = self._cache.get(key)
-        if answer is None:
-            answer = any(res.fits(request, node.allocatable) for node in self.index.eligible(pod))
-            self._cache[key] = answer
-        return answer
-
-    def gang_never_fits(self, group: PodGroup, pods: Sequence[Pod]) -> tuple[str, str] | None:
-        alive = [p for p in pods if not p.finished]
-        if len(alive) < group.min_member:
-            return None  # its pods are not all created yet: nothing to judge
-        fits = [p for p in alive if self.could_ever(p)]
-        if len(fits) < group.min_member:
-            example = next(p for p in alive if not self.could_ever(p))
-            return (
-                "Unschedulable",
-                f"only {len(fits)} of its pods could ever be placed, minMember is {group.min_member}: "
-                f"pod {example.key} ({res.format_vector(_without_shares(example.requests))}) passes the "
-                f"predicates and fits the allocatable of no node",
-            )
-        for task, minimum in sorted(group.min_task_member.items()):
-            of_task = [p for p in alive if p.task == task]
-            if len(of_task) < minimum:
-                continue
-            placeable = sum(1 for p in of_task if self.could_ever(p))
-            if placeable < minimum:
-                return (
-                    "Unschedulable",
-                    f"task {task}: only {placeable} of its pods could ever be placed, minTaskMember is {minimum}",
-                )
-        return None
 
 
 def _timed_out(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from vcsat.model import Pod, Snapshot
+from vcsat.model import Node, Pod, Snapshot
 from vcsat.model import resources as res
 from vcsat.solver.rules import predicates
 
@@ -23,7 +23,7 @@ class ScanFreeRoom:
     it never admits one whose pods fit nowhere. One row per node, so a pod costs a few array
     operations even on thousands of nodes."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, keys: object = None) -> None:
         usable = [node for node in snapshot.nodes if node.ready and not node.unschedulable]
         self.index = predicates.NodeIndex(usable)
         on_node = snapshot.pods_on_node
@@ -76,3 +76,26 @@ class ScanFreeRoom:
             self.free[row] -= request
             taken.append((row, request))
         return True
+
+
+class ScanPlaceable:
+    """Rule 3's static check as it was before it was column-wise: every node copied Ready and
+    uncordoned, and each (eligibility key, request) pair tested node by node. Kept in the tests
+    only, as the reference ``vcsat.solver.admission_static.Placeable`` must agree with
+    (tests/test_admission_static.py)."""
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        copies = tuple(node.model_copy(update={"ready": True, "unschedulable": False}) for node in nodes)
+        self.index = predicates.NodeIndex(copies)
+        self._cache: dict[tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]], bool] = {}
+
+    def could_ever(self, pod: Pod) -> bool:
+        if pod.bound:
+            return True
+        request = {name: amount for name, amount in pod.requests.items() if name != res.GPU_MILLI}
+        key = (predicates.eligibility_key(pod), tuple(sorted(request.items())))
+        answer = self._cache.get(key)
+        if answer is None:
+            answer = any(res.fits(request, node.allocatable) for node in self.index.eligible(pod))
+            self._cache[key] = answer
+        return answer
