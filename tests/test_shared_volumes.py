@@ -189,6 +189,21 @@ def test_check_flags_a_new_volume_next_to_an_attached_one() -> None:
     assert [v.rule for v in check(snap, dec)] == ["NodeVolumeLimits"]
 
 
+def test_identical_nodes_holding_different_shared_volumes_are_not_interchangeable() -> None:
+    # Found by the property below: n0 and n1 look alike (same free room, both over a limit of 0),
+    # but only n1 holds the pending pod's volume already, so only n1 takes the pod without a new
+    # attachment. Symmetry breaking once swapped the two nodes.
+    pods = [
+        pod("ns/old0", cpu="2", node="n0", claims=["c0"]),
+        pod("ns/old1", cpu="2", node="n1", claims=["c1"]),
+        pod("ns/p0", cpu="1", claims=["c1"]),
+    ]
+    snap = instance([host("n0", cpu="4"), host("n1", cpu="4")], pods, {"n0": 0, "n1": 0}, 2)
+    dec = solve(snap, Policy(time_limit_s=2))
+    assert [(b.pod, b.node) for b in dec.bindings] == [("ns/p0", "n1")]
+    assert check(snap, dec) == []
+
+
 # --- property: random sharing, random limits --------------------------------------------------
 
 

@@ -41,7 +41,18 @@ def _signature(
         else (),
         # Nor are nodes of GPU pools priced differently (vcsat.solver.pricing.scarcity).
         _pool(problem, node),
+        # Nor nodes that hold different shared CSI volumes or limit different drivers: a shared
+        # volume already attached takes no slot there, a new one does (vcsat.solver.rules.attach).
+        _attach(problem, node),
     )
+
+
+def _attach(problem: Problem, node: int) -> Hashable:
+    attach = problem.attach
+    if attach is None:
+        return ()
+    limited = tuple(sorted(driver for driver in attach.resource if (node, driver) in attach.limited))
+    return (tuple(sorted(attach.attached.get(node, frozenset()))), limited)
 
 
 def _pool(problem: Problem, node: int) -> int:
