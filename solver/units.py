@@ -16,9 +16,9 @@ lost:
   ``Σ kᵢ·qᵢ·g_r ≤ room ⟺ Σ kᵢ·qᵢ ≤ ⌊room / g_r⌋``: fit is decided exactly.
 
 Why the grain: on a cluster whose requests are whole MiB (most are: ``Mi``/``Gi`` requests, and
-system pods' ``Mi``), ``g`` is a MiB and the models are the very integers they were when the model
-counted MiB, so their speed and decisions stay as measured; requests such as ``1G`` (10⁹ =
-2⁹·5⁹ bytes) refine it as far as they need (``g = 512``), never further. Python code outside the
+system pods' ``Mi``), ``g`` is a MiB and the models hold the same small integers as a model
+counting MiB, which keeps them fast; requests such as ``1G`` (10⁹ = 2⁹·5⁹ bytes) refine it as far
+as they need (``g = 512``), never further. Python code outside the
 models (greedy, decode, validator) keeps the exact amounts.
 """
 

@@ -193,6 +193,18 @@ def test_openb_experiment_arrives_until_the_target(trace_dir: Path) -> None:
     assert all(not j.podgroup and math.isinf(j.duration) for j in exp.workload.jobs)
 
 
+def test_openb_seeds_are_other_workloads_only_when_shuffled() -> None:
+    # The quick-size cluster never uses the trace up: without shuffling, every seed is one workload.
+    def names(seed: int, shuffle: bool) -> list[str]:
+        return [j.name for j in workloads.openb(every=8, target=0.3, seed=seed, shuffle=shuffle).workload.jobs]
+
+    assert names(0, False) == names(1, False)
+    assert names(0, True) != names(1, True)
+    assert names(1, True) == names(1, True)
+    trace = {p.name for p in workloads.openb_pods("default")}
+    assert set(names(1, True)) <= trace and len(set(names(1, True))) == len(names(1, True))
+
+
 @pytest.mark.parametrize("scheduler", ["fgd", "bestfit", "vcsat"])
 def test_openb_run_allocates_and_stops(trace_dir: Path, scheduler: str) -> None:
     exp = workloads.openb(target=1.2, directory=trace_dir)

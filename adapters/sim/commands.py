@@ -5,8 +5,8 @@ schedulers side by side on one or all workloads, prints markdown tables, writes 
 progress on a terminal. Every experiment runs over several seeds (``--seeds``, default
 :data:`DEFAULT_SEEDS`) and the tables show the mean and the range, since one seed's margin may be
 noise. ``--quick`` shrinks every experiment (an eighth of the openb cluster, a 16-node synthetic
-cluster over three hours, 1 s per vcsat cycle) and runs :data:`QUICK_SEEDS` seeds: a smoke run; the
-full sizes are what ``benchmarks/SIMULATIONS.md`` reports.
+cluster over three hours, 1 s per vcsat cycle) and runs :data:`QUICK_SEEDS` seeds: a smoke run
+(``benchmarks/SIMULATIONS.md`` says which sizes and seeds its tables used).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ QUICK = Sizes(8, 1.3, 16, 3.0, 1.5, 120.0, 1.0)
 def experiment(name: str, sizes: Sizes, seed: int = 0) -> tuple[workloads.Experiment, list[Pod] | None]:
     """The experiment called ``name`` at ``sizes``, and the workload's pods for FGD (openb only)."""
     if name == "openb":
-        exp = workloads.openb(every=sizes.openb_every, target=sizes.openb_target, seed=seed)
+        exp = workloads.openb(every=sizes.openb_every, target=sizes.openb_target, seed=seed, shuffle=True)
         return exp, workloads.openb_distribution_pods()
     fraction = hetero.fraction_of(name)
     if fraction is not None:

@@ -12,8 +12,10 @@ scheduler. Everything is deterministic for a seed.
   list with ``num_gpu`` as ``nvidia.com/gpu`` and a ``gpu_milli`` below 1000 as the GPU share
   ``vcsat.io/gpu-milli`` (contract §1); a pod's ``gpu_spec`` (allowed models, ``|``-separated)
   becomes required node affinity ``In`` on that label. The experiment is the FGD paper's: pods
-  arrive in trace order (creation time), then as random samples of the trace (the simulator's
-  workload inflation), in batches of about 1% of the cluster's GPUs, one scheduling cycle per
+  arrive in trace order (creation time), or with ``shuffle`` in an order drawn from the seed (as
+  the FGD artifact's runs shuffle the pod list per seed, so that each seed is another workload;
+  ``vcsat bench`` does), then as random samples of the trace (the simulator's workload inflation),
+  in batches of about 1% of the cluster's GPUs, one scheduling cycle per
   batch; nothing leaves, and a pod that does not fit when it arrives is given up. It runs until the
   arrived GPU requests reach ``target`` × the cluster's GPUs; the result is the allocated GPU share
   against the arrived workload.
@@ -199,13 +201,19 @@ def openb(
     batch: float = 0.01,
     seed: int = 0,
     directory: Path | None = None,
+    shuffle: bool = False,
 ) -> Experiment:
     """The FGD paper's saturation experiment (see the module docstring). ``every`` > 1 keeps every
     ``every``-th node, for a smaller cluster of the same mix; ``batch`` is the GPU demand of one
-    arrival batch as a share of the cluster's GPUs."""
+    arrival batch as a share of the cluster's GPUs; ``shuffle`` draws the trace's order from the
+    seed (without it a seed changes only the samples drawn once the trace is used up, which a
+    small cluster never reaches)."""
     nodes = openb_nodes(directory, every=every)
     capacity = sum(node.gpus for node in nodes) * 1000
     trace_pods = openb_pods(trace, directory)
+    if shuffle:
+        trace_pods = list(trace_pods)
+        random.Random(f"openb-order:{trace}:{seed}").shuffle(trace_pods)
     rng = random.Random(f"openb:{trace}:{seed}")
     jobs: list[JobSpec] = []
     arrived = 0
