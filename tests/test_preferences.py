@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from builders import group, node, pod, snapshot, term
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_objects import k8s_node, k8s_pod
 
@@ -145,6 +145,7 @@ def test_the_converter_refuses_bad_preferred_terms(entry: object, message: str) 
 
 
 @settings(max_examples=25, deadline=None)
+@example(weights=[(1, "a")], cpus=[4, 4, 4, 1, 3], taint_b=False)  # equal work, another pod count
 @given(
     weights=st.lists(st.tuples(st.integers(1, 100), st.sampled_from(["a", "b", "c"])), max_size=3),
     cpus=st.lists(st.integers(1, 4), min_size=1, max_size=5),
@@ -163,5 +164,6 @@ def test_preferences_keep_placed_work_and_decisions_check(
     preferring = [with_preferences(p, *terms) for p in plain]
     without = run(snapshot(nodes=nodes, pods=plain))
     with_ = run(snapshot(nodes=nodes, pods=preferring))
-    assert len(with_.bindings) == len(without.bindings)
+    # Placed work is what preferences must not cost; the number of pods may differ at equal work
+    # (4+4+4 or 4+4+1+3 cpus on three 4-cpu nodes), as the levels below placed work choose.
     assert with_.solver.objective == without.solver.objective
