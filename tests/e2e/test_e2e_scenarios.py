@@ -270,8 +270,11 @@ def test_a_high_priority_job_preempts_and_the_victim_restarts_and_completes(
         low_status = read_job(api, namespace, "low").get("status") or {}
         changes = watch.snapshot()
 
-    # vcsat evicted low's first run (all of it: its gang), nothing else, for preemption.
-    assert set(preempted) == {p.metadata.name for p in first}, preempted
+    # vcsat evicted low's first run (its whole gang) and nothing else, for preemption. Once the
+    # first eviction lands, low's RestartJob policy may delete the rest of the gang before the
+    # scheduler's own evictions reach them; an eviction of a pod already gone writes no event, so
+    # only some of the first run may carry a Preempted event, but none of it may finish.
+    assert preempted and set(preempted) <= {p.metadata.name for p in first}, preempted
     for uid in first_uids:
         assert "Succeeded" not in [c.phase for c in changes if c.uid == uid], "a preempted pod finished"
     # high was bound only into room its victims had left: no node ever held more GPUs than it has.
