@@ -86,9 +86,35 @@ def test_the_victim_that_frees_a_slot_is_taken_over_a_larger_one() -> None:
 
 
 def test_a_volume_two_running_pods_share_is_not_credited_to_one() -> None:
-    # Both running pods use claim a (one volume, one slot): evicting one frees nothing.
+    # Both running pods use claim a (one volume, one slot): evicting the low one frees nothing,
+    # and the other outranks the job.
     dec = solved(cluster(1, [(1, EBS, "a"), (20, EBS, "a")]), POLICY)
     assert not evicted(dec)
+
+
+@pytest.mark.parametrize(
+    "case, limit, fillers, victims",
+    [
+        # kube-scheduler removes every lower-priority pod, then reprieves what it can: neither
+        # sharer can come back (its volume would take the slot again), so both go.
+        ("two low pods share the only volume", 1, [(1, EBS, "a"), (1, EBS, "a")], {"ns/fill0-0-0", "ns/fill1-0-0"}),
+        (
+            "three low pods share it",
+            1,
+            [(1, EBS, "a"), (5, EBS, "a"), (1, EBS, "a")],
+            {"ns/fill0-0-0", "ns/fill1-0-0", "ns/fill2-0-0"},
+        ),
+        # A volume one pod holds alone frees its slot with one eviction: fewer victims than the pair.
+        ("a lone volume beats a shared one", 2, [(1, EBS, "a"), (1, EBS, "a"), (1, EBS, "b")], {"ns/fill2-0-0"}),
+    ],
+)
+def test_a_volume_only_victims_share_is_freed_when_all_of_them_go(
+    case: str, limit: int, fillers: list[tuple[int, str, str]], victims: set[str]
+) -> None:
+    dec = solved(cluster(limit, fillers), POLICY)
+    assert set(evicted(dec)) == victims, case
+    assert nominated(dec) == {"ns/job-0-0": "n0"}, case
+    assert not check(cluster(limit, fillers), dec, POLICY), case
 
 
 def _decision(victims: list[str]) -> Decision:

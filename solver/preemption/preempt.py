@@ -57,7 +57,7 @@ from vcsat.model.gpus import GpuHoldings, gpu_holdings
 from vcsat.solver.greedy import gang_order
 from vcsat.solver.objectives.fairness import SHARE_SCALE
 from vcsat.solver.preemption.antiaffinity import AntiAffinity, victims_by_key
-from vcsat.solver.preemption.attach_freed import freed_attach_slots, holds_shared
+from vcsat.solver.preemption.attach_freed import JointSlot, freed_attach_slots, holds_shared, joint_attach_slots
 from vcsat.solver.preemption.spread import SpreadRules
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.rules.interpod import affinity_anchors
@@ -269,6 +269,9 @@ def _run(
     if victims:
         requests = np.array([v.request for v in victims], dtype=np.int64)
         np.add.at(freed_room, np.array([v.node for v in victims]), requests)
+    joint = _joint_slots(problem, victims)
+    for slot in joint:  # a volume only victims share: one slot once they are all gone
+        freed_room[slot.node, slot.resource] += 1
     with_victims = np.zeros(len(room), dtype=np.int64)
     for node, vs in on_node.items():
         with_victims[node] = len(vs)
@@ -306,6 +309,7 @@ def _run(
     if not victims or not x:
         return
     evict = {v.index: cp.new_bool_var(f"evict[{v.index}]") for v in victims}
+    joint_gone = _joint_variables(cp, joint, victims, evict, upper)
     # Requests enter CP-SAT divided by their common divisor, rooms floored: exact (solver/units.py).
     units = units_for(problem.resources, [*(s.request for s in problem.shapes), *(v.request for v in victims)])
     small = units.request
@@ -352,6 +356,10 @@ def _run(
                     (evict[v.index], small(r, v.request[r]))
                     for v in local
                     if v.request[r] > 0 and (reason == "reclaim" or v.pod.priority < threshold)
+                ] + [
+                    (gone, small(r, 1))
+                    for gone, slot, top in joint_gone.get(node, [])
+                    if slot.resource == r and (reason == "reclaim" or top < threshold)
                 ]
                 cp.add(
                     cp_model.LinearExpr.weighted_sum([u for u, _ in users], [k for _, k in users])
@@ -360,7 +368,9 @@ def _run(
                 )
 
     slots = (
-        shared_attach_limits(cp, problem, by_node, room, upper, _attach_freed(problem, by_node, on_node, evict, reason))
+        shared_attach_limits(
+            cp, problem, by_node, room, upper, _attach_freed(problem, by_node, on_node, evict, joint_gone, reason)
+        )
         if problem.attach is not None
         else {}
     )
@@ -451,7 +461,7 @@ def _run(
     out.spent += clock.spent - spent_before
     if values is None:
         return
-    _apply(problem, preemptors, victims, placed, x, evict, values, room, usage, reason, out)
+    _apply(problem, preemptors, victims, placed, x, evict, values, room, usage, reason, out, joint)
     for (node, r), flags in slots.items():  # shared volumes new to a node take one slot each
         room[node][r] -= sum(values[flag.index] for flag in flags)
     landed = [
@@ -514,6 +524,42 @@ def shared_attach_limits(
     return out
 
 
+def _joint_slots(problem: Problem, victims: list[Victim]) -> list[JointSlot]:
+    """The run's joint attach slots (:func:`vcsat.solver.preemption.attach_freed.joint_attach_slots`):
+    none unless the problem counts some ``attachable-volumes-csi-*`` resource."""
+    if not any(name.startswith(ATTACHABLE_PREFIX) for name in problem.resources):
+        return []
+    shared = frozenset(problem.attach.driver) if problem.attach is not None else frozenset()
+    located = [(v.pod, v.node) for v in victims]
+    return joint_attach_slots(problem.snapshot, problem.nodes, problem.resources, located, shared)
+
+
+def _joint_variables(
+    cp: cp_model.CpModel,
+    joint: list[JointSlot],
+    victims: list[Victim],
+    evict: Mapping[int, cp_model.IntVar],
+    upper: dict[int, int],
+) -> dict[int, list[tuple[cp_model.IntVar, JointSlot, int]]]:
+    """Per node: for each joint slot whose users are all victims of the model, a 0/1 that may be
+    1 only when every user is evicted, with the highest priority among them (in preempt the slot
+    serves only preemptors above it)."""
+    of_key = {v.pod.key: v for v in victims}
+    out: dict[int, list[tuple[cp_model.IntVar, JointSlot, int]]] = {}
+    for slot in joint:
+        users = [of_key.get(key) for key in slot.users]
+        if any(user is None for user in users):
+            continue
+        flag = cp.new_bool_var(f"joint[{slot.node},{slot.resource},{slot.users[0]}]")
+        upper[flag.index] = 1
+        for user in users:
+            assert user is not None
+            cp.add(flag <= evict[user.index])
+        top = max(user.pod.priority for user in users if user is not None)
+        out.setdefault(slot.node, []).append((flag, slot, top))
+    return out
+
+
 def _lowest_priority(problem: Problem, gang: Gang) -> int:
     """The gang's priority, or lower when one of its waiting pods has a lower priority of its own
     (the validator judges a victim by the priorities of the pods placed)."""
@@ -526,12 +572,13 @@ def _attach_freed(
     by_node: Mapping[int, list[tuple[int, cp_model.IntVar]]],
     on_node: Mapping[int, list[Victim]],
     evict: Mapping[int, cp_model.IntVar],
+    joint_gone: Mapping[int, list[tuple[cp_model.IntVar, JointSlot, int]]],
     reason: Reason,
 ) -> dict[tuple[int, int], list[tuple[cp_model.IntVar, int]]]:
     """Per (node, attach resource of a shared volume's driver): the victims' freed slots, each as
-    (evict, slots). In preempt, only victims below every preemptor that may land on the node (one
-    threshold for the node's shared-volume row: never room freed by a pod of a preemptor's own
-    priority or above)."""
+    (evict, slots), and the joint slots (their variable, one slot). In preempt, only victims below
+    every preemptor that may land on the node (one threshold for the node's shared-volume row:
+    never room freed by a pod of a preemptor's own priority or above)."""
     attach = problem.attach
     assert attach is not None
     out: dict[tuple[int, int], list[tuple[cp_model.IntVar, int]]] = {}
@@ -545,6 +592,10 @@ def _attach_freed(
                 (evict[v.index], v.request[r])
                 for v in local
                 if v.request[r] > 0 and (reason == "reclaim" or v.pod.priority < lowest)
+            ] + [
+                (flag, 1)
+                for flag, slot, top in joint_gone.get(node, [])
+                if slot.resource == r and (reason == "reclaim" or top < lowest)
             ]
             if gone:
                 out[(node, r)] = gone
@@ -718,9 +769,12 @@ def _apply(
     usage: dict[str, dict[str, int]],
     reason: Reason,
     out: Evictions,
+    joint: list[JointSlot],
 ) -> None:
     gone = [v for v in victims if values[evict[v.index].index]]
     freed_nodes = {v.node for v in gone}
+    gone_keys = {v.pod.key for v in gone}
+    joint_freed = [slot for slot in joint if gone_keys.issuperset(slot.users)]
     used: dict[int, list[int]] = {}
     for gang in preemptors:
         if not values[placed[gang.index].index]:
@@ -756,6 +810,9 @@ def _apply(
     # Room freed for these preemptors is theirs alone: what they leave of it is not lent on.
     for node in set(used) | freed_nodes:
         freed = [sum(v.request[r] for v in gone if v.node == node) for r in range(len(problem.resources))]
+        for slot in joint_freed:
+            if slot.node == node:
+                freed[slot.resource] += 1
         took = used.get(node, [0] * len(problem.resources))
         for r in range(len(problem.resources)):
             room[node][r] = min(room[node][r], room[node][r] + freed[r] - took[r])
