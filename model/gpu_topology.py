@@ -61,7 +61,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -108,13 +108,22 @@ class GpuTopology:
 
     source: str
     """``uniform``, ``preset:<name>`` or ``annotation``."""
-    graph: nx.Graph
-    """The interconnect, frozen: vertices carry ``kind`` (and ``index`` for GPUs), edges
-    ``bandwidth`` (parallel links already summed)."""
     bandwidths: tuple[tuple[float, ...], ...]
     """``bandwidths[a][b]``: GB/s between GPU ``a`` and GPU ``b``; ``inf`` on the diagonal."""
     key: str
     """A digest of :attr:`bandwidths`: equal matrices, equal keys."""
+    built_graph: nx.Graph | None = field(default=None, repr=False)
+    """The graph, once built (a uniform topology builds it only when asked: every cycle makes
+    uniform topologies and reads only their bandwidths, and networkx is slow to import)."""
+
+    @property
+    def graph(self) -> nx.Graph:
+        """The interconnect, frozen: vertices carry ``kind`` (and ``index`` for GPUs), edges
+        ``bandwidth`` (parallel links already summed)."""
+        if self.built_graph is None:
+            object.__setattr__(self, "built_graph", _uniform_graph(self.gpu_count))
+        assert self.built_graph is not None
+        return self.built_graph
 
     @property
     def gpu_count(self) -> int:
@@ -191,7 +200,17 @@ def _preset(name: str) -> GpuTopology:
 
 @lru_cache(maxsize=64)
 def uniform_topology(gpus: int) -> GpuTopology:
-    """``gpus`` GPUs all equally connected: one switch, :data:`UNIFORM_BANDWIDTH` to each."""
+    """``gpus`` GPUs all equally connected: one switch, :data:`UNIFORM_BANDWIDTH` to each, so
+    :data:`UNIFORM_BANDWIDTH` between every two (the widest path through the switch); the graph
+    itself is built only if asked for."""
+    matrix = tuple(
+        tuple(math.inf if a == b else UNIFORM_BANDWIDTH for b in range(gpus)) for a in range(gpus)
+    )
+    return GpuTopology(source="uniform", bandwidths=matrix, key=_digest(matrix))
+
+
+def uniform_node_link(gpus: int) -> dict[str, Any]:
+    """The node-link description of :func:`uniform_topology`'s machine."""
     vertices: list[dict[str, Any]] = [{"id": f"gpu{i}", "kind": GPU_KIND, "index": i} for i in range(gpus)]
     edges: list[dict[str, Any]] = []
     if gpus > 1:
@@ -199,7 +218,11 @@ def uniform_topology(gpus: int) -> GpuTopology:
         edges = [
             {"source": f"gpu{i}", "target": "switch", "bandwidth": UNIFORM_BANDWIDTH} for i in range(gpus)
         ]
-    return from_node_link({"nodes": vertices, "edges": edges}, source="uniform")
+    return {"nodes": vertices, "edges": edges}
+
+
+def _uniform_graph(gpus: int) -> nx.Graph:
+    return from_node_link(uniform_node_link(gpus), source="uniform").graph
 
 
 def to_annotation(topology: GpuTopology) -> str:
@@ -312,7 +335,7 @@ def from_node_link(data: object, *, source: str) -> GpuTopology:
                 # Not described: they still talk through the host (see HOST_FLOOR).
                 bandwidths[a][b] = bandwidths[b][a] = HOST_FLOOR
     matrix = tuple(tuple(row) for row in bandwidths)
-    return GpuTopology(source=source, graph=nx.freeze(graph), bandwidths=matrix, key=_digest(matrix))
+    return GpuTopology(source=source, bandwidths=matrix, key=_digest(matrix), built_graph=nx.freeze(graph))
 
 
 def _is_vertex_id(value: object) -> TypeGuard[VertexId]:

@@ -18,11 +18,13 @@ from vcsat.model.gpu_topology import (
     PCIE_GEN3_X16,
     UNIFORM_BANDWIDTH,
     GpuTopology,
+    from_node_link,
     gpu_topology,
     parse_gpu_topology,
     preset,
     preset_names,
     to_annotation,
+    uniform_node_link,
     uniform_topology,
 )
 
@@ -96,6 +98,19 @@ def test_uniform_without_annotation() -> None:
     assert {topology.bandwidth(a, b) for a, b in itertools.permutations(range(4), 2)} == {UNIFORM_BANDWIDTH}
     assert gpu_topology(None, 0).gpu_count == 0
     assert topology == uniform_topology(4)
+
+
+@pytest.mark.parametrize("gpus", [0, 1, 2, 3, 8, 16])
+def test_uniform_matrix_is_what_its_graph_gives(gpus: int) -> None:
+    """The uniform topology writes its matrix down without building a graph (no networkx import
+    in a cycle of unannotated nodes); the widest paths of its graph give the same matrix."""
+    direct = uniform_topology(gpus)
+    from_graph = from_node_link(uniform_node_link(gpus), source="uniform")
+    assert direct.bandwidths == from_graph.bandwidths
+    assert direct.key == from_graph.key
+    assert direct == from_graph
+    assert sorted(direct.graph.nodes) == sorted(from_graph.graph.nodes)
+    assert to_annotation(direct) == to_annotation(from_graph)
 
 
 def test_same_text_gives_the_same_object_and_equal_matrices_are_equal() -> None:
