@@ -62,21 +62,24 @@ def conversion_notices(
                 )
             out.append(Notice.model_construct(kind="Node", key=node.name, reason="InvalidGpuTopology", message=message))
     queues = snapshot.queue_by_name
-    group_objects = by_kind["PodGroup"]
-    sub_groups: list[Notice] = []  # after every QueueNotFound
     for group in snapshot.podgroups:
         if group.queue not in queues and _is_ours(group, snapshot, scheduler_name):
             message = f"spec.queue {group.queue!r} names no Queue: its pods are not scheduled until the queue exists"
             out.append(Notice.model_construct(kind="PodGroup", key=group.key, reason="QueueNotFound", message=message))
-        raw = group_objects.get(group.key)
-        policies = ((raw.raw.get("spec") or {}).get("subGroupPolicy") if raw is not None else None) or []
-        if isinstance(policies, list) and policies and _is_ours(group, snapshot, scheduler_name):
-            sub_groups.append(
-                Notice.model_construct(
-                    kind="PodGroup", key=group.key, reason=SUB_GROUP_POLICY_IGNORED, message=_sub_groups(policies)
+    asking = {
+        key: policies
+        for key, obj in by_kind["PodGroup"].items()
+        if (policies := (obj.raw.get("spec") or {}).get("subGroupPolicy")) and isinstance(policies, list)
+    }
+    if asking:
+        for group in snapshot.podgroups:
+            policies = asking.get(group.key)
+            if policies is not None and _is_ours(group, snapshot, scheduler_name):
+                out.append(
+                    Notice.model_construct(
+                        kind="PodGroup", key=group.key, reason=SUB_GROUP_POLICY_IGNORED, message=_sub_groups(policies)
+                    )
                 )
-            )
-    out.extend(sub_groups)
     groups = snapshot.podgroup_by_key
     dangling: dict[str, list[str]] = {}
     for pod in snapshot.pods:
