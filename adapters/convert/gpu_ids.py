@@ -42,9 +42,14 @@ def resolve_gpu_ids(pods: list[Pod], nodes: Mapping[str, Node], converter: Conve
     same every time), take the lowest indices left: whole GPUs for ``nvidia.com/gpu``, and for a GPU
     share the lowest GPU that no whole-GPU pod holds and whose shares leave room for it.
     """
-    holders = [pod for pod in pods if pod.bound and (pod.gpus or pod.gpu_milli)]
-    if not holders:
-        return pods
+    if converter.strict:
+        holders = [pod for pod in pods if pod.bound and (pod.gpus or pod.gpu_milli)]
+        missing = [pod for pod in holders if pod.gpu_ids is None]
+    else:
+        missing = [pod for pod in pods if pod.gpu_ids is None and pod.bound and (pod.gpus or pod.gpu_milli)]
+        if not missing:
+            return pods  # nothing to resolve, and a lenient reading checks nothing
+        holders = [pod for pod in pods if pod.bound and (pod.gpus or pod.gpu_milli)]
     whole: dict[str, set[int]] = {}
     shares: dict[str, dict[int, int]] = {}
     for pod in holders:
@@ -63,7 +68,7 @@ def resolve_gpu_ids(pods: list[Pod], nodes: Mapping[str, Node], converter: Conve
                 whole[node.name].add(index)
 
     resolved: dict[str, tuple[int, ...]] = {}
-    for pod in sorted((pod for pod in holders if pod.gpu_ids is None), key=lambda pod: (pod.created, pod.key)):
+    for pod in sorted(missing, key=lambda pod: (pod.created, pod.key)):
         assert pod.node_name is not None
         node = nodes[pod.node_name]
         taken = whole.setdefault(node.name, set())

@@ -46,10 +46,12 @@ def conversion_notices(
     """What a lenient conversion tolerated that keeps work from running, once per object: only
     about this scheduler's work (its pods, its PodGroups) and the nodes."""
     out: list[Notice] = []
+    node_objects = by_kind["Node"]
     for node in snapshot.nodes:
-        raw = by_kind["Node"][node.name].raw.get("metadata", {}).get("annotations") or {}
-        text = raw.get(GPU_TOPOLOGY_ANNOTATION)
-        if node.gpu_topology is None and isinstance(text, str):
+        if node.gpu_topology is not None:
+            continue  # read as valid
+        text = (node_objects[node.name].raw.get("metadata", {}).get("annotations") or {}).get(GPU_TOPOLOGY_ANNOTATION)
+        if isinstance(text, str):
             try:
                 gpu_topology(text, node.gpus)
                 continue
@@ -64,15 +66,20 @@ def conversion_notices(
         if group.queue not in queues and _is_ours(group, snapshot, scheduler_name):
             message = f"spec.queue {group.queue!r} names no Queue: its pods are not scheduled until the queue exists"
             out.append(Notice.model_construct(kind="PodGroup", key=group.key, reason="QueueNotFound", message=message))
-    for group in snapshot.podgroups:
-        raw = by_kind["PodGroup"].get(group.key)
-        policies = ((raw.raw.get("spec") or {}).get("subGroupPolicy") if raw is not None else None) or []
-        if isinstance(policies, list) and policies and _is_ours(group, snapshot, scheduler_name):
-            out.append(
-                Notice.model_construct(
-                    kind="PodGroup", key=group.key, reason=SUB_GROUP_POLICY_IGNORED, message=_sub_groups(policies)
+    asking = {
+        key: policies
+        for key, obj in by_kind["PodGroup"].items()
+        if (policies := (obj.raw.get("spec") or {}).get("subGroupPolicy")) and isinstance(policies, list)
+    }
+    if asking:
+        for group in snapshot.podgroups:
+            policies = asking.get(group.key)
+            if policies is not None and _is_ours(group, snapshot, scheduler_name):
+                out.append(
+                    Notice.model_construct(
+                        kind="PodGroup", key=group.key, reason=SUB_GROUP_POLICY_IGNORED, message=_sub_groups(policies)
+                    )
                 )
-            )
     groups = snapshot.podgroup_by_key
     dangling: dict[str, list[str]] = {}
     for pod in snapshot.pods:

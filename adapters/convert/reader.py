@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from vcsat.adapters.convert.clock import parse_clock
 from vcsat.adapters.convert.fields import MAPPING_TYPES, FieldReader, type_name
-from vcsat.adapters.convert.reuse import ConversionMemo
+from vcsat.adapters.convert.reuse import UNSET, ConversionMemo
 from vcsat.model import resources as res
 from vcsat.model.quantity import nanos_to_amount, nanos_to_quota, parse_nanos
 
@@ -52,15 +52,24 @@ def child(path: str, key: str | int) -> str:
 class KubeObject(FieldReader):
     """One input object being read: knows how to name itself and its fields in an error."""
 
-    __slots__ = ("key", "kind", "name", "namespace", "raw", "source")
+    __slots__ = ("key", "kind", "memo_context", "memo_value", "name", "namespace", "raw", "references", "source")
 
     key: str
     """``namespace/name``, or the name of a cluster-scoped object."""
+    memo_context: Any
+    """With a :class:`~.reuse.ConversionMemo`: the context of the object's last conversion."""
+    memo_value: Any
+    """With a :class:`~.reuse.ConversionMemo`: the object's last conversion."""
+    references: Any
+    """A pod's :func:`~.pods.pod_references`, once read (the object outlives a cycle with a memo)."""
 
     def __init__(self, raw: Mapping[str, Any], kind: str, source: str | None, index: int) -> None:
         self.raw = raw
         self.kind = kind
         self.source = source
+        self.memo_context = UNSET
+        self.memo_value = None
+        self.references = None
         self.name = ""
         self.namespace = ""
         self.key = ""
@@ -162,13 +171,13 @@ class Conversion:
         self.memo = memo
         """The caller's memo of the last call (:meth:`reuse`); None when nothing is kept across calls."""
 
-    def reuse(self, obj: KubeObject, context: tuple[Any, ...], make: Callable[[], _T]) -> _T:
-        """``make()``, or what it gave last call for the same object in the same ``context`` (what
-        else the conversion depends on: its node and PodGroup existing, priority classes), see
-        :mod:`.reuse`."""
+    def reuse(self, obj: KubeObject, context: tuple[Any, ...], make: Callable[..., _T], *args: Any) -> _T:
+        """``make(*args)``, or what it gave last call for the same object in the same ``context``
+        (what else the conversion depends on: its node and PodGroup existing, priority classes),
+        see :mod:`.reuse`."""
         if self.memo is None:
-            return make()
-        return self.memo.reuse(obj.kind, obj.key, obj.raw, context, make)
+            return make(*args)
+        return self.memo.reuse(obj, context, make, *args)
 
     def shared(self, key: tuple[str, str], make: Callable[[], _T]) -> _T:
         """One frozen value for every pod that spells a part (tolerations, affinity) the same way.

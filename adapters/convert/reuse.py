@@ -25,72 +25,95 @@ What a conversion reads besides the object (its *context*, compared as well):
   pods without ``vcsat.io/gpu-ids`` are resolved after the reuse, over all pods, every time;
 - the check of the HyperNodes against the nodes: the very same HyperNode and Node values.
 
-Memory stays bounded: each call keeps only what it saw, so deleted objects are forgotten at the
-next cycle.
+Memory stays bounded: a complete call forgets every object it did not see, so deleted objects
+are forgotten at the next cycle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from vcsat.adapters.convert.fields import MAPPING_TYPES
 
 _T = TypeVar("_T")
 _C = TypeVar("_C")
-_O = TypeVar("_O", bound="_HasRaw")
+
+UNSET: Any = object()
+"""An object's ``memo_context`` before any conversion of it: equal to no context."""
 
 
-class _HasRaw(Protocol):
+class Memoized(Protocol):
+    """An identified input object (:class:`~.reader.KubeObject`): the memo keeps its last
+    conversion on it, so that the same dict next cycle finds its value in one step."""
+
     raw: Mapping[str, Any]
+    kind: str
+    key: str
+    memo_context: Any
+    memo_value: Any
 
 
 class ConversionMemo:
-    """What one call of the converter read, for the next call with the same options."""
+    """What the calls of the converter read, for the next call with the same options.
+
+    Each raw dict seen is identified once (:meth:`identify`) into one object that lives as long as
+    the dict keeps coming back; that object carries its last conversion and the context it was
+    made in, so an unchanged object costs one lookup and one comparison per call. The tables are
+    kept across calls and only pruned (after a complete call) when the call saw fewer objects than
+    they hold: nothing is rebuilt per call. A failed call leaves only values that are right for
+    their object and context, so the next call may use them.
+    """
 
     def __init__(self) -> None:
-        self.values: dict[tuple[str, str], tuple[Mapping[str, Any], Any, Any]] = {}
-        """(kind, key) -> (raw object, context, model value) of the last call."""
-        self.identified: dict[int, tuple[Mapping[str, Any], Any]] = {}
-        """id(raw) -> (raw, what identifying it gave): the raw object kept alive, its id its own."""
-        self.references: dict[int, tuple[Mapping[str, Any], Any]] = {}
-        """id(raw pod) -> (raw, (PodGroup key, node name)) the pod names."""
+        self.values: dict[tuple[str, str], Memoized] = {}
+        """(kind, key) -> the object last converted under that key, with its value: what a new dict
+        of the same version (a relist) reuses."""
+        self.identified: dict[int, list[Any]] = {}
+        """id(raw) -> [raw, what identifying it gave, the call that last saw it]: the raw object
+        kept alive, its id its own."""
         self.topology: tuple[Sequence[Any], Sequence[Any], Any] | None = None
         """(HyperNodes, nodes, outcome) of the last check of the HyperNodes against the nodes."""
         self.contexts: dict[Any, Any] = {}
         """The contexts of the last call, each kept as one object (:meth:`context`)."""
         self._contexts_next: dict[Any, Any] = {}
-        self._values_next: dict[tuple[str, str], tuple[Mapping[str, Any], Any, Any]] = {}
-        self._identified_next: dict[int, tuple[Mapping[str, Any], Any]] = {}
-        self._references_next: dict[int, tuple[Mapping[str, Any], Any]] = {}
+        self._call = 0
+        self._identified_now = 0
+        self._reused_now = 0
 
-    def reuse(self, kind: str, key: str, raw: Mapping[str, Any], context: Any, make: Callable[[], _T]) -> _T:
-        """``make()``, or last call's value for this object when it and its ``context`` are unchanged."""
-        found = self.values.get((kind, key))
-        if found is not None and found[0] is raw and found[1] is context:
-            self._values_next[(kind, key)] = found  # the common case, without a new record
-            return found[2]  # type: ignore[no-any-return]
-        reusable = found is not None and found[1] == context and same_object(found[0], raw)
-        value = found[2] if reusable else make()  # type: ignore[index]
-        self._values_next[(kind, key)] = (raw, context, value)
-        return value
+    def reuse(self, obj: Memoized, context: Any, make: Callable[..., _T], *args: Any) -> _T:
+        """``make(*args)``, or the value of this object (or of last call's object of the same key
+        and version) when the context is unchanged."""
+        self._reused_now += 1
+        if obj.memo_context is context:
+            return obj.memo_value  # type: ignore[no-any-return]
+        key = (obj.kind, obj.key)
+        last = self.values.get(key)
+        if last is not None and last.memo_context == context and (last is obj or same_object(last.raw, obj.raw)):
+            value = last.memo_value
+        else:
+            value = make(*args)
+        self.values[key] = obj
+        obj.memo_context = context
+        obj.memo_value = value
+        return value  # type: ignore[no-any-return]
 
-    def identify(self, raw: Any, index: int, make: Callable[[Any, int], _T]) -> _T:
-        """What identifying ``raw`` gave last call (the same dict), or ``make(raw, index)``."""
-        found = self.identified.get(id(raw))
-        if found is None or found[0] is not raw:
-            found = (raw, make(raw, index))
-        self._identified_next[id(raw)] = found
-        return found[1]
-
-    def references_of(self, obj: _O, make: Callable[[_O], _T]) -> _T:
-        """The PodGroup and node a raw pod names (``make(obj)``), read once per dict."""
-        raw = obj.raw
-        found = self.references.get(id(raw))
-        if found is None or found[0] is not raw:
-            found = (raw, make(obj))
-        self._references_next[id(raw)] = found
-        return found[1]
+    def identify(self, objects: Iterable[Any], make: Callable[[Any, int], _T]) -> list[_T]:
+        """What identifying each raw object gave in an earlier call (the same dict), or
+        ``make(raw, index)``, in the order of ``objects``."""
+        table = self.identified
+        call = self._call
+        out: list[_T] = []
+        append = out.append
+        for index, raw in enumerate(objects):
+            found = table.get(id(raw))
+            if found is None or found[0] is not raw:
+                found = table[id(raw)] = [raw, make(raw, index), call]
+            else:
+                found[2] = call
+            append(found[1])
+        self._identified_now += len(out)
+        return out
 
     def context(self, context: _C) -> _C:
         """``context``, or the equal one given last call: a context unchanged since then is the
@@ -112,17 +135,24 @@ class ConversionMemo:
         return outcome
 
     def keep(self) -> None:
-        """At the end of a call: what this call read replaces what the last one read."""
-        self.values, self._values_next = self._values_next, {}
-        self.identified, self._identified_next = self._identified_next, {}
-        self.references, self._references_next = self._references_next, {}
+        """At the end of a complete call: what this call did not see is forgotten."""
+        call = self._call
+        if len(self.identified) != self._identified_now:
+            self.identified = {at: found for at, found in self.identified.items() if found[2] == call}
+        if len(self.values) != self._reused_now:
+            identified = self.identified
+            self.values = {
+                key: obj
+                for key, obj in self.values.items()
+                if (found := identified.get(id(obj.raw))) is not None and found[1] is obj
+            }
         self.contexts, self._contexts_next = self._contexts_next, {}
 
     def drop_pending(self) -> None:
-        """A call that failed: keep what the last complete call read."""
-        self._values_next = {}
-        self._identified_next = {}
-        self._references_next = {}
+        """At the start of a call (the last one may have failed): count this call's objects afresh."""
+        self._call += 1
+        self._identified_now = 0
+        self._reused_now = 0
         self._contexts_next = {}
 
 

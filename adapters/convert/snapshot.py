@@ -53,7 +53,7 @@ from vcsat.adapters.convert.queues import read_queues
 from vcsat.adapters.convert.reader import Conversion, KubeObject
 from vcsat.adapters.convert.reuse import ConversionMemo
 from vcsat.adapters.errors import InputError
-from vcsat.model.cluster import HyperNode, Node, PodGroup, Snapshot
+from vcsat.model.cluster import HyperNode, Node, Pod, PodGroup, Snapshot
 from vcsat.model.hypernodes import resolve_hypernodes
 
 _KINDS = {
@@ -110,8 +110,12 @@ class _SnapshotConverter(Conversion):
     def convert(self, objects: Iterable[Mapping[str, Any]], generation: int, now: float | None = None) -> Snapshot:
         by_kind: dict[str, dict[str, KubeObject]] = {kind: {} for kind in _KINDS}
         memo = self.memo
-        for index, raw in enumerate(objects):
-            obj = self._identify(raw, index) if memo is None else memo.identify(raw, index, self._identify)
+        identified = (
+            (self._identify(raw, index) for index, raw in enumerate(objects))
+            if memo is None
+            else memo.identify(objects, self._identify)
+        )
+        for obj in identified:
             if obj is None:
                 continue
             seen = by_kind[obj.kind]
@@ -122,10 +126,9 @@ class _SnapshotConverter(Conversion):
 
         classes = read_priority_classes(self, by_kind["PriorityClass"].values())
         queues = read_queues(self, by_kind["Queue"].values())
-        nodes = {
-            key: self.reuse(obj, (), partial(read_node, self, obj)) for key, obj in sorted(by_kind["Node"].items())
-        }
+        nodes = {key: self.reuse(obj, (), read_node, self, obj) for key, obj in sorted(by_kind["Node"].items())}
         podgroups: dict[str, PodGroup] = {}
+        pods: list[Pod | None]
         if memo is None:  # nothing to reuse: no context to compare either
             for key, obj in sorted(by_kind["PodGroup"].items()):
                 group = read_podgroup(self, obj, classes, queues)
@@ -140,18 +143,18 @@ class _SnapshotConverter(Conversion):
                 for group in (True, False)
                 for node in (True, False)
             }
+            reuse = memo.reuse
             for key, obj in sorted(by_kind["PodGroup"].items()):
-                group = self.reuse(obj, group_context, partial(read_podgroup, self, obj, classes, queues))
+                group = reuse(obj, group_context, read_podgroup, self, obj, classes, queues)
                 if group is not None:
                     podgroups[key] = group
-            pods = [
-                self.reuse(
-                    obj,
-                    pod_contexts[pod_context(memo.references_of(obj, pod_references), podgroups, nodes)],
-                    partial(read_pod, self, obj, classes, podgroups, nodes),
-                )
-                for _, obj in sorted(by_kind["Pod"].items())
-            ]
+            pods = []
+            for _, obj in sorted(by_kind["Pod"].items()):
+                references = obj.references
+                if references is None:
+                    references = obj.references = pod_references(obj)
+                context = pod_contexts[pod_context(references, podgroups, nodes)]
+                pods.append(reuse(obj, context, read_pod, self, obj, classes, podgroups, nodes))
         claims = self._storage(by_kind["PersistentVolumeClaim"], storage.claim)
         volumes = self._storage(by_kind["PersistentVolume"], partial(storage.volume, requirements=read_requirements))
         storage_classes = self._storage(by_kind["StorageClass"], storage.storage_class)
@@ -161,7 +164,7 @@ class _SnapshotConverter(Conversion):
         budgets = self._storage(by_kind["PodDisruptionBudget"], storage.disruption_budget)
         placed = resolve_gpu_ids([pod for pod in pods if pod is not None], nodes, self)
         hypernodes = [
-            self.reuse(obj, (), partial(read_hypernode, self, obj)) for _, obj in sorted(by_kind["HyperNode"].items())
+            self.reuse(obj, (), read_hypernode, self, obj) for _, obj in sorted(by_kind["HyperNode"].items())
         ]
         if hypernodes:
             node_values = list(nodes.values())
@@ -200,7 +203,7 @@ class _SnapshotConverter(Conversion):
     def _storage(self, objects: Mapping[str, KubeObject], read: Callable[[KubeObject], _T]) -> tuple[_T, ...]:
         """Storage objects and budgets (``adapters/convert/storage_objects.py``), in key order, each converted
         once while the informer keeps the same object."""
-        return tuple(self.reuse(obj, (), partial(read, obj)) for _, obj in sorted(objects.items()))
+        return tuple(self.reuse(obj, (), read, obj) for _, obj in sorted(objects.items()))
 
     def _identify(self, raw: Any, index: int) -> KubeObject | None:
         if not isinstance(raw, MAPPING_TYPES):
