@@ -20,7 +20,15 @@ from numpy.typing import NDArray
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, tier_threshold
+from vcsat.solver.objectives.fairness import (
+    SHARE_SCALE,
+    fair_ranks,
+    fair_share_values,
+    fair_terms,
+    share_utility,
+    tier_threshold,
+)
+from vcsat.solver.objectives.placement import placed_work
 from vcsat.solver.pricing import scarcity
 from vcsat.solver.pricing.fragmentation import greedy_chooser
 from vcsat.solver.problem import Domains, Gang, Problem, Shape
@@ -683,13 +691,36 @@ def _share_free(shared: dict[int, int]) -> int:
 def greedy(problem: Problem) -> Assignment:
     """Volcano's allocate, greedily, in the order of the objective's levels (:mod:`objectives`):
     first each queue fair-share level (:func:`_fill_tier`: per queue priority, highest first, as
-    Volcano's QueueOrderFn, and per tier of each queue's own priorities, queues water-filled
-    towards their deserved shares, the least served first), then
-    everything left by priority then age into whatever room remains (lending).
+    Volcano's QueueOrderFn, and per tier of each queue's own priorities, queues filled towards
+    their deserved shares), then everything left by priority then age into whatever room remains
+    (lending).
 
     Following the levels matters: a queue's low-priority work placed before another queue's
     high-priority work takes room that the first fair-share level would give the latter, and the
-    search then starts far from the optimum (it cannot undo whole gangs quickly)."""
+    search then starts far from the optimum (it cannot undo whole gangs quickly).
+
+    The queues of a level are filled two ways, and the decision the objective ranks higher is
+    kept (the first on a tie): the least filled first, as Volcano's proportion plugin orders
+    queues, and the one the level gains most from first (:func:`_fill_tier`). Neither is better
+    on every cluster: the second wins where the free room is short of what the waiting queues
+    deserve and they deserve different amounts; the first where whole gangs of later tiers fit
+    better behind equal shares."""
+    first = _greedy(problem, by_gain=False)
+    if len(problem.deserved) < 2 or not fair_ranks(problem):
+        return first
+    second = _greedy(problem, by_gain=True)
+    return second if _levels(problem, second) > _levels(problem, first) else first
+
+
+def _levels(problem: Problem, assignment: Assignment) -> tuple[int, ...]:
+    """The objective's first levels, compared as one tuple: the fair-share levels in order, then
+    placed work by priority, highest first."""
+    fair = fair_share_values(problem, assignment)
+    ranks = sorted({gang.rank for gang in problem.candidates}, reverse=True)
+    return (*(fair[tier] for tier in sorted(fair)), *(placed_work(problem, assignment, rank) for rank in ranks))
+
+
+def _greedy(problem: Problem, *, by_gain: bool) -> Assignment:
     room = Room(problem)
     queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
     assignment = Assignment()
@@ -697,7 +728,7 @@ def greedy(problem: Problem) -> Assignment:
     order = sorted(problem.candidates, key=lambda gang: _packing_order(problem, gang))
     tried: set[int] = set()
     for tier in fair_ranks(problem):
-        _fill_tier(problem, tier, order, tried, room, queue_room, assignment, held)
+        _fill_tier(problem, tier, order, tried, room, queue_room, assignment, held, by_gain=by_gain)
     for gang in order:
         if gang.index not in tried:
             _place(problem, gang, room, queue_room, assignment, held)
@@ -726,11 +757,14 @@ def _fill_tier(
     queue_room: dict[str, dict[str, int]],
     assignment: Assignment,
     held: dict[str, dict[str, int]],
+    *,
+    by_gain: bool,
 ) -> None:
-    """One queue fair-share level: the queues it can raise, least filled first (on the resource
-    the level measures), each with its work of this tier's priorities in job order, until each is
-    at its deserved share or out of work. Room only shrinks, so a gang that failed once is not
-    tried again."""
+    """One queue fair-share level: the queues it can raise, the least filled first (on the
+    resource the level measures) or, ``by_gain``, the one whose next unit of that resource adds
+    the most to the level first (the least filled among equals), each with its work of this
+    tier's priorities in job order, until each is at its deserved share or out of work. Room only
+    shrinks, so a gang that failed once is not tried again."""
     share: dict[str, tuple[str, int]] = {}
     for queue, name, deserved, _held, _asked in fair_terms(problem, tier):
         share[queue] = (name, deserved)
@@ -743,10 +777,22 @@ def _fill_tier(
         name, deserved = share[queue]
         return Fraction(held.get(queue, {}).get(name, 0), deserved)
 
+    def gain(queue: str) -> Fraction:
+        # The level sums each queue's concave utility of its filled share, so one more unit of
+        # the resource adds the utility's slope there divided by the queue's deserved amount: a
+        # queue that deserves less gains more per unit on the same slope, which filling every
+        # queue to equal shares gives up; a steeper slope (a less filled queue) still weighs more.
+        name, deserved = share[queue]
+        share_now = min(SHARE_SCALE, SHARE_SCALE * held.get(queue, {}).get(name, 0) // deserved)
+        return Fraction(share_utility(share_now + 1) - share_utility(share_now), deserved)
+
     while waiting:
-        queue = min(waiting, key=lambda q: (fill(q), q))
+        if by_gain:
+            queue = min(waiting, key=lambda q: (-gain(q), fill(q), q))
+        else:
+            queue = min(waiting, key=lambda q: (fill(q), q))
         if fill(queue) >= 1:
-            break  # the least filled is at its share: no queue gains more at this level
+            break  # every queue left is at its share: no queue gains more at this level
         gang = waiting[queue].popleft()
         if not waiting[queue]:
             del waiting[queue]
