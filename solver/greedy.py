@@ -23,12 +23,10 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.objectives.fairness import (
     SHARE_SCALE,
     fair_ranks,
-    fair_share_values,
     fair_terms,
     share_utility,
     tier_threshold,
 )
-from vcsat.solver.objectives.placement import placed_work
 from vcsat.solver.pricing import scarcity
 from vcsat.solver.pricing.fragmentation import greedy_chooser
 from vcsat.solver.problem import Domains, Gang, Problem, Shape
@@ -692,32 +690,27 @@ def greedy(problem: Problem) -> Assignment:
     """Volcano's allocate, greedily, in the order of the objective's levels (:mod:`objectives`):
     first each queue fair-share level (:func:`_fill_tier`: per queue priority, highest first, as
     Volcano's QueueOrderFn, and per tier of each queue's own priorities, queues filled towards
-    their deserved shares), then everything left by priority then age into whatever room remains
-    (lending).
+    their deserved shares, the least filled first, as Volcano's proportion plugin orders them),
+    then everything left by priority then age into whatever room remains (lending).
 
     Following the levels matters: a queue's low-priority work placed before another queue's
     high-priority work takes room that the first fair-share level would give the latter, and the
-    search then starts far from the optimum (it cannot undo whole gangs quickly).
+    search then starts far from the optimum (it cannot undo whole gangs quickly)."""
+    return _greedy(problem, by_gain=False)
 
-    The queues of a level are filled two ways, and the decision the objective ranks higher is
-    kept (the first on a tie): the least filled first, as Volcano's proportion plugin orders
-    queues, and the one the level gains most from first (:func:`_fill_tier`). Neither is better
-    on every cluster: the second wins where the free room is short of what the waiting queues
-    deserve and they deserve different amounts; the first where whole gangs of later tiers fit
-    better behind equal shares."""
-    first = _greedy(problem, by_gain=False)
+
+def greedy_by_gain(problem: Problem) -> Assignment | None:
+    """The same greedy with each fair-share level filled the other way: the queue the level gains
+    most from first (:func:`_fill_tier`); None when no level has two queues to order.
+
+    Neither way is better on every cluster: this one wins where the free room is short of what
+    the waiting queues deserve and they deserve different amounts; the first where whole gangs of
+    later tiers fit better behind equal shares. The cycle tries it only when the first decision
+    is not already within its tolerance of the bound (:func:`vcsat.solver.solve`), and keeps
+    whichever the objective's first levels rank higher."""
     if len(problem.deserved) < 2 or not fair_ranks(problem):
-        return first
-    second = _greedy(problem, by_gain=True)
-    return second if _levels(problem, second) > _levels(problem, first) else first
-
-
-def _levels(problem: Problem, assignment: Assignment) -> tuple[int, ...]:
-    """The objective's first levels, compared as one tuple: the fair-share levels in order, then
-    placed work by priority, highest first."""
-    fair = fair_share_values(problem, assignment)
-    ranks = sorted({gang.rank for gang in problem.candidates}, reverse=True)
-    return (*(fair[tier] for tier in sorted(fair)), *(placed_work(problem, assignment, rank) for rank in ranks))
+        return None
+    return _greedy(problem, by_gain=True)
 
 
 def _greedy(problem: Problem, *, by_gain: bool) -> Assignment:

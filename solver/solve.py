@@ -15,6 +15,7 @@ with the more important levels held at the decision's values.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from vcsat.model import (
     Binding,
@@ -29,7 +30,7 @@ from vcsat.model import (
 )
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.explain import outcomes
-from vcsat.solver.greedy import greedy
+from vcsat.solver.greedy import greedy, greedy_by_gain
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.pauses import no_gc_pauses
@@ -85,6 +86,42 @@ def _lexicographic(problem: Problem, assignment: Assignment) -> tuple[int, ...]:
     work by priority (highest first); compared as tuples."""
     fair = fair_share_values(problem, assignment)
     return (*(fair[tier] for tier in sorted(fair)), *_ranked(_placed(problem, assignment)))
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """The greedy decision the search starts from, its placed work and fair shares per level,
+    the LP's bounds per level at its values, and its proven bound."""
+
+    hint: Assignment
+    values: dict[int, int]
+    fair: dict[int, int]
+    first_bounds: dict[int, int]
+    bound: int
+
+
+def warm_start(problem: Problem, first: Assignment) -> WarmStart:
+    """The greedy's decision, or, when it is not already within the policy's tolerance of its
+    bound and the search is on, the greedy's other way of filling the fair-share levels
+    (:func:`vcsat.solver.greedy.greedy_by_gain`) if the objective's first levels rank it higher.
+    Tried only then: where the first fill is within the tolerance the cycle stops there anyway,
+    and a second greedy costs as much as the first."""
+    start = _warm_start(problem, first)
+    policy = problem.policy
+    if not policy.search or within_tolerance(sum(start.values.values()), start.bound, policy.relative_gap):
+        return start
+    other = greedy_by_gain(problem)
+    if other is None or _lexicographic(problem, other) <= _lexicographic(problem, first):
+        return start
+    return _warm_start(problem, other)
+
+
+def _warm_start(problem: Problem, hint: Assignment) -> WarmStart:
+    values = _placed(problem, hint)
+    fair = fair_share_values(problem, hint)
+    first_bounds = lp_level_bounds(problem, values, fair)
+    _, bound, _ = _bound(problem, hint, values, fair, first_bounds, {})
+    return WarmStart(hint, values, fair, first_bounds, bound)
 
 
 def _bound(
@@ -165,14 +202,12 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         workers=workers_for(policy),
         wall=wall,
     )
-    hint = prepared.hint if prepared is not None else greedy(problem)
-    hint_values = _placed(problem, hint)
-    hint_fair = fair_share_values(problem, hint)
-    first_bounds = lp_level_bounds(problem, hint_values, hint_fair)
+    start = warm_start(problem, prepared.hint if prepared is not None else greedy(problem))
+    hint, hint_values, hint_fair, first_bounds = start.hint, start.values, start.fair, start.first_bounds
+    greedy_bound = start.bound
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
     search = max(0.0, policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes))
     budget = search if policy.search else 0.0
-    _, greedy_bound, _ = _bound(problem, hint, hint_values, hint_fair, first_bounds, {})
     if policy.search and skip_search(sum(hint_values.values()), greedy_bound, policy.relative_gap):
         # The stop rule (:mod:`vcsat.solver.search.stop`): the greedy decision is already proven
         # within the policy's tolerance, so no model is built and no search runs.
