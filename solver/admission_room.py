@@ -8,12 +8,17 @@ would); it never admits one whose pods fit nowhere.
 How it stays cheap at 10,000 nodes, where a pass places tens of thousands of pods: each pod's
 shape (eligibility key, request vector, order in its gang) is made once; a pod's test reads one
 contiguous row per resource it asks for; and the node order (least GPU room, then least cpu, then
-node index) is one packed number per node, updated where a pod lands, so one ``argmin`` picks the
-node instead of narrowing the candidates twice. Tested against a plain scan of all nodes.
+node index) is one packed number per node, updated where a pod lands. The nodes are also kept
+sorted by that number, so a pod's best node is usually found by a binary search to the first node
+with its GPU count and cpu left, and a few checks from there (skipping each GPU level's nodes with
+too little cpu); a pod whose first candidates all fail (a rare label, a resource the order does not
+see) falls back to one ``argmin`` over every node. Both find the first fitting node in the same
+order. Tested against a plain scan of all nodes.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Sequence
 
 import numpy as np
@@ -51,6 +56,8 @@ def bits(mask: int, count: int) -> NDArray[np.bool_]:
 _SPAN = 1 << 30
 """GPU and cpu room below this (in absolute value) pack into one int64 rank (cpu in millicores)."""
 _LAST = np.iinfo(np.int64).max
+_SCAN = 24
+"""Candidates checked one by one in the sorted order before a pod falls back to the ``argmin``."""
 
 _ShapeKey = tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]]
 _Request = tuple["NDArray[np.int64]", list[int]]
@@ -65,7 +72,7 @@ class FreeRoom:
     def __init__(self, snapshot: Snapshot, keys: PodKeys | None = None) -> None:
         self.keys = keys or PodKeys()
         usable = [node for node in snapshot.nodes if node.ready and not node.unschedulable]
-        self.index = predicates.NodeIndex(usable)
+        self.index = predicates.node_index(usable)  # shared with the build when every node is usable
         on_node = snapshot.pods_on_node
         self.columns = {name: i for i, name in enumerate(sorted({r for node in usable for r in node.allocatable}))}
         table = [[0] * len(usable) for _ in self.columns]
@@ -96,6 +103,13 @@ class FreeRoom:
         that one argmin picks the first node of the least; None when room is too large to pack."""
         if count and int(np.abs(self._gpu).max()) < _SPAN and int(np.abs(self._cpu).max()) < _SPAN:
             self._rank = self._gpu * (2 * _SPAN) + self._cpu
+        self._count = max(count, 1)
+        self._sorted: list[int] | None = None
+        """The nodes a pod may land on (none overcommitted: such a node fits no pod), each as
+        ``rank * count + node``, ascending: the argmin's order, kept as the room changes."""
+        if self._rank is not None:
+            ranks = self._rank.tolist()
+            self._sorted = sorted(ranks[row] * self._count + row for row in np.flatnonzero(~overcommitted).tolist())
         self.eligible: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
         # Room only shrinks during a pass (what a refused gang took is given back at once): a pod
         # shape that fitted no node once never will.
@@ -132,6 +146,10 @@ class FreeRoom:
 
     def _best(self, on: NDArray[np.bool_], request: NDArray[np.int64], asked: list[int]) -> int:
         """The first node in preference order that passes ``on`` and has room for ``request``, or -1."""
+        if self._sorted is not None:
+            row = self._first(on, request, asked)
+            if row is not None:
+                return row
         fits = on
         for column in asked:
             fits = fits & (self.free[column] >= request[column])
@@ -148,10 +166,46 @@ class FreeRoom:
         row = int(np.argmin(ranked))
         return row if ranked[row] != _LAST else -1
 
+    def _first(self, on: NDArray[np.bool_], request: NDArray[np.int64], asked: list[int]) -> int | None:
+        """``_best`` by the sorted order: the answer (-1: no node), or None after ``_SCAN`` misses.
+
+        A node of GPU room ``g`` and cpu room ``c`` sorts at ``(g * 2 * _SPAN + c) * count + node``;
+        the search starts at the pod's GPU count and cpu request, and on reaching a GPU level's nodes
+        with too little cpu jumps to that level's first node with enough."""
+        order, count, span = self._sorted, self._count, 2 * _SPAN
+        assert order is not None
+        gpu, cpu = self.columns.get(res.GPU), self.columns.get(res.CPU)
+        want_gpu = int(request[gpu]) if gpu is not None else 0
+        want_cpu = int(request[cpu]) if cpu is not None else 0
+        checks = [(self.free[column], int(request[column])) for column in asked]
+        position = bisect_left(order, (want_gpu * span + want_cpu) * count)
+        misses = 0
+        while position < len(order):
+            rank, row = divmod(order[position], count)
+            level = rank // span
+            if rank - level * span < want_cpu:
+                position = bisect_left(order, (level * span + want_cpu) * count, position)
+                continue
+            if on[row] and all(room[row] >= amount for room, amount in checks):
+                return row
+            misses += 1
+            if misses > _SCAN:
+                return None
+            position += 1
+        return -1
+
     def _give(self, row: int, amount: NDArray[np.int64]) -> None:
         self.free[:, row] += amount
-        if self._rank is not None:
-            self._rank[row] = self._gpu[row] * (2 * _SPAN) + self._cpu[row]
+        rank = self._rank
+        if rank is None:
+            return
+        before = int(rank[row])
+        rank[row] = self._gpu[row] * (2 * _SPAN) + self._cpu[row]
+        order = self._sorted
+        if order is None or (self._overcommitted is not None and self._overcommitted[row]):
+            return  # an overcommitted node is not in the order (it fits no pod: nothing is taken from it)
+        del order[bisect_left(order, before * self._count + row)]
+        insort(order, int(rank[row]) * self._count + row)
 
     def take(self, gang: Sequence[Pod] | None) -> bool:
         """Place the gang's pods on the room if all fit (then the room is theirs), else leave it."""

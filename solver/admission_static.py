@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from vcsat.model import Node, Pod, PodGroup
 from vcsat.model import resources as res
+from vcsat.solver import node_side
 from vcsat.solver.admission_room import PodKeys, bits
 from vcsat.solver.rules import predicates
 
@@ -30,16 +31,25 @@ def without_shares(vector: Mapping[str, int]) -> dict[str, int]:
     return {name: amount for name, amount in vector.items() if name != res.GPU_MILLI}
 
 
+def _as_built(nodes: Sequence[Node]) -> predicates.NodeIndex:
+    """A node index where every node counts as Ready and uncordoned: those are state, not build."""
+    index = predicates.NodeIndex(nodes)
+    index.ready_mask = index.all_mask
+    index.cordoned_mask = 0
+    return index
+
+
 class Placeable:
     """Per pod: whether it passes the predicates and fits the allocatable of some node, as the
     cluster is built (see the module docstring)."""
 
     def __init__(self, nodes: Sequence[Node], keys: PodKeys | None = None) -> None:
         self.nodes = tuple(nodes)
-        self.index = predicates.NodeIndex(self.nodes)
-        # Readiness and cordons are state, not build: every node counts as Ready and uncordoned.
-        self.index.ready_mask = self.index.all_mask
-        self.index.cordoned_mask = 0
+        # Both indexes are kept while the nodes are the same objects (the live scheduler's next cycles).
+        if all(node.ready and not node.unschedulable for node in self.nodes):
+            self.index = predicates.node_index(self.nodes)  # the cycle's own, shared with the build
+        else:
+            self.index = node_side.reused("admission-static-index", self.nodes, lambda: _as_built(self.nodes))
         self.keys = keys or PodKeys()
         names = sorted({name for node in self.nodes for name in node.allocatable})
         self._column = {name: i for i, name in enumerate(names)}
@@ -57,7 +67,8 @@ class Placeable:
         found = self._pods.get(id(pod))
         if found is not None and found[0] is pod:
             return found[1]
-        asked = tuple(sorted(without_shares(pod.requests).items()))
+        requests = pod.requests
+        asked = tuple(sorted((without_shares(requests) if res.GPU_MILLI in requests else requests).items()))
         pair = (self.keys.of(pod), asked)
         answer = self._answers.get(pair)
         if answer is None:

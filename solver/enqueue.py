@@ -76,6 +76,7 @@ from typing import NamedTuple
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
+from vcsat.solver import admission_groups
 from vcsat.solver.admission_room import FreeRoom as _FreeRoom
 from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
 from vcsat.solver.admission_static import Placeable as _Placeable
@@ -257,7 +258,8 @@ def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
     """
     if group.min_resources:
         # Volcano deducts what gated pods ask from minResources: they cannot use the room yet.
-        gated = res.total(p.requests for p in pods if p.held and not p.bound and not p.finished)
+        gating = [p.requests for p in pods if p.held and not p.bound and not p.finished]
+        gated = res.total(gating) if gating else {}
         return {r: max(0, amount - gated.get(r, 0)) for r, amount in _without_shares(group.min_resources).items()}
     return _without_shares(res.total(p.requests for p in gang_pods(group, pods) if not p.held))
 
@@ -316,14 +318,8 @@ class _State:
     @staticmethod
     def of(snapshot: Snapshot, policy: Policy, ours: set[str] | None = None) -> _State:
         tree = QueueTree.of(snapshot)
-        pods_of = snapshot.pods_of_group
-        need: dict[str, dict[str, int]] = {}
-        held: dict[str, dict[str, int]] = {}
-        for g in snapshot.podgroups:
-            pods = pods_of.get(g.key, ())
-            need[g.key] = group_need(g, pods)
-            holding = [p.requests for p in pods if p.bound and p.managed]
-            held[g.key] = res.total(holding) if holding else {}
+        # Groups and pods unchanged since the last pass keep their sums (admission_groups).
+        need, held = admission_groups.needs_and_holdings(snapshot, group_need)
         ready = {node.name for node in snapshot.nodes if node.ready}
         allocatable = res.total(node.allocatable for node in snapshot.nodes if node.ready)
         used = res.total(p.requests for p in snapshot.pods if p.bound and p.node_name in ready)

@@ -145,3 +145,59 @@ def test_generated_gangs_take_alike(nodes: int, jobs: int, seed: int) -> None:
         gang = [p for p in pods if not p.bound]
         assert indexed.take(gang) == scanned.take(gang)
         assert (scanned.free == indexed.free.T).all()
+
+
+def _order_of(room: admission_room.FreeRoom) -> list[int]:
+    """The sorted order a fresh build of the room's current state would have."""
+    assert room._rank is not None
+    rows = range(room.free.shape[1])
+    if room._overcommitted is not None:
+        rows = [row for row in rows if not room._overcommitted[row]]
+    return sorted(int(room._rank[row]) * room._count + row for row in rows)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=SLOW_OK)
+@given(
+    snap=overcommitted_clusters(),
+    order=st.randoms(use_true_random=False),
+    scan=st.sampled_from([0, 1, 3, 10_000]),
+)
+def test_sorted_search_takes_alike(
+    snap: Snapshot, order: random.Random, scan: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The best node by the sorted order, falling back to the argmin after ``scan`` misses (0: at
+    once; 10,000: never): the same verdicts and room as the scan, and the order stays that of the
+    room (a stale entry would make a later pod skip or pick the wrong node)."""
+    monkeypatch.setattr(admission_room, "_SCAN", scan)
+    indexed, scanned = enqueue._FreeRoom(snap), ScanFreeRoom(snap)
+    assert indexed._sorted == _order_of(indexed)
+    gangs = [pods for key, pods in snap.pods_of_group.items() if key != "q/run"]
+    order.shuffle(gangs)
+    for pods in gangs:
+        gang = [p for p in pods if not p.bound]
+        assert indexed.take(gang) == scanned.take(gang)
+        assert (scanned.free == indexed.free.T).all()
+        assert indexed._sorted == _order_of(indexed)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=SLOW_OK)
+@given(
+    nodes=st.integers(8, 60),
+    jobs=st.integers(20, 120),
+    seed=st.integers(0, 10_000),
+    scan=st.sampled_from([0, 10_000]),
+)
+def test_generated_gangs_sorted_search_takes_alike(
+    nodes: int, jobs: int, seed: int, scan: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Generated gangs (many GPU levels, cpu remainders and selectors) with the sorted search
+    alone or the argmin alone: each pod lands where the per-node scan puts it."""
+    monkeypatch.setattr(admission_room, "_SCAN", scan)
+    options = GeneratorOptions(nodes=nodes, pending_jobs=jobs, seed=seed, busy_gpu_fraction=0.5)
+    snap = snapshot_from_objects(generate_instance(options)["items"], source="generated")
+    indexed, scanned = enqueue._FreeRoom(snap), ScanFreeRoom(snap)
+    for pods in snap.pods_of_group.values():
+        gang = [p for p in pods if not p.bound]
+        assert indexed.take(gang) == scanned.take(gang)
+        assert (scanned.free == indexed.free.T).all()
+    assert indexed._sorted == _order_of(indexed)

@@ -1,0 +1,64 @@
+"""Each PodGroup's need and holdings for admission, reused from the last pass when its inputs are the same.
+
+Admission (:mod:`vcsat.solver.enqueue`) starts every pass by summing, for every PodGroup of the
+snapshot, what it needs (rule 2) and what its bound pods hold: at 10,000 nodes that is tens of
+thousands of groups, most of them running and unchanged since the last cycle. The live scheduler's
+converter hands back the very model objects of the last cycle for Kubernetes objects that did not
+change, and model objects are immutable, so a group whose PodGroup object and pods (the same pod
+objects, in the same order) are those of the last pass keeps its sums from then. Everything else
+is summed afresh with the same code, so the sums equal a fresh pass by construction
+(``tests/test_admission_groups.py``). Only the last pass is kept: its entries hold the objects
+they are keyed by, so those identities cannot be reused while an entry lives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from vcsat.model import Pod, PodGroup, Snapshot
+from vcsat.model import resources as res
+
+_Entry = tuple[PodGroup, Sequence[Pod], dict[str, int], dict[str, int]]
+
+_last: dict[str, _Entry] = {}
+"""The last pass's sums per group key, with the group and pods they were summed from."""
+
+
+def holdings(pods: Sequence[Pod]) -> dict[str, int]:
+    """What a group's pods bound by us hold."""
+    holding = [p.requests for p in pods if p.bound and p.managed]
+    return res.total(holding) if holding else {}
+
+
+def needs_and_holdings(
+    snapshot: Snapshot, need_of: Callable[[PodGroup, Sequence[Pod]], dict[str, int]]
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """Per group key: ``need_of(group, pods)`` and :func:`holdings` of its pods. The dicts are
+    shared with the next pass: read them, never change them."""
+    global _last
+    last = _last
+    pods_of = snapshot.pods_of_group
+    kept: dict[str, _Entry] = {}
+    need: dict[str, dict[str, int]] = {}
+    held: dict[str, dict[str, int]] = {}
+    for group in snapshot.podgroups:
+        key = group.key
+        pods = pods_of.get(key, ())
+        entry = last.get(key)
+        if entry is None or entry[0] is not group or not _same(entry[1], pods):
+            entry = (group, tuple(pods), need_of(group, pods), holdings(pods))
+        kept[key] = entry
+        need[key] = entry[2]
+        held[key] = entry[3]
+    _last = kept
+    return need, held
+
+
+def forget() -> None:
+    """Drop the last pass's sums (tests; a process that stops scheduling)."""
+    global _last
+    _last = {}
+
+
+def _same(before: Sequence[object], now: Sequence[object]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))

@@ -1,0 +1,99 @@
+"""Admission's per-group sums reused across passes (``solver/admission_groups.py``): over any
+sequence of PodGroup and pod additions, changes and deletions, with unchanged objects kept as the
+very same objects (as the live scheduler's converter keeps them), each pass's needs, holdings and
+admissions equal a fresh pass's; unchanged groups keep their sums, changed ones are summed again."""
+
+from __future__ import annotations
+
+import random
+
+import builders as b
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vcsat.model import Pod, PodGroup, Policy, Snapshot
+from vcsat.solver import admission_groups
+from vcsat.solver.enqueue import admit, group_need
+
+POLICY = Policy(time_limit_s=1.0, overcommit_factor=1.0)
+NODES = [b.node(f"n{i}", cpu="8", memory="32Gi", gpus=4) for i in range(3)]
+QUEUES = [b.queue("q"), b.queue("r", weight=2)]
+
+
+def _group(rng: random.Random, key: str) -> PodGroup:
+    sized = rng.random() < 0.4
+    return b.group(
+        key,
+        min_member=rng.choice([1, 2, 3]),
+        queue=rng.choice(["q", "r"]),
+        min_resources={"cpu": str(rng.choice([1, 2, 5])), "nvidia.com/gpu": rng.choice([0, 1, 4])} if sized else None,
+        created=float(rng.randrange(100)),
+        phase=rng.choice(["", "", "Inqueue", "Running"]),
+    )
+
+
+def _pod(rng: random.Random, key: str, group: str) -> Pod:
+    bound = rng.random() < 0.4
+    return b.pod(
+        key,
+        cpu=str(rng.choice([1, 2, 3])),
+        gpus=rng.choice([0, 1, 2]),
+        group=group,
+        node=rng.choice(NODES).name if bound else None,
+        managed=rng.random() < 0.9,
+        gates=["wait"] if not bound and rng.random() < 0.1 else (),
+        created=float(rng.randrange(100)),
+    )
+
+
+def _fresh(snap: Snapshot) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    pods_of = snap.pods_of_group
+    need = {g.key: group_need(g, pods_of.get(g.key, ())) for g in snap.podgroups}
+    held = {g.key: admission_groups.holdings(pods_of.get(g.key, ())) for g in snap.podgroups}
+    return need, held
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), steps=st.integers(1, 6))
+def test_reused_sums_equal_a_fresh_pass(seed: int, steps: int) -> None:
+    rng = random.Random(seed)
+    admission_groups.forget()
+    groups = {f"ns/g{i}": _group(rng, f"ns/g{i}") for i in range(rng.randint(1, 8))}
+    pods = {f"ns/g{i}-{k}": _pod(rng, f"ns/g{i}-{k}", f"ns/g{i}") for i in range(len(groups)) for k in range(2)}
+    made = len(groups)
+    for _ in range(steps):
+        snap = b.snapshot(nodes=NODES, pods=pods.values(), groups=groups.values(), queues=QUEUES)
+        before = dict(admission_groups._last)
+        need, held = admission_groups.needs_and_holdings(snap, group_need)
+        assert (need, held) == _fresh(snap)
+        for key, group in groups.items():
+            # A group and pods that are the very objects of the last pass keep the very same sums.
+            entry = before.get(key)
+            ours = tuple(snap.pods_of_group.get(key, ()))
+            if entry is not None and entry[0] is group and admission_groups._same(entry[1], ours):
+                assert need[key] is entry[2]
+        # The whole admission with the last pass's sums at hand equals one without.
+        admission_groups._last = before
+        reused = admit(snap, POLICY)
+        admission_groups.forget()
+        assert reused == admit(snap, POLICY)
+        # The next cluster: some groups and pods changed (new objects, maybe equal), some gone, some new.
+        for key in list(groups):
+            roll = rng.random()
+            if roll < 0.15:
+                del groups[key]
+            elif roll < 0.35:
+                groups[key] = _group(rng, key)
+        for key in list(pods):
+            roll = rng.random()
+            if roll < 0.15:
+                del pods[key]
+            elif roll < 0.4:
+                pods[key] = _pod(rng, key, pods[key].group or "")
+            elif roll < 0.5:
+                pods[key] = pods[key].model_copy()  # equal, but another object: summed again
+        for _ in range(rng.randint(0, 2)):
+            key = f"ns/g{made}"
+            made += 1
+            groups[key] = _group(rng, key)
+            pods[f"{key}-0"] = _pod(rng, f"{key}-0", key)
