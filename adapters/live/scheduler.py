@@ -680,7 +680,8 @@ def _last_cycle_number(directory: Path) -> int:
     default=32,
     show_default=True,
     metavar="N",
-    help="Concurrent API requests when applying a decision (bindings, evictions, status).",
+    help="Concurrent API requests when applying a decision (bindings, evictions); statuses and Events "
+    "have a few connections of their own.",
 )
 @click.option(
     "--early-bind-min-pending",
