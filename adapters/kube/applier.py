@@ -42,7 +42,8 @@ these times (and any change) that end the idling, so each of those writes comes 
 
 Bindings are what a pod waits for; statuses, conditions and Events are not. So the latter go out
 on a few threads of their own once an apply's bindings are answered, and never hold up the next
-cycle's bindings (during a burst they trail the bindings; admissions to Inqueue go first).
+cycle's bindings: while any binding is queued they go one at a time (:mod:`.report_lane`), so
+during a burst they trail the bindings; admissions to Inqueue go first and never wait.
 
 The applier is one object made of parts, one module each: :mod:`.binding` (3),
 :mod:`.evictions` (1 and 2), :mod:`.status_writes` (4 and 5) and :mod:`.events` (6), over the state
@@ -56,6 +57,7 @@ can be solved while the bindings land (kube-scheduler's "assume, then bind async
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -65,6 +67,7 @@ from vcsat.adapters.kube.client import PODS, Kube
 from vcsat.adapters.kube.events import EventRecord
 from vcsat.adapters.kube.evictions import Evictions
 from vcsat.adapters.kube.informer import Store
+from vcsat.adapters.kube.report_lane import ReportLane
 from vcsat.adapters.kube.status_subresource import StatusWriter
 from vcsat.adapters.kube.status_writes import StatusWrites
 from vcsat.adapters.kube.volume_binding import DEFAULT_TIMEOUT_S, VolumeBinder
@@ -93,8 +96,8 @@ class Applier(Bindings, Evictions, StatusWrites):
         self._pool = ThreadPoolExecutor(workers or kube.pool_size, thread_name_prefix="vcsat-apply")
         # PodGroup statuses, pod conditions and Events: on a few threads of their own, so that the
         # next cycle's bindings never queue behind the last cycle's (bindings are what a pod waits
-        # for; these are not), and they take a small share of the API server meanwhile.
-        self._reports = ThreadPoolExecutor(REPORT_WORKERS, thread_name_prefix="vcsat-apply-report")
+        # for; these are not), one at a time while bindings are queued (:mod:`.report_lane`).
+        self._reports = ReportLane(REPORT_WORKERS)
         # Collects each apply's bindings and then writes its statuses and Events, one apply after
         # the other, so the caller can go on with the next cycle meanwhile.
         self._finisher = ThreadPoolExecutor(1, thread_name_prefix="vcsat-apply-finish")
@@ -188,12 +191,17 @@ class PendingApply:
         self._finished = finished
         self._left = len(binds)
         self._lock = threading.Lock()
+        self.answered_at: float | None = None
+        """When (``time.monotonic()``) the last binding was answered; None until then, or with none.
+        What a pod waits for ends here; the statuses and Events that follow do not hold it up."""
         for future in binds:
             future.add_done_callback(self._answered)
 
     def _answered(self, _future: Future[str | None]) -> None:
         with self._lock:
             self._left -= 1
+            if self._left == 0:
+                self.answered_at = time.monotonic()
 
     def result(self, timeout_s: float | None = None) -> ApplyReport:
         return self._finished.result(timeout_s)

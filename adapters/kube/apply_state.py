@@ -17,6 +17,7 @@ from typing import Any
 
 from vcsat.adapters.kube.client import Kube
 from vcsat.adapters.kube.informer import Store
+from vcsat.adapters.kube.report_lane import ReportLane
 from vcsat.model import Binding
 
 log = logging.getLogger("vcsat.applier")
@@ -109,7 +110,7 @@ class ApplierState:
     event_refresh_s: float
     _pool: ThreadPoolExecutor
     """Bindings, evictions and nominations."""
-    _reports: ThreadPoolExecutor
+    _reports: ReportLane
     """PodGroup statuses, pod conditions and Events."""
     _events_lock: threading.Lock
     """Guards every memory below, here and in the parts."""

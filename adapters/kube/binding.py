@@ -74,7 +74,9 @@ class Bindings(ApplierState):
                 volumes = plans.get(binding.pod)
                 # A pod with a PreBind may wait minutes for its volumes: on threads of their own.
                 pool = self._pool if volumes is None else self.volumes.pool
-                queued.append((binding, pool.submit(self._bind_one, pod, binding, annotations, stopped, volumes)))
+                future = pool.submit(self._bind_one, pod, binding, annotations, stopped, volumes)
+                self._reports.binding_queued(future)  # report writes yield to it until it is answered
+                queued.append((binding, future))
             sent.append((gang, queued))
         return sent
 

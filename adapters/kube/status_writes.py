@@ -92,7 +92,10 @@ class StatusWrites(EventWriter):
                 continue  # not ours: another scheduler's group
             if outcome is None and group.key not in gangs and _unchanged(quiet.get(group.key), group, pods):
                 continue  # it showed its status when last looked at, and nothing it reads changed since
-            futures.append(self._reports.submit(self._podgroup_one, group, pods, outcome, gangs.get(group.key), report))
+            # An admission to Inqueue never waits for the bindings: a Job controller waits for it.
+            admission = outcome is not None and outcome.phase == "Inqueue"
+            submit = self._reports.submit_urgent if admission else self._reports.submit
+            futures.append(submit(self._podgroup_one, group, pods, outcome, gangs.get(group.key), report))
         for outcome in outcomes.values():
             if outcome.podgroup in snapshot.podgroup_by_key:
                 continue

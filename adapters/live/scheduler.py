@@ -71,7 +71,7 @@ from vcsat.adapters.convert.reuse import ConversionMemo
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.kube.applier import Applier, PendingApply
-from vcsat.adapters.kube.apply_state import ApplyReport
+from vcsat.adapters.kube.apply_state import REPORT_WORKERS, ApplyReport
 from vcsat.adapters.kube.client import Kube, load_configuration
 from vcsat.adapters.kube.informer import InformerSet
 from vcsat.adapters.live.cycle_cap import DEFAULT_TARGET_S, CycleCap, arrived, defer
@@ -122,6 +122,9 @@ class CycleResult:
     pending: PendingApply | None = None
     apply_seconds: float | None = None
     """From the snapshot until the whole decision was applied."""
+    bind_seconds: float | None = None
+    """From the snapshot until its last binding was answered (None: it had none); what follows
+    (statuses, Events) no pod waits for."""
     trigger: str = "call"
     """Why it ran: ``start``, ``change``, ``follow-up``, ``resync`` or ``deadline`` (:func:`next_cycle_due`);
     ``call`` when called directly."""
@@ -507,6 +510,8 @@ class Scheduler:
     def _applied(self, result: CycleResult, started: float, report: ApplyReport) -> None:
         result.report = report
         result.apply_seconds = time.monotonic() - started
+        answered = result.pending.answered_at if result.pending is not None else None
+        result.bind_seconds = answered - started if answered is not None else None
         self._observe(result)
 
     def _convert(self, objects: list[dict[str, Any]], generation: int) -> tuple[Snapshot, list[dict[str, Any]]]:
@@ -569,6 +574,7 @@ class Scheduler:
             "generation": result.snapshot.generation,
             "seconds": round(result.seconds, 3),
             "apply_seconds": round(result.apply_seconds or 0.0, 3),
+            "bind_seconds": round(result.bind_seconds, 3) if result.bind_seconds is not None else None,
             "solver": result.decision.solver.status,
             "solver_seconds": result.decision.solver.seconds,
             "pending": sum(1 for pod in result.snapshot.pods if pod.pending),
@@ -674,7 +680,8 @@ def _last_cycle_number(directory: Path) -> int:
     default=32,
     show_default=True,
     metavar="N",
-    help="Concurrent API requests when applying a decision (bindings, evictions, status).",
+    help="Concurrent API requests when applying a decision (bindings, evictions); statuses and Events "
+    "have a few connections of their own.",
 )
 @click.option(
     "--early-bind-min-pending",
@@ -740,7 +747,9 @@ def scheduler_cmd(
     policy = load_policy(policy_file, scheduler_name=scheduler_name, time_limit_s=time_limit)
     configuration = load_configuration(kubeconfig)
     identity = default_identity()
-    kube = Kube(configuration, pool_size=bind_workers)
+    # A connection for each bind worker and each report writer: a report write never takes a
+    # binding's connection.
+    kube = Kube(configuration, pool_size=bind_workers + REPORT_WORKERS)
     metrics = Metrics()
     dashboard = None
     if dashboard_port:
