@@ -1,0 +1,61 @@
+"""Sums over a snapshot's pods, kept from one cycle to the next and updated from the pods that changed.
+
+The pricing measures (:mod:`vcsat.solver.pricing.scarcity`, :mod:`vcsat.solver.pricing.fragmentation`)
+read statistics of the whole workload every cycle: per kind of pod, how much it asks. In the live
+scheduler most pods are the same from one cycle to the next, and the converter
+(:mod:`vcsat.adapters.convert.reuse`) hands back the very model objects of unchanged Kubernetes
+objects; model objects are immutable, so a pod's contribution to the sums is known by its identity.
+A :class:`Tally` keeps the last call's pods and sums, and subtracts what the pods gone added and
+adds what the new pods add: integer sums, so the result equals a fresh count exactly (a kind whose
+sum falls to zero is dropped, as a fresh count never holds it). It holds the pods it counted, so
+their identities cannot be reused while it lives; it keeps the last call only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Generic, TypeVar
+
+from vcsat.model import Pod
+
+K = TypeVar("K", bound=Hashable)
+
+
+class Tally(Generic[K]):
+    """Per kind, the sum of what each pod of the last call adds (see the module docstring)."""
+
+    def __init__(self, contribution: Callable[[Pod], Sequence[tuple[K, int]]]) -> None:
+        """``contribution``: what one pod adds, (kind, amount) pairs; the same pod always adds the same."""
+        self._contribution = contribution
+        self._pods: Sequence[Pod] = ()
+        self._by_id: dict[int, Pod] = {}
+        self._sums: dict[K, int] = {}
+
+    def sums(self, pods: Sequence[Pod]) -> dict[K, int]:
+        """Per kind, the sum over ``pods`` (a new dict: the caller may keep or change it)."""
+        if pods is not self._pods:
+            by_id = {id(pod): pod for pod in pods}
+            if len(by_id) != len(pods):  # one pod object twice: count afresh, and keep nothing
+                self._pods, self._by_id, self._sums = (), {}, {}
+                for pod in pods:
+                    self._add(pod, 1)
+                fresh, self._sums = self._sums, {}
+                return fresh
+            old = self._by_id
+            for key, pod in old.items():
+                if by_id.get(key) is not pod:
+                    self._add(pod, -1)
+            for key, pod in by_id.items():
+                if old.get(key) is not pod:
+                    self._add(pod, 1)
+            self._pods, self._by_id = pods, by_id
+        return dict(self._sums)
+
+    def _add(self, pod: Pod, sign: int) -> None:
+        sums = self._sums
+        for kind, amount in self._contribution(pod):
+            total = sums.get(kind, 0) + sign * amount
+            if total:
+                sums[kind] = total
+            else:
+                sums.pop(kind, None)
