@@ -41,13 +41,13 @@ class Tally(Generic[K]):
                     self._add(pod, 1)
                 fresh, self._sums = self._sums, {}
                 return fresh
+            # The kept pods are alive (held here), so no new pod has the id of one of them: an id
+            # in both is the same pod.
             old = self._by_id
-            for key, pod in old.items():
-                if by_id.get(key) is not pod:
-                    self._add(pod, -1)
-            for key, pod in by_id.items():
-                if old.get(key) is not pod:
-                    self._add(pod, 1)
+            for key in old.keys() - by_id.keys():
+                self._add(old[key], -1)
+            for key in by_id.keys() - old.keys():
+                self._add(by_id[key], 1)
             self._pods, self._by_id = pods, by_id
         return dict(self._sums)
 

@@ -303,7 +303,7 @@ def measure(problem: Problem) -> Scarcity | None:
     # GPUs need whole, are a pool of their own (a size alone confines nothing: pods that may run
     # on any model make no pools, whatever they ask).
     confined = [key for key, mask in eligible.items() if mask and mask != gpu_mask]
-    masks = {key: eligible[key] & fitting_mask(nodes, key[1]) for key in confined}
+    masks = {key: eligible[key] & _mask_of(node_gpus >= key[1]) for key in confined}  # as fitting_mask
     confined = [key for key in confined if masks[key]]
     plain = index.ready_mask & ~gpu_mask
     cpu = problem.resources.index(res.CPU) if res.CPU in problem.resources else None
