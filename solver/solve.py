@@ -94,6 +94,7 @@ def _bound(
     hint_fair: dict[int, int],
     first_bounds: dict[int, int],
     search_bounds: dict[str, int],
+    hint: Assignment | None = None,
 ) -> tuple[dict[int, int], int, dict[int, int]]:
     """The decision's placed work per priority, its proven bound (per level, the tighter of the
     LP's and the search's, ``search_bounds`` per level name, never below the decision's own) and
@@ -101,9 +102,10 @@ def _bound(
 
     Each level's bound holds the levels above it at the decision's own values: the first bounds
     (at the hint's) are those when the decision kept the hint's values, and only looser when it
-    raised them (a fair share raised above the hint's leaves less room for placed work)."""
-    values = _placed(problem, assignment)
-    fair = fair_share_values(problem, assignment)
+    raised them (a fair share raised above the hint's leaves less room for placed work).
+    ``hint``: the assignment ``hint_values`` and ``hint_fair`` were measured on (not measured again)."""
+    values = dict(hint_values) if assignment is hint else _placed(problem, assignment)
+    fair = dict(hint_fair) if assignment is hint else fair_share_values(problem, assignment)
     same = fair == {rank: hint_fair.get(rank, 0) for rank in fair} and values == {
         rank: hint_values.get(rank, 0) for rank in values
     }
@@ -172,7 +174,7 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
     search = max(0.0, policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes))
     budget = search if policy.search else 0.0
-    _, greedy_bound, _ = _bound(problem, hint, hint_values, hint_fair, first_bounds, {})
+    _, greedy_bound, _ = _bound(problem, hint, hint_values, hint_fair, first_bounds, {}, hint)
     if policy.search and skip_search(sum(hint_values.values()), greedy_bound, policy.relative_gap):
         # The stop rule (:mod:`vcsat.solver.search.stop`): the greedy decision is already proven
         # within the policy's tolerance, so no model is built and no search runs.
@@ -196,7 +198,7 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         # decision keeps every constraint by construction.
         assignment, status = hint, "FALLBACK"
         now = bindings(problem, assignment, assignment.shape_slots)
-    values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, result.bounds)
+    values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, result.bounds, hint)
     objective = sum(values.values())
     rounds = NEIGHBOURHOOD_ROUNDS if policy.search and not result.skipped and status != "OPTIMAL" else 0
     while rounds and not within_tolerance(objective, bound, policy.relative_gap) and bound > objective:
@@ -213,7 +215,7 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
             break
         assignment, status, now = better.assignment, "FEASIBLE", placed
         # The main search's bounds held the levels above at its own decision's values.
-        values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {})
+        values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
         objective = sum(values.values())
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
