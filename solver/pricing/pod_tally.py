@@ -44,12 +44,25 @@ class Tally(Generic[K]):
             # The kept pods are alive (held here), so no new pod has the id of one of them: an id
             # in both is the same pod.
             old = self._by_id
+            if not old:  # the first call: every pod adds, in one pass
+                self._count(pods)
+                self._pods, self._by_id = pods, by_id
+                return dict(self._sums)
             for key in old.keys() - by_id.keys():
                 self._add(old[key], -1)
             for key in by_id.keys() - old.keys():
                 self._add(by_id[key], 1)
             self._pods, self._by_id = pods, by_id
         return dict(self._sums)
+
+    def _count(self, pods: Sequence[Pod]) -> None:
+        sums = self._sums
+        contribution = self._contribution
+        for pod in pods:
+            for kind, amount in contribution(pod):
+                sums[kind] = sums.get(kind, 0) + amount
+        for kind in [kind for kind, total in sums.items() if not total]:
+            del sums[kind]
 
     def _add(self, pod: Pod, sign: int) -> None:
         sums = self._sums
