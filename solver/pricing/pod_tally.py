@@ -13,6 +13,7 @@ their identities cannot be reused while it lives; it keeps the last call only.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
@@ -30,9 +31,15 @@ class Tally(Generic[K]):
         self._pods: Sequence[Pod] = ()
         self._by_id: dict[int, Pod] = {}
         self._sums: dict[K, int] = {}
+        self._lock = threading.Lock()
+        """One caller at a time (the live scheduler's cycle and its web dashboard both read the workload)."""
 
     def sums(self, pods: Sequence[Pod]) -> dict[K, int]:
         """Per kind, the sum over ``pods`` (a new dict: the caller may keep or change it)."""
+        with self._lock:
+            return self._sums_of(pods)
+
+    def _sums_of(self, pods: Sequence[Pod]) -> dict[K, int]:
         if pods is not self._pods:
             by_id = {id(pod): pod for pod in pods}
             if len(by_id) != len(pods):  # one pod object twice: count afresh, and keep nothing
