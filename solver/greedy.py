@@ -85,8 +85,11 @@ class Room:
         self.level_classes = NodeClasses([(self._level(row), w) for row, w in zip(self.free, self.whole, strict=True)])
         """Nodes in classes of equal (free GPUs, free whole GPU devices), kept up to date
         (:meth:`fullest_with` reads the classes, not the nodes)."""
-        self.share_room = np.array([_share_room(used) for used in self.shared], dtype=np.int64).reshape(count)
-        self.share_free = np.array([_share_free(used) for used in self.shared], dtype=np.int64).reshape(count)
+        # Most nodes share no GPU: their values (-1, 0) without a call each.
+        self.share_room = np.array([_share_room(used) if used else -1 for used in self.shared], dtype=np.int64)
+        self.share_room = self.share_room.reshape(count)
+        self.share_free = np.array([_share_free(used) if used else 0 for used in self.shared], dtype=np.int64)
+        self.share_free = self.share_free.reshape(count)
         """Per node, the thousandths its shared GPUs have left, summed (the scarce-pool price reads it)."""
         self.arrival = np.arange(count, dtype=np.int64)
         """Per node, when it joined its bucket of :attr:`levels` (a bucket's order, oldest first)."""

@@ -120,7 +120,7 @@ def _warm_start(problem: Problem, hint: Assignment) -> WarmStart:
     values = _placed(problem, hint)
     fair = fair_share_values(problem, hint)
     first_bounds = lp_level_bounds(problem, values, fair)
-    _, bound, _ = _bound(problem, hint, values, fair, first_bounds, {})
+    _, bound, _ = _bound(problem, hint, values, fair, first_bounds, {}, hint)
     return WarmStart(hint, values, fair, first_bounds, bound)
 
 
@@ -131,6 +131,7 @@ def _bound(
     hint_fair: dict[int, int],
     first_bounds: dict[int, int],
     search_bounds: dict[str, int],
+    hint: Assignment | None = None,
 ) -> tuple[dict[int, int], int, dict[int, int]]:
     """The decision's placed work per priority, its proven bound (per level, the tighter of the
     LP's and the search's, ``search_bounds`` per level name, never below the decision's own) and
@@ -138,9 +139,10 @@ def _bound(
 
     Each level's bound holds the levels above it at the decision's own values: the first bounds
     (at the hint's) are those when the decision kept the hint's values, and only looser when it
-    raised them (a fair share raised above the hint's leaves less room for placed work)."""
-    values = _placed(problem, assignment)
-    fair = fair_share_values(problem, assignment)
+    raised them (a fair share raised above the hint's leaves less room for placed work).
+    ``hint``: the assignment ``hint_values`` and ``hint_fair`` were measured on (not measured again)."""
+    values = dict(hint_values) if assignment is hint else _placed(problem, assignment)
+    fair = dict(hint_fair) if assignment is hint else fair_share_values(problem, assignment)
     same = fair == {rank: hint_fair.get(rank, 0) for rank in fair} and values == {
         rank: hint_values.get(rank, 0) for rank in values
     }
@@ -231,7 +233,7 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         # decision keeps every constraint by construction.
         assignment, status = hint, "FALLBACK"
         now = bindings(problem, assignment, assignment.shape_slots)
-    values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, result.bounds)
+    values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, result.bounds, hint)
     objective = sum(values.values())
     rounds = NEIGHBOURHOOD_ROUNDS if policy.search and not result.skipped and status != "OPTIMAL" else 0
     while rounds and not within_tolerance(objective, bound, policy.relative_gap) and bound > objective:
@@ -248,7 +250,7 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
             break
         assignment, status, now = better.assignment, "FEASIBLE", placed
         # The main search's bounds held the levels above at its own decision's values.
-        values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {})
+        values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
         objective = sum(values.values())
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more

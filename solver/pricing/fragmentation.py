@@ -55,6 +55,7 @@ from vcsat.model import Node, Pod, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pricing import scarcity
+from vcsat.solver.pricing.pod_tally import Tally
 from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
 
 if TYPE_CHECKING:
@@ -133,11 +134,19 @@ def typical_of_counts(counts: Counter[TaskType], popularity: float = POPULARITY)
     return tuple((task, count / covered) for task, count in kept)
 
 
+def _task_of(pod: Pod) -> tuple[tuple[TaskType, int], ...]:
+    """One task of its type, for vcsat's own pods bound or pending (none for the others)."""
+    return ((task_type(pod, memory=True), 1),) if pod.managed and (pod.bound or pod.pending) else ()
+
+
+_TASKS: Tally[TaskType] = Tally(_task_of)
+"""The workload's tasks per type, kept from the last call (:mod:`vcsat.solver.pricing.pod_tally`)."""
+
+
 def workload_of(snapshot: Snapshot) -> Distribution:
     """The task distribution vcsat plans for: its own pods in the snapshot, bound and pending, by
     the GPU demand of each type (the types covering :data:`GPU_DEMAND_COVERED` of it)."""
-    pods = (pod for pod in snapshot.pods if pod.managed and (pod.bound or pod.pending))
-    counts = Counter(task_type(pod, memory=True) for pod in pods)
+    counts = Counter(_TASKS.sums(snapshot.pods))
     # Weighed by the GPU thousandths each type asks, not by how many tasks: the room a placement
     # strands is counted in GPUs, so a rare 8-GPU task weighs as much as eight 1-GPU ones (counted
     # by tasks, the 95% cut drops 8-GPU tasks from Alibaba's trace and nothing keeps whole nodes for

@@ -80,6 +80,7 @@ from numpy.typing import NDArray
 from vcsat.model import Node, Pod
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
+from vcsat.solver.pricing.pod_tally import Tally
 from vcsat.solver.pricing.pool_keys import pool_key
 from vcsat.solver.pricing.shortfall import with_margin
 from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
@@ -220,11 +221,19 @@ asks on one node (1 for a share)."""
 
 def fitting_mask(nodes: Sequence[Node], gpus: int) -> int:
     """The nodes with at least ``gpus`` GPUs, as a bit mask: where a pod asking that many fits at all."""
-    mask = 0
-    for i, node in enumerate(nodes):
-        if node.gpus >= gpus:
-            mask |= 1 << i
-    return mask
+    return _mask_of(np.fromiter((node.gpus for node in nodes), dtype=np.int64, count=len(nodes)) >= gpus)
+
+
+def _mask_of(flags: NDArray[np.bool_]) -> int:
+    """The bit mask of the nodes flagged (bit ``i`` for node ``i``)."""
+    return int.from_bytes(np.packbits(flags, bitorder="little").tobytes(), "little")
+
+
+def _flags_of(mask: int, count: int) -> NDArray[np.bool_]:
+    """Per node of ``count``, whether its bit is set in ``mask`` (which sets no higher bit)."""
+    packed = np.frombuffer(mask.to_bytes((count + 7) // 8, "little"), dtype=np.uint8)
+    flags: NDArray[np.bool_] = np.unpackbits(packed, bitorder="little", count=count).astype(np.bool_)
+    return flags
 
 
 def selected_labels(keys: Iterable[EligibilityKey]) -> tuple[str, ...]:
@@ -235,41 +244,66 @@ def selected_labels(keys: Iterable[EligibilityKey]) -> tuple[str, ...]:
     return tuple(sorted(labels))
 
 
+def _pod_demand(pod: Pod) -> tuple[tuple[tuple[str, Demand], int], ...]:
+    """What one pod adds to the measure's sums: its GPU thousandths to its kind's demand, their
+    square to its squares, and to its pending demand while it waits."""
+    if not pod.managed or not (pod.bound or pod.pending):
+        return ()
+    milli = gpu_milli(pod)
+    if milli <= 0:
+        return ()
+    # What kind of node (not where: vcsat.solver.pricing.pool_keys), and how many GPUs on one.
+    key = (_pool_key_of(eligibility_key(pod)), max(1, pod.gpus))
+    added = ((("demand", key), milli), (("squares", key), milli * milli))
+    return (*added, (("pending", key), milli)) if pod.pending else added
+
+
+_POOL_KEYS: dict[int, tuple[EligibilityKey, EligibilityKey]] = {}
+_POOL_KEYS_KEPT = 1 << 12
+"""Pool keys made, by the identity of the eligibility key they are made from (pods of one spec
+share one: :func:`vcsat.solver.rules.predicates.eligibility_key`); cleared when full. An entry
+holds its key, so the id it is found by cannot be reused while it lives."""
+
+
+def _pool_key_of(key: EligibilityKey) -> EligibilityKey:
+    """:func:`pool_key`, made once per eligibility key object."""
+    found = _POOL_KEYS.get(id(key))
+    if found is not None and found[0] is key:
+        return found[1]
+    made = pool_key(key)
+    if len(_POOL_KEYS) >= _POOL_KEYS_KEPT:
+        _POOL_KEYS.clear()
+    _POOL_KEYS[id(key)] = (key, made)
+    return made
+
+
+_DEMAND: Tally[tuple[str, Demand]] = Tally(_pod_demand)
+"""The workload's demand sums, kept from the last measure (:mod:`vcsat.solver.pricing.pod_tally`)."""
+
+
 def measure(problem: Problem) -> Scarcity | None:
     """The pools and pressures of ``problem`` (see the module docstring)."""
     nodes = problem.nodes
-    gpu_mask = 0
-    for i, node in enumerate(nodes):
-        if node.gpus > 0:
-            gpu_mask |= 1 << i
+    node_gpus = np.fromiter((node.gpus for node in nodes), dtype=np.int64, count=len(nodes))
+    gpu_mask = _mask_of(node_gpus > 0)
     if not gpu_mask:
         return None
     index = problem.node_index or NodeIndex(nodes)
     demand: dict[Demand, int] = {}
     squares: dict[Demand, int] = {}
     pending: dict[Demand, int] = {}
-    total = pending_total = 0
-    for pod in problem.snapshot.pods:
-        if not pod.managed or not (pod.bound or pod.pending):
-            continue
-        milli = gpu_milli(pod)
-        if milli <= 0:
-            continue
-        # What kind of node (not where: vcsat.solver.pricing.pool_keys), and how many GPUs on one.
-        key = (pool_key(eligibility_key(pod)), max(1, pod.gpus))
-        demand[key] = demand.get(key, 0) + milli
-        squares[key] = squares.get(key, 0) + milli * milli
-        total += milli
-        if pod.pending:
-            pending[key] = pending.get(key, 0) + milli
-            pending_total += milli
+    parts = {"demand": demand, "squares": squares, "pending": pending}
+    for (part, key), amount in _DEMAND.sums(problem.snapshot.pods).items():
+        parts[part][key] = amount
+    total = sum(demand.values())
+    pending_total = sum(pending.values())
     eligible = {key: index.mask(key[0]) & gpu_mask for key in demand}
     # Confined: a kind of node is asked (not every GPU node accepts the pods); its pools are then
     # the nodes a pod of it fits on at all, so a model's few big nodes, which its pods asking many
     # GPUs need whole, are a pool of their own (a size alone confines nothing: pods that may run
     # on any model make no pools, whatever they ask).
     confined = [key for key, mask in eligible.items() if mask and mask != gpu_mask]
-    masks = {key: eligible[key] & fitting_mask(nodes, key[1]) for key in confined}
+    masks = {key: eligible[key] & _mask_of(node_gpus >= key[1]) for key in confined}  # as fitting_mask
     confined = [key for key in confined if masks[key]]
     plain = index.ready_mask & ~gpu_mask
     cpu = problem.resources.index(res.CPU) if res.CPU in problem.resources else None
@@ -283,20 +317,14 @@ def measure(problem: Problem) -> Scarcity | None:
     selecting = selected_labels([key for key, _ in confined])
     pools: dict[tuple[object, ...], int] = {}
     pool_of = [-1] * len(nodes)
-    members: list[int] = []
-    for i in range(len(nodes)):
-        bit = 1 << i
-        if not gpu_mask & bit:
-            continue
-        sig = (
-            *(bool(masks[key] & bit) for key in confined),
-            *(nodes[i].labels.get(label) for label in selecting),
-        )
+    in_key = np.stack([_flags_of(masks[key], len(nodes)) for key in confined], axis=1).tolist()
+    for i in np.flatnonzero(node_gpus > 0).tolist():
+        sig = (*in_key[i], *(nodes[i].labels.get(label) for label in selecting))
         if sig not in pools:
-            pools[sig] = len(members)
-            members.append(0)
+            pools[sig] = len(pools)
         pool_of[i] = pools[sig]
-        members[pool_of[i]] |= bit
+    pool_array = np.array(pool_of, dtype=np.int64)
+    members = [_mask_of(pool_array == p) for p in range(len(pools))]
     size = [0] * len(members)
     free = [0] * len(members)
     for i, pool in enumerate(pool_of):

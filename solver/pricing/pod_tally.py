@@ -1,0 +1,81 @@
+"""Sums over a snapshot's pods, kept from one cycle to the next and updated from the pods that changed.
+
+The pricing measures (:mod:`vcsat.solver.pricing.scarcity`, :mod:`vcsat.solver.pricing.fragmentation`)
+read statistics of the whole workload every cycle: per kind of pod, how much it asks. In the live
+scheduler most pods are the same from one cycle to the next, and the converter
+(:mod:`vcsat.adapters.convert.reuse`) hands back the very model objects of unchanged Kubernetes
+objects; model objects are immutable, so a pod's contribution to the sums is known by its identity.
+A :class:`Tally` keeps the last call's pods and sums, and subtracts what the pods gone added and
+adds what the new pods add: integer sums, so the result equals a fresh count exactly (a kind whose
+sum falls to zero is dropped, as a fresh count never holds it). It holds the pods it counted, so
+their identities cannot be reused while it lives; it keeps the last call only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from typing import Generic, TypeVar
+
+from vcsat.model import Pod
+
+K = TypeVar("K", bound=Hashable)
+
+
+class Tally(Generic[K]):
+    """Per kind, the sum of what each pod of the last call adds (see the module docstring)."""
+
+    def __init__(self, contribution: Callable[[Pod], Sequence[tuple[K, int]]]) -> None:
+        """``contribution``: what one pod adds, (kind, amount) pairs; the same pod always adds the same."""
+        self._contribution = contribution
+        self._pods: Sequence[Pod] = ()
+        self._by_id: dict[int, Pod] = {}
+        self._sums: dict[K, int] = {}
+        self._lock = threading.Lock()
+        """One caller at a time (the live scheduler's cycle and its web dashboard both read the workload)."""
+
+    def sums(self, pods: Sequence[Pod]) -> dict[K, int]:
+        """Per kind, the sum over ``pods`` (a new dict: the caller may keep or change it)."""
+        with self._lock:
+            return self._sums_of(pods)
+
+    def _sums_of(self, pods: Sequence[Pod]) -> dict[K, int]:
+        if pods is not self._pods:
+            by_id = {id(pod): pod for pod in pods}
+            if len(by_id) != len(pods):  # one pod object twice: count afresh, and keep nothing
+                self._pods, self._by_id, self._sums = (), {}, {}
+                for pod in pods:
+                    self._add(pod, 1)
+                fresh, self._sums = self._sums, {}
+                return fresh
+            # The kept pods are alive (held here), so no new pod has the id of one of them: an id
+            # in both is the same pod.
+            old = self._by_id
+            if not old:  # the first call: every pod adds, in one pass
+                self._count(pods)
+                self._pods, self._by_id = pods, by_id
+                return dict(self._sums)
+            for key in old.keys() - by_id.keys():
+                self._add(old[key], -1)
+            for key in by_id.keys() - old.keys():
+                self._add(by_id[key], 1)
+            self._pods, self._by_id = pods, by_id
+        return dict(self._sums)
+
+    def _count(self, pods: Sequence[Pod]) -> None:
+        sums = self._sums
+        contribution = self._contribution
+        for pod in pods:
+            for kind, amount in contribution(pod):
+                sums[kind] = sums.get(kind, 0) + amount
+        for kind in [kind for kind, total in sums.items() if not total]:
+            del sums[kind]
+
+    def _add(self, pod: Pod, sign: int) -> None:
+        sums = self._sums
+        for kind, amount in self._contribution(pod):
+            total = sums.get(kind, 0) + sign * amount
+            if total:
+                sums[kind] = total
+            else:
+                sums.pop(kind, None)
