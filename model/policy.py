@@ -21,7 +21,8 @@ class Policy(BaseModel):
     decides the same; the wall deadline is the outer stop, and a decision it cut short says so
     (``solver.wall_stopped``). The greedy decision stands if the search finds nothing better."""
     num_workers: int | None = Field(default=None, ge=1)
-    """CP-SAT search workers; None: the cores this process may run on (``os.sched_getaffinity``),
+    """CP-SAT search workers; None: the cores this process may run on (``os.sched_getaffinity``)
+    less one (the rest of the cycle and the scheduler's own threads keep a core), at least 1 and
     at most 8. Several workers are interleaved (CP-SAT's ``interleave_search``), which with
     deterministic limits gives the same decision for the same input and the same number of
     workers; the decision records the number it used (``solver.workers``), so a replay passes it.

@@ -154,7 +154,8 @@ def test_a_deadline_gone_stops_the_run_and_says_so() -> None:
     [
         pytest.param(3, 16, 3, id="the policy's"),
         pytest.param(None, 1, 1, id="one core: one worker"),
-        pytest.param(None, 2, 2, id="the cores available"),
+        pytest.param(None, 2, 1, id="two cores: one worker, a core for the rest"),
+        pytest.param(None, 4, 3, id="the cores available less one"),
         pytest.param(None, 64, MAX_AUTO_WORKERS, id="at most eight"),
     ],
 )

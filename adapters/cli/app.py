@@ -144,8 +144,8 @@ def main() -> None:
     "--workers",
     type=click.IntRange(min=1),
     metavar="N",
-    help="CP-SAT search workers (overrides the policy's num_workers; default: the cores available, at most "
-    "8). A decision is reproduced with the workers it records (solver.workers).",
+    help="CP-SAT search workers (overrides the policy's num_workers; default: the cores available less one, "
+    "1 to 8). A decision is reproduced with the workers it records (solver.workers).",
 )
 @click.option(
     "--relative-gap",

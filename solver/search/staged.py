@@ -40,19 +40,26 @@ WALL_STOP = True
 (``solve(..., wall=None)``). The unit tests turn it off (tests/conftest.py): they assert what a
 decision is, and on a machine busy with other work a wall stop would make it depend on the load."""
 MAX_AUTO_WORKERS = 8
-"""With ``Policy.num_workers`` unset, the search uses the cores this process may run on, at most this."""
+"""With ``Policy.num_workers`` unset, the search uses the cores this process may run on less one,
+at most this."""
 
 
 def workers_for(policy: Policy) -> int:
-    """CP-SAT workers: the policy's, or (unset) the cores this process may run on, at most
-    :data:`MAX_AUTO_WORKERS`."""
+    """CP-SAT workers: the policy's, or (unset) the cores this process may run on less one, at
+    least one and at most :data:`MAX_AUTO_WORKERS`.
+
+    One core is left to the rest of the cycle and of the process (the live scheduler's applier,
+    informers and conversion run beside the search): on two cores a second worker only competes
+    with them, and interleaved workers have a fixed cost per solve that small models feel most
+    (benchmarks/RESULTS.md, session 10: on 2 cores one worker decided as well or better, in less
+    wall time, on every instance measured)."""
     if policy.num_workers is not None:
         return policy.num_workers
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         cores = os.cpu_count() or 1
-    return max(1, min(MAX_AUTO_WORKERS, cores))
+    return max(1, min(MAX_AUTO_WORKERS, cores - 1))
 
 
 @dataclass
