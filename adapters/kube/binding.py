@@ -52,10 +52,15 @@ class Bindings(ApplierState):
             [(snapshot.pod_by_key[b.pod], b.node) for members in by_gang.values() for b in members], snapshot
         )
 
-        # Gangs are checked and sent in the decision's order; their pods run concurrently, and the
-        # next gang is sent without waiting for the previous one to finish (the pool bounds it).
+        # Gangs are checked and sent oldest first (by their oldest pod's creation): a large decision
+        # waits for the API server's write rate, and the pods that have waited longest should not
+        # wait behind the newest. Their pods run concurrently, and the next gang is sent without
+        # waiting for the previous one to finish (the pool bounds it).
+        def waited_since(item: tuple[str, list[Binding]]) -> tuple[float, str]:
+            return (min(snapshot.pod_by_key[b.pod].created for b in item[1]), item[0])
+
         sent: list[tuple[str, list[tuple[Binding, Future[str | None]]]]] = []
-        for gang, members in by_gang.items():
+        for gang, members in sorted(by_gang.items(), key=waited_since):
             halted = stopped()
             why = "stopped before it was sent (no longer leading)" if halted else self._stale(gang, members, snapshot)
             if why is not None:

@@ -25,8 +25,8 @@ them by the live scheduler. Whoever wires it must add its deadline to :meth:`Sch
 Nothing of this survives a restart, nor needs to: a new process's first cycle runs at once, and the
 second-cycle rules start afresh from what the API shows.
 
-**Early binding.** A cycle on a large backlog spends most of its time in the search, and nothing
-is bound until it ends. So when at least ``--early-bind-min-pending`` pods wait, the cycle first
+**Early binding.** A cycle spends most of its time in the search, and nothing is bound until it
+ends. So when at least ``--early-bind-min-pending`` pods wait (by default any), the cycle first
 runs the greedy warm start, and when that already places every pod that may be placed this cycle
 (:mod:`vcsat.solver.sure`: then no search could place more, only elsewhere), it binds that
 decision at once, whole gangs only, through the same checks and applier as any decision, and a
@@ -97,10 +97,12 @@ IDLE_POLL_S = 0.2
 REST_PER_CYCLE_SECOND = 1.0
 """After a cycle of S seconds the loop rests S * this before a quiet moment may start the next
 one: while changes stream in, cycles take at most about half of a core."""
-EARLY_MIN_PENDING = 200
+EARLY_MIN_PENDING = 1
 """Pending pods from which a cycle tries to bind the greedy's sure placements before searching
-(``--early-bind-min-pending``): below it a full cycle is short anyway, and binding early would
-only give up the search's choice of nodes."""
+(``--early-bind-min-pending``). Sure placements leave the search only *where* the pods go, never
+which pods run or the fair shares, and under a stream of new pods even a cycle of a few dozen
+pods searches for seconds while they wait (benchmarks/RESULTS.md, session 10: p99 start latency
+about halved at 300 nodes). A higher number keeps the search's choice of nodes for small cycles."""
 _CYCLE_FILE = re.compile(r"cycle-(\d+)\.instance\.json")
 
 
