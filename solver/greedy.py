@@ -538,10 +538,6 @@ class Room:
                     fraction = np.maximum(fraction, np.where(free > 0, part, 1.0))
             taken = np.maximum(milli, np.rint(free_gpu * fraction))
             cost[priced] = np.rint(rates[priced] * taken).astype(np.int64)
-        if scarce.whole_floor:  # the first pod on an untouched big node pays for the node
-            node_gpus = np.array(scarce.node_gpus, dtype=np.int64)[candidates]
-            intact = (node_gpus > 0) & (self.whole_array[candidates] == node_gpus)
-            cost += np.where(intact, scarce.break_charges(shape.gpus, milli)[candidates], 0)
         return cost, levels
 
     def price_rank(self, scarce: scarcity.Scarcity, shape: Shape, node: int, rates: NDArray[np.float64]) -> int:
@@ -563,9 +559,6 @@ class Room:
                     free = row[r]
                     fraction = max(fraction, min(1.0, asked / free) if free > 0 else 1.0)
             cost = round(rate * max(milli, round(free_gpu * fraction)))
-        if scarcity.intact(scarce, node, self.whole[node]):
-            milli = request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
-            cost += scarce.break_charge(node, shape.gpus, milli)
         return (cost * self._rank_base + level) * self.count + node
 
     def best_fit(

@@ -72,7 +72,7 @@ CASES = {
         [gpu_node("t4", "T4", gpus=2), gpu_node("g2", "G2", gpus=2)],
         [confined("ns/seen", "T4", node="t4-busy"), pod("ns/s0", gpu_milli=300, node="g2-busy")],
         [pod("ns/free", gpu_milli=500)],
-        "g2-busy",  # G2, and the node already broken: the whole 2-GPU G2 node is kept (break charge)
+        "g2",
     ),
 }
 

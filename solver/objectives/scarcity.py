@@ -12,11 +12,6 @@ they strand, :attr:`vcsat.solver.pricing.scarcity.Scarcity.plain`), at the node'
 starts and the least any shape of the bucket strands (what they strand depends on the cpu and
 memory a bucket's shapes differ in; :func:`kept` counts each pod's own), and not on a pool's
 pressure: the greedy warm start and the decode price those (:func:`vcsat.solver.pricing.scarcity.price`).
-An untouched big node (more GPUs than its kind's other nodes, or the cluster's biggest size: the
-only place pods asking more GPUs fit) costs, once, the room only it offers at a pressure
-(:meth:`vcsat.solver.pricing.scarcity.Scarcity.break_charge`) when a pod that would fit on the
-smaller nodes takes GPU room there (a 0/1 variable per such node, so the
-level counts exactly what the greedy and the decode charge the first pod on it).
 No confined pod and no node without GPUs, no level: homogeneous clusters pay nothing.
 """
 
@@ -86,26 +81,13 @@ def costs(problem: Problem, scarce: scarcity.Scarcity, shape: Shape) -> NDArray[
 _costs: tuple[Problem, dict[int, NDArray[np.int64]]] | None = None
 
 
-def charge(problem: Problem, scarce: scarcity.Scarcity, shape: Shape, node: int) -> int:
-    """What the first pod of ``shape`` on ``node`` pays for breaking it, when every GPU of the node
-    is untouched when the cycle starts (:meth:`vcsat.solver.pricing.scarcity.Scarcity.break_charge`)."""
-    if not scarcity.intact(scarce, node, len(problem.free_gpu_ids[node])):
-        return 0
-    return scarce.break_charge(node, shape.gpus, scarcity.shape_milli(problem, shape))
-
-
-def scarcity_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: Assignment) -> list[Level]:
-    """The level: per slot its pods' price, and per untouched big node a 0/1 variable that any
-    pod paying :func:`charge` there sets, costing the charge once (the first pod pays for the node)."""
+def scarcity_levels(problem: Problem, v: Variables) -> list[Level]:
     scarce = scarcity.for_problem(problem)
     if scarce is None:
         return []
     lowest: dict[tuple[int, ...], list[int]] = {}
     terms: list[tuple[cp_model.IntVar, int]] = []
-    hinted = _broken(problem, scarce, hint)
     for node, node_terms in sorted(v.on_node.items()):
-        breaking: list[cp_model.IntVar] = []
-        node_charge = 0
         for term in node_terms:
             prices = lowest.get(term.bucket.shapes)
             if prices is None:
@@ -115,33 +97,9 @@ def scarcity_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: 
             price = prices[node]
             if price > 0:
                 terms.append((term.var, -price))
-            if scarce.whole_floor:  # a bucket's shapes share their GPU request, so their charge
-                paid = charge(problem, scarce, problem.shapes[term.bucket.shapes[0]], node)
-                if paid > 0:
-                    breaking.append(term.var)
-                    node_charge = paid
-        if breaking:
-            broken = cp.new_bool_var(f"broken[{node}]")
-            v.upper[broken.index] = 1
-            cp.add(sum(breaking) <= sum(v.upper[var.index] for var in breaking) * broken)
-            cp.add_hint(broken, 1 if node in hinted else 0)
-            terms.append((broken, -node_charge))
     if not terms:
         return []
     return [make_level(LEVEL_NAME, terms, upper_of=v.upper, measure=kept)]
-
-
-def _broken(problem: Problem, scarce: scarcity.Scarcity, assignment: Assignment) -> dict[int, int]:
-    """Per node some pod of ``assignment`` breaks (:func:`charge`), the charge (paid once)."""
-    out: dict[int, int] = {}
-    if not scarce.whole_floor:
-        return out
-    for (s, node), k in assignment.shape_slots.items():
-        if k > 0:
-            paid = charge(problem, scarce, problem.shapes[s], node)
-            if paid > 0:
-                out[node] = paid
-    return out
 
 
 def kept(problem: Problem, assignment: Assignment) -> int:
@@ -151,4 +109,4 @@ def kept(problem: Problem, assignment: Assignment) -> int:
         return 0
     return -sum(
         k * int(costs(problem, scarce, problem.shapes[s])[node]) for (s, node), k in assignment.shape_slots.items()
-    ) - sum(_broken(problem, scarce, assignment).values())
+    )

@@ -420,8 +420,6 @@ def _least_fragmenting(measure: ProblemFragmentation, room: Room, shape: Shape) 
                 (cpu, cpu_now),
                 (memory, memory_now or 0),
             )
-            if scarcity.intact(scarce, node, room.whole[node]):  # the first pod on an untouched big node
-                cost = round(cost) + scarce.break_charge(node, shape.gpus, shape.gpus * FULL_GPU_MILLI + share)
         key = (round(cost), round(delta, 6), room.whole[node], node)
         if best is None or key < best:
             best = key

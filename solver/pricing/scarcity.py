@@ -47,21 +47,6 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   the GPUs it leaves without cores or memory). The key is read without the pod's size: a pod
   asking four GPUs of a model whose big nodes are a pool pays that pool's pressure, the same on
   every node it fits, so it changes no choice of node, only a constant of the CP-SAT level.
-- **Big nodes**: a node with more GPUs than some other node of its kind (the same values of the
-  labels confined pods select on, a GPU model) is the only place the kind's pods asking more GPUs
-  fit, and only while it is whole; so is a node of the cluster's biggest size for every pod asking
-  more GPUs than the next size (8-GPU pods of any model, say). The first pod that takes GPU room on
-  such a node while every GPU of it is untouched, and would fit on the smaller nodes, pays on top of
-  its price the room only that node offers (its GPUs above the smaller nodes' size) at a pressure
-  (:meth:`Scarcity.break_charge`; confined pods too): a big node of its kind at its pool's; a node
-  of the biggest size at the pressure of the demand seen for pods asking more than the next size,
-  counted like a pool's need with its margin, on the room of the biggest nodes still whole (none
-  such pods seen, no charge). The kind is known from the node labels before any pod asking that
-  many GPUs is seen, and the charge falls as soon as the node is broken, so within one cycle pods
-  pack onto the small and the already broken nodes first instead of spreading over every big node
-  (a pool's pressure is set once per cycle and cannot see that). Protecting one kind's big nodes
-  alone pushed the work it turned away onto other kinds' whole biggest nodes, which the biggest
-  pods of any model need: both are priced, and no more than the room only they offer.
 
 - **Nodes without GPUs**: when some nodes have GPUs and others none, a pod asking none that may
   run on a node without GPUs pays, on a GPU node, the whole GPU room it strands (rate 1, whatever
@@ -112,12 +97,6 @@ PRIOR_WEIGHT = 0.25
 is spread over the pools in proportion to their size, against the demand seen per pool."""
 
 
-BREAK_CAP = 1
-"""The most a pod pays for breaking a big node (:meth:`Scarcity.break_charge`), in thousandths per
-GPU only that node offers: far below any price gap between pools, so the charge orders nodes of
-equal price (small nodes, then big ones by the room only they offer) and sends no pod to a dearer pool."""
-
-
 def gpu_milli(pod: Pod) -> int:
     """GPU thousandths a pod asks: whole GPUs × 1000, or its share."""
     return pod.gpus * FULL_GPU_MILLI if pod.gpus > 0 else pod.gpu_milli
@@ -157,14 +136,6 @@ class Scarcity:
     """Per eligibility key and whether the pod asks GPUs, :meth:`rate` over every node, made once
     (the greedy asks per pod)."""
     _gpu_nodes_array: NDArray[np.bool_] | None = field(default=None, compare=False, repr=False)
-    whole_floor: tuple[int, ...] = ()
-    """Per node, when it is a big node of its kind (:func:`whole_floors`), the most GPUs of that
-    kind's smaller nodes (a pod asking more needs a big node), else 0; empty: no big node."""
-    node_gpus: tuple[int, ...] = ()
-    """Per node, its GPUs (whether every GPU of it is untouched, :func:`intact`)."""
-    break_value: tuple[int, ...] = ()
-    """Per node with a floor, what breaking it costs in whole thousandths (:func:`break_values`)."""
-    _charges: dict[int, NDArray[np.int64]] = field(default_factory=dict, compare=False, repr=False)
 
     def rates(self, key: EligibilityKey, gpu: bool = True) -> NDArray[np.float64]:
         """:meth:`rate` of ``key`` on every node, as an array."""
@@ -189,29 +160,6 @@ class Scarcity:
             object.__setattr__(self, "_gpu_nodes_array", array)  # a cache on a frozen dataclass
             return array
         return self._gpu_nodes_array
-
-    def break_charge(self, node: int, gpus: int, milli: int) -> int:
-        """What a pod asking ``gpus`` whole GPUs (0: a share) and ``milli`` GPU thousandths pays,
-        in whole thousandths, for being the first to take GPU room on ``node`` while every GPU of it
-        is untouched (the caller checks that): :attr:`break_value`, when the node is among the few
-        that host pods asking more GPUs than :attr:`whole_floor` and the pod would fit on a smaller
-        node (it asks at most the floor). Pods pack onto small or already broken nodes first.
-        Priced for every pod that takes GPUs there, confined to the pool or not."""
-        if not self.whole_floor or milli <= 0:
-            return 0
-        floor = self.whole_floor[node]
-        if floor <= 0 or max(1, gpus) > floor:
-            return 0
-        return self.break_value[node]
-
-    def break_charges(self, gpus: int, milli: int) -> NDArray[np.int64]:
-        """:meth:`break_charge` on every node, as an array, made once per size."""
-        size = max(1, gpus) if milli > 0 else 0
-        kept = self._charges.get(size)
-        if kept is None:
-            kept = np.array([self.break_charge(n, gpus, milli) for n in range(len(self.pool_of))], dtype=np.int64)
-            self._charges[size] = kept
-        return kept
 
     def applies(self, key: EligibilityKey, gpu: bool) -> bool:
         """Whether the greedy orders nodes by price for such a pod: always when there are pools,
@@ -285,64 +233,6 @@ def selected_labels(keys: Iterable[EligibilityKey]) -> tuple[str, ...]:
     labels = {label for key in keys for label, _ in key.node_selector}
     labels |= {req.key for key in keys for term in key.affinity for req in term.match_expressions}
     return tuple(sorted(labels))
-
-
-def whole_floors(nodes: Sequence[Node], pool_of: Sequence[int], labels: Sequence[str]) -> tuple[int, ...]:
-    """Per node, the most GPUs among the pooled nodes of its kind (the same values of ``labels``,
-    the node labels confined pods select on: a GPU model, say) that have fewer GPUs than it, or 0
-    when none has (the node is not a big one of its kind, or has no kind: no label set)."""
-    kinds: dict[tuple[str | None, ...], list[int]] = {}
-    kind_of: list[tuple[str | None, ...] | None] = [None] * len(nodes)
-    for i, node in enumerate(nodes):
-        if pool_of[i] < 0 or not labels:
-            continue
-        values = tuple(node.labels.get(label) for label in labels)
-        if all(value is None for value in values):
-            continue
-        kind_of[i] = values
-        kinds.setdefault(values, []).append(node.gpus)
-    floors = [0] * len(nodes)
-    for i, node in enumerate(nodes):
-        kind = kind_of[i]
-        if kind is not None:
-            floors[i] = max((g for g in kinds[kind] if g < node.gpus), default=0)
-    return tuple(floors)
-
-
-def biggest_floor(nodes: Sequence[Node], pool_of: Sequence[int]) -> tuple[int, int]:
-    """(the most GPUs of a pooled node, the most GPUs of a pooled node with fewer), or (0, 0)
-    when every pooled node has as many: pods asking more than the second fit only on the first."""
-    sizes = sorted({node.gpus for i, node in enumerate(nodes) if pool_of[i] >= 0 and node.gpus > 0})
-    return (sizes[-1], sizes[-2]) if len(sizes) > 1 else (0, 0)
-
-
-def break_values(
-    problem: Problem,
-    pool_of: Sequence[int],
-    pressure: Sequence[float],
-    floors: Sequence[int],
-    big: tuple[int, int],
-    big_pressure: float,
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Per node, (the floor, the charge) of :meth:`Scarcity.break_charge`. A big node of its kind
-    (``floors``) costs its pool's pressure; a node of the cluster's biggest size (``big``: that
-    size and the next below) costs ``big_pressure``, the pressure of the demand seen for pods
-    asking more than the next size on the intact room of such nodes; both on the room only it
-    offers (its GPUs above the floor, not its whole room: the pod's own GPUs could go elsewhere),
-    the larger when both apply."""
-    out_floor = [0] * len(pool_of)
-    out_value = [0] * len(pool_of)
-    for i, node in enumerate(problem.nodes):
-        pool = pool_of[i]
-        if pool < 0:
-            continue
-        floor, rate = floors[i], pressure[pool] if floors[i] > 0 else 0.0
-        if big_pressure > 0 and node.gpus == big[0] and big[1] > 0:
-            floor, rate = max(floor, big[1]), max(rate, big_pressure)
-        if floor > 0 and rate > 0:
-            out_floor[i] = floor
-            out_value[i] = min(BREAK_CAP * (node.gpus - floor), round(rate * (node.gpus - floor) * FULL_GPU_MILLI))
-    return tuple(out_floor), tuple(out_value)
 
 
 def measure(problem: Problem) -> Scarcity | None:
@@ -447,39 +337,7 @@ def measure(problem: Problem) -> Scarcity | None:
     pressure = tuple(
         (min(1.0, kept[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
     )
-    # The cluster's biggest nodes host its pods asking more than the next size, and only while
-    # whole: the demand seen for such pods (any eligibility), as for a pool, on their intact room.
-    big = biggest_floor(nodes, pool_of)
-    big_pressure = 0.0
-    if big[1] > 0:
-        big_keys = [key for key in demand if key[1] > big[1]]
-        big_seen = sum(demand[key] for key in big_keys)
-        if big_seen > 0:
-            big_certain = sum(pending.get(key, 0) for key in big_keys)
-            big_unit = sum(squares[key] for key in big_keys) / big_seen
-            big_kept = big_certain + with_margin(big_seen / total * future, big_unit)
-            intact_room = sum(
-                node.gpus * FULL_GPU_MILLI
-                for i, node in enumerate(nodes)
-                if pool_of[i] >= 0 and node.gpus == big[0] and len(problem.free_gpu_ids[i]) == node.gpus
-            )
-            big_pressure = min(1.0, big_kept / intact_room) if intact_room > 0 else 1.0
-    kinds = whole_floors(nodes, pool_of, selecting)
-    floors, values = break_values(problem, pool_of, pressure, kinds, big, big_pressure)
-    return Scarcity(
-        tuple(pool_of),
-        tuple(members),
-        pressure,
-        index,
-        gpu_mask,
-        cpu,
-        memory,
-        gpu_mask,
-        plain,
-        whole_floor=floors if any(floors) else (),
-        node_gpus=tuple(node.gpus for node in nodes),
-        break_value=values,
-    )
+    return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain)
 
 
 def price(
@@ -499,12 +357,6 @@ def price(
     return rate * room_taken(gpu_asked, free_gpu, cpu, memory)
 
 
-def intact(scarcity: Scarcity, node: int, whole: int) -> bool:
-    """Whether ``node``, with ``whole`` untouched GPUs now, has every GPU untouched (a share takes a
-    whole GPU of its own, so this also says no share is placed there)."""
-    return bool(scarcity.whole_floor) and 0 < scarcity.node_gpus[node] == whole
-
-
 def free_room(whole: int, shared: Iterable[int]) -> int:
     """GPU thousandths free on a node with ``whole`` untouched GPUs and shares holding ``shared``."""
     return whole * FULL_GPU_MILLI + sum(max(0, FULL_GPU_MILLI - used) for used in shared)
@@ -519,13 +371,13 @@ def cheapest_fit(scarcity: Scarcity, room: Room, shape: Shape, allow: Callable[[
     for node in shape.upper:
         if not room.fits(node, shape.request) or (allow is not None and not allow(node)):
             continue
-        cost = scarcity.break_charge(node, shape.gpus, milli) if intact(scarcity, node, room.whole[node]) else 0
+        cost = 0
         if scarcity.rate(node, shape.eligibility, milli > 0) > 0:
             free_gpu = free_room(room.whole[node], room.shared[node].values())
             row = room.free[node]
             cpu = (shape.request[scarcity.cpu], row[scarcity.cpu]) if scarcity.cpu is not None else (0, 0)
             memory = (shape.request[scarcity.memory], row[scarcity.memory]) if scarcity.memory is not None else (0, 0)
-            cost += round(price(scarcity, node, shape.eligibility, milli, free_gpu, cpu, memory))
+            cost = round(price(scarcity, node, shape.eligibility, milli, free_gpu, cpu, memory))
         level = max(0, room.free[node][room.gpu]) if room.gpu is not None else 0
         key = (cost, level, node)
         if best is None or key < best:

@@ -241,7 +241,7 @@ def _search(
         *preference_levels(problem, v),
         *spread_levels(cp, problem, v, buckets),
         *interpod_preference_levels(problem, v, buckets),
-        *scarcity_levels(cp, problem, v, hint),
+        *scarcity_levels(problem, v),
     ]
     if policy.packing_weight > 0:
         levels += packing_levels(cp, problem, v, hint)
