@@ -5,6 +5,7 @@ where admission by fit has work to do and on small ones with overcommitted nodes
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -107,13 +108,24 @@ def test_overcommitted_nodes_admit_alike(snap: Snapshot, monkeypatch: pytest.Mon
 @given(snap=overcommitted_clusters(), order=st.randoms(use_true_random=False))
 def test_free_room_takes_alike(snap: Snapshot, order: random.Random) -> None:
     """Gang after gang, in a random order: the same verdict and the same room left."""
+    _take_in_turn(snap, order)
+
+
+def _take_in_turn(
+    snap: Snapshot, order: random.Random, after_each: Callable[[admission_room.FreeRoom], None] = lambda room: None
+) -> admission_room.FreeRoom:
+    """Every gang but the running one, in ``order``, taken from the indexed room and the scan:
+    the same verdict and the same room left each time; ``after_each`` looks at the indexed room."""
     indexed, scanned = enqueue._FreeRoom(snap), ScanFreeRoom(snap)
+    after_each(indexed)
     gangs = [pods for key, pods in snap.pods_of_group.items() if key != "q/run"]
     order.shuffle(gangs)
     for pods in gangs:
         gang = [p for p in pods if not p.bound]
         assert indexed.take(gang) == scanned.take(gang)
         assert (scanned.free == indexed.free.T).all()
+        after_each(indexed)
+    return indexed
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=SLOW_OK)
@@ -123,28 +135,7 @@ def test_free_room_without_a_packed_rank_takes_alike(
 ) -> None:
     """Room too large to pack GPU and cpu into one rank: the plain narrowing picks the same nodes."""
     monkeypatch.setattr(admission_room, "_SPAN", 1)
-    indexed, scanned = enqueue._FreeRoom(snap), ScanFreeRoom(snap)
-    assert indexed._rank is None
-    gangs = [pods for key, pods in snap.pods_of_group.items() if key != "q/run"]
-    order.shuffle(gangs)
-    for pods in gangs:
-        gang = [p for p in pods if not p.bound]
-        assert indexed.take(gang) == scanned.take(gang)
-        assert (scanned.free == indexed.free.T).all()
-
-
-@settings(max_examples=8, deadline=None, suppress_health_check=SLOW_OK)
-@given(nodes=st.integers(8, 60), jobs=st.integers(20, 120), seed=st.integers(0, 10_000))
-def test_generated_gangs_take_alike(nodes: int, jobs: int, seed: int) -> None:
-    """Every generated gang in turn (many sharing shapes, some refused and given back): the same
-    verdict and the same room left as the scan, pod after pod."""
-    options = GeneratorOptions(nodes=nodes, pending_jobs=jobs, seed=seed, busy_gpu_fraction=0.5)
-    snap = snapshot_from_objects(generate_instance(options)["items"], source="generated")
-    indexed, scanned = enqueue._FreeRoom(snap), ScanFreeRoom(snap)
-    for pods in snap.pods_of_group.values():
-        gang = [p for p in pods if not p.bound]
-        assert indexed.take(gang) == scanned.take(gang)
-        assert (scanned.free == indexed.free.T).all()
+    assert _take_in_turn(snap, order)._rank is None
 
 
 def _order_of(room: admission_room.FreeRoom) -> list[int]:
@@ -169,30 +160,28 @@ def test_sorted_search_takes_alike(
     once; 10,000: never): the same verdicts and room as the scan, and the order stays that of the
     room (a stale entry would make a later pod skip or pick the wrong node)."""
     monkeypatch.setattr(admission_room, "_SCAN", scan)
-    indexed, scanned = enqueue._FreeRoom(snap), ScanFreeRoom(snap)
-    assert indexed._sorted == _order_of(indexed)
-    gangs = [pods for key, pods in snap.pods_of_group.items() if key != "q/run"]
-    order.shuffle(gangs)
-    for pods in gangs:
-        gang = [p for p in pods if not p.bound]
-        assert indexed.take(gang) == scanned.take(gang)
-        assert (scanned.free == indexed.free.T).all()
-        assert indexed._sorted == _order_of(indexed)
+
+    def in_order(room: admission_room.FreeRoom) -> None:
+        assert room._sorted == _order_of(room)
+
+    _take_in_turn(snap, order, in_order)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=SLOW_OK)
+@settings(max_examples=10, deadline=None, suppress_health_check=SLOW_OK)
 @given(
     nodes=st.integers(8, 60),
     jobs=st.integers(20, 120),
     seed=st.integers(0, 10_000),
-    scan=st.sampled_from([0, 10_000]),
+    scan=st.sampled_from([None, 0, 10_000]),
 )
-def test_generated_gangs_sorted_search_takes_alike(
-    nodes: int, jobs: int, seed: int, scan: int, monkeypatch: pytest.MonkeyPatch
+def test_generated_gangs_take_alike(
+    nodes: int, jobs: int, seed: int, scan: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Generated gangs (many GPU levels, cpu remainders and selectors) with the sorted search
-    alone or the argmin alone: each pod lands where the per-node scan puts it."""
-    monkeypatch.setattr(admission_room, "_SCAN", scan)
+    """Every generated gang in turn (many GPU levels, cpu remainders and selectors, many sharing
+    shapes, some refused and given back), with the default search, the sorted search alone or the
+    argmin alone: the same verdict and the same room left as the scan, pod after pod."""
+    if scan is not None:
+        monkeypatch.setattr(admission_room, "_SCAN", scan)
     options = GeneratorOptions(nodes=nodes, pending_jobs=jobs, seed=seed, busy_gpu_fraction=0.5)
     snap = snapshot_from_objects(generate_instance(options)["items"], source="generated")
     indexed, scanned = enqueue._FreeRoom(snap), ScanFreeRoom(snap)

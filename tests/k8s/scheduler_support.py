@@ -21,9 +21,11 @@ import pytest
 from controlplane import ControlPlane, start_control_plane
 from kwokcluster import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE, start_kwok_cluster
 
-from vcsat.adapters.kube.client import NODES, PODGROUPS, PODS, ApiError, Kube
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
+from vcsat.adapters.kube.client import NODES, PODGROUPS, PODS, SCHEDULING_RESOURCES, ApiError, Kube
+from vcsat.adapters.kube.informer import Store
 from vcsat.adapters.live.scheduler import Scheduler
-from vcsat.model import Policy
+from vcsat.model import Policy, Snapshot
 
 BUBBLE_LABEL = "vcsat-test/bubble"
 WAIT_S = 60.0
@@ -182,6 +184,16 @@ class Bubble:
     def get_podgroup(self, name: str) -> dict[str, Any]:
         found: dict[str, Any] = self.kube.get(PODGROUPS.path(self.namespace, name))
         return found
+
+    def listed(self) -> tuple[Store, Snapshot]:
+        """A store filled from one listing of every resource the scheduler reads, and its snapshot
+        for this bubble's scheduler: a cache that hears of nothing after it, as if the watch lagged."""
+        store = Store()
+        for resource in SCHEDULING_RESOURCES:
+            store.replace(resource.kind, self.kube.list(resource)[0])
+        generation, objects = store.snapshot()
+        name = self.scheduler_name
+        return store, snapshot_from_objects(objects, scheduler_name=name, strict=False, generation=generation)
 
     def events(self, involved: str | None = None) -> list[dict[str, Any]]:
         items = self.kube.get(f"/api/v1/namespaces/{self.namespace}/events")["items"]

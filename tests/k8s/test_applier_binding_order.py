@@ -15,10 +15,8 @@ from typing import Any
 
 from scheduler_support import Bubble
 
-from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.kube.applier import Applier
-from vcsat.adapters.kube.client import SCHEDULING_RESOURCES, Kube
-from vcsat.adapters.kube.informer import Store
+from vcsat.adapters.kube.client import Kube
 from vcsat.model import Binding, Decision, PodGroupOutcome, SolverStats
 
 
@@ -48,11 +46,7 @@ def test_bindings_go_out_oldest_first(bubble: Bubble, kube: Kube) -> None:
     ):
         created.append(make())
         time.sleep(1.1)  # creationTimestamp counts whole seconds
-    store = Store()
-    for resource in SCHEDULING_RESOURCES:
-        store.replace(resource.kind, kube.list(resource)[0])
-    generation, objects = store.snapshot()
-    snapshot = snapshot_from_objects(objects, scheduler_name=bubble.scheduler_name, strict=False, generation=generation)
+    store, snapshot = bubble.listed()
     ns = bubble.namespace
     newest_first = [pod for unit in reversed(created) for pod in unit]
     decision = Decision(

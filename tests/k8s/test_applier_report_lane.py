@@ -15,10 +15,8 @@ from typing import Any
 
 from scheduler_support import Bubble, wait_until
 
-from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.kube.applier import Applier
-from vcsat.adapters.kube.client import SCHEDULING_RESOURCES, Kube
-from vcsat.adapters.kube.informer import Store
+from vcsat.adapters.kube.client import Kube
 from vcsat.adapters.kube.report_lane import ReportLane
 from vcsat.model import Binding, Decision, PodGroupOutcome, SolverStats
 
@@ -74,11 +72,7 @@ def test_report_writes_go_one_at_a_time_while_bindings_are_queued(bubble: Bubble
     first_node, second_node = bubble.node("a", cpu="16"), bubble.node("b", cpu="16")
     gangs = {f"g{i}": bubble.gang(f"g{i}", 2, cpu="1") for i in range(3)}
     lone = [bubble.pod(f"lone-{i}", cpu="1")["metadata"]["name"] for i in range(6)]
-    store = Store()
-    for resource in SCHEDULING_RESOURCES:
-        store.replace(resource.kind, kube.list(resource)[0])
-    generation, objects = store.snapshot()
-    snapshot = snapshot_from_objects(objects, scheduler_name=bubble.scheduler_name, strict=False, generation=generation)
+    store, snapshot = bubble.listed()
     ns = bubble.namespace
     stats = SolverStats(status="OPTIMAL")
     first = Decision(

@@ -26,8 +26,8 @@ from scheduler_support import (
 
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.kube.applier import Applier
-from vcsat.adapters.kube.client import PODS, SCHEDULING_RESOURCES, ApiError, Kube
-from vcsat.adapters.kube.informer import Informer, Store
+from vcsat.adapters.kube.client import PODS, ApiError, Kube
+from vcsat.adapters.kube.informer import Informer
 from vcsat.adapters.live.scheduler import Scheduler
 from vcsat.model import Binding, Decision, Eviction, Nomination, SolverStats
 from vcsat.solver import solve
@@ -378,11 +378,7 @@ def test_conflicts_the_server_finds_bind_nothing_twice(bubble: Bubble, kube: Kub
         bubble.pod(name, cpu="1")
     bubble.gang("g", 2, cpu="1")
     # A cache that never hears of what happens next, as if the watch lagged far behind.
-    store = Store()
-    for resource in SCHEDULING_RESOURCES:
-        store.replace(resource.kind, kube.list(resource)[0])
-    generation, objects = store.snapshot()
-    snapshot = snapshot_from_objects(objects, scheduler_name=bubble.scheduler_name, strict=False, generation=generation)
+    store, snapshot = bubble.listed()
     ns = bubble.namespace
     decision = Decision(
         bindings=[Binding(pod=f"{ns}/{name}", node=a) for name in ("gone", "taken", "g-0", "g-1")],
