@@ -32,8 +32,8 @@ runs the greedy warm start, and when that already places every pod that may be p
 decision at once, whole gangs only, through the same checks and applier as any decision, and a
 full cycle follows straight after on what is left. Otherwise the same cycle goes on to the full
 search, reusing the greedy's work. An early cycle is never followed by another early one, and it
-writes nothing about the work it leaves waiting (the full cycle does); it is not dumped, as a
-replay of its instance gives the full decision.
+writes nothing about the work it leaves waiting (the full cycle does). With ``--dump-dir`` no
+cycle binds early: a dump is replayed by the full solve, which must give the decision applied.
 
 **Bounded cycles** (``--cycle-target S``, off by default). Under a stream of new pods, a cycle is
 given at most about ``cap`` waiting pods, whole groups in scheduling-queue order
@@ -207,8 +207,10 @@ class Scheduler:
         self.dump_dir = dump_dir
         self.metrics = metrics
         self.observers = observers
-        self.early_min_pending = early_min_pending
-        """Pending pods from which a loop cycle tries early binding (module docstring); 0: never."""
+        self.early_min_pending = early_min_pending if dump_dir is None else 0
+        """Pending pods from which a loop cycle tries early binding (module docstring); 0: never.
+        Never while cycles are dumped: a dump is replayed by the full solve (``vcsat solve``), which
+        must give the decision that was applied, and an early cycle's is the greedy's."""
         self.cap = CycleCap(cycle_target_s) if cycle_target_s > 0 else None
         """How many waiting pods a cycle is given (module docstring); None: all of them."""
         self._tried: dict[str, int] = {}
@@ -673,7 +675,8 @@ def _last_cycle_number(directory: Path) -> int:
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
     help="Write the instance and decision of each cycle with pods to place here "
-    "(cycle-N.instance.json, cycle-N.decision.json, and the policy.yaml to replay them with).",
+    "(cycle-N.instance.json, cycle-N.decision.json, and the policy.yaml to replay them with). "
+    "Turns early binding off, so that every decision applied is one vcsat solve replays.",
 )
 @daemon_options(lease_name="vcsat-scheduler")
 @click.option(
@@ -693,7 +696,7 @@ def _last_cycle_number(directory: Path) -> int:
     metavar="N",
     help="With at least N pods waiting, bind the greedy warm start's placements before the search "
     "when they already place every pod that can be placed (whole gangs only), then run the full "
-    "cycle at once; 0: never.",
+    "cycle at once; 0: never (and with --dump-dir).",
 )
 @click.option(
     "--cycle-target",
