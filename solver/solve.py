@@ -111,7 +111,8 @@ def warm_start(problem: Problem, first: Assignment) -> WarmStart:
     if not policy.search or within_tolerance(sum(start.values.values()), start.bound, policy.relative_gap):
         return start
     other = greedy_by_gain(problem)
-    if other is None or _lexicographic(problem, other) <= _lexicographic(problem, first):
+    first_levels = (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))
+    if other is None or _lexicographic(problem, other) <= first_levels:
         return start
     return _warm_start(problem, other)
 
