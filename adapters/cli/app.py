@@ -25,7 +25,7 @@ from rich.console import Console
 
 from vcsat import __version__
 from vcsat.adapters.cli.render import render_decision
-from vcsat.adapters.convert.instance_file import read_objects, read_snapshot, read_yaml_mapping
+from vcsat.adapters.convert.instance_file import read_cycle, read_objects, read_snapshot, read_yaml_mapping
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
 from vcsat.model import Decision, Policy, Snapshot
@@ -155,6 +155,12 @@ def main() -> None:
     "the policy's relative_gap; 0 asks for the full search). A greedy decision already within it is "
     "kept without a search (solver.status WITHIN_GAP).",
 )
+@click.option(
+    "--full-search",
+    is_flag=True,
+    help="On the dump of an early cycle (vcsat.io/cycle: early), run the full cycle instead of "
+    "replaying the greedy's sure placements the scheduler bound.",
+)
 def solve_command(
     instance: str | None,
     output: OutputFormat,
@@ -162,6 +168,7 @@ def solve_command(
     policy_file: str | None,
     workers: int | None,
     relative_gap: float | None,
+    full_search: bool,
 ) -> None:
     """Solve one scheduling cycle on INSTANCE, a dumped cluster (kubectl get ... -o yaml).
 
@@ -173,12 +180,14 @@ def solve_command(
     from vcsat.solver import check, solve
 
     started = time.monotonic()  # the time limit covers reading the file too
-    snapshot = load_instance(instance, scheduler_name=policy.scheduler_name)
+    snapshot, early = load_cycle(instance, scheduler_name=policy.scheduler_name)
     for notice in snapshot.notices:
         # What a cluster dump's lenient reading tolerated: said as the live scheduler logs it.
         click.echo(f"vcsat: warning: {one_line(str(notice))}", err=True)
 
-    decision = solve(snapshot, policy, started=started)
+    decision = replay_early(snapshot, policy, started) if early and not full_search else None
+    if decision is None:
+        decision = solve(snapshot, policy, started=started)
     violations = check(snapshot, decision, policy)
     if violations:
         click.echo(
@@ -219,6 +228,30 @@ def _is_volcano_conf(data: dict[str, Any]) -> bool:
         return True
     payload = data.get("data")
     return data.get("kind") == "ConfigMap" and isinstance(payload, dict) and "volcano-scheduler.conf" in payload
+
+
+def replay_early(snapshot: Snapshot, policy: Policy, started: float) -> Decision | None:
+    """An early cycle's decision, as the live scheduler took it: the greedy's sure placements.
+    None (said on stderr) when they are not sure on this snapshot and policy, e.g. an edited dump
+    or another policy: the full cycle decides then, as the scheduler would have."""
+    from vcsat.solver.sure import prepare, sure_decision
+
+    sure = sure_decision(prepare(snapshot, policy), started=started)
+    if sure is None or not sure.bindings:
+        click.echo(
+            "vcsat: warning: the dump is of an early cycle, but the greedy places no sure work here; "
+            "solving the full cycle",
+            err=True,
+        )
+        return None
+    return sure
+
+
+def load_cycle(path: str | None, *, scheduler_name: str) -> tuple[Snapshot, bool]:
+    """:func:`load_instance`, and whether the file is an early cycle's dump."""
+    if path is not None:
+        return read_cycle(path, scheduler_name=scheduler_name)
+    return load_instance(None, scheduler_name=scheduler_name), False
 
 
 def load_instance(path: str | None, *, scheduler_name: str) -> Snapshot:

@@ -24,6 +24,11 @@ CLUSTER_DUMP_ANNOTATION = "vcsat.io/cluster-dump"
 read as the live scheduler reads the cluster, dangling references (a PodGroup naming a deleted
 PriorityClass, a pod of a missing PodGroup) tolerated as the scheduler tolerates them, so that
 ``vcsat solve`` replays the very decision the scheduler took. Any other file is read strictly."""
+CYCLE_ANNOTATION = "vcsat.io/cycle"
+"""On a dumped cycle's instance List: ``"early"`` when the live scheduler bound the greedy's sure
+placements on it without a search (``--early-bind-min-pending``), so that ``vcsat solve`` replays
+that kind of cycle; absent (or ``"full"``) for a full cycle."""
+CYCLE_KINDS = ("full", "early")
 INQUEUED_CONDITION = "Inqueued"
 """PodGroup ``status.conditions`` type vcsat writes while the group is Inqueue (status ``True``)."""
 INQUEUED_REASON = "Admitted"

@@ -21,18 +21,28 @@ from typing import Any
 import click
 import yaml
 
-from vcsat.adapters.convert.clock import CLUSTER_DUMP_ANNOTATION, NOW_ANNOTATION, format_clock, wall_clock
+from vcsat.adapters.convert.clock import (
+    CLUSTER_DUMP_ANNOTATION,
+    CYCLE_ANNOTATION,
+    NOW_ANNOTATION,
+    format_clock,
+    wall_clock,
+)
 from vcsat.adapters.kube.client import SCHEDULING_RESOURCES, ApiError, Kube
 
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def instance_document(objects: Iterable[Mapping[str, Any]], *, now: float | None = None) -> dict[str, Any]:
+def instance_document(
+    objects: Iterable[Mapping[str, Any]], *, now: float | None = None, early: bool = False
+) -> dict[str, Any]:
     """The v1 List kubectl prints for these objects, marked as a cluster dump; ``now``, the cycle's
-    clock, as its annotation."""
+    clock, and ``early`` (the cycle bound the greedy's sure placements), as its annotations."""
     annotations = {CLUSTER_DUMP_ANNOTATION: "true"}
     if now is not None:
         annotations[NOW_ANNOTATION] = format_clock(now)
+    if early:
+        annotations[CYCLE_ANNOTATION] = "early"
     metadata: dict[str, Any] = {"resourceVersion": "", "annotations": annotations}
     return {"apiVersion": "v1", "kind": "List", "metadata": metadata, "items": list(objects)}
 

@@ -17,7 +17,13 @@ from typing import Any
 import orjson
 import yaml
 
-from vcsat.adapters.convert.clock import CLUSTER_DUMP_ANNOTATION, NOW_ANNOTATION, parse_clock
+from vcsat.adapters.convert.clock import (
+    CLUSTER_DUMP_ANNOTATION,
+    CYCLE_ANNOTATION,
+    CYCLE_KINDS,
+    NOW_ANNOTATION,
+    parse_clock,
+)
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
 from vcsat.model import Snapshot
@@ -27,11 +33,16 @@ _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_objects(
-    path: str | Path, *, clock: list[float | None] | None = None, dumps: list[bool] | None = None
+    path: str | Path,
+    *,
+    clock: list[float | None] | None = None,
+    dumps: list[bool] | None = None,
+    cycles: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The Kubernetes objects in the file, in file order, each with a ``kind`` and ``apiVersion``.
     ``clock``: receives the clock of each top-level List that records one (``vcsat.io/now``);
-    ``dumps``: whether each top-level document is a List marked as a cluster dump."""
+    ``dumps``: whether each top-level document is a List marked as a cluster dump; ``cycles``: the
+    kind of cycle each top-level document records (``vcsat.io/cycle``; ``"full"`` without one)."""
     source = str(path)
     data = _read_bytes(Path(path), source)
     document = _fast_json(data, Path(path).suffix.lower() == ".json")
@@ -55,6 +66,8 @@ def read_objects(
             clock.append(_list_clock(document, doc, source))
         if dumps is not None:
             dumps.append(_is_cluster_dump(document))
+        if cycles is not None:
+            cycles.append(_list_cycle(document, doc, source))
         objects.extend(_objects_of(document, doc, source))
     return objects
 
@@ -63,6 +76,12 @@ def read_snapshot(path: str | Path, *, scheduler_name: str = "vcsat") -> Snapsho
     """The snapshot of an instance file; dangling references in it are errors (strict), except in a
     cluster dump (``vcsat.io/cluster-dump``), read as the live scheduler reads the cluster. Its clock
     (``Snapshot.now``) is the List's ``vcsat.io/now`` annotation, as the scheduler's dumps carry it."""
+    return read_cycle(path, scheduler_name=scheduler_name)[0]
+
+
+def read_cycle(path: str | Path, *, scheduler_name: str = "vcsat") -> tuple[Snapshot, bool]:
+    """:func:`read_snapshot`, and whether the file is the dump of an early cycle (``vcsat.io/cycle:
+    early``: the scheduler bound the greedy's sure placements on it), which a replay repeats."""
     from vcsat.solver.pauses import no_gc_pauses  # here: the solver package loads OR-Tools
 
     # The parsed file is a large tree of fresh containers: the cyclic collector would walk it again
@@ -70,11 +89,15 @@ def read_snapshot(path: str | Path, *, scheduler_name: str = "vcsat") -> Snapsho
     with no_gc_pauses():
         clock: list[float | None] = []
         dumps: list[bool] = []
-        objects = read_objects(path, clock=clock, dumps=dumps)
+        cycles: list[str] = []
+        objects = read_objects(path, clock=clock, dumps=dumps, cycles=cycles)
         now = next((moment for moment in clock if moment is not None), None)
         # A cluster dump is read as the live scheduler read the cluster, so the replay decides alike.
         strict = not (dumps and all(dumps))
-        return snapshot_from_objects(objects, scheduler_name=scheduler_name, source=str(path), strict=strict, now=now)
+        snapshot = snapshot_from_objects(
+            objects, scheduler_name=scheduler_name, source=str(path), strict=strict, now=now
+        )
+        return snapshot, "early" in cycles
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
@@ -181,6 +204,25 @@ def _list_clock(document: Any, doc: str, source: str) -> float | None:
         raise InputError(
             str(error), source=source, obj="List", field=_field(doc, f'metadata.annotations["{NOW_ANNOTATION}"]')
         ) from None
+
+
+def _list_cycle(document: Any, doc: str, source: str) -> str:
+    """A List's ``metadata.annotations["vcsat.io/cycle"]`` (``"full"`` without one)."""
+    if not isinstance(document, Mapping) or document.get("kind") != "List":
+        return "full"
+    metadata = document.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    if not isinstance(annotations, Mapping) or annotations.get(CYCLE_ANNOTATION) is None:
+        return "full"
+    kind = annotations[CYCLE_ANNOTATION]
+    if kind not in CYCLE_KINDS:
+        raise InputError(
+            f"must be one of {', '.join(repr(k) for k in CYCLE_KINDS)}, not {_describe(kind)}",
+            source=source,
+            obj="List",
+            field=_field(doc, f'metadata.annotations["{CYCLE_ANNOTATION}"]'),
+        )
+    return str(kind)
 
 
 def _objects_of(document: Any, doc: str, source: str, path: str = "") -> Iterator[dict[str, Any]]:

@@ -32,8 +32,8 @@ runs the greedy warm start, and when that already places every pod that may be p
 decision at once, whole gangs only, through the same checks and applier as any decision, and a
 full cycle follows straight after on what is left. Otherwise the same cycle goes on to the full
 search, reusing the greedy's work. An early cycle is never followed by another early one, and it
-writes nothing about the work it leaves waiting (the full cycle does). With ``--dump-dir`` no
-cycle binds early: a dump is replayed by the full solve, which must give the decision applied.
+writes nothing about the work it leaves waiting (the full cycle does). With ``--dump-dir`` its
+dump is marked early (``vcsat.io/cycle``), so ``vcsat solve`` replays it as the early cycle it was.
 
 **Bounded cycles** (``--cycle-target S``, off by default). Under a stream of new pods, a cycle is
 given at most about ``cap`` waiting pods, whole groups in scheduling-queue order
@@ -207,10 +207,10 @@ class Scheduler:
         self.dump_dir = dump_dir
         self.metrics = metrics
         self.observers = observers
-        self.early_min_pending = early_min_pending if dump_dir is None else 0
+        self.early_min_pending = early_min_pending
         """Pending pods from which a loop cycle tries early binding (module docstring); 0: never.
-        Never while cycles are dumped: a dump is replayed by the full solve (``vcsat solve``), which
-        must give the decision that was applied, and an early cycle's is the greedy's."""
+        An early cycle's dump says so (``vcsat.io/cycle: early``), and ``vcsat solve`` replays it as
+        an early cycle: the greedy's sure placements, the decision that was applied."""
         self.cap = CycleCap(cycle_target_s) if cycle_target_s > 0 else None
         """How many waiting pods a cycle is given (module docstring); None: all of them."""
         self._tried: dict[str, int] = {}
@@ -473,8 +473,8 @@ class Scheduler:
                     rate = arrived(last[1], given.waiting) / max(started - last[0], 1e-3) if last else 0.0
                     cap.observe(given.given_pods, time.monotonic() - started, rate)
             pending = waiting > 0
-            if self.dump_dir is not None and sure is None and (pending or decision.evictions or decision.nominations):
-                self._dump(number, objects, decision, snapshot.now)
+            if self.dump_dir is not None and (pending or decision.evictions or decision.nominations):
+                self._dump(number, objects, decision, snapshot.now, early=sure is not None)
             applying = None
             if violations:
                 log.error(
@@ -559,13 +559,21 @@ class Scheduler:
                 )
         self._noticed = now
 
-    def _dump(self, number: int, objects: list[dict[str, Any]], decision: Decision, now: float | None = None) -> None:
+    def _dump(
+        self,
+        number: int,
+        objects: list[dict[str, Any]],
+        decision: Decision,
+        now: float | None = None,
+        early: bool = False,
+    ) -> None:
         assert self.dump_dir is not None
         stem = self.dump_dir / f"cycle-{number:06d}"
         instance = stem.with_name(stem.name + ".instance.json")
         decision_file = stem.with_name(stem.name + ".decision.json")
         temporary = instance.with_name(instance.name + ".tmp")
-        temporary.write_text(json.dumps(instance_document(objects, now=now), separators=(",", ":")), encoding="utf-8")
+        document = instance_document(objects, now=now, early=early)
+        temporary.write_text(json.dumps(document, separators=(",", ":")), encoding="utf-8")
         temporary.replace(instance)
         decision_file.write_text(decision.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
@@ -696,7 +704,8 @@ def _last_cycle_number(directory: Path) -> int:
     metavar="N",
     help="With at least N pods waiting, bind the greedy warm start's placements before the search "
     "when they already place every pod that can be placed (whole gangs only), then run the full "
-    "cycle at once; 0: never (and with --dump-dir).",
+    "cycle at once; 0: never. With --dump-dir such a cycle's dump is marked early and vcsat solve "
+    "replays it so.",
 )
 @click.option(
     "--cycle-target",

@@ -90,6 +90,58 @@ def _without_seconds(decision: dict[str, Any]) -> dict[str, Any]:
     return {**decision, "solver": {k: v for k, v in decision["solver"].items() if k != "seconds"}}
 
 
+def test_early_cycles_are_dumped_marked_and_replayed_as_they_bound(
+    private_plane: ControlPlane, bubble: Bubble, tmp_path: Path
+) -> None:
+    """With room for everything the scheduler binds early, and dumping does not turn that off:
+    the early cycle's dump says so and ``vcsat solve`` replays the decision it bound."""
+    bubble.node("roomy", cpu="8")
+    pods = [*bubble.gang("all-fit", 3, cpu="1"), "alone"]
+    bubble.pod("alone", cpu="1")
+    dumps = tmp_path / "dumps"
+    log = tmp_path / "scheduler.log"
+    args = [
+        "scheduler",
+        f"--kubeconfig={private_plane.kubeconfig}",
+        f"--scheduler-name={bubble.scheduler_name}",
+        "--no-leader-elect",
+        f"--dump-dir={dumps}",
+        f"--metrics-port={free_port()}",
+        "--period=0.5",
+        "--time-limit=5",
+        "--log-format=json",
+    ]
+    with vcsat_process(*args, log=log) as process:
+        wait_until(
+            lambda: all(bubble.placement()[p] for p in pods) or process.poll() is not None,
+            "the scheduler process binds every pod",
+        )
+        assert process.poll() is None, log.read_text()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(STOP_S) == 0, log.read_text()
+
+    early_cycles = [line["cycle"] for line in _log_lines(log) if line.get("msg") == "cycle" and line.get("early")]
+    assert early_cycles, "the cycle that bound was an early one"
+    early_dumps = []
+    for instance in sorted(dumps.glob("cycle-*.instance.json")):
+        annotations = json.loads(instance.read_text())["metadata"]["annotations"]
+        if annotations.get("vcsat.io/cycle") == "early":
+            early_dumps.append(instance)
+    assert len(early_dumps) == len(early_cycles)
+    for instance in early_dumps:
+        live = json.loads(instance.with_name(instance.name.replace(".instance.json", ".decision.json")).read_text())
+        replay = subprocess.run(
+            [*VCSAT, "solve", str(instance), "--policy", str(dumps / "policy.yaml"), "--output", "json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert replay.returncode == 0, replay.stderr
+        assert _without_seconds(json.loads(replay.stdout)) == _without_seconds(live), instance.name
+        assert live["solver"]["status"] == "FALLBACK" and live["bindings"]
+
+
 def test_scheduler_command_dumps_cycles_that_vcsat_solve_replays_to_the_same_decision(
     private_plane: ControlPlane, bubble: Bubble, tmp_path: Path
 ) -> None:
