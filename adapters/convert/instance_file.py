@@ -74,7 +74,13 @@ def read_snapshot(path: str | Path, *, scheduler_name: str = "vcsat") -> Snapsho
         now = next((moment for moment in clock if moment is not None), None)
         # A cluster dump is read as the live scheduler read the cluster, so the replay decides alike.
         strict = not (dumps and all(dumps))
-        return snapshot_from_objects(objects, scheduler_name=scheduler_name, source=str(path), strict=strict, now=now)
+        snapshot = snapshot_from_objects(
+            objects, scheduler_name=scheduler_name, source=str(path), strict=strict, now=now
+        )
+        # Freed while the collector is paused: put back first, its first pass would walk the whole
+        # tree once more (everything made while it was paused is in its youngest generation).
+        del objects
+    return snapshot
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
