@@ -152,15 +152,16 @@ def _group_gone(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 CASES = {
-    # change: (objects after it, pods whose converted value is reused). p1, a bound GPU pod
-    # without vcsat.io/gpu-ids, is reused too, but its indices are resolved again: a new copy.
-    "relist": (_relisted, {"ns/p0", "ns/p2"}),
-    "assumed-binding": (_assumed, {"ns/p2"}),
-    "unversioned-copies": (_unversioned, set()),
+    # change: (objects after it, pods that are last call's very objects). A pod is converted again
+    # when it or what its conversion reads changed, and kept when the value comes out the same
+    # (p1, a bound GPU pod without vcsat.io/gpu-ids, takes the same indices: the same copy).
+    "relist": (_relisted, {"ns/p0", "ns/p1", "ns/p2"}),
+    "assumed-binding": (_assumed, {"ns/p1", "ns/p2"}),
+    "unversioned-copies": (_unversioned, {"ns/p0", "ns/p1"}),
     "priority-class-changed": (_class_changed, set()),
-    "queue-deleted": (_queue_gone, {"ns/p0", "ns/p2"}),
+    "queue-deleted": (_queue_gone, {"ns/p0", "ns/p1", "ns/p2"}),
     "node-deleted": (_node_gone, {"ns/p0", "ns/p2"}),
-    "podgroup-deleted": (_group_gone, {"ns/p2"}),
+    "podgroup-deleted": (_group_gone, {"ns/p0", "ns/p1", "ns/p2"}),
 }
 
 

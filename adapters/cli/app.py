@@ -24,6 +24,7 @@ import yaml
 from rich.console import Console
 
 from vcsat import __version__
+from vcsat.adapters.cli import one_shot
 from vcsat.adapters.cli.render import render_decision
 from vcsat.adapters.convert.instance_file import read_cycle, read_objects, read_snapshot, read_yaml_mapping
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
@@ -75,6 +76,8 @@ class VcsatGroup(click.Group):
     ) -> Any:
         if extra.pop("standalone_mode", True) is False:
             return super().main(args, prog_name, standalone_mode=False, **extra)
+        if args is None:  # the console script: the command line is the process's own
+            one_shot.mark_process()
         try:
             result = super().main(args, prog_name or "vcsat", standalone_mode=False, **extra)
         except _NO_ARGS_IS_HELP as error:  # a bare "vcsat": the help, then the usage status
@@ -175,6 +178,7 @@ def solve_command(
     Without INSTANCE it solves a small built-in demo cluster.
     """
     policy = load_policy(policy_file, time_limit_s=time_limit, num_workers=workers, relative_gap=relative_gap)
+    one_shot.collector_off()  # nothing this command makes outlives it (see one_shot)
     # Before the clock: loading OR-Tools takes seconds of wall time on a busy machine, which the
     # search's budget must not lose (the decision would then depend on the load).
     from vcsat.solver import check, solve
@@ -198,6 +202,7 @@ def solve_command(
             click.echo(f"  {one_line(str(violation))}", err=True)
         click.get_current_context().exit(1)
     emit_decision(decision, snapshot, output)
+    one_shot.leave(0)  # the process ends here, its heap not torn down object by object
 
 
 def load_policy(path: str | None, **overrides: Any) -> Policy:

@@ -97,7 +97,10 @@ def read_cycle(path: str | Path, *, scheduler_name: str = "vcsat") -> tuple[Snap
         snapshot = snapshot_from_objects(
             objects, scheduler_name=scheduler_name, source=str(path), strict=strict, now=now
         )
-        return snapshot, "early" in cycles
+        # Freed while the collector is paused: put back first, its first pass would walk the whole
+        # tree once more (everything made while it was paused is in its youngest generation).
+        del objects
+    return snapshot, "early" in cycles
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:

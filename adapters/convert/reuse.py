@@ -22,8 +22,17 @@ What a conversion reads besides the object (its *context*, compared as well):
 - a PodGroup: the priority classes (its priority) and the queues' names (a missing queue);
 - a pod: the priority classes, whether its PodGroup exists (a missing one is an error in a file)
   and whether its node exists (a pod on a node that is gone is left out). GPU indices of bound
-  pods without ``vcsat.io/gpu-ids`` are resolved after the reuse, over all pods, every time;
+  pods without ``vcsat.io/gpu-ids`` are resolved after the reuse, over all pods, every time (a
+  copy equal to last call's is last call's);
 - the check of the HyperNodes against the nodes: the very same HyperNode and Node values.
+
+A changed object is converted again, and when the new value equals the last one field by field
+(the change was to something no reader reads: a status written by the scheduler itself, a count, a
+condition's message, a node's heartbeat, ``resourceVersion`` alone), the last value is kept: the
+very same model object, so that what the solver keys on object identity (admission's sums, each
+node's room, the pricing's tallies) is reused as after any steady cycle. Equal values make the
+same snapshot, so this never changes a decision. Whoever acts on what the model does not hold (the
+status writes read the store's object) must compare that object, not the model's identity.
 
 Memory stays bounded: a complete call forgets every object it did not see, so deleted objects
 are forgotten at the next cycle.
@@ -74,6 +83,8 @@ class ConversionMemo:
         kept alive, its id its own."""
         self.topology: tuple[Sequence[Any], Sequence[Any], Any] | None = None
         """(HyperNodes, nodes, outcome) of the last check of the HyperNodes against the nodes."""
+        self.copies: dict[str, Any] = {}
+        """Last call's copies made after the reuse (:meth:`same_copies`), by key."""
         self.contexts: dict[Any, Any] = {}
         """The contexts of the last call, each kept as one object (:meth:`context`)."""
         self._contexts_next: dict[Any, Any] = {}
@@ -93,6 +104,10 @@ class ConversionMemo:
             value = last.memo_value
         else:
             value = make(*args)
+            if last is not None and same_value(last.memo_value, value):
+                # A change to what the conversion does not read (a status write, a heartbeat, a new
+                # version only): the very same value, so what is keyed on it downstream is kept.
+                value = last.memo_value
         self.values[key] = obj
         obj.memo_context = context
         obj.memo_value = value
@@ -133,6 +148,26 @@ class ConversionMemo:
         outcome = check()
         self.topology = (tuple(hypernodes), tuple(nodes), outcome)
         return outcome
+
+    def same_copies(self, values: list[_T], copies: list[_T]) -> list[_T]:
+        """``copies`` (``values`` with some replaced by a copy, such as a pod given the GPU indices it
+        holds), each copy equal to last call's copy of its key being last call's very copy."""
+        if copies is values:
+            self.copies = {}
+            return copies
+        last = self.copies
+        kept: dict[str, Any] = {}
+        out: list[_T] = []
+        for value, copied in zip(values, copies, strict=True):
+            if copied is not value:
+                key = copied.key  # type: ignore[attr-defined]
+                before = last.get(key)
+                if before is not None and same_value(before, copied):
+                    copied = before
+                kept[key] = copied
+            out.append(copied)
+        self.copies = kept
+        return out
 
     def keep(self) -> None:
         """At the end of a complete call: what this call did not see is forgotten."""
@@ -175,6 +210,26 @@ def same_object(before: Mapping[str, Any], now: Mapping[str, Any]) -> bool:
     old_node = old_spec.get("nodeName") if isinstance(old_spec, MAPPING_TYPES) else None
     new_node = new_spec.get("nodeName") if isinstance(new_spec, MAPPING_TYPES) else None
     return bool(old_node == new_node)
+
+
+def same_value(before: Any, now: Any) -> bool:
+    """Whether two conversions of one object are the same value: every model field equal, of the
+    same type at the top (``1`` and ``1.0`` print differently), so that the last one may stand for
+    the new one and a snapshot made with it prints as a fresh conversion does."""
+    if before is now:
+        return True
+    kind = type(now)
+    if type(before) is not kind:
+        return False
+    fields = getattr(kind, "__pydantic_fields__", None)
+    if fields is None:
+        return False  # no model value (nothing the readers make): never stood for another
+    old_values, new_values = before.__dict__, now.__dict__
+    for name in fields:
+        old, new = old_values.get(name, UNSET), new_values.get(name, UNSET)
+        if old is not new and (type(old) is not type(new) or old != new):
+            return False
+    return True
 
 
 def _same_items(before: Sequence[Any], now: Sequence[Any]) -> bool:

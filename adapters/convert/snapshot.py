@@ -162,7 +162,10 @@ class _SnapshotConverter(Conversion):
         csi_drivers = self._storage(by_kind["CSIDriver"], storage.csi_driver)
         capacities = self._storage(by_kind["CSIStorageCapacity"], storage.storage_capacity)
         budgets = self._storage(by_kind["PodDisruptionBudget"], storage.disruption_budget)
-        placed = resolve_gpu_ids([pod for pod in pods if pod is not None], nodes, self)
+        kept = [pod for pod in pods if pod is not None]
+        placed = resolve_gpu_ids(kept, nodes, self)
+        if memo is not None:
+            placed = memo.same_copies(kept, placed)
         hypernodes = [
             self.reuse(obj, (), read_hypernode, self, obj) for _, obj in sorted(by_kind["HyperNode"].items())
         ]

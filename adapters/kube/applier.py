@@ -58,8 +58,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from vcsat.adapters.kube.apply_state import COMPONENT, REPORT_WORKERS, ApplyReport, ConditionWrite, log
 from vcsat.adapters.kube.binding import Bindings
@@ -105,7 +106,7 @@ class Applier(Bindings, Evictions, StatusWrites):
         """Per involved object's uid, per reason: the Event written for it."""
         self._events_lock = threading.Lock()
         self._status_written_at: dict[str, float] = {}
-        self._quiet: dict[str, tuple[PodGroup, tuple[Pod, ...]]] = {}
+        self._quiet: dict[str, tuple[PodGroup, tuple[Pod, ...], Mapping[str, Any]]] = {}
         self._waiting_seen: dict[str, dict[str, int]] = {}
         """Per PodGroup (or lone pod) uid, per reason: cycles it was seen waiting for it."""
         self._unplaced_seen: set[str] = set()

@@ -54,11 +54,13 @@ class StatusWrites(EventWriter):
     """PodGroup status and the PodScheduled condition of unplaced pods, written only when due."""
 
     _status_written_at: dict[str, float]
-    _quiet: dict[str, tuple[PodGroup, tuple[Pod, ...]]]
+    _quiet: dict[str, tuple[PodGroup, tuple[Pod, ...], Mapping[str, Any]]]
     """Per PodGroup that no decision spoke of and that showed the status it should when last
-    looked at: the group and its pods then. While they are the very same objects (the converter
-    keeps an unchanged object's model), it still does, and nothing is written for it: a cycle
-    then looks again only at the groups whose objects changed, not at every group."""
+    looked at: the group, its pods and the PodGroup object of the store then. While they are the
+    very same objects (the converter keeps the model of an object whose change it does not read,
+    so the store's object is compared too: its status is what is written), it still does, and
+    nothing is written for it: a cycle then looks again only at the groups whose objects changed,
+    not at every group."""
     statuses: StatusWriter
     _unplaced_seen: set[str]
     """Uids of pods some cycle left unplaced (the first time writes nothing)."""
@@ -90,7 +92,11 @@ class StatusWrites(EventWriter):
             outcome = outcomes.get(group.key)
             if outcome is None and (bound_only or not any(pod.managed for pod in pods)):
                 continue  # not ours: another scheduler's group
-            if outcome is None and group.key not in gangs and _unchanged(quiet.get(group.key), group, pods):
+            if (
+                outcome is None
+                and group.key not in gangs
+                and _unchanged(quiet.get(group.key), group, pods, self.store.get("PodGroup", group.key))
+            ):
                 continue  # it showed its status when last looked at, and nothing it reads changed since
             # An admission to Inqueue never waits for the bindings: a Job controller waits for it.
             admission = outcome is not None and outcome.phase == "Inqueue"
@@ -246,7 +252,7 @@ class StatusWrites(EventWriter):
                 report.follow_up("retry", time.monotonic())
         done.extend(self._group_events(PODGROUPS, current, group.key, outcome, gang, report))
         if outcome is None and gang is None and not done and _settled(current.get("status") or {}, status):
-            self._quiet[group.key] = (group, pods)
+            self._quiet[group.key] = (group, pods, current)
         else:
             self._quiet.pop(group.key, None)
         return done
@@ -311,10 +317,16 @@ class StatusWrites(EventWriter):
         return False
 
 
-def _unchanged(entry: tuple[PodGroup, tuple[Pod, ...]] | None, group: PodGroup, pods: tuple[Pod, ...]) -> bool:
+def _unchanged(
+    entry: tuple[PodGroup, tuple[Pod, ...], Mapping[str, Any]] | None,
+    group: PodGroup,
+    pods: tuple[Pod, ...],
+    current: Mapping[str, Any] | None,
+) -> bool:
     return (
         entry is not None
         and entry[0] is group
+        and entry[2] is current
         and len(entry[1]) == len(pods)
         and all(a is b for a, b in zip(entry[1], pods, strict=True))
     )

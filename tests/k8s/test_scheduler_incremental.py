@@ -1,7 +1,9 @@
 """The live scheduler's cycles reuse what did not change (the converter's models, the node side of
 the problem, the PodGroups whose status is settled); against the real API server, a cycle after a
 node changed and a bound pod was deleted still decides exactly as a fresh conversion and build of
-the same objects, and a settled PodGroup whose pod then runs still gets its status written.
+the same objects, and a settled PodGroup whose pod then runs, or whose status someone else
+overwrites (the converter keeps its model: nothing the solver reads changed), still gets its status
+written.
 
 Cycles are run one by one (``run_cycle``), not by the loop, so each sees a known state.
 """
@@ -13,7 +15,7 @@ from typing import Any
 from scheduler_support import Bubble, wait_cached, wait_until
 
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
-from vcsat.adapters.kube.client import NODES, PODS
+from vcsat.adapters.kube.client import NODES, PODGROUPS, PODS
 from vcsat.adapters.live.scheduler import Scheduler
 from vcsat.model import Decision
 from vcsat.solver import node_side, solve
@@ -102,5 +104,41 @@ def test_a_settled_podgroup_still_gets_its_status_when_its_pod_starts_running(bu
         )
         scheduler.run_cycle(wait=True)
         assert bubble.get_podgroup("job")["status"].get("running") == 1
+    finally:
+        scheduler.close()
+
+
+def test_a_settled_podgroup_whose_status_is_overwritten_gets_it_written_again(bubble: Bubble) -> None:
+    bubble.node("n", cpu="8")
+    pods = bubble.gang("job", 2)
+    scheduler = Scheduler(bubble.kube, policy=bubble.policy(time_limit_s=5.0, search=False))
+    scheduler.start()
+    try:
+        wait_cached(scheduler, bubble.namespace, pods=pods, podgroups=["job"])
+        scheduler.run_cycle(wait=True)
+        key = f"{bubble.namespace}/job"
+        wait_until(
+            lambda: (scheduler.store.get("PodGroup", key) or {}).get("status", {}).get("phase") == "Running",
+            "the cache shows the group Running",
+        )
+        scheduler.run_cycle(wait=True)
+        scheduler.run_cycle(wait=True)
+        assert key in scheduler.applier._quiet, "a settled group is not looked at again while unchanged"
+        group = scheduler.last.snapshot.podgroup_by_key[key] if scheduler.last is not None else None
+
+        # Someone else writes counts and conditions no reader converts: the model stays the same object.
+        overwritten = {"phase": "Running", "running": 7, "conditions": []}
+        scheduler.applier.statuses.patch_status(PODGROUPS, bubble.namespace, "job", overwritten)
+        wait_until(
+            lambda: (scheduler.store.get("PodGroup", key) or {}).get("status", {}).get("running") == 7,
+            "the cache shows the overwritten status",
+        )
+        scheduler.run_cycle(wait=True)
+        assert scheduler.last is not None and scheduler.last.snapshot.podgroup_by_key[key] is group
+        wait_until(
+            lambda: [c.get("type") for c in bubble.get_podgroup("job")["status"].get("conditions") or ()]
+            == ["Scheduled"],
+            "the scheduler writes its status again",
+        )
     finally:
         scheduler.close()
