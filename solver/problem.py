@@ -12,7 +12,7 @@ baseline, the CP-SAT model, the decode and the explanations all read one structu
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -375,6 +375,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     tainted = any_prefer_no_schedule(nodes)
     eligible_cache: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
     preference_cache: dict[tuple[predicates.EligibilityKey, PreferenceKey], dict[int, int]] = {}
+    fit_cache: dict[tuple[tuple[int, ...], predicates.EligibilityKey], tuple[dict[int, int], tuple[int, ...]]] = {}
     node_index = predicates.node_index(nodes)
     free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
     blocked: dict[int, Blocked] = {}
@@ -442,6 +443,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 if eligible is None:
                     eligible = _mask_array(node_index, node_index.mask(elig_key))
                     eligible_cache[elig_key] = eligible
+                refused: Mapping[int, str] = {}
                 if own is not None:
                     # Bound pods' terms and ports are static: they narrow the class's nodes.
                     refused = iso.refused(class_pods[0])
@@ -449,7 +451,15 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         eligible = eligible.copy()
                         eligible[list(refused)] = False
                     isolated.add(own)
-                upper = _fit_counts(request, free_array, eligible)
+                fitting = fit_cache.get((request, elig_key)) if not refused else None
+                if fitting is None:
+                    upper = _fit_counts(request, free_array, eligible)
+                    fitting = (upper, tuple(sorted(upper)))
+                    if not refused:
+                        # Shapes of one request and eligibility (isolated classes with no node
+                        # refused among them) have the same counts: one map, never changed, shared.
+                        fit_cache[(request, elig_key)] = fitting
+                upper, fit_nodes = fitting
                 preference = {}
                 if pref_key is not None:
                     scores = preference_cache.get((elig_key, pref_key))
@@ -464,7 +474,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         index=shape_index,
                         request=request,
                         gpus=class_pods[0].gpus,
-                        nodes=tuple(sorted(upper)),
+                        nodes=fit_nodes,
                         upper=upper,
                         eligibility=elig_key,
                         preference=preference,

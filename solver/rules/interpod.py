@@ -109,6 +109,18 @@ def _anchor(term: PodAffinityTerm) -> tuple[str, tuple[str, ...]] | None:
     return next(((r.key, r.values) for r in term.label_selector.requirements if r.operator == "In"), None)
 
 
+def _anchor_values(terms: Iterable[PodAffinityTerm]) -> dict[str, set[str]] | None:
+    """Per label name, the values the terms' anchors ask for; None when a term has no anchor (it may
+    select a pod whatever its labels)."""
+    out: dict[str, set[str]] = {}
+    for term in terms:
+        anchor = _anchor(term)
+        if anchor is None:
+            return None
+        out.setdefault(anchor[0], set()).update(anchor[1])
+    return out
+
+
 class LabelIndex:
     """Label keys (namespace and labels) indexed by label, so that a term's candidates are found
     without testing every key: a term with a ``key In (values)`` requirement can only select keys
@@ -183,6 +195,21 @@ class InterPod:
         self.namespaces = snapshot.namespaces
         self.nodes = snapshot.nodes
         index = {node.name: i for i, node in enumerate(snapshot.nodes)}
+        self._profile_of: dict[int, tuple[Pod, int]] = {}
+        """By pod identity (the pod kept alive with it): the number of its profile."""
+        self._profile_ids: dict[Profile, int] = {}
+        self.profiles: list[Profile] = []
+        """Each distinct profile of the pods asked about, by number."""
+        self.pending_profiles: dict[int, Pod] = {}
+        """Profile number -> the first pending pod with it."""
+        for pod in pending:
+            self.pending_profiles.setdefault(self.profile_of(pod), pod)
+        self.pending_terms = {
+            (term, pod.namespace) for pod in self.pending_profiles.values() for term in all_terms(pod)
+        }
+        # Only pending pods' terms look for bound pods by their labels: when each of those terms
+        # has an anchor, a bound pod carrying none of the anchors' labels is never a candidate.
+        anchors = _anchor_values(term for term, _ in self.pending_terms)
         self.bound_nodes: dict[LabelKey, list[int]] = {}
         self.bound_anti: list[tuple[PodAffinityTerm, str, int]] = []
         self.bound_ports: dict[int, list[HostPort]] = {}
@@ -193,7 +220,8 @@ class InterPod:
             node = index.get(pod.node_name) if pod.bound and pod.node_name is not None else None
             if node is None:
                 continue
-            self.bound_nodes.setdefault(label_key(pod), []).append(node)
+            if anchors is None or any(pod.labels.get(name) in values for name, values in anchors.items()):
+                self.bound_nodes.setdefault(label_key(pod), []).append(node)
             for term in pod.pod_anti_affinity.required:
                 self.bound_anti.append((term, pod.namespace, node))
             if pod.host_ports:
@@ -204,17 +232,11 @@ class InterPod:
                 self.bound_toward.append((weighted.term, pod.namespace, node, weighted.weight))
             for weighted in pod.pod_anti_affinity.preferred:
                 self.bound_toward.append((weighted.term, pod.namespace, node, -weighted.weight))
-        self.pending_profiles: dict[Profile, Pod] = {}
-        for pod in pending:
-            self.pending_profiles.setdefault(profile(pod), pod)
-        self.pending_terms = {
-            (term, pod.namespace) for pod in self.pending_profiles.values() for term in all_terms(pod)
-        }
         self.bound_index = LabelIndex(self.bound_nodes)
-        self.pending_index = LabelIndex(label_key(pod) for pod in self.pending_profiles.values())
+        self.pending_index = LabelIndex(self.profiles[n][0] for n in self.pending_profiles)
         self.pending_by_key: dict[LabelKey, list[Pod]] = {}
-        for pod in self.pending_profiles.values():
-            self.pending_by_key.setdefault(label_key(pod), []).append(pod)
+        for n, pod in self.pending_profiles.items():
+            self.pending_by_key.setdefault(self.profiles[n][0], []).append(pod)
         self.selecting = TermIndex()
         """Every term that makes a pod it selects take part: pending pods' terms, bound pods'
         required anti-affinity and their terms that score incoming pods."""
@@ -231,9 +253,9 @@ class InterPod:
         for i, (term, owner, _, _) in enumerate(self.bound_toward):
             self.bound_toward_index.add(term, owner, i)
         self._selected: dict[LabelKey, bool] = {}
-        self._static: dict[Profile, _Static] = {}
+        self._static: dict[int, _Static] = {}
         self._by_key: dict[str, dict[str, list[int]]] = {}
-        self._by_profile: dict[Profile, dict[int, str]] = {}
+        self._by_profile: dict[int, dict[int, str]] = {}
         self._refused: dict[int, tuple[Pod, dict[int, str]]] = {}
         """By pod identity (the pod kept alive with it, so the identity stays its own)."""
 
@@ -242,7 +264,7 @@ class InterPod:
         """Whether any pending pod has rules, or any bound pod's terms could refuse or score one."""
         return (
             bool(self.pending_terms)
-            or any(p[3] for p in self.pending_profiles)
+            or any(self.profiles[p][3] for p in self.pending_profiles)
             or bool(self.bound_anti)
             or bool(self.bound_toward)
         )
@@ -256,16 +278,30 @@ class InterPod:
             self._selected[key] = found
         return found
 
+    def profile_of(self, pod: Pod) -> int:
+        """The number of the pod's profile: pods with equal profiles have the same number."""
+        kept = self._profile_of.get(id(pod))
+        if kept is not None and kept[0] is pod:
+            return kept[1]
+        prof = profile(pod)
+        number = self._profile_ids.get(prof)
+        if number is None:
+            number = self._profile_ids[prof] = len(self.profiles)
+            self.profiles.append(prof)
+        self._profile_of[id(pod)] = (pod, number)
+        return number
+
     def signature(self, pod: Pod) -> Hashable | None:
-        if has_rules(pod) or self.selected(label_key(pod)):
-            return profile(pod)
+        number = self.profile_of(pod)
+        if has_rules(pod) or self.selected(self.profiles[number][0]):
+            return number
         return None
 
     def value(self, node: int, key: str) -> str | None:
         return self.nodes[node].labels.get(key)
 
     def static(self, pod: Pod) -> _Static:
-        prof = profile(pod)
+        prof = self.profile_of(pod)
         found = self._static.get(prof)
         if found is None:
             found = self._static[prof] = self._compute(pod)
@@ -359,7 +395,7 @@ class InterPod:
         cached = self._refused.get(id(pod))
         if cached is not None:
             return cached[1]
-        prof = profile(pod)
+        prof = self.profile_of(pod)
         out = self._by_profile.get(prof)
         if out is None:
             out = self._by_profile[prof] = self._refusals(pod)
@@ -367,7 +403,7 @@ class InterPod:
         return out
 
     def _refusals(self, pod: Pod) -> dict[int, str]:
-        if not has_rules(pod) and not self.selected(label_key(pod)):
+        if not has_rules(pod) and not self.selected(self.profiles[self.profile_of(pod)][0]):
             return {}
         static = self.static(pod)
         out: dict[int, str] = {}
@@ -457,12 +493,12 @@ class Relations:
 
 def relations(state: InterPod, classes: Mapping[int, Pod]) -> Relations:
     """Relations among isolated classes, each given by one of its pods (all agree on the profile)."""
-    group_by_profile: dict[Profile, int] = {}
+    group_by_profile: dict[int, int] = {}
     group_of: dict[int, int] = {}
     members: dict[int, list[int]] = {}
     rep: dict[int, Pod] = {}
     for c, pod in sorted(classes.items()):
-        g = group_by_profile.setdefault(profile(pod), len(group_by_profile))
+        g = group_by_profile.setdefault(state.profile_of(pod), len(group_by_profile))
         group_of[c] = g
         members.setdefault(g, []).append(c)
         rep.setdefault(g, pod)

@@ -124,15 +124,17 @@ def check_interpod(
     for pod in snapshot.pods:
         if pod.node_name is not None and not pod.finished and pod.node_name in nodes and pod.key not in gone:
             placed.append(_Placed(pod, nodes[pod.node_name], False))
-    placed += [_Placed(pod, node, True) for pod, node in new]
+    added = [_Placed(pod, node, True) for pod, node in new]
+    placed += added
     namespaces = snapshot.namespaces
     out: list[Found] = []
     by_node: dict[str, list[_Placed]] = defaultdict(list)
-    for entry in placed:
-        by_node[entry.node.name].append(entry)
+    if any(entry.pod.host_ports for entry in added):
+        for entry in placed:
+            by_node[entry.node.name].append(entry)
 
-    for entry in placed:
-        if not entry.new or not entry.pod.host_ports:
+    for entry in added:
+        if not entry.pod.host_ports:
             continue
         for other in by_node[entry.node.name]:
             if other.pod.key == entry.pod.key:
@@ -173,9 +175,7 @@ def check_interpod(
                 owners_at[(key, owner.node.labels[key])].append(i)
     owner_keys = sorted({key for key, _ in owners_at})
 
-    for entry in placed:
-        if not entry.new:
-            continue
+    for entry in added:
         for term in entry.pod.pod_anti_affinity.required:
             for other in sharing(term.topology_key, entry.node):
                 if other.pod.key == entry.pod.key:
