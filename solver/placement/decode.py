@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from vcsat.model import Binding, Pod
 from vcsat.model import resources as res
+from vcsat.model.gpu_topology import GpuTopology
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.placement.gpu_choice import plan_node
+from vcsat.solver.placement.gpu_choice import NodePlan, plan_node
 from vcsat.solver.placement.gpu_share import fresh_gpus_needed
 from vcsat.solver.pricing.fragmentation import fragmentation_layout, node_score
 from vcsat.solver.problem import Bucket, Problem
@@ -319,6 +321,15 @@ def bindings(
     return out
 
 
+@lru_cache(maxsize=4096)
+def _plan(
+    topology: GpuTopology, free: tuple[int, ...], counts: tuple[int, ...], shared: tuple[tuple[int, int], ...]
+) -> NodePlan:
+    """:func:`plan_node` for whole-GPU pods alone, kept by its arguments: many nodes of a cycle
+    (the same GPUs free, the same pods landing) ask the same question."""
+    return plan_node(topology, free, counts, shared=dict(shared))
+
+
 def gpu_bindings(problem: Problem, node: int, pods: list[Pod], free: tuple[int, ...] | list[int]) -> list[Binding]:
     """The pods landing on one node, with GPU indices chosen jointly by interconnect bandwidth
     (:mod:`vcsat.solver.placement.gpu_choice`): bigger pods first, each on the best-connected set it can
@@ -331,14 +342,19 @@ def gpu_bindings(problem: Problem, node: int, pods: list[Pod], free: tuple[int, 
         raise AssertionError(f"node {node_obj.name} has too few free GPU indices")
     ids: dict[str, list[int]] = {}
     if whole or shares:
-        plan = plan_node(
-            problem.topology(node),
-            free,
-            [pod.gpus for pod in whole],
-            shares=[pod.gpu_milli for pod in shares],
-            shared=problem.shared_milli[node],
-            fragmentation=node_score(problem, node, pods) if shares else None,
-        )
+        counts = tuple(pod.gpus for pod in whole)
+        share_milli = tuple(pod.gpu_milli for pod in shares)
+        if shares:
+            plan = plan_node(
+                problem.topology(node),
+                free,
+                counts,
+                shares=share_milli,
+                shared=problem.shared_milli[node],
+                fragmentation=node_score(problem, node, pods),
+            )
+        else:
+            plan = _plan(problem.topology(node), tuple(free), counts, tuple(problem.shared_milli[node].items()))
         for pod, chosen in zip(whole, plan.whole, strict=True):
             ids[pod.key] = sorted(chosen)
         for pod, gpu in zip(shares, plan.shares, strict=True):

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from ortools.linear_solver import pywraplp
+from ortools.linear_solver import linear_solver_pb2, pywraplp
 
 from vcsat.model import resources as res
 from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, tier_threshold, utility_pieces
@@ -115,16 +115,78 @@ def nested(sets: list[NDArray[np.bool_]], count: int) -> NDArray[np.bool_]:
     return out
 
 
+class _Row:
+    """One constraint of a :class:`_Builder`: its coefficients by variable index, in order set."""
+
+    def __init__(self, index: int, lower: float, upper: float) -> None:
+        self.index = index
+        self.lower = lower
+        self.upper = upper
+        self.terms: dict[int, float] = {}
+
+    def SetCoefficient(self, variable: int, coefficient: float) -> None:
+        self.terms[variable] = coefficient
+
+
+class _Builder:
+    """The LP written as an ``MPModelProto`` then loaded into GLOP at once: pywraplp's calls
+    (``NumVar``, ``Constraint``, ``SetCoefficient``) cost a Python-to-C++ crossing each, and
+    the room rows hold tens of thousands of coefficients. Variables are indices here."""
+
+    def __init__(self) -> None:
+        self.model = linear_solver_pb2.MPModelProto()
+        self.rows: list[_Row] = []
+
+    def NumVar(self, lower: float, upper: float, name: str) -> int:
+        variable = self.model.variable.add()
+        variable.lower_bound = lower
+        variable.upper_bound = upper
+        variable.name = name
+        return len(self.model.variable) - 1
+
+    def Constraint(self, lower: float, upper: float) -> _Row:
+        row = _Row(len(self.rows), lower, upper)
+        self.rows.append(row)
+        return row
+
+    def row(self, lower: float, upper: float, variables: list[int], coefficients: list[float]) -> None:
+        self.Constraint(lower, upper).terms.update(zip(variables, coefficients, strict=True))
+
+    def solver(self, *, one_by_one: bool = False) -> pywraplp.Solver:
+        """GLOP with this LP loaded; ``one_by_one``: through the wrapper's calls instead (the
+        reference the tests compare the load with)."""
+        if any(row.lower == -math.inf and row.upper == math.inf for row in self.rows):
+            raise ValueError("a row without bounds: the loader would drop it and shift the rows after it")
+        lp = pywraplp.Solver.CreateSolver("GLOP")
+        if one_by_one:
+            variables = [lp.NumVar(v.lower_bound, v.upper_bound, v.name) for v in self.model.variable]
+            for row in self.rows:
+                constraint = lp.Constraint(row.lower, row.upper)
+                for v, c in row.terms.items():
+                    constraint.SetCoefficient(variables[v], c)
+            return lp
+        for row in self.rows:
+            constraint = self.model.constraint.add()
+            constraint.lower_bound = row.lower
+            constraint.upper_bound = row.upper
+            # pywraplp keeps no term for a zero coefficient set on a new variable.
+            terms = [(v, c) for v, c in row.terms.items() if c != 0.0]
+            constraint.var_index.extend([v for v, _ in terms])
+            constraint.coefficient.extend([c for _, c in terms])
+        error = lp.LoadModelFromProtoKeepNames(self.model)
+        if error:
+            raise AssertionError(f"LP relaxation rejected: {error}")
+        return lp
+
+
 class _Relaxation:
     """The LP of the module docstring, built once per set of fair-share floors."""
 
     def __init__(self, problem: Problem, items: list[_Item], priorities: list[int], fair: dict[int, int] | None):
         self.items = items
-        lp = pywraplp.Solver.CreateSolver("GLOP")
-        self.lp = lp
-        infinity = lp.infinity()
-        y = [lp.NumVar(0, item.pods, f"y{i}") for i, item in enumerate(items)]
-        self.y = y
+        built = _Builder()
+        infinity = math.inf
+        columns = [built.NumVar(0, item.pods, f"y{i}") for i, item in enumerate(items)]
         free = np.maximum(np.array(problem.free, dtype=np.int64).reshape(len(problem.nodes), -1), 0)
         units = problem.units  # rows in the solver's small exact units, as the CP-SAT model's
         gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
@@ -132,9 +194,7 @@ class _Relaxation:
         def add(indices: list[int], coefs: list[float], upper: float, lower: float = -1.0) -> None:
             if not indices:
                 return
-            row = lp.Constraint(-infinity if lower < 0 else lower, upper)
-            for i, coef in zip(indices, coefs, strict=True):
-                row.SetCoefficient(y[i], coef)
+            built.row(-infinity if lower < 0 else lower, upper, [columns[i] for i in indices], coefs)
 
         # Gangs with columns of their own: each class at most all its pods, the whole at least the
         # gang's minimum (and each task its own), all in proportion to the gang's fraction placed.
@@ -144,21 +204,21 @@ class _Relaxation:
                 own.setdefault(item.gang, []).append(i)
         for g, members in sorted(own.items()):
             gang = problem.gangs[g]
-            z = lp.NumVar(0, 1, f"z{g}")
+            z = built.NumVar(0, 1, f"z{g}")
             for i in members:
-                row = lp.Constraint(-infinity, 0)
-                row.SetCoefficient(y[i], 1.0)
+                row = built.Constraint(-infinity, 0)
+                row.SetCoefficient(columns[i], 1.0)
                 row.SetCoefficient(z, -float(items[i].pods))
-            row = lp.Constraint(0, infinity)
+            row = built.Constraint(0, infinity)
             row.SetCoefficient(z, -float(max(1, gang.need)))
             for i in members:
-                row.SetCoefficient(y[i], 1.0)
+                row.SetCoefficient(columns[i], 1.0)
             for task, need in gang.task_need.items():
-                row = lp.Constraint(0, infinity)
+                row = built.Constraint(0, infinity)
                 row.SetCoefficient(z, -float(need))
                 for i in members:
                     if items[i].task == task:
-                        row.SetCoefficient(y[i], 1.0)
+                        row.SetCoefficient(columns[i], 1.0)
 
         # Room: per distinct node set, the items confined to it fit in its free room.
         by_set: dict[bytes, list[int]] = {}
@@ -201,6 +261,16 @@ class _Relaxation:
                     asked = [i for i in members if items[i].request[r] > 0]
                     small = [float(units.request(r, items[i].request[r])) for i in asked]
                     add(asked, small, float(units.room(r, max(0, left))))
+
+        # The rows above, loaded in one call: the same variables, rows and coefficients, in the
+        # same order, as creating each through the solver's wrapper, without a Python-to-C++ call
+        # per coefficient. The rows below go through the wrapper: the loader drops rows without
+        # bounds, as the floors are until ``hold`` sets them.
+        lp = built.solver()
+        self.lp = lp
+        variables = lp.variables()
+        y = [variables[v] for v in columns]
+        self.y = y
 
         # Floors of the more important priorities: loose until ``hold`` sets them.
         self.floors: dict[int, Any] = {}
