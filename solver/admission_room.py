@@ -213,7 +213,8 @@ class FreeRoom:
             # Nothing to place, or GPU shares (packed on single devices by the model, not here).
             return gang is not None and not gang
         taken: list[tuple[int, NDArray[np.int64]]] = []
-        for _, _, shape, vector in sorted((self._pod(p) for p in gang), key=lambda found: found[1]):
+        pods = [self._pod(gang[0])] if len(gang) == 1 else sorted((self._pod(p) for p in gang), key=lambda f: f[1])
+        for _, _, shape, vector in pods:
             row = -1
             if vector is not None and shape not in self.hopeless:
                 row = self._best(self._eligible(shape[0]), *vector)

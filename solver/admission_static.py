@@ -32,11 +32,19 @@ def without_shares(vector: Mapping[str, int]) -> dict[str, int]:
 
 
 def _as_built(nodes: Sequence[Node]) -> predicates.NodeIndex:
-    """A node index where every node counts as Ready and uncordoned: those are state, not build."""
-    index = predicates.NodeIndex(nodes)
-    index.ready_mask = index.all_mask
-    index.cordoned_mask = 0
-    return index
+    """A node index where every node counts as Ready and uncordoned: those are state, not build.
+    Made from the cycle's shared index (its label tables are the same)."""
+    return predicates.node_index(nodes).as_built()
+
+
+def _allocatable_table(nodes: Sequence[Node]) -> tuple[dict[str, int], NDArray[np.int64]]:
+    """Each resource any node has (its row) and every node's allocatable of it (its column)."""
+    names = sorted({name for node in nodes for name in node.allocatable})
+    column = {name: i for i, name in enumerate(names)}
+    rows = [[node.allocatable.get(name, 0) for name in names] for node in nodes]
+    table = np.array(rows, dtype=np.int64).reshape(len(nodes), len(names)).T.copy()
+    table.flags.writeable = False  # shared with the next cycles while the nodes are the same objects
+    return column, table
 
 
 class Placeable:
@@ -51,12 +59,9 @@ class Placeable:
         else:
             self.index = node_side.reused("admission-static-index", self.nodes, lambda: _as_built(self.nodes))
         self.keys = keys or PodKeys()
-        names = sorted({name for node in self.nodes for name in node.allocatable})
-        self._column = {name: i for i, name in enumerate(names)}
-        self._allocatable = np.zeros((len(names), len(self.nodes)), dtype=np.int64)
-        for row, node in enumerate(self.nodes):
-            for name, amount in node.allocatable.items():
-                self._allocatable[self._column[name], row] = amount
+        self._column, self._allocatable = node_side.reused(
+            "admission-static-allocatable", self.nodes, lambda: _allocatable_table(self.nodes)
+        )
         self._answers: dict[tuple[predicates.EligibilityKey, _Asked], bool] = {}
         self._pods: dict[int, tuple[Pod, bool]] = {}
 

@@ -266,6 +266,11 @@ def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
 
 def gang_pods(group: PodGroup, pods: Sequence[Pod]) -> list[Pod]:
     """The pods that make a group's gang (see :func:`group_need`), oldest first per task."""
+    if len(pods) == 1:
+        # Most groups have one pod: it is the gang when it is alive and some minimum counts it.
+        (pod,) = pods
+        wanted = group.min_member > 0 or group.min_task_member.get(pod.task, 0) > 0
+        return [pod] if wanted and not pod.finished else []
     alive = sorted((p for p in pods if not p.finished), key=lambda p: (p.created, p.key))
     chosen: list[Pod] = []
     for task, minimum in sorted(group.min_task_member.items()):

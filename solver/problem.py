@@ -360,6 +360,15 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             for name in volume_resources:
                 row[resource_index[name]] = rules.room(node, name, UNLIMITED_VOLUMES)
     largest = node_side.largest_allocatable(nodes)
+    values: dict[tuple[tuple[str, int], ...], int] = {}
+
+    def value_of(request: res.Resources) -> int:
+        """:func:`pod_value` against ``largest``, once per distinct request."""
+        asked = tuple(request.items())
+        value = values.get(asked)
+        if value is None:
+            value = values[asked] = pod_value(request, largest)
+        return value
 
     # Gangs: PodGroups with pending pods, and lone pods. With gang scheduling off every pod is
     # its own gang, which is what pod-at-a-time schedulers do.
@@ -378,6 +387,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     fit_cache: dict[tuple[tuple[int, ...], predicates.EligibilityKey], tuple[dict[int, int], tuple[int, ...]]] = {}
     node_index = predicates.node_index(nodes)
     free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
+    fit_counts = FitCounts(free_array)
     blocked: dict[int, Blocked] = {}
     iso = isolation(snapshot, pending)
     isolated: set[int] = set()
@@ -453,7 +463,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                     isolated.add(own)
                 fitting = fit_cache.get((request, elig_key)) if not refused else None
                 if fitting is None:
-                    upper = _fit_counts(request, free_array, eligible)
+                    upper = fit_counts.of(request, eligible)
                     fitting = (upper, tuple(sorted(upper)))
                     if not refused:
                         # Shapes of one request and eligibility (isolated classes with no node
@@ -489,7 +499,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 task=task,
                 shape=shape_index,
                 pods=tuple(class_pods),
-                value=pod_value(class_pods[0].requests, largest),
+                value=value_of(class_pods[0].requests),
             )
             classes.append(pod_class)
             gang.classes.append(pod_class.index)
@@ -723,14 +733,36 @@ def _mask_array(index: predicates.NodeIndex, mask: int) -> NDArray[np.bool_]:
 
 def _fit_counts(request: tuple[int, ...], free: NDArray[np.int64], eligible: NDArray[np.bool_]) -> dict[int, int]:
     """Per eligible node where at least one pod of ``request`` fits: how many fit there alone."""
-    asked = [r for r, amount in enumerate(request) if amount > 0]
-    if not asked or free.shape[0] == 0:
-        return dict.fromkeys(np.flatnonzero(eligible).tolist(), 1 << 30)
-    amounts = np.array([request[r] for r in asked], dtype=np.int64)
-    fits = np.min(free[:, asked] // amounts, axis=1)
-    fits[~eligible] = 0
-    where = np.flatnonzero(fits > 0)
-    return dict(zip(where.tolist(), fits[where].tolist(), strict=True))
+    return FitCounts(free).of(request, eligible)
+
+
+class FitCounts:
+    """:func:`_fit_counts` for many shapes over one room: shapes that differ only in their eligible
+    nodes share their request's per-node counts, worked out once from one column per resource."""
+
+    def __init__(self, free: NDArray[np.int64]) -> None:
+        self.nodes = free.shape[0]
+        self.columns = [np.ascontiguousarray(free[:, r]) for r in range(free.shape[1])] if self.nodes else []
+        self._fits: dict[tuple[int, ...], tuple[NDArray[np.int64], NDArray[np.bool_]]] = {}
+
+    def _of_request(self, request: tuple[int, ...]) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+        found = self._fits.get(request)
+        if found is None:
+            fits: NDArray[np.int64] | None = None
+            for r, amount in enumerate(request):
+                if amount > 0:
+                    column = self.columns[r] // amount
+                    fits = column if fits is None else np.minimum(fits, column)
+            assert fits is not None
+            found = self._fits[request] = (fits, fits > 0)
+        return found
+
+    def of(self, request: tuple[int, ...], eligible: NDArray[np.bool_]) -> dict[int, int]:
+        if self.nodes == 0 or not any(amount > 0 for amount in request):
+            return dict.fromkeys(np.flatnonzero(eligible).tolist(), 1 << 30)
+        fits, positive = self._of_request(request)
+        where = np.flatnonzero(positive & eligible)
+        return dict(zip(where.tolist(), fits[where].tolist(), strict=True))
 
 
 def _fit_counts_at(request: tuple[int, ...], free: NDArray[np.int64], nodes: tuple[int, ...]) -> dict[int, int]:

@@ -29,6 +29,7 @@ once with a few big-integer bit operations (bit ``i`` is ``nodes[i]``).
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -487,6 +488,16 @@ class NodeIndex:
         self._key_masks: dict[str, int] = {}
         self._masks: dict[EligibilityKey, int] = {}
         self._lists: dict[EligibilityKey, list[Node]] = {}
+
+    def as_built(self) -> NodeIndex:
+        """The same nodes with every node counted Ready and uncordoned (those are state, not how
+        the cluster is built): shares this index's label and taint tables, none of its key masks."""
+        index = copy.copy(self)
+        index.ready_mask = self.all_mask
+        index.cordoned_mask = 0
+        index._masks = {}
+        index._lists = {}
+        return index
 
     def name_mask(self, name: str) -> int:
         return self._names.get(name, 0)

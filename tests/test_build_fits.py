@@ -1,0 +1,108 @@
+"""Two shortcuts of the build and of admission answer as the plain definitions they replace:
+``problem.FitCounts`` (a request's per-node fit counts worked out once and shared by shapes that
+differ only in their eligible nodes) against the per-node count ``_fit_count``, and
+``enqueue.gang_pods``'s one-pod case against the general choice of a gang's pods."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from builders import group, pod
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vcsat.model import Pod, PodGroup
+from vcsat.solver.enqueue import gang_pods
+from vcsat.solver.problem import FitCounts, _fit_count
+
+amounts = st.integers(min_value=-5, max_value=40)
+
+
+def _reference_counts(request: tuple[int, ...], free: list[list[int]], eligible: list[bool]) -> dict[int, int]:
+    """Per eligible node where a pod fits: how many fit there alone; every eligible node, unbounded,
+    for a request that asks for nothing."""
+    if not any(amount > 0 for amount in request):
+        return {n: 1 << 30 for n, on in enumerate(eligible) if on}
+    counts = {n: _fit_count(request, free[n]) for n, on in enumerate(eligible) if on}
+    return {n: count for n, count in counts.items() if count > 0}
+
+
+@given(
+    rows=st.lists(st.lists(amounts, min_size=3, max_size=3), min_size=0, max_size=12),
+    asks=st.lists(
+        st.tuples(st.lists(st.integers(min_value=-1, max_value=9), min_size=3, max_size=3), st.integers(0, 1 << 12)),
+        min_size=1,
+        max_size=8,
+    ),
+)
+@settings(max_examples=200, deadline=None)
+def test_fit_counts_equal_the_per_node_count(rows: list[list[int]], asks: list[tuple[list[int], int]]) -> None:
+    free = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+    counts = FitCounts(free)  # one for every ask, as the build shares it between shapes
+    for request, mask in asks + asks:  # asked twice: the kept per-request counts too
+        eligible = [bool(mask >> n & 1) for n in range(len(rows))]
+        got = counts.of(tuple(request), np.array(eligible, dtype=np.bool_))
+        assert got == _reference_counts(tuple(request), rows, eligible)
+
+
+def test_fit_counts_table() -> None:
+    free = np.array([[8, 100], [3, 100], [-1, 100], [8, 5], [0, 0]], dtype=np.int64)
+    counts = FitCounts(free)
+    every = np.ones(5, dtype=np.bool_)
+    assert counts.of((2, 10), every) == {0: 4, 1: 1}
+    assert counts.of((2, 10), np.array([False, True, True, True, True])) == {1: 1}
+    assert counts.of((0, 0), np.array([True, False, True, False, False])) == {0: 1 << 30, 2: 1 << 30}
+    assert FitCounts(np.zeros((0, 2), dtype=np.int64)).of((1, 1), np.zeros(0, dtype=np.bool_)) == {}
+
+
+def _reference_gang_pods(g: PodGroup, pods: Sequence[Pod]) -> list[Pod]:
+    """The general choice: per task its minTaskMember oldest alive pods, then the oldest others up
+    to minMember."""
+    alive = sorted((p for p in pods if not p.finished), key=lambda p: (p.created, p.key))
+    chosen: list[Pod] = []
+    for task, minimum in sorted(g.min_task_member.items()):
+        chosen.extend([p for p in alive if p.task == task][:minimum])
+    taken = {p.key for p in chosen}
+    rest = [p for p in alive if p.key not in taken]
+    chosen.extend(rest[: max(0, g.min_member - len(chosen))])
+    return chosen
+
+
+@given(
+    count=st.integers(0, 3),
+    min_member=st.integers(0, 3),
+    min_a=st.integers(0, 2),
+    min_b=st.integers(0, 2),
+    data=st.data(),
+)
+@settings(max_examples=200, deadline=None)
+def test_gang_pods_as_the_general_choice(
+    count: int, min_member: int, min_a: int, min_b: int, data: st.DataObject
+) -> None:
+    tasks = {name: minimum for name, minimum in (("a", min_a), ("b", min_b)) if minimum}
+    g = group("ns/g", min_member=min_member, min_task_member=tasks or None)
+    pods = [
+        pod(
+            f"ns/p{i}",
+            group="ns/g",
+            task=data.draw(st.sampled_from(["a", "b", "c"])),
+            created=float(data.draw(st.integers(0, 2))),
+            phase=data.draw(st.sampled_from([None, "Running", "Succeeded", "Failed"])),
+            node="n0" if data.draw(st.booleans()) else None,
+        )
+        for i in range(count)
+    ]
+    got = gang_pods(g, pods)
+    want = _reference_gang_pods(g, pods)
+    assert [p.key for p in got] == [p.key for p in want]
+
+
+def test_gang_pods_of_one_pod_table() -> None:
+    alive = pod("ns/p", group="ns/g", task="a")
+    done = pod("ns/q", group="ns/g", task="a", phase="Succeeded", node="n0")
+    assert gang_pods(group("ns/g", min_member=1), [alive]) == [alive]
+    assert gang_pods(group("ns/g", min_member=0), [alive]) == []
+    assert gang_pods(group("ns/g", min_member=0, min_task_member={"a": 1}), [alive]) == [alive]
+    assert gang_pods(group("ns/g", min_member=0, min_task_member={"b": 1}), [alive]) == []
+    assert gang_pods(group("ns/g", min_member=1), [done]) == []
