@@ -49,6 +49,7 @@ from vcsat.solver.search.exact import ExactResult, solve_exact
 from vcsat.solver.search.neighbourhood import improve
 from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.search.stop import skip_search, within_tolerance
+from vcsat.solver.search.top_up import top_up
 from vcsat.solver.shares.deserved import queue_usage
 from vcsat.solver.sure import Prepared
 
@@ -220,6 +221,9 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
     else:
         result = ExactResult(None, False, notes=["search off (Policy.search)"], skipped=True)
 
+    if result.assignment is not None and not result.optimal:
+        # The search's later stages may have ended short of what the room it leaves still takes.
+        result.assignment = top_up(problem, result.assignment)
     if (
         result.assignment is not None
         and _lexicographic(problem, result.assignment) >= _lexicographic(problem, hint)

@@ -27,6 +27,7 @@ from vcsat.solver.problem import Problem
 from vcsat.solver.rules.interpod_tracker import broken
 from vcsat.solver.search.exact import solve_exact
 from vcsat.solver.search.staged import SearchClock
+from vcsat.solver.search.top_up import top_up
 
 MAX_FREE_NODES = 32
 """At most this many nodes are freed, those with the most GPUs left unused first: enough to let
@@ -76,6 +77,7 @@ def improve(
     found = result.assignment
     if found is None or broken(problem, found.shape_slots):
         return None
+    found = top_up(problem, found)
     if rank(problem, found) <= rank(problem, incumbent):
         return None
     return Improvement(found, [f"neighbourhood of {len(free)} free nodes: improved", *result.notes])

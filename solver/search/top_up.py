@@ -1,0 +1,72 @@
+"""Top up a searched decision: the gangs it leaves waiting, placed greedily into the room it leaves.
+
+The staged search solves the fair-share levels first and gives them most of its budget; when it
+raises a fair-share tier, the placed-work stages that follow start from a solution that no longer
+holds the greedy's placements and, on a crowded cluster, may end their short budget far below
+what the room left would take (a whole priority's work dropped, the lower-priority gangs that
+filled the holes gone). Placing the gangs the decision leaves out into the free room it leaves, as
+the greedy would (fair-share levels first, from what each queue already holds, then the rest by
+priority), is then a pure gain: a gang added never lowers a queue's fair share nor any priority's
+placed work, so the result ranks at least as high in the objective's first levels.
+
+Only where the greedy's room accounting is exact for the decision: no rules between pods, no
+topology spread, no shared CSI volumes, and no GPU shares in the decision (the greedy packs shares
+onto devices its own way, which a decision it did not make need not follow); elsewhere the
+decision is returned as it is.
+"""
+
+from __future__ import annotations
+
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.greedy import Room, _fill_tier, _packing_order, _place
+from vcsat.solver.objectives.fairness import fair_ranks
+from vcsat.solver.problem import Problem
+
+
+def top_up(problem: Problem, assignment: Assignment, *, by_gain: bool = False) -> Assignment:
+    """``assignment`` with the gangs it leaves out placed where they still fit, as the greedy
+    places them (:func:`vcsat.solver.greedy.greedy`): each fair-share level first, its queues filled
+    towards their deserved shares from what they already hold (``by_gain``: the greedy's other
+    fill), then everything left by priority and age; ``assignment`` itself when nothing fits or
+    the room cannot be accounted for exactly (module docstring). Never changes what
+    ``assignment`` already places."""
+    waiting = {
+        gang.index
+        for gang in problem.candidates
+        if gang.index not in assignment.placed and not any(assignment.count.get(c, 0) for c in gang.classes)
+    }
+    if not waiting or problem.interpod is not None or problem.spread or problem.attach is not None:
+        return assignment
+    room = Room(problem)
+    for (s, node), k in assignment.shape_slots.items():
+        request = problem.shapes[s].request
+        if k > 0 and room._parts(request)[1] > 0:
+            return assignment  # a GPU share: the decode's devices, not the greedy's
+        for _ in range(k):
+            room.take(node, request)
+    caps = {name: dict(left) for name, left in problem.queue_room.items()}
+    held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
+    for c, k in assignment.count.items():
+        request = problem.shapes[problem.classes[c].shape].request
+        queue = problem.gangs[problem.classes[c].gang].queue
+        usage = held.setdefault(queue, {})
+        for r, resource in enumerate(problem.resources):
+            usage[resource] = usage.get(resource, 0) + k * request[r]
+        for name in problem.caps_of(queue):
+            for resource in caps[name]:
+                if resource in problem.resources:
+                    caps[name][resource] -= k * request[problem.resource_index(resource)]
+    out = Assignment(
+        placed=set(assignment.placed),
+        count=dict(assignment.count),
+        shape_slots=dict(assignment.shape_slots),
+        gang_slots=dict(assignment.gang_slots),
+    )
+    order = sorted((problem.gangs[g] for g in waiting), key=lambda gang: _packing_order(problem, gang))
+    tried: set[int] = set()
+    for tier in fair_ranks(problem):
+        _fill_tier(problem, tier, order, tried, room, caps, out, held, by_gain=by_gain)
+    for gang in order:
+        if gang.index not in tried:
+            _place(problem, gang, room, caps, out, held)
+    return assignment if out.placed == assignment.placed else out
