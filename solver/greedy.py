@@ -366,7 +366,7 @@ class Room:
             return []
         roomy = np.flatnonzero(free >= needed)
         nodes = self.tier_nodes[tier]
-        return [nodes[int(i)] for i in roomy[np.argsort(free[roomy], kind="stable")]]
+        return [nodes[i] for i in roomy[np.argsort(free[roomy], kind="stable")].tolist()]
 
     def fullest_with(self, gpus: int) -> int | None:
         """A node with at least ``gpus`` free GPUs (and free whole devices) and the fewest such
@@ -510,18 +510,6 @@ class Room:
             self._ranked[id(shape)] = kept
         return kept
 
-    def price_ranks(self, scarce: scarcity.Scarcity, shape: Shape, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Per node of ``nodes`` (eligible ones), (price, free GPUs, node) of one pod of ``shape``
-        as one number (:data:`UNFIT` where it does not fit), the order of :meth:`cheapest_fit`."""
-        ranks = np.full(nodes.size, UNFIT, dtype=np.int64)
-        ok = self._fit_mask(nodes, shape.request)
-        fit = nodes[ok]
-        if not fit.size:
-            return ranks
-        cost, levels = self._price(scarce, shape, fit)
-        ranks[ok] = (cost * self._rank_base + levels) * self.count + fit
-        return ranks
-
     def _price(
         self, scarce: scarcity.Scarcity, shape: Shape, candidates: NDArray[np.int64]
     ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -550,7 +538,7 @@ class Room:
         return cost, levels
 
     def price_rank(self, scarce: scarcity.Scarcity, shape: Shape, node: int, rates: NDArray[np.float64]) -> int:
-        """:meth:`price_ranks` of one eligible node, in Python (the same arithmetic, element by element)."""
+        """:meth:`_Ranking.ranks_of` of one eligible node, in Python (the same arithmetic, element by element)."""
         request = shape.request
         if not self.fits(node, request):
             return UNFIT
@@ -592,7 +580,7 @@ class Room:
 
 class _Holder:
     """:meth:`Room.holder`'s answers for one gang: per class, its pods and per-node counts, and
-    per tier the counts summed per domain, each made when first asked."""
+    per tier the answer for every domain at once, made when first asked."""
 
     def __init__(self, room: Room, problem: Problem, gang: Gang, any_take: bool) -> None:
         self.room = room
@@ -601,25 +589,23 @@ class _Holder:
         """Whether a trial counts as worth making as soon as it would take a pod."""
         self.classes = [problem.classes[c] for c in gang.classes]
         self.counts = [room.pod_counts(problem.shapes[pc.shape], len(pc.pods)) for pc in self.classes]
-        self.sums: dict[int, list[NDArray[np.int64]]] = {}
-        """Per tier, per class: its pods' counts summed per domain (the last entry: no domain)."""
+        self.holds: dict[int, NDArray[np.bool_]] = {}
+        """Per tier, per domain (as :attr:`Room.tier_nodes`): whether a trial there may make the gang whole."""
 
     def may_hold(self, nodes: list[int]) -> bool:
         if len(nodes) == 1:
-            held = [int(counts[nodes[0]]) for counts in self.counts]
-        else:
-            where = self.room.domain_at.get(id(nodes))
-            if where is None:
-                return True
-            tier, position = where
-            sums = self.sums.get(tier)
-            if sums is None:
-                slot = self.room.tier_slot[tier]
-                size = len(self.room.tier_nodes[tier]) + 1
-                sums = self.sums[tier] = [
-                    np.bincount(slot, weights=counts, minlength=size).astype(np.int64) for counts in self.counts
-                ]
-            held = [min(len(pc.pods), int(total[position])) for pc, total in zip(self.classes, sums, strict=True)]
+            return self._enough([int(counts[nodes[0]]) for counts in self.counts])
+        where = self.room.domain_at.get(id(nodes))
+        if where is None:
+            return True
+        tier, position = where
+        holds = self.holds.get(tier)
+        if holds is None:
+            holds = self.holds[tier] = self._tier_holds(tier)
+        return bool(holds[position])
+
+    def _enough(self, held: list[int]) -> bool:
+        """Whether these pods per class (at most its pods) may make the gang whole."""
         if self.any_take:
             return any(held)
         gang = self.gang
@@ -629,6 +615,30 @@ class _Holder:
         for pc, k in zip(self.classes, held, strict=True):
             per_task[pc.task] = per_task.get(pc.task, 0) + k
         return all(per_task.get(task, 0) >= need for task, need in gang.task_need.items())
+
+    def _tier_holds(self, tier: int) -> NDArray[np.bool_]:
+        """:meth:`_enough` of every domain of a tier at once: per class, its pods' counts summed per
+        domain (at most its pods), then the same tests over arrays."""
+        slot = self.room.tier_slot[tier]
+        size = len(self.room.tier_nodes[tier]) + 1
+        held = [
+            np.minimum(np.bincount(slot, weights=counts, minlength=size).astype(np.int64), len(pc.pods))
+            for pc, counts in zip(self.classes, self.counts, strict=True)
+        ]
+        if not held:
+            return np.zeros(size, dtype=np.bool_)
+        if self.any_take:
+            some: NDArray[np.bool_] = np.logical_or.reduce([h > 0 for h in held])
+            return some
+        gang = self.gang
+        ok: NDArray[np.bool_] = np.sum(held, axis=0) >= max(1, gang.need)
+        for task, need in gang.task_need.items():
+            per_task = np.zeros(size, dtype=np.int64)
+            for pc, h in zip(self.classes, held, strict=True):
+                if pc.task == task:
+                    per_task += h
+            ok &= per_task >= need
+        return ok
 
 
 UNFIT = np.iinfo(np.int64).max
@@ -649,22 +659,77 @@ class _Ranking:
         self.shape = shape
         self.scarce = scarce
         self.mask = room._eligible_mask(shape.upper)
-        milli = shape.request[room.milli] if room.milli is not None else shape.gpus * FULL_GPU_MILLI
-        self.rates = scarce.rates(shape.eligibility, milli > 0)
+        request = shape.request
+        self.milli = request[room.milli] if room.milli is not None else shape.gpus * FULL_GPU_MILLI
+        self.rates = scarce.rates(shape.eligibility, self.milli > 0)
+        self.whole, self.share = room._parts(request)
+        self.asks = [(room.free_cols[r], amount) for r, amount in enumerate(request) if amount > 0]
+        """(free room row, amount) per resource the shape asks: the fit test's columns, looked up once."""
+        self.strands = [
+            (room.free_cols[r], request[r]) for r in (scarce.cpu, scarce.memory) if r is not None and request[r] > 0
+        ]
+        """(free room row, amount) of cpu and memory when asked: what a pod strands of a node's GPUs."""
+        self.priced = bool((self.rates[self.mask] > 0).any())
+        """Whether some eligible node has a price (else every cost is 0)."""
         self.ranks = np.full(room.count, UNFIT, dtype=np.int64)
         eligible = np.flatnonzero(self.mask)
-        self.ranks[eligible] = room.price_ranks(scarce, shape, eligible)
+        self.ranks[eligible] = self.ranks_of(room, eligible)
+        self.top = int(np.argmin(self.ranks)) if self.ranks.size else -1
+        """The node of the lowest rank (the first such when all are :data:`UNFIT`)."""
         self.seen = room.changed
         """How many of :attr:`Room.changes` the ranks reflect."""
 
+    def ranks_of(self, room: Room, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Per node of ``nodes`` (eligible ones), (price, free GPUs, node) of one pod of the shape as
+        one number (:data:`UNFIT` where it does not fit): :meth:`Room._fit_mask` then
+        :meth:`Room._price`, the same arithmetic with the shape's columns looked up once."""
+        ok: NDArray[np.bool_] = ~room.negative[nodes]
+        for free, amount in self.asks:
+            ok &= free[nodes] >= amount
+        whole_left = room.whole_array[nodes]
+        ok &= whole_left >= self.whole
+        if self.share > 0:
+            ok &= (room.share_room[nodes] >= self.share) | (whole_left - self.whole >= 1)
+        ranks = np.full(nodes.size, UNFIT, dtype=np.int64)
+        fit = nodes[ok]
+        if not fit.size:
+            return ranks
+        levels = np.maximum(room.free_cols[room.gpu][fit], 0) if room.gpu is not None else np.zeros_like(fit)
+        rank = levels * room.count + fit
+        if self.priced:
+            rates = self.rates[fit]
+            priced = rates > 0
+            if priced.any():
+                at = fit[priced]
+                free_gpu = room.whole_array[at] * FULL_GPU_MILLI + room.share_free[at]
+                fraction = np.zeros(at.size, dtype=np.float64)
+                for free_room, asked in self.strands:
+                    free = free_room[at]
+                    some = free > 0
+                    part = np.minimum(1.0, asked / np.where(some, free, 1))
+                    fraction = np.maximum(fraction, np.where(some, part, 1.0))
+                taken = np.maximum(self.milli, np.rint(free_gpu * fraction))
+                cost = np.rint(rates[priced] * taken).astype(np.int64)
+                rank[priced] += cost * (room._rank_base * room.count)
+        ranks[ok] = rank
+        return ranks
+
     def best(self, room: Room) -> int | None:
+        if not self.ranks.size:
+            return None
         if self.seen < room.changed:
             changed = room.changes[self.seen : room.changed]
             self.seen = room.changed
+            # The lowest rank stays where it was unless that node changed, or a changed one now ranks lower.
+            moved = self.top < 0 or bool((changed == self.top).any())
+            top = self.top
             if changed.size <= FEW_CHANGED:
                 for node in set(changed.tolist()):
                     if self.mask[node]:
-                        self.ranks[node] = room.price_rank(self.scarce, self.shape, node, self.rates)
+                        rank = room.price_rank(self.scarce, self.shape, node, self.rates)
+                        self.ranks[node] = rank
+                        if not moved and rank < self.ranks[top]:
+                            top = node
             else:
                 if changed.size * MANY_CHANGED > room.count:  # each node once
                     marks = np.zeros(room.count, dtype=np.bool_)
@@ -672,11 +737,14 @@ class _Ranking:
                     stale = np.flatnonzero(marks & self.mask)
                 else:  # a node changed twice is priced twice, alike
                     stale = changed[self.mask[changed]]
-                self.ranks[stale] = room.price_ranks(self.scarce, self.shape, stale)
-        if not self.ranks.size:
-            return None
-        at = int(np.argmin(self.ranks))
-        return None if self.ranks[at] == UNFIT else at
+                ranks = self.ranks_of(room, stale)
+                self.ranks[stale] = ranks
+                if not moved and ranks.size:
+                    at = int(np.argmin(ranks))
+                    if ranks[at] < self.ranks[top]:
+                        top = int(stale[at])
+            self.top = int(np.argmin(self.ranks)) if moved else top
+        return None if self.ranks[self.top] == UNFIT else self.top
 
 
 def _share_room(shared: dict[int, int]) -> int:
@@ -765,8 +833,9 @@ def _fill_tier(
     for queue, name, deserved, _held, _asked in fair_terms(problem, tier):
         share[queue] = (name, deserved)
     waiting: dict[str, deque[Gang]] = {}
+    thresholds = {queue: tier_threshold(problem, queue, tier) for queue in share}
     for gang in order:
-        if gang.queue in share and gang.index not in tried and gang.rank >= tier_threshold(problem, gang.queue, tier):
+        if gang.queue in share and gang.index not in tried and gang.rank >= thresholds[gang.queue]:
             waiting.setdefault(gang.queue, deque()).append(gang)
 
     def fill(queue: str) -> Fraction:
@@ -782,18 +851,24 @@ def _fill_tier(
         share_now = min(SHARE_SCALE, SHARE_SCALE * held.get(queue, {}).get(name, 0) // deserved)
         return Fraction(share_utility(share_now + 1) - share_utility(share_now), deserved)
 
+    # Each queue's order key, kept: only the queue a gang was placed for holds more after it.
+    keys: dict[str, tuple[Fraction, ...]] = {}
+
+    def key(queue: str) -> tuple[Fraction, ...]:
+        return (-gain(queue), fill(queue)) if by_gain else (fill(queue),)
+
+    for queue in waiting:
+        keys[queue] = key(queue)
     while waiting:
-        if by_gain:
-            queue = min(waiting, key=lambda q: (-gain(q), fill(q), q))
-        else:
-            queue = min(waiting, key=lambda q: (fill(q), q))
-        if fill(queue) >= 1:
+        queue = min(waiting, key=lambda q: (*keys[q], q))
+        if keys[queue][-1] >= 1:
             break  # every queue left is at its share: no queue gains more at this level
         gang = waiting[queue].popleft()
         if not waiting[queue]:
             del waiting[queue]
         tried.add(gang.index)
-        _place(problem, gang, room, queue_room, assignment, held)
+        if _place(problem, gang, room, queue_room, assignment, held) and queue in waiting:
+            keys[queue] = key(queue)
 
 
 def _place(

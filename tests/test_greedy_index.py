@@ -236,3 +236,77 @@ def test_priced_queries_agree_with_the_scan(seed: int, steps: int, busy: float, 
             scanned.take(where, shape.request)
             taken.append((where, shape.request))
         assert indexed.free == scanned.free
+
+
+def _domain_holds(room: greedy.Room, problem: Problem, gang: Any, nodes: list[int], any_take: bool) -> bool:
+    """What a trial on these nodes may hold, summed node by node in Python (the per-domain answer
+    :class:`greedy._Holder` gives from arrays)."""
+    classes = [problem.classes[c] for c in gang.classes]
+    held = [
+        min(len(pc.pods), sum(int(room.pod_counts(problem.shapes[pc.shape], len(pc.pods))[n]) for n in nodes))
+        for pc in classes
+    ]
+    if any_take:
+        return any(held)
+    if sum(held) < max(1, gang.need):
+        return False
+    per_task: dict[str, int] = {}
+    for pc, k in zip(classes, held, strict=True):
+        per_task[pc.task] = per_task.get(pc.task, 0) + k
+    return all(per_task.get(task, 0) >= need for task, need in gang.task_need.items())
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), steps=st.integers(0, 40), any_take=st.booleans())
+def test_holder_answers_every_domain_as_a_sum_per_domain(seed: int, steps: int, any_take: bool) -> None:
+    """After random takes, the holder's answer for every topology domain (all of a tier at once)
+    is the per-domain sum of pod counts tested gang by gang."""
+    problem = build_problem(
+        generated(nodes=24, pending_jobs=40, seed=seed % 50, rack_size=4, racks_per_spine=2, multi_node_job_share=0.3),
+        POLICY,
+    )
+    room = greedy.Room(problem)
+    rng = random.Random(seed)
+    for _ in range(steps):
+        shape = rng.choice(problem.shapes)
+        where = room.best_fit(shape.request, shape.gpus, shape.upper)
+        if where is not None:
+            room.take(where, shape.request)
+    domains = problem.domains
+    assume(domains is not None)
+    assert domains is not None
+    for gang in problem.candidates:
+        holder = greedy._Holder(room, problem, gang, any_take)
+        for tier in domains.tiers:
+            for nodes in room.tier_nodes[tier]:
+                assert holder.may_hold(nodes) == _domain_holds(room, problem, gang, nodes, any_take)
+        for n in range(len(problem.nodes)):
+            assert holder.may_hold([n]) == _domain_holds(room, problem, gang, [n], any_take)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(seed=st.integers(0, 10_000), steps=st.integers(5, 40), few=st.sampled_from([0, 2, 16]))
+def test_kept_ranking_lowest_is_a_fresh_argmin(seed: int, steps: int, few: int) -> None:
+    """A kept ranking's lowest node, kept across reads, is the one a ranking made afresh from the
+    room now picks, whichever way (one by one or with numpy) its changed nodes were priced again."""
+    problem = build_problem(generated(nodes=30, pending_jobs=40, seed=seed % 50, busy_gpu_fraction=0.5), POLICY)
+    scarce = scarcity.for_problem(problem)
+    assume(scarce is not None)
+    assert scarce is not None
+    room = greedy.Room(problem)
+    rng = random.Random(seed)
+    taken: list[tuple[int, tuple[int, ...]]] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(greedy, "FEW_CHANGED", few)
+        for _ in range(steps):
+            if taken and rng.random() < 0.3:
+                node_index, request = taken.pop()
+                room.give(node_index, request)
+            for shape in rng.sample(problem.shapes, min(4, len(problem.shapes))):
+                kept = room.cheapest_fit(scarce, shape)
+                assert kept == greedy._Ranking(room, scarce, shape).best(room)
+            shape = rng.choice(problem.shapes)
+            where = room.cheapest_fit(scarce, shape)
+            if where is not None:
+                room.take(where, shape.request)
+                taken.append((where, shape.request))
