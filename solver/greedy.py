@@ -10,7 +10,7 @@ fallback need; it is not optimal, which is why CP-SAT runs after it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from fractions import Fraction
 from functools import partial
 
@@ -784,18 +784,36 @@ def greedy_by_gain(problem: Problem) -> Assignment | None:
     return _greedy(problem, by_gain=True)
 
 
-def _greedy(problem: Problem, *, by_gain: bool) -> Assignment:
-    room = Room(problem)
-    queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
-    assignment = Assignment()
-    held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
-    order = sorted(problem.candidates, key=lambda gang: _packing_order(problem, gang))
+def fill(
+    problem: Problem,
+    gangs: Iterable[Gang],
+    room: Room,
+    queue_room: dict[str, dict[str, int]],
+    assignment: Assignment,
+    held: dict[str, dict[str, int]],
+    *,
+    by_gain: bool = False,
+) -> list[Gang]:
+    """Place ``gangs`` into ``room`` as the greedy does, adding to ``assignment``: the fair-share
+    levels first (:func:`_fill_tier`), then the rest in packing order, which it returns. Also what
+    tops up a searched decision with the gangs its room still takes
+    (:mod:`vcsat.solver.search.top_up`)."""
+    order = sorted(gangs, key=lambda gang: _packing_order(problem, gang))
     tried: set[int] = set()
     for tier in fair_ranks(problem):
         _fill_tier(problem, tier, order, tried, room, queue_room, assignment, held, by_gain=by_gain)
     for gang in order:
         if gang.index not in tried:
             _place(problem, gang, room, queue_room, assignment, held)
+    return order
+
+
+def _greedy(problem: Problem, *, by_gain: bool) -> Assignment:
+    room = Room(problem)
+    queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
+    assignment = Assignment()
+    held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
+    order = fill(problem, problem.candidates, room, queue_room, assignment, held, by_gain=by_gain)
     if problem.interpod is not None and any(need.justifiers for need in problem.interpod.affinity.values()):
         # A gang whose affinity needs another gang of this cycle may have come before it: once
         # more, now that the others are placed (kube-scheduler would retry it likewise).

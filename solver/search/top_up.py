@@ -18,8 +18,7 @@ decision is returned as it is.
 from __future__ import annotations
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.greedy import Room, _fill_tier, _packing_order, _place
-from vcsat.solver.objectives.fairness import fair_ranks
+from vcsat.solver.greedy import Room, fill
 from vcsat.solver.problem import Problem
 
 
@@ -62,11 +61,5 @@ def top_up(problem: Problem, assignment: Assignment, *, by_gain: bool = False) -
         shape_slots=dict(assignment.shape_slots),
         gang_slots=dict(assignment.gang_slots),
     )
-    order = sorted((problem.gangs[g] for g in waiting), key=lambda gang: _packing_order(problem, gang))
-    tried: set[int] = set()
-    for tier in fair_ranks(problem):
-        _fill_tier(problem, tier, order, tried, room, caps, out, held, by_gain=by_gain)
-    for gang in order:
-        if gang.index not in tried:
-            _place(problem, gang, room, caps, out, held)
+    fill(problem, (problem.gangs[g] for g in waiting), room, caps, out, held, by_gain=by_gain)
     return assignment if out.placed == assignment.placed else out

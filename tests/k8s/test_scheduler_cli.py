@@ -90,6 +90,23 @@ def _without_seconds(decision: dict[str, Any]) -> dict[str, Any]:
     return {**decision, "solver": {k: v for k, v in decision["solver"].items() if k != "seconds"}}
 
 
+def _replays_as_dumped(instance: Path, policy: Path) -> dict[str, Any]:
+    """``vcsat solve`` on a dumped cycle gives the decision dumped beside it; that decision."""
+    live: dict[str, Any] = json.loads(
+        instance.with_name(instance.name.replace(".instance.json", ".decision.json")).read_text()
+    )
+    replay = subprocess.run(
+        [*VCSAT, "solve", str(instance), "--policy", str(policy), "--output", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert replay.returncode == 0, replay.stderr
+    assert _without_seconds(json.loads(replay.stdout)) == _without_seconds(live), instance.name
+    return live
+
+
 def test_early_cycles_are_dumped_marked_and_replayed_as_they_bound(
     private_plane: ControlPlane, bubble: Bubble, tmp_path: Path
 ) -> None:
@@ -129,16 +146,7 @@ def test_early_cycles_are_dumped_marked_and_replayed_as_they_bound(
             early_dumps.append(instance)
     assert len(early_dumps) == len(early_cycles)
     for instance in early_dumps:
-        live = json.loads(instance.with_name(instance.name.replace(".instance.json", ".decision.json")).read_text())
-        replay = subprocess.run(
-            [*VCSAT, "solve", str(instance), "--policy", str(dumps / "policy.yaml"), "--output", "json"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert replay.returncode == 0, replay.stderr
-        assert _without_seconds(json.loads(replay.stdout)) == _without_seconds(live), instance.name
+        live = _replays_as_dumped(instance, dumps / "policy.yaml")
         assert live["solver"]["status"] == "FALLBACK" and live["bindings"]
 
 
@@ -188,20 +196,9 @@ def test_scheduler_command_dumps_cycles_that_vcsat_solve_replays_to_the_same_dec
     assert instances, "cycles with pending pods are dumped"
     replayed_bindings = 0
     for instance in instances[:3]:
-        decision_file = instance.with_name(instance.name.replace(".instance.json", ".decision.json"))
-        live = json.loads(decision_file.read_text())
         document = json.loads(instance.read_text())
         assert (document["apiVersion"], document["kind"]) == ("v1", "List")
-        replay = subprocess.run(
-            [*VCSAT, "solve", str(instance), "--policy", str(dumps / "policy.yaml"), "--output", "json"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert replay.returncode == 0, replay.stderr
-        assert _without_seconds(json.loads(replay.stdout)) == _without_seconds(live), instance.name
-        replayed_bindings += len(live["bindings"])
+        replayed_bindings += len(_replays_as_dumped(instance, dumps / "policy.yaml")["bindings"])
     assert replayed_bindings >= 4, "the replayed cycles include the ones that bound"
 
     # vcsat dump: the cluster as it is now, which vcsat solve reads as the scheduler would.
