@@ -215,7 +215,7 @@ class Room:
     def _level(self, row: list[int]) -> int:
         return max(0, row[self.gpu]) if self.gpu is not None else 0
 
-    def _parts(self, request: tuple[int, ...]) -> tuple[int, int]:
+    def parts(self, request: tuple[int, ...]) -> tuple[int, int]:
         """(whole GPUs, share thousandths) of a request."""
         whole = request[self.gpu] if self.gpu is not None else 0
         share = request[self.milli] - FULL_GPU_MILLI * whole if self.milli is not None else 0
@@ -253,7 +253,7 @@ class Room:
 
     def take(self, node: int, request: tuple[int, ...]) -> None:
         self._taken_in_trial += 1
-        whole, share = self._parts(request)
+        whole, share = self.parts(request)
         change = [-amount for amount in request]
         self._add_whole(node, -whole)
         if share > 0:
@@ -279,7 +279,7 @@ class Room:
         """Undo the newest ``take`` of this request on this node."""
         if self._trial is None:
             self.full.clear()  # room grows beyond what a kept gang left: what was full may not be
-        whole, share = self._parts(request)
+        whole, share = self.parts(request)
         change = list(request)
         self._add_whole(node, whole)
         if share > 0:
@@ -311,7 +311,7 @@ class Room:
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
         if not all(amount <= room for amount, room in zip(request, self.free[node], strict=True)):
             return False
-        whole, share = self._parts(request)
+        whole, share = self.parts(request)
         if whole > self.whole[node]:
             return False
         if share <= 0:
@@ -324,7 +324,7 @@ class Room:
         """Those of ``nodes`` where one pod of this request fits now (:meth:`fits`, vectorised): no
         resource overcommitted, and room for each resource it asks. ``nodes`` holds distinct nodes;
         when it holds them all, the answer is in node order."""
-        whole, share = self._parts(request)
+        whole, share = self.parts(request)
         if nodes.size == self.count:  # every node: whole rows, no gathering
             ok = ~self.negative
             for r, amount in enumerate(request):
@@ -340,7 +340,7 @@ class Room:
 
     def _fit_mask(self, nodes: NDArray[np.int64], request: tuple[int, ...]) -> NDArray[np.bool_]:
         """Per node of ``nodes``, whether one pod of this request fits there now (:meth:`fitting`)."""
-        whole, share = self._parts(request)
+        whole, share = self.parts(request)
         ok: NDArray[np.bool_] = ~self.negative[nodes]
         for r, amount in enumerate(request):
             if amount > 0:
@@ -383,7 +383,7 @@ class Room:
         for r, amount in enumerate(shape.request):
             if amount > 0:
                 np.minimum(counts, self.free_cols[r] // amount, out=counts)
-        whole, _ = self._parts(shape.request)
+        whole, _ = self.parts(shape.request)
         if whole > 0:
             np.minimum(counts, self.whole_array // whole, out=counts)
         return np.maximum(counts, 0, out=counts)
@@ -662,7 +662,7 @@ class _Ranking:
         request = shape.request
         self.milli = request[room.milli] if room.milli is not None else shape.gpus * FULL_GPU_MILLI
         self.rates = scarce.rates(shape.eligibility, self.milli > 0)
-        self.whole, self.share = room._parts(request)
+        self.whole, self.share = room.parts(request)
         self.asks = [(room.free_cols[r], amount) for r, amount in enumerate(request) if amount > 0]
         """(free room row, amount) per resource the shape asks: the fit test's columns, looked up once."""
         self.strands = [
@@ -909,14 +909,21 @@ def _place(
         assignment.shape_slots[key] = assignment.shape_slots.get(key, 0) + 1
         slot = (gang.index, shape_index, node)
         assignment.gang_slots[slot] = assignment.gang_slots.get(slot, 0) + 1
-        request = problem.shapes[shape_index].request
-        for r, name in enumerate(problem.resources):
-            usage[name] = usage.get(name, 0) + request[r]
-        for caps in lineage_caps:
-            for name in caps:
-                if name in problem.resources:
-                    caps[name] -= request[problem.resource_index(name)]
+        charge(problem, problem.shapes[shape_index].request, 1, usage, lineage_caps)
     return True
+
+
+def charge(
+    problem: Problem, request: tuple[int, ...], count: int, usage: dict[str, int], lineage_caps: list[dict[str, int]]
+) -> None:
+    """Count ``count`` pods of ``request`` in a queue's ``usage`` and against every capability of
+    its lineage (``lineage_caps``: the queue's and its ancestors' room left)."""
+    for r, name in enumerate(problem.resources):
+        usage[name] = usage.get(name, 0) + count * request[r]
+    for caps in lineage_caps:
+        for name in caps:
+            if name in problem.resources:
+                caps[name] -= count * request[problem.resource_index(name)]
 
 
 def fit_topology_first(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int]]) -> Taken | None:

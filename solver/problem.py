@@ -731,14 +731,10 @@ def _mask_array(index: predicates.NodeIndex, mask: int) -> NDArray[np.bool_]:
     return eligible
 
 
-def _fit_counts(request: tuple[int, ...], free: NDArray[np.int64], eligible: NDArray[np.bool_]) -> dict[int, int]:
-    """Per eligible node where at least one pod of ``request`` fits: how many fit there alone."""
-    return FitCounts(free).of(request, eligible)
-
-
 class FitCounts:
-    """:func:`_fit_counts` for many shapes over one room: shapes that differ only in their eligible
-    nodes share their request's per-node counts, worked out once from one column per resource."""
+    """Per eligible node where at least one pod of a request fits, how many fit there alone, for
+    many shapes over one room: shapes that differ only in their eligible nodes share their
+    request's per-node counts, worked out once from one column per resource."""
 
     def __init__(self, free: NDArray[np.int64]) -> None:
         self.nodes = free.shape[0]

@@ -18,7 +18,7 @@ decision is returned as it is.
 from __future__ import annotations
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.greedy import Room, fill
+from vcsat.solver.greedy import Room, charge, fill
 from vcsat.solver.problem import Problem
 
 
@@ -39,22 +39,16 @@ def top_up(problem: Problem, assignment: Assignment, *, by_gain: bool = False) -
     room = Room(problem)
     for (s, node), k in assignment.shape_slots.items():
         request = problem.shapes[s].request
-        if k > 0 and room._parts(request)[1] > 0:
+        if k > 0 and room.parts(request)[1] > 0:
             return assignment  # a GPU share: the decode's devices, not the greedy's
         for _ in range(k):
             room.take(node, request)
     caps = {name: dict(left) for name, left in problem.queue_room.items()}
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
     for c, k in assignment.count.items():
-        request = problem.shapes[problem.classes[c].shape].request
         queue = problem.gangs[problem.classes[c].gang].queue
-        usage = held.setdefault(queue, {})
-        for r, resource in enumerate(problem.resources):
-            usage[resource] = usage.get(resource, 0) + k * request[r]
-        for name in problem.caps_of(queue):
-            for resource in caps[name]:
-                if resource in problem.resources:
-                    caps[name][resource] -= k * request[problem.resource_index(resource)]
+        request = problem.shapes[problem.classes[c].shape].request
+        charge(problem, request, k, held.setdefault(queue, {}), [caps[name] for name in problem.caps_of(queue)])
     out = Assignment(
         placed=set(assignment.placed),
         count=dict(assignment.count),
