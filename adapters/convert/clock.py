@@ -47,16 +47,16 @@ def format_clock(epoch_seconds: float) -> str:
 def parse_clock(text: object) -> float:
     """The epoch seconds of an RFC 3339 time (a naive one is UTC); ValueError when it is none."""
     if type(text) is str:
-        return _parse_text(text)
+        return parse_text_clock(text)
     if isinstance(text, datetime):  # an unquoted timestamp in YAML arrives parsed
         return _epoch(text)
     if isinstance(text, str):
-        return _parse_text(str(text))
+        return parse_text_clock(str(text))
     raise ValueError(f"must be a time string, not {type_name(text)}")
 
 
 @lru_cache(maxsize=4096)
-def _parse_text(text: str) -> float:
+def parse_text_clock(text: str) -> float:
     """Remembered: the objects of one job are stamped alike, tens of thousands of them at 10,000 nodes."""
     try:
         moment = datetime.fromisoformat(text)

@@ -194,7 +194,8 @@ def _spec_key(obj: KubeObject, spec: Mapping[str, Any], labels: Mapping[str, str
     if type(spec) is not dict:
         return None
     if "nodeName" in spec:
-        spec = {name: value for name, value in spec.items() if name != "nodeName"}
+        spec = spec.copy()
+        del spec["nodeName"]
     affinity = spec.get("affinity")
     if affinity and type(affinity) is dict and ("podAffinity" in affinity or "podAntiAffinity" in affinity):
         return ("pod-spec", spelling(spec), spelling(labels))
@@ -354,7 +355,7 @@ def _names(obj: KubeObject, spec: Mapping[str, Any], key: str) -> tuple[str, ...
 def _nominated_node(obj: KubeObject) -> str | None:
     """``status.nominatedNodeName``: where the pod waits for its victims to go."""
     status = obj.raw.get("status")
-    if not isinstance(status, Mapping):
+    if not isinstance(status, MAPPING_TYPES):
         return None
     value = status.get("nominatedNodeName")
     if value is None or value == "":
