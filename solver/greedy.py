@@ -10,9 +10,9 @@ fallback need; it is not optimal, which is why CP-SAT runs after it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from fractions import Fraction
-from functools import partial
+from functools import cache, partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -61,7 +61,10 @@ class Room:
     GPU shares are placed exactly: onto the shared GPU they fit best, else onto a fresh GPU,
     which whole-GPU pods then no longer get (contract §1)."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, taken: Mapping[tuple[int, int], int] | None = None) -> None:
+        """The free room of ``problem``, less ``taken`` when given: pods per (shape, node), none
+        asking a GPU share, as :meth:`take` would take them one by one in that order (the room and
+        each free-GPU bucket's order come out the same), at once."""
         self.free = [list(row) for row in problem.free]
         self.gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
         self.milli = problem.resources.index(res.GPU_MILLI) if res.GPU_MILLI in problem.resources else None
@@ -69,9 +72,13 @@ class Room:
         self.shared = [dict(used) for used in problem.shared_milli]
         self.opened: list[list[tuple[int, bool]]] = [[] for _ in problem.free]
         """Per node, the shares placed: (GPU, whether it was opened for them), newest last."""
+        moved = self._take_all(problem, taken) if taken else {}
         self.levels: dict[int, dict[int, None]] = {}
         for node, row in enumerate(self.free):
-            self.levels.setdefault(self._level(row), {})[node] = None
+            if node not in moved:
+                self.levels.setdefault(self._level(row), {})[node] = None
+        for node in moved:  # each joined its bucket when it last changed bucket
+            self.levels.setdefault(self._level(self.free[node]), {})[node] = None
         count = len(self.free)
         free_array = np.array(self.free, dtype=np.int64).reshape(count, len(problem.resources))
         self.free_cols = np.ascontiguousarray(free_array.T)
@@ -93,7 +100,9 @@ class Room:
         """Per node, the thousandths its shared GPUs have left, summed (the scarce-pool price reads it)."""
         self.arrival = np.arange(count, dtype=np.int64)
         """Per node, when it joined its bucket of :attr:`levels` (a bucket's order, oldest first)."""
-        self._arrivals = count
+        for position, node in enumerate(moved):
+            self.arrival[node] = count + position
+        self._arrivals = count + len(moved)
         """Per node, the most thousandths any one of its shared GPUs has left (-1: none is shared)."""
         self.domains = problem.domains
         self.tier_names: dict[int, list[str]] = {}
@@ -166,6 +175,27 @@ class Room:
         """Per gang tried, (GPUs its minimum asks, pods): what its topology attempts need."""
         self._rank_base = int(self.level_array.max(initial=0)) + 1
         """More than any node's free GPUs (room never grows beyond the snapshot's)."""
+
+    def _take_all(self, problem: Problem, taken: Mapping[tuple[int, int], int]) -> dict[int, None]:
+        """Take ``taken`` from :attr:`free` and :attr:`whole` (before the indexes are made); the
+        nodes whose free-GPU bucket changed, in the order of their last change."""
+        moved: dict[int, None] = {}
+        for (s, node), k in taken.items():
+            if k <= 0:
+                continue
+            request = problem.shapes[s].request
+            whole, share = self.parts(request)
+            if share > 0:
+                raise ValueError("GPU shares are placed one by one (Room.take)")
+            row = self.free[node]
+            before = self._level(row)
+            for i, amount in enumerate(request):
+                row[i] -= k * amount
+            self.whole[node] -= k * whole
+            if self._level(row) != before:  # requests only take: a bucket left is never come back to
+                moved.pop(node, None)
+                moved[node] = None
+        return moved
 
     def choosers(self, problem: Problem) -> tuple[Callable[[Room, Shape], int | None] | None, scarcity.Scarcity | None]:
         """FGD's choice of node (GPU-sharing workloads, :func:`greedy_chooser`) and the scarce
@@ -721,10 +751,11 @@ class _Ranking:
             changed = room.changes[self.seen : room.changed]
             self.seen = room.changed
             # The lowest rank stays where it was unless that node changed, or a changed one now ranks lower.
-            moved = self.top < 0 or bool((changed == self.top).any())
             top = self.top
             if changed.size <= FEW_CHANGED:
-                for node in set(changed.tolist()):
+                nodes = set(changed.tolist())
+                moved = top < 0 or top in nodes
+                for node in nodes:
                     if self.mask[node]:
                         rank = room.price_rank(self.scarce, self.shape, node, self.rates)
                         self.ranks[node] = rank
@@ -734,8 +765,10 @@ class _Ranking:
                 if changed.size * MANY_CHANGED > room.count:  # each node once
                     marks = np.zeros(room.count, dtype=np.bool_)
                     marks[changed] = True
+                    moved = top < 0 or bool(marks[top])
                     stale = np.flatnonzero(marks & self.mask)
                 else:  # a node changed twice is priced twice, alike
+                    moved = top < 0 or bool((changed == top).any())
                     stale = changed[self.mask[changed]]
                 ranks = self.ranks_of(room, stale)
                 self.ranks[stale] = ranks
@@ -830,6 +863,10 @@ def _packing_order(problem: Problem, gang: Gang) -> tuple[int, bool, float, str]
     return (-gang.rank, problem.highest_tier(gang) is None, gang.created, gang.key)
 
 
+_utility = cache(share_utility)
+""":func:`share_utility` of a share, computed once per share (the fill asks for the same few often)."""
+
+
 def _fill_tier(
     problem: Problem,
     tier: int,
@@ -867,7 +904,7 @@ def _fill_tier(
         # queue to equal shares gives up; a steeper slope (a less filled queue) still weighs more.
         name, deserved = share[queue]
         share_now = min(SHARE_SCALE, SHARE_SCALE * held.get(queue, {}).get(name, 0) // deserved)
-        return Fraction(share_utility(share_now + 1) - share_utility(share_now), deserved)
+        return Fraction(_utility(share_now + 1) - _utility(share_now), deserved)
 
     # Each queue's order key, kept: only the queue a gang was placed for holds more after it.
     keys: dict[str, tuple[Fraction, ...]] = {}
@@ -897,11 +934,11 @@ def _place(
     assignment: Assignment,
     held: dict[str, dict[str, int]],
 ) -> bool:
-    taken = fit_topology_first(problem, gang, room, [queue_room[q] for q in problem.caps_of(gang.queue)])
+    lineage_caps = [queue_room[q] for q in problem.caps_of(gang.queue)]
+    taken = fit_topology_first(problem, gang, room, lineage_caps)
     if taken is None:
         return False
     assignment.placed.add(gang.index)
-    lineage_caps = [queue_room[q] for q in problem.caps_of(gang.queue)]
     usage = held.setdefault(gang.queue, {})
     for class_index, shape_index, node in taken:
         assignment.count[class_index] = assignment.count.get(class_index, 0) + 1
@@ -911,6 +948,15 @@ def _place(
         assignment.gang_slots[slot] = assignment.gang_slots.get(slot, 0) + 1
         charge(problem, problem.shapes[shape_index].request, 1, usage, lineage_caps)
     return True
+
+
+def shares_gpu(problem: Problem, request: tuple[int, ...]) -> bool:
+    """Whether a pod of ``request`` asks a GPU share (thousandths beyond its whole GPUs): what
+    :meth:`Room.take` places device by device."""
+    if res.GPU_MILLI not in problem.resources:
+        return False
+    whole = request[problem.resources.index(res.GPU)] if res.GPU in problem.resources else 0
+    return request[problem.resources.index(res.GPU_MILLI)] - FULL_GPU_MILLI * whole > 0
 
 
 def charge(
@@ -1020,26 +1066,29 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
     for pod_class in classes:
         shape = problem.shapes[pod_class.shape]
         request_by_name = dict(zip(problem.resources, shape.request, strict=True))
+        # What each pod of the class asks of the capabilities (they stay as they are during the trial).
+        limited = [
+            (name, request_by_name.get(name, 0), cap)
+            for limits in caps
+            for name, cap in limits.items()
+            if request_by_name.get(name, 0) > 0
+        ]
+        counted = {name: amount for name, amount, _cap in limited}
+        tracker = room.interpod if pod_class.index in problem.isolated else None
+        spread = room.spread if room.spread is not None and pod_class.index in room.spread.of_class else None
+        allow = _both(
+            partial(tracker.allows, pod_class.index) if tracker is not None else None,
+            partial(spread.allows, pod_class.index) if spread is not None else None,
+        )
+        attach = room.attach if shape.volumes else None
+        if attach is not None:
+            allow = _both(allow, partial(_attach_allows, attach, shape, room))
+        query = room.query_key(shape.request, shape.upper, within)
         for _ in pod_class.pods:
-            if any(
-                used.get(name, 0) + request_by_name.get(name, 0) > cap
-                for limits in caps
-                for name, cap in limits.items()
-                if request_by_name.get(name, 0) > 0
-            ):
+            if any(used.get(name, 0) + amount > cap for name, amount, cap in limited):
                 break
-            tracker = room.interpod if pod_class.index in problem.isolated else None
-            spread = room.spread if room.spread is not None and pod_class.index in room.spread.of_class else None
-            allow = _both(
-                partial(tracker.allows, pod_class.index) if tracker is not None else None,
-                partial(spread.allows, pod_class.index) if spread is not None else None,
-            )
-            attach = room.attach if shape.volumes else None
-            if attach is not None:
-                allow = _both(allow, partial(_attach_allows, attach, shape, room))
             if tracker is not None:
                 tracker.begin()
-            query = room.query_key(shape.request, shape.upper, within)
             exact = True  # whether the choice below finds no node only when none fits
             if query in room.full:
                 node = None
@@ -1068,7 +1117,7 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
                 spread.add(pod_class.index, node, 1)
             if attach is not None:
                 room.attach_slots(node, attach.add(shape.index, node, 1))
-            for name, amount in request_by_name.items():
+            for name, amount in counted.items():
                 used[name] = used.get(name, 0) + amount
             taken.append((pod_class.index, shape.index, node))
     return taken

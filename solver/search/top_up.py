@@ -18,7 +18,7 @@ decision is returned as it is.
 from __future__ import annotations
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.greedy import Room, charge, fill
+from vcsat.solver.greedy import Room, charge, fill, shares_gpu
 from vcsat.solver.problem import Problem
 
 
@@ -36,13 +36,9 @@ def top_up(problem: Problem, assignment: Assignment, *, by_gain: bool = False) -
     }
     if not waiting or problem.interpod is not None or problem.spread or problem.attach is not None:
         return assignment
-    room = Room(problem)
-    for (s, node), k in assignment.shape_slots.items():
-        request = problem.shapes[s].request
-        if k > 0 and room.parts(request)[1] > 0:
-            return assignment  # a GPU share: the decode's devices, not the greedy's
-        for _ in range(k):
-            room.take(node, request)
+    if any(k > 0 and shares_gpu(problem, problem.shapes[s].request) for (s, _), k in assignment.shape_slots.items()):
+        return assignment  # a GPU share: the decode's devices, not the greedy's
+    room = Room(problem, assignment.shape_slots)
     caps = {name: dict(left) for name, left in problem.queue_room.items()}
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
     for c, k in assignment.count.items():
