@@ -516,6 +516,8 @@ class _Checker:
     # --- evictions: why, and what they leave of a gang ----------------------------------------
 
     def _victim_justification(self) -> None:
+        if not self.victims:
+            return
         reasons: dict[str, str] = {}
         for eviction in self.decision.evictions:
             reasons.setdefault(eviction.pod, eviction.reason)  # a repeat is DuplicateEviction
