@@ -29,11 +29,18 @@ second-cycle rules start afresh from what the API shows.
 ends. So when at least ``--early-bind-min-pending`` pods wait (by default any), the cycle first
 runs the greedy warm start, and when that already places every pod that may be placed this cycle
 (:mod:`vcsat.solver.sure`: then no search could place more, only elsewhere), it binds that
-decision at once, whole gangs only, through the same checks and applier as any decision, and a
-full cycle follows straight after on what is left. Otherwise the same cycle goes on to the full
-search, reusing the greedy's work. An early cycle is never followed by another early one, and it
-writes nothing about the work it leaves waiting (the full cycle does). With ``--dump-dir`` its
-dump is marked early (``vcsat.io/cycle``), so ``vcsat solve`` replays it as the early cycle it was.
+decision at once, whole gangs only, through the same checks and applier as any decision.
+Otherwise the same cycle goes on to the full search, reusing the greedy's work. An early cycle
+writes nothing about the work it leaves waiting (a full cycle does). While pods stream in, the
+cycles that follow an early one may bind early too, each as soon as the last one's rest is over
+(``--full-cycle-every S``): a pod that arrives during a cycle is then bound by the next short
+cycle, not after a full search of what arrived meanwhile. A full cycle (the search, the reports of
+waiting work, the admission of PodGroups that have no pods yet, preemption) runs when a cycle finds
+nothing sure to bind (the stream paused, or contention), and straight after an early cycle that
+ends S seconds or more after the last full one, so a steady stream never holds it off for long;
+with S = 0 every early cycle is followed at once by a full one. With ``--dump-dir`` an early
+cycle's dump is marked early (``vcsat.io/cycle``), so ``vcsat solve`` replays it as the early
+cycle it was.
 
 **Bounded cycles** (``--cycle-target S``, off by default). Under a stream of new pods, a cycle is
 given at most about ``cap`` waiting pods, whole groups in scheduling-queue order
@@ -103,6 +110,13 @@ EARLY_MIN_PENDING = 1
 which pods run or the fair shares, and under a stream of new pods even a cycle of a few dozen
 pods searches for seconds while they wait (benchmarks/RESULTS.md, session 10: p99 start latency
 about halved at 300 nodes). A higher number keeps the search's choice of nodes for small cycles."""
+FULL_CYCLE_EVERY_S = 5.0
+"""While early cycles follow each other (a stream of pods that all fit), a full cycle follows at
+once an early one that ends this many seconds or more after the last full cycle
+(``--full-cycle-every``); 0: after every early cycle. Up to this long, then, the work a stream
+leaves waiting is not reported on, PodGroups without pods are not admitted and nothing is
+preempted; in exchange a pod arriving during a cycle waits for one short cycle, not also for a
+search."""
 _CYCLE_FILE = re.compile(r"cycle-(\d+)\.instance\.json")
 
 
@@ -146,8 +160,8 @@ something, or what it reports on changed; nothing for ``--resync`` seconds; a cl
 UNSETTLED = ("failed", "unapplied", "applied", "reported")
 """Why a cycle is followed by another ``--period`` after it: it failed; its decision is not wholly
 applied yet (or broke a hard rule); applying it wrote (or was refused) something; what it reports
-back changed since it started (``Store.reported``). (An early cycle is followed at once, why
-``early``; a cycle that left waiting pods to the next by the cap too, why ``capped``.)"""
+back changed since it started (``Store.reported``). (An early cycle with a full cycle due is followed
+at once, why ``early``; a cycle that left waiting pods to the next by the cap too, why ``capped``.)"""
 
 
 def next_cycle_due(
@@ -196,6 +210,7 @@ class Scheduler:
         workers: int | None = None,
         observers: tuple[Any, ...] = (),
         early_min_pending: int = EARLY_MIN_PENDING,
+        full_cycle_every_s: float = FULL_CYCLE_EVERY_S,
         cycle_target_s: float = DEFAULT_TARGET_S,
     ) -> None:
         self.kube = kube
@@ -211,6 +226,9 @@ class Scheduler:
         """Pending pods from which a loop cycle tries early binding (module docstring); 0: never.
         An early cycle's dump says so (``vcsat.io/cycle: early``), and ``vcsat solve`` replays it as
         an early cycle: the greedy's sure placements, the decision that was applied."""
+        self.full_cycle_every_s = full_cycle_every_s
+        """Early cycles in a row end with a full one once this long has passed since the last full
+        cycle (module docstring); 0: a full cycle after every early one."""
         self.cap = CycleCap(cycle_target_s) if cycle_target_s > 0 else None
         """How many waiting pods a cycle is given (module docstring); None: all of them."""
         self._tried: dict[str, int] = {}
@@ -286,7 +304,8 @@ class Scheduler:
         next_at = ended = 0.0
         trigger, why = "start", "start"
         failure = ""
-        after_early = False  # the last cycle bound early: the full cycle follows at once
+        after_early = False  # the last cycle bound early and a full cycle is due: it follows at once
+        full_ended = time.monotonic()  # when the last full cycle ended (the loop's start, before one)
         after_capped = False  # the last cycle left waiting pods to the next: it follows at once
         idle_since: float | None = None  # when the loop, due on a period, first found no cycle due
         idle_counted = 0  # idle periods counted since then
@@ -335,7 +354,13 @@ class Scheduler:
             try:
                 result = self.run_cycle(stop=_AnyEvent(events), wait=False, trigger=trigger, why=why, early=early)
                 self._in_flight = result.pending
-                after_early = result.early and result.pending is not None
+                if not result.early:
+                    full_ended = time.monotonic()
+                after_early = (
+                    result.early
+                    and result.pending is not None
+                    and time.monotonic() - full_ended >= self.full_cycle_every_s
+                )
                 after_capped = result.deferred > 0 and not result.violations
                 failure = ""
             except Exception as error:
@@ -703,9 +728,20 @@ def _last_cycle_number(directory: Path) -> int:
     show_default=True,
     metavar="N",
     help="With at least N pods waiting, bind the greedy warm start's placements before the search "
-    "when they already place every pod that can be placed (whole gangs only), then run the full "
-    "cycle at once; 0: never. With --dump-dir such a cycle's dump is marked early and vcsat solve "
-    "replays it so.",
+    "when they already place every pod that can be placed (whole gangs only), then run the next "
+    "cycle at once or soon (see --full-cycle-every); 0: never. With --dump-dir such a cycle's dump is "
+    "marked early and vcsat solve replays it so.",
+)
+@click.option(
+    "--full-cycle-every",
+    type=click.FloatRange(min=0),
+    default=FULL_CYCLE_EVERY_S,
+    show_default=True,
+    metavar="S",
+    help="While pods stream in and every cycle binds early, run a full cycle (the search, reports on "
+    "waiting work, admissions, preemption) straight after an early one once S seconds have passed "
+    "since the last full cycle; a cycle that finds nothing sure to bind is always a full one. 0: a full "
+    "cycle straight after every early one.",
 )
 @click.option(
     "--cycle-target",
@@ -745,6 +781,7 @@ def scheduler_cmd(
     log_level: str,
     bind_workers: int,
     early_bind_min_pending: int,
+    full_cycle_every: float,
     cycle_target: float,
     dashboard_port: int,
 ) -> None:
@@ -781,6 +818,7 @@ def scheduler_cmd(
         workers=bind_workers,
         observers=(dashboard.observe,) if dashboard is not None else (),
         early_min_pending=early_bind_min_pending,
+        full_cycle_every_s=full_cycle_every,
         cycle_target_s=cycle_target,
     )
 

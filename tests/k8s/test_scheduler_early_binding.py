@@ -35,9 +35,22 @@ class _Cycles:
         return Counter(pod for result in self.results if result.report for pod in result.report.bound)
 
 
-def _scheduler(bubble: Bubble, cycles: _Cycles, early_min_pending: int, **policy: Any) -> Scheduler:
+def _scheduler(
+    bubble: Bubble,
+    cycles: _Cycles,
+    early_min_pending: int,
+    *,
+    full_cycle_every_s: float = 0.0,
+    period_s: float = 1.0,
+    **policy: Any,
+) -> Scheduler:
     return Scheduler(
-        bubble.kube, policy=bubble.policy(**policy), observers=(cycles,), early_min_pending=early_min_pending
+        bubble.kube,
+        policy=bubble.policy(**policy),
+        observers=(cycles,),
+        early_min_pending=early_min_pending,
+        full_cycle_every_s=full_cycle_every_s,
+        period_s=period_s,
     )
 
 
@@ -76,6 +89,59 @@ def test_a_backlog_that_fits_is_bound_by_an_early_cycle_before_the_full_one(bubb
             lambda name=name: (bubble.get_podgroup(name).get("status") or {}).get("phase") == "Running",
             f"PodGroup {name} Running",
         )
+
+
+def test_a_stream_is_bound_by_early_cycles_in_a_row_then_a_full_cycle(bubble: Bubble) -> None:
+    # A full cycle is not due for an hour, nor a follow-up by the period: only new pods start a cycle.
+    # The old rule (a full cycle straight after each early one) would run one after the first.
+    for index in range(3):
+        bubble.node(f"n{index}", cpu="32")
+    first = [pod for g in range(2) for pod in bubble.gang(f"a{g}", 4, cpu="2")]
+    cycles = _Cycles()
+    scheduler = _scheduler(bubble, cycles, early_min_pending=1, full_cycle_every_s=3600.0, period_s=3600.0)
+    with running_scheduler(scheduler):
+        wait_until(lambda: _bound_of(bubble, first) == len(first), "the first pods bound")
+        # Lone pods: a cycle that sees any of them waiting can bind it (a gang's pods may be seen
+        # before its last one is created, and a cycle that finds nothing to bind is a full one).
+        second = [bubble.pod(f"lone{i}", cpu="2")["metadata"]["name"] for i in range(6)]
+        wait_until(lambda: _bound_of(bubble, second) == len(second), "the pods created later bound")
+        wait_until(lambda: all(result.report is not None for result in cycles.results), "every cycle applied")
+    binding = [result for result in cycles.results if result.report and result.report.bound]
+    assert len(binding) >= 2 and all(result.early for result in binding)
+    # No early cycle was followed at once by a full one: only new pods started a cycle, and every
+    # cycle that found pods of ours waiting bound them early.
+    assert {result.trigger for result in cycles.results} <= {"start", "change"}
+    ours = [
+        result
+        for result in cycles.results
+        if any(pod.pending and pod.namespace == bubble.namespace for pod in result.snapshot.pods)
+    ]
+    assert len(ours) >= 2 and all(result.early for result in ours)
+    assert max(cycles.bound().values()) == 1  # no pod bound twice
+    assert sorted(cycles.bound()) == sorted(f"{bubble.namespace}/{name}" for name in [*first, *second])
+
+
+def test_early_cycles_in_a_row_end_with_a_full_cycle(bubble: Bubble) -> None:
+    # With the usual period, the early cycles of a stream are followed by a full one (nothing sure
+    # is left to bind), which reports on what waits: here a gang short of its minMember.
+    bubble.node("n0", cpu="32")
+    names = [pod for g in range(2) for pod in bubble.gang(f"job{g}", 4)]
+    bubble.podgroup("short", 4)
+    bubble.pod("short-0", group="short")
+    cycles = _Cycles()
+    scheduler = _scheduler(bubble, cycles, early_min_pending=1, full_cycle_every_s=3600.0)
+    with running_scheduler(scheduler):
+        wait_until(lambda: _bound_of(bubble, names) == len(names), "every complete gang bound")
+        wait_until(
+            lambda: any(not r.early and r.report is not None for r in cycles.results), "a full cycle after the early"
+        )
+    early = cycles.results[0]
+    assert early.early and early.report is not None and len(early.report.bound) == len(names)
+    full = next(result for result in cycles.results if not result.early)
+    assert full.number > early.number and full.decision.bindings == []
+    assert [pod.name for pod in full.snapshot.pods if pod.pending and pod.namespace == bubble.namespace] == ["short-0"]
+    assert _bound_of(bubble, ["short-0"]) == 0
+    assert max(cycles.bound().values()) == 1
 
 
 def test_an_incomplete_gang_is_left_to_a_later_cycle_and_bound_whole(bubble: Bubble) -> None:
