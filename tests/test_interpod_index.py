@@ -5,7 +5,11 @@ shared fit counts of the problem build, against plain references.
   (``key In (values)``) asks for, and only while every pending term has one: the refusals, the
   preference scores and the static parts the index gives must be those of an index over every
   bound pod (the reference: the same class with the filter off).
-- Profile numbers: two pods get the same number exactly when their profiles are equal.
+- Profile numbers: two pods get the same number exactly when their profiles are equal (rules
+  compared by value, whether or not the pods share the rule objects).
+- Signatures: a pod's is its profile number when it has rules or some term (a pending pod's, a
+  bound pod's required anti-affinity, or a bound pod's term that scores incoming pods) selects
+  it, None otherwise; asked again, the same answer (the reference: every term tested directly).
 - Fit counts shared between shapes of one request and eligibility: every shape's counts are those
   a direct computation over its own eligible nodes gives.
 """
@@ -137,6 +141,35 @@ def test_equal_profiles_share_one_number_and_different_ones_do_not() -> None:
     assert state.profile_of(a1) == numbers[0]  # asked again: the same number
 
 
+def test_rules_equal_by_value_but_distinct_objects_share_one_number() -> None:
+    ns = nodes()
+    shared = with_rules(pod("default/s1"), {APP: "web"}, NONE, ANCHORED_ANTI)
+    again = with_rules(pod("default/s2"), {APP: "web"}, NONE, ANCHORED_ANTI)  # the same objects
+    rebuilt = PodAffinityRules(required=(term(HOST, selector("In", APP, ("web",))),))
+    assert rebuilt == ANCHORED_ANTI and rebuilt is not ANCHORED_ANTI
+    copy = with_rules(pod("default/s3"), {APP: "web"}, PodAffinityRules(), rebuilt)  # equal values
+    swapped = with_rules(pod("default/s4"), {APP: "web"}, ANCHORED_ANTI, NONE)  # affinity, not anti
+    snap = snapshot(ns, [shared, again, copy, swapped])
+    state = InterPod(snap, [shared, again, copy, swapped])
+    numbers = [state.profile_of(p) for p in (shared, again, copy, swapped)]
+    assert numbers[0] == numbers[1] == numbers[2]
+    assert numbers[3] != numbers[0]
+    assert state.profiles[numbers[0]] == profile(copy)
+
+
+def reference_signature(snap: Snapshot, pending: list[Pod], state: InterPod, p: Pod) -> int | None:
+    """Every term that makes a pod take part, tested directly against the pod."""
+    terms = [(t, q.namespace) for q in pending for t in interpod.all_terms(q)]
+    for q in snap.pods:
+        if q.bound and q.node_name is not None:
+            terms += [(t, q.namespace) for t in q.pod_anti_affinity.required]
+            terms += [(t, q.namespace) for t in q.pod_affinity.required]
+            terms += [(w.term, q.namespace) for r in (q.pod_affinity, q.pod_anti_affinity) for w in r.preferred]
+    key = interpod.label_key(p)
+    selected = any(interpod.selects(t, owner, key, snap.namespaces) for t, owner in terms)
+    return state.profile_of(p) if interpod.has_rules(p) or selected else None
+
+
 LABEL_VALUES = {APP: ("web", "db", "cache"), TIER: ("front", "back")}
 
 
@@ -232,3 +265,13 @@ def _eligible(problem: object, shape: object, n: int) -> bool:
 
     assert isinstance(problem, Problem) and isinstance(shape, Shape)
     return bool(problem.node_index.mask(shape.eligibility) >> n & 1)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_signatures_are_those_of_every_term_tested_directly(snap: Snapshot) -> None:
+    pending = [p for p in snap.pods if p.pending]
+    state = InterPod(snap, pending)
+    for _ in range(2):  # the second time from what the first kept
+        for p in pending:
+            assert state.signature(p) == reference_signature(snap, pending, state, p)

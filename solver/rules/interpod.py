@@ -197,7 +197,11 @@ class InterPod:
         index = {node.name: i for i, node in enumerate(snapshot.nodes)}
         self._profile_of: dict[int, tuple[Pod, int]] = {}
         """By pod identity (the pod kept alive with it): the number of its profile."""
-        self._profile_ids: dict[Profile, int] = {}
+        self._profile_ids: dict[tuple[LabelKey, int, int, tuple[HostPort, ...]], int] = {}
+        """Profiles by number, with the rules (affinity, anti-affinity) as :meth:`_rules_number`s."""
+        self._rules_ids: dict[object, int] = {}
+        self._rules_of: dict[int, tuple[object, int]] = {}
+        """By rules object identity (kept alive with it): its number among equal-valued rules."""
         self.profiles: list[Profile] = []
         """Each distinct profile of the pods asked about, by number."""
         self.pending_profiles: dict[int, Pod] = {}
@@ -253,6 +257,7 @@ class InterPod:
         for i, (term, owner, _, _) in enumerate(self.bound_toward):
             self.bound_toward_index.add(term, owner, i)
         self._selected: dict[LabelKey, bool] = {}
+        self._signatures: dict[int, int | None] = {}
         self._static: dict[int, _Static] = {}
         self._by_key: dict[str, dict[str, list[int]]] = {}
         self._by_profile: dict[int, dict[int, str]] = {}
@@ -283,19 +288,36 @@ class InterPod:
         kept = self._profile_of.get(id(pod))
         if kept is not None and kept[0] is pod:
             return kept[1]
-        prof = profile(pod)
-        number = self._profile_ids.get(prof)
+        # Keyed by the rules' numbers: pods of one job share their rules objects, so each distinct
+        # object is hashed by value once instead of once per pod (equal numbers, equal rules).
+        ports = tuple(sorted({normal_port(p) for p in pod.host_ports})) if pod.host_ports else ()
+        labels = label_key(pod)
+        key = (labels, self._rules_number(pod.pod_affinity), self._rules_number(pod.pod_anti_affinity), ports)
+        number = self._profile_ids.get(key)
         if number is None:
-            number = self._profile_ids[prof] = len(self.profiles)
-            self.profiles.append(prof)
+            number = self._profile_ids[key] = len(self.profiles)
+            self.profiles.append((labels, pod.pod_affinity, pod.pod_anti_affinity, ports))
         self._profile_of[id(pod)] = (pod, number)
+        return number
+
+    def _rules_number(self, rules: object) -> int:
+        """One number per distinct value of affinity rules, found by identity first."""
+        kept = self._rules_of.get(id(rules))
+        if kept is not None and kept[0] is rules:
+            return kept[1]
+        number = self._rules_ids.setdefault(rules, len(self._rules_ids))
+        self._rules_of[id(rules)] = (rules, number)
         return number
 
     def signature(self, pod: Pod) -> Hashable | None:
         number = self.profile_of(pod)
-        if has_rules(pod) or self.selected(self.profiles[number][0]):
-            return number
-        return None
+        found = self._signatures.get(number, False)
+        if found is False:
+            # One answer per profile: its rules and whether a term selects its labels.
+            found = self._signatures[number] = (
+                number if has_rules(pod) or self.selected(self.profiles[number][0]) else None
+            )
+        return found
 
     def value(self, node: int, key: str) -> str | None:
         return self.nodes[node].labels.get(key)

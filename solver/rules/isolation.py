@@ -58,6 +58,9 @@ class Isolation:
         """None when the pod takes part in no rule between pods; else its per-family signatures."""
         if not self.interactions:
             return None
+        if len(self.interactions) == 1:
+            part = self.interactions[0].signature(pod)
+            return None if part is None else (part,)
         parts = tuple(interaction.signature(pod) for interaction in self.interactions)
         return None if all(part is None for part in parts) else parts
 
