@@ -73,7 +73,9 @@ class Placeable:
         if found is not None and found[0] is pod:
             return found[1]
         requests = pod.requests
-        asked = tuple(sorted((without_shares(requests) if res.GPU_MILLI in requests else requests).items()))
+        # Unsorted: the answer does not depend on the order, and pods of one spec list their
+        # requests in one order, so equal requests still meet in one entry.
+        asked = tuple((without_shares(requests) if res.GPU_MILLI in requests else requests).items())
         pair = (self.keys.of(pod), asked)
         answer = self._answers.get(pair)
         if answer is None:

@@ -349,14 +349,19 @@ class _State:
         state.ours = ours
         own: dict[str, dict[str, int]] = {}
         reserved: dict[str, int] = {}
+        need_of = state.need
         for group in snapshot.podgroups:
             mine = own.setdefault(group.queue, {})
-            if not state.reserving(group) and not held[group.key]:
-                continue  # holds nothing and reserves nothing: commits nothing
-            for name, amount in state.commitment(group).items():
-                mine[name] = mine.get(name, 0) + amount
-            for name, amount in state.reservation(group).items():
-                reserved[name] = reserved.get(name, 0) + amount
+            asked, holding = need_of[group.key], held[group.key]
+            # commitment() and reservation() summed in one walk over the need.
+            if state.reserving(group):
+                for name, amount in asked.items():
+                    mine[name] = mine.get(name, 0) + amount
+                    reserved[name] = reserved.get(name, 0) + max(0, amount - holding.get(name, 0))
+            elif holding:
+                for name, amount in asked.items():
+                    mine[name] = mine.get(name, 0) + min(amount, holding.get(name, 0))
+            # else: holds nothing and reserves nothing, so commits nothing
         state.reserved = reserved
         for pod in snapshot.pods:
             # A bound pod outside any PodGroup is a gang of one that is running: all of it is needed.

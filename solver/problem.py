@@ -464,7 +464,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 fitting = fit_cache.get((request, elig_key)) if not refused else None
                 if fitting is None:
                     upper = fit_counts.of(request, eligible)
-                    fitting = (upper, tuple(sorted(upper)))
+                    fitting = (upper, tuple(upper))  # its keys come in ascending node order
                     if not refused:
                         # Shapes of one request and eligibility (isolated classes with no node
                         # refused among them) have the same counts: one map, never changed, shared.
@@ -754,6 +754,7 @@ class FitCounts:
         return found
 
     def of(self, request: tuple[int, ...], eligible: NDArray[np.bool_]) -> dict[int, int]:
+        """The counts by node, keys in ascending node order (the build takes them as the shape's nodes)."""
         if self.nodes == 0 or not any(amount > 0 for amount in request):
             return dict.fromkeys(np.flatnonzero(eligible).tolist(), 1 << 30)
         fits, positive = self._of_request(request)
@@ -790,7 +791,12 @@ def _set_needs(gang: Gang, snapshot: Snapshot, pending: list[Pod]) -> None:
         gang.need = len(pending)
         gang.task_need = {}
         return
-    running = [p for p in snapshot.pods_of_group.get(group.key, ()) if p.gang_ready]
+    members = snapshot.pods_of_group.get(group.key, ())
+    if not group.min_task_member:
+        # The common case: only the count of running members is needed.
+        gang.need = max(0, group.min_member - sum(1 for p in members if p.gang_ready))
+        return
+    running = [p for p in members if p.gang_ready]
     gang.need = max(0, group.min_member - len(running))
     for task, minimum in sorted(group.min_task_member.items()):
         have = sum(1 for p in running if p.task == task)

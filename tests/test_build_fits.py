@@ -44,6 +44,7 @@ def test_fit_counts_equal_the_per_node_count(rows: list[list[int]], asks: list[t
         eligible = [bool(mask >> n & 1) for n in range(len(rows))]
         got = counts.of(tuple(request), np.array(eligible, dtype=np.bool_))
         assert got == _reference_counts(tuple(request), rows, eligible)
+        assert list(got) == sorted(got)  # the build takes the keys, in this order, as the shape's nodes
 
 
 def test_fit_counts_table() -> None:
