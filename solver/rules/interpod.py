@@ -168,7 +168,7 @@ Profile = tuple[LabelKey, object, object, tuple[HostPort, ...]]
 
 
 def profile(pod: Pod) -> Profile:
-    ports = tuple(sorted({normal_port(p) for p in pod.host_ports}))
+    ports = tuple(sorted({normal_port(p) for p in pod.host_ports})) if pod.host_ports else ()
     return (label_key(pod), pod.pod_affinity, pod.pod_anti_affinity, ports)
 
 
@@ -290,13 +290,13 @@ class InterPod:
             return kept[1]
         # Keyed by the rules' numbers: pods of one job share their rules objects, so each distinct
         # object is hashed by value once instead of once per pod (equal numbers, equal rules).
-        ports = tuple(sorted({normal_port(p) for p in pod.host_ports})) if pod.host_ports else ()
-        labels = label_key(pod)
-        key = (labels, self._rules_number(pod.pod_affinity), self._rules_number(pod.pod_anti_affinity), ports)
+        prof = profile(pod)
+        labels, affinity, anti_affinity, ports = prof
+        key = (labels, self._rules_number(affinity), self._rules_number(anti_affinity), ports)
         number = self._profile_ids.get(key)
         if number is None:
             number = self._profile_ids[key] = len(self.profiles)
-            self.profiles.append((labels, pod.pod_affinity, pod.pod_anti_affinity, ports))
+            self.profiles.append(prof)
         self._profile_of[id(pod)] = (pod, number)
         return number
 
