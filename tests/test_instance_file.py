@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from vcsat.adapters.convert import instance_file
 from vcsat.adapters.convert.instance_file import read_objects, read_snapshot, read_yaml_mapping
 from vcsat.adapters.errors import InputError
 
@@ -166,3 +170,43 @@ def test_yaml_mapping_for_policies(tmp_path: Path) -> None:
     path.write_text("- 1\n")
     with pytest.raises(InputError, match="the top level must be a mapping"):
         read_yaml_mapping(path)
+
+
+_ITEMS = st.sampled_from(
+    [
+        NODE,
+        POD,
+        {"apiVersion": "v1", "kind": "List", "items": [NODE]},
+        {"apiVersion": "v1", "kind": "List"},
+        {"apiVersion": "v1", "metadata": {"name": "x"}},
+        {"apiVersion": "v1", "kind": "", "metadata": {"name": "x", "namespace": "ns"}},
+        {"apiVersion": "v1", "kind": 3},
+        {"kind": "Pod", "metadata": {"name": "p"}},
+        {"kind": "Pod", "apiVersion": ""},
+        {"kind": "Pod", "apiVersion": 1},
+        3,
+        "text",
+        [NODE],
+        None,
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.lists(_ITEMS, max_size=6))
+def test_a_list_of_plain_objects_reads_as_item_by_item(tmp_path: Path, items: list[Any]) -> None:
+    """The one-pass check of a List's items gives what the item-by-item walk gives: the same
+    objects, or the same one-line error naming the item."""
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+    def outcome() -> tuple[str, Any]:
+        try:
+            return "objects", read_objects(path)
+        except InputError as error:
+            return "error", str(error)
+
+    fast = outcome()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(instance_file, "_plain_items", lambda items: False)
+        assert outcome() == fast

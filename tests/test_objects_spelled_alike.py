@@ -82,6 +82,14 @@ def test_pods_spelled_alike_come_out_as_each_read_alone() -> None:
         assert together.pod_by_key[key].claims == (f"{raw['metadata']['name']}-scratch",)
 
 
+def test_pods_spelled_alike_share_their_spec_dicts_and_keep_their_own_labels() -> None:
+    together = snapshot_from_objects([*CONTEXT, *copy.deepcopy(OWN_FIELDS)], source="t.yaml")
+    first, *others = together.pods
+    for pod in others:
+        assert pod.requests is first.requests and pod.node_selector is first.node_selector
+        assert pod.labels is not first.labels
+
+
 def test_pod_affinity_terms_are_read_with_each_pods_own_labels() -> None:
     term = {"labelSelector": {}, "topologyKey": "kubernetes.io/hostname", "matchLabelKeys": ["app"]}
     pods = [_pod(name, metadata__labels={"app": name}, spec__affinity={"podAffinity": {
@@ -103,6 +111,7 @@ OWN_ERRORS = [
     pytest.param(_pod("p2", metadata__uid=7), "metadata.uid", id="uid"),
     pytest.param(_pod("p2", created="yesterday"), "creationTimestamp", id="created"),
     pytest.param(_pod("p2", metadata__labels={"a": 1}), "metadata.labels", id="labels"),
+    pytest.param(_pod("p2", annotations={"volcano.sh/task-spec": 3}), "metadata.annotations", id="annotations"),
 ]
 
 

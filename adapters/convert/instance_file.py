@@ -249,12 +249,29 @@ def _objects_of(document: Any, doc: str, source: str, path: str = "") -> Iterato
             source=source,
             field=_field(doc, path) or None,
         )
+    if _plain_items(items):
+        yield from items
+        return
     for index, item in enumerate(items):
         place = f"{base}[{index}]"
         if isinstance(item, Mapping) and item.get("kind") == "List":
             yield from _objects_of(item, doc, source, place)
         else:
             yield _checked_object(item, doc, source, place)
+
+
+def _plain_items(items: list[Any]) -> bool:
+    """Whether every item is the parser's own dict with a non-empty string ``kind`` and
+    ``apiVersion`` and none is a List: then the items are the objects as they are (what
+    :func:`_checked_object` returns for each), checked in one tight pass."""
+    for item in items:
+        if type(item) is not dict:
+            return False
+        kind = item.get("kind")
+        api_version = item.get("apiVersion")
+        if type(kind) is not str or not kind or kind == "List" or type(api_version) is not str or not api_version:
+            return False
+    return True
 
 
 def _checked_object(item: Any, doc: str, source: str, path: str) -> dict[str, Any]:

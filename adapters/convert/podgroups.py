@@ -38,12 +38,11 @@ def read_podgroup(
         if key is not None:
             conversion.parts[key] = dict(group.__dict__)  # its fields, before any cached property joins them
         return group
-    # A spec spelled as an earlier group's: its fields are that group's (checked when it was read).
+    # A spec spelled as an earlier group's: its fields are that group's (checked when it was read),
+    # its dicts shared (models are frozen, nothing changes a field's dict in place).
     values = same.copy()
     values["namespace"] = obj.namespace
     values["name"] = obj.name
-    values["min_task_member"] = dict(same["min_task_member"])
-    values["min_resources"] = dict(same["min_resources"])
     values["phase"] = phase = obj.string(status, "phase", "status.phase")
     values["created"] = obj.created()
     values["inqueue_since"] = _inqueue_since(obj, status, phase)

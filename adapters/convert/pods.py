@@ -63,7 +63,7 @@ def read_pod(
     if not isinstance(spec, MAPPING_TYPES):
         obj.fail("spec", "missing" if spec is None else "must be a mapping")
     status = obj.mapping(obj.raw, "status", "status")
-    annotations = obj.string_map(metadata, "annotations", "metadata.annotations")
+    annotations = obj.checked_strings(metadata, "annotations", "metadata.annotations")  # read, not kept
     labels = obj.string_map(metadata, "labels", "metadata.labels")
 
     node_name = obj.string(spec, "nodeName", "spec.nodeName") or None
@@ -88,7 +88,7 @@ def _read_spec(
     metadata: Mapping[str, Any],
     spec: Mapping[str, Any],
     status: Mapping[str, Any],
-    annotations: dict[str, str],
+    annotations: Mapping[str, str],
     labels: dict[str, str],
     node_name: str | None,
     classes: PriorityClasses,
@@ -208,7 +208,7 @@ def _like(
     metadata: Mapping[str, Any],
     spec: Mapping[str, Any],
     status: Mapping[str, Any],
-    annotations: dict[str, str],
+    annotations: Mapping[str, str],
     labels: dict[str, str],
     node_name: str | None,
     podgroups: Mapping[str, PodGroup | None],
@@ -216,7 +216,9 @@ def _like(
 ) -> Pod:
     """A pod whose spec is spelled as an earlier pod's (``same``: that pod's fields): the
     spec-derived fields are that pod's (its reading checked them); the object's own fields are read
-    and checked here, in the order a full reading checks them."""
+    and checked here, in the order a full reading checks them. The spec-derived dicts (requests,
+    node selector) are that pod's own objects, shared: models are frozen and nothing changes a
+    field's dict in place."""
     group, preemptable, phase = _own_fields(conversion, obj, status, annotations, labels, podgroups)
     gpu_ids = None
     if node_name is not None and phase not in ("Succeeded", "Failed") and GPU_IDS_ANNOTATION in annotations:
@@ -228,8 +230,6 @@ def _like(
     values["labels"] = labels
     values["node_name"] = node_name
     values["phase"] = phase
-    values["requests"] = dict(same["requests"])
-    values["node_selector"] = dict(same["node_selector"])
     values["terminating"] = metadata.get("deletionTimestamp") is not None
     values["group"] = group
     values["task"] = annotations.get(TASK_SPEC_ANNOTATION, "")
@@ -369,7 +369,7 @@ def _own_fields(
     conversion: Conversion,
     obj: KubeObject,
     status: Mapping[str, Any],
-    annotations: dict[str, str],
+    annotations: Mapping[str, str],
     labels: dict[str, str],
     podgroups: Mapping[str, PodGroup | None],
 ) -> tuple[str | None, bool, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
@@ -28,6 +29,7 @@ exact as a float too, and room for sums without int64 overflow. A queue quota ab
 it (it bounds nothing a cluster holds)."""
 _NAMESPACED = frozenset({"Pod", "PodGroup", "PersistentVolumeClaim", "PodDisruptionBudget", "CSIStorageCapacity"})
 _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_NO_STRINGS: Mapping[str, str] = MappingProxyType({})
 _T = TypeVar("_T")
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -104,6 +106,16 @@ class KubeObject(FieldReader):
             if not isinstance(entry, str):
                 self.fail(child(path, entry_key), f"must be a string, not {type_name(entry)}")
         return dict(value)
+
+    def checked_strings(self, parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, str]:
+        """:meth:`string_map` for a reader that only looks values up and keeps none of it: the
+        input's own mapping when it is a plain dict of strings (no copy), else the checked copy."""
+        value = parent.get(key)
+        if value is None:
+            return _NO_STRINGS
+        if type(value) is dict and _all_strings(value):
+            return value
+        return self.string_map(parent, key, path)
 
     def nanos_map(self, parent: Mapping[str, Any], key: str, path: str) -> dict[str, int]:
         """A resource list (``requests``, ``allocatable``, ...) as exact nanos per resource."""
