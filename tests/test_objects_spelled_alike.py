@@ -153,3 +153,41 @@ def test_a_podgroup_spelled_like_a_good_one_still_fails_on_its_own_status() -> N
 
 def _with(obj: Obj, **fields: Any) -> Obj:
     return {**obj, **fields}
+
+
+NODES = [
+    k8s_node("a"),
+    k8s_node("b"),
+    k8s_node("c", gpus=2),
+    k8s_node("d", status={"allocatable": None, "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}),
+    k8s_node("e", metadata__labels={"zone": "z1"}, spec={"unschedulable": True}),
+    k8s_node("f", status={"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110", "zero": "0"}}),
+]
+
+
+def test_nodes_spelled_alike_come_out_as_each_read_alone() -> None:
+    together = snapshot_from_objects(copy.deepcopy(NODES), source="t.yaml")
+    by_name = {node.name: node for node in together.nodes}
+    for raw in NODES:
+        alone = snapshot_from_objects([copy.deepcopy(raw)], source="t.yaml")
+        assert by_name[raw["metadata"]["name"]] == alone.nodes[0]
+    assert by_name["b"].allocatable is by_name["a"].allocatable
+    assert by_name["c"].allocatable != by_name["a"].allocatable
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "field"),
+    [
+        pytest.param({"cpu": "eight"}, 'status.allocatable.cpu: not a quantity', id="quantity"),
+        pytest.param({"cpu": "-1"}, "status.allocatable.cpu: must not be negative", id="negative"),
+        pytest.param(["cpu"], "status.allocatable: must be a mapping", id="not a mapping"),
+    ],
+)
+def test_a_node_after_good_ones_still_fails_on_its_own_allocatable(allocatable: Any, field: str) -> None:
+    bad = k8s_node("z", status={"allocatable": allocatable})
+    with pytest.raises(InputError) as alone:
+        snapshot_from_objects([copy.deepcopy(bad)], source="t.yaml")
+    with pytest.raises(InputError) as after_good_ones:
+        snapshot_from_objects([*copy.deepcopy(NODES), copy.deepcopy(bad)], source="t.yaml")
+    assert str(after_good_ones.value) == str(alone.value)
+    assert "Node z" in str(alone.value) and field in str(alone.value) and "\n" not in str(alone.value)

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from vcsat.adapters.convert.fields import MAPPING_TYPES
 from vcsat.adapters.convert.reader import Conversion, KubeObject, construct
+from vcsat.adapters.convert.spelling import spelling
 from vcsat.model import resources as res
 from vcsat.model.cluster import (
     Node,
@@ -29,13 +30,22 @@ def read_node(conversion: Conversion, obj: KubeObject) -> Node:
     metadata = obj.raw["metadata"]
     spec = obj.mapping(obj.raw, "spec", "spec")
     status = obj.mapping(obj.raw, "status", "status")
-    annotations = obj.string_map(metadata, "annotations", "metadata.annotations")
+    annotations = obj.checked_strings(metadata, "annotations", "metadata.annotations")  # read, not kept
     taints = tuple(
         _taint(obj, taint, f"spec.taints[{index}]")
         for index, taint in enumerate(obj.sequence(spec, "taints", "spec.taints"))
     )
     field = "status.allocatable" if status.get("allocatable") is not None else "status.capacity"
-    allocatable = obj.amounts(obj.nanos_map(status, field.rpartition(".")[2], field), field)
+    key = field.rpartition(".")[2]
+    raw_allocatable = status.get(key)
+    if type(raw_allocatable) is dict:
+        # Nodes of one machine type spell it alike: read once, the dict shared (models are frozen).
+        allocatable = conversion.shared(
+            (f"allocatable {field}", spelling(raw_allocatable)),
+            lambda: obj.amounts(obj.nanos_map(status, key, field), field),
+        )
+    else:
+        allocatable = obj.amounts(obj.nanos_map(status, key, field), field)
     ready = True
     for index, condition in enumerate(obj.sequence(status, "conditions", "status.conditions")):
         if not isinstance(condition, MAPPING_TYPES):

@@ -196,7 +196,7 @@ class Conversion:
             return make(*args)
         return self.memo.reuse(obj, context, make, *args)
 
-    def shared(self, key: tuple[str, str], make: Callable[[], _T]) -> _T:
+    def shared(self, key: tuple[str, str | bytes], make: Callable[[], _T]) -> _T:
         """One frozen value for every pod that spells a part (tolerations, affinity) the same way.
 
         Pods of one job repeat these verbatim (and their containers' resources), and building them
