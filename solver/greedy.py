@@ -518,25 +518,20 @@ class Room:
         """:func:`vcsat.solver.pricing.scarcity.cheapest_fit`'s choice (cheapest, then fewest free GPUs, then
         node order), every candidate priced at once with numpy (:func:`scarcity.room_taken` over arrays).
 
-        The shape's ranking of every node is kept and only the nodes whose room changed since it
-        was last read are priced again (:class:`_Ranking`). Under rules between pods (``allow``),
-        the lowest rank they allow: the nodes are tested in rank order, sorted only when the
-        lowest is not allowed."""
-        if self._taken_in_trial:
-            self._ranked_in_trial = True
-        ranking = self._ranking(scarce, shape)
-        top = ranking.best(self)
-        if top is None or allow is None or allow(top):
-            return top
-        ranks = ranking.ranks
-        fitting = int(np.count_nonzero(ranks != UNFIT))
-        if fitting <= 1:
+        Without rules between pods, the shape's ranking of every node is kept and only the nodes
+        whose room changed since it was last read are priced again (:class:`_Ranking`)."""
+        if allow is None:
+            if self._taken_in_trial:
+                self._ranked_in_trial = True
+            return self._ranking(scarce, shape).best(self)
+        candidates = self.fitting(self._node_array(shape.upper), shape.request)
+        if not candidates.size:
             return None
-        order = np.argsort(ranks)[1:fitting]  # ranks are distinct (the node is their last part): order[0] is top
-        for node in order:
-            if allow(int(node)):
-                return int(node)
-        return None
+        cost, levels = self._price(scarce, shape, candidates)
+        if allow is None:  # (price, free GPUs, node) as one number: an argmin, not a sort
+            ranked = (cost * (int(levels.max()) + 1) + levels) * self.count + candidates
+            return int(candidates[int(np.argmin(ranked))])
+        return self._first_allowed(candidates, np.lexsort((candidates, levels, cost)), allow)
 
     def _ranking(self, scarce: scarcity.Scarcity, shape: Shape) -> _Ranking:
         kept = self._ranked.get(id(shape))
@@ -544,6 +539,33 @@ class Room:
             kept = _Ranking(self, scarce, shape)
             self._ranked[id(shape)] = kept
         return kept
+
+    def _price(
+        self, scarce: scarcity.Scarcity, shape: Shape, candidates: NDArray[np.int64]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Per node of ``candidates`` (where one pod of ``shape`` fits): the scarce-pool price of
+        the room the pod takes there (its GPUs, or the GPU room its cpu or memory strands, by the
+        pool's rate), and the node's free GPUs, the tie-break after the price."""
+        levels = (
+            np.maximum(self.free_cols[self.gpu][candidates], 0) if self.gpu is not None else np.zeros_like(candidates)
+        )
+        milli = shape.request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
+        rates = scarce.rates(shape.eligibility, milli > 0)[candidates]
+        priced = rates > 0
+        cost = np.zeros(candidates.size, dtype=np.int64)
+        if priced.any():
+            nodes = candidates[priced]
+            free_gpu = self.whole_array[nodes] * FULL_GPU_MILLI + self.share_free[nodes]
+            fraction = np.zeros(nodes.size, dtype=np.float64)
+            for r in (scarce.cpu, scarce.memory):
+                asked = shape.request[r] if r is not None else 0
+                if asked > 0:
+                    free = self.free_cols[r][nodes]
+                    part = np.minimum(1.0, asked / np.where(free > 0, free, 1))
+                    fraction = np.maximum(fraction, np.where(free > 0, part, 1.0))
+            taken = np.maximum(milli, np.rint(free_gpu * fraction))
+            cost[priced] = np.rint(rates[priced] * taken).astype(np.int64)
+        return cost, levels
 
     def price_rank(self, scarce: scarcity.Scarcity, shape: Shape, node: int, rates: NDArray[np.float64]) -> int:
         """:meth:`_Ranking.ranks_of` of one eligible node, in Python (the same arithmetic, element by element)."""
@@ -689,10 +711,8 @@ class _Ranking:
 
     def ranks_of(self, room: Room, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
         """Per node of ``nodes`` (eligible ones), (price, free GPUs, node) of one pod of the shape as
-        one number (:data:`UNFIT` where it does not fit): :meth:`Room._fit_mask`, then the
-        scarce-pool price of the room the pod takes there (its GPUs, or the GPU room its cpu or
-        memory strands, by the pool's rate), then the node's free GPUs, the tie-break after the
-        price; the shape's columns looked up once."""
+        one number (:data:`UNFIT` where it does not fit): :meth:`Room._fit_mask` then
+        :meth:`Room._price`, the same arithmetic with the shape's columns looked up once."""
         ok: NDArray[np.bool_] = ~room.negative[nodes]
         for free, amount in self.asks:
             ok &= free[nodes] >= amount
