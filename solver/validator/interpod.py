@@ -410,8 +410,8 @@ def affinity_after_evictions(
     """Running pods whose required pod affinity the evictions break: a term that selected another
     pod in the owner's domain before the evictions selects none after them (pods that stay, and the
     new placements). A pod its own term selects keeps the term by itself."""
-    if not victims:
-        return []
+    if not victims or not any(pod.pod_affinity.required for pod in snapshot.pods):
+        return []  # no term for an eviction to break
     nodes = snapshot.node_by_name
     running = [
         (pod, nodes[pod.node_name])
