@@ -229,6 +229,10 @@ def test_priced_queries_agree_with_the_scan(seed: int, steps: int, busy: float, 
             assert indexed.cheapest_fit(scarce, shape) == scanned.cheapest_fit(scarce, shape)
             odd = indexed.cheapest_fit(scarce, shape, lambda n: n % 2 == 1)
             assert odd == scanned.cheapest_fit(scarce, shape, lambda n: n % 2 == 1)
+            # The cheapest node refused (as an anti-affinity rule would): the next in the order.
+            first = scanned.cheapest_fit(scarce, shape)
+            second = indexed.cheapest_fit(scarce, shape, lambda n, first=first: n != first)
+            assert second == scanned.cheapest_fit(scarce, shape, lambda n, first=first: n != first)
         shape = rng.choice(problem.shapes)
         where = indexed.cheapest_fit(scarce, shape)
         if where is not None:

@@ -51,7 +51,12 @@ from vcsat.model.gpus import gpu_holdings
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.rules.predicates import PREDICATE_CODES, predicate_failure
 from vcsat.solver.validator import volumes as check_volumes
-from vcsat.solver.validator.interpod import INTERPOD_RULES, affinity_after_evictions, check_interpod
+from vcsat.solver.validator.interpod import (
+    INTERPOD_RULES,
+    BoundIndex,
+    affinity_after_evictions,
+    check_interpod,
+)
 from vcsat.solver.validator.spread import RULE as SPREAD_RULE
 from vcsat.solver.validator.spread import spread_violations
 
@@ -251,7 +256,10 @@ class _Checker:
             # Bindings now, beside the victims; everything after evictions (nominations wait for them).
             now = [(p.pod, p.node) for p in self.placements if p.node is not None and p.kind == "binding"]
             seen: set[tuple[str, str, str]] = set()
-            for found in [*check_interpod(self.snapshot, now), *check_interpod(self.snapshot, new, set(self.victims))]:
+            index = BoundIndex(self.snapshot)  # the bound pods read once for both states
+            found_now = check_interpod(self.snapshot, now, index=index)
+            found_after = check_interpod(self.snapshot, new, set(self.victims), index=index)
+            for found in [*found_now, *found_after]:
                 if (found.rule, found.subject, found.message) not in seen:
                     seen.add((found.rule, found.subject, found.message))
                     self._flag(found.rule, found.subject, found.message)

@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from functools import cached_property
 from typing import Final, NamedTuple
 
 from vcsat.model import Node, Pod, Snapshot
@@ -111,21 +112,85 @@ def _overlap(a: tuple[str, str, int], b: tuple[str, str, int]) -> bool:
     return ip_a in wild or ip_b in wild or ip_a == ip_b
 
 
+class BoundIndex:
+    """The bound pods of one snapshot as :func:`check_interpod` reads them, made once per check
+    and shared by its calls (now, and after evictions): the bound pods in snapshot order, those
+    with required anti-affinity and where their terms' domains are, the bound pods per topology
+    domain, and which terms select which pods. Each part is made when first read."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._domains: dict[str, dict[str, list[_Placed]]] = {}
+        self._selects: dict[tuple[int, int, int], bool] = {}
+
+    @cached_property
+    def anti_anywhere(self) -> bool:
+        """Whether some pod on a node has a required anti-affinity term."""
+        return any(p.pod_anti_affinity.required for p in self.snapshot.pods if p.node_name is not None)
+
+    @cached_property
+    def bound(self) -> list[_Placed]:
+        """The unfinished pods on nodes of the snapshot, in snapshot order."""
+        nodes = self.snapshot.node_by_name
+        return [
+            _Placed(pod, nodes[pod.node_name], False)
+            for pod in self.snapshot.pods
+            if pod.node_name is not None and not pod.finished and pod.node_name in nodes
+        ]
+
+    @cached_property
+    def with_anti(self) -> list[_Placed]:
+        return [e for e in self.bound if e.pod.pod_anti_affinity.required]
+
+    @cached_property
+    def owners_at(self) -> dict[tuple[str, str], list[int]]:
+        """Per (key, value) of a domain of their terms, the bound owners of anti-affinity there (by
+        position in :attr:`with_anti`), so that a new pod looks only at the owners sharing one of
+        its node's domains."""
+        owners: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for i, owner in enumerate(self.with_anti):
+            for key in {term.topology_key for term in owner.pod.pod_anti_affinity.required}:
+                if key in owner.node.labels:
+                    owners[(key, owner.node.labels[key])].append(i)
+        return owners
+
+    def domains(self, key: str) -> dict[str, list[_Placed]]:
+        """The bound pods per value of ``key`` on their node (nodes without the key left out)."""
+        groups = self._domains.get(key)
+        if groups is None:
+            groups = defaultdict(list)
+            for e in self.bound:
+                if key in e.node.labels:
+                    groups[e.node.labels[key]].append(e)
+            self._domains[key] = groups
+        return groups
+
+    def selects(self, term: PodAffinityTerm, owner: Pod, target: Pod) -> bool:
+        """:func:`_term_selects` of the snapshot's namespaces, each (term, owner, target) once."""
+        at = (id(term), id(owner), id(target))
+        known = self._selects.get(at)
+        if known is None:
+            known = self._selects[at] = _term_selects(term, owner, target, self.snapshot.namespaces)
+        return known
+
+
 def check_interpod(
-    snapshot: Snapshot, new: Sequence[tuple[Pod, Node]], gone: AbstractSet[str] = frozenset()
+    snapshot: Snapshot,
+    new: Sequence[tuple[Pod, Node]],
+    gone: AbstractSet[str] = frozenset(),
+    index: BoundIndex | None = None,
 ) -> list[Found]:
     """Violations of the inter-pod rules by the new placements (pod, node) among the bound pods,
-    less those in ``gone`` (the decision's victims, when judging the state after evictions)."""
+    less those in ``gone`` (the decision's victims, when judging the state after evictions).
+    ``index``: the snapshot's :class:`BoundIndex`, when several calls share one."""
+    if index is None:
+        index = BoundIndex(snapshot)
     rules = any(p.host_ports or p.pod_affinity.required or p.pod_anti_affinity.required for p, _ in new)
-    if not rules and not any(p.pod_anti_affinity.required for p in snapshot.pods if p.node_name is not None):
+    if not rules and not index.anti_anywhere:
         return []
-    nodes = snapshot.node_by_name
-    placed: list[_Placed] = []
-    for pod in snapshot.pods:
-        if pod.node_name is not None and not pod.finished and pod.node_name in nodes and pod.key not in gone:
-            placed.append(_Placed(pod, nodes[pod.node_name], False))
+    bound = index.bound if not gone else [e for e in index.bound if e.pod.key not in gone]
     added = [_Placed(pod, node, True) for pod, node in new]
-    placed += added
+    placed = bound + added
     namespaces = snapshot.namespaces
     out: list[Found] = []
     by_node: dict[str, list[_Placed]] = defaultdict(list)
@@ -151,28 +216,31 @@ def check_interpod(
                 )
                 break
 
-    with_anti = [e for e in placed if e.pod.pod_anti_affinity.required]
-    in_domain: dict[str, dict[str, list[_Placed]]] = {}
+    new_in: dict[str, dict[str, list[_Placed]]] = {}
+    shared: dict[tuple[str, str], list[_Placed]] = {}
 
     def sharing(key: str, node: Node) -> list[_Placed]:
-        """The pods on nodes with the same value of ``key`` as ``node`` (none without the key)."""
-        if key not in in_domain:
-            groups: dict[str, list[_Placed]] = defaultdict(list)
-            for e in placed:
-                if key in e.node.labels:
-                    groups[e.node.labels[key]].append(e)
-            in_domain[key] = groups
-        return in_domain[key].get(node.labels[key], []) if key in node.labels else []
+        """The pods on nodes with the same value of ``key`` as ``node`` (none without the key):
+        the bound ones less ``gone``, then the new ones, each in their order."""
+        if key not in node.labels:
+            return []
+        value = node.labels[key]
+        found = shared.get((key, value))
+        if found is None:
+            if key not in new_in:
+                groups: dict[str, list[_Placed]] = defaultdict(list)
+                for e in added:
+                    if key in e.node.labels:
+                        groups[e.node.labels[key]].append(e)
+                new_in[key] = groups
+            old = index.domains(key).get(value, [])
+            if gone:
+                old = [e for e in old if e.pod.key not in gone]
+            found = shared[(key, value)] = old + new_in[key].get(value, [])
+        return found
 
-    # Bound owners of anti-affinity per (key, value) of their terms' domains, so that each new pod
-    # looks only at the owners sharing one of its node's domains (in ``with_anti``'s order).
-    owners_at: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for i, owner in enumerate(with_anti):
-        if owner.new:
-            continue
-        for key in {term.topology_key for term in owner.pod.pod_anti_affinity.required}:
-            if key in owner.node.labels:
-                owners_at[(key, owner.node.labels[key])].append(i)
+    with_anti = index.with_anti
+    owners_at = index.owners_at
     owner_keys = sorted({key for key, _ in owners_at})
 
     for entry in added:
@@ -180,7 +248,7 @@ def check_interpod(
             for other in sharing(term.topology_key, entry.node):
                 if other.pod.key == entry.pod.key:
                     continue
-                if _term_selects(term, entry.pod, other.pod, namespaces):
+                if index.selects(term, entry.pod, other.pod):
                     out.append(
                         Found(
                             "PodAntiAffinityRulesNotMatch",
@@ -195,11 +263,11 @@ def check_interpod(
             if key in entry.node.labels:
                 near.update(owners_at.get((key, entry.node.labels[key]), ()))
         for owner in (with_anti[i] for i in sorted(near)):
-            if owner.pod.key == entry.pod.key:
+            if owner.pod.key == entry.pod.key or owner.pod.key in gone:
                 continue
             for term in owner.pod.pod_anti_affinity.required:
-                if _same_domain(term.topology_key, entry.node, owner.node) and _term_selects(
-                    term, owner.pod, entry.pod, namespaces
+                if _same_domain(term.topology_key, entry.node, owner.node) and index.selects(
+                    term, owner.pod, entry.pod
                 ):
                     out.append(
                         Found(
@@ -211,7 +279,8 @@ def check_interpod(
                     )
                     break
 
-    out += _affinity(placed, namespaces)
+    if any(entry.pod.pod_affinity.required for entry in added):
+        out += _affinity(placed, namespaces)  # it judges only new pods with required affinity
     return out
 
 
@@ -341,8 +410,8 @@ def affinity_after_evictions(
     """Running pods whose required pod affinity the evictions break: a term that selected another
     pod in the owner's domain before the evictions selects none after them (pods that stay, and the
     new placements). A pod its own term selects keeps the term by itself."""
-    if not victims:
-        return []
+    if not victims or not any(pod.pod_affinity.required for pod in snapshot.pods):
+        return []  # no term for an eviction to break
     nodes = snapshot.node_by_name
     running = [
         (pod, nodes[pod.node_name])
