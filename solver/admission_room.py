@@ -72,7 +72,14 @@ class FreeRoom:
     def __init__(self, snapshot: Snapshot, keys: PodKeys | None = None) -> None:
         self.keys = keys or PodKeys()
         usable = [node for node in snapshot.nodes if node.ready and not node.unschedulable]
-        self.index = predicates.node_index(usable)  # shared with the build when every node is usable
+        # The cycle's index of every node (the build's own, so its key masks are shared too): a
+        # node's bit depends on that node alone, so the usable nodes' rows are picked from it.
+        self.index = predicates.node_index(snapshot.nodes)
+        self._usable: NDArray[np.intp] | None = None
+        if len(usable) != len(snapshot.nodes):
+            self._usable = np.array(
+                [i for i, node in enumerate(snapshot.nodes) if node.ready and not node.unschedulable], dtype=np.intp
+            )
         on_node = snapshot.pods_on_node
         self.columns = {name: i for i, name in enumerate(sorted({r for node in usable for r in node.allocatable}))}
         table = [[0] * len(usable) for _ in self.columns]
@@ -121,6 +128,8 @@ class FreeRoom:
         rows = self.eligible.get(key)
         if rows is None:
             rows = bits(self.index.mask(key), len(self.index.nodes))
+            if self._usable is not None:
+                rows = rows[self._usable]
             self.eligible[key] = rows
         return rows
 

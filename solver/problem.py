@@ -217,6 +217,10 @@ class Problem:
     fair_levels: list[tuple[int, int]] | None = None
     """(queue priority, tier) of each queue fair-share level, most important first (filled on first use)."""
     _candidates: list[Gang] | None = None
+    fair_terms: dict[int, list[tuple[str, str, int, int, list[int]]]] = field(default_factory=dict)
+    """Per queue fair-share level: its terms (:func:`vcsat.solver.objectives.fairness.fair_terms`),
+    filled on first use: the greedy, the LP bound, the model and every measure of a decision read
+    the same list, so it is computed once per level and cycle. Read-only for its readers."""
     topology_gangs: tuple[int, ...] = ()
     """Candidate gangs whose placement is priced by the domains it spans: more GPUs than one node
     has, or a ``networkTopology`` of their own."""

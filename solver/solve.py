@@ -37,7 +37,7 @@ from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.placement.decode import bindings, gpu_bindings
 from vcsat.solver.podgroup_entries import per_podgroup
 from vcsat.solver.preemption.antiaffinity import AntiAffinity, evictions_may_cure, modelled_gangs
-from vcsat.solver.preemption.preempt import preempt_and_reclaim
+from vcsat.solver.preemption.preempt import nothing_to_evict, preempt_and_reclaim
 from vcsat.solver.preemption.spread import SpreadRules
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.rules.attach import slots_taken
@@ -314,6 +314,8 @@ def _preempt(
         held = usage.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
         for r, name in enumerate(problem.resources):
             held[name] = held.get(name, 0) + k * problem.shapes[problem.classes[c].shape].request[r]
+    if nothing_to_evict(problem, waiting, usage):  # exact: no run would start; skip the set-up below
+        return now, [], [], podgroups
     anti = None
     if any(c in problem.isolated for gang in waiting for c in gang.classes) or any(
         problem.snapshot.pod_by_key[b.pod].pod_affinity.required for b in now

@@ -115,7 +115,16 @@ def fair_terms(problem: Problem, rank: int) -> list[tuple[str, str, int, int, li
     ``tier`` highest priorities only.
 
     The model's variables, the greedy's fill order, the LP bound and the measure of a decided
-    assignment all come from this list, so they always agree."""
+    assignment all come from this list, so they always agree. It depends on the problem alone, so
+    it is made once per level and kept on the problem (``Problem.fair_terms``); callers only read it."""
+    kept = problem.fair_terms.get(rank)
+    if kept is None:
+        kept = _fair_terms(problem, rank)
+        problem.fair_terms[rank] = kept
+    return kept
+
+
+def _fair_terms(problem: Problem, rank: int) -> list[tuple[str, str, int, int, list[int]]]:
     priority = fair_levels(problem)[rank][0]
     # Per queue of the level's queue priority, the least job priority that counts (once per queue).
     thresholds = {

@@ -241,6 +241,43 @@ def preempt_and_reclaim(
     return out
 
 
+def nothing_to_evict(problem: Problem, waiting: list[Gang], usage: dict[str, dict[str, int]]) -> bool:
+    """Whether :func:`preempt_and_reclaim` over ``waiting`` and ``usage`` would start no run, so that
+    the phase can skip its set-up (victims, rules between pods, spread counts): no bound pod that
+    conformance lets go runs in a waiting gang's queue below that queue's highest waiting priority
+    (preempt), and no waiting gang's queue is below its share while such a pod runs in a
+    reclaimable queue above its own (reclaim). Exact in this direction: every victim a run could
+    get is such a pod (the victims are fewer still), and with no preempt run ``usage`` is the one
+    reclaim reads. A False says only that a run may start."""
+    policy = problem.policy
+    if not waiting or not (policy.preempt or policy.reclaim):
+        return True
+    top: dict[str, int] = {}
+    if policy.preempt:
+        for gang in waiting:
+            top[gang.queue] = max(top.get(gang.queue, gang.priority), gang.priority)
+    above: set[str] = set()
+    if (
+        policy.reclaim
+        and problem.deserved
+        and any(_share(problem, usage, g.queue) < 1 for g in waiting if g.queue in problem.deserved)
+    ):
+        reclaimable = {queue.name for queue in problem.snapshot.queues if queue.reclaimable}
+        above = {q for q in problem.deserved if q in reclaimable and _share(problem, usage, q) > 1}
+    if not top and not above:
+        return True
+    snapshot = problem.snapshot
+    for pod in snapshot.pods:
+        if not pod.bound:
+            continue
+        queue = snapshot.queue_of(pod)
+        if queue is None:
+            continue
+        if (queue in above or (queue in top and pod.priority < top[queue])) and not protection(pod):
+            return False
+    return True
+
+
 def _share(problem: Problem, usage: dict[str, dict[str, int]], queue: str) -> float:
     name = dominant(problem, queue)
     if name is None:

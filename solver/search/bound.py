@@ -285,6 +285,10 @@ class _Relaxation:
         # least what they found: per level (a queue priority, then a tier of the queues' own job
         # priorities), the shares of its queues' work of at least that tier's priority. The rows
         # come from fair_terms, as the model's, so the relaxation stays a relaxation.
+        of_queue: dict[str, list[int]] = {}  # the items of each queue, ascending: each row reads its queue's only
+        if fair:
+            for i, item in enumerate(items):
+                of_queue.setdefault(item.queue, []).append(i)
         for rank, floor in sorted((fair or {}).items()):
             if floor <= 0:
                 continue
@@ -296,8 +300,9 @@ class _Relaxation:
                 coef, factor, constant = share_row(deserved, SHARE_SCALE, units.divisor[r], held)
                 row = lp.Constraint(-infinity, float(constant))
                 row.SetCoefficient(fill, float(coef))
-                for i, item in enumerate(items):
-                    if item.queue == queue and item.priority >= threshold and item.request[r] > 0:
+                for i in of_queue.get(queue, ()):
+                    item = items[i]
+                    if item.priority >= threshold and item.request[r] > 0:
                         row.SetCoefficient(y[i], -float(factor * units.request(r, item.request[r])))
                 utility = lp.NumVar(0, infinity, f"fair{rank}_{len(within)}")
                 for slope, offset in utility_pieces():
