@@ -144,8 +144,8 @@ class Applier(Bindings, Evictions, StatusWrites):
         solved while they land. Once ``stop`` is set nothing new is sent.
 
         ``early``: a decision bound ahead of the full cycle that follows at once (the scheduler's
-        sure placements): only its bindings and the statuses and Events of the gangs it bound are
-        written; what it leaves waiting is the full cycle's to report.
+        sure placements): only its bindings, the statuses and Events of the gangs it bound and the
+        admissions of PodGroups that have no pods yet are written; what it leaves waiting is the full cycle's to report.
         """
         report = ApplyReport()
         stopped = stop.is_set if stop is not None else (lambda: False)

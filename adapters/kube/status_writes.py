@@ -75,10 +75,15 @@ class StatusWrites(EventWriter):
         bound_only: bool = False,
     ) -> None:
         """Statuses and Events of the decision's PodGroups (and lone pods); ``bound_only``: of
-        those this apply bound pods of only (an early apply: the full cycle reports the rest)."""
+        those this apply bound pods of, and the admissions to Inqueue of PodGroups that have no pods
+        yet, only (an early apply: the full cycle reports the rest)."""
         outcomes = {outcome.podgroup: outcome for outcome in decision.podgroups}
         if bound_only:
-            outcomes = {key: outcome for key, outcome in outcomes.items() if key in gangs and gangs[key].bound}
+            outcomes = {
+                key: outcome
+                for key, outcome in outcomes.items()
+                if (key in gangs and gangs[key].bound) or _admitted_without_pods(key, outcome, snapshot)
+            }
         futures: list[Future[list[str]]] = []
         # Admissions first: a Job controller creates a job's pods only once its group is Inqueue.
         admitted_first = sorted(
@@ -420,3 +425,8 @@ def _status_core(status: Mapping[str, Any], *, messages: bool = False) -> tuple[
         status.get("failed") or 0,
         conditions,
     )
+
+
+def _admitted_without_pods(key: str, outcome: PodGroupOutcome, snapshot: Snapshot) -> bool:
+    """An admission to Inqueue of a PodGroup that has no pods yet (its Job controller waits for it)."""
+    return outcome.phase == "Inqueue" and key in snapshot.podgroup_by_key and not snapshot.pods_of_group.get(key)

@@ -31,11 +31,12 @@ runs the greedy warm start, and when that already places every pod that may be p
 (:mod:`vcsat.solver.sure`: then no search could place more, only elsewhere), it binds that
 decision at once, whole gangs only, through the same checks and applier as any decision.
 Otherwise the same cycle goes on to the full search, reusing the greedy's work. An early cycle
-writes nothing about the work it leaves waiting (a full cycle does). While pods stream in, the
+writes nothing about the work it leaves waiting (a full cycle does), but admits the PodGroups that
+have no pods yet as a full cycle would (a Job controller creates a job's pods only once then). While pods stream in, the
 cycles that follow an early one may bind early too, each as soon as the last one's rest is over
 (``--full-cycle-every S``): a pod that arrives during a cycle is then bound by the next short
 cycle, not after a full search of what arrived meanwhile. A full cycle (the search, the reports of
-waiting work, the admission of PodGroups that have no pods yet, preemption) runs when a cycle finds
+waiting work, preemption) runs when a cycle finds
 nothing sure to bind (the stream paused, or contention), and straight after an early cycle that
 ends S seconds or more after the last full one, so a steady stream never holds it off for long;
 with S = 0 every early cycle is followed at once by a full one. With ``--dump-dir`` an early
@@ -114,8 +115,8 @@ FULL_CYCLE_EVERY_S = 5.0
 """While early cycles follow each other (a stream of pods that all fit), a full cycle follows at
 once an early one that ends this many seconds or more after the last full cycle
 (``--full-cycle-every``); 0: after every early cycle. Up to this long, then, the work a stream
-leaves waiting is not reported on, PodGroups without pods are not admitted and nothing is
-preempted; in exchange a pod arriving during a cycle waits for one short cycle, not also for a
+leaves waiting is not reported on and nothing is preempted (PodGroups without pods are
+admitted by early cycles too); in exchange a pod arriving during a cycle waits for one short cycle, not also for a
 search."""
 _CYCLE_FILE = re.compile(r"cycle-(\d+)\.instance\.json")
 
@@ -507,7 +508,12 @@ class Scheduler:
                     extra={"cycle": number, "violations": [str(v) for v in violations]},
                 )
             elif sure is not None:
-                applying = self.applier.submit(decision, snapshot, stop=stop, early=True)
+                # With the admission of PodGroups that have no pods yet: a Job controller creates a
+                # job's pods only once its group is Inqueue, and while a stream binds early the
+                # next full cycle may be seconds away.
+                applying = self.applier.submit(
+                    _with_admissions(decision, snapshot, self.policy), snapshot, stop=stop, early=True
+                )
             else:
                 applying = self.applier.submit(_with_admissions(decision, snapshot, self.policy), snapshot, stop=stop)
             result = CycleResult(

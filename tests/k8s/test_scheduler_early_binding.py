@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from scheduler_support import Bubble, running_scheduler, wait_until
+from scheduler_support import Bubble, running_scheduler, wait_cached, wait_until
 
 from vcsat.adapters.live.scheduler import CycleResult, Scheduler
 
@@ -192,3 +192,42 @@ def test_early_binding_off_binds_in_the_full_cycle(bubble: Bubble) -> None:
         wait_until(lambda: cycles.results and cycles.results[0].report is not None, "the first cycle applied")
     first = cycles.results[0]
     assert not first.early and first.report is not None and len(first.report.bound) == 12
+
+
+def test_an_early_cycle_admits_a_podgroup_that_has_no_pods_yet(bubble: Bubble) -> None:
+    # A Job controller creates a job's pods only once its PodGroup is Inqueue: while a stream binds
+    # early, the admission must not wait for the next full cycle.
+    bubble.node("n0", cpu="32")
+    lone = bubble.pod("lone", cpu="2")["metadata"]["name"]
+    bubble.podgroup("job", 4)
+    scheduler = Scheduler(bubble.kube, policy=bubble.policy(), full_cycle_every_s=3600.0)
+    scheduler.start()
+    try:
+        wait_cached(scheduler, bubble.namespace, pods=[lone], podgroups=["job"])
+        result = scheduler.run_cycle(early=True)
+    finally:
+        scheduler.close()
+    assert result.early and result.report is not None
+    assert result.report.bound == [f"{bubble.namespace}/{lone}"]
+    assert f"{bubble.namespace}/job" not in {outcome.podgroup for outcome in result.decision.podgroups}
+    assert (bubble.get_podgroup("job").get("status") or {}).get("phase") == "Inqueue"
+
+
+def test_an_early_cycle_leaves_a_podgroup_that_is_not_admitted_to_the_full_cycle(bubble: Bubble) -> None:
+    # What waits is the full cycle's to report: an early cycle writes admissions only.
+    bubble.node("n0", cpu="4")
+    lone = bubble.pod("lone", cpu="2")["metadata"]["name"]
+    bubble.podgroup("big", 4, minResources={"cpu": "64"})
+    scheduler = Scheduler(bubble.kube, policy=bubble.policy(), full_cycle_every_s=3600.0)
+    scheduler.start()
+    try:
+        wait_cached(scheduler, bubble.namespace, pods=[lone], podgroups=["big"])
+        result = scheduler.run_cycle(early=True)
+        assert result.early and result.report is not None
+        assert result.report.bound == [f"{bubble.namespace}/{lone}"]
+        assert not (bubble.get_podgroup("big").get("status") or {}).get("phase")
+        full = scheduler.run_cycle()
+    finally:
+        scheduler.close()
+    assert not full.early and full.report is not None
+    assert (bubble.get_podgroup("big").get("status") or {}).get("phase") == "Pending"
