@@ -84,11 +84,13 @@ def run(path: Path, time_limit_s: float, workers: int | None) -> dict[str, Any]:
     instance_file.read_objects = timed("read", read_objects)  # type: ignore[assignment]
     try:
         started, cpu_started = time.perf_counter(), time.process_time()
+        cycle_started = time.monotonic()
         with phase("read+snapshot"):
             snapshot = instance_file.read_snapshot(path)
         policy = Policy(time_limit_s=time_limit_s, **({"num_workers": workers} if workers else {}))
         with phase("solve"):
-            decision = solve_module.solve(snapshot, policy)
+            # The time limit counts from before the read, as ``vcsat solve`` counts it.
+            decision = solve_module.solve(snapshot, policy, started=cycle_started)
         with phase("check"):
             violations = check(snapshot, decision, policy)
         total, cpu_total = time.perf_counter() - started, time.process_time() - cpu_started
@@ -109,6 +111,8 @@ def run(path: Path, time_limit_s: float, workers: int | None) -> dict[str, Any]:
         "cycle_seconds": round(total, 2),
         "cycle_cpu_seconds": round(cpu_total, 2),
         "status": decision.solver.status,
+        "skipped": decision.solver.skipped,
+        "wall_stopped": decision.solver.wall_stopped,
         "objective": decision.solver.objective,
         "bound": decision.solver.bound,
         "gap": decision.solver.gap,
