@@ -85,6 +85,11 @@ class SolverStats(_Out):
     """The wall-clock deadline (the time limit) stopped a search before its deterministic budget
     did: a replay may decide differently. When False, ``vcsat solve`` on the dumped instance with
     the same policy and ``--workers`` gives the same decision."""
+    skipped: list[str] = []
+    """Optional steps (``second_fill``, ``search``, ``top_up``, ``neighbourhood``, ``evictions``)
+    not run because they would have ended after the time limit (:mod:`vcsat.solver.deadline`); the
+    decision is the best one in hand without them. A replay skipping the same steps decides alike
+    unless a search was also cut short on the wall clock."""
 
     @property
     def gap(self) -> float:

@@ -15,6 +15,7 @@ with the more important levels held at the decision's values.
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from vcsat.model import (
@@ -29,6 +30,7 @@ from vcsat.model import (
     SolverStats,
 )
 from vcsat.solver.assignment import Assignment
+from vcsat.solver.deadline import EVICTIONS, NEIGHBOURHOOD, SEARCH, SECOND_FILL, TOP_UP, WallPlan
 from vcsat.solver.explain import outcomes
 from vcsat.solver.greedy import greedy, greedy_by_gain
 from vcsat.solver.objectives.fairness import fair_share_values
@@ -65,7 +67,8 @@ the snapshot's size, never read off the clock, so that the budgets, and with the
 are the same whatever the machine's load."""
 AFTER_SEARCH_PER_NODE = 2e-4
 """Wall seconds per node the allocate search's deadline keeps back for what follows it (decode,
-explanations, the eviction models' set-up)."""
+explanations, the eviction models' set-up), at least; the wall plan's reserve for the decode, the
+explanations and the validator when that is more (:mod:`vcsat.solver.deadline`)."""
 NEIGHBOURHOOD_ROUNDS = 3
 """At most this many neighbourhood searches follow one another, each around the last one's
 improvement (:mod:`vcsat.solver.search.neighbourhood`)."""
@@ -101,15 +104,17 @@ class WarmStart:
     bound: int
 
 
-def warm_start(problem: Problem, first: Assignment) -> WarmStart:
+def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None) -> WarmStart:
     """The greedy's decision, or, when it is not already within the policy's tolerance of its
     bound and the search is on, the greedy's other way of filling the fair-share levels
     (:func:`vcsat.solver.greedy.greedy_by_gain`) if the objective's first levels rank it higher.
     Tried only then: where the first fill is within the tolerance the cycle stops there anyway,
-    and a second greedy costs as much as the first."""
+    and a second greedy costs as much as the first; nor when the ``plan`` has no time left for it."""
     start = _warm_start(problem, first)
     policy = problem.policy
     if not policy.search or within_tolerance(sum(start.values.values()), start.bound, policy.relative_gap):
+        return start
+    if plan is not None and not plan.allows(SECOND_FILL, plan.fill_cost()):
         return start
     other = greedy_by_gain(problem)
     first_levels = (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))
@@ -156,6 +161,11 @@ def _bound(
     return values, bound, lp_bounds
 
 
+def model_slots(problem: Problem) -> int:
+    """The (bucket, node) slots of the whole problem's CP-SAT model: what building it costs."""
+    return sum(len(bucket.nodes) for bucket in problem.buckets)
+
+
 def spread_broken(problem: Problem, placed: list[Binding]) -> bool:
     """Whether these bindings leave a topology spread constraint beyond its maxSkew."""
     state = SpreadState(problem.spread)
@@ -175,13 +185,17 @@ def solve(
     started: float | None = None,
     wall: bool | None = None,
     prepared: Prepared | None = None,
+    skip: Collection[str] = (),
 ) -> Decision:
     """The cycle's decision. ``started``: the ``time.monotonic()`` at which the cycle began (e.g.
     before reading its input), from which ``Policy.time_limit_s`` is counted; now by default.
     ``wall=False`` takes every wall limit away (the deterministic budgets alone stop the search):
     for benchmarks that measure what a budget buys on a machine busy with other work; None:
     :data:`vcsat.solver.search.staged.WALL_STOP`. ``prepared``: this snapshot's problem and greedy
-    assignment for this policy, already computed (:func:`vcsat.solver.sure.prepare`)."""
+    assignment for this policy, already computed (:func:`vcsat.solver.sure.prepare`). ``skip``:
+    optional steps not to run whatever the time left (a replay of a cycle that skipped them for
+    time: its ``SolverStats.skipped``); with the wall stop on, any optional step that would end
+    after the time limit is skipped too (:mod:`vcsat.solver.deadline`)."""
     policy = policy or Policy()
     if prepared is not None and (prepared.snapshot is not snapshot or prepared.policy != policy):
         raise ValueError("prepared for another snapshot or policy")
@@ -192,21 +206,32 @@ def solve(
             time.monotonic() if started is None else started,
             staged.WALL_STOP if wall is None else wall,
             prepared,
+            frozenset(skip),
         )
 
 
-def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepared: Prepared | None) -> Decision:
-    problem = prepared.problem if prepared is not None else build_problem(snapshot, policy)
+def _solve(
+    snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepared: Prepared | None, skip: frozenset[str]
+) -> Decision:
     deadline = started + policy.time_limit_s
+    plan = WallPlan(deadline if wall else None, len(snapshot.nodes), skip=skip)
+    problem = prepared.problem if prepared is not None else build_problem(snapshot, policy)
+    plan.nodes = len(problem.nodes)
     # The allocate search stops in time for the eviction phase and the work after the search.
-    after = AFTER_SEARCH_PER_NODE * len(problem.nodes)
+    after = max(AFTER_SEARCH_PER_NODE * len(problem.nodes), plan.reserve)
     evicting = policy.preempt or policy.reclaim
     clock = SearchClock(
         deadline=deadline - after - (policy.time_limit_s * EVICTION_SHARE if evicting else 0.0),
         workers=workers_for(policy),
         wall=wall,
     )
-    start = warm_start(problem, prepared.hint if prepared is not None else greedy(problem))
+    if prepared is not None:
+        first = prepared.hint
+    else:
+        greedy_started = time.process_time()
+        first = greedy(problem)
+        plan.greedy_cpu = time.process_time() - greedy_started
+    start = warm_start(problem, first, plan)
     hint, hint_values, hint_fair, first_bounds = start.hint, start.values, start.fair, start.first_bounds
     greedy_bound = start.bound
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
@@ -216,12 +241,15 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         # The stop rule (:mod:`vcsat.solver.search.stop`): the greedy decision is already proven
         # within the policy's tolerance, so no model is built and no search runs.
         result = ExactResult(None, False, notes=["greedy decision within the relative gap: no search"], skipped=True)
+    elif policy.search and not plan.allows(SEARCH, plan.model_cost(model_slots(problem))):
+        # Building the model alone would take the cycle past its deadline: the greedy's decision.
+        result = ExactResult(None, False, notes=["search skipped: no time left to build its model"], skipped=True)
     elif policy.search:
         result = solve_exact(problem, hint, budget=search, targets=targets, clock=clock)
     else:
         result = ExactResult(None, False, notes=["search off (Policy.search)"], skipped=True)
 
-    if result.assignment is not None and not result.optimal:
+    if result.assignment is not None and not result.optimal and plan.allows(TOP_UP, plan.fill_cost()):
         # The search's later stages may have ended short of what the room it leaves still takes.
         result.assignment = top_up(problem, result.assignment)
     if (
@@ -245,6 +273,8 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         # The decision is further from the bound than the policy accepts: search around it, again
         # around each improvement while the search budget lasts.
         rounds -= 1
+        if not plan.allows(NEIGHBOURHOOD, plan.model_cost(model_slots(problem)) + plan.fill_cost()):
+            break  # its model would not be built (and topped up) before the deadline
         around = {level_name(rank): b for rank, b in lp_bounds.items()}
         left = search - clock.spent
         better = improve(problem, assignment, budget=left, targets=around, clock=clock, rank=_lexicographic)
@@ -267,10 +297,10 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
     nominations: list[Nomination] = []
     evictions: list[Eviction] = []
     if evicting:
-        clock.deadline = deadline - AFTER_EVICTIONS_SECONDS
+        clock.deadline = deadline - max(AFTER_EVICTIONS_SECONDS, plan.reserve)
         budget += policy.time_limit_s * EVICTION_SHARE
         now, nominations, evictions, podgroups = _preempt(
-            problem, assignment, now, podgroups, policy.time_limit_s * EVICTION_SHARE, clock
+            problem, assignment, now, podgroups, policy.time_limit_s * EVICTION_SHARE, clock, plan
         )
     stats = SolverStats(
         status=status,
@@ -280,7 +310,8 @@ def _solve(snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepa
         workers=clock.workers,
         deterministic_budget=round(budget, 3),
         deterministic_time=round(clock.spent, 3),
-        wall_stopped=clock.wall_stopped,
+        wall_stopped=clock.wall_stopped or plan.out_of_time,
+        skipped=list(plan.skipped),
     )
     if not policy.gang:
         podgroups = per_podgroup(snapshot, podgroups)
@@ -294,12 +325,14 @@ def _preempt(
     podgroups: list[PodGroupOutcome],
     budget: float,
     clock: SearchClock,
+    plan: WallPlan,
 ) -> tuple[list[Binding], list[Nomination], list[Eviction], list[PodGroupOutcome]]:
-    """Preempt and reclaim (:mod:`preempt`) over what the allocate phase left."""
+    """Preempt and reclaim (:mod:`preempt`) over what the allocate phase left, when the ``plan``
+    has time for it."""
     left = [gang for gang in problem.gangs if gang.index not in assignment.placed]
     modelled = modelled_gangs(problem, left)
     waiting = [gang for gang in left if evictions_may_cure(problem, gang, modelled)]
-    if not waiting:
+    if not waiting or not plan.allows(EVICTIONS, plan.evictions_cost()):
         return now, [], [], podgroups
     room = [list(row) for row in problem.free]
     for (s, node), k in assignment.shape_slots.items():

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import types
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,9 @@ class FakeSolver:
         self.violations: list[str] = []
         self.error: Exception | None = None
 
-    def solve(self, snapshot: Snapshot, policy: Policy, *, started: float | None = None) -> Decision:
+    def solve(
+        self, snapshot: Snapshot, policy: Policy, *, started: float | None = None, skip: Collection[str] = ()
+    ) -> Decision:
         self.policies.append(policy)
         self.started.append(started)
         if self.error is not None:

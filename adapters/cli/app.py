@@ -26,6 +26,7 @@ from rich.console import Console
 from vcsat import __version__
 from vcsat.adapters.cli import one_shot
 from vcsat.adapters.cli.render import render_decision
+from vcsat.adapters.convert.clock import SKIPPED_ANNOTATION
 from vcsat.adapters.convert.instance_file import read_cycle, read_objects, read_snapshot, read_yaml_mapping
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
@@ -184,14 +185,16 @@ def solve_command(
     from vcsat.solver import check, solve
 
     started = time.monotonic()  # the time limit covers reading the file too
-    snapshot, early = load_cycle(instance, scheduler_name=policy.scheduler_name)
+    skipped: list[str] = []
+    snapshot, early = load_cycle(instance, scheduler_name=policy.scheduler_name, skipped=skipped)
+    skip = replayed_skips(instance, skipped)
     for notice in snapshot.notices:
         # What a cluster dump's lenient reading tolerated: said as the live scheduler logs it.
         click.echo(f"vcsat: warning: {one_line(str(notice))}", err=True)
 
     decision = replay_early(snapshot, policy, started) if early and not full_search else None
     if decision is None:
-        decision = solve(snapshot, policy, started=started)
+        decision = solve(snapshot, policy, started=started, skip=skip)
     violations = check(snapshot, decision, policy)
     if violations:
         click.echo(
@@ -252,10 +255,29 @@ def replay_early(snapshot: Snapshot, policy: Policy, started: float) -> Decision
     return sure
 
 
-def load_cycle(path: str | None, *, scheduler_name: str) -> tuple[Snapshot, bool]:
-    """:func:`load_instance`, and whether the file is an early cycle's dump."""
+def replayed_skips(path: str | None, skipped: list[str]) -> frozenset[str]:
+    """The optional steps a dumped cycle skipped for time (``vcsat.io/skipped``), which the replay
+    skips too so that it decides as the scheduler did (said on stderr); an unknown name is bad input."""
+    from vcsat.solver.deadline import STEPS
+
+    unknown = sorted(set(skipped) - set(STEPS))
+    if unknown:
+        raise InputError(
+            f"unknown step {unknown[0]!r} (expected some of {', '.join(STEPS)})",
+            source=path,
+            obj="List",
+            field=f'metadata.annotations["{SKIPPED_ANNOTATION}"]',
+        )
+    if skipped:
+        click.echo(f"vcsat: the dumped cycle skipped {', '.join(skipped)} for time: skipped here too", err=True)
+    return frozenset(skipped)
+
+
+def load_cycle(path: str | None, *, scheduler_name: str, skipped: list[str] | None = None) -> tuple[Snapshot, bool]:
+    """:func:`load_instance`, and whether the file is an early cycle's dump; ``skipped`` receives
+    the steps the dumped cycle skipped for time."""
     if path is not None:
-        return read_cycle(path, scheduler_name=scheduler_name)
+        return read_cycle(path, scheduler_name=scheduler_name, skipped=skipped)
     return load_instance(None, scheduler_name=scheduler_name), False
 
 

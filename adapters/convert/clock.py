@@ -29,6 +29,10 @@ CYCLE_ANNOTATION = "vcsat.io/cycle"
 placements on it without a search (``--early-bind-min-pending``), so that ``vcsat solve`` replays
 that kind of cycle; absent (or ``"full"``) for a full cycle."""
 CYCLE_KINDS = ("full", "early")
+SKIPPED_ANNOTATION = "vcsat.io/skipped"
+"""On a dumped cycle's instance List: the optional steps the live cycle skipped because they would
+have ended after its time limit (``SolverStats.skipped``, comma-separated), so that ``vcsat solve``
+skips them too and decides as the scheduler did; absent when it skipped none."""
 INQUEUED_CONDITION = "Inqueued"
 """PodGroup ``status.conditions`` type vcsat writes while the group is Inqueue (status ``True``)."""
 INQUEUED_REASON = "Admitted"

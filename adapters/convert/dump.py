@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from vcsat.adapters.convert.clock import (
     CLUSTER_DUMP_ANNOTATION,
     CYCLE_ANNOTATION,
     NOW_ANNOTATION,
+    SKIPPED_ANNOTATION,
     format_clock,
     wall_clock,
 )
@@ -34,15 +35,22 @@ _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def instance_document(
-    objects: Iterable[Mapping[str, Any]], *, now: float | None = None, early: bool = False
+    objects: Iterable[Mapping[str, Any]],
+    *,
+    now: float | None = None,
+    early: bool = False,
+    skipped: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The v1 List kubectl prints for these objects, marked as a cluster dump; ``now``, the cycle's
-    clock, and ``early`` (the cycle bound the greedy's sure placements), as its annotations."""
+    clock, ``early`` (the cycle bound the greedy's sure placements) and ``skipped`` (the optional
+    steps it skipped for time), as its annotations."""
     annotations = {CLUSTER_DUMP_ANNOTATION: "true"}
     if now is not None:
         annotations[NOW_ANNOTATION] = format_clock(now)
     if early:
         annotations[CYCLE_ANNOTATION] = "early"
+    if skipped:
+        annotations[SKIPPED_ANNOTATION] = ",".join(skipped)
     metadata: dict[str, Any] = {"resourceVersion": "", "annotations": annotations}
     return {"apiVersion": "v1", "kind": "List", "metadata": metadata, "items": list(objects)}
 

@@ -22,6 +22,7 @@ from vcsat.adapters.convert.clock import (
     CYCLE_ANNOTATION,
     CYCLE_KINDS,
     NOW_ANNOTATION,
+    SKIPPED_ANNOTATION,
     parse_clock,
 )
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
@@ -38,11 +39,13 @@ def read_objects(
     clock: list[float | None] | None = None,
     dumps: list[bool] | None = None,
     cycles: list[str] | None = None,
+    skipped: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The Kubernetes objects in the file, in file order, each with a ``kind`` and ``apiVersion``.
     ``clock``: receives the clock of each top-level List that records one (``vcsat.io/now``);
     ``dumps``: whether each top-level document is a List marked as a cluster dump; ``cycles``: the
-    kind of cycle each top-level document records (``vcsat.io/cycle``; ``"full"`` without one)."""
+    kind of cycle each top-level document records (``vcsat.io/cycle``; ``"full"`` without one);
+    ``skipped``: the steps a dumped cycle skipped for time (``vcsat.io/skipped``), each List's."""
     source = str(path)
     data = _read_bytes(Path(path), source)
     document = _fast_json(data, Path(path).suffix.lower() == ".json")
@@ -68,6 +71,8 @@ def read_objects(
             dumps.append(_is_cluster_dump(document))
         if cycles is not None:
             cycles.append(_list_cycle(document, doc, source))
+        if skipped is not None:
+            skipped.extend(_list_skipped(document, doc, source))
         objects.extend(_objects_of(document, doc, source))
     return objects
 
@@ -79,9 +84,12 @@ def read_snapshot(path: str | Path, *, scheduler_name: str = "vcsat") -> Snapsho
     return read_cycle(path, scheduler_name=scheduler_name)[0]
 
 
-def read_cycle(path: str | Path, *, scheduler_name: str = "vcsat") -> tuple[Snapshot, bool]:
+def read_cycle(
+    path: str | Path, *, scheduler_name: str = "vcsat", skipped: list[str] | None = None
+) -> tuple[Snapshot, bool]:
     """:func:`read_snapshot`, and whether the file is the dump of an early cycle (``vcsat.io/cycle:
-    early``: the scheduler bound the greedy's sure placements on it), which a replay repeats."""
+    early``: the scheduler bound the greedy's sure placements on it), which a replay repeats.
+    ``skipped``: receives the steps the dumped cycle skipped for time (``vcsat.io/skipped``)."""
     from vcsat.solver.pauses import no_gc_pauses  # here: the solver package loads OR-Tools
 
     # The parsed file is a large tree of fresh containers: the cyclic collector would walk it again
@@ -90,7 +98,7 @@ def read_cycle(path: str | Path, *, scheduler_name: str = "vcsat") -> tuple[Snap
         clock: list[float | None] = []
         dumps: list[bool] = []
         cycles: list[str] = []
-        objects = read_objects(path, clock=clock, dumps=dumps, cycles=cycles)
+        objects = read_objects(path, clock=clock, dumps=dumps, cycles=cycles, skipped=skipped)
         now = next((moment for moment in clock if moment is not None), None)
         # A cluster dump is read as the live scheduler read the cluster, so the replay decides alike.
         strict = not (dumps and all(dumps))
@@ -226,6 +234,25 @@ def _list_cycle(document: Any, doc: str, source: str) -> str:
             field=_field(doc, f'metadata.annotations["{CYCLE_ANNOTATION}"]'),
         )
     return str(kind)
+
+
+def _list_skipped(document: Any, doc: str, source: str) -> list[str]:
+    """A List's ``metadata.annotations["vcsat.io/skipped"]``, split at commas (none without one)."""
+    if not isinstance(document, Mapping) or document.get("kind") != "List":
+        return []
+    metadata = document.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    if not isinstance(annotations, Mapping) or annotations.get(SKIPPED_ANNOTATION) is None:
+        return []
+    names = annotations[SKIPPED_ANNOTATION]
+    if not isinstance(names, str):
+        raise InputError(
+            f"must be a comma-separated string of step names, not {_describe(names)}",
+            source=source,
+            obj="List",
+            field=_field(doc, f'metadata.annotations["{SKIPPED_ANNOTATION}"]'),
+        )
+    return [name.strip() for name in names.split(",") if name.strip()]
 
 
 def _objects_of(document: Any, doc: str, source: str, path: str = "") -> Iterator[dict[str, Any]]:

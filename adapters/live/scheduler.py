@@ -603,7 +603,8 @@ class Scheduler:
         instance = stem.with_name(stem.name + ".instance.json")
         decision_file = stem.with_name(stem.name + ".decision.json")
         temporary = instance.with_name(instance.name + ".tmp")
-        document = instance_document(objects, now=now, early=early)
+        # The steps the cycle skipped for time go with it: a replay skips them too.
+        document = instance_document(objects, now=now, early=early, skipped=decision.solver.skipped)
         temporary.write_text(json.dumps(document, separators=(",", ":")), encoding="utf-8")
         temporary.replace(instance)
         decision_file.write_text(decision.model_dump_json(indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,208 @@
+"""The wall deadline over the cycle's optional steps (:mod:`vcsat.solver.deadline`).
+
+- :class:`WallPlan` on an injected clock (a table): no deadline allows every step; a step named in
+  ``skip`` is refused without counting as out of time; a step predicted to end after the deadline
+  less the reserve is refused and counts; the prediction is scaled by how much slower than its CPU
+  time the cycle has run on the wall clock.
+- ``solve`` with its deadline already past once the greedy has run (``started`` long ago, wall
+  stop on): no CP-SAT model is built, the decision is the greedy's, the status is ``FALLBACK`` or
+  ``WITHIN_GAP`` by its proven gap, the skipped steps are named and the run is wall-stopped; a
+  replay skipping the same steps without the wall stop decides the same.
+- A deadline far enough away changes nothing: the same decision as without the wall stop.
+- A Hypothesis property over small random clusters: whatever the deadline, the validator accepts
+  the decision.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any
+
+import pytest
+from builders import gangs, node, queue, snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_gap_bound import ALLOCATE, cluster
+from test_stop_rule import CLUSTERS
+
+from vcsat.model import Decision, Policy, Snapshot, relative_gap
+from vcsat.solver import check, solve
+from vcsat.solver.deadline import EVICTIONS, NEIGHBOURHOOD, RESERVE_PER_NODE, SEARCH, SECOND_FILL, WallPlan
+
+_solve_module = importlib.import_module("vcsat.solver.solve")
+_exact_module = importlib.import_module("vcsat.solver.search.exact")
+
+
+class FakeClock:
+    """Wall and CPU seconds that move only when the test says."""
+
+    def __init__(self) -> None:
+        self.wall = 100.0
+        self.cpu_seconds = 10.0
+
+    def now(self) -> float:
+        return self.wall
+
+    def cpu(self) -> float:
+        return self.cpu_seconds
+
+
+@pytest.mark.parametrize(
+    ("deadline_in", "skip", "wall_spent", "cpu_spent", "cost", "allowed", "out_of_time"),
+    [
+        (None, frozenset(), 0.0, 0.0, 1e9, True, False),  # no deadline (wall=False): anything goes
+        (None, frozenset({SEARCH}), 0.0, 0.0, 0.0, False, False),  # a replay's skip, whatever the time
+        (10.0, frozenset(), 0.0, 0.0, 5.0, True, False),
+        (10.0, frozenset(), 0.0, 0.0, 9.9, False, True),  # 10 - reserve (0.4 at 1,000 nodes) < 9.9
+        (10.0, frozenset(), 4.0, 1.0, 2.0, False, True),  # 4x slower than CPU: 8 s of wall > 6 - 1.6
+        (10.0, frozenset(), 2.0, 2.0, 3.0, True, False),  # running at CPU pace: 3 s fit in 8 - 0.4
+        (-1.0, frozenset(), 0.0, 0.0, 0.0, False, True),  # already past
+    ],
+)
+def test_the_plan(
+    deadline_in: float | None,
+    skip: frozenset[str],
+    wall_spent: float,
+    cpu_spent: float,
+    cost: float,
+    allowed: bool,
+    out_of_time: bool,
+) -> None:
+    clock = FakeClock()
+    deadline = None if deadline_in is None else clock.wall + deadline_in
+    plan = WallPlan(deadline, 1000, skip=skip, now=clock.now, cpu=clock.cpu)
+    clock.wall += wall_spent
+    clock.cpu_seconds += cpu_spent
+    slowdown = max(1.0, wall_spent / cpu_spent) if cpu_spent else 1.0
+    assert plan.slowdown() == pytest.approx(slowdown)
+    assert plan.reserve == pytest.approx(RESERVE_PER_NODE * 1000 * slowdown)
+    assert plan.allows(SEARCH, cost) is allowed
+    assert plan.out_of_time is out_of_time
+    assert plan.skipped == ([] if allowed else [SEARCH])
+    plan.allows(SEARCH, 1e9 if deadline is not None else 0.0)
+    assert plan.skipped.count(SEARCH) <= 1  # each step named once
+
+
+def test_greedy_fill_cost_follows_the_first_greedy() -> None:
+    plan = WallPlan(None, 1000)
+    per_node = plan.fill_cost()
+    plan.greedy_cpu = 2.0
+    assert plan.fill_cost() > 2.0 != per_node
+
+
+def _greedy_only(snap: Snapshot, policy: Policy) -> Decision:
+    return solve(snap, policy.model_copy(update={"search": False}), wall=False)
+
+
+def _core(decision: Decision) -> tuple[Any, ...]:
+    return (decision.bindings, decision.nominations, decision.evictions, decision.podgroups)
+
+
+def _no_model(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("a CP-SAT model was built after the deadline")
+
+
+@pytest.mark.parametrize("name", sorted(CLUSTERS))
+@pytest.mark.parametrize("tolerance", [0.0, 0.001, 0.5])
+def test_past_the_deadline_after_the_greedy_no_model_is_built(
+    name: str, tolerance: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snap = cluster(*CLUSTERS[name])
+    policy = ALLOCATE.model_copy(update={"relative_gap": tolerance})
+    greedy_only = _greedy_only(snap, policy)
+    with monkeypatch.context() as patch:
+        patch.setattr(_exact_module, "create_variables", _no_model)
+        patch.setattr(_solve_module, "greedy_by_gain", _no_model)
+        decision = solve(snap, policy, started=time.monotonic() - 3600, wall=True)
+    assert check(snap, decision, policy) == []
+    assert _core(decision) == _core(greedy_only)
+    stats = decision.solver
+    assert (stats.objective, stats.bound) == (greedy_only.solver.objective, greedy_only.solver.bound)
+    assert stats.deterministic_time == 0.0
+    gap = relative_gap(stats.objective, stats.bound)
+    within = tolerance > 0 and gap <= tolerance
+    assert stats.status == ("WITHIN_GAP" if within else "FALLBACK")
+    if within:
+        return  # within the tolerance: nothing was to run, nothing skipped
+    assert SEARCH in stats.skipped
+    assert stats.wall_stopped
+    if gap > 0 and tolerance > 0:
+        assert stats.skipped[0] == SECOND_FILL  # asked before the search, refused first
+    # A replay told what the live cycle skipped decides the same without any wall stop.
+    replay = solve(snap, policy, wall=False, skip=stats.skipped)
+    assert _core(replay) == _core(decision)
+    assert replay.solver.skipped == stats.skipped
+    assert not replay.solver.wall_stopped
+
+
+@pytest.mark.parametrize("name", sorted(CLUSTERS))
+def test_time_to_spare_changes_nothing(name: str) -> None:
+    snap = cluster(*CLUSTERS[name])
+    policy = ALLOCATE.model_copy(update={"time_limit_s": 3600.0})
+    unlimited = solve(snap, policy, wall=False)
+    timed = solve(snap, policy, wall=True)
+    assert _core(timed) == _core(unlimited)
+    assert timed.solver.status == unlimited.solver.status
+    assert timed.solver.skipped == []
+    assert (timed.solver.objective, timed.solver.bound) == (unlimited.solver.objective, unlimited.solver.bound)
+
+
+def test_a_past_deadline_skips_the_eviction_phase() -> None:
+    # A node full of priority-1 pods and an admitted priority-10 gang: only preemption places it.
+    running, running_groups = gangs("lo", 4, queue="qa", priority=1, node="n1", cpu="1", created=0)
+    hi, hi_groups = gangs("hi", queue="qa", priority=10, size=2, cpu="1", created=100, phase="Inqueue")
+    snap = snapshot(
+        nodes=[node("n1", cpu="4", memory="64Gi")],
+        pods=running + hi,
+        groups=running_groups + hi_groups,
+        queues=[queue("qa")],
+    )
+    policy = Policy(time_limit_s=2, num_workers=1)
+    unlimited = solve(snap, policy, wall=False)
+    assert unlimited.evictions and unlimited.nominations  # the case is what it says
+    late = solve(snap, policy, started=time.monotonic() - 3600, wall=True)
+    assert check(snap, late, policy) == []
+    assert late.evictions == [] and late.nominations == []
+    assert EVICTIONS in late.solver.skipped and late.solver.wall_stopped
+    replay = solve(snap, policy, wall=False, skip=late.solver.skipped)
+    assert _core(replay) == _core(late)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    free=st.lists(st.integers(0, 8), min_size=2, max_size=4),
+    running=st.lists(
+        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 3), st.sampled_from([1, 2, 4])), max_size=6
+    ),
+    waiting=st.lists(
+        st.tuples(
+            st.sampled_from(["q1", "q2", "q3"]),
+            st.sampled_from([-100, 0, 1000]),
+            st.integers(1, 3),
+            st.sampled_from([1, 2, 4]),
+            st.integers(1, 3),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    ago=st.sampled_from([0.0, 0.5, 1.9, 2.5, 3600.0]),
+    evicting=st.booleans(),
+)
+def test_any_deadline_gives_a_valid_decision(
+    free: list[int],
+    running: list[tuple[str, int, int]],
+    waiting: list[tuple[str, int, int, int, int]],
+    ago: float,
+    evicting: bool,
+) -> None:
+    running = [(name, at % len(free), gpus) for name, at, gpus in running]
+    snap = cluster(free, running, waiting)
+    policy = ALLOCATE.model_copy(update={"preempt": evicting, "reclaim": evicting, "relative_gap": 0.001})
+    decision = solve(snap, policy, started=time.monotonic() - ago, wall=True)
+    assert check(snap, decision, policy) == []
+    assert set(decision.solver.skipped) <= {SECOND_FILL, SEARCH, "top_up", NEIGHBOURHOOD, EVICTIONS}
+    if decision.solver.skipped:
+        assert decision.solver.wall_stopped
