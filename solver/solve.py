@@ -1,9 +1,10 @@
 """One scheduling cycle as a pure function: ``solve(snapshot, policy) -> Decision``.
 
 The steps are design.md's: prefilter and aggregate (:mod:`problem`), greedy warm start
-(:mod:`greedy`), an LP bound (:mod:`bound`), exact search (:mod:`exact`), when its decision is
-further from the bound than ``Policy.relative_gap`` a neighbourhood search around it in what the
-search budget left (:mod:`neighbourhood`), decode into pods, nodes
+(:mod:`greedy`), an LP bound (:mod:`bound`), a neighbourhood search around the warm start and then
+the exact search on the full model from the better of the two (:mod:`neighbourhood`, :mod:`exact`),
+when its decision is further from the bound than ``Policy.relative_gap`` a neighbourhood search
+around it in what the search budget left, decode into pods, nodes
 and GPU indices (:mod:`decode`), and the reason for every PodGroup left waiting (:mod:`explain`).
 The greedy decision stands (``FALLBACK``) when the search finds nothing at least as good in time.
 
@@ -47,7 +48,7 @@ from vcsat.solver.rules.interpod_tracker import broken
 from vcsat.solver.rules.spread import SpreadState
 from vcsat.solver.search import staged
 from vcsat.solver.search.bound import lp_level_bounds
-from vcsat.solver.search.exact import ExactResult, solve_exact
+from vcsat.solver.search.exact import ExactResult, fits, solve_exact
 from vcsat.solver.search.neighbourhood import improve
 from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.search.stop import skip_search, within_tolerance
@@ -72,6 +73,9 @@ explanations and the validator when that is more (:mod:`vcsat.solver.deadline`).
 NEIGHBOURHOOD_ROUNDS = 3
 """At most this many neighbourhood searches follow one another, each around the last one's
 improvement (:mod:`vcsat.solver.search.neighbourhood`)."""
+NEIGHBOURHOOD_FIRST_SHARE = 0.6
+"""Of the allocate search's budget, what the neighbourhood of the warm start may use before the
+staged search on the full model (:func:`_search`)."""
 AFTER_EVICTIONS_SECONDS = 0.05
 """Wall seconds the eviction searches' deadline keeps back for assembling the decision."""
 
@@ -245,7 +249,7 @@ def _solve(
         # Building the model alone would take the cycle past its deadline: the greedy's decision.
         result = ExactResult(None, False, notes=["search skipped: no time left to build its model"], skipped=True)
     elif policy.search:
-        result = solve_exact(problem, hint, budget=search, targets=targets, clock=clock)
+        result = _search(problem, hint, search, targets, clock)
     else:
         result = ExactResult(None, False, notes=["search off (Policy.search)"], skipped=True)
 
@@ -316,6 +320,30 @@ def _solve(
     if not policy.gang:
         podgroups = per_podgroup(snapshot, podgroups)
     return Decision(bindings=now, nominations=nominations, evictions=evictions, podgroups=podgroups, solver=stats)
+
+
+def _search(
+    problem: Problem, hint: Assignment, search: float, targets: dict[str, int], clock: SearchClock
+) -> ExactResult:
+    """The allocate search: a neighbourhood of the warm start first, then the staged search on the
+    full model from what it found, with what the neighbourhood left of ``search``.
+
+    Where the warm start is short of a fair-share tier, the full model's first stage often returns
+    it unchanged in a short budget, while the neighbourhood of its holes (a small model) raises the
+    tier and has time left for placed work at the new tier; the full search then starts from the
+    better of the two. Only when the full model still fits what the neighbourhood may leave of the
+    budget: otherwise the full search alone has the whole budget, as before."""
+    if not fits(problem, search * (1 - NEIGHBOURHOOD_FIRST_SHARE)):
+        return solve_exact(problem, hint, budget=search, targets=targets, clock=clock)
+    around = improve(
+        problem, hint, budget=search * NEIGHBOURHOOD_FIRST_SHARE, targets=targets, clock=clock, rank=_lexicographic
+    )
+    start = hint if around is None else around.assignment
+    result = solve_exact(problem, start, budget=max(0.0, search - clock.spent), targets=targets, clock=clock)
+    if result.assignment is None and around is not None:
+        # The full search found nothing better than the neighbourhood's solution: that stands.
+        return ExactResult(around.assignment, False, result.levels, {}, [*around.notes, *result.notes])
+    return result
 
 
 def _preempt(

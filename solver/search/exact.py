@@ -170,6 +170,12 @@ def _refine(problem: Problem, buckets: list[Bucket], short: dict[int, int], assi
     return buckets
 
 
+def fits(problem: Problem, budget: float) -> bool:
+    """Whether the full model (every bucket on every eligible node) fits ``budget``: its first
+    stage would reach a first solution (:func:`_fits`)."""
+    return _fits(problem, budget, _model_size(problem, list(problem.buckets)))
+
+
 def _fits(problem: Problem, budget: float, size: int) -> bool:
     """Whether the first stage's share of ``budget`` is enough for a model of ``size`` variables to
     reach a first solution (always, without gangs to place)."""
