@@ -23,7 +23,7 @@ import pytest
 from builders import gangs, node, queue, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_gap_bound import ALLOCATE, cluster
+from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods, waiting_jobs
 from test_stop_rule import CLUSTERS
 
 from vcsat.model import Decision, Policy, Snapshot, relative_gap
@@ -173,21 +173,9 @@ def test_a_past_deadline_skips_the_eviction_phase() -> None:
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(
-    free=st.lists(st.integers(0, 8), min_size=2, max_size=4),
-    running=st.lists(
-        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 3), st.sampled_from([1, 2, 4])), max_size=6
-    ),
-    waiting=st.lists(
-        st.tuples(
-            st.sampled_from(["q1", "q2", "q3"]),
-            st.sampled_from([-100, 0, 1000]),
-            st.integers(1, 3),
-            st.sampled_from([1, 2, 4]),
-            st.integers(1, 3),
-        ),
-        min_size=1,
-        max_size=5,
-    ),
+    free=FREE_GPUS,
+    running=running_pods(max_size=6),
+    waiting=waiting_jobs(max_size=5),
     ago=st.sampled_from([0.0, 0.5, 1.9, 2.5, 3600.0]),
     evicting=st.booleans(),
 )
@@ -198,7 +186,6 @@ def test_any_deadline_gives_a_valid_decision(
     ago: float,
     evicting: bool,
 ) -> None:
-    running = [(name, at % len(free), gpus) for name, at, gpus in running]
     snap = cluster(free, running, waiting)
     policy = ALLOCATE.model_copy(update={"preempt": evicting, "reclaim": evicting, "relative_gap": 0.001})
     decision = solve(snap, policy, started=time.monotonic() - ago, wall=True)

@@ -27,7 +27,7 @@ import importlib
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_gap_bound import ALLOCATE, cluster
+from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods
 from test_stop_rule import _solved
 
 from vcsat.solver import check
@@ -88,10 +88,8 @@ def test_the_equal_shares_fill_misses_it_on_the_first_case() -> None:
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(
-    free=st.lists(st.integers(0, 8), min_size=2, max_size=4),
-    running=st.lists(
-        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 3), st.sampled_from([1, 2, 4, 8])), max_size=6
-    ),
+    free=FREE_GPUS,
+    running=running_pods(max_size=6, gpus=[1, 2, 4, 8]),
     waiting=st.lists(
         st.tuples(
             st.sampled_from(["q1", "q2", "q3"]),
@@ -110,7 +108,6 @@ def test_never_worse_than_the_greedy_and_the_validator_accepts_both(
     waiting: list[tuple[str, int, int, int, int]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    running = [(name, at % len(free), gpus) for name, at, gpus in running]
     snap = cluster(free, running, waiting)
     policy = ALLOCATE.model_copy(update={"relative_gap": 0.005})
     greedy_only, greedy_rank, _ = _solved(snap, policy.model_copy(update={"search": False}), monkeypatch)

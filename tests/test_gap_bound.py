@@ -58,7 +58,8 @@ def cluster(
     pods: list[Any] = []
     groups: list[Any] = []
     held = [8 - f for f in free]
-    for j, (name, at, gpus) in enumerate(running):
+    for j, (name, drawn, gpus) in enumerate(running):
+        at = drawn % len(free)  # a drawn node index falls on one of the nodes drawn
         if held[at] < gpus:
             continue
         held[at] -= gpus
@@ -71,6 +72,31 @@ def cluster(
         groups += g
     queues = [queue("q1", weight=1), queue("q2", weight=1), queue("q3", weight=4)]
     return snapshot(nodes=nodes, pods=pods, groups=groups, queues=queues)
+
+
+FREE_GPUS = st.lists(st.integers(0, 8), min_size=2, max_size=4)
+"""``free`` for :func:`cluster`: two to four nodes."""
+
+
+def running_pods(max_size: int, gpus: list[int] | None = None) -> st.SearchStrategy[list[tuple[str, int, int]]]:
+    """``running`` for :func:`cluster`: (queue, node index, GPUs), any node index."""
+    return st.lists(
+        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 3), st.sampled_from(gpus or [1, 2, 4])),
+        max_size=max_size,
+    )
+
+
+def waiting_jobs(max_size: int) -> st.SearchStrategy[list[tuple[str, int, int, int, int]]]:
+    """``waiting`` for :func:`cluster`: (queue, priority, pods, GPUs per pod, count) jobs."""
+    priorities = st.sampled_from([-100, 0, 1000])
+    job = st.tuples(
+        st.sampled_from(["q1", "q2", "q3"]),
+        priorities,
+        st.integers(1, 3),
+        st.sampled_from([1, 2, 4]),
+        st.integers(1, 3),
+    )
+    return st.lists(job, min_size=1, max_size=max_size)
 
 
 CASES = {
@@ -112,26 +138,13 @@ def test_the_bound_holds_for_the_greedy_the_decision_and_the_proven_optimum(name
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    free=st.lists(st.integers(0, 8), min_size=2, max_size=4),
-    running=st.lists(
-        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 3), st.sampled_from([1, 2, 4])), max_size=6
-    ),
-    waiting=st.lists(
-        st.tuples(
-            st.sampled_from(["q1", "q2", "q3"]),
-            st.sampled_from([-100, 0, 1000]),
-            st.integers(1, 3),
-            st.sampled_from([1, 2, 4]),
-            st.integers(1, 3),
-        ),
-        min_size=1,
-        max_size=5,
-    ),
+    free=FREE_GPUS,
+    running=running_pods(max_size=6),
+    waiting=waiting_jobs(max_size=5),
 )
 def test_the_reported_bound_is_never_below_a_feasible_solution(
     free: list[int], running: list[tuple[str, int, int]], waiting: list[tuple[str, int, int, int, int]]
 ) -> None:
-    running = [(name, at % len(free), gpus) for name, at, gpus in running]
     snap = cluster(free, running, waiting)
     policy = ALLOCATE.model_copy(update={"relative_gap": 0.01, "time_limit_s": 1})
     decision = solve(snap, policy)

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ortools.linear_solver import linear_solver_pb2, pywraplp
-from test_gap_bound import ALLOCATE, CASES, cluster
+from test_gap_bound import ALLOCATE, CASES, FREE_GPUS, cluster, waiting_jobs
 
 from vcsat.solver.greedy import greedy
 from vcsat.solver.objectives.fairness import fair_share_values
@@ -139,18 +139,8 @@ def test_the_bounds_are_the_reference_bounds(name: str, monkeypatch: pytest.Monk
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(
-    free=st.lists(st.integers(0, 8), min_size=2, max_size=4),
-    waiting=st.lists(
-        st.tuples(
-            st.sampled_from(["q1", "q2", "q3"]),
-            st.sampled_from([-100, 0, 1000]),
-            st.integers(1, 3),
-            st.sampled_from([1, 2, 4]),
-            st.integers(1, 3),
-        ),
-        min_size=1,
-        max_size=5,
-    ),
+    free=FREE_GPUS,
+    waiting=waiting_jobs(max_size=5),
 )
 def test_random_clusters_get_the_reference_bounds(
     free: list[int], waiting: list[tuple[str, int, int, int, int]], monkeypatch: pytest.MonkeyPatch

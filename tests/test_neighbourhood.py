@@ -17,7 +17,7 @@ import pytest
 from builders import gangs, node, queue, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_gap_bound import ALLOCATE, cluster
+from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods, waiting_jobs
 
 from vcsat.model import Decision, Snapshot, SolverStats
 from vcsat.solver import check
@@ -125,21 +125,9 @@ def _decision(problem: Problem, assignment: Assignment) -> Decision:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    free=st.lists(st.integers(0, 8), min_size=2, max_size=4),
-    running=st.lists(
-        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 3), st.sampled_from([1, 2, 4])), max_size=6
-    ),
-    waiting=st.lists(
-        st.tuples(
-            st.sampled_from(["q1", "q2", "q3"]),
-            st.sampled_from([-100, 0, 1000]),
-            st.integers(1, 3),
-            st.sampled_from([1, 2, 4]),
-            st.integers(1, 3),
-        ),
-        min_size=1,
-        max_size=5,
-    ),
+    free=FREE_GPUS,
+    running=running_pods(max_size=6),
+    waiting=waiting_jobs(max_size=5),
     drop=st.sets(st.integers(0, 15), max_size=4),
 )
 def test_the_neighbourhood_never_returns_a_worse_or_invalid_solution(
@@ -148,7 +136,6 @@ def test_the_neighbourhood_never_returns_a_worse_or_invalid_solution(
     waiting: list[tuple[str, int, int, int, int]],
     drop: set[int],
 ) -> None:
-    running = [(name, at % len(free), gpus) for name, at, gpus in running]
     snap = cluster(free, running, waiting)
     problem = build_problem(snap, ALLOCATE)
     incumbent = _without(problem, greedy(problem), drop)

@@ -17,8 +17,7 @@ import importlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from test_gap_bound import ALLOCATE, cluster
+from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods, waiting_jobs
 
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
@@ -84,24 +83,11 @@ def test_the_search_reaches_the_proven_optimum(name: str) -> None:
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    free=st.lists(st.integers(0, 8), min_size=2, max_size=4),
-    running=st.lists(
-        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 3), st.sampled_from([1, 2, 4])), max_size=5
-    ),
-    waiting=st.lists(
-        st.tuples(
-            st.sampled_from(["q1", "q2", "q3"]),
-            st.sampled_from([-100, 0, 1000]),
-            st.integers(1, 3),
-            st.sampled_from([1, 2, 4]),
-            st.integers(1, 3),
-        ),
-        min_size=1,
-        max_size=4,
-    ),
+    free=FREE_GPUS,
+    running=running_pods(max_size=5),
+    waiting=waiting_jobs(max_size=4),
 )
 def test_the_search_never_ranks_below_the_greedy_and_meets_proven_optima(
     free: list[int], running: list[tuple[str, int, int]], waiting: list[tuple[str, int, int, int, int]]
 ) -> None:
-    running = [(name, at % len(free), gpus) for name, at, gpus in running]
     _assert_reaches_the_optimum(cluster(free, running, waiting))

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_gap_bound import ALLOCATE, cluster
+from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods, waiting_jobs
 
 from vcsat.model import Decision, Policy, Snapshot, relative_gap
 from vcsat.solver import check, solve
@@ -121,21 +121,9 @@ def test_the_table_case_is_short_of_its_bound(monkeypatch: pytest.MonkeyPatch) -
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(
-    free=st.lists(st.integers(0, 8), min_size=2, max_size=4),
-    running=st.lists(
-        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 3), st.sampled_from([1, 2, 4])), max_size=6
-    ),
-    waiting=st.lists(
-        st.tuples(
-            st.sampled_from(["q1", "q2", "q3"]),
-            st.sampled_from([-100, 0, 1000]),
-            st.integers(1, 3),
-            st.sampled_from([1, 2, 4]),
-            st.integers(1, 3),
-        ),
-        min_size=1,
-        max_size=5,
-    ),
+    free=FREE_GPUS,
+    running=running_pods(max_size=6),
+    waiting=waiting_jobs(max_size=5),
     tolerance=st.sampled_from([0.0, 0.001, 0.01, 0.05, 0.2, 1.0]),
 )
 def test_never_worse_than_the_greedy_and_the_status_tells_the_truth(
@@ -145,7 +133,6 @@ def test_never_worse_than_the_greedy_and_the_status_tells_the_truth(
     tolerance: float,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    running = [(name, at % len(free), gpus) for name, at, gpus in running]
     snap = cluster(free, running, waiting)
     policy = ALLOCATE.model_copy(update={"relative_gap": tolerance})
     _, greedy_rank, _ = _solved(snap, policy.model_copy(update={"search": False}), monkeypatch)

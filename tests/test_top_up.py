@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_gap_bound import ALLOCATE, CASES, cluster
+from test_gap_bound import ALLOCATE, CASES, FREE_GPUS, cluster, running_pods
 from test_stop_rule import _solved
 
 from vcsat.model import Snapshot
@@ -117,10 +117,8 @@ def test_without_the_top_up_the_over_served_cut_ranks_below_the_optimum() -> Non
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(
-    free=st.lists(st.integers(0, 8), min_size=2, max_size=4),
-    running=st.lists(
-        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 3), st.sampled_from([1, 2, 4, 8])), max_size=6
-    ),
+    free=FREE_GPUS,
+    running=running_pods(max_size=6, gpus=[1, 2, 4, 8]),
     waiting=st.lists(
         st.tuples(
             st.sampled_from(["q1", "q2", "q3"]),
@@ -141,7 +139,6 @@ def test_the_top_up_keeps_what_it_is_given_and_the_validator_accepts_it(
     dropped: list[bool],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    running = [(name, at % len(free), gpus) for name, at, gpus in running]
     snap = cluster(free, running, waiting)
     problem = build_problem(snap, ALLOCATE)
     first = greedy(problem)
