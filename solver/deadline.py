@@ -7,7 +7,18 @@ greedy's second fill, building the CP-SAT model, each neighbourhood round (which
 model), topping up a searched decision and the eviction phase's set-up. After the first greedy
 (whose decision is always in hand), each of those is asked here first: its wall cost is predicted
 from the problem's size, and it runs only when it would end before the deadline less the reserve
-for what must follow it (decode, explanations, the validator, writing the decision).
+for what must follow it (decode, explanations, the validator, writing the decision). The eviction
+phase comes last, after the decode and the explanations: only the validator and the output (the
+:attr:`WallPlan.tail`) follow it.
+
+The eviction phase runs in one of three ways, so that a short limit still gets evictions for the
+most important waiting gangs when there is time for some: with its whole deterministic budget
+when set-up, each model's stage minimum and that budget fit; otherwise on its stages' minimum
+alone (``eviction_budget`` skipped: every stage of every run gets
+:data:`vcsat.solver.preemption.preempt.MIN_STAGE_SECONDS` of deterministic time, the first stage,
+the preemptors' work, still placing the highest-ranked gangs) when set-up and that minimum fit;
+otherwise not at all (``evictions`` skipped). Both cuts are decided before the phase starts and
+depend on no clock inside it, so a replay given the same names decides the same.
 
 The prediction is a conservative constant per unit of size (node, model slot, the first greedy's
 own time), in CPU seconds as measured on an idle machine, times how much slower than its CPU time
@@ -31,7 +42,9 @@ SEARCH = "search"
 TOP_UP = "top_up"
 NEIGHBOURHOOD = "neighbourhood"
 EVICTIONS = "evictions"
-STEPS = (SECOND_FILL, SEARCH, TOP_UP, NEIGHBOURHOOD, EVICTIONS)
+EVICTION_BUDGET = "eviction_budget"
+"""The eviction phase's deterministic budget beyond its stages' minimum (asked once the phase runs)."""
+STEPS = (SECOND_FILL, SEARCH, TOP_UP, NEIGHBOURHOOD, EVICTIONS, EVICTION_BUDGET)
 """The optional steps, in the order a cycle meets them."""
 
 FILL_PER_GREEDY = 1.3
@@ -45,11 +58,18 @@ capacity, topology and the rest) before its first solve; a neighbourhood's model
 every slot too (the slots outside it are fixed, not left out)."""
 FIRST_SOLUTION_SECONDS = 0.1
 """CPU seconds a built model needs at least to reach a first solution worth having."""
-EVICTIONS_PER_NODE = 2.5e-4
-"""CPU seconds per node of the eviction phase's set-up (room, usage, its models) outside CP-SAT."""
+EVICTIONS_PER_NODE = 6e-5
+"""CPU seconds per node of the eviction phase's set-up shared by its runs (room, usage, victims,
+rules between pods, the nominations' decode)."""
+EVICTION_RUN_PER_NODE = 1.4e-4
+"""CPU seconds per node of one eviction run on its stages' minimum alone: building its model and
+CP-SAT's solves of :data:`vcsat.solver.preemption.preempt.MIN_STAGE_SECONDS` per stage."""
 RESERVE_PER_NODE = 4e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out."""
+TAIL_PER_NODE = 2e-4
+"""CPU seconds per node kept back for what follows the eviction phase: the validator and writing
+the decision out."""
 MIN_SAMPLE_CPU = 0.05
 """Below this much CPU time spent in the solve so far, its wall/CPU ratio is not trusted (1)."""
 
@@ -100,21 +120,31 @@ class WallPlan:
         """Predicted CPU seconds to build a model of ``slots`` slots and reach a first solution."""
         return BUILD_PER_SLOT * slots + FIRST_SOLUTION_SECONDS
 
-    def evictions_cost(self) -> float:
-        return EVICTIONS_PER_NODE * self.nodes
+    @property
+    def tail(self) -> float:
+        """Wall seconds kept back after the eviction phase, the last optional step: the validator
+        and the output (the decode and the explanations are done by then)."""
+        return TAIL_PER_NODE * self.nodes * self.slowdown()
 
-    def left(self) -> float | None:
-        """Wall seconds until the deadline less the reserve (None without a deadline)."""
+    def evictions_cost(self, runs: int, budget: float = 0.0) -> float:
+        """Predicted CPU seconds of the eviction phase: its set-up, ``runs`` models solved on their
+        stages' minimum, and ``budget`` deterministic seconds of CP-SAT beyond it."""
+        return (EVICTIONS_PER_NODE + runs * EVICTION_RUN_PER_NODE) * self.nodes + budget
+
+    def left(self, last: bool = False) -> float | None:
+        """Wall seconds until the deadline less the reserve, or only the :attr:`tail` for the
+        ``last`` step (None without a deadline)."""
         if self.deadline is None:
             return None
-        return self.deadline - self.now() - self.reserve
+        return self.deadline - self.now() - (self.tail if last else self.reserve)
 
-    def allows(self, step: str, cpu_cost: float) -> bool:
+    def allows(self, step: str, cpu_cost: float, *, last: bool = False) -> bool:
         """Whether ``step``, predicted to cost ``cpu_cost`` CPU seconds, may start: not in
-        :attr:`skip`, and (with a deadline) ending before it less the reserve at this cycle's
-        pace. A step refused is recorded in :attr:`skipped`."""
+        :attr:`skip`, and (with a deadline) ending before it less the reserve (the :attr:`tail`
+        when it is the ``last`` optional step) at this cycle's pace. A step refused is recorded in
+        :attr:`skipped`."""
         if step not in self.skip:
-            left = self.left()
+            left = self.left(last)
             if left is None or cpu_cost * self.slowdown() <= left:
                 return True
             self.out_of_time = True

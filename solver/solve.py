@@ -31,7 +31,7 @@ from vcsat.model import (
     SolverStats,
 )
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.deadline import EVICTIONS, NEIGHBOURHOOD, SEARCH, SECOND_FILL, TOP_UP, WallPlan
+from vcsat.solver.deadline import EVICTION_BUDGET, EVICTIONS, NEIGHBOURHOOD, SEARCH, SECOND_FILL, TOP_UP, WallPlan
 from vcsat.solver.explain import outcomes
 from vcsat.solver.greedy import greedy, greedy_by_gain
 from vcsat.solver.objectives.fairness import fair_share_values
@@ -40,7 +40,7 @@ from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.placement.decode import bindings, gpu_bindings
 from vcsat.solver.podgroup_entries import per_podgroup
 from vcsat.solver.preemption.antiaffinity import AntiAffinity, evictions_may_cure, modelled_gangs
-from vcsat.solver.preemption.preempt import nothing_to_evict, preempt_and_reclaim
+from vcsat.solver.preemption.preempt import eviction_runs, preempt_and_reclaim
 from vcsat.solver.preemption.spread import SpreadRules
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.rules.attach import slots_taken
@@ -301,11 +301,12 @@ def _solve(
     nominations: list[Nomination] = []
     evictions: list[Eviction] = []
     if evicting:
-        clock.deadline = deadline - max(AFTER_EVICTIONS_SECONDS, plan.reserve)
-        budget += policy.time_limit_s * EVICTION_SHARE
-        now, nominations, evictions, podgroups = _preempt(
+        # The last optional step: only the validator and the output follow it.
+        clock.deadline = deadline - max(AFTER_EVICTIONS_SECONDS, plan.tail)
+        now, nominations, evictions, podgroups, given = _preempt(
             problem, assignment, now, podgroups, policy.time_limit_s * EVICTION_SHARE, clock, plan
         )
+        budget += given
     stats = SolverStats(
         status=status,
         objective=float(objective),
@@ -354,14 +355,15 @@ def _preempt(
     budget: float,
     clock: SearchClock,
     plan: WallPlan,
-) -> tuple[list[Binding], list[Nomination], list[Eviction], list[PodGroupOutcome]]:
+) -> tuple[list[Binding], list[Nomination], list[Eviction], list[PodGroupOutcome], float]:
     """Preempt and reclaim (:mod:`preempt`) over what the allocate phase left, when the ``plan``
-    has time for it."""
+    has time for it: with ``budget`` deterministic seconds of CP-SAT when that fits too, else on
+    the models' stage minimum alone (:mod:`vcsat.solver.deadline`). Also returns the budget given."""
     left = [gang for gang in problem.gangs if gang.index not in assignment.placed]
     modelled = modelled_gangs(problem, left)
     waiting = [gang for gang in left if evictions_may_cure(problem, gang, modelled)]
-    if not waiting or not plan.allows(EVICTIONS, plan.evictions_cost()):
-        return now, [], [], podgroups
+    if not waiting:
+        return now, [], [], podgroups, budget
     room = [list(row) for row in problem.free]
     for (s, node), k in assignment.shape_slots.items():
         for r, amount in enumerate(problem.shapes[s].request):
@@ -375,8 +377,9 @@ def _preempt(
         held = usage.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
         for r, name in enumerate(problem.resources):
             held[name] = held.get(name, 0) + k * problem.shapes[problem.classes[c].shape].request[r]
-    if nothing_to_evict(problem, waiting, usage):  # exact: no run would start; skip the set-up below
-        return now, [], [], podgroups
+    runs = eviction_runs(problem, waiting, usage)  # exact when 0: no run would start; skip the set-up below
+    if not runs or not plan.allows(EVICTIONS, plan.evictions_cost(runs), last=True):
+        return now, [], [], podgroups, budget
     anti = None
     if any(c in problem.isolated for gang in waiting for c in gang.classes) or any(
         problem.snapshot.pod_by_key[b.pod].pod_affinity.required for b in now
@@ -389,9 +392,11 @@ def _preempt(
         class_of = {pod.key: c for c in problem.isolated for pod in problem.classes[c].pods}
         node_index = {node.name: i for i, node in enumerate(problem.nodes)}
         spread = SpreadRules(problem, [(class_of[b.pod], node_index[b.node], 1) for b in now if b.pod in class_of])
+    if not plan.allows(EVICTION_BUDGET, plan.evictions_cost(runs, budget), last=True):
+        budget = 0.0  # each stage of each run on its minimum: decided here, so a replay decides the same
     result = preempt_and_reclaim(problem, waiting, room, usage, budget=budget, clock=clock, anti=anti, spread=spread)
     if not result.placed:
-        return now, [], [], podgroups
+        return now, [], [], podgroups, budget
 
     taken: dict[str, set[int]] = {}
     for binding in now:
@@ -443,4 +448,5 @@ def _preempt(
         sorted(nominations, key=lambda n: n.pod),
         evictions,
         patched,
+        budget,
     )

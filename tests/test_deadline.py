@@ -9,8 +9,14 @@
   ``WITHIN_GAP`` by its proven gap, the skipped steps are named and the run is wall-stopped; a
   replay skipping the same steps without the wall stop decides the same.
 - A deadline far enough away changes nothing: the same decision as without the wall stop.
-- A Hypothesis property over small random clusters: whatever the deadline, the validator accepts
-  the decision.
+- The eviction phase, the last optional step, keeps back only the tail (validator and output);
+  its predicted cost grows with its runs and its budget (a table). Where its whole budget does
+  not fit but its stages' minimum does, it runs on the minimum, names ``eviction_budget``, still
+  evicts for the waiting gang, and a replay skipping the same steps without the wall stop decides
+  the same; a replay told to skip it alone decides the same as the live cycle that did.
+- Hypothesis properties over small random clusters: whatever the deadline, the validator accepts
+  the decision; a phase on its stages' minimum alone (``eviction_budget`` skipped) gives
+  nominations and evictions the validator accepts.
 """
 
 from __future__ import annotations
@@ -21,14 +27,23 @@ from typing import Any
 
 import pytest
 from builders import gangs, node, queue, snapshot
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods, waiting_jobs
 from test_stop_rule import CLUSTERS
 
 from vcsat.model import Decision, Policy, Snapshot, relative_gap
 from vcsat.solver import check, solve
-from vcsat.solver.deadline import EVICTIONS, NEIGHBOURHOOD, RESERVE_PER_NODE, SEARCH, SECOND_FILL, WallPlan
+from vcsat.solver.deadline import (
+    EVICTION_BUDGET,
+    EVICTIONS,
+    RESERVE_PER_NODE,
+    SEARCH,
+    SECOND_FILL,
+    STEPS,
+    TAIL_PER_NODE,
+    WallPlan,
+)
 
 _solve_module = importlib.import_module("vcsat.solver.solve")
 _exact_module = importlib.import_module("vcsat.solver.search.exact")
@@ -82,6 +97,60 @@ def test_the_plan(
     assert plan.skipped == ([] if allowed else [SEARCH])
     plan.allows(SEARCH, 1e9 if deadline is not None else 0.0)
     assert plan.skipped.count(SEARCH) <= 1  # each step named once
+
+
+@pytest.mark.parametrize(
+    ("deadline_in", "wall_spent", "cpu_spent", "cost", "allowed_last", "allowed_before"),
+    [
+        (1.0, 0.0, 0.0, 0.7, True, False),  # 1 - tail (0.2 at 1,000 nodes) >= 0.7 > 1 - reserve (0.4)
+        (1.0, 0.0, 0.0, 0.9, False, False),
+        (2.0, 0.5, 0.25, 0.4, True, False),  # 2x slower: 0.8 s of wall; 1.5 left less 0.4 or 0.8
+        (2.0, 0.5, 0.25, 0.3, True, True),
+        (1.0, 0.6, 0.2, 0.1, False, False),  # 3x slower: tail 0.6 of 0.4 left
+        (None, 0.0, 0.0, 1e9, True, True),
+    ],
+)
+def test_the_last_step_keeps_back_only_the_tail(
+    deadline_in: float | None,
+    wall_spent: float,
+    cpu_spent: float,
+    cost: float,
+    allowed_last: bool,
+    allowed_before: bool,
+) -> None:
+    clock = FakeClock()
+    deadline = None if deadline_in is None else clock.wall + deadline_in
+    plan = WallPlan(deadline, 1000, now=clock.now, cpu=clock.cpu)
+    clock.wall += wall_spent
+    clock.cpu_seconds += cpu_spent
+    slowdown = max(1.0, wall_spent / cpu_spent) if cpu_spent else 1.0
+    assert plan.tail == pytest.approx(TAIL_PER_NODE * 1000 * slowdown) and plan.tail < plan.reserve
+    assert plan.allows(EVICTIONS, cost, last=True) is allowed_last
+    assert plan.allows(SEARCH, cost) is allowed_before
+    assert plan.skipped == [s for s, ok in ((EVICTIONS, allowed_last), (SEARCH, allowed_before)) if not ok]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "runs", "budget", "than_nodes", "than_runs", "than_budget"),
+    [
+        (1000, 1, 0.0, 2000, 1, 0.0),
+        (1000, 1, 0.0, 1000, 2, 0.0),
+        (1000, 2, 0.0, 1000, 2, 0.3),
+        (1000, 0, 0.0, 1000, 1, 0.0),
+        (10, 5, 0.0, 10, 5, 1.5),
+    ],
+)
+def test_the_eviction_cost_grows_with_size_runs_and_budget(
+    nodes: int, runs: int, budget: float, than_nodes: int, than_runs: int, than_budget: float
+) -> None:
+    smaller = WallPlan(None, nodes).evictions_cost(runs, budget)
+    larger = WallPlan(None, than_nodes).evictions_cost(than_runs, than_budget)
+    assert 0 < smaller < larger
+    assert WallPlan(None, nodes).evictions_cost(runs, budget + 1.0) == pytest.approx(smaller + 1.0)
+
+
+def test_the_eviction_steps_come_last_in_the_order_met() -> None:
+    assert STEPS[-2:] == (EVICTIONS, EVICTION_BUDGET)
 
 
 def test_greedy_fill_cost_follows_the_first_greedy() -> None:
@@ -149,15 +218,7 @@ def test_time_to_spare_changes_nothing(name: str) -> None:
 
 
 def test_a_past_deadline_skips_the_eviction_phase() -> None:
-    # A node full of priority-1 pods and an admitted priority-10 gang: only preemption places it.
-    running, running_groups = gangs("lo", 4, queue="qa", priority=1, node="n1", cpu="1", created=0)
-    hi, hi_groups = gangs("hi", queue="qa", priority=10, size=2, cpu="1", created=100, phase="Inqueue")
-    snap = snapshot(
-        nodes=[node("n1", cpu="4", memory="64Gi")],
-        pods=running + hi,
-        groups=running_groups + hi_groups,
-        queues=[queue("qa")],
-    )
+    snap = _one_preemption()
     policy = Policy(time_limit_s=2, num_workers=1)
     unlimited = solve(snap, policy, wall=False)
     assert unlimited.evictions and unlimited.nominations  # the case is what it says
@@ -167,6 +228,79 @@ def test_a_past_deadline_skips_the_eviction_phase() -> None:
     assert EVICTIONS in late.solver.skipped and late.solver.wall_stopped
     replay = solve(snap, policy, wall=False, skip=late.solver.skipped)
     assert _core(replay) == _core(late)
+
+
+def _one_preemption() -> Snapshot:
+    """A node full of priority-1 pods and an admitted priority-10 gang: only preemption places it."""
+    running, running_groups = gangs("lo", 4, queue="qa", priority=1, node="n1", cpu="1", created=0)
+    hi, hi_groups = gangs("hi", queue="qa", priority=10, size=2, cpu="1", created=100, phase="Inqueue")
+    return snapshot(
+        nodes=[node("n1", cpu="4", memory="64Gi")],
+        pods=running + hi,
+        groups=running_groups + hi_groups,
+        queues=[queue("qa")],
+    )
+
+
+def test_no_time_for_the_whole_budget_runs_the_phase_on_its_minimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    snap = _one_preemption()
+    policy = Policy(time_limit_s=3600, num_workers=1)
+    unlimited = solve(snap, policy, wall=False)
+    # Whatever the clock: the phase's minimum costs nothing, its whole budget more than an hour.
+    with monkeypatch.context() as patch:
+        patch.setattr(WallPlan, "evictions_cost", lambda self, runs, budget=0.0: 1e9 if budget else 0.0)
+        live = solve(snap, policy, wall=True)
+    assert check(snap, live, policy) == []
+    assert live.evictions and live.nominations  # the gang still gets its evictions
+    assert _core(live) == _core(unlimited)  # one gang, one way: the minimum finds it too
+    assert live.solver.skipped == [EVICTION_BUDGET] and live.solver.wall_stopped
+    assert live.solver.deterministic_budget < unlimited.solver.deterministic_budget
+    replay = solve(snap, policy, wall=False, skip=live.solver.skipped)
+    assert _core(replay) == _core(live)
+    assert replay.solver.skipped == [EVICTION_BUDGET] and not replay.solver.wall_stopped
+    assert replay.solver.deterministic_budget == live.solver.deterministic_budget
+
+
+@pytest.mark.parametrize("name", sorted(CLUSTERS))
+def test_skipping_the_eviction_budget_alone_is_replayed(name: str) -> None:
+    snap = cluster(*CLUSTERS[name])
+    policy = ALLOCATE.model_copy(update={"preempt": True, "reclaim": True})
+    first = solve(snap, policy, wall=False, skip=[EVICTION_BUDGET])
+    second = solve(snap, policy, wall=False, skip=[EVICTION_BUDGET])
+    assert check(snap, first, policy) == []
+    assert _core(first) == _core(second)
+    assert set(first.solver.skipped) <= {EVICTION_BUDGET}
+    assert not first.solver.wall_stopped
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    free=st.lists(st.integers(0, 2), min_size=2, max_size=3),
+    running=st.lists(
+        st.tuples(st.sampled_from(["q1", "q2", "q3"]), st.integers(0, 2), st.sampled_from([2, 4])), max_size=8
+    ),
+    waiting=st.lists(
+        st.tuples(
+            st.sampled_from(["q1", "q2", "q3"]),
+            st.sampled_from([0, 1000]),
+            st.integers(1, 2),
+            st.sampled_from([2, 4]),
+            st.integers(1, 2),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_a_phase_on_its_minimum_gives_valid_evictions(
+    free: list[int], running: list[tuple[str, int, int]], waiting: list[tuple[str, int, int, int, int]]
+) -> None:
+    running = [(name, at % len(free), gpus) for name, at, gpus in running]
+    snap = cluster(free, running, waiting)
+    policy = ALLOCATE.model_copy(update={"preempt": True, "reclaim": True})
+    short = solve(snap, policy, wall=False, skip=[EVICTION_BUDGET])
+    event(f"evictions on the minimum: {bool(short.evictions)}")
+    assert check(snap, short, policy) == []
+    assert {n.pod for n in short.nominations}.isdisjoint({b.pod for b in short.bindings})
 
 
 @settings(
@@ -190,6 +324,6 @@ def test_any_deadline_gives_a_valid_decision(
     policy = ALLOCATE.model_copy(update={"preempt": evicting, "reclaim": evicting, "relative_gap": 0.001})
     decision = solve(snap, policy, started=time.monotonic() - ago, wall=True)
     assert check(snap, decision, policy) == []
-    assert set(decision.solver.skipped) <= {SECOND_FILL, SEARCH, "top_up", NEIGHBOURHOOD, EVICTIONS}
+    assert set(decision.solver.skipped) <= set(STEPS)
     if decision.solver.skipped:
         assert decision.solver.wall_stopped

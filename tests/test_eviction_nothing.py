@@ -6,6 +6,10 @@ clusters with preemption and reclaim work in them (tests/test_volcano_scenarios.
 after an allocate decision (the greedy's) and after none, and on whole cycles: the decision with
 the early exit equals the decision with the full phase always run. A table of small cases shows
 the test says "a run may start" where one does, so the property is not vacuous.
+
+Its count (:func:`vcsat.solver.preemption.preempt.eviction_runs`, which the wall plan prices the
+phase by) is an upper bound on the runs the full phase starts, and is 0 exactly when the early
+test says "nothing".
 """
 
 from __future__ import annotations
@@ -69,6 +73,26 @@ def test_nothing_means_the_full_phase_finds_nothing(snap: Snapshot, policy: Poli
         assert found_nothing
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), POLICIES, st.booleans())
+def test_the_runs_counted_bound_the_runs_started(snap: Snapshot, policy: Policy, allocate: bool) -> None:
+    problem = build_problem(snap, policy)
+    assignment = greedy(problem) if allocate else Assignment()
+    waiting, room, usage = _inputs(problem, assignment)
+    counted = preempt.eviction_runs(problem, waiting, {q: dict(h) for q, h in usage.items()})
+    assert (counted == 0) is preempt.nothing_to_evict(problem, waiting, {q: dict(h) for q, h in usage.items()})
+    started: list[str] = []
+    run = preempt._run
+    patch = pytest.MonkeyPatch()
+    try:
+        patch.setattr(preempt, "_run", lambda *args, **kwargs: (started.append(args[5]), run(*args, **kwargs))[1])
+        preempt.preempt_and_reclaim(problem, waiting, room, usage, budget=1.0)
+    finally:
+        patch.undo()
+    event(f"runs counted: {counted}; started: {len(started)}")
+    assert len(started) <= counted
+
+
 def _decision_json(decision: Decision) -> str:
     data = json.loads(decision.model_dump_json())
     data["solver"].pop("seconds", None)
@@ -81,7 +105,7 @@ def test_the_early_exit_keeps_the_decision(snap: Snapshot, policy: Policy) -> No
     with_exit = flow.solve(snap, policy, wall=False)
     patch = pytest.MonkeyPatch()
     try:
-        patch.setattr(flow, "nothing_to_evict", lambda *args: False)
+        patch.setattr(flow, "eviction_runs", lambda *args: 3)
         without = flow.solve(snap, policy, wall=False)
     finally:
         patch.undo()

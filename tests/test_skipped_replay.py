@@ -60,12 +60,26 @@ def test_a_dump_of_a_wall_stopped_cycle_replays_its_decision(tmp_path: Path, obj
     assert code == 0 and full is not None and full["solver"]["skipped"] == []
 
 
+@pytest.mark.parametrize("objects", [contended(), fits()], ids=["contended", "fits"])
+def test_a_dump_of_a_cycle_whose_eviction_phase_ran_on_its_minimum_replays_it(
+    tmp_path: Path, objects: list[dict[str, Any]]
+) -> None:
+    path = _dumped(tmp_path, objects, ["eviction_budget"])
+    snapshot, _ = read_cycle(path)
+    live = solve(snapshot, Policy(), wall=False, skip=["eviction_budget"])
+    code, replay, stderr = _cli(path)
+    assert code == 0 and replay is not None
+    assert _comparable(replay) == _comparable(json.loads(live.model_dump_json()))
+    assert "skipped eviction_budget for time" in stderr
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [
         (
             "search,later",
-            "unknown step 'later' (expected some of second_fill, search, top_up, neighbourhood, evictions)",
+            "unknown step 'later' (expected some of second_fill, search, top_up, neighbourhood, evictions,"
+            " eviction_budget)",
         ),
         (3, "must be a comma-separated string of step names, not int"),
     ],

@@ -249,9 +249,18 @@ def nothing_to_evict(problem: Problem, waiting: list[Gang], usage: dict[str, dic
     reclaimable queue above its own (reclaim). Exact in this direction: every victim a run could
     get is such a pod (the victims are fewer still), and with no preempt run ``usage`` is the one
     reclaim reads. A False says only that a run may start."""
+    return eviction_runs(problem, waiting, usage) == 0
+
+
+def eviction_runs(problem: Problem, waiting: list[Gang], usage: dict[str, dict[str, int]]) -> int:
+    """How many runs :func:`preempt_and_reclaim` over ``waiting`` and ``usage`` may start, at most:
+    one per waiting gang's queue where such a pod as :func:`nothing_to_evict` reads runs below the
+    queue's highest waiting priority, and the reclaim run when such a pod runs in a reclaimable
+    queue above its share, or whenever a preempt run may start (it changes the usage reclaim reads).
+    What the phase's models will cost grows with it."""
     policy = problem.policy
     if not waiting or not (policy.preempt or policy.reclaim):
-        return True
+        return 0
     top: dict[str, int] = {}
     if policy.preempt:
         for gang in waiting:
@@ -265,7 +274,10 @@ def nothing_to_evict(problem: Problem, waiting: list[Gang], usage: dict[str, dic
         reclaimable = {queue.name for queue in problem.snapshot.queues if queue.reclaimable}
         above = {q for q in problem.deserved if q in reclaimable and _share(problem, usage, q) > 1}
     if not top and not above:
-        return True
+        return 0
+    preempting: set[str] = set()
+    reclaiming = False
+    after_preempt = policy.reclaim and bool(problem.deserved)  # reclaim reads the usage preempt left
     snapshot = problem.snapshot
     for pod in snapshot.pods:
         if not pod.bound:
@@ -273,9 +285,15 @@ def nothing_to_evict(problem: Problem, waiting: list[Gang], usage: dict[str, dic
         queue = snapshot.queue_of(pod)
         if queue is None:
             continue
-        if (queue in above or (queue in top and pod.priority < top[queue])) and not protection(pod):
-            return False
-    return True
+        here = queue in top and queue not in preempting and pod.priority < top[queue]
+        there = not reclaiming and queue in above
+        if (here or there) and not protection(pod):
+            if here:
+                preempting.add(queue)
+            reclaiming = reclaiming or there
+            if len(preempting) == len(top) and (reclaiming or not above or after_preempt):
+                break  # every run may start: no pod can say more
+    return len(preempting) + (reclaiming or (after_preempt and bool(preempting)))
 
 
 def _share(problem: Problem, usage: dict[str, dict[str, int]], queue: str) -> float:
