@@ -51,11 +51,10 @@ from numpy.typing import NDArray
 from ortools.sat.python import cp_model
 
 from vcsat.model import Pod
-from vcsat.model import resources as res
 from vcsat.model.conformance import protection
 from vcsat.model.gpus import GpuHoldings, gpu_holdings
 from vcsat.solver.greedy import gang_order
-from vcsat.solver.objectives.fairness import SHARE_SCALE
+from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_resources
 from vcsat.solver.preemption.antiaffinity import AntiAffinity, victims_by_key
 from vcsat.solver.preemption.attach_freed import JointSlot, freed_attach_slots, holds_shared, joint_attach_slots
 from vcsat.solver.preemption.spread import SpreadRules
@@ -190,9 +189,12 @@ def victims_of(problem: Problem, spread_counted: bool = False) -> list[Victim]:
 
 
 def dominant(problem: Problem, queue: str) -> str | None:
-    deserved = problem.deserved.get(queue, {})
-    names = [n for n in deserved if deserved[n] > 0 and problem.total.get(n, 0) > 0 and n != res.PODS]
-    return max(names, key=lambda n: (deserved[n] / problem.total[n], n)) if names else None
+    """The resource a queue's share is judged on: the allocate objective's own
+    (:func:`fair_resources`), so that reclaim never calls a queue below its share on one resource
+    while the fairness levels measure it on another (a tie between resources, or one the queue is
+    given all it asks of)."""
+    found = fair_resources(problem, queue)
+    return found[0] if found else None
 
 
 def preempt_and_reclaim(
