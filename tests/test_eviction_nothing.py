@@ -1,4 +1,4 @@
-"""The eviction phase's early exit (:func:`vcsat.solver.preemption.preempt.nothing_to_evict`) is exact.
+"""The eviction phase's early exit (:func:`vcsat.solver.preemption.preempt.eviction_runs` at 0) is exact.
 
 When it says "nothing", the full preempt and reclaim phase over the same waiting gangs, room and
 queue usage must find nothing either: no gang placed, no pod evicted. Checked on random small
@@ -7,9 +7,8 @@ after an allocate decision (the greedy's) and after none, and on whole cycles: t
 the early exit equals the decision with the full phase always run. A table of small cases shows
 the test says "a run may start" where one does, so the property is not vacuous.
 
-Its count (:func:`vcsat.solver.preemption.preempt.eviction_runs`, which the wall plan prices the
-phase by) is an upper bound on the runs the full phase starts, and is 0 exactly when the early
-test says "nothing".
+Its count, which the wall plan prices the phase by, is an upper bound on the runs the full phase
+starts.
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ def _inputs(problem: Problem, assignment: Assignment) -> tuple[list[Gang], list[
 def _full_phase_finds_nothing(problem: Problem, assignment: Assignment) -> tuple[bool, bool]:
     """(the early test's answer, whether the full phase placed and evicted nothing)."""
     waiting, room, usage = _inputs(problem, assignment)
-    said = preempt.nothing_to_evict(problem, waiting, {q: dict(h) for q, h in usage.items()})
+    said = preempt.eviction_runs(problem, waiting, {q: dict(h) for q, h in usage.items()}) == 0
     out = preempt.preempt_and_reclaim(problem, waiting, room, usage, budget=1.0)
     return said, not out.placed and not out.evicted
 
@@ -80,7 +79,6 @@ def test_the_runs_counted_bound_the_runs_started(snap: Snapshot, policy: Policy,
     assignment = greedy(problem) if allocate else Assignment()
     waiting, room, usage = _inputs(problem, assignment)
     counted = preempt.eviction_runs(problem, waiting, {q: dict(h) for q, h in usage.items()})
-    assert (counted == 0) is preempt.nothing_to_evict(problem, waiting, {q: dict(h) for q, h in usage.items()})
     started: list[str] = []
     run = preempt._run
     patch = pytest.MonkeyPatch()

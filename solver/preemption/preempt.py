@@ -243,23 +243,16 @@ def preempt_and_reclaim(
     return out
 
 
-def nothing_to_evict(problem: Problem, waiting: list[Gang], usage: dict[str, dict[str, int]]) -> bool:
-    """Whether :func:`preempt_and_reclaim` over ``waiting`` and ``usage`` would start no run, so that
-    the phase can skip its set-up (victims, rules between pods, spread counts): no bound pod that
-    conformance lets go runs in a waiting gang's queue below that queue's highest waiting priority
-    (preempt), and no waiting gang's queue is below its share while such a pod runs in a
-    reclaimable queue above its own (reclaim). Exact in this direction: every victim a run could
-    get is such a pod (the victims are fewer still), and with no preempt run ``usage`` is the one
-    reclaim reads. A False says only that a run may start."""
-    return eviction_runs(problem, waiting, usage) == 0
-
-
 def eviction_runs(problem: Problem, waiting: list[Gang], usage: dict[str, dict[str, int]]) -> int:
     """How many runs :func:`preempt_and_reclaim` over ``waiting`` and ``usage`` may start, at most:
-    one per waiting gang's queue where such a pod as :func:`nothing_to_evict` reads runs below the
-    queue's highest waiting priority, and the reclaim run when such a pod runs in a reclaimable
-    queue above its share, or whenever a preempt run may start (it changes the usage reclaim reads).
-    What the phase's models will cost grows with it."""
+    one per waiting gang's queue where a bound pod that conformance lets go runs below the queue's
+    highest waiting priority (preempt), and the reclaim run when such a pod runs in a reclaimable
+    queue above its share while a waiting gang's queue is below its own, or whenever a preempt run
+    may start (it changes the usage reclaim reads). What the phase's models will cost grows with it.
+
+    Exact at 0, so the phase can skip its set-up (victims, rules between pods, spread counts):
+    every victim a run could get is such a pod (the victims are fewer still), and with no preempt
+    run ``usage`` is the one reclaim reads."""
     policy = problem.policy
     if not waiting or not (policy.preempt or policy.reclaim):
         return 0
