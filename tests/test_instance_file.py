@@ -210,3 +210,61 @@ def test_a_list_of_plain_objects_reads_as_item_by_item(tmp_path: Path, items: li
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(instance_file, "_plain_items", lambda items: False)
         assert outcome() == fast
+
+
+def _typed(value: Any) -> str:
+    """A value's text with its types: 1, 1.0 and True differ, and so do 0.0 and -0.0."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=80),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(document=_JSON, ascii_only=st.booleans(), indent=st.sampled_from([None, 2]))
+def test_the_fast_parse_reads_what_the_standard_parser_reads(
+    document: Any, ascii_only: bool, indent: int | None
+) -> None:
+    """The fast JSON parse gives the standard parser's values, types included (big integers stay
+    integers; repeated strings are shared, which nothing can tell apart), or declines."""
+    data = json.dumps(document, ensure_ascii=ascii_only, indent=indent).encode()
+    fast = instance_file._fast_json(data, named_json=True)
+    if fast is None:  # a document that is null reads as declined: the careful way reads it
+        assert json.loads(data) is None
+    else:
+        assert _typed(fast) == _typed(json.loads(data))
+
+
+DECLINED = [
+    pytest.param(b"[NaN]", id="NaN"),
+    pytest.param(b"[-Infinity]", id="infinity"),
+    pytest.param(b'["\\ud800"]', id="lone surrogate"),
+    pytest.param(b'["a\x01b"]', id="control character"),
+    pytest.param(b"[1] [2]", id="two documents"),
+    pytest.param(b'["\xff"]', id="not UTF-8"),
+    pytest.param(b"[1,]", id="trailing comma"),
+    pytest.param(b"[" * 5000 + b"]" * 5000, id="nested deeply"),
+]
+
+
+@pytest.mark.parametrize("data", DECLINED)
+def test_the_fast_parse_declines_what_is_not_strict_json(data: bytes) -> None:
+    """Anything beyond strict JSON goes the careful way, which reads it or says what is wrong."""
+    assert instance_file._fast_json(data, named_json=True) is None
+
+
+def test_what_the_fast_parse_declines_reads_as_the_standard_parser_reads_it(tmp_path: Path) -> None:
+    path = tmp_path / "in.json"
+    path.write_bytes(b'{"kind": "List", "apiVersion": "v1", "items": [], "metadata": {"x": NaN, "y": "\\ud800"}}')
+    assert read_objects(path) == []
+    path.write_bytes(b'{"kind": "List", "apiVersion": "v1", "items": [] } {}')
+    with pytest.raises(InputError, match="invalid JSON at line 1, column 52: Extra data"):
+        read_objects(path)

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
 import yaml
+from pydantic_core import from_json
 
 from vcsat.adapters.convert.clock import (
     CLUSTER_DUMP_ANNOTATION,
@@ -141,12 +141,16 @@ def _read_bytes(path: Path, source: str) -> bytes:
 
 
 def _fast_json(data: bytes, named_json: bool) -> Any:
-    """The document of a JSON file parsed by orjson, or None to read it the careful way.
+    """The document of a JSON file parsed by pydantic-core's parser, or None to read it the careful way.
 
-    orjson parses a cluster's dump several times faster than the standard library, and accepts
-    only strict JSON (UTF-8, no NaN, no control character in a string, one document), which the
-    standard parser reads to the same values. Whatever orjson refuses goes the careful way, which
-    says what is wrong as before, or reads what the standard parser accepts beyond strict JSON.
+    It parses a cluster's dump several times faster than the standard library, and makes each
+    distinct short string once (``cache_strings="all"``): the names, labels and quantities a dump
+    repeats for every pod become one object each, so the parsed tree of a large cluster, and the
+    memory the process touches to build and free it, is much smaller. It accepts only strict JSON
+    (UTF-8, no NaN, no control character in a string, no lone surrogate, one document), which the
+    standard parser reads to the same values (integers of any size stay integers). Whatever it
+    refuses goes the careful way, which says what is wrong as before, or reads what the standard
+    parser accepts beyond strict JSON.
     """
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
@@ -154,8 +158,8 @@ def _fast_json(data: bytes, named_json: bool) -> Any:
     if not named_json and data[start : start + 1] not in (b"{", b"["):
         return None
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
+        return from_json(data, allow_inf_nan=False, cache_strings="all")
+    except ValueError:
         return None
 
 
