@@ -10,7 +10,7 @@ import re
 from typing import Literal, cast
 
 from vcsat.adapters.convert.fields import MAPPING_TYPES
-from vcsat.adapters.convert.reader import Conversion, KubeObject
+from vcsat.adapters.convert.reader import Conversion, KubeObject, construct
 from vcsat.model.cluster import (
     HyperNode,
     HyperNodeMember,
@@ -53,13 +53,14 @@ def read_hypernode(conversion: Conversion, obj: KubeObject) -> HyperNode:
             else None
         )
         members.append(
-            HyperNodeMember.model_construct(
+            construct(
+                HyperNodeMember,
                 type=cast('Literal["Node", "HyperNode"]', member_type),
                 exact_name=exact_name,
                 regex=pattern,
                 labels=labels,
             )
         )
-    return HyperNode.model_construct(
-        name=obj.name, tier=obj.integer(spec, "tier", "spec.tier", 0, minimum=1), members=tuple(members)
+    return construct(
+        HyperNode, name=obj.name, tier=obj.integer(spec, "tier", "spec.tier", 0, minimum=1), members=tuple(members)
     )
