@@ -20,7 +20,7 @@ the preemptors' work, still placing the highest-ranked gangs) when set-up and th
 otherwise not at all (``evictions`` skipped). Both cuts are decided before the phase starts and
 depend on no clock inside it, so a replay given the same names decides the same.
 
-The prediction is a conservative constant per unit of size (node, model slot, the first greedy's
+The prediction is a conservative constant per unit of size (node, model slot, eviction run, the first greedy's
 own time), in CPU seconds as measured on an idle machine, times how much slower than its CPU time
 this cycle's solve has run on the wall clock so far: a machine busy with other work slows every
 step alike, and a prediction read off the idle machine alone would overrun there.
@@ -61,9 +61,14 @@ FIRST_SOLUTION_SECONDS = 0.1
 EVICTIONS_PER_NODE = 6e-5
 """CPU seconds per node of the eviction phase's set-up shared by its runs (room, usage, victims,
 rules between pods, the nominations' decode)."""
-EVICTION_RUN_PER_NODE = 1.4e-4
-"""CPU seconds per node of one eviction run on its stages' minimum alone: building its model and
-CP-SAT's solves of :data:`vcsat.solver.preemption.preempt.MIN_STAGE_SECONDS` per stage."""
+EVICTION_RUN_SECONDS = 0.1
+"""CPU seconds of one eviction run on its stages' minimum alone that do not grow with the cluster:
+its model is bounded whatever the nodes (:data:`vcsat.solver.preemption.preempt.MAX_PREEMPTORS`
+gangs, a few candidate nodes per class), and so are building it and CP-SAT's solves of
+:data:`vcsat.solver.preemption.preempt.MIN_STAGE_SECONDS` per stage."""
+EVICTION_RUN_PER_NODE = 4e-5
+"""CPU seconds per node of one eviction run besides: its room over every node, the scans of the
+nodes its preemptors' classes may use, its victims picked out of the phase's."""
 RESERVE_PER_NODE = 4e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out."""
@@ -129,7 +134,11 @@ class WallPlan:
     def evictions_cost(self, runs: int, budget: float = 0.0) -> float:
         """Predicted CPU seconds of the eviction phase: its set-up, ``runs`` models solved on their
         stages' minimum, and ``budget`` deterministic seconds of CP-SAT beyond it."""
-        return (EVICTIONS_PER_NODE + runs * EVICTION_RUN_PER_NODE) * self.nodes + budget
+        return (
+            EVICTIONS_PER_NODE * self.nodes
+            + runs * (EVICTION_RUN_SECONDS + EVICTION_RUN_PER_NODE * self.nodes)
+            + budget
+        )
 
     def left(self, last: bool = False) -> float | None:
         """Wall seconds until the deadline less the reserve, or only the :attr:`tail` for the

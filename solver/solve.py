@@ -364,14 +364,6 @@ def _preempt(
     waiting = [gang for gang in left if evictions_may_cure(problem, gang, modelled)]
     if not waiting:
         return now, [], [], podgroups, budget
-    room = [list(row) for row in problem.free]
-    for (s, node), k in assignment.shape_slots.items():
-        for r, amount in enumerate(problem.shapes[s].request):
-            room[node][r] -= k * amount
-    if problem.attach is not None:
-        volumes = [shape.volumes for shape in problem.shapes]
-        for (node, r), count in slots_taken(problem.attach, volumes, assignment.shape_slots).items():
-            room[node][r] -= count
     usage = {queue: dict(held) for queue, held in (problem.queue_usage or queue_usage(problem.snapshot)).items()}
     for c, k in assignment.count.items():
         held = usage.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
@@ -380,6 +372,15 @@ def _preempt(
     runs = eviction_runs(problem, waiting, usage)  # exact when 0: no run would start; skip the set-up below
     if not runs or not plan.allows(EVICTIONS, plan.evictions_cost(runs), last=True):
         return now, [], [], podgroups, budget
+    # The room allocate left, read only once the phase is to run.
+    room = [list(row) for row in problem.free]
+    for (s, node), k in assignment.shape_slots.items():
+        for r, amount in enumerate(problem.shapes[s].request):
+            room[node][r] -= k * amount
+    if problem.attach is not None:
+        volumes = [shape.volumes for shape in problem.shapes]
+        for (node, r), count in slots_taken(problem.attach, volumes, assignment.shape_slots).items():
+            room[node][r] -= count
     anti = None
     if any(c in problem.isolated for gang in waiting for c in gang.classes) or any(
         problem.snapshot.pod_by_key[b.pod].pod_affinity.required for b in now

@@ -1,5 +1,6 @@
 """The array paths after the greedy answer as the scans they replaced: the eviction models'
-candidate nodes (:func:`vcsat.solver.preemption.preempt._likeliest` against a scan of every eligible node)
+candidate nodes (:func:`vcsat.solver.preemption.preempt._likeliest` against a scan of every eligible node,
+the first ``limit`` of them when asked)
 and the LP bound's nesting of node sets (:func:`vcsat.solver.search.bound.nested` against a test per
 pair of sets)."""
 
@@ -66,6 +67,23 @@ def test_candidate_nodes_are_those_of_the_scan(case: Case) -> None:
         np.array(victims, dtype=np.int64),
     )
     assert got == likeliest_scan(request, nodes, best, now, victims)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rooms(), st.integers(0, 14))
+def test_a_limit_keeps_the_first_candidates_of_the_scan(case: Case, limit: int) -> None:
+    request, nodes, best, now, victims = case
+    width = len(request)
+    got = _likeliest(
+        request,
+        np.array(nodes, dtype=np.int64),
+        np.array(best, dtype=np.int64).reshape(len(best), width),
+        np.array(now, dtype=np.int64).reshape(len(now), width),
+        np.array(victims, dtype=np.int64),
+        limit,
+    )
+    assert got == likeliest_scan(request, nodes, best, now, victims)[:limit]
+    assert all(type(node) is int and type(fit) is int for node, fit in got)
 
 
 def test_a_node_that_fits_now_comes_before_one_that_needs_evictions() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from builders import gangs, group, node, pod, queue, snapshot
 
@@ -22,7 +23,7 @@ from vcsat.adapters.generate.generator import GeneratorOptions, generate_instanc
 from vcsat.model import Policy, Snapshot
 from vcsat.solver import check, solve
 from vcsat.solver.greedy import greedy
-from vcsat.solver.preemption.preempt import _could_run
+from vcsat.solver.preemption.preempt import EligibleNodes, _could_run
 from vcsat.solver.problem import build_problem
 from vcsat.solver.search.bound import lp_level_bounds
 
@@ -101,6 +102,14 @@ def test_preempt_considers_only_gangs_that_could_fit_with_every_victim_gone() ->
     }
     kept = _could_run(problem, sorted(problem.gangs, key=lambda g: g.created), room, freeable)
     assert [g.key for g in kept] == ["ns/small-0"]
+    # The room as the runs hold it (an array) and the phase's eligible nodes read once: the same.
+    eligible = EligibleNodes(problem)
+    as_array = np.array(room, dtype=np.int64)
+    again = _could_run(problem, sorted(problem.gangs, key=lambda g: g.created), as_array, freeable, eligible)
+    assert [g.key for g in again] == ["ns/small-0"]
+    for shape in problem.shapes:
+        assert eligible(shape.eligibility).tolist() == problem.eligible_nodes(shape.eligibility)
+        assert eligible(shape.eligibility) is eligible(shape.eligibility)
 
 
 def test_a_tight_time_limit_still_decides_the_same_twice() -> None:

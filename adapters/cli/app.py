@@ -16,21 +16,22 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 import pydantic
 import yaml
-from rich.console import Console
 
 from vcsat import __version__
 from vcsat.adapters.cli import one_shot
-from vcsat.adapters.cli.render import render_decision
 from vcsat.adapters.convert.clock import SKIPPED_ANNOTATION
 from vcsat.adapters.convert.instance_file import read_cycle, read_objects, read_snapshot, read_yaml_mapping
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
 from vcsat.model import Decision, Policy, Snapshot
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 OutputFormat = Literal["table", "json", "yaml"]
 
@@ -298,11 +299,17 @@ def emit_decision(decision: Decision, snapshot: Snapshot, output: OutputFormat) 
     elif output == "yaml":
         click.echo(yaml.safe_dump(decision.model_dump(mode="json"), sort_keys=False), nl=False)
     else:
+        # The table's modules (rich) are read only for it: JSON and YAML, what scripts and the
+        # benchmarks ask for, never need them.
+        from vcsat.adapters.cli.render import render_decision
+
         render_decision(decision, snapshot, make_console())
 
 
 def make_console() -> Console:
     """A console on stdout: colour only on a terminal, and no line wrapping into a pipe or file."""
+    from rich.console import Console
+
     stream = sys.stdout
     terminal = stream.isatty()
     return Console(

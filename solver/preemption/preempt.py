@@ -59,6 +59,7 @@ from vcsat.solver.preemption.antiaffinity import AntiAffinity, victims_by_key
 from vcsat.solver.preemption.attach_freed import JointSlot, freed_attach_slots, holds_shared, joint_attach_slots
 from vcsat.solver.preemption.spread import SpreadRules
 from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.rules import predicates
 from vcsat.solver.rules.interpod import affinity_anchors
 from vcsat.solver.rules.spread import counted_pods
 from vcsat.solver.rules.volumes import ATTACHABLE_PREFIX
@@ -110,6 +111,23 @@ class _NodeHoldings:
             holdings = gpu_holdings(self.problem.nodes[node].gpus, self.problem.snapshot.pods_on_node.get(name, ()))
             self.of_node[node] = holdings
         return holdings.whole.get(pod.key, ())
+
+
+class EligibleNodes:
+    """Per eligibility key, the indices of the nodes a pod with it passes, as an array: read once
+    per phase, since every run asks again for its preemptors' classes (the runs' candidate nodes and
+    the early test of who could run), and at ten thousand nodes each reading is a scan of all of them."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.of_key: dict[predicates.EligibilityKey, NDArray[np.int64]] = {}
+
+    def __call__(self, key: predicates.EligibilityKey) -> NDArray[np.int64]:
+        found = self.of_key.get(key)
+        if found is None:
+            found = np.array(self.problem.eligible_nodes(key), dtype=np.int64)
+            self.of_key[key] = found
+        return found
 
 
 @dataclass
@@ -221,6 +239,7 @@ def preempt_and_reclaim(
         return out
     queues = sorted({gang.queue for gang in waiting}) if policy.preempt else []
     runs = len(queues) + (1 if policy.reclaim else 0)
+    eligible = EligibleNodes(problem)
 
     def share(number: int) -> float:
         """Run ``number``'s budget: what is left of the phase, shared by the runs still to come."""
@@ -231,7 +250,7 @@ def preempt_and_reclaim(
         top = max(g.priority for g in preemptors)
         mine = [v for v in victims if v.queue == queue and v.pod.priority < top and v.pod.key not in out.evicted]
         if mine:
-            _run(problem, preemptors, mine, room, usage, "preempt", out, share(number), clock, anti, spread)
+            _run(problem, preemptors, mine, room, usage, "preempt", out, share(number), clock, anti, spread, eligible)
     if policy.reclaim and problem.deserved:
         below = {q for q in problem.deserved if _share(problem, usage, q) < 1}
         reclaimable = {queue.name for queue in problem.snapshot.queues if queue.reclaimable}
@@ -239,7 +258,9 @@ def preempt_and_reclaim(
         preemptors = [g for g in waiting if g.queue in below and g.index not in out.placed]
         theirs = [v for v in victims if v.queue in above and v.pod.key not in out.evicted]
         if preemptors and theirs:
-            _run(problem, preemptors, theirs, room, usage, "reclaim", out, share(runs - 1), clock, anti, spread)
+            _run(
+                problem, preemptors, theirs, room, usage, "reclaim", out, share(runs - 1), clock, anti, spread, eligible
+            )
     return out
 
 
@@ -264,7 +285,7 @@ def eviction_runs(problem: Problem, waiting: list[Gang], usage: dict[str, dict[s
     if (
         policy.reclaim
         and problem.deserved
-        and any(_share(problem, usage, g.queue) < 1 for g in waiting if g.queue in problem.deserved)
+        and any(_share(problem, usage, q) < 1 for q in {g.queue for g in waiting} if q in problem.deserved)
     ):
         reclaimable = {queue.name for queue in problem.snapshot.queues if queue.reclaimable}
         above = {q for q in problem.deserved if q in reclaimable and _share(problem, usage, q) > 1}
@@ -310,7 +331,9 @@ def _run(
     clock: SearchClock,
     anti: AntiAffinity | None = None,
     spread: SpreadRules | None = None,
+    eligible: EligibleNodes | None = None,
 ) -> None:
+    eligible = eligible if eligible is not None else EligibleNodes(problem)
     on_node: dict[int, list[Victim]] = {}
     for victim in victims:
         on_node.setdefault(victim.node, []).append(victim)
@@ -326,8 +349,9 @@ def _run(
     for node, vs in on_node.items():
         with_victims[node] = len(vs)
     best_room = now_room + freed_room
-    freeable = {node: [int(x) for x in best_room[node]] for node in on_node}
-    preemptors = _could_run(problem, sorted(preemptors, key=lambda g: _preemptor_order(problem, g)), room, freeable)
+    freeable = {node: best_room[node].tolist() for node in on_node}
+    ranked = sorted(preemptors, key=lambda g: _preemptor_order(problem, g))
+    preemptors = _could_run(problem, ranked, now_room, freeable, eligible)
     if not preemptors:
         out.notes.append(f"{reason}: no waiting gang fits even with every victim evicted")
         return
@@ -345,10 +369,10 @@ def _run(
             # likeliest few per class: those with room now, then those with the fewest victims,
             # so the model stays small enough to solve within the cycle on a thousand busy nodes.
             pods = len(problem.classes[c].pods)
-            nodes = np.array(problem.eligible_nodes(shape.eligibility), dtype=np.int64)
-            for node, fit in _likeliest(shape.request, nodes, best_room, now_room, with_victims)[
-                : max(NODES_PER_CLASS, NODES_PER_POD * pods)
-            ]:
+            nodes = eligible(shape.eligibility)
+            for node, fit in _likeliest(
+                shape.request, nodes, best_room, now_room, with_victims, max(NODES_PER_CLASS, NODES_PER_POD * pods)
+            ):
                 var = cp.new_int_var(0, min(fit, pods), f"x[{c},{node}]")
                 x[(c, node)] = var
                 upper[var.index] = min(fit, pods)
@@ -688,7 +712,11 @@ def _preemptor_order(problem: Problem, gang: Gang) -> tuple[int, int, float, str
 
 
 def _could_run(
-    problem: Problem, ranked: list[Gang], room: list[list[int]], freeable: dict[int, list[int]]
+    problem: Problem,
+    ranked: list[Gang],
+    room: list[list[int]] | NDArray[np.int64],
+    freeable: dict[int, list[int]],
+    eligible: EligibleNodes | None = None,
 ) -> list[Gang]:
     """The first :data:`MAX_PREEMPTORS` of ``ranked`` whose minimum could fit if every victim
     went: each class counted alone on every eligible node (a relaxation, so a gang it drops can
@@ -696,6 +724,7 @@ def _could_run(
     this filter they would crowd out those that can."""
     if not ranked:
         return []
+    eligible = eligible if eligible is not None else EligibleNodes(problem)
     best = np.maximum(np.array(room, dtype=np.int64).reshape(len(room), -1), 0)
     for node, row in freeable.items():
         best[node] = np.maximum(np.array(row, dtype=np.int64), 0)
@@ -704,13 +733,14 @@ def _could_run(
     def fits(shape_index: int) -> int:
         if shape_index not in fits_of_shape:
             shape = problem.shapes[shape_index]
-            nodes = problem.eligible_nodes(shape.eligibility)
+            nodes = eligible(shape.eligibility)
             asked = [r for r, amount in enumerate(shape.request) if amount > 0]
-            if not nodes or not asked:
-                fits_of_shape[shape_index] = (1 << 30) if nodes else 0
+            if not len(nodes) or not asked:
+                fits_of_shape[shape_index] = (1 << 30) if len(nodes) else 0
             else:
                 amounts = np.array([shape.request[r] for r in asked], dtype=np.int64)
-                fits_of_shape[shape_index] = int(np.min(best[np.ix_(nodes, asked)] // amounts, axis=1).sum())
+                columns = np.array(asked, dtype=np.int64)
+                fits_of_shape[shape_index] = int(np.min(best[np.ix_(nodes, columns)] // amounts, axis=1).sum())
         return fits_of_shape[shape_index]
 
     out: list[Gang] = []
@@ -874,11 +904,13 @@ def _likeliest(
     best: NDArray[np.int64],
     now: NDArray[np.int64],
     victims: NDArray[np.int64],
+    limit: int | None = None,
 ) -> list[tuple[int, int]]:
     """(node, pods that fit) for the ``nodes`` where ``request`` fits once every victim there is
     gone (``best``), those that fit in the room left now first, then those with the fewest
     victims, then in node order; how many fit is the least, over the resources it asks, of room
-    over request."""
+    over request. Only the first ``limit`` of them when given (the rest are never turned into
+    Python pairs: at ten thousand nodes most of them fit)."""
     asked = [r for r, amount in enumerate(request) if amount > 0]
     if not asked or not len(nodes):
         return []
@@ -889,8 +921,8 @@ def _likeliest(
     nodes = nodes[fitting]
     fit = np.min(best_here[fitting] // amounts, axis=1)
     later = np.any(now[np.ix_(nodes, columns)] < amounts, axis=1).astype(np.int64)
-    order = np.lexsort((nodes, victims[nodes], later))
-    return [(int(n), int(k)) for n, k in zip(nodes[order], fit[order], strict=True)]
+    order = np.lexsort((nodes, victims[nodes], later))[:limit]
+    return list(zip(nodes[order].tolist(), fit[order].tolist(), strict=True))
 
 
 __all__ = ["SHARE_SCALE", "Evictions", "Victim", "dominant", "preempt_and_reclaim", "victims_of"]
