@@ -86,7 +86,7 @@ class SolverStats(_Out):
     did: a replay may decide differently. When False, ``vcsat solve`` on the dumped instance with
     the same policy and ``--workers`` gives the same decision."""
     skipped: list[str] = []
-    """Optional steps (``second_fill``, ``search``, ``top_up``, ``neighbourhood``, ``evictions``)
+    """Optional steps (``second_fill``, ``search``, ``top_up``, ``neighbourhood``, ``exchange``, ``evictions``)
     not run because they would have ended after the time limit (:mod:`vcsat.solver.deadline`); the
     decision is the best one in hand without them. A replay skipping the same steps decides alike
     unless a search was also cut short on the wall clock."""

@@ -38,13 +38,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 SECOND_FILL = "second_fill"
+EXCHANGE = "exchange"
 SEARCH = "search"
 TOP_UP = "top_up"
 NEIGHBOURHOOD = "neighbourhood"
 EVICTIONS = "evictions"
 EVICTION_BUDGET = "eviction_budget"
 """The eviction phase's deterministic budget beyond its stages' minimum (asked once the phase runs)."""
-STEPS = (SECOND_FILL, SEARCH, TOP_UP, NEIGHBOURHOOD, EVICTIONS, EVICTION_BUDGET)
+STEPS = (SECOND_FILL, SEARCH, TOP_UP, NEIGHBOURHOOD, EXCHANGE, EVICTIONS, EVICTION_BUDGET)
 """The optional steps, in the order a cycle meets them."""
 
 FILL_PER_GREEDY = 1.3

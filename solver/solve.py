@@ -4,7 +4,8 @@ The steps are design.md's: prefilter and aggregate (:mod:`problem`), greedy warm
 (:mod:`greedy`), an LP bound (:mod:`bound`), a neighbourhood search around the warm start and then
 the exact search on the full model from the better of the two (:mod:`neighbourhood`, :mod:`exact`),
 when its decision is further from the bound than ``Policy.relative_gap`` a neighbourhood search
-around it in what the search budget left, decode into pods, nodes
+around it in what the search budget left, then a queue's lower-priority gangs traded for its waiting
+higher-priority ones where that ranks higher (:mod:`exchange`), decode into pods, nodes
 and GPU indices (:mod:`decode`), and the reason for every PodGroup left waiting (:mod:`explain`).
 The greedy decision stands (``FALLBACK``) when the search finds nothing at least as good in time.
 
@@ -31,7 +32,16 @@ from vcsat.model import (
     SolverStats,
 )
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.deadline import EVICTION_BUDGET, EVICTIONS, NEIGHBOURHOOD, SEARCH, SECOND_FILL, TOP_UP, WallPlan
+from vcsat.solver.deadline import (
+    EVICTION_BUDGET,
+    EVICTIONS,
+    EXCHANGE,
+    NEIGHBOURHOOD,
+    SEARCH,
+    SECOND_FILL,
+    TOP_UP,
+    WallPlan,
+)
 from vcsat.solver.explain import outcomes
 from vcsat.solver.greedy import greedy, greedy_by_gain
 from vcsat.solver.objectives.fairness import fair_share_values
@@ -49,6 +59,7 @@ from vcsat.solver.rules.spread import SpreadState
 from vcsat.solver.search import staged
 from vcsat.solver.search.bound import lp_level_bounds
 from vcsat.solver.search.exact import ExactResult, fits, solve_exact
+from vcsat.solver.search.exchange import exchange, trading_queues
 from vcsat.solver.search.neighbourhood import improve
 from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.search.stop import skip_search, within_tolerance
@@ -291,6 +302,17 @@ def _solve(
         # The main search's bounds held the levels above at its own decision's values.
         values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
         objective = sum(values.values())
+    if status != "OPTIMAL" and not result.skipped and not within_tolerance(objective, bound, policy.relative_gap):
+        # Still short of the bound: a queue's lower-priority gangs traded for its waiting
+        # higher-priority ones, which no search on a short budget finds (:mod:`exchange`).
+        queues = trading_queues(problem, assignment)
+        if queues and plan.allows(EXCHANGE, 2 * len(queues) * plan.fill_cost()):
+            traded = exchange(problem, assignment, _lexicographic, queues)
+            if traded is not assignment:
+                assignment, status = traded, "FEASIBLE"
+                now = bindings(problem, assignment, assignment.shape_slots)
+                values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
+                objective = sum(values.values())
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
     if status == "FALLBACK" and bound == objective and not result.levels and not result.skipped:

@@ -17,22 +17,28 @@ decision is returned as it is.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import Room, charge, fill, shares_gpu
 from vcsat.solver.problem import Problem
 
 
-def top_up(problem: Problem, assignment: Assignment, *, by_gain: bool = False) -> Assignment:
+def top_up(
+    problem: Problem, assignment: Assignment, *, by_gain: bool = False, only: Collection[int] | None = None
+) -> Assignment:
     """``assignment`` with the gangs it leaves out placed where they still fit, as the greedy
     places them (:func:`vcsat.solver.greedy.greedy`): each fair-share level first, its queues filled
     towards their deserved shares from what they already hold (``by_gain``: the greedy's other
     fill), then everything left by priority and age; ``assignment`` itself when nothing fits or
     the room cannot be accounted for exactly (module docstring). Never changes what
-    ``assignment`` already places."""
+    ``assignment`` already places. ``only``: of the gangs left out, these alone."""
     waiting = {
         gang.index
         for gang in problem.candidates
-        if gang.index not in assignment.placed and not any(assignment.count.get(c, 0) for c in gang.classes)
+        if gang.index not in assignment.placed
+        and not any(assignment.count.get(c, 0) for c in gang.classes)
+        and (only is None or gang.index in only)
     }
     if not waiting or problem.interpod is not None or problem.spread or problem.attach is not None:
         return assignment

@@ -1,0 +1,160 @@
+"""Exchange a queue's lower-priority gangs for its own waiting higher-priority ones.
+
+The greedy fills the fair-share levels first: a queue below its deserved share gets its gangs in
+priority order until the queue is served, often its small low-priority pods scattered over many
+nodes; the same queue's large higher-priority gangs, which add nothing to any fair-share level
+once the queue is above its deserved share, come later and find no node with room left. Placed
+work is ranked by priority, so a decision that drops such a queue's lower-priority gangs and
+places its waiting higher-priority ones instead ranks higher, and no search on a short budget
+finds it: it takes many pods moving at once, on nodes the neighbourhood does not free.
+
+Here, queue by queue (those with a waiting gang ranked above some of their placed ones), the
+decision's gangs of that queue ranked below its best waiting gang are taken out, their pods off
+the nodes with the most room left first (so that whole nodes come free), together with every
+gang holding a pod smaller than the waiting gangs' largest on a node that had room for that pod
+before the cycle; the queue's waiting gangs of that rank are placed first into the room this
+leaves, then every gang the decision now leaves out as the greedy would
+(:mod:`vcsat.solver.search.top_up`), those taken out included, which go where they fit best: into
+the holes, not onto the whole nodes. The result is kept only when the objective's first levels
+(queue fair shares tier by tier, then placed work by priority, compared as one tuple) rank it
+strictly higher: a trade that lowers any queue's fair share or a higher priority's placed work is
+not made. Where the top-up cannot account for the room exactly (rules between pods, topology
+spread, shared CSI volumes, GPU shares) the decision is returned as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vcsat.model import resources as res
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.greedy import shares_gpu
+from vcsat.solver.problem import Problem
+from vcsat.solver.search.top_up import top_up
+
+Rank = Callable[[Problem, Assignment], tuple[int, ...]]
+
+
+def trading_queues(problem: Problem, assignment: Assignment) -> list[tuple[str, int]]:
+    """The queues an exchange may help, each with the rank of its best waiting gang: those with a
+    gang left out (with pods to place) ranked above one of their gangs ``assignment`` places; none
+    where the top-up cannot account for the room exactly (module docstring)."""
+    if problem.interpod is not None or problem.spread or problem.attach is not None:
+        return []
+    if any(k > 0 and shares_gpu(problem, problem.shapes[s].request) for (s, _), k in assignment.shape_slots.items()):
+        return []
+    waiting: dict[str, int] = {}
+    lowest: dict[str, int] = {}
+    for gang in problem.candidates:
+        if gang.index in assignment.placed:
+            lowest[gang.queue] = min(lowest.get(gang.queue, gang.rank), gang.rank)
+        elif any(problem.classes[c].pods for c in gang.classes):
+            waiting[gang.queue] = max(waiting.get(gang.queue, gang.rank), gang.rank)
+    return [(queue, rank) for queue, rank in sorted(waiting.items()) if queue in lowest and lowest[queue] < rank]
+
+
+def exchange(problem: Problem, assignment: Assignment, rank: Rank, queues: list[tuple[str, int]]) -> Assignment:
+    """``assignment`` with, for each of ``queues`` (:func:`trading_queues`) in turn, its gangs ranked
+    below the queue's best waiting gang traded for the queue's waiting gangs of that rank where
+    ``rank`` puts the result strictly higher (module docstring); ``assignment`` itself when no
+    trade does."""
+    best, best_rank = assignment, rank(problem, assignment)
+    for queue, above in queues:
+        out = {g for g in best.placed if problem.gangs[g].queue == queue and problem.gangs[g].rank < above}
+        if not out:
+            continue
+        drop = sorted(out | _small_on_whole(problem, best, queue, above))
+        # The queue's waiting gangs of that rank first, into the room the drop leaves; then the
+        # rest as the greedy would, those taken out included.
+        first = {
+            g.index for g in problem.candidates if g.queue == queue and g.rank == above and g.index not in best.placed
+        }
+        rest = without(problem, best, drop)
+        if rest is None:
+            continue
+        trial = top_up(problem, top_up(problem, rest, only=first))
+        trial_rank = rank(problem, trial)
+        if trial_rank > best_rank:
+            best, best_rank = trial, trial_rank
+    return best
+
+
+def _small_on_whole(problem: Problem, assignment: Assignment, queue: str, above: int) -> set[int]:
+    """The placed gangs, of any queue, with a pod on a node that had room before the cycle for the
+    largest pod of ``queue``'s waiting gangs ranked ``above``, smaller than that pod: taken out with
+    the queue's own lower-priority gangs, the top-up puts them back where they fit best (into the
+    room those leave), which can free whole nodes for the waiting gangs."""
+    if res.GPU not in problem.resources:
+        return set()
+    gpu = problem.resource_index(res.GPU)
+    largest = max(
+        (
+            problem.shapes[problem.classes[c].shape].request[gpu]
+            for gang in problem.candidates
+            if gang.queue == queue and gang.rank == above and gang.index not in assignment.placed
+            for c in gang.classes
+        ),
+        default=0,
+    )
+    if largest <= 0:
+        return set()
+    return {
+        g
+        for (g, s, node), k in assignment.gang_slots.items()
+        if k > 0 and problem.free[node][gpu] >= largest and problem.shapes[s].request[gpu] < largest
+    }
+
+
+def without(problem: Problem, assignment: Assignment, gangs: list[int]) -> Assignment | None:
+    """``assignment`` (resolved: ``shape_slots``) without ``gangs``. A gang's pods the decode hands
+    out by ``gang_slots`` leave those slots; the rest leave slots of their shape that no other
+    gang's ``gang_slots`` pin, on the nodes with the most GPUs (then room of any kind) left first.
+    None when a pod has no such slot (the slots do not account for the counts)."""
+    dropped = set(gangs)
+    shape_slots = dict(assignment.shape_slots)
+    gang_slots: dict[tuple[int, int, int], int] = {}
+    pinned: dict[tuple[int, int], int] = {}
+    for (g, s, node), k in assignment.gang_slots.items():
+        if g in dropped:
+            shape_slots[(s, node)] -= k
+        else:
+            gang_slots[(g, s, node)] = k
+            pinned[(s, node)] = pinned.get((s, node), 0) + k
+    by_gang: dict[tuple[int, int], int] = {}
+    for (g, s, _node), k in assignment.gang_slots.items():
+        if g in dropped:
+            by_gang[(g, s)] = by_gang.get((g, s), 0) + k
+    gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
+    left = {node: list(row) for node, row in enumerate(problem.free)}
+    for (s, node), k in shape_slots.items():
+        for r, amount in enumerate(problem.shapes[s].request):
+            left[node][r] -= k * amount
+    count = dict(assignment.count)
+    for g in sorted(dropped):
+        for c in problem.gangs[g].classes:
+            k = count.pop(c, 0)
+            s = problem.classes[c].shape
+            taken = min(k, by_gang.get((g, s), 0))
+            by_gang[(g, s)] = by_gang.get((g, s), 0) - taken
+            k -= taken
+            if k <= 0:
+                continue
+            nodes = [node for (shape, node), n in shape_slots.items() if shape == s and n > pinned.get((s, node), 0)]
+            nodes.sort(key=lambda node: (-(left[node][gpu] if gpu is not None else 0), -sum(left[node]), node))
+            for node in nodes:
+                if k <= 0:
+                    break
+                free = min(k, shape_slots[(s, node)] - pinned.get((s, node), 0))
+                shape_slots[(s, node)] -= free
+                for r, amount in enumerate(problem.shapes[s].request):
+                    left[node][r] += free * amount
+                k -= free
+            if k > 0:
+                return None  # slots and counts disagree: no trade rather than a guess
+    return Assignment(
+        placed=set(assignment.placed) - dropped,
+        count=count,
+        shape_slots={key: k for key, k in shape_slots.items() if k > 0},
+        gang_slots=gang_slots,
+        domain_counts={key: k for key, k in assignment.domain_counts.items() if key[0] not in dropped},
+    )

@@ -1,0 +1,206 @@
+"""A queue's lower-priority gangs traded for its waiting higher-priority ones (:mod:`vcsat.solver.search.exchange`).
+
+- A table of small clusters where the warm start leaves a queue above its deserved share with its
+  small low-priority pods on the whole nodes its waiting 8-GPU priority-1000 gang needs: the
+  exchange places that gang, ranks strictly higher in the objective's first levels (every fair
+  share kept), and the cycle handed that warm start decides at least as well, which the validator
+  accepts.
+- Where no trade places more, the decision is handed back as it is.
+- A Hypothesis property over random small clusters, with a random set of gangs taken out of the
+  greedy's decision: the exchange ranks at least as high, keeps every node's room and every
+  gang's minimum, and the cycle handed that warm start decides something the validator accepts.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+from builders import gangs, node, queue, snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods
+from test_top_up import _without
+
+from vcsat.model import Snapshot
+from vcsat.solver import check, solve
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.greedy import greedy
+from vcsat.solver.problem import Problem, build_problem
+from vcsat.solver.search.exchange import exchange, trading_queues
+
+_solve_module = importlib.import_module("vcsat.solver.solve")
+_levels = _solve_module._lexicographic
+
+
+def _placed(problem: Problem, where: dict[str, str]) -> Assignment:
+    """Every pod of each gang (by key) on the node named."""
+    node_of = {n.name: i for i, n in enumerate(problem.nodes)}
+    by_key = {gang.key: gang for gang in problem.gangs}
+    out = Assignment()
+    for key, name in where.items():
+        gang = by_key[key]
+        out.placed.add(gang.index)
+        for c in gang.classes:
+            k = len(problem.classes[c].pods)
+            s, n = problem.classes[c].shape, node_of[name]
+            out.count[c] = k
+            out.shape_slots[(s, n)] = out.shape_slots.get((s, n), 0) + k
+            out.gang_slots[(gang.index, s, n)] = out.gang_slots.get((gang.index, s, n), 0) + k
+    return out
+
+
+def _case(q3_small: int) -> Snapshot:
+    """Two empty 8-GPU nodes and a full one q1 runs on (q1 above its deserved share, weights 1, 1,
+    4); q1 waits with one 8-GPU priority-1000 pod and two 1-GPU priority-0 pods; q3 with one
+    priority-0 8-GPU pod and ``q3_small`` 1-GPU priority-0 pods."""
+    nodes = [node(f"n{i}", cpu=64, memory="512Gi", gpus=8) for i in range(3)]
+    pods: list[Any] = []
+    groups: list[Any] = []
+    for prefix, kwargs in [
+        ("run", dict(queue="q1", node="n2", gpus=8, created=-100)),
+        ("big", dict(queue="q1", priority=1000, gpus=8, created=1)),
+        ("small", dict(queue="q1", priority=0, gpus=1, created=2)),
+        ("q3big", dict(queue="q3", priority=0, gpus=8, created=3)),
+        ("q3small", dict(queue="q3", priority=0, gpus=1, created=4)),
+    ]:
+        count = 2 if prefix == "small" else q3_small if prefix == "q3small" else 1
+        if count == 0:
+            continue
+        p, g = gangs(prefix, count, cpu="1", **kwargs)
+        pods += p
+        groups += g
+    queues = [queue("q1", weight=1), queue("q2", weight=1), queue("q3", weight=4)]
+    return snapshot(nodes=nodes, pods=pods, groups=groups, queues=queues)
+
+
+def _keys(problem: Problem, prefix: str) -> list[str]:
+    return sorted(gang.key for gang in problem.gangs if gang.key.split("/")[-1].startswith(prefix))
+
+
+def _cycle_from(snap: Snapshot, start: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, tuple[int, ...]]:
+    """The cycle whose greedy decides ``start(problem)``; its decision and first levels."""
+    seen: dict[str, Any] = {}
+    explain = _solve_module.outcomes
+
+    def spy(problem: Any, assignment: Any) -> Any:
+        seen["rank"] = _levels(problem, assignment)
+        return explain(problem, assignment)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_solve_module, "greedy", start)
+        patch.setattr(_solve_module, "outcomes", spy)
+        decision = solve(snap, ALLOCATE)
+    return decision, seen["rank"]
+
+
+# (q3's 1-GPU pods waiting, whether the small pods may stay: with none, q1's small pods fit beside q3's)
+CASES = [0, 1]
+
+
+@pytest.mark.parametrize("q3_small", CASES)
+def test_the_exchange_places_the_waiting_priority_1000_gang(q3_small: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    snap = _case(q3_small)
+    problem = build_problem(snap, ALLOCATE)
+    small = _keys(problem, "small")
+    big = _keys(problem, "big")[0]
+    # The warm start: q1's small pods one on each empty node, q3's 8-GPU pod nowhere to go, q1's
+    # 8-GPU pod left out.
+    bad = _placed(problem, {small[0]: "n0", small[1]: "n1"})
+    queues = trading_queues(problem, bad)
+    assert [q for q, _ in queues] == ["q1"]
+    traded = exchange(problem, bad, _levels, queues)
+    assert _levels(problem, traded) > _levels(problem, bad)
+    assert next(g.index for g in problem.gangs if g.key == big) in traded.placed
+    decision, rank = _cycle_from(snap, lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}), monkeypatch)
+    assert check(snap, decision, ALLOCATE) == []
+    assert rank >= _levels(problem, traded)
+    assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings)
+
+
+def test_a_trade_that_places_nothing_more_keeps_the_decision() -> None:
+    """q3 fills its one node with 1-GPU pods and waits with a gang of two 8-GPU pods, which no
+    trade fits: the exchange hands back the decision it was given."""
+    nodes = [node("n0", cpu=64, memory="512Gi", gpus=8)]
+    pods: list[Any] = []
+    groups: list[Any] = []
+    for prefix, count, kwargs in [
+        ("low", 8, dict(queue="q3", priority=0, gpus=1, created=1)),
+        ("high", 1, dict(queue="q3", priority=1000, gpus=8, size=2, created=2)),
+    ]:
+        p, g = gangs(prefix, count, cpu="1", **kwargs)
+        pods += p
+        groups += g
+    snap = snapshot(nodes=nodes, pods=pods, groups=groups, queues=[queue("q1", weight=1), queue("q3", weight=4)])
+    problem = build_problem(snap, ALLOCATE)
+    start = _placed(problem, {key: "n0" for key in _keys(problem, "low")})
+    queues = trading_queues(problem, start)
+    assert queues == [("q3", 1000)]
+    assert exchange(problem, start, _levels, queues) is start
+
+
+def _room_kept(problem: Problem, assignment: Assignment) -> bool:
+    used: dict[int, list[int]] = {}
+    for (s, n), k in assignment.shape_slots.items():
+        row = used.setdefault(n, [0] * len(problem.resources))
+        for r, amount in enumerate(problem.shapes[s].request):
+            row[r] += k * amount
+    return all(row[r] <= max(0, problem.free[n][r]) for n, row in used.items() for r in range(len(row)))
+
+
+def _counts_match(problem: Problem, assignment: Assignment) -> bool:
+    per_shape: dict[int, int] = {}
+    for c, k in assignment.count.items():
+        per_shape[problem.classes[c].shape] = per_shape.get(problem.classes[c].shape, 0) + k
+    slots: dict[int, int] = {}
+    for (s, _n), k in assignment.shape_slots.items():
+        slots[s] = slots.get(s, 0) + k
+    placed_ok = all(
+        sum(assignment.count.get(c, 0) for c in problem.gangs[g].classes) >= max(1, problem.gangs[g].need)
+        for g in assignment.placed
+    )
+    return per_shape == slots and placed_ok
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    free=FREE_GPUS,
+    running=running_pods(max_size=6, gpus=[1, 2, 4, 8]),
+    waiting=st.lists(
+        st.tuples(
+            st.sampled_from(["q1", "q2", "q3"]),
+            st.sampled_from([-100, 0, 1000]),
+            st.integers(1, 2),
+            st.sampled_from([1, 2, 8]),
+            st.integers(1, 6),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    dropped=st.lists(st.booleans(), min_size=40, max_size=40),
+)
+def test_the_exchange_never_ranks_lower_and_the_validator_accepts_the_cycle(
+    free: list[int],
+    running: list[tuple[str, int, int]],
+    waiting: list[tuple[str, int, int, int, int]],
+    dropped: list[bool],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    snap = cluster(free, running, waiting)
+    problem = build_problem(snap, ALLOCATE)
+    first = greedy(problem)
+
+    def start(problem: Problem) -> Assignment:
+        return _without(problem, greedy(problem), {g for g in first.placed if dropped[g % len(dropped)]})
+
+    short = start(problem)
+    traded = exchange(problem, short, _levels, trading_queues(problem, short))
+    assert _levels(problem, traded) >= _levels(problem, short)
+    assert _room_kept(problem, traded)
+    assert _counts_match(problem, traded)
+    decision, rank = _cycle_from(snap, start, monkeypatch)
+    assert check(snap, decision, ALLOCATE) == []
+    assert rank >= _levels(problem, traded)
