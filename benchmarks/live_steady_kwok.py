@@ -17,8 +17,8 @@ live_cycle.py's; 1 is the default: sure placements bound before the full cycle);
 tree put first on its ``PYTHONPATH`` (a worktree of another commit), so that a change and its
 baseline are measured alternately on one cluster under the same load.
 
-    python benchmarks/live_steady_kwok.py /work/perf/5k-s11.json --batch 300 --batches 5 \\
-        --interval 10 --time-limit 2 --run 0:/tmp/before --run 0 --run 1 --out rows.jsonl
+    python benchmarks/live_steady_kwok.py 5k.json --batch 300 --batches 5 \\
+        --interval 10 --time-limit 2 --run 0:../before --run 0 --run 1 --out rows.jsonl
 
 Each cycle is read from the scheduler's own log (``--log-level debug``: every cycle, busy or not):
 wall seconds (snapshot, decision, until its bindings were queued and until all was applied) and the
