@@ -153,6 +153,13 @@ class CycleResult:
     """Its decision is the greedy's sure placements, bound ahead of the full cycle that follows."""
     deferred: int = 0
     """Waiting pods left out of this cycle by the cap (``--cycle-target``), for the next one."""
+    cpu_seconds: float | None = None
+    """CPU seconds of the whole process (every thread: informers, applier) over ``seconds``: on a
+    shared machine wall seconds say how long the cycle waited for a CPU as much as what it cost."""
+    snapshot_cpu_seconds: float | None = None
+    """Of ``cpu_seconds``, those of the snapshot and its conversion."""
+    solve_cpu_seconds: float | None = None
+    """Of ``cpu_seconds``, those of deciding (the solver or the sure placements)."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
@@ -472,6 +479,7 @@ class Scheduler:
         from vcsat.solver.sure import prepare, sure_decision
 
         started = time.monotonic()
+        cpu_started = time.process_time()
         self._cycle_started = started
         try:
             generation, objects = self.store.snapshot()
@@ -480,6 +488,7 @@ class Scheduler:
             given = defer(objects, self.policy.scheduler_name, cap.cap, self._tried) if cap is not None else None
             snapshot, objects = self._convert(given.objects if given is not None else objects, generation)
             converted = time.monotonic() - started
+            converted_cpu = time.process_time()
             prepared = sure = None
             waiting = sum(1 for pod in snapshot.pods if pod.pending)
             if early and self.early_min_pending and waiting >= self.early_min_pending:
@@ -488,6 +497,7 @@ class Scheduler:
                 if sure is not None and not sure.bindings:
                     sure = None
             decision = sure if sure is not None else solve(snapshot, self.policy, started=started, prepared=prepared)
+            decided_cpu = time.process_time()
             violations = check(snapshot, decision, self.policy)
             self.cycles += 1
             number = self.cycles
@@ -530,6 +540,9 @@ class Scheduler:
                 snapshot_seconds=converted,
                 early=sure is not None,
                 deferred=given.deferred_pods if given is not None else 0,
+                cpu_seconds=time.process_time() - cpu_started,
+                snapshot_cpu_seconds=converted_cpu - cpu_started,
+                solve_cpu_seconds=decided_cpu - converted_cpu,
             )
             self.last = result
         finally:
@@ -625,6 +638,9 @@ class Scheduler:
             "early": result.early,
             "deferred": result.deferred,
             "snapshot_seconds": round(result.snapshot_seconds or 0.0, 3),
+            "cpu_seconds": round(result.cpu_seconds or 0.0, 3),
+            "snapshot_cpu_seconds": round(result.snapshot_cpu_seconds or 0.0, 3),
+            "solve_cpu_seconds": round(result.solve_cpu_seconds or 0.0, 3),
         }
         if report is not None:
             fields.update(

@@ -189,8 +189,14 @@ def test_scheduler_command_dumps_cycles_that_vcsat_solve_replays_to_the_same_dec
     placement = bubble.placement()
     assert placement["waits-0"] is None and placement["waits-1"] is None
     assert placement["gpu"] == nodes[0]
-    cycles = [json.loads(line)["cycle"] for line in log.read_text().splitlines() if '"msg": "cycle"' in line]
+    lines = [json.loads(line) for line in log.read_text().splitlines() if '"msg": "cycle"' in line]
+    cycles = [line["cycle"] for line in lines]
     assert cycles, "cycles are logged"
+    for line in lines:
+        # The process's CPU seconds of each cycle, its snapshot's and its decision's among them.
+        assert line["cpu_seconds"] > 0
+        assert 0 <= line["snapshot_cpu_seconds"] <= line["cpu_seconds"]
+        assert 0 <= line["solve_cpu_seconds"] <= line["cpu_seconds"]
 
     instances = sorted(dumps.glob("cycle-*.instance.json"))
     assert instances, "cycles with pending pods are dumped"

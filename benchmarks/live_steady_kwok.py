@@ -1,0 +1,394 @@
+"""The live scheduler's steady cycle against the real API server: a KWOK cluster from an instance file.
+
+benchmarks/live_cycle.py measures the steady cycle in process, with an API stand-in; this measures
+it as deployed: the ``vcsat scheduler`` process, its informers watching a real kube-apiserver, its
+bindings and status writes answered by it. The cluster (tests/k8s/kwokcluster.py: etcd,
+kube-apiserver, kube-controller-manager, kwok) is loaded from a generated instance file: its
+PriorityClasses, Queues, HyperNodes, Nodes (made kwok's), and every PodGroup and bound pod that is
+not pending (kwok runs the pods). Its pending jobs (PodGroup and pods) are held back and arrive in
+batches of about ``--batch`` pods, as in live_cycle.py: the next once the scheduler has run a cycle
+that started after the last batch was created and then no cycle for ``--quiet`` seconds (at least
+``--interval`` seconds apart).
+
+One scheduler process per ``--run EARLY[:TREE]``, one after the other on the same cluster, each
+given its own ``--batches`` batches after its cold cycle (every object converted) and the quiet that
+follows it. EARLY is its ``--early-bind-min-pending`` (0 makes every cycle a full one, as
+live_cycle.py's; 1 is the default: sure placements bound before the full cycle); TREE, a source
+tree put first on its ``PYTHONPATH`` (a worktree of another commit), so that a change and its
+baseline are measured alternately on one cluster under the same load.
+
+    python benchmarks/live_steady_kwok.py 5k.json --batch 300 --batches 5 \\
+        --interval 10 --time-limit 2 --run 0:../before --run 0 --run 1 --out rows.jsonl
+
+Each cycle is read from the scheduler's own log (``--log-level debug``: every cycle, busy or not):
+wall seconds (snapshot, decision, until its bindings were queued and until all was applied) and the
+process's CPU seconds over the same span (the ``cpu_seconds`` fields). One JSON line per cycle,
+then per batch the scheduler's and the cluster's CPU seconds from its creation to the next (/proc).
+
+ownerReferences are dropped from the loaded objects (their owners do not exist here, and the
+garbage collector would delete them); ``spec.priority`` too (the Priority admission plugin sets it
+from the class, and refuses a pod that says it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import click
+
+_HERE = Path(__file__).resolve().parent
+_K8S = _HERE.parent / "tests" / "k8s"
+for _folder in (_HERE, _K8S):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
+
+from controlplane import free_port  # noqa: E402
+from kwok_throughput import VCSAT, CpuMeter, cluster_pids  # noqa: E402
+from kwokcluster import KWOK_NODE_ANNOTATION, KWOK_NODE_VALUE, KwokCluster, start_kwok_cluster  # noqa: E402
+from live_cycle import _batches  # noqa: E402
+
+from vcsat.adapters.kube.client import (  # noqa: E402
+    HYPERNODES,
+    NAMESPACES,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    ApiError,
+    Kube,
+    Resource,
+)
+
+WORKERS = 32
+RESOURCES = {
+    "PriorityClass": PRIORITY_CLASSES,
+    "Queue": QUEUES,
+    "HyperNode": HYPERNODES,
+    "Node": NODES,
+    "PodGroup": PODGROUPS,
+    "Pod": PODS,
+}
+"""What is loaded, in this order (what an object names exists before it)."""
+
+
+def _clean(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as a client would create it: no server-set metadata, no owners that do not exist."""
+    metadata = {
+        key: value
+        for key, value in obj["metadata"].items()
+        if key not in ("uid", "resourceVersion", "creationTimestamp", "ownerReferences", "generation")
+    }
+    out = {**obj, "metadata": metadata}
+    if obj["kind"] == "Node":
+        annotations = {**(metadata.get("annotations") or {}), KWOK_NODE_ANNOTATION: KWOK_NODE_VALUE}
+        out["metadata"] = {**metadata, "annotations": annotations}
+    elif obj["kind"] == "Pod":
+        out["spec"] = {key: value for key, value in obj["spec"].items() if key != "priority"}
+        out.pop("status", None)
+    return out
+
+
+def _post(kube: Kube, obj: dict[str, Any]) -> None:
+    resource: Resource = RESOURCES[obj["kind"]]
+    namespace = obj["metadata"].get("namespace", "default") if resource.namespaced else None
+    try:
+        kube.post(resource.path(namespace), _clean(obj))
+    except ApiError as error:
+        if error.status != 409:  # already there (the default Queue, the system PriorityClasses)
+            raise
+
+
+def create(kube: Kube, objects: list[dict[str, Any]]) -> None:
+    """Create the objects, kind by kind in :data:`RESOURCES` order, the namespaces first."""
+    namespaces = sorted({o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")})
+    for name in namespaces:
+        with contextlib.suppress(ApiError):
+            kube.post(NAMESPACES.path(), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    with ThreadPoolExecutor(WORKERS) as pool:
+        for kind in RESOURCES:
+            list(pool.map(lambda obj: _post(kube, obj), [o for o in objects if o["kind"] == kind]))
+
+
+def arrive(kube: Kube, batch: list[dict[str, Any]]) -> None:
+    """One batch: its PodGroups, then their pods."""
+    with ThreadPoolExecutor(WORKERS) as pool:
+        list(pool.map(lambda obj: _post(kube, obj), [o for o in batch if o["kind"] == "PodGroup"]))
+        list(pool.map(lambda obj: _post(kube, obj), [o for o in batch if o["kind"] == "Pod"]))
+
+
+def wait_running(kube: Kube, nodes: int, pods: int, timeout_s: float) -> None:
+    """Until kwok reports the nodes Ready and the bound pods Running."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        listed, _ = kube.list(NODES)
+        ready = sum(
+            1
+            for node in listed
+            if any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions") or [])
+        )
+        running = len(kube.list(PODS, fieldSelector="status.phase=Running")[0])
+        print(f"# {time.strftime('%H:%M:%S')} nodes Ready {ready}/{nodes}, pods Running {running}/{pods}", flush=True)
+        if ready >= nodes and running >= pods:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"kwok made {ready} of {nodes} nodes Ready, {running} of {pods} pods Running")
+        time.sleep(15.0)
+
+
+class LogTail:
+    """The cycle lines of a scheduler's JSON log that appeared since the last read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+
+    def cycles(self) -> list[dict[str, Any]]:
+        with self.path.open("rb") as log:
+            log.seek(self.offset)
+            data = log.read()
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        out = []
+        for line in data[:end].splitlines():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if entry.get("msg") == "cycle":
+                    out.append(entry)
+        return out
+
+
+@contextlib.contextmanager
+def scheduler(
+    cluster: KwokCluster, log: Path, time_limit_s: float, early_bind: int, tree: str | None
+) -> Iterator[subprocess.Popen[bytes]]:
+    argv = [
+        *VCSAT,
+        "scheduler",
+        f"--kubeconfig={cluster.plane.kubeconfig}",
+        "--scheduler-name=vcsat",
+        "--no-leader-elect",
+        f"--metrics-port={free_port()}",
+        "--log-format=json",
+        "--log-level=debug",
+        f"--time-limit={time_limit_s}",
+        f"--early-bind-min-pending={early_bind}",
+    ]
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([tree, *filter(None, [env.get("PYTHONPATH")])])
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def cycle_started(cycle: dict[str, Any]) -> float:
+    """When (``time.time()``) a logged cycle started: its line is written once it is applied."""
+    ended = datetime.datetime.fromisoformat(cycle["ts"].replace("Z", "+00:00")).timestamp()
+    return ended - float(cycle.get("apply_seconds") or cycle.get("seconds") or 0.0)
+
+
+def settle(
+    tail: LogTail, process: subprocess.Popen[bytes], quiet_s: float, timeout_s: float, since: float = 0.0
+) -> tuple[list[dict[str, Any]], bool]:
+    """Wait for a cycle that started after ``since`` (``time.time()``), then until no cycle has ended
+    for ``quiet_s``: the cycles seen, and whether it got quiet within ``timeout_s``."""
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the scheduler exited ({process.returncode}); see {tail.path}")
+        new = tail.cycles()
+        if new:
+            seen += new
+            if last is not None or any(cycle_started(cycle) >= since for cycle in new):
+                last = time.monotonic()
+        if last is not None and time.monotonic() - last >= quiet_s:
+            return seen, True
+        time.sleep(0.5)
+    return seen, False
+
+
+FIELDS = (
+    "ts",
+    "cycle",
+    "trigger",
+    "why",
+    "early",
+    "pending",
+    "bound",
+    "solver",
+    "seconds",
+    "snapshot_seconds",
+    "solver_seconds",
+    "apply_seconds",
+    "bind_seconds",
+    "cpu_seconds",
+    "snapshot_cpu_seconds",
+    "solve_cpu_seconds",
+)
+
+
+def measure(
+    instance: Path,
+    batch: int,
+    batches: int,
+    interval_s: float,
+    quiet_s: float,
+    time_limit_s: float,
+    runs: tuple[tuple[int, str | None], ...],
+    out: Path | None,
+    timeout_s: float,
+) -> None:
+    from vcsat.adapters.convert import instance_file
+
+    objects = instance_file.read_objects(instance)
+    start, arrivals = _batches(objects, batch)
+    needed = batches * len(runs)
+    if len(arrivals) < needed:
+        raise click.ClickException(f"{instance} holds {len(arrivals)} batches of {batch} pods; {needed} wanted")
+    sink = out.open("a") if out is not None else None
+
+    def emit(row: dict[str, Any]) -> None:
+        line = json.dumps(row)
+        print(line, flush=True)
+        if sink is not None:
+            sink.write(line + "\n")
+            sink.flush()
+
+    nodes = sum(1 for o in start if o["kind"] == "Node")
+    bound = sum(1 for o in start if o["kind"] == "Pod")
+    with start_kwok_cluster(node_lifecycle=False) as cluster:
+        plane = cluster.plane
+        with Kube.from_kubeconfig(str(plane.kubeconfig), pool_size=WORKERS) as kube:
+            loading = time.monotonic()
+            create(kube, start)
+            wait_running(kube, nodes, bound, timeout_s)
+            emit({"loaded": {"nodes": nodes, "pods": bound, "seconds": round(time.monotonic() - loading, 1)}})
+            workdir = Path(tempfile.mkdtemp(prefix="steady-", dir=plane.workdir))
+            used = 0
+            for run, (early_bind, tree) in enumerate(runs):
+                log = workdir / f"vcsat-{run}.log"
+                with scheduler(cluster, log, time_limit_s, early_bind, tree) as process:
+                    tail = LogTail(log)
+                    pids = {**cluster_pids(plane), "scheduler": process.pid}
+                    meter = CpuMeter(pids)
+                    cold, quiet = settle(tail, process, quiet_s=quiet_s, timeout_s=timeout_s)
+                    emit(
+                        {
+                            "run": run,
+                            "early_bind": early_bind,
+                            "tree": tree,
+                            "cold": [{k: c.get(k) for k in FIELDS} for c in cold],
+                            "quiet": quiet,
+                            "cpu_s": meter.used(),
+                            "load": round(os.getloadavg()[0], 1),
+                        }
+                    )
+                    for number in range(batches):
+                        meter = CpuMeter(pids)
+                        load = os.getloadavg()[0]
+                        posted = time.monotonic()
+                        arrive(kube, arrivals[used])
+                        post_s = time.monotonic() - posted
+                        pods = sum(1 for o in arrivals[used] if o["kind"] == "Pod")
+                        used += 1
+                        cycles, quiet = settle(tail, process, quiet_s, min(timeout_s, 300.0), since=time.time())
+                        time.sleep(max(0.0, interval_s - (time.monotonic() - posted)))
+                        for cycle in cycles + tail.cycles():
+                            emit(
+                                {
+                                    "run": run,
+                                    "early_bind": early_bind,
+                                    "batch": number,
+                                    **{k: cycle.get(k) for k in FIELDS},
+                                }
+                            )
+                        emit(
+                            {
+                                "run": run,
+                                "early_bind": early_bind,
+                                "batch": number,
+                                "arrived": pods,
+                                "post_seconds": round(post_s, 2),
+                                "quiet": quiet,
+                                "cpu_s": meter.used(),
+                                "load": [round(load, 1), round(os.getloadavg()[0], 1)],
+                            }
+                        )
+    if sink is not None:
+        sink.close()
+
+
+@click.command()
+@click.argument("instance", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--batch", type=int, default=300, show_default=True, help="New pending pods per batch (whole jobs).")
+@click.option("--batches", type=int, default=5, show_default=True, help="Batches per scheduler process.")
+@click.option(
+    "--interval", type=float, default=10.0, show_default=True, help="Fewest seconds from a batch to the next."
+)
+@click.option(
+    "--quiet",
+    type=float,
+    default=3.0,
+    show_default=True,
+    help="The next batch waits for a cycle that started after this one was created and then this many "
+    "seconds without a cycle ending (or --timeout).",
+)
+@click.option("--time-limit", type=float, default=2.0, show_default=True)
+@click.option(
+    "--run",
+    "runs",
+    multiple=True,
+    default=("0",),
+    show_default=True,
+    help="EARLY[:TREE]: one scheduler process, its --early-bind-min-pending and the source tree put "
+    "first on its PYTHONPATH; the processes run one after the other.",
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Append the JSON lines here too.")
+@click.option(
+    "--timeout", type=float, default=900.0, show_default=True, help="Seconds for loading and for a cold cycle."
+)
+def main(
+    instance: Path,
+    batch: int,
+    batches: int,
+    interval: float,
+    quiet: float,
+    time_limit: float,
+    runs: tuple[str, ...],
+    out: Path | None,
+    timeout: float,
+) -> None:
+    parsed = []
+    for run in runs:
+        early, _, tree = run.partition(":")
+        try:
+            parsed.append((int(early), tree or None))
+        except ValueError:
+            raise click.BadParameter(f"{run!r}: EARLY must be an integer", param_hint="--run") from None
+    measure(instance, batch, batches, interval, quiet, time_limit, tuple(parsed), out, timeout)
+
+
+if __name__ == "__main__":
+    main()
