@@ -60,8 +60,9 @@ _SCAN = 24
 """Candidates checked one by one in the sorted order before a pod falls back to the ``argmin``."""
 
 _ShapeKey = tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]]
-_Request = tuple["NDArray[np.int64]", list[int]]
-"""A request as a vector over the columns, and the columns it asks for."""
+_Request = tuple["NDArray[np.int64]", list[int], tuple[tuple[int, int], ...], int, int]
+"""A request as a vector over the columns, the columns it asks for, those columns with their
+amounts, and its GPU and cpu amounts (Python ints, read once per pod placed)."""
 _PodInfo = tuple[Pod, tuple[int, int, str], _ShapeKey, _Request | None]
 
 
@@ -95,6 +96,9 @@ class FreeRoom:
         self.free = np.array(table, dtype=np.int64).reshape(len(self.columns), len(usable))
         """Per resource (row) and node (column): the free room, one contiguous row per resource so a
         pod's test reads only the resources it asks for."""
+        self._rows: list[list[int]] = self.free.tolist()
+        """``free`` as Python ints, kept equal to it: the one-node reads and writes of a pod's placement
+        (a NumPy element costs several times a list's)."""
         # A resource already overcommitted on a node stays so (a pod that asks for it never fits
         # there, one that does not leaves it as it is): those nodes are checked on every resource.
         overcommitted = np.any(self.free < 0, axis=0)
@@ -108,6 +112,9 @@ class FreeRoom:
         self._rank: NDArray[np.int64] | None = None
         """Per node, its GPU room then its cpu room packed into one number of the same order, so
         that one argmin picks the first node of the least; None when room is too large to pack."""
+        self._gpu_row = self._rows[gpu] if gpu is not None else [0] * count
+        self._cpu_row = self._rows[cpu] if cpu is not None else [0] * count
+        self._gpu_column, self._cpu_column = gpu, cpu
         if count and int(np.abs(self._gpu).max()) < _SPAN and int(np.abs(self._cpu).max()) < _SPAN:
             self._rank = self._gpu * (2 * _SPAN) + self._cpu
         self._count = max(count, 1)
@@ -118,6 +125,7 @@ class FreeRoom:
             ranks = self._rank.tolist()
             self._sorted = sorted(ranks[row] * self._count + row for row in np.flatnonzero(~overcommitted).tolist())
         self.eligible: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
+        self._eligible_lists: dict[predicates.EligibilityKey, list[bool]] = {}
         # Room only shrinks during a pass (what a refused gang took is given back at once): a pod
         # shape that fitted no node once never will.
         self.hopeless: set[_ShapeKey] = set()
@@ -147,18 +155,31 @@ class FreeRoom:
                 if amount > 0:
                     request[self.columns[name]] = amount
             request.flags.writeable = False
-            vector = self._requests[asked] = (request, np.flatnonzero(request).tolist())
+            columns = np.flatnonzero(request).tolist()
+            gpu, cpu = self._gpu_column, self._cpu_column
+            vector = self._requests[asked] = (
+                request,
+                columns,
+                tuple((column, int(request[column])) for column in columns),
+                int(request[gpu]) if gpu is not None else 0,
+                int(request[cpu]) if cpu is not None else 0,
+            )
         order = (-requests.get(res.GPU, 0), -requests.get(res.CPU, 0), pod.key)
         found = (pod, order, (self.keys.of(pod), asked), vector)
         self._pods[id(pod)] = found
         return found
 
-    def _best(self, on: NDArray[np.bool_], request: NDArray[np.int64], asked: list[int]) -> int:
-        """The first node in preference order that passes ``on`` and has room for ``request``, or -1."""
+    def _best(self, key: predicates.EligibilityKey, vector: _Request) -> int:
+        """The first node in preference order that passes the key's predicates and has room for the
+        request, or -1."""
         if self._sorted is not None:
-            row = self._first(on, request, asked)
+            on_list = self._eligible_lists.get(key)
+            if on_list is None:
+                on_list = self._eligible_lists[key] = self._eligible(key).tolist()
+            row = self._first(on_list, vector)
             if row is not None:
                 return row
+        on, request, asked = self._eligible(key), vector[0], vector[1]
         fits = on
         for column in asked:
             fits = fits & (self.free[column] >= request[column])
@@ -175,7 +196,7 @@ class FreeRoom:
         row = int(np.argmin(ranked))
         return row if ranked[row] != _LAST else -1
 
-    def _first(self, on: NDArray[np.bool_], request: NDArray[np.int64], asked: list[int]) -> int | None:
+    def _first(self, on: list[bool], vector: _Request) -> int | None:
         """``_best`` by the sorted order: the answer (-1: no node), or None after ``_SCAN`` misses.
 
         A node of GPU room ``g`` and cpu room ``c`` sorts at ``(g * 2 * _SPAN + c) * count + node``;
@@ -183,10 +204,8 @@ class FreeRoom:
         with too little cpu jumps to that level's first node with enough."""
         order, count, span = self._sorted, self._count, 2 * _SPAN
         assert order is not None
-        gpu, cpu = self.columns.get(res.GPU), self.columns.get(res.CPU)
-        want_gpu = int(request[gpu]) if gpu is not None else 0
-        want_cpu = int(request[cpu]) if cpu is not None else 0
-        checks = [(self.free[column], int(request[column])) for column in asked]
+        _, _, pairs, want_gpu, want_cpu = vector
+        checks = [(self._rows[column], amount) for column, amount in pairs]
         position = bisect_left(order, (want_gpu * span + want_cpu) * count)
         misses = 0
         while position < len(order):
@@ -203,38 +222,45 @@ class FreeRoom:
             position += 1
         return -1
 
-    def _give(self, row: int, amount: NDArray[np.int64]) -> None:
-        self.free[:, row] += amount
+    def _give(self, row: int, pairs: tuple[tuple[int, int], ...], sign: int) -> None:
+        """``sign`` (1 or -1) times the request's ``pairs`` (column, amount) added to the node's room."""
+        free, rows = self.free, self._rows
+        for column, amount in pairs:
+            left = rows[column][row] + sign * amount
+            rows[column][row] = left
+            free[column, row] = left
         rank = self._rank
         if rank is None:
             return
         before = int(rank[row])
-        rank[row] = self._gpu[row] * (2 * _SPAN) + self._cpu[row]
+        after = self._gpu_row[row] * (2 * _SPAN) + self._cpu_row[row]
+        rank[row] = after
         order = self._sorted
         if order is None or (self._overcommitted is not None and self._overcommitted[row]):
             return  # an overcommitted node is not in the order (it fits no pod: nothing is taken from it)
+        if after == before:
+            return  # a pod that asks for neither GPU nor cpu: the node keeps its place
         del order[bisect_left(order, before * self._count + row)]
-        insort(order, int(rank[row]) * self._count + row)
+        insort(order, after * self._count + row)
 
     def take(self, gang: Sequence[Pod] | None) -> bool:
         """Place the gang's pods on the room if all fit (then the room is theirs), else leave it."""
         if not gang or any(p.requests.get(res.GPU_MILLI, 0) > 0 for p in gang):
             # Nothing to place, or GPU shares (packed on single devices by the model, not here).
             return gang is not None and not gang
-        taken: list[tuple[int, NDArray[np.int64]]] = []
+        taken: list[tuple[int, tuple[tuple[int, int], ...]]] = []
         pods = [self._pod(gang[0])] if len(gang) == 1 else sorted((self._pod(p) for p in gang), key=lambda f: f[1])
         for _, _, shape, vector in pods:
             row = -1
             if vector is not None and shape not in self.hopeless:
-                row = self._best(self._eligible(shape[0]), *vector)
+                row = self._best(shape[0], vector)
             if row < 0:
                 if not taken:
                     self.hopeless.add(shape)
                 for back, given in taken:  # the gang does not fit: give back what it took
-                    self._give(back, given)
+                    self._give(back, given, 1)
                 return False
-            request = vector[0] if vector is not None else None
-            assert request is not None
-            self._give(row, -request)
-            taken.append((row, request))
+            assert vector is not None
+            self._give(row, vector[2], -1)
+            taken.append((row, vector[2]))
         return True
