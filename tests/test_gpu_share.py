@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
 import pytest
@@ -33,6 +34,16 @@ from vcsat.solver.placement.gpu_share import fresh_gpus_needed, place_shares
         # A GPU listed at 0 thousandths holds no shares and is not offered.
         ([100], {4: 0}, [], [None]),
         ([], {}, [0], []),
+        # Best fit would leave the last 230 out (470+320 and 320+230+230 leave 210 and 220); the
+        # exact packing holds all: 470+230+230 and 320+320+230 (openb, full size, seed 3).
+        (
+            [810, 810, 810, 810, 810, 470, 320, 320, 230, 230, 230],
+            {},
+            [0, 1, 2, 3, 4, 5, 6],
+            [0, 1, 2, 3, 4, 5, 6, 6, 5, 5, 6],
+        ),
+        # The same on GPUs already holding shares, no fresh GPU offered.
+        ([470, 320, 320, 230, 230, 230], {7: 0, 3: 1, 5: 1}, [], [3, 5, 5, 3, 3, 5]),
     ],
 )
 def test_place_shares(
@@ -53,6 +64,20 @@ def test_place_shares(
 )
 def test_fresh_gpus_needed(requests: list[int], shared: Mapping[int, int], needed: int) -> None:
     assert fresh_gpus_needed(requests, shared=shared) == needed
+
+
+@pytest.mark.parametrize(
+    ("requests", "limit", "needed"),
+    [
+        # Best fit opens three GPUs where an exact packing needs two: with two there, two.
+        ([470, 320, 320, 230, 230, 230], 2, 2),
+        ([470, 320, 320, 230, 230, 230], None, 3),  # no limit: best fit's count
+        ([470, 320, 320, 230, 230, 230], 3, 3),  # best fit fits the limit: its count
+        ([600, 600, 500, 300], 2, 3),  # no packing on two: best fit's count, over the limit
+    ],
+)
+def test_fresh_gpus_needed_within_a_limit(requests: list[int], limit: int | None, needed: int) -> None:
+    assert fresh_gpus_needed(requests, limit=limit) == needed
 
 
 @pytest.mark.parametrize(
@@ -129,6 +154,8 @@ def test_a_fresh_gpu_is_opened_only_when_no_shared_gpu_has_room(
 ) -> None:
     requests, shared, free = case
     placed = place_shares(requests, shared=shared, free=free)
+    if None not in placed and _best_fit_leaves_one_out(requests, shared, free):
+        return  # the exact packing's answer, checked by test_every_share_is_placed_when_some_packing_holds_them
     load = dict(shared)
     opened: set[int] = set()
     for position in sorted(range(len(requests)), key=lambda i: (-requests[i], i)):
@@ -164,3 +191,49 @@ def test_joint_plan_never_gives_a_gpu_twice(
         if gpu is not None:
             load[gpu] = load.get(gpu, 0) + milli
     assert all(total <= FULL_GPU_MILLI for total in load.values())
+
+
+def _best_fit_leaves_one_out(requests: list[int], shared: Mapping[int, int], free: list[int]) -> bool:
+    """Best fit decreasing, written here apart from the module: whether it leaves a request out."""
+    load = {gpu: milli for gpu, milli in shared.items() if milli}
+    fresh = list(free)
+    for milli in sorted(requests, reverse=True):
+        fitting = [FULL_GPU_MILLI - held - milli for held in load.values() if held + milli <= FULL_GPU_MILLI]
+        if fitting:
+            best = min(g for g, held in load.items() if FULL_GPU_MILLI - held - milli == min(fitting))
+            load[best] += milli
+        elif fresh:
+            load[fresh.pop(0)] = milli
+        else:
+            return True
+    return False
+
+
+def _some_packing(requests: list[int], rooms: list[int]) -> bool:
+    """Brute force over every assignment of requests to GPUs (small cases only)."""
+    return any(
+        all(sum(m for m, g in zip(requests, choice, strict=True) if g == gpu) <= room for gpu, room in enumerate(rooms))
+        for choice in itertools.product(range(len(rooms)), repeat=len(requests))
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(1, FULL_GPU_MILLI), max_size=6),
+    st.lists(st.integers(1, FULL_GPU_MILLI - 1), max_size=2),
+    st.integers(0, 2),
+)
+def test_every_share_is_placed_when_some_packing_holds_them(requests: list[int], used: list[int], fresh: int) -> None:
+    shared = {gpu: milli for gpu, milli in enumerate(used)}
+    free = list(range(len(used), len(used) + fresh))
+    placed = place_shares(requests, shared=shared, free=free)
+    rooms = [FULL_GPU_MILLI - milli for milli in used] + [FULL_GPU_MILLI] * fresh
+    if requests and rooms and _some_packing(requests, rooms):
+        assert None not in placed
+        load = dict(shared)
+        for milli, gpu in zip(requests, placed, strict=True):
+            assert gpu is not None
+            load[gpu] = load.get(gpu, 0) + milli
+        assert all(total <= FULL_GPU_MILLI for total in load.values())
+    elif requests:
+        assert None in placed  # no packing exists: a share is left without room, never overfilled

@@ -144,8 +144,10 @@ def _gpu_load(problem: Problem, slots: dict[tuple[int, int], int], node: int) ->
 
 
 def _gpus_fit(problem: Problem, node: int, whole: int, shares: list[int]) -> bool:
-    fresh = fresh_gpus_needed(shares, shared=problem.shared_milli[node]) if shares else 0
-    return whole + fresh <= len(problem.free_gpu_ids[node])
+    if not shares:
+        return whole <= len(problem.free_gpu_ids[node])
+    limit = len(problem.free_gpu_ids[node]) - whole
+    return limit >= 0 and fresh_gpus_needed(shares, shared=problem.shared_milli[node], limit=limit) <= limit
 
 
 def _pack_shares(problem: Problem, out: Resolution, room: list[list[int]]) -> None:

@@ -112,7 +112,7 @@ def plan_node(
     """
     free_sorted = _distinct(topology, free)
     room = len(free_sorted) - sum(counts)
-    fresh = min(fresh_gpus_needed(shares, shared=shared), max(room, 0))
+    fresh = min(fresh_gpus_needed(shares, shared=shared, limit=max(room, 0)), max(room, 0))
     sets = choose_gpus(topology, free_sorted, [*counts, *([1] * fresh)])
     whole = tuple(sets[: len(counts)])
     opened = [gpus[0] for gpus in sets[len(counts) :]]

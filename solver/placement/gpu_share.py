@@ -9,6 +9,13 @@ capacity that no whole-GPU pod can use. So shares go best-fit onto GPUs that alr
 shared GPU has room; which fresh GPU is the caller's choice (``solver.gpu_choice.plan_node`` picks
 the one whose loss hurts the node's remaining interconnect least).
 
+Best fit is a heuristic: it can leave a share without room where another packing holds them all
+(five 810s, a 470, two 320s and three 230s on seven GPUs). The greedy, which places pods one by one
+on GPUs it tracks, and the search, which counts room, may both find such a node full but feasible;
+the decode must then not call it infeasible. So where best fit leaves a share out, an exact
+search (depth first, biggest share first, GPUs of equal room tried once) looks for a packing on as
+few fresh GPUs as possible, within :data:`EXACT_STEPS` placements.
+
 Pure and deterministic: the same inputs give the same indices.
 """
 
@@ -17,6 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from vcsat.model.gpus import FULL_GPU_MILLI
+
+EXACT_STEPS = 50_000
+"""Most placements the exact packing tries before it gives up (bin packing is NP-hard, but a node's
+GPUs are few: a search that needs more is one best fit's answer stands for)."""
 
 
 def place_shares(
@@ -34,18 +45,31 @@ def place_shares(
     answer is in the order of ``requests``. None means no GPU had room for it.
     """
     used = _checked_usage(requests, shared, free)
-    return _pack(requests, used, list(free))
+    placed = _pack(requests, dict(used), list(free))
+    if None in placed:
+        exact = _pack_exact(requests, used, list(free))
+        if exact is not None:
+            return exact
+    return placed
 
 
-def fresh_gpus_needed(requests: Sequence[int], *, shared: Mapping[int, int] | None = None) -> int:
+def fresh_gpus_needed(
+    requests: Sequence[int], *, shared: Mapping[int, int] | None = None, limit: int | None = None
+) -> int:
     """How many fresh GPUs :func:`place_shares` opens for these requests when enough are free.
 
     Best fit only compares room left, never GPU indices, so the count does not depend on which
-    fresh GPUs are offered.
+    fresh GPUs are offered. With ``limit`` (the fresh GPUs there are), a best fit needing more is
+    checked by the exact packing, whose count is returned when it needs no more than ``limit``.
     """
     used = _checked_usage(requests, shared, ())
     placeholders = [-1 - i for i in range(len(requests))]  # never real indices
-    return len({gpu for gpu in _pack(requests, used, placeholders) if gpu is not None and gpu < 0})
+    needed = len({gpu for gpu in _pack(requests, dict(used), placeholders) if gpu is not None and gpu < 0})
+    if limit is not None and needed > limit >= 0:
+        exact = _pack_exact(requests, used, placeholders[:limit])
+        if exact is not None:
+            return len({gpu for gpu in exact if gpu is not None and gpu < 0})
+    return needed
 
 
 def _checked_usage(requests: Sequence[int], shared: Mapping[int, int] | None, free: Sequence[int]) -> dict[int, int]:
@@ -82,3 +106,46 @@ def _pack(requests: Sequence[int], used: dict[int, int], fresh: list[int]) -> li
         used[gpu] += milli
         out[position] = gpu
     return out
+
+
+def _pack_exact(requests: Sequence[int], used: Mapping[int, int], fresh: list[int]) -> list[int | None] | None:
+    """Every request on a GPU, on the GPUs holding shares and the fewest of ``fresh`` (opened in
+    order), or None when no packing exists or none was found within :data:`EXACT_STEPS`."""
+    order = sorted(range(len(requests)), key=lambda i: (-requests[i], i))
+    steps = [EXACT_STEPS]
+    for opened in range(len(fresh) + 1):
+        gpus = [*used, *fresh[:opened]]
+        rooms = [FULL_GPU_MILLI - used[gpu] for gpu in used] + [FULL_GPU_MILLI] * opened
+        if sum(requests) > sum(rooms):
+            continue
+        where: list[int] = [0] * len(requests)
+        if _fill(order, 0, requests, rooms, where, steps):
+            return [gpus[where[position]] for position in range(len(requests))]
+        if steps[0] <= 0:
+            return None
+    return None
+
+
+def _fill(
+    order: list[int], at: int, requests: Sequence[int], rooms: list[int], where: list[int], steps: list[int]
+) -> bool:
+    """Depth first: the request ``order[at]`` on each GPU with room for it, GPUs of equal room
+    tried once (they lead to the same packings), the later requests after it."""
+    if at == len(order):
+        return True
+    position = order[at]
+    milli = requests[position]
+    tried: set[int] = set()
+    for gpu, room in enumerate(rooms):
+        if room < milli or room in tried:
+            continue
+        steps[0] -= 1
+        if steps[0] <= 0:
+            return False
+        tried.add(room)
+        rooms[gpu] -= milli
+        where[position] = gpu
+        if _fill(order, at + 1, requests, rooms, where, steps):
+            return True
+        rooms[gpu] += milli
+    return False
