@@ -89,6 +89,9 @@ class Room:
         self.count = count
         self.whole_array = np.array(self.whole, dtype=np.int64).reshape(count)
         self.level_array = np.array([self._level(row) for row in self.free], dtype=np.int64).reshape(count)
+        self.level_rank = self.level_array * count + np.arange(count, dtype=np.int64)
+        """Per node, (free GPUs, node) as one number: an unpriced pod's rank (:class:`_Ranking`), kept
+        with :attr:`level_array` so that a ranking reads it in one gather."""
         self.level_classes = NodeClasses([(self._level(row), w) for row, w in zip(self.free, self.whole, strict=True)])
         """Nodes in classes of equal (free GPUs, free whole GPU devices), kept up to date
         (:meth:`fullest_with` reads the classes, not the nodes)."""
@@ -267,6 +270,7 @@ class Room:
             del self.levels[before][node]
             self.levels.setdefault(after, {})[node] = None
             self.level_array[node] = after
+            self.level_rank[node] = after * self.count + node
             self.arrival[node] = self._arrivals
             self._arrivals += 1
         self.level_classes.move(node, (after, self.whole[node]))
@@ -568,7 +572,7 @@ class Room:
         return cost, levels
 
     def price_rank(self, scarce: scarcity.Scarcity, shape: Shape, node: int, rates: NDArray[np.float64]) -> int:
-        """:meth:`_Ranking.ranks_of` of one eligible node, in Python (the same arithmetic, element by element)."""
+        """:meth:`_Ranking.rank` of one eligible node, in Python (the same arithmetic, element by element)."""
         request = shape.request
         if not self.fits(node, request):
             return UNFIT
@@ -699,19 +703,21 @@ class _Ranking:
             (room.free_cols[r], request[r]) for r in (scarce.cpu, scarce.memory) if r is not None and request[r] > 0
         ]
         """(free room row, amount) of cpu and memory when asked: what a pod strands of a node's GPUs."""
-        self.priced = bool((self.rates[self.mask] > 0).any())
+        eligible_rates = self.rates[self.mask] > 0
+        self.priced = bool(eligible_rates.any())
         """Whether some eligible node has a price (else every cost is 0)."""
+        self.all_priced = bool(eligible_rates.all())
+        """Whether every eligible node has a price (then no node needs telling apart)."""
         self.ranks = np.full(room.count, UNFIT, dtype=np.int64)
-        eligible = np.flatnonzero(self.mask)
-        self.ranks[eligible] = self.ranks_of(room, eligible)
+        self.rank(room, np.flatnonzero(self.mask))
         self.top = int(np.argmin(self.ranks)) if self.ranks.size else -1
         """The node of the lowest rank (the first such when all are :data:`UNFIT`)."""
         self.seen = room.changed
         """How many of :attr:`Room.changes` the ranks reflect."""
 
-    def ranks_of(self, room: Room, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Per node of ``nodes`` (eligible ones), (price, free GPUs, node) of one pod of the shape as
-        one number (:data:`UNFIT` where it does not fit): :meth:`Room._fit_mask` then
+    def rank(self, room: Room, nodes: NDArray[np.int64]) -> None:
+        """Set :attr:`ranks` of ``nodes`` (eligible ones): (price, free GPUs, node) of one pod of the
+        shape as one number (:data:`UNFIT` where it does not fit): :meth:`Room._fit_mask` then
         :meth:`Room._price`, the same arithmetic with the shape's columns looked up once."""
         ok: NDArray[np.bool_] = ~room.negative[nodes]
         for free, amount in self.asks:
@@ -720,29 +726,34 @@ class _Ranking:
         ok &= whole_left >= self.whole
         if self.share > 0:
             ok &= (room.share_room[nodes] >= self.share) | (whole_left - self.whole >= 1)
-        ranks = np.full(nodes.size, UNFIT, dtype=np.int64)
+        self.ranks[nodes] = UNFIT
         fit = nodes[ok]
         if not fit.size:
-            return ranks
-        levels = np.maximum(room.free_cols[room.gpu][fit], 0) if room.gpu is not None else np.zeros_like(fit)
-        rank = levels * room.count + fit
-        if self.priced:
+            return
+        rank = room.level_rank[fit]
+        if self.all_priced:
+            rank += self._costs(room, fit, self.rates[fit])
+        elif self.priced:
             rates = self.rates[fit]
             priced = rates > 0
             if priced.any():
-                at = fit[priced]
-                free_gpu = room.whole_array[at] * FULL_GPU_MILLI + room.share_free[at]
-                fraction = np.zeros(at.size, dtype=np.float64)
-                for free_room, asked in self.strands:
-                    free = free_room[at]
-                    some = free > 0
-                    part = np.minimum(1.0, asked / np.where(some, free, 1))
-                    fraction = np.maximum(fraction, np.where(some, part, 1.0))
-                taken = np.maximum(self.milli, np.rint(free_gpu * fraction))
-                cost = np.rint(rates[priced] * taken).astype(np.int64)
-                rank[priced] += cost * (room._rank_base * room.count)
-        ranks[ok] = rank
-        return ranks
+                rank[priced] += self._costs(room, fit[priced], rates[priced])
+        self.ranks[fit] = rank
+
+    def _costs(self, room: Room, at: NDArray[np.int64], rates: NDArray[np.float64]) -> NDArray[np.int64]:
+        """The price of one pod at each node of ``at`` (priced ones, where it fits), in rank units."""
+        fraction: NDArray[np.float64] | None = None
+        for free_room, asked in self.strands:
+            # min(1, asked / free), and 1 where nothing is free: a free amount is a whole number,
+            # so at least 0.5 leaves every positive one as it is.
+            part = np.minimum(1.0, asked / np.maximum(free_room[at], 0.5))
+            fraction = part if fraction is None else np.maximum(fraction, part)
+        taken: NDArray[np.float64] | int = self.milli
+        if fraction is not None:
+            free_gpu = room.whole_array[at] * FULL_GPU_MILLI + room.share_free[at]
+            taken = np.maximum(self.milli, np.rint(free_gpu * fraction))
+        cost: NDArray[np.int64] = np.rint(rates * taken).astype(np.int64)
+        return cost * (room._rank_base * room.count)
 
     def best(self, room: Room) -> int | None:
         if not self.ranks.size:
@@ -761,22 +772,18 @@ class _Ranking:
                         self.ranks[node] = rank
                         if not moved and rank < self.ranks[top]:
                             top = node
+                self.top = int(np.argmin(self.ranks)) if moved else top
             else:
                 if changed.size * MANY_CHANGED > room.count:  # each node once
                     marks = np.zeros(room.count, dtype=np.bool_)
                     marks[changed] = True
-                    moved = top < 0 or bool(marks[top])
                     stale = np.flatnonzero(marks & self.mask)
                 else:  # a node changed twice is priced twice, alike
-                    moved = top < 0 or bool((changed == top).any())
                     stale = changed[self.mask[changed]]
-                ranks = self.ranks_of(room, stale)
-                self.ranks[stale] = ranks
-                if not moved and ranks.size:
-                    at = int(np.argmin(ranks))
-                    if ranks[at] < self.ranks[top]:
-                        top = int(stale[at])
-            self.top = int(np.argmin(self.ranks)) if moved else top
+                self.rank(room, stale)
+                # Finite ranks differ (each ends with its node), so one argmin finds the lowest: the
+                # pod went to the top node most often, and telling whether it did costs more calls.
+                self.top = int(self.ranks.argmin())
         return None if self.ranks[self.top] == UNFIT else self.top
 
 

@@ -36,7 +36,7 @@ def same_room(one: Room, other: Room) -> None:
         level: list(nodes) for level, nodes in other.levels.items() if nodes
     }
     assert list(np.argsort(one.arrival, kind="stable")) == list(np.argsort(other.arrival, kind="stable"))
-    for name in ("free_cols", "negative", "whole_array", "level_array", "share_room", "share_free"):
+    for name in ("free_cols", "negative", "whole_array", "level_array", "level_rank", "share_room", "share_free"):
         assert np.array_equal(getattr(one, name), getattr(other, name)), name
     assert set(one.tier_free) == set(other.tier_free)
     for tier, free in one.tier_free.items():
