@@ -176,6 +176,16 @@ def _bound(
     return values, bound, lp_bounds
 
 
+def exchange_due(search: bool, status: str, within: bool) -> bool:
+    """Whether the cycle tries the exchange (:mod:`exchange`) on the decision that stands: with the
+    search on (``Policy.search``), the decision not proven optimal and outside the policy's
+    tolerance (``within`` false), whether a search ran and improved on the greedy, ran and did not
+    (``FALLBACK``), or was skipped for time: the trade keeps only a decision that ranks strictly
+    higher, so it never costs the decision anything, while a greedy decision the search had no
+    time to improve is the one furthest from the bound."""
+    return search and status != "OPTIMAL" and not within
+
+
 def model_slots(problem: Problem) -> int:
     """The (bucket, node) slots of the whole problem's CP-SAT model: what building it costs."""
     return sum(len(bucket.nodes) for bucket in problem.buckets)
@@ -302,11 +312,14 @@ def _solve(
         # The main search's bounds held the levels above at its own decision's values.
         values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
         objective = sum(values.values())
-    if status != "OPTIMAL" and not result.skipped and not within_tolerance(objective, bound, policy.relative_gap):
-        # Still short of the bound: a queue's lower-priority gangs traded for its waiting
-        # higher-priority ones, which no search on a short budget finds (:mod:`exchange`).
+    if exchange_due(policy.search, status, within_tolerance(objective, bound, policy.relative_gap)):
+        # Still short of the bound, after a search or where it was skipped (for time, or its
+        # model not built): a queue's lower-priority gangs traded for its waiting higher-priority
+        # ones, which no search on a short budget finds (:mod:`exchange`).
         queues = trading_queues(problem, assignment)
-        if queues and plan.allows(EXCHANGE, 2 * len(queues) * plan.fill_cost()):
+        # Each queue's trade takes gangs out and tops the decision up twice over the room they
+        # leave: well under one whole greedy fill, so one fill's cost per queue bounds it.
+        if queues and plan.allows(EXCHANGE, len(queues) * plan.fill_cost()):
             traded = exchange(problem, assignment, _lexicographic, queues)
             if traded is not assignment:
                 assignment, status = traded, "FEASIBLE"

@@ -6,6 +6,10 @@
   share kept), and the cycle handed that warm start decides at least as well, which the validator
   accepts.
 - Where no trade places more, the decision is handed back as it is.
+- When the cycle tries it (:func:`vcsat.solver.solve.exchange_due`): a table of the search's
+  outcomes (skipped for time, ran and fell back to the greedy, improved, optimal, within the
+  tolerance, search off); and the cycle whose search is skipped places the waiting gang from the
+  greedy's decision unless the exchange step is skipped too.
 - A Hypothesis property over random small clusters, with a random set of gangs taken out of the
   greedy's decision: the exchange ranks at least as high, keeps every node's room and every
   gang's minimum, and the cycle handed that warm start decides something the validator accepts.
@@ -26,6 +30,7 @@ from test_top_up import _without
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
 from vcsat.solver.assignment import Assignment
+from vcsat.solver.deadline import EXCHANGE, SEARCH, SECOND_FILL
 from vcsat.solver.greedy import greedy
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search.exchange import exchange, trading_queues
@@ -117,6 +122,51 @@ def test_the_exchange_places_the_waiting_priority_1000_gang(q3_small: int, monke
     assert check(snap, decision, ALLOCATE) == []
     assert rank >= _levels(problem, traded)
     assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings)
+
+
+# (Policy.search, the decision's status before the step, within the tolerance, whether it runs)
+TRIGGERS = [
+    (True, "FALLBACK", False, True),  # search skipped for time, or ran and did not beat the greedy
+    (True, "FEASIBLE", False, True),  # the search improved on the greedy, still short of the bound
+    (True, "FALLBACK", True, False),  # the stop rule: the greedy within the tolerance
+    (True, "FEASIBLE", True, False),
+    (True, "OPTIMAL", False, False),  # proven: nothing ranks higher
+    (False, "FALLBACK", False, False),  # the search off: the greedy's decision alone
+]
+
+
+@pytest.mark.parametrize(("search", "status", "within", "runs"), TRIGGERS)
+def test_when_the_cycle_tries_the_exchange(search: bool, status: str, within: bool, runs: bool) -> None:
+    assert _solve_module.exchange_due(search, status, within) is runs
+
+
+# (steps skipped besides the search, whether the waiting 8-GPU priority-1000 pod is placed)
+SKIPPED = [
+    ((), True),
+    ((EXCHANGE,), False),
+]
+
+
+@pytest.mark.parametrize(("also", "placed"), SKIPPED)
+def test_the_exchange_runs_on_the_greedy_decision_when_the_search_is_skipped(
+    also: tuple[str, ...], placed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search skipped (as a replay of a cycle that skipped it for time does) on the warm start
+    that leaves q1's 8-GPU pod out: the exchange, unless skipped too, places it from the greedy's
+    decision, the first levels rank strictly higher, and the validator accepts the cycle."""
+    snap = _case(0)
+    problem = build_problem(snap, ALLOCATE)
+    small = _keys(problem, "small")
+    bad = _placed(problem, {small[0]: "n0", small[1]: "n1"})
+    with monkeypatch.context() as patch:
+        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
+        decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL, *also))
+    assert check(snap, decision, ALLOCATE) == []
+    assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) is placed
+    assert decision.solver.status == ("FEASIBLE" if placed else "FALLBACK")
+    assert SEARCH in decision.solver.skipped
+    if placed:
+        assert decision.solver.objective > sum(_solve_module._placed(problem, bad).values())
 
 
 def test_a_trade_that_places_nothing_more_keeps_the_decision() -> None:
