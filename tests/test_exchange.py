@@ -24,7 +24,7 @@ import pytest
 from builders import gangs, node, queue, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods
+from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods, waiting_jobs
 from test_top_up import _without
 
 from vcsat.model import Snapshot
@@ -219,17 +219,7 @@ def _counts_match(problem: Problem, assignment: Assignment) -> bool:
 @given(
     free=FREE_GPUS,
     running=running_pods(max_size=6, gpus=[1, 2, 4, 8]),
-    waiting=st.lists(
-        st.tuples(
-            st.sampled_from(["q1", "q2", "q3"]),
-            st.sampled_from([-100, 0, 1000]),
-            st.integers(1, 2),
-            st.sampled_from([1, 2, 8]),
-            st.integers(1, 6),
-        ),
-        min_size=1,
-        max_size=5,
-    ),
+    waiting=waiting_jobs(5, pods=(1, 2), gpus=(1, 2, 8), count=(1, 6)),
     dropped=st.lists(st.booleans(), min_size=40, max_size=40),
 )
 def test_the_exchange_never_ranks_lower_and_the_validator_accepts_the_cycle(

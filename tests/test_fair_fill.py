@@ -26,8 +26,7 @@ import importlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods
+from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods, waiting_jobs
 from test_stop_rule import _solved
 
 from vcsat.solver import check
@@ -90,17 +89,7 @@ def test_the_equal_shares_fill_misses_it_on_the_first_case() -> None:
 @given(
     free=FREE_GPUS,
     running=running_pods(max_size=6, gpus=[1, 2, 4, 8]),
-    waiting=st.lists(
-        st.tuples(
-            st.sampled_from(["q1", "q2", "q3"]),
-            st.sampled_from([-100, 0, 1000]),
-            st.integers(1, 2),
-            st.sampled_from([1, 2]),
-            st.integers(1, 8),
-        ),
-        min_size=1,
-        max_size=5,
-    ),
+    waiting=waiting_jobs(5, pods=(1, 2), gpus=(1, 2), count=(1, 8)),
 )
 def test_never_worse_than_the_greedy_and_the_validator_accepts_both(
     free: list[int],

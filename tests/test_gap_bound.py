@@ -86,15 +86,22 @@ def running_pods(max_size: int, gpus: list[int] | None = None) -> st.SearchStrat
     )
 
 
-def waiting_jobs(max_size: int) -> st.SearchStrategy[list[tuple[str, int, int, int, int]]]:
-    """``waiting`` for :func:`cluster`: (queue, priority, pods, GPUs per pod, count) jobs."""
+def waiting_jobs(
+    max_size: int,
+    *,
+    pods: tuple[int, int] = (1, 3),
+    gpus: tuple[int, ...] = (1, 2, 4),
+    count: tuple[int, int] = (1, 3),
+) -> st.SearchStrategy[list[tuple[str, int, int, int, int]]]:
+    """``waiting`` for :func:`cluster`: (queue, priority, pods, GPUs per pod, count) jobs, with
+    ``pods`` and ``count`` drawn from those inclusive ranges and GPUs per pod from ``gpus``."""
     priorities = st.sampled_from([-100, 0, 1000])
     job = st.tuples(
         st.sampled_from(["q1", "q2", "q3"]),
         priorities,
-        st.integers(1, 3),
-        st.sampled_from([1, 2, 4]),
-        st.integers(1, 3),
+        st.integers(*pods),
+        st.sampled_from(list(gpus)),
+        st.integers(*count),
     )
     return st.lists(job, min_size=1, max_size=max_size)
 

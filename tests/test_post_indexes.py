@@ -54,34 +54,31 @@ def rooms(draw: st.DrawFn) -> Case:
     return request, nodes, best, now, victims
 
 
-@settings(max_examples=300, deadline=None)
-@given(rooms())
-def test_candidate_nodes_are_those_of_the_scan(case: Case) -> None:
+def _likeliest_of(case: Case, limit: int | None = None) -> list[tuple[int, int]]:
+    """:func:`_likeliest` on a drawn case, its lists as the arrays the eviction phase passes."""
     request, nodes, best, now, victims = case
     width = len(request)
-    got = _likeliest(
-        request,
+    arrays = (
         np.array(nodes, dtype=np.int64),
         np.array(best, dtype=np.int64).reshape(len(best), width),
         np.array(now, dtype=np.int64).reshape(len(now), width),
         np.array(victims, dtype=np.int64),
     )
-    assert got == likeliest_scan(request, nodes, best, now, victims)
+    return _likeliest(request, *arrays, limit)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rooms())
+def test_candidate_nodes_are_those_of_the_scan(case: Case) -> None:
+    request, nodes, best, now, victims = case
+    assert _likeliest_of(case) == likeliest_scan(request, nodes, best, now, victims)
 
 
 @settings(max_examples=200, deadline=None)
 @given(rooms(), st.integers(0, 14))
 def test_a_limit_keeps_the_first_candidates_of_the_scan(case: Case, limit: int) -> None:
     request, nodes, best, now, victims = case
-    width = len(request)
-    got = _likeliest(
-        request,
-        np.array(nodes, dtype=np.int64),
-        np.array(best, dtype=np.int64).reshape(len(best), width),
-        np.array(now, dtype=np.int64).reshape(len(now), width),
-        np.array(victims, dtype=np.int64),
-        limit,
-    )
+    got = _likeliest_of(case, limit)
     assert got == likeliest_scan(request, nodes, best, now, victims)[:limit]
     assert all(type(node) is int and type(fit) is int for node, fit in got)
 

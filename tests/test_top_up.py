@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_gap_bound import ALLOCATE, CASES, FREE_GPUS, cluster, running_pods
+from test_gap_bound import ALLOCATE, CASES, FREE_GPUS, cluster, running_pods, waiting_jobs
 from test_stop_rule import _solved
 
 from vcsat.model import Snapshot
@@ -119,17 +119,7 @@ def test_without_the_top_up_the_over_served_cut_ranks_below_the_optimum() -> Non
 @given(
     free=FREE_GPUS,
     running=running_pods(max_size=6, gpus=[1, 2, 4, 8]),
-    waiting=st.lists(
-        st.tuples(
-            st.sampled_from(["q1", "q2", "q3"]),
-            st.sampled_from([-100, 0, 1000]),
-            st.integers(1, 2),
-            st.sampled_from([1, 2]),
-            st.integers(1, 8),
-        ),
-        min_size=1,
-        max_size=5,
-    ),
+    waiting=waiting_jobs(5, pods=(1, 2), gpus=(1, 2), count=(1, 8)),
     dropped=st.lists(st.booleans(), min_size=40, max_size=40),
 )
 def test_the_top_up_keeps_what_it_is_given_and_the_validator_accepts_it(
