@@ -293,6 +293,14 @@ class Problem:
     def resource_index(self, name: str) -> int:
         return self.resources.index(name)
 
+    def room_left(self, shape_slots: Mapping[tuple[int, int], int]) -> list[list[int]]:
+        """Per node, its free room (:attr:`free`) less what the resolved ``shape_slots`` take."""
+        room = [list(row) for row in self.free]
+        for (s, node), k in shape_slots.items():
+            for r, amount in enumerate(self.shapes[s].request):
+                room[node][r] -= k * amount
+        return room
+
     def preference(self, bucket: Bucket, node: int) -> int:
         """A bucket's pods' node-preference score on a node (its shapes share one preference key)."""
         return max((self.shapes[s].preference.get(node, 0) for s in bucket.shapes), default=0)

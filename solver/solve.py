@@ -408,10 +408,7 @@ def _preempt(
     if not runs or not plan.allows(EVICTIONS, plan.evictions_cost(runs), last=True):
         return now, [], [], podgroups, budget
     # The room allocate left, read only once the phase is to run.
-    room = [list(row) for row in problem.free]
-    for (s, node), k in assignment.shape_slots.items():
-        for r, amount in enumerate(problem.shapes[s].request):
-            room[node][r] -= k * amount
+    room = problem.room_left(assignment.shape_slots)
     if problem.attach is not None:
         volumes = [shape.volumes for shape in problem.shapes]
         for (node, r), count in slots_taken(problem.attach, volumes, assignment.shape_slots).items():

@@ -42,10 +42,7 @@ def resolve(problem: Problem, assignment: Assignment, buckets: list[Bucket]) -> 
     if layout is not None:
         return Resolution(shape_slots=layout)
     out = Resolution(shape_slots=dict(assignment.shape_slots))
-    room = [list(row) for row in problem.free]
-    for (s, node), k in assignment.shape_slots.items():
-        for r, amount in enumerate(problem.shapes[s].request):
-            room[node][r] -= amount * k
+    room = problem.room_left(assignment.shape_slots)
 
     supply: dict[int, int] = {}
     for c, k in assignment.count.items():

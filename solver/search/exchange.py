@@ -125,10 +125,7 @@ def without(problem: Problem, assignment: Assignment, gangs: list[int]) -> Assig
         if g in dropped:
             by_gang[(g, s)] = by_gang.get((g, s), 0) + k
     gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
-    left = {node: list(row) for node, row in enumerate(problem.free)}
-    for (s, node), k in shape_slots.items():
-        for r, amount in enumerate(problem.shapes[s].request):
-            left[node][r] -= k * amount
+    left = problem.room_left(shape_slots)
     count = dict(assignment.count)
     for g in sorted(dropped):
         for c in problem.gangs[g].classes:
