@@ -42,8 +42,12 @@ from vcsat.model import Decision, Pod, PodGroup, PodGroupOutcome, Snapshot
 
 POD_SCHEDULED = "PodScheduled"
 UNSCHEDULABLE = "Unschedulable"
-SCHEDULING_GATED = "SchedulingGated"
 """The reason kube-scheduler gives a pod it could not place; cluster-autoscaler scales up for it."""
+SCHEDULING_GATED = "SchedulingGated"
+"""The reason of a pod held by its scheduling gates (room would not help it)."""
+SCHEDULER_ERROR = "SchedulerError"
+"""The reason kube-scheduler gives a pod whose scheduling raised an error: not a lack of room, so
+cluster-autoscaler does not scale up for it (vcsat: a group set aside by ``vcsat.adapters.live.isolate``)."""
 NOT_PLACED = "NotPlaced"
 """Reason code of a pod left out while its gang counts as placed (beyond its minMember)."""
 PREEMPTING = "Preempting"
@@ -149,7 +153,12 @@ class StatusWrites(EventWriter):
             condition = _pod_condition(current, POD_SCHEDULED)
             # A gated pod says SchedulingGated, as kube-scheduler marks it: cluster-autoscaler scales
             # up for Unschedulable pods, and room would not help a pod held by its gates.
-            reason = SCHEDULING_GATED if pod.scheduling_gates else UNSCHEDULABLE
+            outcome = outcomes.get(pod.group or pod.key)
+            reason = UNSCHEDULABLE
+            if pod.scheduling_gates:
+                reason = SCHEDULING_GATED
+            elif outcome is not None and outcome.reason == SCHEDULER_ERROR:
+                reason = SCHEDULER_ERROR
             with self._events_lock:
                 written = self._conditions_written.get(pod.key)
             version = (current.get("metadata") or {}).get("resourceVersion")

@@ -84,6 +84,7 @@ from vcsat.adapters.kube.client import Kube, load_configuration
 from vcsat.adapters.kube.informer import InformerSet
 from vcsat.adapters.live.cycle_cap import DEFAULT_TARGET_S, CycleCap, arrived, defer
 from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
+from vcsat.adapters.live.isolate import Isolator
 from vcsat.model import Decision, PodGroupOutcome, Policy, Snapshot
 
 log = logging.getLogger("vcsat.scheduler")
@@ -240,6 +241,8 @@ class Scheduler:
         self.cap = CycleCap(cycle_target_s) if cycle_target_s > 0 else None
         """How many waiting pods a cycle is given (module docstring); None: all of them."""
         self._tried: dict[str, int] = {}
+        self.isolator = Isolator()
+        """Waiting groups the solve raised on, set aside for a back-off (:mod:`.isolate`)."""
         """Per waiting group, the last cycle it was given to (the cap's order)."""
         self._waiting: tuple[float, dict[str, int]] | None = None
         """When the last cycle took its snapshot, and its waiting pods per group (arrivals)."""
@@ -489,14 +492,25 @@ class Scheduler:
             snapshot, objects = self._convert(given.objects if given is not None else objects, generation)
             converted = time.monotonic() - started
             converted_cpu = time.process_time()
-            prepared = sure = None
             waiting = sum(1 for pod in snapshot.pods if pod.pending)
-            if early and self.early_min_pending and waiting >= self.early_min_pending:
-                prepared = prepare(snapshot, self.policy)
-                sure = sure_decision(prepared, started=started)
-                if sure is not None and not sure.bindings:
-                    sure = None
-            decision = sure if sure is not None else solve(snapshot, self.policy, started=started, prepared=prepared)
+            sure_path = bool(early and self.early_min_pending and waiting >= self.early_min_pending)
+            sure_made: list[Decision] = []
+
+            def decide(part: Snapshot) -> Decision:
+                prepared = None
+                if sure_path:
+                    prepared = prepare(part, self.policy)
+                    sure = sure_decision(prepared, started=started)
+                    if sure is not None and sure.bindings:
+                        sure_made.append(sure)
+                        return sure
+                return solve(part, self.policy, started=started, prepared=prepared)
+
+            def decide_again(part: Snapshot) -> Decision:  # a whole time limit for each try
+                return solve(part, self.policy, started=time.monotonic())
+
+            decision = self.isolator.decide(snapshot, decide, retry=decide_again)
+            sure = decision if sure_made else None
             decided_cpu = time.process_time()
             violations = check(snapshot, decision, self.policy)
             self.cycles += 1
