@@ -36,6 +36,7 @@ import contextlib
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -246,6 +247,10 @@ FIELDS = (
     "cpu_seconds",
     "snapshot_cpu_seconds",
     "solve_cpu_seconds",
+    "stale",
+    "failed",
+    "unschedulable",
+    "changes",
 )
 
 
@@ -336,6 +341,8 @@ def measure(
                                 "load": [round(load, 1), round(os.getloadavg()[0], 1)],
                             }
                         )
+                if out is not None:  # the scheduler's own log, kept beside the rows
+                    shutil.copyfile(log, out.with_name(f"{out.stem}-vcsat-{run}.log"))
     if sink is not None:
         sink.close()
 
