@@ -87,6 +87,7 @@ from vcsat.adapters.kube.client import Kube, load_configuration
 from vcsat.adapters.kube.informer import InformerSet
 from vcsat.adapters.live.cycle_cap import DEFAULT_TARGET_S, CycleCap, arrived, defer
 from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
+from vcsat.adapters.live.gc_clock import GcClock
 from vcsat.model import Decision, PodGroupOutcome, Policy, Snapshot
 
 log = logging.getLogger("vcsat.scheduler")
@@ -278,6 +279,8 @@ class Scheduler:
         """Last cycle's converted nodes and pods, reused for the objects that did not change."""
         self._changes_seen: collections.Counter[str] = collections.Counter()
         """``Store.relevant_by_kind`` at the last cycle's snapshot."""
+        self.gc = GcClock()
+        """The cyclic collector's work in this process since :meth:`start` (logged with each cycle)."""
         if dump_dir is not None:
             dump_dir.mkdir(parents=True, exist_ok=True)
             self.cycles = _last_cycle_number(dump_dir)
@@ -289,11 +292,13 @@ class Scheduler:
 
     def start(self) -> None:
         """Start filling the caches (every replica does, leader or not)."""
+        self.gc.start()
         self.informers.start()
 
     def close(self) -> None:
         self.informers.stop()
         self.applier.close()
+        self.gc.stop()
 
     def ready(self) -> bool:
         """Caches listed once: a cycle would see the whole cluster."""
@@ -671,6 +676,7 @@ class Scheduler:
             "snapshot_cpu_seconds": round(result.snapshot_cpu_seconds or 0.0, 3),
             "solve_cpu_seconds": round(result.solve_cpu_seconds or 0.0, 3),
             "changes": result.changes,
+            "gc": self.gc.totals(),
         }
         if report is not None:
             fields.update(
