@@ -190,7 +190,9 @@ def scheduler(
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join([tree, *filter(None, [env.get("PYTHONPATH")])])
     with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+        # ``python -c`` puts its working directory first on sys.path, before PYTHONPATH: run from
+        # a source tree, that tree's vcsat would be imported whatever TREE says. So it runs in TREE.
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tree)
     try:
         yield process
     finally:
