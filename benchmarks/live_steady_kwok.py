@@ -36,6 +36,7 @@ import contextlib
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -189,7 +190,9 @@ def scheduler(
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join([tree, *filter(None, [env.get("PYTHONPATH")])])
     with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+        # ``python -c`` puts its working directory first on sys.path, before PYTHONPATH: run from
+        # a source tree, that tree's vcsat would be imported whatever TREE says. So it runs in TREE.
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tree)
     try:
         yield process
     finally:
@@ -246,6 +249,10 @@ FIELDS = (
     "cpu_seconds",
     "snapshot_cpu_seconds",
     "solve_cpu_seconds",
+    "stale",
+    "failed",
+    "unschedulable",
+    "changes",
 )
 
 
@@ -336,6 +343,8 @@ def measure(
                                 "load": [round(load, 1), round(os.getloadavg()[0], 1)],
                             }
                         )
+                if out is not None:  # the scheduler's own log, kept beside the rows
+                    shutil.copyfile(log, out.with_name(f"{out.stem}-vcsat-{run}.log"))
     if sink is not None:
         sink.close()
 

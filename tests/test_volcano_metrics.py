@@ -147,9 +147,11 @@ def test_a_solved_cycle_moves_the_queue_gauges_as_volcano_defines_them() -> None
     assert _value(registry, "volcano_queue_share", queue_name="b") == 0
     assert _value(registry, "volcano_queue_overused", queue_name="b") == 0
     assert _value(registry, "volcano_queue_pod_group_running_count", queue_name="a") == 2
-    assert _value(registry, "volcano_queue_pod_group_pending_count", queue_name="b") + _value(
-        registry, "volcano_queue_pod_group_inqueue_count", queue_name="b"
-    ) == 1
+    assert (
+        _value(registry, "volcano_queue_pod_group_pending_count", queue_name="b")
+        + _value(registry, "volcano_queue_pod_group_inqueue_count", queue_name="b")
+        == 1
+    )
 
 
 def test_jobs_attempts_and_latencies_follow_the_cycle() -> None:
@@ -179,6 +181,26 @@ def test_a_deleted_queue_or_job_leaves_no_series_behind() -> None:
     assert not any(("queue_name", "b") in labels for _, labels in names)
     assert not any(("job_id", "b-0") in labels for _, labels in names)
     assert _value(registry, "volcano_unschedule_job_count") == 0
+
+
+def _gauges(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The samples that a cycle sets (not the counters and histograms that add up cycle by cycle)."""
+    return {
+        key: value
+        for key, value in _samples(registry).items()
+        if not key[0].endswith(("_total", "_count", "_sum", "_bucket", "_created"))
+    }
+
+
+def test_a_series_comes_back_with_its_value_after_its_job_or_queue_was_gone() -> None:
+    """A series left alone because it already shows its value is set again once it was removed."""
+    registry, metrics, snap, decision = _observed()
+    first = _gauges(registry)
+    without_b = _cluster(with_b=False)
+    metrics.observe(_Cycle(without_b, solve(without_b, Policy(time_limit_s=5)), _Report()))
+    assert _gauges(registry) != first
+    metrics.observe(_Cycle(snap, decision, _Report(bound=[x.pod for x in decision.bindings])))
+    assert _gauges(registry) == first
 
 
 def test_evictions_count_one_transaction_per_cycle_and_action() -> None:

@@ -24,6 +24,7 @@ breaks. All informers feed one :class:`Store`, which:
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import random
@@ -74,6 +75,8 @@ class Store:
         """Goes up by one on every change of any object."""
         self.relevant = 0
         """Goes up on changes that may alter a decision; the scheduling loop waits on it."""
+        self._relevant_by_kind: collections.Counter[str] = collections.Counter()
+        """``relevant``'s changes by kind (``Binding`` for a binding refused): what woke the loop."""
         self.reported = 0
         """Goes up on the other changes that may alter what a cycle writes back (a PodGroup's status,
         a pod's condition), though not its decision: they wake nobody, but the loop does not stay
@@ -132,6 +135,7 @@ class Store:
             self._changed_at[(kind, key)] = generation
         if relevant:
             self.relevant += 1
+            self._relevant_by_kind[kind] += 1
         elif old is not None and new is not None:
             projection = _REPORTED_PROJECTIONS.get(kind)
             if projection is not None and projection(old) != projection(new):
@@ -176,6 +180,7 @@ class Store:
             if outcome == "failed":
                 del self._expected[pod_key]
                 self.relevant += 1  # the pod is pending again: worth another cycle
+                self._relevant_by_kind["Binding"] += 1
                 self._cond.notify_all()
                 return
             expected.state = outcome
@@ -210,6 +215,11 @@ class Store:
             if self.relevant <= seen and timeout_s > 0:
                 self._cond.wait_for(lambda: self.relevant > seen, timeout_s)
             return self.relevant
+
+    def relevant_by_kind(self) -> collections.Counter[str]:
+        """The changes counted in ``relevant`` so far, by kind (``Binding``: a binding refused)."""
+        with self._cond:
+            return collections.Counter(self._relevant_by_kind)
 
     def wake(self) -> None:
         """Wakes whoever waits (used on shutdown)."""
@@ -505,10 +515,12 @@ def _node_projection(node: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def _spec_projection(obj: Mapping[str, Any]) -> tuple[Any, ...]:
-    # PodGroups: only the spec (their status is ours to write). Custom resources with a status
-    # subresource bump metadata.generation exactly when the spec changes.
-    return (obj.get("spec"), (obj.get("metadata") or {}).get("generation"))
+def _podgroup_projection(group: Mapping[str, Any]) -> tuple[Any, ...]:
+    # The spec and the annotations (which scheduler the group is for), not the status: it is ours
+    # to write. Nor metadata.generation: Volcano's PodGroup CRD has no status subresource, so each
+    # of our status writes bumps it, and counting it would make every write echo as a change that
+    # wakes the loop and makes the group's gang stale.
+    return (group.get("spec"), (group.get("metadata") or {}).get("annotations"))
 
 
 def _queue_projection(queue: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -518,7 +530,7 @@ def _queue_projection(queue: Mapping[str, Any]) -> tuple[Any, ...]:
 _PROJECTIONS: dict[str, Callable[[Mapping[str, Any]], tuple[Any, ...]]] = {
     "Pod": _pod_projection,
     "Node": _node_projection,
-    "PodGroup": _spec_projection,
+    "PodGroup": _podgroup_projection,
     "Queue": _queue_projection,
 }
 

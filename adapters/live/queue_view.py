@@ -72,9 +72,13 @@ def queue_rows(snapshot: Snapshot, decision: Decision) -> list[QueueRow]:
     evicted = {eviction.pod for eviction in decision.evictions}
     for pod in snapshot.pods:
         holds = (pod.bound and pod.key not in evicted) or (pod.key in placed and not pod.bound)
+        if not holds:
+            continue
         name = snapshot.queue_of(pod)
-        if holds and name in own:
-            own[name] = res.add(own[name], pod.requests)
+        total = own.get(name) if name is not None else None
+        if total is not None:  # summed in place: a fresh dict per pod is most of this pass
+            for resource, amount in pod.requests.items():
+                total[resource] = total.get(resource, 0) + amount
     allocated = dict(own)
     for name in tree.bottom_up():
         parent = tree.parent.get(name)

@@ -8,7 +8,10 @@ an instance file plus its decision, which ``vcsat solve`` replays to the same de
 When cycles run (:func:`next_cycle_due`): at once when something that can change a decision
 happens (debounced, so a burst of 1,000 new pods makes one cycle, not 1,000); ``--period`` after a
 cycle that wrote something, or whose report back may change (a pod turned Running); and otherwise
-not until the clock makes a repeat worth it, or ``--resync`` at the latest. A cycle is a pure
+not until the clock makes a repeat worth it, or ``--resync`` at the latest. While a decision is
+still being applied (a slow API server may take minutes over the statuses of a whole cluster), no
+cycle follows it on the period: a repeat would decide the same and write only what is already
+queued; what it calls for is known from its report, once it is applied. A cycle is a pure
 function of its snapshot, so with no change since the last one, which wrote nothing, a repeat
 gives the same decision and writes nothing: a cluster of 10,000 idle pods costs no solving. What
 only the clock changes comes as a deadline, and a cycle runs then:
@@ -66,7 +69,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +87,7 @@ from vcsat.adapters.kube.client import Kube, load_configuration
 from vcsat.adapters.kube.informer import InformerSet
 from vcsat.adapters.live.cycle_cap import DEFAULT_TARGET_S, CycleCap, arrived, defer
 from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
+from vcsat.adapters.live.gc_clock import GcClock
 from vcsat.adapters.live.isolate import Isolator
 from vcsat.model import Decision, PodGroupOutcome, Policy, Snapshot
 
@@ -161,16 +165,20 @@ class CycleResult:
     """Of ``cpu_seconds``, those of the snapshot and its conversion."""
     solve_cpu_seconds: float | None = None
     """Of ``cpu_seconds``, those of deciding (the solver or the sure placements)."""
+    changes: dict[str, int] = field(default_factory=dict)
+    """The changes that may alter a decision seen since the last cycle's snapshot, by kind
+    (``Store.relevant_by_kind``): what woke the loop."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
 """Why the loop runs a cycle: its first; a relevant change; the last cycle wrote or failed
 something, or what it reports on changed; nothing for ``--resync`` seconds; a clock deadline."""
 UNSETTLED = ("failed", "unapplied", "applied", "reported")
-"""Why a cycle is followed by another ``--period`` after it: it failed; its decision is not wholly
-applied yet (or broke a hard rule); applying it wrote (or was refused) something; what it reports
-back changed since it started (``Store.reported``). (An early cycle with a full cycle due is followed
-at once, why ``early``; a cycle that left waiting pods to the next by the cap too, why ``capped``.)"""
+"""Why a cycle is followed by another ``--period`` after it: it failed; its decision broke a hard
+rule and was not applied; applying it wrote (or was refused) something; what it reports back
+changed since it started (``Store.reported``). (An early cycle with a full cycle due is followed
+at once, why ``early``; a cycle that left waiting pods to the next by the cap too, why ``capped``.)
+A decision still being applied is none of these: the loop waits for its report (``Scheduler.applying``)."""
 
 
 def next_cycle_due(
@@ -272,6 +280,10 @@ class Scheduler:
         """The notices of the last cycle, each logged once when it first showed."""
         self._conversions = ConversionMemo()
         """Last cycle's converted nodes and pods, reused for the objects that did not change."""
+        self._changes_seen: collections.Counter[str] = collections.Counter()
+        """``Store.relevant_by_kind`` at the last cycle's snapshot."""
+        self.gc = GcClock()
+        """The cyclic collector's work in this process since :meth:`start` (logged with each cycle)."""
         if dump_dir is not None:
             dump_dir.mkdir(parents=True, exist_ok=True)
             self.cycles = _last_cycle_number(dump_dir)
@@ -283,11 +295,13 @@ class Scheduler:
 
     def start(self) -> None:
         """Start filling the caches (every replica does, leader or not)."""
+        self.gc.start()
         self.informers.start()
 
     def close(self) -> None:
         self.informers.stop()
         self.applier.close()
+        self.gc.stop()
 
     def ready(self) -> bool:
         """Caches listed once: a cycle would see the whole cluster."""
@@ -320,6 +334,7 @@ class Scheduler:
         after_capped = False  # the last cycle left waiting pods to the next: it follows at once
         idle_since: float | None = None  # when the loop, due on a period, first found no cycle due
         idle_counted = 0  # idle periods counted since then
+        awaiting = False  # idle while the last decision is being applied: what follows is due once it is
         while not stopped():
             now = time.monotonic()
             if after_early:
@@ -329,7 +344,12 @@ class Scheduler:
             elif seen >= 0 and now < next_at:
                 if idle_since is not None:
                     idle_counted = self._count_idle_periods(idle_since, idle_counted, now)
-                    if self.store.reported != reported:
+                    if awaiting:
+                        # Its writes echo back meanwhile (``reported``); only its report says what is due.
+                        if not self.applying():
+                            next_at = now
+                            continue
+                    elif self.store.reported != reported:
                         next_at = now  # what the last cycle reported on changed: it is due again
                         continue
                 count = self.store.wait_relevant(seen, min(next_at - now, IDLE_POLL_S))
@@ -341,10 +361,11 @@ class Scheduler:
                 trigger, why = "change", "change"
             elif seen >= 0:
                 at, trigger, why = self._next_due(ended, failed=bool(failure), reported=reported)
+                awaiting = not failure and self.applying()
                 if at > now:  # nothing to do yet: idle until then, or until a change
                     if idle_since is None:
                         idle_since = now
-                        log.debug("idle", extra={"seconds": round(at - now, 3), "until": why})
+                        log.debug("idle", extra={"seconds": round(at - now, 3), "until": why, "applying": awaiting})
                     self.idle_until = (at, why)
                     next_at = at
                     continue
@@ -395,8 +416,13 @@ class Scheduler:
         unsettled: str | None = None
         if failed:
             unsettled = "failed"
+        elif self.applying():
+            # Its writes are under way, and a repeat would decide the same (a change starts a cycle
+            # at once) and write only what is already queued: nothing is due but the clock's
+            # deadlines until its report says what is (the loop looks again once it is applied).
+            pass
         elif report is None:
-            unsettled = "unapplied"  # still being applied, or it broke a hard rule: as on a period
+            unsettled = "unapplied"  # it broke a hard rule: tried again every period
         elif not report.quiet:
             unsettled = "applied"
         elif self.store.reported != reported:
@@ -408,6 +434,11 @@ class Scheduler:
             unsettled=unsettled,
             deadlines=self.deadlines(),
         )
+
+    def applying(self) -> bool:
+        """The last cycle's decision is still being applied (its bindings or its writes)."""
+        last = self.last
+        return last is not None and last.report is None and last.pending is not None
 
     def deadlines(self) -> dict[str, float]:
         """From when on (``time.monotonic()``) the clock alone makes repeating the last cycle
@@ -486,6 +517,8 @@ class Scheduler:
         self._cycle_started = started
         try:
             generation, objects = self.store.snapshot()
+            counts = self.store.relevant_by_kind()
+            changes, self._changes_seen = dict(counts - self._changes_seen), counts
             cap = self.cap
             # Off by default: then the cycle is given every object as the store holds them.
             given = defer(objects, self.policy.scheduler_name, cap.cap, self._tried) if cap is not None else None
@@ -557,6 +590,7 @@ class Scheduler:
                 cpu_seconds=time.process_time() - cpu_started,
                 snapshot_cpu_seconds=converted_cpu - cpu_started,
                 solve_cpu_seconds=decided_cpu - converted_cpu,
+                changes=changes,
             )
             self.last = result
         finally:
@@ -655,6 +689,8 @@ class Scheduler:
             "cpu_seconds": round(result.cpu_seconds or 0.0, 3),
             "snapshot_cpu_seconds": round(result.snapshot_cpu_seconds or 0.0, 3),
             "solve_cpu_seconds": round(result.solve_cpu_seconds or 0.0, 3),
+            "changes": result.changes,
+            "gc": self.gc.totals(),
         }
         if report is not None:
             fields.update(

@@ -137,8 +137,10 @@ class VolcanoMetrics:
             self.attempts.labels(result=result)
         for action in EVICTION_ACTIONS:
             self.eviction_transactions.labels(action=action)
-        self._series: dict[int, set[tuple[str, ...]]] = {}
-        """Per labelled gauge (by id): the label values it was last set for, to drop those gone."""
+        self._series: dict[int, dict[tuple[str, ...], float]] = {}
+        """Per labelled gauge (by id): the label values it was last set for and the value, to drop
+        those gone and to leave alone a series that already shows its value: a cluster's every job
+        has series, and setting each of them every cycle would cost a share of a steady cycle."""
 
     # --- one cycle ------------------------------------------------------------------------------
 
@@ -181,17 +183,21 @@ class VolcanoMetrics:
         for outcome in decision.podgroups:
             job = outcome.podgroup
             group = snapshot.podgroup_by_key.get(job)
-            lone = snapshot.pod_by_key.get(job)
+            lone = snapshot.pod_by_key.get(job) if group is None else None
             if group is not None:
                 created, queue, need = group.created, group.queue, group.min_member
-                running = sum(1 for pod in snapshot.pods_of_group.get(job, ()) if pod.bound)
             elif lone is not None:
                 created, queue, need = lone.created, snapshot.queue_of(lone) or "", 1
-                running = 1 if lone.bound else 0
             else:
                 continue
             namespace, _, name = job.rpartition("/")
-            short = 0 if outcome.phase == "Running" else max(0, need - running - placed.get(job, 0))
+            short = 0
+            if outcome.phase != "Running":  # its running pods count only then
+                if group is not None:
+                    running = sum(1 for pod in snapshot.pods_of_group.get(job, ()) if pod.bound)
+                else:
+                    running = 1 if lone is not None and lone.bound else 0
+                short = max(0, need - running - placed.get(job, 0))
             unschedulable[(name,)] = short
             jobs[(name, queue, namespace)] = (created, placed.get(job, 0))
         self._set(self.unschedule_tasks, unschedulable)
@@ -200,10 +206,8 @@ class VolcanoMetrics:
         for labels, (created, count) in jobs.items():
             if count:
                 waited_ms = max(0.0, decided_at - created) * 1000
-                self.job_duration.labels(*labels).set(waited_ms)
-                self.job_last.labels(*labels).set(int(decided_at))
-                for metric in (self.job_duration, self.job_last):
-                    self._series.setdefault(id(metric), set()).add(labels)
+                self._put(self.job_duration, labels, waited_ms)
+                self._put(self.job_last, labels, int(decided_at))
                 for _ in range(count):
                     self.job_latency.observe(waited_ms)
         alive: set[tuple[str, ...]] = {(g.name, g.queue, g.namespace) for g in snapshot.podgroups}
@@ -251,21 +255,26 @@ class VolcanoMetrics:
 
     # --- series bookkeeping ---------------------------------------------------------------------
 
+    def _put(self, metric: Gauge, labels: tuple[str, ...], value: float) -> None:
+        """Set one series of ``metric``, unless it already shows ``value``."""
+        seen = self._series.setdefault(id(metric), {})
+        if labels not in seen or seen[labels] != value:
+            metric.labels(*labels).set(value)
+            seen[labels] = value
+
     def _set(self, metric: Gauge, values: Mapping[tuple[str, ...], float], keep: bool = False) -> None:
         """Set ``metric`` for these label values; unless ``keep``, drop the series set last time and
         not now (a deleted queue or job leaves no stale series behind)."""
         for labels, value in values.items():
-            metric.labels(*labels).set(value)
-        seen = self._series.setdefault(id(metric), set())
+            self._put(metric, labels, value)
         if not keep:
-            for gone in seen - set(values):
+            seen = self._series.get(id(metric), {})
+            for gone in [labels for labels in seen if labels not in values]:
                 metric.remove(*gone)
-            seen.clear()
-        seen.update(values)
+                del seen[gone]
 
     def _drop_gone(self, metric: Gauge, alive: set[tuple[str, ...]]) -> None:
-        seen = self._series.setdefault(id(metric), set())
-        for labels in list(seen):
-            if labels not in alive:
-                metric.remove(*labels)
-                seen.discard(labels)
+        seen = self._series.setdefault(id(metric), {})
+        for labels in [labels for labels in seen if labels not in alive]:
+            metric.remove(*labels)
+            del seen[labels]

@@ -114,7 +114,23 @@ _READY = {"type": "Ready", "status": "False", "reason": "ContainersNotReady"}
         pytest.param("Node", _NODE, _changed(_NODE, "2", spec__unschedulable=True), True, False, id="node-cordoned"),
         pytest.param("PodGroup", _GROUP, _podgroup("g", "2", phase="Running"), False, True, id="podgroup-status-ours"),
         pytest.param(
+            "PodGroup",
+            _GROUP,
+            _podgroup("g", "2", generation=2, phase="Running"),
+            False,
+            True,
+            id="podgroup-status-ours-without-status-subresource",
+        ),
+        pytest.param(
             "PodGroup", _GROUP, _podgroup("g", "2", generation=2, min_member=3), True, False, id="podgroup-spec"
+        ),
+        pytest.param(
+            "PodGroup",
+            _GROUP,
+            _changed(_GROUP, "2", metadata__annotations={"vcsat.io/scheduler-name": "other"}),
+            True,
+            False,
+            id="podgroup-scheduler-name",
         ),
         pytest.param("Queue", _QUEUE, _queue("q", "2", allocated="3"), False, False, id="queue-usage"),
         pytest.param("Queue", _QUEUE, _queue("q", "2", state="Closed"), True, False, id="queue-closed"),
@@ -133,9 +149,11 @@ def test_only_changes_that_can_alter_a_decision_wake_the_loop(
     store = Store()
     store.replace(kind, [copy.deepcopy(before)])
     woken, generation, noted = store.relevant, store.generation, store.reported
+    by_kind = store.relevant_by_kind()
     store.apply(kind, "MODIFIED", copy.deepcopy(after))
     assert store.generation == generation + 1, "every change is counted"
     assert (store.relevant > woken) is relevant
+    assert store.relevant_by_kind() - by_kind == ({kind: 1} if relevant else {})
     assert (store.reported > noted) is reported
     key = "ns/" + before["metadata"]["name"] if kind in ("Pod", "PodGroup") else before["metadata"]["name"]
     stale = store.changed_since(
