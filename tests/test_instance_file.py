@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -268,3 +269,37 @@ def test_what_the_fast_parse_declines_reads_as_the_standard_parser_reads_it(tmp_
     path.write_bytes(b'{"kind": "List", "apiVersion": "v1", "items": [] } {}')
     with pytest.raises(InputError, match="invalid JSON at line 1, column 52: Extra data"):
         read_objects(path)
+
+
+def _young_ids() -> set[int]:
+    return {id(obj) for generation in (0, 1) for obj in gc.get_objects(generation=generation)}
+
+
+def test_the_read_snapshot_waits_in_the_oldest_generation(tmp_path: Path) -> None:
+    """What a read leaves is moved to the collector's oldest generation: no young collection walks it."""
+    path = tmp_path / "in.yaml"
+    path.write_text(V1_LIST_YAML)
+    assert gc.isenabled()
+    snapshot = read_snapshot(path)
+    assert gc.isenabled()
+    young = _young_ids()
+    made = [snapshot, *snapshot.nodes, *snapshot.pods]
+    assert all(gc.is_tracked(obj) for obj in made)
+    assert not [obj for obj in made if id(obj) in young]
+    oldest = {id(obj) for obj in gc.get_objects(generation=2)}
+    assert all(id(obj) in oldest for obj in made)
+
+
+def test_a_read_leaves_objects_frozen_by_the_process_frozen(tmp_path: Path) -> None:
+    """``gc.freeze`` of the process's own is kept: the read then leaves its objects where they are."""
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [NODE, POD]}))
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        snapshot = read_snapshot(path)
+        assert gc.get_freeze_count() == frozen
+        assert [pod.name for pod in snapshot.pods] == ["p"]
+    finally:
+        gc.unfreeze()

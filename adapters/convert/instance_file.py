@@ -9,6 +9,7 @@ then reads the objects.
 from __future__ import annotations
 
 import codecs
+import gc
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -108,7 +109,24 @@ def read_cycle(
         # Freed while the collector is paused: put back first, its first pass would walk the whole
         # tree once more (everything made while it was paused is in its youngest generation).
         del objects
+        _keep_as_old()
     return snapshot, "early" in cycles
+
+
+def _keep_as_old() -> None:
+    """Move every object the collector tracks to its oldest generation, without walking them.
+
+    What the read leaves is the snapshot: hundreds of thousands of model objects that live as long
+    as the cycle and hold no reference cycle. Made while the collector is paused, they would all
+    sit in its youngest generation; its first pass after the pause would walk every one of them,
+    and a later pass of the middle generation (after the solver's own pause) walk them all again,
+    finding nothing to free. The oldest generation is walked only by a full collection.
+    ``gc.freeze`` then ``gc.unfreeze`` moves them there at once. Skipped when something in the
+    process has frozen objects of its own (``unfreeze`` would release them too).
+    """
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
