@@ -14,6 +14,11 @@ with its GPU count and cpu left, and a few checks from there (skipping each GPU 
 too little cpu); a pod whose first candidates all fail (a rare label, a resource the order does not
 see) falls back to one ``argmin`` over every node. Both find the first fitting node in the same
 order. Tested against a plain scan of all nodes.
+
+How many nodes have each GPU room is counted as the room changes: a gang with a pod asking for more
+GPUs than any node has left is refused without a search. Once the admitted gangs have taken every
+GPU (a cluster whose admissions exceed its GPUs), every later gang that asks for one is refused at
+that cost, the verdict the search would give.
 """
 
 from __future__ import annotations
@@ -115,6 +120,14 @@ class FreeRoom:
         self._gpu_row = self._rows[gpu] if gpu is not None else [0] * count
         self._cpu_row = self._rows[cpu] if cpu is not None else [0] * count
         self._gpu_column, self._cpu_column = gpu, cpu
+        self._gpu_levels: dict[int, int] = {}
+        """How many nodes have each positive GPU room (overcommitted nodes too: a pod that does not ask
+        for their overcommitted resource may still land there)."""
+        for left in self._gpu_row:
+            if left > 0:
+                self._gpu_levels[left] = self._gpu_levels.get(left, 0) + 1
+        self._gpu_most = max(self._gpu_levels, default=0)
+        """The most GPU room any node has: a pod asking for more fits nowhere."""
         if count and int(np.abs(self._gpu).max()) < _SPAN and int(np.abs(self._cpu).max()) < _SPAN:
             self._rank = self._gpu * (2 * _SPAN) + self._cpu
         self._count = max(count, 1)
@@ -225,10 +238,14 @@ class FreeRoom:
     def _give(self, row: int, pairs: tuple[tuple[int, int], ...], sign: int) -> None:
         """``sign`` (1 or -1) times the request's ``pairs`` (column, amount) added to the node's room."""
         free, rows = self.free, self._rows
+        gpu_before = self._gpu_row[row]
         for column, amount in pairs:
             left = rows[column][row] + sign * amount
             rows[column][row] = left
             free[column, row] = left
+        gpu_after = self._gpu_row[row]
+        if gpu_after != gpu_before:
+            self._gpu_level(gpu_before, gpu_after)
         rank = self._rank
         if rank is None:
             return
@@ -243,11 +260,38 @@ class FreeRoom:
         del order[bisect_left(order, before * self._count + row)]
         insort(order, after * self._count + row)
 
+    def _gpu_level(self, before: int, after: int) -> None:
+        """A node's GPU room went from ``before`` to ``after``: the counts per GPU room follow."""
+        levels = self._gpu_levels
+        if before > 0:
+            left = levels[before] - 1
+            if left:
+                levels[before] = left
+            else:
+                del levels[before]
+                if before == self._gpu_most:
+                    self._gpu_most = max(levels, default=0)
+        if after > 0:
+            levels[after] = levels.get(after, 0) + 1
+            if after > self._gpu_most:
+                self._gpu_most = after
+
     def take(self, gang: Sequence[Pod] | None) -> bool:
         """Place the gang's pods on the room if all fit (then the room is theirs), else leave it."""
-        if not gang or any(p.requests.get(res.GPU_MILLI, 0) > 0 for p in gang):
-            # Nothing to place, or GPU shares (packed on single devices by the model, not here).
-            return gang is not None and not gang
+        if not gang:
+            return gang is not None  # nothing to place
+        most = 0
+        for pod in gang:
+            requests = pod.requests
+            if requests.get(res.GPU_MILLI, 0) > 0:
+                return False  # GPU shares: packed on single devices by the model, not here
+            gpus = requests.get(res.GPU, 0)
+            if gpus > most:
+                most = gpus
+        if most > self._gpu_most:
+            # No node has that much GPU room left (once the GPUs are all taken, every later gang that
+            # asks for one): refused without a search, as the search would refuse it.
+            return False
         taken: list[tuple[int, tuple[tuple[int, int], ...]]] = []
         pods = [self._pod(gang[0])] if len(gang) == 1 else sorted((self._pod(p) for p in gang), key=lambda f: f[1])
         for _, _, shape, vector in pods:

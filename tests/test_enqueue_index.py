@@ -147,6 +147,14 @@ def _order_of(room: admission_room.FreeRoom) -> list[int]:
     return sorted(int(room._rank[row]) * room._count + row for row in rows)
 
 
+def _gpu_levels_of(room: admission_room.FreeRoom) -> tuple[dict[int, int], int]:
+    """The counts per positive GPU room, and the most, that a fresh build of the room's state would have."""
+    column = room.columns.get("nvidia.com/gpu")
+    left = room.free[column].tolist() if column is not None else []
+    levels = {level: left.count(level) for level in set(left) if level > 0}
+    return levels, max(levels, default=0)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=SLOW_OK)
 @given(
     snap=overcommitted_clusters(),
@@ -163,6 +171,7 @@ def test_sorted_search_takes_alike(
 
     def in_order(room: admission_room.FreeRoom) -> None:
         assert room._sorted == _order_of(room)
+        assert (room._gpu_levels, room._gpu_most) == _gpu_levels_of(room)
 
     _take_in_turn(snap, order, in_order)
 
@@ -189,4 +198,5 @@ def test_generated_gangs_take_alike(
         gang = [p for p in pods if not p.bound]
         assert indexed.take(gang) == scanned.take(gang)
         assert (scanned.free == indexed.free.T).all()
+        assert (indexed._gpu_levels, indexed._gpu_most) == _gpu_levels_of(indexed)
     assert indexed._sorted == _order_of(indexed)
