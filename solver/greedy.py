@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
+from vcsat.solver.node_rows import NodeRows
 from vcsat.solver.objectives.fairness import (
     SHARE_SCALE,
     fair_ranks,
@@ -101,6 +102,8 @@ class Room:
         self.share_free = np.array([_share_free(used) if used else 0 for used in self.shared], dtype=np.int64)
         self.share_free = self.share_free.reshape(count)
         """Per node, the thousandths its shared GPUs have left, summed (the scarce-pool price reads it)."""
+        self.rows = NodeRows(free_array, self.whole_array, self.share_free, self.share_room, self.level_rank)
+        """The mirrors above again, one row per node: what a test of a few scattered nodes gathers."""
         self.arrival = np.arange(count, dtype=np.int64)
         """Per node, when it joined its bucket of :attr:`levels` (a bucket's order, oldest first)."""
         for position, node in enumerate(moved):
@@ -264,6 +267,7 @@ class Room:
         for i, amount in enumerate(change):
             row[i] += amount
         self.free_cols[:, node] = row
+        self.rows.set_free(node, row)
         self.negative[node] = any(amount < 0 for amount in row)
         after = self._level(row)
         if after != before:
@@ -271,6 +275,7 @@ class Room:
             self.levels.setdefault(after, {})[node] = None
             self.level_array[node] = after
             self.level_rank[node] = after * self.count + node
+            self.rows.set_level_rank(node, after * self.count + node)
             self.arrival[node] = self._arrivals
             self._arrivals += 1
         self.level_classes.move(node, (after, self.whole[node]))
@@ -280,6 +285,7 @@ class Room:
         after = before + delta
         self.whole[node] = after
         self.whole_array[node] = after
+        self.rows.set_gpus(node, after, int(self.share_free[node]), int(self.share_room[node]))
         counted = max(0, after) - max(0, before)
         if counted:
             for tier, position in self.domain_of[node]:
@@ -339,8 +345,9 @@ class Room:
         self._shift(node, change)
 
     def _shares_changed(self, node: int) -> None:
-        self.share_room[node] = _share_room(self.shared[node])
-        self.share_free[node] = _share_free(self.shared[node])
+        most = self.share_room[node] = _share_room(self.shared[node])
+        left = self.share_free[node] = _share_free(self.shared[node])
+        self.rows.set_gpus(node, self.whole[node], left, most)
 
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
         if not all(amount <= room for amount, room in zip(request, self.free[node], strict=True)):
@@ -375,14 +382,9 @@ class Room:
     def _fit_mask(self, nodes: NDArray[np.int64], request: tuple[int, ...]) -> NDArray[np.bool_]:
         """Per node of ``nodes``, whether one pod of this request fits there now (:meth:`fitting`)."""
         whole, share = self.parts(request)
-        ok: NDArray[np.bool_] = ~self.negative[nodes]
-        for r, amount in enumerate(request):
-            if amount > 0:
-                ok &= self.free_cols[r][nodes] >= amount
-        whole_left = self.whole_array[nodes]
-        ok &= whole_left >= whole
+        ok, rows = self.rows.fit(nodes, self.rows.need(request, whole))
         if share > 0:
-            ok &= (self.share_room[nodes] >= share) | (whole_left - whole >= 1)
+            ok &= (rows[:, self.rows.share_room_col] >= share) | (rows[:, self.rows.whole_col] - whole >= 1)
         return ok
 
     def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
@@ -697,12 +699,12 @@ class _Ranking:
         self.milli = request[room.milli] if room.milli is not None else shape.gpus * FULL_GPU_MILLI
         self.rates = scarce.rates(shape.eligibility, self.milli > 0)
         self.whole, self.share = room.parts(request)
-        self.asks = [(room.free_cols[r], amount) for r, amount in enumerate(request) if amount > 0]
-        """(free room row, amount) per resource the shape asks: the fit test's columns, looked up once."""
-        self.strands = [
-            (room.free_cols[r], request[r]) for r in (scarce.cpu, scarce.memory) if r is not None and request[r] > 0
-        ]
-        """(free room row, amount) of cpu and memory when asked: what a pod strands of a node's GPUs."""
+        self.need = room.rows.need(request, self.whole)
+        """What the fit test asks of a node's row (:meth:`NodeRows.need`), looked up once."""
+        self.strands = [(r, request[r]) for r in (scarce.cpu, scarce.memory) if r is not None and request[r] > 0]
+        """(column, amount) of cpu and memory when asked: what a pod strands of a node's GPUs."""
+        self.unit = room._rank_base * room.count
+        """One unit of price in rank units (a price outranks the free GPUs and the node)."""
         eligible_rates = self.rates[self.mask] > 0
         self.priced = bool(eligible_rates.any())
         """Whether some eligible node has a price (else every cost is 0)."""
@@ -718,42 +720,44 @@ class _Ranking:
     def rank(self, room: Room, nodes: NDArray[np.int64]) -> None:
         """Set :attr:`ranks` of ``nodes`` (eligible ones): (price, free GPUs, node) of one pod of the
         shape as one number (:data:`UNFIT` where it does not fit): :meth:`Room._fit_mask` then
-        :meth:`Room._price`, the same arithmetic with the shape's columns looked up once."""
-        ok: NDArray[np.bool_] = ~room.negative[nodes]
-        for free, amount in self.asks:
-            ok &= free[nodes] >= amount
-        whole_left = room.whole_array[nodes]
-        ok &= whole_left >= self.whole
+        :meth:`Room._price`, the same arithmetic on the nodes' rows (:class:`NodeRows`) gathered once."""
+        columns = room.rows
+        ok, rows = columns.fit(nodes, self.need)
         if self.share > 0:
-            ok &= (room.share_room[nodes] >= self.share) | (whole_left - self.whole >= 1)
+            ok &= (rows[:, columns.share_room_col] >= self.share) | (rows[:, columns.whole_col] - self.whole >= 1)
         self.ranks[nodes] = UNFIT
         fit = nodes[ok]
         if not fit.size:
             return
-        rank = room.level_rank[fit]
+        rows = rows.compress(ok, axis=0)  # a boolean index of a 2-d array is slower
+        rank = rows[:, columns.level_rank_col]
         if self.all_priced:
-            rank += self._costs(room, fit, self.rates[fit])
+            rank = rank + self._costs(columns, rows, self.rates.take(fit))
         elif self.priced:
-            rates = self.rates[fit]
+            rates = self.rates.take(fit)
             priced = rates > 0
             if priced.any():
-                rank[priced] += self._costs(room, fit[priced], rates[priced])
+                rank = rank.copy()
+                rank[priced] += self._costs(columns, rows.compress(priced, axis=0), rates[priced])
         self.ranks[fit] = rank
 
-    def _costs(self, room: Room, at: NDArray[np.int64], rates: NDArray[np.float64]) -> NDArray[np.int64]:
-        """The price of one pod at each node of ``at`` (priced ones, where it fits), in rank units."""
+    def _costs(self, columns: NodeRows, rows: NDArray[np.int64], rates: NDArray[np.float64]) -> NDArray[np.int64]:
+        """The price of one pod at each node of ``rows`` (priced ones, where it fits), in rank units."""
         fraction: NDArray[np.float64] | None = None
-        for free_room, asked in self.strands:
+        for column, asked in self.strands:
             # min(1, asked / free), and 1 where nothing is free: a free amount is a whole number,
             # so at least 0.5 leaves every positive one as it is.
-            part = np.minimum(1.0, asked / np.maximum(free_room[at], 0.5))
-            fraction = part if fraction is None else np.maximum(fraction, part)
+            part = np.maximum(rows[:, column], 0.5)
+            np.divide(asked, part, out=part)
+            np.minimum(part, 1.0, out=part)
+            fraction = part if fraction is None else np.maximum(fraction, part, out=fraction)
         taken: NDArray[np.float64] | int = self.milli
         if fraction is not None:
-            free_gpu = room.whole_array[at] * FULL_GPU_MILLI + room.share_free[at]
-            taken = np.maximum(self.milli, np.rint(free_gpu * fraction))
+            # max(milli, rint(free GPU thousandths × fraction)), in place
+            np.multiply(rows[:, columns.gpu_milli_col], fraction, out=fraction)
+            taken = np.maximum(np.rint(fraction, out=fraction), self.milli, out=fraction)
         cost: NDArray[np.int64] = np.rint(rates * taken).astype(np.int64)
-        return cost * (room._rank_base * room.count)
+        return cost * self.unit
 
     def best(self, room: Room) -> int | None:
         if not self.ranks.size:
