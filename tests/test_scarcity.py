@@ -373,18 +373,14 @@ def test_a_size_alone_makes_no_pool() -> None:
 
 # --- a node's cores beyond its GPUs' needs are no discount -----------------------------------------
 
-# Each case: two G2 nodes of one pool (the roomy one listed first, so node order alone picks it),
-# GPU pods seen that ask 12 cores per GPU, a small pod, and a big one arriving a cycle later that
-# only the roomy node can take.
+# Each case: two G2 nodes of one pool, both with the cores their GPUs' pods need (the lean one listed
+# first: node order picks it when the price ties), GPU pods seen that ask 8 cores per GPU, a small
+# pod asking more, and a big one arriving a cycle later that only the roomy node can take. Counted
+# as a share of a node's cores, the small pod's were a smaller share of the roomy node's.
 ROOMY_CASES = {
     "a small pod keeps off the only node with the cores a big pod needs": (
-        [gpu_node("g2-roomy", "G2", gpus=8, cpu="128"), gpu_node("g2-lean", "G2", gpus=8, cpu="80")],
-        pod("ns/small", gpus=1, cpu="11", created=1.0),
-        pod("ns/big", gpus=8, cpu="100", created=2.0),
-    ),
-    "and so does a GPU share": (
-        [gpu_node("g2-roomy", "G2", gpus=8, cpu="128"), gpu_node("g2-lean", "G2", gpus=8, cpu="80")],
-        pod("ns/small", gpu_milli=500, cpu="4", created=1.0),
+        [gpu_node("g2-lean", "G2", gpus=8, cpu="96"), gpu_node("g2-roomy", "G2", gpus=8, cpu="128")],
+        pod("ns/small", gpus=1, cpu="16", created=1.0),
         pod("ns/big", gpus=8, cpu="100", created=2.0),
     ),
 }
@@ -395,9 +391,9 @@ ROOMY_CASES = {
 def test_the_big_pod_is_placed_because_the_small_one_kept_off_its_node(case: str, policy: Policy) -> None:
     nodes, small, big = ROOMY_CASES[case]
     seen = [
-        confined("ns/seen", "T4", node="t4-busy", cpu="12"),
-        pod("ns/a", gpus=1, cpu="12", node="g2-busy1"),
-        pod("ns/b", gpus=1, cpu="12", node="g2-busy2"),
+        confined("ns/seen", "T4", node="t4-busy", cpu="8"),
+        pod("ns/a", gpus=1, cpu="8", node="g2-busy1"),
+        pod("ns/b", gpus=1, cpu="8", node="g2-busy2"),
     ]
     where = placed_on(solve_checked(_cluster(nodes, seen, [small]), policy))
     assert where == {"ns/small": "g2-lean"}
@@ -407,10 +403,10 @@ def test_the_big_pod_is_placed_because_the_small_one_kept_off_its_node(case: str
 
 # GPU pods seen ask 10 cores per GPU (10 millicores per GPU thousandth); memory is not counted.
 ROOM_TAKEN = {
-    "a node whose cores keep up with its GPUs: the pod's own GPU": ((1000, 8000, (10_000, 80_000)), 1000),
-    "cores beyond the GPUs' needs are no discount": ((1000, 8000, (10_000, 160_000)), 1000),
-    "a pod asking more cores than its GPU's share strands more": ((1000, 8000, (30_000, 80_000)), 3000),
-    "where the cores run out first, the GPUs they leave idle are no loss": ((1000, 8000, (5_000, 40_000)), 500),
+    "a node whose cores just keep up with its GPUs: the pod's own GPU": ((1000, 8000, (10_000, 80_000)), 1000),
+    "on a node with cores to spare, a pod's extra cores strand nothing": ((1000, 8000, (20_000, 120_000)), 1000),
+    "until the cores left fall short of its GPUs' need": ((1000, 8000, (60_000, 120_000)), 2000),
+    "a node short of cores counts every core as its GPUs'": ((1000, 8000, (20_000, 40_000)), 4000),
     "a share takes its thousandths": ((300, 8000, (3_000, 80_000)), 300),
     "a CPU-only pod strands its share of the node's cores": ((0, 8000, (20_000, 80_000)), 2000),
     "even on a roomy node": ((0, 8000, (20_000, 160_000)), 1000),

@@ -42,20 +42,20 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   miss if someone else takes it.
 - **Price** of a pod on a node: 0 when the pod's own key accepts no other pool (it is that confined
   work); otherwise the node's pool pressure × the GPU room the pod takes there
-  (:func:`room_taken`). For a pod asking GPUs: how much of the node's free GPU room the workload's
-  GPU pods could still use before the pod lands and no longer after, where a thousandth of GPU
-  room is usable only with the cpu and memory the workload's GPU pods ask per GPU thousandth
-  (their sums over the pods seen, bound and pending); its own GPUs on a node whose cores and memory
-  keep up with them, less on one whose GPUs its cores would leave idle anyway. Cores and memory a
-  node has beyond what its GPUs' pods use are no discount: measured as a share of the node's free
-  cpu or memory, a pod's cores took a smaller share of a roomier node, which made the few nodes
-  with the most cpu and memory per GPU (those the pods asking much of either can alone use: a
-  model's one big-memory node, a 1-GPU node of 128 cores) the cheapest for GPU work that fits
-  anywhere. For a pod asking none, the node's free GPU room times the share of the node's free cpu
-  or memory it takes (a CPU-only pod on a GPU node strands the GPUs it leaves without cores or
-  memory). The key is read without the pod's size: a pod
-  asking four GPUs of a model whose big nodes are a pool pays that pool's pressure, the same on
-  every node it fits, so it changes no choice of node, only a constant of the CP-SAT level.
+  (:func:`room_taken`): its own GPU thousandths (a whole GPU 1000, a share its thousandths), or,
+  when more, the GPU room its cpu or memory strand. On a node with fewer free cores per free GPU
+  thousandth than the workload's GPU pods ask (their sums over the pods seen, bound and pending),
+  every core is its GPUs' (the pods that can use those GPUs ask no more): a pod strands the free
+  GPU room times the share of the free cores it takes. On a node with more, the cores beyond the
+  workload's need are no discount: a pod strands only the GPU room the cores it leaves can no
+  longer serve at the workload's rate. (Counted as a share of a roomy node's cores, a pod's cores
+  took less of it, which made the few nodes with the most cpu and memory per GPU, those the pods
+  asking much of either can alone use, the cheapest for GPU work that fits anywhere.) The same
+  for memory. A pod asking no GPU strands its share of the node's free cores or memory of the
+  GPU room (a CPU-only pod on a GPU node strands the GPUs it leaves without cores or memory).
+  The key is read without the pod's size: a pod asking four GPUs of a model whose big nodes are a
+  pool pays that pool's pressure, the same on every node it fits, so it changes no choice of
+  node, only a constant of the CP-SAT level.
 
 - **Nodes without GPUs**: when some nodes have GPUs and others none, a pod asking none that may
   run on a node without GPUs pays, on a GPU node, the whole GPU room it strands (rate 1, whatever
@@ -199,42 +199,33 @@ Amounts = tuple[int, int] | None
 """A resource a pod asks and a node has free, (asked, free); None when not counted."""
 
 
-def usable_room(
-    free_gpu: float, cpu_free: float | None, memory_free: float | None, per_milli: tuple[float, float]
-) -> float:
-    """GPU thousandths of ``free_gpu`` the workload's GPU pods could use next to ``cpu_free`` and
-    ``memory_free`` (None: not counted), at ``per_milli`` of each per thousandth."""
-    room = max(0.0, free_gpu)
-    for free, ratio in ((cpu_free, per_milli[0]), (memory_free, per_milli[1])):
-        if free is not None and ratio > 0:
-            room = min(room, max(0.0, free) / ratio)
-    return room
-
-
 def room_taken(gpu_asked: int, free_gpu: int, cpu: Amounts, memory: Amounts, per_milli: tuple[float, float]) -> int:
-    """GPU thousandths a pod makes unusable on a node: of its free GPU room (``free_gpu``), what the
-    workload's GPU pods could use before the pod (asking ``gpu_asked``, and ``cpu`` and ``memory``,
-    (asked, free) each) lands and not after, a thousandth needing ``per_milli`` cpu and memory
-    (see the module docstring). Its own GPUs on a node whose cpu and memory keep up with them.
+    """GPU thousandths a pod makes unusable on a node with ``free_gpu`` free: its own
+    (``gpu_asked``), or when more, what its ``cpu`` and ``memory`` ((asked, free) each) strand of
+    the node's free GPU room. A node with fewer free cores per free GPU thousandth than the workload's
+    GPU pods ask (``per_milli``) keeps them all for its GPUs (the pods that can use those GPUs ask
+    no more): a pod strands its share of them, the free GPU room times the share of the free cores
+    it takes. On a node with more, the cores beyond the workload's need are no discount: a pod
+    strands the GPU room that the cores it leaves can no longer serve at ``per_milli``
+    (see the module docstring). The same for memory; the larger of the two counts.
 
     A pod asking no GPU strands the node's free GPU room times the largest share of the node's free
     cpu or memory it takes: every core and byte of a GPU node is counted as its GPUs' (they are
     there for GPU pods, asked for yet or not), so such a pod is kept off GPU nodes even before the
     first GPU pod comes."""
-    if gpu_asked <= 0:
-        fraction = 0.0
-        for amounts in (cpu, memory):
-            if amounts is not None and amounts[0] > 0:
-                fraction = max(fraction, 1.0 if amounts[1] <= 0 else min(1.0, amounts[0] / amounts[1]))
-        return round(free_gpu * fraction)
-    before = usable_room(free_gpu, None if cpu is None else cpu[1], None if memory is None else memory[1], per_milli)
-    after = usable_room(
-        free_gpu - gpu_asked,
-        None if cpu is None else cpu[1] - cpu[0],
-        None if memory is None else memory[1] - memory[0],
-        per_milli,
-    )
-    return max(0, round(before - after))
+    stranded = 0.0
+    for amounts, ratio in ((cpu, per_milli[0]), (memory, per_milli[1])):
+        if amounts is None or amounts[0] <= 0:
+            continue
+        asked, free = amounts
+        if free <= 0:
+            part = float(free_gpu)
+        elif gpu_asked <= 0 or ratio <= 0 or ratio * free_gpu >= free:
+            part = free_gpu * min(1.0, asked / free)
+        else:  # more cores than the workload needs per GPU: what the cores left can no longer serve
+            part = free_gpu - max(0, free - asked) / ratio
+        stranded = max(stranded, part)
+    return max(gpu_asked, round(stranded))
 
 
 def room_taken_array(
@@ -246,23 +237,19 @@ def room_taken_array(
 ) -> NDArray[np.int64]:
     """:func:`room_taken` on many nodes at once (``free_gpu`` and the free amounts are arrays over
     them): the same float arithmetic, element by element, and numpy rounds halves to even as Python does."""
-    if gpu_asked <= 0:
-        fraction = np.zeros(free_gpu.shape, dtype=np.float64)
-        for amounts in (cpu, memory):
-            if amounts is not None and amounts[0] > 0:
-                asked, free = amounts
-                part = np.where(free > 0, np.minimum(1.0, asked / np.where(free > 0, free, 1)), 1.0)
-                fraction = np.maximum(fraction, part)
-        stranded: NDArray[np.int64] = np.rint(free_gpu * fraction).astype(np.int64)
-        return stranded
-    before = np.maximum(free_gpu, 0).astype(np.float64)
-    after = np.maximum(free_gpu - gpu_asked, 0).astype(np.float64)
+    stranded = np.zeros(free_gpu.shape, dtype=np.float64)
     for amounts, ratio in ((cpu, per_milli[0]), (memory, per_milli[1])):
-        if amounts is not None and ratio > 0:
-            asked, free = amounts
-            before = np.minimum(before, np.maximum(free, 0) / ratio)
-            after = np.minimum(after, np.maximum(free - asked, 0) / ratio)
-    taken: NDArray[np.int64] = np.maximum(np.rint(before - after), 0).astype(np.int64)
+        if amounts is None or amounts[0] <= 0:
+            continue
+        asked, free = amounts
+        positive = np.where(free > 0, free, 1)
+        share = free_gpu * np.minimum(1.0, asked / positive)
+        if gpu_asked > 0 and ratio > 0:
+            beyond = free_gpu - np.maximum(0, free - asked) / ratio
+            share = np.where(ratio * free_gpu >= free, share, beyond)
+        part = np.where(free > 0, share, free_gpu.astype(np.float64))
+        stranded = np.maximum(stranded, part)
+    taken: NDArray[np.int64] = np.maximum(gpu_asked, np.rint(stranded)).astype(np.int64)
     return taken
 
 
