@@ -560,10 +560,14 @@ class Room:
         if priced.any():
             nodes = candidates[priced]
             free_gpu = self.whole_array[nodes] * FULL_GPU_MILLI + self.share_free[nodes]
-            cpu, memory = (
-                None if r is None else (shape.request[r], self.free_cols[r][nodes]) for r in (scarce.cpu, scarce.memory)
-            )
-            taken = scarcity.room_taken_array(milli, free_gpu, cpu, memory, scarce.per_milli)
+            fraction = np.zeros(nodes.size, dtype=np.float64)
+            for r in (scarce.cpu, scarce.memory):
+                asked = shape.request[r] if r is not None else 0
+                if asked > 0:
+                    free = self.free_cols[r][nodes]
+                    part = np.minimum(1.0, asked / np.where(free > 0, free, 1))
+                    fraction = np.maximum(fraction, np.where(free > 0, part, 1.0))
+            taken = np.maximum(milli, np.rint(free_gpu * fraction))
             cost[priced] = np.rint(rates[priced] * taken).astype(np.int64)
         return cost, levels
 
@@ -579,8 +583,13 @@ class Room:
         if rate > 0:
             milli = request[self.milli] if self.milli is not None else shape.gpus * FULL_GPU_MILLI
             free_gpu = self.whole[node] * FULL_GPU_MILLI + int(self.share_free[node])
-            cpu, memory = (None if r is None else (request[r], row[r]) for r in (scarce.cpu, scarce.memory))
-            cost = round(rate * scarcity.room_taken(milli, free_gpu, cpu, memory, scarce.per_milli))
+            fraction = 0.0
+            for r in (scarce.cpu, scarce.memory):
+                asked = request[r] if r is not None else 0
+                if r is not None and asked > 0:
+                    free = row[r]
+                    fraction = max(fraction, min(1.0, asked / free) if free > 0 else 1.0)
+            cost = round(rate * max(milli, round(free_gpu * fraction)))
         return (cost * self._rank_base + level) * self.count + node
 
     def best_fit(
@@ -690,9 +699,10 @@ class _Ranking:
         self.whole, self.share = room.parts(request)
         self.asks = [(room.free_cols[r], amount) for r, amount in enumerate(request) if amount > 0]
         """(free room row, amount) per resource the shape asks: the fit test's columns, looked up once."""
-        self.strands = [None if r is None else (request[r], room.free_cols[r]) for r in (scarce.cpu, scarce.memory)]
-        """(amount, free room row) of cpu and of memory (None when not counted): what a pod strands
-        of a node's GPUs (:func:`scarcity.room_taken`)."""
+        self.strands = [
+            (room.free_cols[r], request[r]) for r in (scarce.cpu, scarce.memory) if r is not None and request[r] > 0
+        ]
+        """(free room row, amount) of cpu and memory when asked: what a pod strands of a node's GPUs."""
         eligible_rates = self.rates[self.mask] > 0
         self.priced = bool(eligible_rates.any())
         """Whether some eligible node has a price (else every cost is 0)."""
@@ -732,9 +742,16 @@ class _Ranking:
 
     def _costs(self, room: Room, at: NDArray[np.int64], rates: NDArray[np.float64]) -> NDArray[np.int64]:
         """The price of one pod at each node of ``at`` (priced ones, where it fits), in rank units."""
-        free_gpu = room.whole_array[at] * FULL_GPU_MILLI + room.share_free[at]
-        cpu, memory = (None if part is None else (part[0], part[1][at]) for part in self.strands)
-        taken = scarcity.room_taken_array(self.milli, free_gpu, cpu, memory, self.scarce.per_milli)
+        fraction: NDArray[np.float64] | None = None
+        for free_room, asked in self.strands:
+            # min(1, asked / free), and 1 where nothing is free: a free amount is a whole number,
+            # so at least 0.5 leaves every positive one as it is.
+            part = np.minimum(1.0, asked / np.maximum(free_room[at], 0.5))
+            fraction = part if fraction is None else np.maximum(fraction, part)
+        taken: NDArray[np.float64] | int = self.milli
+        if fraction is not None:
+            free_gpu = room.whole_array[at] * FULL_GPU_MILLI + room.share_free[at]
+            taken = np.maximum(self.milli, np.rint(free_gpu * fraction))
         cost: NDArray[np.int64] = np.rint(rates * taken).astype(np.int64)
         return cost * (room._rank_base * room.count)
 

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from unittest import mock
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -369,71 +368,3 @@ def test_a_size_alone_makes_no_pool() -> None:
     pods = [pod("ns/eight", gpus=8, node="big"), pod("ns/one", gpus=1)]
     problem = build_problem(snapshot(nodes=nodes, pods=pods), GREEDY)  # type: ignore[arg-type]
     assert scarcity.measure(problem) is None
-
-
-# --- a node's cores beyond its GPUs' needs are no discount -----------------------------------------
-
-# Each case: two G2 nodes of one pool, both with the cores their GPUs' pods need (the lean one listed
-# first: node order picks it when the price ties), GPU pods seen that ask 8 cores per GPU, a small
-# pod asking more, and a big one arriving a cycle later that only the roomy node can take. Counted
-# as a share of a node's cores, the small pod's were a smaller share of the roomy node's.
-ROOMY_CASES = {
-    "a small pod keeps off the only node with the cores a big pod needs": (
-        [gpu_node("g2-lean", "G2", gpus=8, cpu="96"), gpu_node("g2-roomy", "G2", gpus=8, cpu="128")],
-        pod("ns/small", gpus=1, cpu="16", created=1.0),
-        pod("ns/big", gpus=8, cpu="100", created=2.0),
-    ),
-}
-
-
-@pytest.mark.parametrize("policy", [SEARCH, GREEDY], ids=["search", "greedy"])
-@pytest.mark.parametrize("case", list(ROOMY_CASES), ids=list(ROOMY_CASES))
-def test_the_big_pod_is_placed_because_the_small_one_kept_off_its_node(case: str, policy: Policy) -> None:
-    nodes, small, big = ROOMY_CASES[case]
-    seen = [
-        confined("ns/seen", "T4", node="t4-busy", cpu="8"),
-        pod("ns/a", gpus=1, cpu="8", node="g2-busy1"),
-        pod("ns/b", gpus=1, cpu="8", node="g2-busy2"),
-    ]
-    where = placed_on(solve_checked(_cluster(nodes, seen, [small]), policy))
-    assert where == {"ns/small": "g2-lean"}
-    bound = small.model_copy(update={"node_name": where["ns/small"]})  # type: ignore[attr-defined]
-    assert placed_on(solve_checked(_cluster(nodes, seen, [bound, big]), policy)) == {"ns/big": "g2-roomy"}
-
-
-# GPU pods seen ask 10 cores per GPU (10 millicores per GPU thousandth); memory is not counted.
-ROOM_TAKEN = {
-    "a node whose cores just keep up with its GPUs: the pod's own GPU": ((1000, 8000, (10_000, 80_000)), 1000),
-    "on a node with cores to spare, a pod's extra cores strand nothing": ((1000, 8000, (20_000, 120_000)), 1000),
-    "until the cores left fall short of its GPUs' need": ((1000, 8000, (60_000, 120_000)), 2000),
-    "a node short of cores counts every core as its GPUs'": ((1000, 8000, (20_000, 40_000)), 4000),
-    "a share takes its thousandths": ((300, 8000, (3_000, 80_000)), 300),
-    "a CPU-only pod strands its share of the node's cores": ((0, 8000, (20_000, 80_000)), 2000),
-    "even on a roomy node": ((0, 8000, (20_000, 160_000)), 1000),
-}
-
-
-@pytest.mark.parametrize("case", list(ROOM_TAKEN), ids=list(ROOM_TAKEN))
-def test_room_taken(case: str) -> None:
-    (gpu, free_gpu, cpu), expected = ROOM_TAKEN[case]
-    assert scarcity.room_taken(gpu, free_gpu, cpu, None, (10.0, 0.0)) == expected
-    many = scarcity.room_taken_array(gpu, np.array([free_gpu]), (cpu[0], np.array([cpu[1]])), None, (10.0, 0.0))
-    assert many.tolist() == [expected]
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    gpu=st.sampled_from((0, 100, 470, 1000, 2000, 8000)),
-    free_gpu=st.integers(0, 8000),
-    cpu=st.tuples(st.integers(0, 64_000), st.integers(-1000, 128_000)),
-    memory=st.one_of(st.none(), st.tuples(st.integers(0, 1 << 40), st.integers(-(1 << 30), 1 << 41))),
-    ratios=st.tuples(st.floats(0, 50), st.floats(0, 1e9)),
-)
-def test_room_taken_array_is_room_taken_on_each_node(
-    gpu: int, free_gpu: int, cpu: tuple[int, int], memory: tuple[int, int] | None, ratios: tuple[float, float]
-) -> None:
-    one = scarcity.room_taken(gpu, free_gpu, cpu, memory, ratios)
-    as_array = None if memory is None else (memory[0], np.array([memory[1]]))
-    many = scarcity.room_taken_array(gpu, np.array([free_gpu]), (cpu[0], np.array([cpu[1]])), as_array, ratios)
-    assert many.tolist() == [one]
-    assert one >= 0

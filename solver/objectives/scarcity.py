@@ -38,8 +38,8 @@ def cost(problem: Problem, scarce: scarcity.Scarcity, shape: Shape, node: int) -
     if not scarce.plain or scarce.rate(node, shape.eligibility, gpu=False) <= 0:
         return 0  # on a pool, a CPU-only pod is priced by the greedy and the decode only (see above)
     free = problem.free[node]
-    cpu = (shape.request[scarce.cpu], free[scarce.cpu]) if scarce.cpu is not None else None
-    memory = (shape.request[scarce.memory], free[scarce.memory]) if scarce.memory is not None else None
+    cpu = (shape.request[scarce.cpu], free[scarce.cpu]) if scarce.cpu is not None else (0, 0)
+    memory = (shape.request[scarce.memory], free[scarce.memory]) if scarce.memory is not None else (0, 0)
     room = scarcity.node_gpu_room(problem, node)
     return round(scarcity.price(scarce, node, shape.eligibility, 0, room, cpu, memory))
 
@@ -64,9 +64,15 @@ def costs(problem: Problem, scarce: scarcity.Scarcity, shape: Shape) -> NDArray[
         priced = np.flatnonzero(rate > 0)
         if len(priced):
             free = np.array(problem.free, dtype=np.int64).reshape(len(problem.nodes), -1)[priced]
-            cpu, memory = (None if r is None else (shape.request[r], free[:, r]) for r in (scarce.cpu, scarce.memory))
+            fraction = np.zeros(len(priced), dtype=np.float64)
+            for r in (scarce.cpu, scarce.memory):
+                if r is None or shape.request[r] <= 0:
+                    continue
+                room = free[:, r]
+                share = np.where(room <= 0, 1.0, np.minimum(1.0, shape.request[r] / np.where(room <= 0, 1, room)))
+                fraction = np.maximum(fraction, share)
             gpu_room = np.array([scarcity.node_gpu_room(problem, int(n)) for n in priced], dtype=np.int64)
-            taken = scarcity.room_taken_array(0, gpu_room, cpu, memory, scarce.per_milli)
+            taken = np.maximum(0, np.rint(gpu_room * fraction).astype(np.int64))
             out[priced] = np.rint(rate[priced] * taken).astype(np.int64)
     _costs[1][shape.index] = out
     return out

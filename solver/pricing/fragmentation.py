@@ -427,7 +427,7 @@ def _least_fragmenting(measure: ProblemFragmentation, room: Room, shape: Shape) 
                 shape.gpus * FULL_GPU_MILLI + share,
                 free_gpu,
                 (cpu, cpu_now),
-                None if memory_now is None else (memory, memory_now),
+                (memory, memory_now or 0),
             )
         key = (round(cost), round(delta, 6), room.whole[node], node)
         if best is None or key < best:

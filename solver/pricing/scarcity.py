@@ -41,21 +41,12 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   GPU room, at most 1: the share of a thousandth of its room that confined work is expected to
   miss if someone else takes it.
 - **Price** of a pod on a node: 0 when the pod's own key accepts no other pool (it is that confined
-  work); otherwise the node's pool pressure × the GPU room the pod takes there
-  (:func:`room_taken`): its own GPU thousandths (a whole GPU 1000, a share its thousandths), or,
-  when more, the GPU room its cpu or memory strand. On a node with fewer free cores per free GPU
-  thousandth than the workload's GPU pods ask (their sums over the pods seen, bound and pending),
-  every core is its GPUs' (the pods that can use those GPUs ask no more): a pod strands the free
-  GPU room times the share of the free cores it takes. On a node with more, the cores beyond the
-  workload's need are no discount: a pod strands only the GPU room the cores it leaves can no
-  longer serve at the workload's rate. (Counted as a share of a roomy node's cores, a pod's cores
-  took less of it, which made the few nodes with the most cpu and memory per GPU, those the pods
-  asking much of either can alone use, the cheapest for GPU work that fits anywhere.) The same
-  for memory. A pod asking no GPU strands its share of the node's free cores or memory of the
-  GPU room (a CPU-only pod on a GPU node strands the GPUs it leaves without cores or memory).
-  The key is read without the pod's size: a pod asking four GPUs of a model whose big nodes are a
-  pool pays that pool's pressure, the same on every node it fits, so it changes no choice of
-  node, only a constant of the CP-SAT level.
+  work); otherwise the node's pool pressure × the GPU room the pod takes there: its own GPU
+  thousandths (a whole GPU 1000, a share its thousandths), or, when more, the node's free GPU room
+  times the share of the node's free cpu or memory it takes (a CPU-only pod on a GPU node strands
+  the GPUs it leaves without cores or memory). The key is read without the pod's size: a pod
+  asking four GPUs of a model whose big nodes are a pool pays that pool's pressure, the same on
+  every node it fits, so it changes no choice of node, only a constant of the CP-SAT level.
 
 - **Nodes without GPUs**: when some nodes have GPUs and others none, a pod asking none that may
   run on a node without GPUs pays, on a GPU node, the whole GPU room it strands (rate 1, whatever
@@ -135,9 +126,6 @@ class Scarcity:
     cpu: int | None = None
     memory: int | None = None
     """Indices of cpu and memory in the problem's resources (None when no pending pod asks it)."""
-    per_milli: tuple[float, float] = (0.0, 0.0)
-    """The cpu and the memory the workload's GPU pods ask per GPU thousandth (0: not counted, the
-    resource is not in the problem or no GPU pod asks it): what a GPU thousandth needs to be used."""
     gpu_nodes: int = 0
     """Every node with GPUs, as a bit mask."""
     plain: int = 0
@@ -195,62 +183,15 @@ class Scarcity:
         return self.pressure[pool]
 
 
-Amounts = tuple[int, int] | None
-"""A resource a pod asks and a node has free, (asked, free); None when not counted."""
-
-
-def room_taken(gpu_asked: int, free_gpu: int, cpu: Amounts, memory: Amounts, per_milli: tuple[float, float]) -> int:
-    """GPU thousandths a pod makes unusable on a node with ``free_gpu`` free: its own
-    (``gpu_asked``), or when more, what its ``cpu`` and ``memory`` ((asked, free) each) strand of
-    the node's free GPU room. A node with fewer free cores per free GPU thousandth than the workload's
-    GPU pods ask (``per_milli``) keeps them all for its GPUs (the pods that can use those GPUs ask
-    no more): a pod strands its share of them, the free GPU room times the share of the free cores
-    it takes. On a node with more, the cores beyond the workload's need are no discount: a pod
-    strands the GPU room that the cores it leaves can no longer serve at ``per_milli``
-    (see the module docstring). The same for memory; the larger of the two counts.
-
-    A pod asking no GPU strands the node's free GPU room times the largest share of the node's free
-    cpu or memory it takes: every core and byte of a GPU node is counted as its GPUs' (they are
-    there for GPU pods, asked for yet or not), so such a pod is kept off GPU nodes even before the
-    first GPU pod comes."""
-    stranded = 0.0
-    for amounts, ratio in ((cpu, per_milli[0]), (memory, per_milli[1])):
-        if amounts is None or amounts[0] <= 0:
-            continue
-        asked, free = amounts
-        if free <= 0:
-            part = float(free_gpu)
-        elif gpu_asked <= 0 or ratio <= 0 or ratio * free_gpu >= free:
-            part = free_gpu * min(1.0, asked / free)
-        else:  # more cores than the workload needs per GPU: what the cores left can no longer serve
-            part = free_gpu - max(0, free - asked) / ratio
-        stranded = max(stranded, part)
-    return max(gpu_asked, round(stranded))
-
-
-def room_taken_array(
-    gpu_asked: int,
-    free_gpu: NDArray[np.int64],
-    cpu: tuple[int, NDArray[np.int64]] | None,
-    memory: tuple[int, NDArray[np.int64]] | None,
-    per_milli: tuple[float, float],
-) -> NDArray[np.int64]:
-    """:func:`room_taken` on many nodes at once (``free_gpu`` and the free amounts are arrays over
-    them): the same float arithmetic, element by element, and numpy rounds halves to even as Python does."""
-    stranded = np.zeros(free_gpu.shape, dtype=np.float64)
-    for amounts, ratio in ((cpu, per_milli[0]), (memory, per_milli[1])):
-        if amounts is None or amounts[0] <= 0:
-            continue
-        asked, free = amounts
-        positive = np.where(free > 0, free, 1)
-        share = free_gpu * np.minimum(1.0, asked / positive)
-        if gpu_asked > 0 and ratio > 0:
-            beyond = free_gpu - np.maximum(0, free - asked) / ratio
-            share = np.where(ratio * free_gpu >= free, share, beyond)
-        part = np.where(free > 0, share, free_gpu.astype(np.float64))
-        stranded = np.maximum(stranded, part)
-    taken: NDArray[np.int64] = np.maximum(gpu_asked, np.rint(stranded)).astype(np.int64)
-    return taken
+def room_taken(gpu_asked: int, free_gpu: int, cpu: tuple[int, int], memory: tuple[int, int]) -> int:
+    """GPU thousandths a pod makes unusable on a node: its own (``gpu_asked``), or when more, the
+    node's free GPU room (``free_gpu``) times the largest share of the node's free cpu or memory it
+    takes; ``cpu`` and ``memory`` are (asked, free)."""
+    fraction = 0.0
+    for asked, free in (cpu, memory):
+        if asked > 0:
+            fraction = max(fraction, 1.0 if free <= 0 else min(1.0, asked / free))
+    return max(gpu_asked, round(free_gpu * fraction))
 
 
 def node_gpu_room(problem: Problem, node: int) -> int:
@@ -305,7 +246,7 @@ def selected_labels(keys: Iterable[EligibilityKey]) -> tuple[str, ...]:
 
 def _pod_demand(pod: Pod) -> tuple[tuple[tuple[str, Demand], int], ...]:
     """What one pod adds to the measure's sums: its GPU thousandths to its kind's demand, their
-    square to its squares, its cpu and memory, and its thousandths to its pending demand while it waits."""
+    square to its squares, and to its pending demand while it waits."""
     if not pod.managed or not (pod.bound or pod.pending):
         return ()
     milli = gpu_milli(pod)
@@ -313,12 +254,7 @@ def _pod_demand(pod: Pod) -> tuple[tuple[tuple[str, Demand], int], ...]:
         return ()
     # What kind of node (not where: vcsat.solver.pricing.pool_keys), and how many GPUs on one.
     key = (_pool_key_of(eligibility_key(pod)), max(1, pod.gpus))
-    added = (
-        (("demand", key), milli),
-        (("squares", key), milli * milli),
-        (("cpu", key), pod.requests.get(res.CPU, 0)),
-        (("memory", key), pod.requests.get(res.MEMORY, 0)),
-    )
+    added = ((("demand", key), milli), (("squares", key), milli * milli))
     return (*added, (("pending", key), milli)) if pod.pending else added
 
 
@@ -356,8 +292,7 @@ def measure(problem: Problem) -> Scarcity | None:
     demand: dict[Demand, int] = {}
     squares: dict[Demand, int] = {}
     pending: dict[Demand, int] = {}
-    asked: dict[str, dict[Demand, int]] = {"cpu": {}, "memory": {}}
-    parts = {"demand": demand, "squares": squares, "pending": pending, **asked}
+    parts = {"demand": demand, "squares": squares, "pending": pending}
     for (part, key), amount in _DEMAND.sums(problem.snapshot.pods).items():
         parts[part][key] = amount
     total = sum(demand.values())
@@ -373,16 +308,10 @@ def measure(problem: Problem) -> Scarcity | None:
     plain = index.ready_mask & ~gpu_mask
     cpu = problem.resources.index(res.CPU) if res.CPU in problem.resources else None
     memory = problem.resources.index(res.MEMORY) if res.MEMORY in problem.resources else None
-    # What a GPU thousandth needs to be used: the cpu and memory the GPU pods seen ask per thousandth.
-    per_milli = tuple(
-        sum(asked[name].values()) / total if index_ is not None and total > 0 else 0.0
-        for name, index_ in (("cpu", cpu), ("memory", memory))
-    )
-    ratios = (per_milli[0], per_milli[1])
     if not confined or total <= 0:
         if not plain:
             return None
-        return Scarcity((-1,) * len(nodes), (), (), index, 0, cpu, memory, ratios, gpu_mask, plain)
+        return Scarcity((-1,) * len(nodes), (), (), index, 0, cpu, memory, gpu_mask, plain)
     confined.sort(key=lambda key: (-demand[key], repr(key[0]), key[1]))
     confined = confined[:MAX_POOLS]
     selecting = selected_labels([key for key, _ in confined])
@@ -436,7 +365,7 @@ def measure(problem: Problem) -> Scarcity | None:
     pressure = tuple(
         (min(1.0, kept[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
     )
-    return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, ratios, gpu_mask, plain)
+    return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain)
 
 
 def price(
@@ -445,16 +374,15 @@ def price(
     key: EligibilityKey,
     gpu_asked: int,
     free_gpu: int,
-    cpu: Amounts = None,
-    memory: Amounts = None,
+    cpu: tuple[int, int] = (0, 0),
+    memory: tuple[int, int] = (0, 0),
 ) -> float:
     """What a pod of ``key`` placed on ``node`` is expected to cost confined work, in GPU
-    thousandths (see :func:`room_taken` for the other arguments; cpu or memory are counted only
-    where the measure counts them, :attr:`Scarcity.per_milli`)."""
+    thousandths (see :func:`room_taken` for the other arguments)."""
     rate = scarcity.rate(node, key, gpu_asked > 0)
     if rate <= 0:
         return 0.0
-    return rate * room_taken(gpu_asked, free_gpu, cpu, memory, scarcity.per_milli)
+    return rate * room_taken(gpu_asked, free_gpu, cpu, memory)
 
 
 def free_room(whole: int, shared: Iterable[int]) -> int:
@@ -475,8 +403,8 @@ def cheapest_fit(scarcity: Scarcity, room: Room, shape: Shape, allow: Callable[[
         if scarcity.rate(node, shape.eligibility, milli > 0) > 0:
             free_gpu = free_room(room.whole[node], room.shared[node].values())
             row = room.free[node]
-            cpu = (shape.request[scarcity.cpu], row[scarcity.cpu]) if scarcity.cpu is not None else None
-            memory = (shape.request[scarcity.memory], row[scarcity.memory]) if scarcity.memory is not None else None
+            cpu = (shape.request[scarcity.cpu], row[scarcity.cpu]) if scarcity.cpu is not None else (0, 0)
+            memory = (shape.request[scarcity.memory], row[scarcity.memory]) if scarcity.memory is not None else (0, 0)
             cost = round(price(scarcity, node, shape.eligibility, milli, free_gpu, cpu, memory))
         level = max(0, room.free[node][room.gpu]) if room.gpu is not None else 0
         key = (cost, level, node)
