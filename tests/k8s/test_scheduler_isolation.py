@@ -30,7 +30,7 @@ def test_a_group_the_solve_raises_on_is_set_aside_and_the_rest_binds(
 ) -> None:
     node = bubble.node("n", cpu="8")
     poison = bubble.gang("poison", 2, cpu="1")
-    healthy = bubble.gang("healthy", 2, cpu="1") + [bubble.pod("lone", cpu="1")["metadata"]["name"]]
+    healthy = [*bubble.gang("healthy", 2, cpu="1"), bubble.pod("lone", cpu="1")["metadata"]["name"]]
     real = vcsat.solver.solve
     poisoned = f"{bubble.namespace}/poison"
     solves: list[bool] = []
