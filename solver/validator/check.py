@@ -3,7 +3,8 @@
 It exists so that no decision is trusted because the solver built it: tests run it on every
 decision, and production runs it before anything is applied. It is written straight from the
 contract, shares nothing with the solver's model (only :mod:`vcsat.solver.rules.predicates` and
-:mod:`vcsat.model.resources`; volumes are judged by its own :mod:`vcsat.solver.validator.volumes`),
+:mod:`vcsat.model.resources`; volumes and node capacity are judged by its own
+:mod:`vcsat.solver.validator.volumes` and :mod:`vcsat.solver.validator.capacity`),
 and indexes by node and group once so that a large decision checks in linear time.
 
 Where the contract leaves a choice, the choice made here (each is the stricter or the Kubernetes /
@@ -51,6 +52,7 @@ from vcsat.model.gpus import gpu_holdings
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.rules.predicates import PREDICATE_CODES, predicate_failure
 from vcsat.solver.validator import volumes as check_volumes
+from vcsat.solver.validator.capacity import capacity_violations
 from vcsat.solver.validator.interpod import (
     INTERPOD_RULES,
     BoundIndex,
@@ -141,14 +143,6 @@ def check(snapshot: Snapshot, decision: Decision, policy: Policy = _DEFAULT_POLI
 def gang_key(pod: Pod) -> str:
     """What a pod is placed with: its PodGroup, or itself (a gang of one)."""
     return pod.group if pod.group is not None else pod.key
-
-
-def demand(pod: Pod) -> dict[str, int]:
-    """What the pod takes from its node: its requests, at least one ``pods`` slot, no GPU shares
-    (those come from a device, not from allocatable)."""
-    out = {name: amount for name, amount in pod.requests.items() if name != res.GPU_MILLI}
-    out[res.PODS] = max(out.get(res.PODS, 0), 1)
-    return out
 
 
 def gpu_count(pod: Pod) -> int:
@@ -334,48 +328,9 @@ class _Checker:
     # --- node capacity ------------------------------------------------------------------------
 
     def _capacity(self) -> None:
-        by_node: dict[str, list[_Placement]] = defaultdict(list)
-        for placement in self.placements:
-            if placement.node is not None:
-                by_node[placement.node.name].append(placement)
-        for name, placed in by_node.items():
-            node = self.snapshot.node_by_name[name]
-            bindings: dict[str, int] = {}
-            added: dict[str, int] = {}
-            for p in placed:
-                asked = demand(p.pod)
-                for r, amount in asked.items():
-                    added[r] = added.get(r, 0) + amount
-                if p.kind == "binding":
-                    for r, amount in asked.items():
-                        bindings[r] = bindings.get(r, 0) + amount
-            # Only what the new pods ask is watched (a zero request fits anywhere, as in Kubernetes).
-            watched = sorted(r for r, amount in added.items() if amount > 0)
-            held = dict.fromkeys(watched, 0)
-            freed = dict.fromkeys(watched, 0)
-            for pod in self.snapshot.pods_on_node.get(name, ()):
-                requests = pod.requests  # as demand(pod) on the watched resources (never GPU shares)
-                evicted = pod.key in self.victims
-                for r in watched:
-                    amount = max(requests.get(r, 0), 1) if r == res.PODS else requests.get(r, 0)
-                    held[r] += amount
-                    if evicted:
-                        freed[r] += amount
-            for r in watched:
-                cap = node.allocatable.get(r, 0)
-                if bindings.get(r, 0) > 0 and held[r] + bindings[r] > cap:
-                    self._over(node, "CapacityNow", r, held[r], bindings[r], "now")
-                staying = held[r] - freed[r]
-                if staying + added[r] > cap:
-                    self._over(node, "CapacityAfterEvictions", r, staying, added[r], "after evictions")
-
-    def _over(self, node: Node, rule: str, name: str, have: int, new: int, when: str) -> None:
-        self._flag(
-            rule,
-            node.name,
-            f"{name} {when}: {res.format_amount(name, have)} held + {res.format_amount(name, new)} "
-            f"new > {res.format_amount(name, node.allocatable.get(name, 0))} allocatable",
-        )
+        placed = [(p.kind, p.pod, p.node) for p in self.placements if p.node is not None]
+        for rule, subject, message in capacity_violations(self.snapshot, placed, self.victims):
+            self._flag(rule, subject, message)
 
     # --- volumes (check_volumes: the validator's own reading of kube-scheduler's volume plugins)
 
