@@ -1234,8 +1234,12 @@ def test_a_gpu_taken_twice_is_reported(snap: Snapshot, data: st.DataObject) -> N
     """A valid decision with one pending whole-GPU pod bound onto a GPU that a bound pod or another
     binding holds by its listed indices: the check reports that GPU's conflict."""
     dec = greedy_decision(snap, Policy())
+    # A bound pod holds its listed whole GPUs, or for a share the first listed index (vcsat.model.gpus).
     holders = [
-        (p.node_name, i) for p in snap.pods if p.bound and p.gpu_ids and p.node_name is not None for i in p.gpu_ids
+        (p.node_name, i)
+        for p in snap.pods
+        if p.bound and p.gpu_ids and p.node_name is not None and (p.gpus or p.gpu_milli)
+        for i in (p.gpu_ids if p.gpus else p.gpu_ids[:1])
     ]
     holders += [(b.node, i) for b in dec.bindings for i in b.gpus]
     holders = [(name, i) for name, i in holders if 0 <= i < snap.node_by_name[name].gpus]  # a real GPU
