@@ -1151,3 +1151,108 @@ def test_capacity_is_the_pod_by_pod_reading(data: st.DataObject) -> None:
     dec = data.draw(random_decisions(snap))
     found = [v for v in check(snap, dec) if v.rule in ("CapacityNow", "CapacityAfterEvictions")]
     assert found == _capacity_reference(snap, dec)
+
+
+def _gpu_reference(snap: Snapshot, dec: Decision) -> set[tuple[str, str, int]]:
+    """GPU conflicts and share overflows as the module docstring reads them, index by index: each
+    index a new placement lists, now (every bound pod and the bindings) and after evictions (bound
+    pods less the victims, bindings and nominations), as (rule, node, index)."""
+    accepted: list[tuple[str, Pod, str, tuple[int, ...]]] = []
+    seen: set[str] = set()
+    entries = [("binding", b.pod, b.node, tuple(b.gpus)) for b in dec.bindings]
+    entries += [("nomination", n.pod, n.node, tuple(n.gpus)) for n in dec.nominations]
+    for kind, key, node_name, ids in entries:
+        p = snap.pod_by_key.get(key)
+        if p is None or key in seen:
+            continue
+        seen.add(key)
+        n = snap.node_by_name.get(node_name)
+        if not p.managed or not p.pending or n is None or not ids:
+            continue
+        wanted = p.gpus if p.gpus else (1 if p.gpu_milli else 0)
+        if len(ids) == wanted and len(set(ids)) == len(ids) and all(0 <= i < n.gpus for i in ids):
+            accepted.append((kind, p, node_name, ids))
+    victims = {e.pod for e in dec.evictions if (v := snap.pod_by_key.get(e.pod)) is not None and v.bound}
+    out: set[tuple[str, str, int]] = set()
+    for n in snap.nodes:
+        mine = [(kind, p, ids) for kind, p, name, ids in accepted if name == n.name]
+        if not mine:
+            continue
+        # (pod key, index, milli: 0 for a whole GPU) of the bound pods, unannotated ones resolved
+        # oldest first onto the lowest indices left (contract §1).
+        held: list[tuple[str, int, int]] = []
+        bound = [p for p in snap.pods if p.bound and p.node_name == n.name and (p.gpus or p.gpu_milli)]
+        for p in bound:
+            for i in p.gpu_ids or ():
+                held.append((p.key, i, 0 if p.gpus else p.gpu_milli))
+        for p in sorted((p for p in bound if p.gpu_ids is None), key=lambda p: (p.created, p.key)):
+            whole = {i for _, i, m in held if m == 0}
+            used = {i: sum(m for _, j, m in held if j == i) for i in range(n.gpus)}
+            if p.gpus:
+                free = [i for i in range(n.gpus) if i not in whole and not used[i]]
+                if len(free) >= p.gpus:
+                    held += [(p.key, i, 0) for i in free[: p.gpus]]
+            else:
+                room = [i for i in range(n.gpus) if i not in whole and used[i] + p.gpu_milli <= 1000]
+                if room:
+                    held.append((p.key, room[0], p.gpu_milli))
+        new = [(p.key, i, 0 if p.gpus else p.gpu_milli, kind) for kind, p, ids in mine for i in ids]
+        fresh = {i for _, i, _, _ in new}
+        states = [
+            held + [(k, i, m) for k, i, m, kind in new if kind == "binding"],
+            [h for h in held if h[0] not in victims] + [(k, i, m) for k, i, m, _ in new],
+        ]
+        for state in states:
+            for i in fresh:
+                whole_holders = [k for k, j, m in state if j == i and m == 0]
+                shares = [m for _, j, m in state if j == i and m > 0]
+                if len(whole_holders) > 1 or (whole_holders and shares):
+                    out.add(("GpuConflict", n.name, i))
+                if sum(shares) > 1000:
+                    out.add(("GpuShareOverflow", n.name, i))
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_gpus_are_the_index_by_index_reading(data: st.DataObject) -> None:
+    """The checker judges a node's GPUs from per-pod holds, skipping nodes where each new index has
+    one holder; an index-by-index reading gives the same conflicts and overflows."""
+    snap = data.draw(clusters())
+    dec = data.draw(random_decisions(snap))
+    found = {
+        (v.rule, v.subject, int(v.message.split()[1]))
+        for v in check(snap, dec)
+        if v.rule in ("GpuConflict", "GpuShareOverflow")
+    }
+    assert found == _gpu_reference(snap, dec)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.data())
+def test_a_gpu_taken_twice_is_reported(snap: Snapshot, data: st.DataObject) -> None:
+    """A valid decision with one pending whole-GPU pod bound onto a GPU that a bound pod or another
+    binding holds by its listed indices: the check reports that GPU's conflict."""
+    dec = greedy_decision(snap, Policy())
+    # A bound pod holds its listed whole GPUs, or for a share the first listed index (vcsat.model.gpus).
+    holders = [
+        (p.node_name, i)
+        for p in snap.pods
+        if p.bound and p.gpu_ids and p.node_name is not None and (p.gpus or p.gpu_milli)
+        for i in (p.gpu_ids if p.gpus else p.gpu_ids[:1])
+    ]
+    holders += [(b.node, i) for b in dec.bindings for i in b.gpus]
+    holders = [(name, i) for name, i in holders if 0 <= i < snap.node_by_name[name].gpus]  # a real GPU
+    movers = [p for p in snap.pods if p.pending and p.managed and p.gpus > 0]
+    if not holders or not movers:
+        return
+    node_name, index = data.draw(st.sampled_from(holders))
+    mover = data.draw(st.sampled_from(movers))
+    gpus = snap.node_by_name[node_name].gpus
+    others = [i for i in range(gpus) if i != index][: mover.gpus - 1]
+    if 1 + len(others) < mover.gpus or any(b.pod == mover.key and index in b.gpus for b in dec.bindings):
+        return  # the node has too few GPUs for the pod, or the holder is the pod itself
+    bindings = [b for b in dec.bindings if b.pod != mover.key] + [bind(mover.key, node_name, [index, *others])]
+    broken = dec.model_copy(update={"bindings": bindings})
+    found = check(snap, broken)
+    assert any(v.rule == "GpuConflict" and v.subject == node_name and f"GPU {index} " in v.message for v in found)

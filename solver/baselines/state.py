@@ -21,7 +21,7 @@ from vcsat.model.cluster import DEFAULT_QUEUE, Queue
 from vcsat.model.gpus import gpu_holdings
 from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
 from vcsat.solver.rules.volumes import VolumeRules
-from vcsat.solver.validator.check import demand
+from vcsat.solver.validator.capacity import demand
 
 FULL_GPU_MILLI = 1000
 

@@ -3,7 +3,8 @@
 It exists so that no decision is trusted because the solver built it: tests run it on every
 decision, and production runs it before anything is applied. It is written straight from the
 contract, shares nothing with the solver's model (only :mod:`vcsat.solver.rules.predicates` and
-:mod:`vcsat.model.resources`; volumes are judged by its own :mod:`vcsat.solver.validator.volumes`),
+:mod:`vcsat.model.resources`; volumes and node capacity are judged by its own
+:mod:`vcsat.solver.validator.volumes` and :mod:`vcsat.solver.validator.capacity`),
 and indexes by node and group once so that a large decision checks in linear time.
 
 Where the contract leaves a choice, the choice made here (each is the stricter or the Kubernetes /
@@ -51,6 +52,7 @@ from vcsat.model.gpus import gpu_holdings
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.rules.predicates import PREDICATE_CODES, predicate_failure
 from vcsat.solver.validator import volumes as check_volumes
+from vcsat.solver.validator.capacity import capacity_violations
 from vcsat.solver.validator.interpod import (
     INTERPOD_RULES,
     BoundIndex,
@@ -143,14 +145,6 @@ def gang_key(pod: Pod) -> str:
     return pod.group if pod.group is not None else pod.key
 
 
-def demand(pod: Pod) -> dict[str, int]:
-    """What the pod takes from its node: its requests, at least one ``pods`` slot, no GPU shares
-    (those come from a device, not from allocatable)."""
-    out = {name: amount for name, amount in pod.requests.items() if name != res.GPU_MILLI}
-    out[res.PODS] = max(out.get(res.PODS, 0), 1)
-    return out
-
-
 def gpu_count(pod: Pod) -> int:
     """How many device indices the pod's decision lists: its whole GPUs, or one for a share."""
     if pod.gpus > 0:
@@ -168,6 +162,7 @@ class _Checker:
         self.out: list[Violation] = []
         self.placements: list[_Placement] = []
         self.victims: dict[str, Pod] = {}
+        self._placed_queues: list[str | None] | None = None
 
     def run(self) -> list[Violation]:
         self._placements()
@@ -252,11 +247,18 @@ class _Checker:
     def _interpod(self) -> None:
         """Inter-pod affinity, anti-affinity and host ports (:mod:`vcsat.solver.validator.interpod`)."""
         new = [(p.pod, p.node) for p in self.placements if p.node is not None]
-        if self.victims or any(p.kind == "nomination" for p in self.placements):
+        index = BoundIndex(self.snapshot)  # the bound pods read once for every call below
+        # Without a term on a bound pod or a new one's term or host port, check_interpod finds
+        # nothing (now or after evictions): the one scan for it is made here, once.
+        rules = index.anti_anywhere or any(
+            pod.host_ports or pod.pod_affinity.required or pod.pod_anti_affinity.required for pod, _ in new
+        )
+        if not rules:
+            pass
+        elif self.victims or any(p.kind == "nomination" for p in self.placements):
             # Bindings now, beside the victims; everything after evictions (nominations wait for them).
             now = [(p.pod, p.node) for p in self.placements if p.node is not None and p.kind == "binding"]
             seen: set[tuple[str, str, str]] = set()
-            index = BoundIndex(self.snapshot)  # the bound pods read once for both states
             found_now = check_interpod(self.snapshot, now, index=index)
             found_after = check_interpod(self.snapshot, new, set(self.victims), index=index)
             for found in [*found_now, *found_after]:
@@ -264,9 +266,9 @@ class _Checker:
                     seen.add((found.rule, found.subject, found.message))
                     self._flag(found.rule, found.subject, found.message)
         else:
-            for found in check_interpod(self.snapshot, new):
+            for found in check_interpod(self.snapshot, new, index=index):
                 self._flag(found.rule, found.subject, found.message)
-        for found in affinity_after_evictions(self.snapshot, self.victims, new):
+        for found in affinity_after_evictions(self.snapshot, self.victims, new, index):
             self._flag(found.rule, found.subject, found.message)
 
     # --- evictions: identity and protection ---------------------------------------------------
@@ -326,48 +328,9 @@ class _Checker:
     # --- node capacity ------------------------------------------------------------------------
 
     def _capacity(self) -> None:
-        by_node: dict[str, list[_Placement]] = defaultdict(list)
-        for placement in self.placements:
-            if placement.node is not None:
-                by_node[placement.node.name].append(placement)
-        for name, placed in by_node.items():
-            node = self.snapshot.node_by_name[name]
-            bindings: dict[str, int] = {}
-            added: dict[str, int] = {}
-            for p in placed:
-                asked = demand(p.pod)
-                for r, amount in asked.items():
-                    added[r] = added.get(r, 0) + amount
-                if p.kind == "binding":
-                    for r, amount in asked.items():
-                        bindings[r] = bindings.get(r, 0) + amount
-            # Only what the new pods ask is watched (a zero request fits anywhere, as in Kubernetes).
-            watched = sorted(r for r, amount in added.items() if amount > 0)
-            held = dict.fromkeys(watched, 0)
-            freed = dict.fromkeys(watched, 0)
-            for pod in self.snapshot.pods_on_node.get(name, ()):
-                requests = pod.requests  # as demand(pod) on the watched resources (never GPU shares)
-                evicted = pod.key in self.victims
-                for r in watched:
-                    amount = max(requests.get(r, 0), 1) if r == res.PODS else requests.get(r, 0)
-                    held[r] += amount
-                    if evicted:
-                        freed[r] += amount
-            for r in watched:
-                cap = node.allocatable.get(r, 0)
-                if bindings.get(r, 0) > 0 and held[r] + bindings[r] > cap:
-                    self._over(node, "CapacityNow", r, held[r], bindings[r], "now")
-                staying = held[r] - freed[r]
-                if staying + added[r] > cap:
-                    self._over(node, "CapacityAfterEvictions", r, staying, added[r], "after evictions")
-
-    def _over(self, node: Node, rule: str, name: str, have: int, new: int, when: str) -> None:
-        self._flag(
-            rule,
-            node.name,
-            f"{name} {when}: {res.format_amount(name, have)} held + {res.format_amount(name, new)} "
-            f"new > {res.format_amount(name, node.allocatable.get(name, 0))} allocatable",
-        )
+        placed = [(p.kind, p.pod, p.node) for p in self.placements if p.node is not None]
+        for rule, subject, message in capacity_violations(self.snapshot, placed, self.victims):
+            self._flag(rule, subject, message)
 
     # --- volumes (check_volumes: the validator's own reading of kube-scheduler's volume plugins)
 
@@ -401,6 +364,15 @@ class _Checker:
         self, node: str, held: list[_Hold], new: list[_Hold], when: str, reported: set[tuple[str, int]]
     ) -> None:
         fresh = {i for hold in new for i in hold.ids}
+        taken = [i for hold in held for i in hold.ids if i in fresh]
+        if (
+            not taken
+            and len(fresh) == sum(len(hold.ids) for hold in new)
+            and all(hold.milli <= WHOLE_GPU_MILLI for hold in new)
+        ):
+            # Each new index has one holder, and no share alone is over a whole GPU: nothing below
+            # could be reported (the common case, judged without the per-index tables).
+            return
         whole: dict[int, list[str]] = defaultdict(list)
         shares: dict[int, list[tuple[str, int]]] = defaultdict(list)
         for hold in (*held, *new):
@@ -430,10 +402,11 @@ class _Checker:
 
     def _gangs(self) -> None:
         placed: dict[str, list[Pod]] = defaultdict(list)
+        groups = self.snapshot.podgroup_by_key
         for placement in self.placements:
             if placement.pod.group is None:
                 continue
-            if self._group_of(placement.pod) is None:
+            if placement.pod.group not in groups:
                 self._flag(
                     "UnknownPodGroup",
                     placement.pod.key,
@@ -470,6 +443,22 @@ class _Checker:
         group = self._group_of(pod)
         return None if group is None else group.queue
 
+    def _placement_queues(self) -> list[str | None]:
+        """:meth:`_queue_name` of each placement's pod, in order (looked up once per PodGroup)."""
+        if self._placed_queues is None:
+            by_group: dict[str, str | None] = {}
+            names: list[str | None] = []
+            for placement in self.placements:
+                pod = placement.pod
+                if pod.group is None:
+                    names.append(pod.queue_name or DEFAULT_QUEUE)
+                    continue
+                if pod.group not in by_group:
+                    by_group[pod.group] = self._queue_name(pod)
+                names.append(by_group[pod.group])
+            self._placed_queues = names
+        return self._placed_queues
+
     def _queue(self, name: str) -> Queue | None:
         queue = self.snapshot.queue_by_name.get(name)
         if queue is None and name == DEFAULT_QUEUE:
@@ -479,11 +468,13 @@ class _Checker:
     def _queues(self) -> None:
         new_by_queue: dict[str, list[Pod]] = defaultdict(list)
         unknown: dict[str, set[str]] = defaultdict(set)
-        for placement in self.placements:
-            name = self._queue_name(placement.pod)
+        known: dict[str, bool] = {}
+        for placement, name in zip(self.placements, self._placement_queues(), strict=True):
             if name is None:
                 continue
-            if self._queue(name) is None:
+            if name not in known:
+                known[name] = self._queue(name) is not None
+            if not known[name]:
                 unknown[name].add(placement.gang)
                 continue
             new_by_queue[name].append(placement.pod)
@@ -531,8 +522,7 @@ class _Checker:
             reasons.setdefault(eviction.pod, eviction.reason)  # a repeat is DuplicateEviction
         top_priority: dict[str, int] = {}
         queues_placed: set[str] = set()
-        for placement in self.placements:
-            name = self._queue_name(placement.pod)
+        for placement, name in zip(self.placements, self._placement_queues(), strict=True):
             if name is None:
                 continue
             queues_placed.add(name)
@@ -580,7 +570,7 @@ class _Checker:
     # --- podgroup outcomes --------------------------------------------------------------------
 
     def _podgroups(self) -> None:
-        expected = {gang_key(pod) for pod in self.snapshot.pods if pod.pending}
+        expected = {pod.key if pod.group is None else pod.group for pod in self.snapshot.pods if pod.pending}
         placed = {p.gang for p in self.placements}
         nominated = {p.gang for p in self.placements if p.kind == "nomination"}
         keys = [outcome.podgroup for outcome in self.decision.podgroups]
@@ -651,7 +641,8 @@ class _Hold(NamedTuple):
 
 def _bound_gpu_holds(node: Node, bound: Iterable[Pod]) -> list[_Hold]:
     """What the bound pods of a node hold, by the one rule of :mod:`vcsat.model.gpus`."""
-    pods = {pod.key: pod for pod in bound}
+    # Pods without GPUs or shares hold none (gpu_holdings passes over them): left out here first.
+    pods = {pod.key: pod for pod in bound if pod.gpus or pod.gpu_milli}
     holdings = gpu_holdings(node.gpus, pods.values())
     holds = [_Hold(key, ids, 0) for key, ids in holdings.whole.items()]
     holds += [_Hold(key, (index,), pods[key].gpu_milli) for key, index in holdings.share.items()]

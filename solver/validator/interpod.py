@@ -124,9 +124,26 @@ class BoundIndex:
         self._selects: dict[tuple[int, int, int], bool] = {}
 
     @cached_property
+    def _terms_anywhere(self) -> tuple[bool, bool]:
+        # Both questions in one pass over the pods: it is most of what a cluster without inter-pod
+        # terms spends here.
+        anti = affinity = False
+        for p in self.snapshot.pods:
+            if p.pod_affinity.required:
+                affinity = True
+            if p.pod_anti_affinity.required and p.node_name is not None:
+                anti = True
+        return anti, affinity
+
+    @property
     def anti_anywhere(self) -> bool:
         """Whether some pod on a node has a required anti-affinity term."""
-        return any(p.pod_anti_affinity.required for p in self.snapshot.pods if p.node_name is not None)
+        return self._terms_anywhere[0]
+
+    @property
+    def affinity_anywhere(self) -> bool:
+        """Whether some pod of the snapshot (bound or not) has a required pod affinity term."""
+        return self._terms_anywhere[1]
 
     @cached_property
     def bound(self) -> list[_Placed]:
@@ -405,12 +422,19 @@ def _affinity(placed: list[_Placed], namespaces: Mapping[str, Mapping[str, str]]
 
 
 def affinity_after_evictions(
-    snapshot: Snapshot, victims: Mapping[str, Pod], new: Sequence[tuple[Pod, Node]]
+    snapshot: Snapshot,
+    victims: Mapping[str, Pod],
+    new: Sequence[tuple[Pod, Node]],
+    index: BoundIndex | None = None,
 ) -> list[Found]:
     """Running pods whose required pod affinity the evictions break: a term that selected another
     pod in the owner's domain before the evictions selects none after them (pods that stay, and the
-    new placements). A pod its own term selects keeps the term by itself."""
-    if not victims or not any(pod.pod_affinity.required for pod in snapshot.pods):
+    new placements). A pod its own term selects keeps the term by itself. ``index``: the
+    snapshot's :class:`BoundIndex`, when the check has one."""
+    if not victims:
+        return []
+    anywhere = index.affinity_anywhere if index is not None else any(pod.pod_affinity.required for pod in snapshot.pods)
+    if not anywhere:
         return []  # no term for an eviction to break
     nodes = snapshot.node_by_name
     running = [
