@@ -5,14 +5,21 @@
   exchange places that gang, ranks strictly higher in the objective's first levels (every fair
   share kept), and the cycle handed that warm start decides at least as well, which the validator
   accepts.
+- The trades across queues: a table where the room a queue's waiting 8-GPU priority-1000 gang
+  needs is held by another queue's priority-0 pods, which no queue trade frees (the queue holding
+  them waits for nothing above them, the waiting queue holds nothing below): pods that count in no
+  fair share (their queue above its share), or pods its share needs that fit elsewhere; the trade
+  places the gang and ranks strictly higher, and the cycle from that warm start decides at least
+  as well, which the validator accepts.
 - Where no trade places more, the decision is handed back as it is.
 - When the cycle tries it (:func:`vcsat.solver.solve.exchange_due`): a table of the search's
   outcomes (skipped for time, ran and fell back to the greedy, improved, optimal, within the
   tolerance, search off); and the cycle whose search is skipped places the waiting gang from the
   greedy's decision unless the exchange step is skipped too.
 - A Hypothesis property over random small clusters, with a random set of gangs taken out of the
-  greedy's decision: the exchange ranks at least as high, keeps every node's room and every
-  gang's minimum, and the cycle handed that warm start decides something the validator accepts.
+  greedy's decision: the exchange (the queues' trades and those across queues) ranks at least as
+  high, keeps every node's room and every gang's minimum, and the cycle handed that warm start
+  decides something the validator accepts.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.deadline import EXCHANGE, SEARCH, SECOND_FILL
 from vcsat.solver.greedy import greedy
 from vcsat.solver.problem import Problem, build_problem
-from vcsat.solver.search.exchange import exchange, trading_queues
+from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks
 
 _solve_module = importlib.import_module("vcsat.solver.solve")
 _levels = _solve_module._lexicographic
@@ -122,6 +129,52 @@ def test_the_exchange_places_the_waiting_priority_1000_gang(q3_small: int, monke
     assert check(snap, decision, ALLOCATE) == []
     assert rank >= _levels(problem, traded)
     assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings)
+
+
+def _across_case(needed: bool) -> Snapshot:
+    """Three 8-GPU nodes; n2 runs 8 GPUs of q1's (above its deserved share; weights 1, 1, 4) or,
+    when ``needed``, 4 GPUs of q3's (below its share); two 1-GPU priority-0 pods wait in q1 (q3
+    when ``needed``); q2 waits with one gang of two 8-GPU priority-1000 pods."""
+    nodes = [node(f"n{i}", cpu=64, memory="512Gi", gpus=8) for i in range(3)]
+    owner = "q3" if needed else "q1"
+    pods: list[Any] = []
+    groups: list[Any] = []
+    for prefix, count, kwargs in [
+        ("run", 1, dict(queue=owner, node="n2", gpus=4 if needed else 8, created=-100)),
+        ("small", 2, dict(queue=owner, priority=0, gpus=1, created=2)),
+        ("big", 1, dict(queue="q2", priority=1000, gpus=8, size=2, created=1)),
+    ]:
+        p, g = gangs(prefix, count, cpu="1", **kwargs)
+        pods += p
+        groups += g
+    queues = [queue("q1", weight=1), queue("q2", weight=1), queue("q3", weight=4)]
+    return snapshot(nodes=nodes, pods=pods, groups=groups, queues=queues)
+
+
+# whether the small pods' queue needs them for its fair share (then they move to n2's free room)
+ACROSS = [False, True]
+
+
+@pytest.mark.parametrize("needed", ACROSS)
+def test_the_trade_across_queues_frees_whole_nodes(needed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    snap = _across_case(needed)
+    problem = build_problem(snap, ALLOCATE)
+    small = _keys(problem, "small")
+    big = next(g.index for g in problem.gangs if g.key.split("/")[-1].startswith("big"))
+    bad = _placed(problem, {small[0]: "n0", small[1]: "n1"})
+    assert trading_queues(problem, bad) == []
+    assert exchange(problem, bad, _levels, []) is bad
+    ranks = trading_ranks(problem, bad)
+    assert ranks == [1000]
+    traded = exchange(problem, bad, _levels, [], ranks)
+    assert _levels(problem, traded) > _levels(problem, bad)
+    assert big in traded.placed
+    kept = {g.key for g in problem.gangs if g.index in traded.placed}
+    assert (set(small) <= kept) is needed  # moved beside q3's running pods, or left out
+    decision, rank = _cycle_from(snap, lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}), monkeypatch)
+    assert check(snap, decision, ALLOCATE) == []
+    assert rank >= _levels(problem, traded)
+    assert sum(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) == 2
 
 
 # (Policy.search, the decision's status before the step, within the tolerance, whether it runs)
@@ -237,7 +290,7 @@ def test_the_exchange_never_ranks_lower_and_the_validator_accepts_the_cycle(
         return _without(problem, greedy(problem), {g for g in first.placed if dropped[g % len(dropped)]})
 
     short = start(problem)
-    traded = exchange(problem, short, _levels, trading_queues(problem, short))
+    traded = exchange(problem, short, _levels, trading_queues(problem, short), trading_ranks(problem, short))
     assert _levels(problem, traded) >= _levels(problem, short)
     assert _room_kept(problem, traded)
     assert _counts_match(problem, traded)

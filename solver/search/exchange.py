@@ -20,6 +20,16 @@ the holes, not onto the whole nodes. The result is kept only when the objective'
 strictly higher: a trade that lowers any queue's fair share or a higher priority's placed work is
 not made. Where the top-up cannot account for the room exactly (rules between pods, topology
 spread, shared CSI volumes, GPU shares) the decision is returned as it is.
+
+The same room is often held by other queues' lower-priority work: a queue above its deserved share
+keeps low-priority pods that count in no fair-share level, or small pods sit on the whole nodes a
+waiting multi-node gang of 8-GPU pods needs. So, after the queues' own trades, two trades across
+queues per rank of waiting gangs (highest first), each kept on the same terms: the gangs ranked
+below it that no queue's fair share needs (taken out together, each queue still holds its deserved
+share at every level they count in), and the gangs ranked below it with a pod smaller than the
+rank's largest waiting pod on a node that had room for that pod before the cycle; the waiting
+gangs of that rank or above are placed first into the room this leaves, then the rest as the
+greedy would.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from collections.abc import Callable
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import shares_gpu
+from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.top_up import top_up
 
@@ -39,9 +50,7 @@ def trading_queues(problem: Problem, assignment: Assignment) -> list[tuple[str, 
     """The queues an exchange may help, each with the rank of its best waiting gang: those with a
     gang left out (with pods to place) ranked above one of their gangs ``assignment`` places; none
     where the top-up cannot account for the room exactly (module docstring)."""
-    if problem.interpod is not None or problem.spread or problem.attach is not None:
-        return []
-    if any(k > 0 and shares_gpu(problem, problem.shapes[s].request) for (s, _), k in assignment.shape_slots.items()):
+    if not _exact(problem, assignment):
         return []
     waiting: dict[str, int] = {}
     lowest: dict[str, int] = {}
@@ -53,9 +62,40 @@ def trading_queues(problem: Problem, assignment: Assignment) -> list[tuple[str, 
     return [(queue, rank) for queue, rank in sorted(waiting.items()) if queue in lowest and lowest[queue] < rank]
 
 
-def exchange(problem: Problem, assignment: Assignment, rank: Rank, queues: list[tuple[str, int]]) -> Assignment:
+def trading_ranks(problem: Problem, assignment: Assignment) -> list[int]:
+    """The ranks of the gangs ``assignment`` leaves out (with pods to place) above the rank of some
+    gang it places, of any queue, highest first: those the trades across queues try; none where the
+    top-up cannot account for the room exactly (module docstring)."""
+    if not _exact(problem, assignment) or not assignment.placed:
+        return []
+    lowest = min(problem.gangs[g].rank for g in assignment.placed)
+    waiting = {
+        gang.rank
+        for gang in problem.candidates
+        if gang.index not in assignment.placed and any(problem.classes[c].pods for c in gang.classes)
+    }
+    return sorted((r for r in waiting if r > lowest), reverse=True)
+
+
+def _exact(problem: Problem, assignment: Assignment) -> bool:
+    """Whether the top-up accounts for the room ``assignment`` leaves exactly (module docstring)."""
+    if problem.interpod is not None or problem.spread or problem.attach is not None:
+        return False
+    return not any(
+        k > 0 and shares_gpu(problem, problem.shapes[s].request) for (s, _), k in assignment.shape_slots.items()
+    )
+
+
+def exchange(
+    problem: Problem,
+    assignment: Assignment,
+    rank: Rank,
+    queues: list[tuple[str, int]],
+    ranks: list[int] | None = None,
+) -> Assignment:
     """``assignment`` with, for each of ``queues`` (:func:`trading_queues`) in turn, its gangs ranked
-    below the queue's best waiting gang traded for the queue's waiting gangs of that rank where
+    below the queue's best waiting gang traded for the queue's waiting gangs of that rank, then,
+    for each of ``ranks`` (:func:`trading_ranks`), the two trades across queues, each where
     ``rank`` puts the result strictly higher (module docstring); ``assignment`` itself when no
     trade does."""
     best, best_rank = assignment, rank(problem, assignment)
@@ -76,7 +116,91 @@ def exchange(problem: Problem, assignment: Assignment, rank: Rank, queues: list[
         trial_rank = rank(problem, trial)
         if trial_rank > best_rank:
             best, best_rank = trial, trial_rank
+    for above in ranks or ():
+        for pick in (_not_needed, _below_on_whole):
+            out = pick(problem, best, above)
+            if not out:
+                continue
+            first = {g.index for g in problem.candidates if g.rank >= above and g.index not in best.placed}
+            rest = without(problem, best, sorted(out))
+            if rest is None:
+                continue
+            trial = top_up(problem, top_up(problem, rest, only=first))
+            trial_rank = rank(problem, trial)
+            if trial_rank > best_rank:
+                best, best_rank = trial, trial_rank
     return best
+
+
+def _not_needed(problem: Problem, assignment: Assignment, above: int) -> set[int]:
+    """Placed gangs ranked below ``above``, lowest rank first, that no fair-share level needs: taken
+    out together, each queue still holds at least its deserved share on the level's resource at
+    every level they count in (where the share is capped, so the level's value stays)."""
+    slack: dict[tuple[str, int], tuple[int, set[int], int]] = {}
+    of_queue: dict[str, list[tuple[str, int]]] = {}
+    for level in fair_ranks(problem):
+        for queue, name, deserved, held, asked in fair_terms(problem, level):
+            r = problem.resource_index(name)
+            added = sum(assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[r] for c in asked)
+            slack[(queue, level)] = (r, set(asked), held + added - deserved)
+            of_queue.setdefault(queue, []).append((queue, level))
+    out: set[int] = set()
+    below = sorted(
+        (problem.gangs[g] for g in assignment.placed if problem.gangs[g].rank < above), key=lambda g: (g.rank, g.index)
+    )
+    for gang in below:
+        taken: dict[tuple[str, int], int] = {}
+        for key in of_queue.get(gang.queue, ()):
+            r, counted, left = slack[key]
+            amount = sum(
+                assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[r]
+                for c in gang.classes
+                if c in counted
+            )
+            if amount > 0:
+                if amount > left:
+                    break
+                taken[key] = amount
+        else:
+            for key, amount in taken.items():
+                r, counted, left = slack[key]
+                slack[key] = (r, counted, left - amount)
+            out.add(gang.index)
+    return out
+
+
+def _below_on_whole(problem: Problem, assignment: Assignment, above: int) -> set[int]:
+    """Placed gangs ranked below ``above``, of any queue, with pods of a shape ``assignment`` puts,
+    smaller than the largest pod of the waiting gangs ranked ``above``, on a node that had room
+    for that pod before the cycle: taken out, the top-up puts them back into the holes, which can
+    free whole nodes for the waiting gangs (read off ``shape_slots``, so it holds for a searched
+    decision, whose slots name no gang, too)."""
+    if res.GPU not in problem.resources:
+        return set()
+    gpu = problem.resource_index(res.GPU)
+    largest = max(
+        (
+            problem.shapes[problem.classes[c].shape].request[gpu]
+            for gang in problem.candidates
+            if gang.rank == above and gang.index not in assignment.placed
+            for c in gang.classes
+            if problem.classes[c].pods
+        ),
+        default=0,
+    )
+    if largest <= 0:
+        return set()
+    shapes = {
+        s
+        for (s, node), k in assignment.shape_slots.items()
+        if k > 0 and problem.free[node][gpu] >= largest and problem.shapes[s].request[gpu] < largest
+    }
+    return {
+        g
+        for g in assignment.placed
+        if problem.gangs[g].rank < above
+        and any(assignment.count.get(c, 0) and problem.classes[c].shape in shapes for c in problem.gangs[g].classes)
+    }
 
 
 def _small_on_whole(problem: Problem, assignment: Assignment, queue: str, above: int) -> set[int]:
