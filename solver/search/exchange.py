@@ -169,6 +169,23 @@ def _not_needed(problem: Problem, assignment: Assignment, above: int) -> set[int
     return out
 
 
+def _largest_waiting(
+    problem: Problem, assignment: Assignment, above: int, gpu: int, *, queue: str | None = None, with_pods: bool = False
+) -> int:
+    """The most GPUs one pod asks among the waiting gangs ranked ``above`` (of ``queue`` only, when
+    given; counting only classes with pods, when ``with_pods``); 0 when none asks any."""
+    return max(
+        (
+            problem.shapes[problem.classes[c].shape].request[gpu]
+            for gang in problem.candidates
+            if gang.rank == above and gang.index not in assignment.placed and queue in (None, gang.queue)
+            for c in gang.classes
+            if problem.classes[c].pods or not with_pods
+        ),
+        default=0,
+    )
+
+
 def _below_on_whole(problem: Problem, assignment: Assignment, above: int) -> set[int]:
     """Placed gangs ranked below ``above``, of any queue, with pods of a shape ``assignment`` puts,
     smaller than the largest pod of the waiting gangs ranked ``above``, on a node that had room
@@ -178,16 +195,7 @@ def _below_on_whole(problem: Problem, assignment: Assignment, above: int) -> set
     if res.GPU not in problem.resources:
         return set()
     gpu = problem.resource_index(res.GPU)
-    largest = max(
-        (
-            problem.shapes[problem.classes[c].shape].request[gpu]
-            for gang in problem.candidates
-            if gang.rank == above and gang.index not in assignment.placed
-            for c in gang.classes
-            if problem.classes[c].pods
-        ),
-        default=0,
-    )
+    largest = _largest_waiting(problem, assignment, above, gpu, with_pods=True)
     if largest <= 0:
         return set()
     shapes = {
@@ -211,15 +219,7 @@ def _small_on_whole(problem: Problem, assignment: Assignment, queue: str, above:
     if res.GPU not in problem.resources:
         return set()
     gpu = problem.resource_index(res.GPU)
-    largest = max(
-        (
-            problem.shapes[problem.classes[c].shape].request[gpu]
-            for gang in problem.candidates
-            if gang.queue == queue and gang.rank == above and gang.index not in assignment.placed
-            for c in gang.classes
-        ),
-        default=0,
-    )
+    largest = _largest_waiting(problem, assignment, above, gpu, queue=queue)
     if largest <= 0:
         return set()
     return {
