@@ -99,6 +99,12 @@ class Isolator:
         """The decision of ``decide(snapshot)`` without the groups set aside; when that raises,
         the groups to blame are found with ``retry`` (default ``decide``) and set aside.
         Re-raises when no waiting group is to blame."""
+        if not self.set_aside:  # the usual cycle: nothing to leave out, no pass over the pods
+            try:
+                return decide(snapshot)
+            except Exception as error:
+                blamed, decision = self._isolate(snapshot, [], waiting_groups(snapshot), retry or decide, error)
+                return _with_errors(decision, snapshot, blamed, self.set_aside)
         now = self.clock()
         present = waiting_groups(snapshot)
         still_out = [key for key in present if key in self.set_aside and self.set_aside[key].until > now]
@@ -112,8 +118,9 @@ class Isolator:
         else:
             for key in due:  # tried again and it decided: no longer set aside
                 del self.set_aside[key]
+        here = set(present)
         for key in list(self.set_aside):  # groups gone from the cluster are forgotten
-            if key not in present:
+            if key not in here:
                 del self.set_aside[key]
         return _with_errors(decision, snapshot, [key for key in still_out if key in self.set_aside], self.set_aside)
 

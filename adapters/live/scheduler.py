@@ -249,9 +249,9 @@ class Scheduler:
         self.cap = CycleCap(cycle_target_s) if cycle_target_s > 0 else None
         """How many waiting pods a cycle is given (module docstring); None: all of them."""
         self._tried: dict[str, int] = {}
+        """Per waiting group, the last cycle it was given to (the cap's order)."""
         self.isolator = Isolator()
         """Waiting groups the solve raised on, set aside for a back-off (:mod:`.isolate`)."""
-        """Per waiting group, the last cycle it was given to (the cap's order)."""
         self._waiting: tuple[float, dict[str, int]] | None = None
         """When the last cycle took its snapshot, and its waiting pods per group (arrivals)."""
         """Called with each cycle's result once it is applied or refused (the web dashboard)."""

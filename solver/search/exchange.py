@@ -109,27 +109,28 @@ def exchange(
         first = {
             g.index for g in problem.candidates if g.queue == queue and g.rank == above and g.index not in best.placed
         }
-        rest = without(problem, best, drop)
-        if rest is None:
-            continue
-        trial = top_up(problem, top_up(problem, rest, only=first))
-        trial_rank = rank(problem, trial)
-        if trial_rank > best_rank:
-            best, best_rank = trial, trial_rank
+        best, best_rank = _kept(problem, rank, best, best_rank, drop, first)
     for above in ranks or ():
         for pick in (_not_needed, _below_on_whole):
             out = pick(problem, best, above)
             if not out:
                 continue
             first = {g.index for g in problem.candidates if g.rank >= above and g.index not in best.placed}
-            rest = without(problem, best, sorted(out))
-            if rest is None:
-                continue
-            trial = top_up(problem, top_up(problem, rest, only=first))
-            trial_rank = rank(problem, trial)
-            if trial_rank > best_rank:
-                best, best_rank = trial, trial_rank
+            best, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first)
     return best
+
+
+def _kept(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], drop: list[int], first: set[int]
+) -> tuple[Assignment, tuple[int, ...]]:
+    """One trade: ``best`` without ``drop``, the gangs ``first`` placed into the room that leaves,
+    then the rest as the greedy would; kept (with its rank) only where it ranks strictly higher."""
+    rest = without(problem, best, drop)
+    if rest is None:
+        return best, best_rank
+    trial = top_up(problem, top_up(problem, rest, only=first))
+    trial_rank = rank(problem, trial)
+    return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
 
 
 def _not_needed(problem: Problem, assignment: Assignment, above: int) -> set[int]:
