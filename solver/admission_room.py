@@ -65,9 +65,12 @@ _SCAN = 24
 """Candidates checked one by one in the sorted order before a pod falls back to the ``argmin``."""
 
 _ShapeKey = tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]]
-_Request = tuple["NDArray[np.int64]", list[int], tuple[tuple[int, int], ...], int, int]
+_Request = tuple[
+    "NDArray[np.int64]", list[int], tuple[tuple[int, int], ...], int, int, tuple[tuple[list[int], int], ...]
+]
 """A request as a vector over the columns, the columns it asks for, those columns with their
-amounts, and its GPU and cpu amounts (Python ints, read once per pod placed)."""
+amounts, its GPU and cpu amounts (Python ints, read once per pod placed), and the room's row of
+each column it asks for with the amount (what a node's test reads)."""
 _PodInfo = tuple[Pod, tuple[int, int, str], _ShapeKey, _Request | None]
 
 
@@ -98,25 +101,31 @@ class FreeRoom:
                 column = self.columns.get(name)
                 if column is not None:
                     table[column][row] = amount
-        self.free = np.array(table, dtype=np.int64).reshape(len(self.columns), len(usable))
-        """Per resource (row) and node (column): the free room, one contiguous row per resource so a
-        pod's test reads only the resources it asks for."""
-        self._rows: list[list[int]] = self.free.tolist()
-        """``free`` as Python ints, kept equal to it: the one-node reads and writes of a pod's placement
-        (a NumPy element costs several times a list's)."""
+        self._table = np.array(table, dtype=np.int64).reshape(len(self.columns), len(usable))
+        """:attr:`free` as last brought up to date with ``_rows`` (see :meth:`_sync`)."""
+        self._rows: list[list[int]] = table
+        """Per resource and node, the free room as Python ints: what a pod's placement reads and writes
+        (a NumPy element costs several times a list's); the table follows when the ``argmin`` needs it."""
+        self._stale: set[int] = set()
+        """Nodes whose room (and rank) changed since the table was last brought up to date."""
         # A resource already overcommitted on a node stays so (a pod that asks for it never fits
         # there, one that does not leaves it as it is): those nodes are checked on every resource.
-        overcommitted = np.any(self.free < 0, axis=0)
+        overcommitted = np.any(self._table < 0, axis=0)
         self._overcommitted = overcommitted if overcommitted.any() else None
+        self._outside: frozenset[int] = frozenset(np.flatnonzero(overcommitted).tolist())
+        """The overcommitted nodes: not in the sorted order (they fit no pod, so none is placed there)."""
         count = len(usable)
         zero = np.zeros(count, dtype=np.int64)
         gpu, cpu = self.columns.get(res.GPU), self.columns.get(res.CPU)
-        self._gpu = self.free[gpu] if gpu is not None else zero
-        self._cpu = self.free[cpu] if cpu is not None else zero
+        self._gpu = self._table[gpu] if gpu is not None else zero
+        self._cpu = self._table[cpu] if cpu is not None else zero
         """The room nodes are ordered by (views of ``free``; zero for a resource no node has)."""
         self._rank: NDArray[np.int64] | None = None
         """Per node, its GPU room then its cpu room packed into one number of the same order, so
-        that one argmin picks the first node of the least; None when room is too large to pack."""
+        that one argmin picks the first node of the least; None when room is too large to pack.
+        Brought up to date with the room by :meth:`_sync`, as the table is."""
+        self._ranks: list[int] | None = None
+        """``_rank`` as Python ints, always up to date (the sorted order's key per node)."""
         self._gpu_row = self._rows[gpu] if gpu is not None else [0] * count
         self._cpu_row = self._rows[cpu] if cpu is not None else [0] * count
         self._gpu_column, self._cpu_column = gpu, cpu
@@ -135,7 +144,7 @@ class FreeRoom:
         """The nodes a pod may land on (none overcommitted: such a node fits no pod), each as
         ``rank * count + node``, ascending: the argmin's order, kept as the room changes."""
         if self._rank is not None:
-            ranks = self._rank.tolist()
+            ranks = self._ranks = self._rank.tolist()
             self._sorted = sorted(ranks[row] * self._count + row for row in np.flatnonzero(~overcommitted).tolist())
         self.eligible: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
         self._eligible_lists: dict[predicates.EligibilityKey, list[bool]] = {}
@@ -144,6 +153,25 @@ class FreeRoom:
         self.hopeless: set[_ShapeKey] = set()
         self._requests: dict[tuple[tuple[str, int], ...], _Request] = {}
         self._pods: dict[int, _PodInfo] = {}
+
+    @property
+    def free(self) -> NDArray[np.int64]:
+        """Per resource (row) and node (column): the free room, one contiguous row per resource so a
+        test over all nodes reads only the resources a pod asks for."""
+        self._sync()
+        return self._table
+
+    def _sync(self) -> None:
+        """The table and the packed ranks brought up to date with the lists, on the nodes that changed
+        since (one write per changed node, not one per pod placed)."""
+        if not self._stale:
+            return
+        nodes = sorted(self._stale)
+        self._stale.clear()
+        self._table[:, nodes] = [[row[node] for node in nodes] for row in self._rows]
+        if self._rank is not None and self._ranks is not None:
+            ranks = self._ranks
+            self._rank[nodes] = [ranks[node] for node in nodes]
 
     def _eligible(self, key: predicates.EligibilityKey) -> NDArray[np.bool_]:
         rows = self.eligible.get(key)
@@ -176,6 +204,7 @@ class FreeRoom:
                 tuple((column, int(request[column])) for column in columns),
                 int(request[gpu]) if gpu is not None else 0,
                 int(request[cpu]) if cpu is not None else 0,
+                tuple((self._rows[column], int(request[column])) for column in columns),
             )
         order = (-requests.get(res.GPU, 0), -requests.get(res.CPU, 0), pod.key)
         found = (pod, order, (self.keys.of(pod), asked), vector)
@@ -192,12 +221,14 @@ class FreeRoom:
             row = self._first(on_list, vector)
             if row is not None:
                 return row
+        self._sync()
         on, request, asked = self._eligible(key), vector[0], vector[1]
         fits = on
+        table = self._table
         for column in asked:
-            fits = fits & (self.free[column] >= request[column])
+            fits = fits & (table[column] >= request[column])
         if self._overcommitted is not None:
-            fits = fits & (~self._overcommitted | np.all(self.free >= request[:, None], axis=0))
+            fits = fits & (~self._overcommitted | np.all(table >= request[:, None], axis=0))
         if self._rank is None:
             rows = np.flatnonzero(fits)
             for left in (self._gpu, self._cpu):
@@ -217,8 +248,7 @@ class FreeRoom:
         with too little cpu jumps to that level's first node with enough."""
         order, count, span = self._sorted, self._count, 2 * _SPAN
         assert order is not None
-        _, _, pairs, want_gpu, want_cpu = vector
-        checks = [(self._rows[column], amount) for column, amount in pairs]
+        _, _, _, want_gpu, want_cpu, checks = vector
         position = bisect_left(order, (want_gpu * span + want_cpu) * count)
         misses = 0
         while position < len(order):
@@ -237,26 +267,26 @@ class FreeRoom:
 
     def _give(self, row: int, pairs: tuple[tuple[int, int], ...], sign: int) -> None:
         """``sign`` (1 or -1) times the request's ``pairs`` (column, amount) added to the node's room."""
-        free, rows = self.free, self._rows
-        gpu_before = self._gpu_row[row]
+        rows = self._rows
+        gpu_row = self._gpu_row
+        gpu_before = gpu_row[row]
         for column, amount in pairs:
-            left = rows[column][row] + sign * amount
-            rows[column][row] = left
-            free[column, row] = left
-        gpu_after = self._gpu_row[row]
+            rows[column][row] += sign * amount
+        self._stale.add(row)
+        gpu_after = gpu_row[row]
         if gpu_after != gpu_before:
             self._gpu_level(gpu_before, gpu_after)
-        rank = self._rank
-        if rank is None:
+        ranks = self._ranks
+        if ranks is None:
             return
-        before = int(rank[row])
-        after = self._gpu_row[row] * (2 * _SPAN) + self._cpu_row[row]
-        rank[row] = after
-        order = self._sorted
-        if order is None or (self._overcommitted is not None and self._overcommitted[row]):
-            return  # an overcommitted node is not in the order (it fits no pod: nothing is taken from it)
+        before = ranks[row]
+        after = gpu_after * (2 * _SPAN) + self._cpu_row[row]
         if after == before:
             return  # a pod that asks for neither GPU nor cpu: the node keeps its place
+        ranks[row] = after
+        order = self._sorted
+        if order is None or row in self._outside:
+            return  # an overcommitted node is not in the order (it fits no pod: nothing is taken from it)
         del order[bisect_left(order, before * self._count + row)]
         insort(order, after * self._count + row)
 

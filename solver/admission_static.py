@@ -103,19 +103,19 @@ class Placeable:
     def gang_never_fits(self, group: PodGroup, pods: Sequence[Pod]) -> tuple[str, str] | None:
         """Why fewer than ``minMember`` (or a task's ``minTaskMember``) of the group's pods could
         ever be placed, or None; None too while its pods are not all created."""
+        could = self.could_ever
+        if len(pods) == 1 and not group.min_task_member:
+            # Most groups have one pod and no task minimums: the walk below, without its lists.
+            (pod,) = pods
+            if pod.finished or group.min_member != 1 or could(pod):
+                return None  # too few pods to judge, or the minimum is met (or asks for none)
+            return _too_few(group, 0, pod)
         alive = [p for p in pods if not p.finished]
         if len(alive) < group.min_member:
             return None  # its pods are not all created yet: nothing to judge
-        could = self.could_ever
         fits = sum(1 for p in alive if could(p))
         if fits < group.min_member:
-            example = next(p for p in alive if not could(p))
-            return (
-                "Unschedulable",
-                f"only {fits} of its pods could ever be placed, minMember is {group.min_member}: "
-                f"pod {example.key} ({res.format_vector(without_shares(example.requests))}) passes the "
-                f"predicates and fits the allocatable of no node",
-            )
+            return _too_few(group, fits, next(p for p in alive if not could(p)))
         for task, minimum in sorted(group.min_task_member.items()):
             of_task = [p for p in alive if p.task == task]
             if len(of_task) < minimum:
@@ -127,3 +127,13 @@ class Placeable:
                     f"task {task}: only {placeable} of its pods could ever be placed, minTaskMember is {minimum}",
                 )
         return None
+
+
+def _too_few(group: PodGroup, fits: int, example: Pod) -> tuple[str, str]:
+    """Why a group with ``fits`` placeable pods, fewer than its ``minMember``, never runs."""
+    return (
+        "Unschedulable",
+        f"only {fits} of its pods could ever be placed, minMember is {group.min_member}: "
+        f"pod {example.key} ({res.format_vector(without_shares(example.requests))}) passes the "
+        f"predicates and fits the allocatable of no node",
+    )

@@ -259,7 +259,9 @@ def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
     if group.min_resources:
         # Volcano deducts what gated pods ask from minResources: they cannot use the room yet.
         gating = [p.requests for p in pods if p.held and not p.bound and not p.finished]
-        gated = res.total(gating) if gating else {}
+        if not gating:  # the usual case: minResources as they are, in one walk
+            return {r: max(0, amount) for r, amount in group.min_resources.items() if r != res.GPU_MILLI}
+        gated = res.total(gating)
         return {r: max(0, amount - gated.get(r, 0)) for r, amount in _without_shares(group.min_resources).items()}
     return _without_shares(res.total(p.requests for p in gang_pods(group, pods) if not p.held))
 
@@ -540,7 +542,17 @@ class _State:
         if group.key in self.unbound:
             return self.unbound[group.key]
         pods = self.snapshot.pods_of_group.get(group.key, ())
-        if sum(1 for p in pods if not p.finished) < group.min_member:
+        gang: list[Pod] | None
+        if len(pods) == 1:
+            # Most groups have one pod: the general walk below, without its sorts and counts.
+            (pod,) = pods
+            if group.min_member > (0 if pod.finished else 1):
+                gang = None
+            elif pod.bound or pod.finished:
+                gang = []
+            else:
+                gang = gang_pods(group, pods)
+        elif sum(1 for p in pods if not p.finished) < group.min_member:
             gang = None  # its pods are not all created yet: where they would go is unknown
         else:
             gang = [p for p in gang_pods(group, pods) if not p.bound]
