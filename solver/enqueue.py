@@ -503,30 +503,38 @@ class _State:
         return freed
 
     def _victims(self) -> _Victims:
-        """Who could be evicted, gathered once per cycle: per queue, running pods that may be
-        victims, by ascending priority; what reclaimable queues above their share hold; which
+        """Who could be evicted, gathered once per cycle: per queue and priority (ascending), what its
+        running pods that may be victims hold; what reclaimable queues above their share hold; which
         queues are below theirs."""
         if self.victims is None:
             shares = fair_shares(self.snapshot)
             served = {name: _served(shares, {name: share.usage}, name) for name, share in shares.items()}
             reclaimable = {q.name for q in self.snapshot.queues if q.reclaimable}
-            by_queue: dict[str, list[tuple[int, dict[str, int]]]] = {}
+            # Per queue and priority, what its possible victims hold together: a group's question is
+            # "everything below my priority", so pods of one priority are never asked about apart.
+            at: dict[str, dict[int, dict[str, int]]] = {}
             above: dict[str, dict[str, int]] = {}
+            queue_of = self.snapshot.queue_of
             for pod in self.snapshot.pods:
                 if not pod.bound or protection(pod):
                     continue
-                queue = self.snapshot.queue_of(pod)
+                queue = queue_of(pod)
                 if queue is None:
                     continue
-                by_queue.setdefault(queue, []).append((pod.priority, dict(pod.requests)))
+                of_queue = at.get(queue)
+                if of_queue is None:
+                    of_queue = at[queue] = {}
+                summed = of_queue.get(pod.priority)
+                if summed is None:
+                    summed = of_queue[pod.priority] = {}
+                for name, amount in pod.requests.items():
+                    summed[name] = summed.get(name, 0) + amount
                 if queue in reclaimable and served.get(queue, 0) > 1:
                     held = above.setdefault(queue, {})
                     for name, amount in pod.requests.items():
                         held[name] = held.get(name, 0) + amount
-            for pods in by_queue.values():
-                pods.sort(key=lambda item: item[0])
             self.victims = _Victims(
-                by_queue=by_queue,
+                by_queue={queue: sorted(sums.items()) for queue, sums in at.items()},
                 reclaimable=above,
                 below={name for name, share in served.items() if share < 1},
             )
@@ -705,6 +713,8 @@ def _queue_rank(snapshot: Snapshot) -> dict[str, tuple[int, Fraction, str]]:
 @dataclass
 class _Victims:
     by_queue: dict[str, list[tuple[int, dict[str, int]]]]
+    """Per queue, by ascending priority: what its running pods of that priority that may be
+    victims hold together."""
     reclaimable: dict[str, dict[str, int]]
     below: set[str]
 
