@@ -319,6 +319,8 @@ class _State:
     """:meth:`_unbound_gang` per group key, made once (a group is placed on the room once or twice)."""
     ours: set[str] = field(default_factory=set)
     """The keys of the groups that are ours (:func:`is_ours`), found once per pass."""
+    lineages: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """:meth:`lineage` per queue, made once (the queue tree does not change in a pass)."""
     reserving_of: dict[str, bool] = field(default_factory=dict)
     """:meth:`reserving` per group key, asked once (groups and their pods do not change in a pass)."""
 
@@ -411,14 +413,18 @@ class _State:
         held = self.held[group.key]
         return {name: max(0, amount - held.get(name, 0)) for name, amount in self.need[group.key].items()}
 
-    def lineage(self, queue: str) -> list[str]:
-        """The queue and its ancestors, nearest first."""
+    def lineage(self, queue: str) -> tuple[str, ...]:
+        """The queue and its ancestors, nearest first (made once per queue: asked several times per group)."""
+        found = self.lineages.get(queue)
+        if found is not None:
+            return found
         chain = [queue]
         parent = self.tree.parent.get(queue)
         while parent is not None:
             chain.append(parent)
             parent = self.tree.parent.get(parent)
-        return chain
+        found = self.lineages[queue] = tuple(chain)
+        return found
 
     def _shift(self, group: PodGroup, before: Mapping[str, int], after: Mapping[str, int]) -> None:
         delta = res.sub(after, before)
@@ -456,7 +462,9 @@ class _State:
         need = self.need[group.key]
         for name in self.lineage(group.queue):
             queue = self.snapshot.queue_by_name.get(name)
-            capability = queue.capability if queue is not None and queue.capability is not None else {}
+            if queue is None or not queue.capability:
+                continue  # no capability: nothing is over it
+            capability = queue.capability
             over = [r for r, amount in need.items() if r in capability and amount > capability[r]]
             if over:
                 which = "its queue" if name == group.queue else "ancestor queue"
@@ -465,7 +473,10 @@ class _State:
                     f"needs {res.format_vector(_pick(need, over))} but {which} {name} may never hold "
                     f"more than {_format_have(capability, over)} (capability)",
                 )
-        too_big = res.shortfall(need, self.allocatable)
+        allocatable = self.allocatable
+        if all(amount <= allocatable.get(name, 0) for name, amount in need.items()):
+            return None  # the usual case, without building the (empty) shortfall
+        too_big = res.shortfall(need, allocatable)
         if too_big:
             return (
                 "Unschedulable",
