@@ -76,7 +76,7 @@ from typing import NamedTuple
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
-from vcsat.solver import admission_groups
+from vcsat.solver import admission_groups, pod_sums
 from vcsat.solver.admission_room import FreeRoom as _FreeRoom
 from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
 from vcsat.solver.admission_static import Placeable as _Placeable
@@ -327,7 +327,8 @@ class _State:
         need, held = admission_groups.needs_and_holdings(snapshot, group_need)
         ready = {node.name for node in snapshot.nodes if node.ready}
         allocatable = res.total(node.allocatable for node in snapshot.nodes if node.ready)
-        used = res.total(p.requests for p in snapshot.pods if p.bound and p.node_name in ready)
+        # Carried from the last snapshot for the pods that did not change (pod_sums).
+        used = pod_sums.bound_on(snapshot, ready)
         factor = Fraction(str(policy.overcommit_factor))
         idle = {name: int(amount * factor) - used.get(name, 0) for name, amount in allocatable.items()}
         state = _State(
