@@ -76,7 +76,7 @@ from typing import NamedTuple
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
-from vcsat.solver import admission_groups, pod_sums
+from vcsat.solver import admission_commitments, admission_groups, pod_sums
 from vcsat.solver.admission_room import FreeRoom as _FreeRoom
 from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
 from vcsat.solver.admission_static import Placeable as _Placeable
@@ -348,21 +348,10 @@ class _State:
         if ours is None:
             ours = {g.key for g in snapshot.podgroups if is_ours(g, snapshot, policy.scheduler_name)}
         state.ours = ours
-        own: dict[str, dict[str, int]] = {}
-        reserved: dict[str, int] = {}
-        need_of = state.need
-        for group in snapshot.podgroups:
-            mine = own.setdefault(group.queue, {})
-            asked, holding = need_of[group.key], held[group.key]
-            # commitment() and reservation() summed in one walk over the need.
-            if state.reserving(group):
-                for name, amount in asked.items():
-                    mine[name] = mine.get(name, 0) + amount
-                    reserved[name] = reserved.get(name, 0) + max(0, amount - holding.get(name, 0))
-            elif holding:
-                for name, amount in asked.items():
-                    mine[name] = mine.get(name, 0) + min(amount, holding.get(name, 0))
-            # else: holds nothing and reserves nothing, so commits nothing
+        # Groups whose PodGroup and pods are those of the last pass keep their parts (admission_commitments).
+        own, reserved = admission_commitments.commitments(
+            snapshot, state.need, held, state.reserving, policy.scheduler_name
+        )
         state.reserved = reserved
         for pod in snapshot.pods:
             # A bound pod outside any PodGroup is a gang of one that is running: all of it is needed.

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from vcsat.model import Node, Pod, PodGroup, Policy, Queue, Snapshot
 from vcsat.model import resources as res
-from vcsat.solver import admission_groups, pod_sums
+from vcsat.solver import admission_commitments, admission_groups, pod_sums
 from vcsat.solver.enqueue import admit
 from vcsat.solver.ledger import Ledger
 from vcsat.solver.shares import deserved
@@ -224,6 +224,7 @@ def test_shares_and_admission_equal_a_cold_process(seed: int, steps: int) -> Non
         saved = pod_sums._carried
         pod_sums.forget()
         admission_groups.forget()
+        admission_commitments.forget()
         deserved._SUMS.clear()
         deserved._SHARES.clear()
         cold = (deserved.compute_fair_shares(snap), deserved.cluster_total(snap), admit(snap, POLICY))
