@@ -9,7 +9,8 @@ need and holdings dicts for a group whose PodGroup and pods are the very objects
 so a group whose two dicts are those of the last pass keeps its part, and only the others are
 entered again in the :class:`~vcsat.solver.ledger.Ledger` sums: at 5,000 nodes ~11,000 groups,
 a few hundred of them changed per live cycle. A snapshot with two PodGroups of one key (the
-converter never makes one) is summed afresh, group by group, as before.
+converter never makes one) is summed afresh, group by group, as before; so is every pass while
+carrying is off (:func:`vcsat.solver.pod_sums.carry`: a one-shot solve gains nothing from it).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from vcsat.model import PodGroup, Snapshot
+from vcsat.solver import pod_sums
 from vcsat.solver.ledger import Ledger
 
 Part = tuple[str, dict[str, int], dict[str, int] | None]
@@ -61,7 +63,7 @@ def commitments(
     nothing), and what all of them reserve. Fresh dicts, the caller's to change."""
     global _carried
     groups = snapshot.podgroups
-    if len(snapshot.podgroup_by_key) != len(groups):
+    if not pod_sums.carrying() or len(snapshot.podgroup_by_key) != len(groups):
         return _fresh(groups, need, held, reserving)
     with _lock:
         carried = _carried

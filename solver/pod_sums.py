@@ -11,6 +11,10 @@ object as last time counts as it did then; only the others are entered or taken 
 two schedulers in one process): the difference is taken by identity either way, so the answer is
 a fresh pass's whatever came before, only slower when little is shared.
 
+Carrying costs more than one fresh pass (about 5 times, for the ledgers' entries and counts), so it
+pays only where snapshot follows snapshot sharing most objects: the live scheduler turns it on
+(:func:`carry`); a one-shot solve, a replay or a test sums each snapshot afresh as before.
+
 Two levels for the queues: pods are summed per PodGroup (which does not change with the
 PodGroup's spec), and the groups' subtotals per queue, so a PodGroup whose queue changes, or
 that appears after its pods, moves its subtotal without its pods being read again.
@@ -41,12 +45,10 @@ class _Carried:
         """Bound or pending pods of ours, per group (or queue, without a group) and boundness."""
         self.queues: Ledger[_Own, tuple[str, bool]] = Ledger()
         """The ``own`` subtotals per queue and boundness (entries keyed by their ``own`` bucket)."""
-        self.on_node: Ledger[int, str] = Ledger()
-        """Bound pods per node name."""
-        self.bound: Ledger[int, bool] = Ledger()
-        """Bound pods, in one bucket (True)."""
-        self.foreign: Ledger[int, str] = Ledger()
-        """Bound pods of other schedulers per node name."""
+        self.on_node: Ledger[int, str] = Ledger(named=False)
+        """Bound pods per node name (read by resource name only)."""
+        self.foreign: Ledger[int, str] = Ledger(named=False)
+        """Bound pods of other schedulers per node name (read by resource name only)."""
 
     def update(self, snapshot: Snapshot) -> None:
         if snapshot is self.snapshot:
@@ -60,19 +62,23 @@ class _Carried:
                 self.own.drop(gone)
                 touched.add(bucket)
             self.on_node.drop(gone)
-            self.bound.drop(gone)
             self.foreign.drop(gone)
-        for new in pods.keys() - self.pods.keys():
+        own: list[tuple[int, _Own, Mapping[str, int]]] = []
+        on_node: list[tuple[int, str, Mapping[str, int]]] = []
+        foreign: list[tuple[int, str, Mapping[str, int]]] = []
+        for new in pods.keys() - self.pods.keys() if self.pods else pods:
             pod = pods[new]
             bucket = _own_bucket(pod)
             if bucket is not None:
-                self.own.put(new, bucket, pod.requests)
+                own.append((new, bucket, pod.requests))
                 touched.add(bucket)
             if pod.bound and pod.node_name is not None:
-                self.on_node.put(new, pod.node_name, pod.requests)
-                self.bound.put(new, True, pod.requests)
+                on_node.append((new, pod.node_name, pod.requests))
                 if not pod.managed:
-                    self.foreign.put(new, pod.node_name, pod.requests)
+                    foreign.append((new, pod.node_name, pod.requests))
+        self.own.put_many(own)
+        self.on_node.put_many(on_node)
+        self.foreign.put_many(foreign)
         groups = {id(group): group for group in snapshot.podgroups}
         moved = {self.groups[i].key for i in self.groups.keys() - groups.keys()}
         moved.update(groups[i].key for i in groups.keys() - self.groups.keys())
@@ -111,6 +117,20 @@ def _own_bucket(pod: Pod) -> _Own | None:
 _carried = _Carried()
 _lock = threading.Lock()
 """The cycle and a reader of queue shares (the dashboard) may ask at once."""
+_carrying = False
+
+
+def carry(on: bool = True) -> None:
+    """Carry the sums from one snapshot to the next (the live scheduler), or sum each afresh."""
+    global _carrying
+    _carrying = on
+    if not on:
+        forget()
+
+
+def carrying() -> bool:
+    """Whether sums are carried across snapshots (:func:`carry`)."""
+    return _carrying
 
 
 def queue_sums(snapshot: Snapshot) -> Sums:
@@ -118,6 +138,8 @@ def queue_sums(snapshot: Snapshot) -> Sums:
     outside a Closed queue). Every queue of the snapshot has an entry in both; a queue named only
     by a PodGroup has one when one of its pods counts there. Fresh dicts, the caller's to keep."""
     closed = {queue.name for queue in snapshot.queues if not queue.open}
+    if not _carrying:
+        return _fresh_queue_sums(snapshot, closed)
     usage: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
     demand: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
     with _lock:
@@ -133,15 +155,17 @@ def queue_sums(snapshot: Snapshot) -> Sums:
 
 def bound_on(snapshot: Snapshot, nodes: set[str]) -> dict[str, int]:
     """What every bound pod on one of ``nodes`` requests, summed (a fresh dict)."""
+    if not _carrying:
+        return _fresh_on(snapshot, nodes, foreign=False)
     with _lock:
         _carried.update(snapshot)
-        if all(name in nodes for name in _carried.on_node.sums):
-            return dict(_carried.bound.sum(True) or {})
         return _total_on(_carried.on_node, nodes)
 
 
 def foreign_on(snapshot: Snapshot, nodes: set[str]) -> dict[str, int]:
     """What the bound pods of other schedulers on one of ``nodes`` request, summed (a fresh dict)."""
+    if not _carrying:
+        return _fresh_on(snapshot, nodes, foreign=True)
     with _lock:
         _carried.update(snapshot)
         return _total_on(_carried.foreign, nodes)
@@ -152,6 +176,34 @@ def forget() -> None:
     global _carried
     with _lock:
         _carried = _Carried()
+
+
+def _fresh_queue_sums(snapshot: Snapshot, closed: set[str]) -> Sums:
+    """:func:`queue_sums` in one pass over the pods (nothing carried)."""
+    usage: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
+    demand: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
+    for pod in snapshot.pods:
+        bound = pod.bound
+        if not bound and not pod.pending:
+            continue
+        name = snapshot.queue_of(pod)
+        if name is None or (not bound and name in closed):
+            continue
+        targets = (usage.setdefault(name, {}), demand.setdefault(name, {})) if bound else (demand.setdefault(name, {}),)
+        for vector in targets:
+            for resource, amount in pod.requests.items():
+                vector[resource] = vector.get(resource, 0) + amount
+    return usage, demand
+
+
+def _fresh_on(snapshot: Snapshot, nodes: set[str], *, foreign: bool) -> dict[str, int]:
+    """:func:`bound_on` (``foreign``: :func:`foreign_on`) in one pass over the pods (nothing carried)."""
+    out: dict[str, int] = {}
+    for pod in snapshot.pods:
+        if pod.bound and pod.node_name in nodes and not (foreign and pod.managed):
+            for resource, amount in pod.requests.items():
+                out[resource] = out.get(resource, 0) + amount
+    return out
 
 
 def _total_on(ledger: Ledger[int, str], nodes: set[str]) -> dict[str, int]:

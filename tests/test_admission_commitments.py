@@ -6,6 +6,7 @@ whole admission equals that of a process that sees the snapshot first."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import builders as b
 import pytest
@@ -20,6 +21,14 @@ from vcsat.solver.shares import deserved
 POLICY = Policy(time_limit_s=1.0, overcommit_factor=1.2)
 NODES = [b.node(f"n{i}", cpu="8", memory="32Gi", gpus=4) for i in range(3)]
 QUEUES = [b.queue("q"), b.queue("r", weight=2)]
+
+
+@pytest.fixture(autouse=True)
+def _carrying() -> Iterator[None]:
+    """Sums carried across snapshots, as the live scheduler runs them; off again after."""
+    pod_sums.carry()
+    yield
+    pod_sums.carry(False)
 
 
 def _group(rng: random.Random, key: str) -> PodGroup:
