@@ -126,8 +126,9 @@ def test_cycles_after_load_leaves_a_pod_precedes_its_group_and_a_node_fails_deci
         wait_cached(scheduler, bubble.namespace, podgroups=["late"])
         third = scheduler.run_cycle(wait=True)
         assert _what(third.decision) == _what(_fresh_decision(scheduler, third.objects))
-        outcomes = {o.podgroup.split("/")[1] for o in third.decision.podgroups}
-        assert {"big", "late"} <= outcomes, "both new groups are decided on"
+        assert "late" in {o.podgroup.split("/")[1] for o in third.decision.podgroups}
+        # A PodGroup without pods is admitted or refused by the status the scheduler writes.
+        wait_until(lambda: bubble.get_podgroup("big").get("status", {}).get("phase"), "the pod-less group's status")
     finally:
         scheduler.close()
 
@@ -195,8 +196,9 @@ def test_a_settled_podgroup_whose_status_is_overwritten_gets_it_written_again(bu
         scheduler.run_cycle(wait=True)
         assert scheduler.last is not None and scheduler.last.snapshot.podgroup_by_key[key] is group
         wait_until(
-            lambda: [c.get("type") for c in bubble.get_podgroup("job")["status"].get("conditions") or ()]
-            == ["Scheduled"],
+            lambda: (
+                [c.get("type") for c in bubble.get_podgroup("job")["status"].get("conditions") or ()] == ["Scheduled"]
+            ),
             "the scheduler writes its status again",
         )
     finally:
