@@ -76,7 +76,7 @@ from typing import NamedTuple
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
-from vcsat.solver import admission_groups
+from vcsat.solver import admission_commitments, admission_groups, pod_sums
 from vcsat.solver.admission_room import FreeRoom as _FreeRoom
 from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
 from vcsat.solver.admission_static import Placeable as _Placeable
@@ -128,7 +128,7 @@ def admit(
         inqueue_timeout_s = policy.inqueue_timeout_s
     # Groups of other schedulers (no pod of ours, and named for another scheduler) are not ours
     # to admit, and hold no room in our admission.
-    ours = {g.key for g in snapshot.podgroups if is_ours(g, snapshot, policy.scheduler_name)}
+    ours = ours_of(snapshot, policy.scheduler_name)
     groups = sorted((g for g in snapshot.podgroups if g.key in ours), key=lambda g: g.key)
     if not policy.enqueue:
         return {g.key: Admission(True, _kept_phase(g), "", "") for g in groups}
@@ -227,6 +227,20 @@ def is_ours(group: PodGroup, snapshot: Snapshot, scheduler_name: str) -> bool:
     if pods:
         return False
     return (group.scheduler_name or DEFAULT_SCHEDULER) == scheduler_name
+
+
+def ours_of(snapshot: Snapshot, scheduler_name: str) -> set[str]:
+    """The keys of the PodGroups that are ours (:func:`is_ours`), in one pass over the pods and one
+    over the groups: asking group by group read every group's pod tuple (~0.04 CPU s a cycle at
+    5,000 nodes)."""
+    managing = {pod.group for pod in snapshot.pods if pod.managed and pod.group is not None}
+    with_pods = snapshot.pods_of_group
+    return {
+        group.key
+        for group in snapshot.podgroups
+        if group.key in managing
+        or (group.key not in with_pods and (group.scheduler_name or DEFAULT_SCHEDULER) == scheduler_name)
+    }
 
 
 def _served(shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[str, int]], queue: str) -> Fraction:
@@ -331,7 +345,8 @@ class _State:
         need, held = admission_groups.needs_and_holdings(snapshot, group_need)
         ready = {node.name for node in snapshot.nodes if node.ready}
         allocatable = res.total(node.allocatable for node in snapshot.nodes if node.ready)
-        used = res.total(p.requests for p in snapshot.pods if p.bound and p.node_name in ready)
+        # Carried from the last snapshot for the pods that did not change (pod_sums).
+        used = pod_sums.bound_on(snapshot, ready)
         factor = Fraction(str(policy.overcommit_factor))
         idle = {name: int(amount * factor) - used.get(name, 0) for name, amount in allocatable.items()}
         state = _State(
@@ -349,23 +364,12 @@ class _State:
             placeable=_Placeable(snapshot.nodes),
         )
         if ours is None:
-            ours = {g.key for g in snapshot.podgroups if is_ours(g, snapshot, policy.scheduler_name)}
+            ours = ours_of(snapshot, policy.scheduler_name)
         state.ours = ours
-        own: dict[str, dict[str, int]] = {}
-        reserved: dict[str, int] = {}
-        need_of = state.need
-        for group in snapshot.podgroups:
-            mine = own.setdefault(group.queue, {})
-            asked, holding = need_of[group.key], held[group.key]
-            # commitment() and reservation() summed in one walk over the need.
-            if state.reserving(group):
-                for name, amount in asked.items():
-                    mine[name] = mine.get(name, 0) + amount
-                    reserved[name] = reserved.get(name, 0) + max(0, amount - holding.get(name, 0))
-            elif holding:
-                for name, amount in asked.items():
-                    mine[name] = mine.get(name, 0) + min(amount, holding.get(name, 0))
-            # else: holds nothing and reserves nothing, so commits nothing
+        # Groups whose PodGroup and pods are those of the last pass keep their parts (admission_commitments).
+        own, reserved = admission_commitments.commitments(
+            snapshot, state.need, held, state.reserving, policy.scheduler_name
+        )
         state.reserved = reserved
         for pod in snapshot.pods:
             # A bound pod outside any PodGroup is a gang of one that is running: all of it is needed.

@@ -509,8 +509,11 @@ class Scheduler:
         ``trigger`` and ``why``: why it runs, for the log (:data:`TRIGGERS`). ``early``: with at
         least ``early_min_pending`` pods waiting, bind the greedy's sure placements instead of
         searching when there are any (the result says ``early``; the caller runs the full cycle next)."""
-        from vcsat.solver import check, solve  # OR-Tools loads here, not at import
+        from vcsat.solver import check, pod_sums, solve  # OR-Tools loads here, not at import
         from vcsat.solver.sure import prepare, sure_decision
+
+        # Cycle follows cycle on snapshots that share most objects: the pods' sums are carried.
+        pod_sums.carry()
 
         started = time.monotonic()
         cpu_started = time.process_time()

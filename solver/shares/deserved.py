@@ -80,6 +80,7 @@ from math import gcd
 
 from vcsat.model import Pod, Queue, Snapshot
 from vcsat.model import resources as res
+from vcsat.solver import pod_sums
 from vcsat.solver.shares.water import water_fill
 
 FAIR_EXCLUDED = frozenset({res.PODS, res.GPU_MILLI})
@@ -147,9 +148,7 @@ def cluster_total(snapshot: Snapshot) -> dict[str, int]:
     hold there (no queue can use that room), never below zero."""
     ready = {node.name for node in snapshot.nodes if node.ready}
     total = res.total(node.allocatable for node in snapshot.nodes if node.ready)
-    foreign = res.total(
-        pod.requests for pod in snapshot.pods if pod.bound and not pod.managed and pod.node_name in ready
-    )
+    foreign = pod_sums.foreign_on(snapshot, ready)
     return {name: max(0, amount - foreign.get(name, 0)) for name, amount in total.items()}
 
 
@@ -159,29 +158,17 @@ _SUMS: dict[int, tuple[Snapshot, _Sums]] = {}
 
 def _own_sums(snapshot: Snapshot) -> _Sums:
     """Per queue, what its own pods hold (bound) and hold or ask (bound, or pending outside a
-    Closed queue), in one pass over the pods, remembered for the last few snapshots like
+    Closed queue), carried over from the last snapshot for the pods that did not change
+    (:mod:`vcsat.solver.pod_sums`), and remembered for the last few snapshots like
     :func:`fair_shares` (the model builder, admission and the shares all ask). Read-only."""
     found = _SUMS.get(id(snapshot))
     if found is not None and found[0] is snapshot:
         return found[1]
-    closed = {queue.name for queue in snapshot.queues if not queue.open}
-    usage: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
-    demand: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
-    for pod in snapshot.pods:
-        bound = pod.bound
-        if not bound and not pod.pending:
-            continue
-        name = queue_of(pod, snapshot)
-        if name is None or (not bound and name in closed):
-            continue
-        targets = (usage.setdefault(name, {}), demand.setdefault(name, {})) if bound else (demand.setdefault(name, {}),)
-        for vector in targets:
-            for resource, amount in pod.requests.items():
-                vector[resource] = vector.get(resource, 0) + amount
+    sums = pod_sums.queue_sums(snapshot)
     if len(_SUMS) >= _SHARES_KEPT:
         del _SUMS[next(iter(_SUMS))]
-    _SUMS[id(snapshot)] = (snapshot, (usage, demand))
-    return usage, demand
+    _SUMS[id(snapshot)] = (snapshot, sums)
+    return sums
 
 
 def _copy(sums: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:

@@ -1,9 +1,10 @@
 """The live scheduler's cycles reuse what did not change (the converter's models, the node side of
-the problem, the PodGroups whose status is settled); against the real API server, a cycle after a
-node changed and a bound pod was deleted still decides exactly as a fresh conversion and build of
-the same objects, and a settled PodGroup whose pod then runs, or whose status someone else
-overwrites (the converter keeps its model: nothing the solver reads changed), still gets its status
-written.
+the problem, the pods' sums per queue and node, the PodGroups' admission parts, the PodGroups whose
+status is settled); against the real API server, a cycle after a node changed and a bound pod was
+deleted, or after another scheduler's pod went, a pod came before its PodGroup and a node stopped
+being Ready, still decides and admits exactly as a fresh conversion and build of the same objects,
+and a settled PodGroup whose pod then runs, or whose status someone else overwrites (the converter
+keeps its model: nothing the solver reads changed), still gets its status written.
 
 Cycles are run one by one (``run_cycle``), not by the loop, so each sees a known state.
 """
@@ -18,16 +19,29 @@ from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.kube.client import NODES, PODGROUPS, PODS
 from vcsat.adapters.live.scheduler import Scheduler
 from vcsat.model import Decision
-from vcsat.solver import node_side, solve
+from vcsat.solver import admission_commitments, admission_groups, node_side, pod_sums, solve
 from vcsat.solver.rules import predicates
 
 
 def _fresh_decision(scheduler: Scheduler, objects: list[dict[str, Any]]) -> Decision:
-    """The decision of a fresh process: no conversion memo, no node side or node index kept."""
+    """The decision of a fresh process: no conversion memo, no node side or node index, no pods' sums
+    or admission parts kept. What the scheduler carries is put back after, so its next cycle still
+    starts from what its last one left."""
+    kept = (node_side._rooms, dict(node_side._last), pod_sums._carried, admission_groups._last)
+    kept_parts = admission_commitments._carried
     node_side.forget()
+    pod_sums.forget()
+    admission_groups.forget()
+    admission_commitments.forget()
     predicates._INDEXES.clear()
     snapshot = snapshot_from_objects(objects, scheduler_name=scheduler.policy.scheduler_name, strict=False)
-    return solve(snapshot, scheduler.policy, wall=False)
+    try:
+        return solve(snapshot, scheduler.policy, wall=False)
+    finally:
+        node_side._rooms, pod_sums._carried, admission_groups._last = kept[0], kept[2], kept[3]
+        node_side._last.clear()
+        node_side._last.update(kept[1])
+        admission_commitments._carried = kept_parts
 
 
 def _what(decision: Decision) -> dict[str, Any]:
@@ -69,6 +83,52 @@ def test_a_cycle_after_a_node_change_and_a_deleted_bound_pod_decides_as_a_fresh_
         bound = {binding.pod.split("/")[1]: binding.node for binding in second.decision.bindings}
         assert bound.get("wide") == small, "the 6-cpu pod fits only the grown node"
         assert other in {node.name for node in second.snapshot.nodes}
+    finally:
+        scheduler.close()
+
+
+def test_cycles_after_load_leaves_a_pod_precedes_its_group_and_a_node_fails_decide_as_fresh_ones(
+    bubble: Bubble,
+) -> None:
+    kube = bubble.kube
+    first_node = bubble.node("n0", cpu="8")
+    second_node = bubble.node("n1", cpu="8")
+    # Another scheduler's pod is load: in the room admission counts as used, out of the queues' share.
+    bubble.pod("theirs", cpu="5", scheduler="default-scheduler", node_name=first_node)
+    bubble.gang("a", 2, cpu="2")
+    # No overcommit: whether a PodGroup is admitted turns on the cluster's used and reserved room.
+    policy = bubble.policy(time_limit_s=5.0, search=False, overcommit_factor=1.0, admit_by_fit=False)
+    scheduler = Scheduler(kube, policy=policy)
+    scheduler.start()
+    try:
+        wait_cached(scheduler, bubble.namespace, pods=["theirs", "a-0", "a-1"], podgroups=["a"])
+        first = scheduler.run_cycle(wait=True)
+        assert _what(first.decision) == _what(_fresh_decision(scheduler, first.objects))
+        wait_until(lambda: bubble.placement()["a-0"] and bubble.placement()["a-1"], "the gang is bound")
+
+        # The other scheduler's pod goes; a pod shows before its PodGroup; a group without pods
+        # asks for room that is there only once that pod is gone; the second node stops being Ready.
+        kube.delete(PODS.path(bubble.namespace, "theirs"), gracePeriodSeconds=0)
+        bubble.pod("late-0", cpu="1", group="late")
+        bubble.podgroup("big", 1, minResources={"cpu": "6"})
+        failed = {"type": "Ready", "status": "False", "reason": "Test", "message": "test"}
+        kube.patch(NODES.path(name=second_node, subresource="status"), {"status": {"conditions": [failed]}})
+        wait_until(
+            lambda: scheduler.store.get("Pod", f"{bubble.namespace}/theirs") is None,
+            "the cache shows the other scheduler's pod gone",
+        )
+        wait_cached(scheduler, bubble.namespace, pods=["late-0"], podgroups=["big"])
+        second = scheduler.run_cycle(wait=True)
+        assert _what(second.decision) == _what(_fresh_decision(scheduler, second.objects))
+
+        # The late pod's PodGroup arrives: the pod now counts for its queue and is placed.
+        bubble.podgroup("late", 1)
+        wait_cached(scheduler, bubble.namespace, podgroups=["late"])
+        third = scheduler.run_cycle(wait=True)
+        assert _what(third.decision) == _what(_fresh_decision(scheduler, third.objects))
+        assert "late" in {o.podgroup.split("/")[1] for o in third.decision.podgroups}
+        # A PodGroup without pods is admitted or refused by the status the scheduler writes.
+        wait_until(lambda: bubble.get_podgroup("big").get("status", {}).get("phase"), "the pod-less group's status")
     finally:
         scheduler.close()
 
@@ -136,8 +196,9 @@ def test_a_settled_podgroup_whose_status_is_overwritten_gets_it_written_again(bu
         scheduler.run_cycle(wait=True)
         assert scheduler.last is not None and scheduler.last.snapshot.podgroup_by_key[key] is group
         wait_until(
-            lambda: [c.get("type") for c in bubble.get_podgroup("job")["status"].get("conditions") or ()]
-            == ["Scheduled"],
+            lambda: (
+                [c.get("type") for c in bubble.get_podgroup("job")["status"].get("conditions") or ()] == ["Scheduled"]
+            ),
             "the scheduler writes its status again",
         )
     finally:
