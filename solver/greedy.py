@@ -9,9 +9,9 @@ fallback need; it is not optimal, which is why CP-SAT runs after it.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from fractions import Fraction
 from functools import cache, partial
 
 import numpy as np
@@ -30,7 +30,7 @@ from vcsat.solver.objectives.fairness import (
 )
 from vcsat.solver.pricing import scarcity
 from vcsat.solver.pricing.fragmentation import greedy_chooser
-from vcsat.solver.problem import Domains, Gang, Problem, Shape
+from vcsat.solver.problem import Domains, Gang, PodClass, Problem, Shape
 from vcsat.solver.room_classes import NodeClasses
 from vcsat.solver.room_classes import fullest_with as fullest_in_classes
 from vcsat.solver.rules.attach import AttachTracker
@@ -179,6 +179,10 @@ class Room:
         self._priced: dict[int, bool] = {}
         self.gang_sizes: dict[int, tuple[int, int]] = {}
         """Per gang tried, (GPUs its minimum asks, pods): what its topology attempts need."""
+        self._asked: dict[tuple[int, ...], tuple[int, int, tuple[int, ...]]] = {}
+        """Per request taken, its whole GPUs, share thousandths and the room it takes (negated)."""
+        self.class_plans: dict[int, ClassPlan] = {}
+        """Per gang tried, its pod classes in trial order (:func:`_class_plan`)."""
         self._rank_base = int(self.level_array.max(initial=0)) + 1
         """More than any node's free GPUs (room never grows beyond the snapshot's)."""
 
@@ -263,13 +267,15 @@ class Room:
         self.changes[self.changed] = node
         self.changed += 1
         row = self.free[node]
-        before = self._level(row)
+        gpu = self.gpu
+        before = max(0, row[gpu]) if gpu is not None else 0  # self._level, inline (a call a change)
         for i, amount in enumerate(change):
-            row[i] += amount
+            if amount:
+                row[i] += amount
         self.free_cols[:, node] = row
         self.rows.set_free(node, row)
-        self.negative[node] = any(amount < 0 for amount in row)
-        after = self._level(row)
+        self.negative[node] = min(row, default=0) < 0
+        after = max(0, row[gpu]) if gpu is not None else 0
         if after != before:
             del self.levels[before][node]
             self.levels.setdefault(after, {})[node] = None
@@ -281,6 +287,8 @@ class Room:
         self.level_classes.move(node, (after, self.whole[node]))
 
     def _add_whole(self, node: int, delta: int) -> None:
+        if not delta:  # a pod asking no whole GPU: nothing here changes (shares write their own)
+            return
         before = self.whole[node]
         after = before + delta
         self.whole[node] = after
@@ -293,8 +301,11 @@ class Room:
 
     def take(self, node: int, request: tuple[int, ...]) -> None:
         self._taken_in_trial += 1
-        whole, share = self.parts(request)
-        change = [-amount for amount in request]
+        asked = self._asked.get(request)
+        if asked is None:
+            asked = self._asked[request] = (*self.parts(request), tuple(-amount for amount in request))
+        whole, share, taken = asked
+        change = list(taken)
         self._add_whole(node, -whole)
         if share > 0:
             fits = [
@@ -904,30 +915,34 @@ def _fill_tier(
         if gang.queue in share and gang.index not in tried and gang.rank >= thresholds[gang.queue]:
             waiting.setdefault(gang.queue, deque()).append(gang)
 
-    def fill(queue: str) -> Fraction:
-        name, deserved = share[queue]
-        return Fraction(held.get(queue, {}).get(name, 0), deserved)
+    # The keys below are fractions over a queue's deserved amount, each scaled by one common
+    # multiple of them all: whole numbers that compare as the fractions do, exactly, and cheaply.
+    scale = math.lcm(*(deserved for _name, deserved in share.values()))
 
-    def gain(queue: str) -> Fraction:
+    def fill(queue: str) -> int:
+        name, deserved = share[queue]
+        return held.get(queue, {}).get(name, 0) * (scale // deserved)
+
+    def gain(queue: str) -> int:
         # The level sums each queue's concave utility of its filled share, so one more unit of
         # the resource adds the utility's slope there divided by the queue's deserved amount: a
         # queue that deserves less gains more per unit on the same slope, which filling every
         # queue to equal shares gives up; a steeper slope (a less filled queue) still weighs more.
         name, deserved = share[queue]
         share_now = min(SHARE_SCALE, SHARE_SCALE * held.get(queue, {}).get(name, 0) // deserved)
-        return Fraction(_utility(share_now + 1) - _utility(share_now), deserved)
+        return (_utility(share_now + 1) - _utility(share_now)) * (scale // deserved)
 
     # Each queue's order key, kept: only the queue a gang was placed for holds more after it.
-    keys: dict[str, tuple[Fraction, ...]] = {}
+    keys: dict[str, tuple[int, ...]] = {}
 
-    def key(queue: str) -> tuple[Fraction, ...]:
+    def key(queue: str) -> tuple[int, ...]:
         return (-gain(queue), fill(queue)) if by_gain else (fill(queue),)
 
     for queue in waiting:
         keys[queue] = key(queue)
     while waiting:
         queue = min(waiting, key=lambda q: (*keys[q], q))
-        if keys[queue][-1] >= 1:
+        if keys[queue][-1] >= scale:
             break  # every queue left is at its share: no queue gains more at this level
         gang = waiting[queue].popleft()
         if not waiting[queue]:
@@ -951,13 +966,17 @@ def _place(
         return False
     assignment.placed.add(gang.index)
     usage = held.setdefault(gang.queue, {})
+    count, shape_slots, gang_slots = assignment.count, assignment.shape_slots, assignment.gang_slots
+    per_shape: dict[int, int] = {}
     for class_index, shape_index, node in taken:
-        assignment.count[class_index] = assignment.count.get(class_index, 0) + 1
+        count[class_index] = count.get(class_index, 0) + 1
         key = (shape_index, node)
-        assignment.shape_slots[key] = assignment.shape_slots.get(key, 0) + 1
+        shape_slots[key] = shape_slots.get(key, 0) + 1
         slot = (gang.index, shape_index, node)
-        assignment.gang_slots[slot] = assignment.gang_slots.get(slot, 0) + 1
-        charge(problem, problem.shapes[shape_index].request, 1, usage, lineage_caps)
+        gang_slots[slot] = gang_slots.get(slot, 0) + 1
+        per_shape[shape_index] = per_shape.get(shape_index, 0) + 1
+    for shape_index, pods in per_shape.items():  # whole numbers: k pods charged at once as one by one
+        charge(problem, problem.shapes[shape_index].request, pods, usage, lineage_caps)
     return True
 
 
@@ -1056,13 +1075,15 @@ def fit_gang(
 
 def _whole(problem: Problem, gang: Gang, taken: Taken) -> bool:
     """Whether these pods make the gang whole (its minimum, and each task's)."""
+    if len(taken) < max(1, gang.need):
+        return False
+    if not gang.task_need:
+        return True
     per_task: dict[str, int] = {}
     for class_index, _, _ in taken:
         task = problem.classes[class_index].task
         per_task[task] = per_task.get(task, 0) + 1
-    return len(taken) >= max(1, gang.need) and all(
-        per_task.get(task, 0) >= need for task, need in gang.task_need.items()
-    )
+    return all(per_task.get(task, 0) >= need for task, need in gang.task_need.items())
 
 
 def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int]], within: list[int] | None) -> Taken:
@@ -1070,68 +1091,96 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
     taken: Taken = []
     used: dict[str, int] = {}
     least_fragmenting, scarce = room.choosers(problem)
-    classes = sorted(
-        (problem.classes[c] for c in gang.classes),
-        key=lambda pc: (-problem.shapes[pc.shape].gpus, pc.index),
-    )
-    for pod_class in classes:
-        shape = problem.shapes[pod_class.shape]
-        request_by_name = dict(zip(problem.resources, shape.request, strict=True))
-        # What each pod of the class asks of the capabilities (they stay as they are during the trial).
-        limited = [
-            (name, request_by_name.get(name, 0), cap)
-            for limits in caps
-            for name, cap in limits.items()
-            if request_by_name.get(name, 0) > 0
-        ]
-        counted = {name: amount for name, amount, _cap in limited}
+    for pod_class, shape, asks in _class_plan(problem, gang, room):
+        request = shape.request
+        # The capabilities stay as they are during the trial and each pod of the class adds the
+        # same amounts: how many pods they still take is one division per capped resource (the
+        # first pod j with used + (j + 1) × amount > cap is pod (cap − used) // amount).
+        most = len(pod_class.pods)
+        counted: dict[str, int] = {}
+        for limits in caps:
+            for name, cap in limits.items():
+                amount = asks.get(name, 0)
+                if amount > 0:
+                    counted[name] = amount
+                    most = min(most, (cap - used.get(name, 0)) // amount)
         tracker = room.interpod if pod_class.index in problem.isolated else None
         spread = room.spread if room.spread is not None and pod_class.index in room.spread.of_class else None
-        allow = _both(
-            partial(tracker.allows, pod_class.index) if tracker is not None else None,
-            partial(spread.allows, pod_class.index) if spread is not None else None,
-        )
         attach = room.attach if shape.volumes else None
-        if attach is not None:
-            allow = _both(allow, partial(_attach_allows, attach, shape, room))
-        query = room.query_key(shape.request, shape.upper, within)
-        for _ in pod_class.pods:
-            if any(used.get(name, 0) + amount > cap for name, amount, cap in limited):
-                break
+        allow: Allow | None = None
+        if tracker is not None or spread is not None or attach is not None:  # most classes: no rule
+            allow = _both(
+                partial(tracker.allows, pod_class.index) if tracker is not None else None,
+                partial(spread.allows, pod_class.index) if spread is not None else None,
+            )
+            if attach is not None:
+                allow = _both(allow, partial(_attach_allows, attach, shape, room))
+        query = room.query_key(request, shape.upper, within)
+        # The node query of every pod of the class, chosen once (it depends on the class alone).
+        exact = True  # whether the choice finds no node only when none fits
+        choose: Callable[[], int | None]
+        if within is not None:
+            choose = partial(room.best_fit_in, request, shape.upper, within, allow)
+        elif shape.preference:
+            choose = partial(room.preferred_fit, shape, allow)
+        elif least_fragmenting is not None and allow is None:
+            choose = partial(least_fragmenting, room, shape)
+            exact = False
+        elif scarce is not None and room.priced(problem, scarce, shape):
+            # scarce GPU pools priced (vcsat.solver.pricing.scarcity): cheapest, then best fit
+            choose = partial(room.cheapest_fit, scarce, shape, allow)
+        else:
+            choose = partial(room.best_fit, request, shape.gpus, shape.upper, allow)
+        placed = 0
+        for _ in range(most):
             if tracker is not None:
                 tracker.begin()
-            exact = True  # whether the choice below finds no node only when none fits
             if query in room.full:
                 node = None
-            elif within is not None:
-                node = room.best_fit_in(shape.request, shape.upper, within, allow)
-            elif shape.preference:
-                node = room.preferred_fit(shape, allow)
-            elif least_fragmenting is not None and allow is None:
-                node = least_fragmenting(room, shape)
-                exact = False
-            elif scarce is not None and room.priced(problem, scarce, shape):
-                # scarce GPU pools priced (vcsat.solver.pricing.scarcity): cheapest, then best fit
-                node = room.cheapest_fit(scarce, shape, allow)
+                if allow is None:
+                    room.note_full(query)
             else:
-                node = room.best_fit(shape.request, shape.gpus, shape.upper, allow)
-            if node is None and exact and allow is None:
-                room.note_full(query)
+                node = choose()
+                if node is None and exact and allow is None:
+                    room.note_full(query)
             if node is None:
                 if tracker is not None:
                     tracker.stuck = True
                 break
-            room.take(node, shape.request)
+            room.take(node, request)
             if tracker is not None:
                 tracker.place(pod_class.index, node)
             if spread is not None:
                 spread.add(pod_class.index, node, 1)
             if attach is not None:
                 room.attach_slots(node, attach.add(shape.index, node, 1))
-            for name, amount in counted.items():
-                used[name] = used.get(name, 0) + amount
             taken.append((pod_class.index, shape.index, node))
+            placed += 1
+        for name, amount in counted.items():
+            used[name] = used.get(name, 0) + placed * amount
     return taken
+
+
+ClassPlan = list[tuple[PodClass, Shape, dict[str, int]]]
+"""A gang's pod classes in the order its pods are tried, each with its shape and what one pod asks
+per resource name (the resources it asks some of)."""
+
+
+def _class_plan(problem: Problem, gang: Gang, room: Room) -> ClassPlan:
+    """The gang's :data:`ClassPlan`, made on its first trial in this room (a gang is tried once per
+    topology attempt, and the plan is the same for each)."""
+    plan = room.class_plans.get(gang.index)
+    if plan is None:
+        classes = [problem.classes[c] for c in gang.classes]
+        if len(classes) > 1:
+            classes.sort(key=lambda pc: (-problem.shapes[pc.shape].gpus, pc.index))
+        plan = []
+        for pod_class in classes:
+            shape = problem.shapes[pod_class.shape]
+            asks = {name: amount for name, amount in zip(problem.resources, shape.request, strict=True) if amount > 0}
+            plan.append((pod_class, shape, asks))
+        room.class_plans[gang.index] = plan
+    return plan
 
 
 def _attach_allows(attach: AttachTracker, shape: Shape, room: Room, node: int) -> bool:

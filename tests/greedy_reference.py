@@ -54,6 +54,7 @@ class ScanRoom:
         self.full: set[object] = set()
         """Never filled: the reference remembers no empty query, it scans every time."""
         self.gang_sizes: dict[int, tuple[int, int]] = {}
+        self.class_plans: dict[int, list[object]] = {}
 
     def query_key(self, request: tuple[int, ...], eligible: dict[int, int], within: list[int] | None) -> object:
         return None
