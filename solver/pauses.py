@@ -1,11 +1,18 @@
-"""No garbage-collector pauses while a cycle runs.
+"""No garbage-collector pauses while a cycle runs, and its survivors kept out of the young passes.
 
 A snapshot of a thousand nodes is hundreds of thousands of Python objects, and a cycle allocates
 as many again (model rows, dicts of counts). CPython's cyclic collector then runs its full passes
 again and again over all of them, a large share of the cycle's CPU time (benchmarks/RESULTS.md),
 for no garbage (the cycle's objects die by reference counting). The collector is paused for the
-duration of a solve or a check and put back as it was; whatever cyclic garbage the call left is
-collected at the next collection after it.
+duration of a solve or a check and put back as it was.
+
+What the call made and left alive (its decision, the caches it keeps on the snapshot) would all sit
+in the youngest generation when the pause ends: the next young pass would walk every object of it,
+and a pass of the middle generation walk them again, freeing nothing. So the outermost pause ends
+by moving every tracked object to the oldest generation at once (``gc.freeze`` then
+``gc.unfreeze``, no walk), which only a full collection walks. Whatever cyclic garbage the call
+left waits for that full collection; the solver leaves almost none (a CP-SAT model is no reference
+cycle, :mod:`vcsat.solver.fresh_model`).
 """
 
 from __future__ import annotations
@@ -23,4 +30,16 @@ def no_gc_pauses() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            keep_as_old()
             gc.enable()
+
+
+def keep_as_old() -> None:
+    """Move every object the collector tracks to its oldest generation, without walking them.
+
+    Skipped when something in the process keeps objects frozen (the live scheduler's tenure,
+    :mod:`vcsat.adapters.live.gc_tenure`, or a program's own): ``gc.unfreeze`` would release them.
+    """
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
