@@ -697,7 +697,7 @@ class Scheduler:
             "snapshot_cpu_seconds": round(result.snapshot_cpu_seconds or 0.0, 3),
             "solve_cpu_seconds": round(result.solve_cpu_seconds or 0.0, 3),
             "changes": result.changes,
-            "gc": self.gc.totals(),
+            "gc": {**self.gc.totals(), "frozen": self.tenure.frozen, "full": self.tenure.full_collections},
         }
         if report is not None:
             fields.update(
