@@ -34,12 +34,24 @@ def no_gc_pauses() -> Iterator[None]:
             gc.enable()
 
 
+_held = False
+"""Whether the process keeps objects frozen on purpose (:func:`hold_frozen`)."""
+
+
+def hold_frozen(held: bool) -> None:
+    """Say that the process keeps objects frozen (``held``), or no longer: the live scheduler's
+    tenure (:mod:`vcsat.adapters.live.gc_tenure`). While held, a pause ends without counting them:
+    ``gc.get_freeze_count`` walks every frozen object (0.04 CPU-s for 700,000 on a loaded box)."""
+    global _held
+    _held = held
+
+
 def keep_as_old() -> None:
     """Move every object the collector tracks to its oldest generation, without walking them.
 
-    Skipped when something in the process keeps objects frozen (the live scheduler's tenure,
-    :mod:`vcsat.adapters.live.gc_tenure`, or a program's own): ``gc.unfreeze`` would release them.
+    Skipped while the process keeps objects frozen (:func:`hold_frozen`, or a program's own
+    ``gc.freeze``): ``gc.unfreeze`` would release them. With none frozen the count costs nothing.
     """
-    if gc.get_freeze_count() == 0:
+    if not _held and gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()

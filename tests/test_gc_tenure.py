@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vcsat.adapters.live.gc_tenure import GROWTH, Tenure
+from vcsat.solver import pauses
 
 
 class _Node:
@@ -50,12 +51,14 @@ def test_survivors_are_frozen_and_given_back_on_release(tenure: Tenure) -> None:
     assert tenure.full_collections == 1, "the first time collects in full"
     assert gc.get_freeze_count() == tenure.frozen > 0
     assert not _tracked_anywhere(kept), "frozen: in no generation a collection walks"
+    assert pauses._held, "the solver's pauses told: they leave the frozen objects uncounted"
     made_after = [[3]]
     tenure.after_cycle()
     assert not _tracked_anywhere(made_after)
     assert tenure.full_collections == 1, "no growth beyond the margin: no second full collection"
     tenure.release()
     assert gc.get_freeze_count() == 0
+    assert not pauses._held
     assert _tracked_anywhere(kept) and _tracked_anywhere(made_after)
 
 

@@ -13,7 +13,7 @@ import pytest
 from vcsat.adapters.convert.instance_file import read_snapshot
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.solver import check, solve
-from vcsat.solver.pauses import no_gc_pauses
+from vcsat.solver.pauses import hold_frozen, no_gc_pauses
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances"
 POLICY = Policy(time_limit_s=5.0, num_workers=1)
@@ -103,3 +103,19 @@ def test_nested_pauses_move_once_at_the_outer_end() -> None:
         assert id(inner) in _young_ids(), "the inner end moves nothing"
     assert gc.isenabled()
     assert id(inner) in _oldest_ids()
+
+
+def test_a_pause_leaves_the_generations_as_they_are_while_the_process_holds_frozen_objects() -> None:
+    """The live scheduler's tenure says it holds frozen objects: a pause then neither counts them
+    (a walk of them all) nor moves anything."""
+    hold_frozen(True)
+    try:
+        with no_gc_pauses():
+            made = [[1], [2]]
+        assert gc.isenabled()
+        assert id(made) in _young_ids()
+    finally:
+        hold_frozen(False)
+    with no_gc_pauses():
+        again = [[3]]
+    assert id(again) in _oldest_ids(), "no longer held: moved again"
