@@ -15,9 +15,9 @@ frozen there is still freed by reference counting when its last reference goes; 
 garbage made of frozen objects would stay. So the frozen objects are bounded after each freeze
 (the last count plus what was frozen since; an exact count walks them all, so it is made only when
 that bound passes the margin), and once they are more than ``growth`` above the fewest counted since
-the last full collection, they are unfrozen and collected in full: memory stays within that margin of what is alive, as with
-CPython's own rule, but the walk of everything happens when the live set grows (or leaks), not on
-every batch of watch events.
+the last full collection, they are unfrozen and collected in full: memory stays within that
+margin of what is alive, as with CPython's own rule, but the walk of everything happens when the
+live set grows (or leaks), not on every batch of watch events.
 
 The scheduler's process is its own (``vcsat scheduler``): the tenure owns the permanent
 generation, and :meth:`Tenure.release` (on close) gives everything back to the collector.
