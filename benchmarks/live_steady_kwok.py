@@ -253,6 +253,7 @@ FIELDS = (
     "failed",
     "unschedulable",
     "changes",
+    "gc",
 )
 
 

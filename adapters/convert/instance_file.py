@@ -9,7 +9,6 @@ then reads the objects.
 from __future__ import annotations
 
 import codecs
-import gc
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -106,27 +105,11 @@ def read_cycle(
         snapshot = snapshot_from_objects(
             objects, scheduler_name=scheduler_name, source=str(path), strict=strict, now=now
         )
-        # Freed while the collector is paused: put back first, its first pass would walk the whole
-        # tree once more (everything made while it was paused is in its youngest generation).
+        # Freed while the collector is paused: the pause's end moves what is left (the snapshot) to
+        # the oldest generation without a walk (:func:`vcsat.solver.pauses.keep_as_old`); the tree
+        # would be moved with it and walked by the next full pass.
         del objects
-        _keep_as_old()
     return snapshot, "early" in cycles
-
-
-def _keep_as_old() -> None:
-    """Move every object the collector tracks to its oldest generation, without walking them.
-
-    What the read leaves is the snapshot: hundreds of thousands of model objects that live as long
-    as the cycle and hold no reference cycle. Made while the collector is paused, they would all
-    sit in its youngest generation; its first pass after the pause would walk every one of them,
-    and a later pass of the middle generation (after the solver's own pause) walk them all again,
-    finding nothing to free. The oldest generation is walked only by a full collection.
-    ``gc.freeze`` then ``gc.unfreeze`` moves them there at once. Skipped when something in the
-    process has frozen objects of its own (``unfreeze`` would release them too).
-    """
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:

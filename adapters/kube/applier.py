@@ -215,14 +215,20 @@ class PendingApply:
         return self._left
 
     def add_done_callback(self, callback: Callable[[ApplyReport], None]) -> None:
-        """``callback(report)`` once done (in the applier's thread); a failed apply is logged instead."""
+        """``callback(report)`` once done (in the applier's thread); a failed apply is logged instead.
+
+        The future keeps its callbacks after running them, and a callback usually holds what holds
+        this apply (the scheduler's cycle result: its snapshot and decision), a reference cycle the
+        cyclic collector alone would free. So the callback is let go of once it has run."""
+        waiting = [callback]
 
         def done(future: Future[ApplyReport]) -> None:
+            call = waiting.pop()
             try:
                 report = future.result()
             except Exception:
                 log.exception("applying a decision failed")
                 return
-            callback(report)
+            call(report)
 
         self._finished.add_done_callback(done)

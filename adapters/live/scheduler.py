@@ -88,6 +88,7 @@ from vcsat.adapters.kube.informer import InformerSet
 from vcsat.adapters.live.cycle_cap import DEFAULT_TARGET_S, CycleCap, arrived, defer
 from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 from vcsat.adapters.live.gc_clock import GcClock
+from vcsat.adapters.live.gc_tenure import Tenure
 from vcsat.adapters.live.isolate import Isolator
 from vcsat.model import Decision, PodGroupOutcome, Policy, Snapshot
 
@@ -284,6 +285,8 @@ class Scheduler:
         """``Store.relevant_by_kind`` at the last cycle's snapshot."""
         self.gc = GcClock()
         """The cyclic collector's work in this process since :meth:`start` (logged with each cycle)."""
+        self.tenure = Tenure()
+        """What survives each of :meth:`run`'s cycles is frozen out of the collector's passes."""
         if dump_dir is not None:
             dump_dir.mkdir(parents=True, exist_ok=True)
             self.cycles = _last_cycle_number(dump_dir)
@@ -301,6 +304,7 @@ class Scheduler:
     def close(self) -> None:
         self.informers.stop()
         self.applier.close()
+        self.tenure.release()
         self.gc.stop()
 
     def ready(self) -> bool:
@@ -402,6 +406,9 @@ class Scheduler:
                 else:
                     log.error("cycle failed again", extra={"error": repr(error)})
                 failure = repr(error)
+            # The loop owns the process: its caches and the cycle's survivors out of the collector's
+            # walks, the cycle's cyclic garbage freed (:mod:`vcsat.adapters.live.gc_tenure`).
+            self.tenure.after_cycle()
             ended = time.monotonic()
             next_at = ended + self.period_s
             self._rest_until = ended + REST_PER_CYCLE_SECOND * (ended - started)
@@ -693,7 +700,7 @@ class Scheduler:
             "snapshot_cpu_seconds": round(result.snapshot_cpu_seconds or 0.0, 3),
             "solve_cpu_seconds": round(result.solve_cpu_seconds or 0.0, 3),
             "changes": result.changes,
-            "gc": self.gc.totals(),
+            "gc": {**self.gc.totals(), "frozen": self.tenure.frozen, "full": self.tenure.full_collections},
         }
         if report is not None:
             fields.update(

@@ -53,6 +53,7 @@ from ortools.sat.python import cp_model
 from vcsat.model import Pod
 from vcsat.model.conformance import protection
 from vcsat.model.gpus import GpuHoldings, gpu_holdings
+from vcsat.solver.fresh_model import new_cp_model
 from vcsat.solver.greedy import gang_order
 from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_resources
 from vcsat.solver.preemption.antiaffinity import AntiAffinity, victims_by_key
@@ -356,7 +357,7 @@ def _run(
         out.notes.append(f"{reason}: no waiting gang fits even with every victim evicted")
         return
 
-    cp = cp_model.CpModel()
+    cp = new_cp_model()
     upper: dict[int, int] = {}
     placed = {g.index: cp.new_bool_var(f"placed[{g.index}]") for g in preemptors}
     x: dict[tuple[int, int], cp_model.IntVar] = {}

@@ -23,6 +23,7 @@ from vcsat.solver.constraints.share_room import add_share_room
 from vcsat.solver.constraints.spread import SpreadVars, add_spread, spread_hint_values
 from vcsat.solver.constraints.symmetry import add_symmetry_breaking, order_like_model, weight
 from vcsat.solver.constraints.topology import add_topology, domain_counts
+from vcsat.solver.fresh_model import new_cp_model
 from vcsat.solver.objectives.fairness import drf_levels, fairness_levels
 from vcsat.solver.objectives.interpod import preference_levels as interpod_preference_levels
 from vcsat.solver.objectives.locality import locality_levels
@@ -228,7 +229,7 @@ def _search(
     policy = problem.policy
     # A neighbourhood lacks most of the model's solutions: its bounds prove nothing either.
     restricted = restricted or free_nodes is not None
-    cp = cp_model.CpModel()
+    cp = new_cp_model()
     v = create_variables(cp, problem, buckets)
     add_gang(cp, problem, v)
     add_capacity(cp, problem, v, buckets)
