@@ -39,13 +39,16 @@ from dataclasses import dataclass, field
 
 SECOND_FILL = "second_fill"
 EXCHANGE = "exchange"
+"""The exchange's trades of each queue's own gangs (:mod:`vcsat.solver.search.exchange`)."""
+EXCHANGE_ACROSS = "exchange_across"
+"""The exchange's trades across queues, per rank of waiting gangs, asked after the queues' own."""
 SEARCH = "search"
 TOP_UP = "top_up"
 NEIGHBOURHOOD = "neighbourhood"
 EVICTIONS = "evictions"
 EVICTION_BUDGET = "eviction_budget"
 """The eviction phase's deterministic budget beyond its stages' minimum (asked once the phase runs)."""
-STEPS = (SECOND_FILL, SEARCH, TOP_UP, NEIGHBOURHOOD, EXCHANGE, EVICTIONS, EVICTION_BUDGET)
+STEPS = (SECOND_FILL, SEARCH, TOP_UP, NEIGHBOURHOOD, EXCHANGE, EXCHANGE_ACROSS, EVICTIONS, EVICTION_BUDGET)
 """The optional steps, in the order a cycle meets them."""
 
 FILL_PER_GREEDY = 1.3
@@ -70,6 +73,13 @@ gangs, a few candidate nodes per class), and so are building it and CP-SAT's sol
 EVICTION_RUN_PER_NODE = 4e-5
 """CPU seconds per node of one eviction run besides: its room over every node, the scans of the
 nodes its preemptors' classes may use, its victims picked out of the phase's."""
+TRADE_PER_NODE = 2e-4
+"""CPU seconds per node of one exchange trade: the decision without the gangs taken out, the room
+it leaves rebuilt twice (one node at a time), two greedy top-ups over the gangs left out, the
+objective's first levels. Measured 0.15-0.17 CPU-s per trade on average on the 1,000-node shapes
+(at most 0.38 for one trade), whether 500 or 1,260 gangs wait: the per-node work dominates. One
+greedy fill per trade (the prediction before) is 2-3 times what a trade costs where few gangs
+wait."""
 RESERVE_PER_NODE = 4e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out."""
@@ -97,6 +107,10 @@ class WallPlan:
     """Some step was skipped for time (not only because :attr:`skip` named it)."""
     greedy_cpu: float | None = None
     """The first greedy's CPU seconds, when it ran in this solve."""
+    ahead: float = 0.0
+    """CPU seconds kept back, besides the reserve, for a later optional step the cycle means to
+    reach (the exchange, when the warm start has trades to try): the steps before it are asked
+    whether they end before the deadline less this too."""
     _wall_start: float = 0.0
     _cpu_start: float = 0.0
 
@@ -121,6 +135,10 @@ class WallPlan:
             return FILL_PER_GREEDY * self.greedy_cpu
         return FILL_PER_NODE * self.nodes
 
+    def exchange_cost(self, trades: int) -> float:
+        """Predicted CPU seconds of ``trades`` exchange trades (:data:`TRADE_PER_NODE`)."""
+        return TRADE_PER_NODE * self.nodes * trades
+
     @staticmethod
     def model_cost(slots: int) -> float:
         """Predicted CPU seconds to build a model of ``slots`` slots and reach a first solution."""
@@ -142,11 +160,13 @@ class WallPlan:
         )
 
     def left(self, last: bool = False) -> float | None:
-        """Wall seconds until the deadline less the reserve, or only the :attr:`tail` for the
-        ``last`` step (None without a deadline)."""
+        """Wall seconds until the deadline less the reserve and what is kept :attr:`ahead`, or only
+        the :attr:`tail` for the ``last`` step (None without a deadline)."""
         if self.deadline is None:
             return None
-        return self.deadline - self.now() - (self.tail if last else self.reserve)
+        if last:
+            return self.deadline - self.now() - self.tail
+        return self.deadline - self.now() - self.reserve - self.ahead * self.slowdown()
 
     def allows(self, step: str, cpu_cost: float, *, last: bool = False) -> bool:
         """Whether ``step``, predicted to cost ``cpu_cost`` CPU seconds, may start: not in

@@ -36,6 +36,7 @@ from vcsat.solver.deadline import (
     EVICTION_BUDGET,
     EVICTIONS,
     EXCHANGE,
+    EXCHANGE_ACROSS,
     NEIGHBOURHOOD,
     SEARCH,
     SECOND_FILL,
@@ -129,8 +130,10 @@ def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None
     policy = problem.policy
     if not policy.search or within_tolerance(sum(start.values.values()), start.bound, policy.relative_gap):
         return start
-    if plan is not None and not plan.allows(SECOND_FILL, plan.fill_cost()):
-        return start
+    if plan is not None:
+        keep_for_exchange(problem, plan, start.hint)
+        if not plan.allows(SECOND_FILL, plan.fill_cost()):
+            return start
     other = greedy_by_gain(problem)
     first_levels = (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))
     if other is None or _lexicographic(problem, other) <= first_levels:
@@ -174,6 +177,20 @@ def _bound(
         proven = [b for b in (lp_bounds.get(rank), search_bounds.get(level_name(rank))) if b is not None]
         bound += max(value, min(proven)) if proven else value
     return values, bound, lp_bounds
+
+
+def keep_for_exchange(problem: Problem, plan: WallPlan, assignment: Assignment) -> None:
+    """Keep back, from the steps before the exchange (the second fill, the search, its top-up and
+    the neighbourhood rounds), the predicted cost of the exchange's first step on ``assignment``
+    (its queues' own trades, else its trades across queues), when the cycle has a deadline: on a
+    short limit those steps would otherwise take every second up to it, and the exchange, which
+    places in a few trades what no search on a short budget finds, would never start. A step that
+    no longer fits is skipped and named, so a replay skips it too; none, without a deadline."""
+    if plan.deadline is None or not problem.policy.search:
+        return
+    queues = trading_queues(problem, assignment)
+    trades = len(queues) if queues else 2 * len(trading_ranks(problem, assignment))
+    plan.ahead = plan.exchange_cost(trades)
 
 
 def exchange_due(search: bool, status: str, within: bool) -> bool:
@@ -259,6 +276,11 @@ def _solve(
     start = warm_start(problem, first, plan)
     hint, hint_values, hint_fair, first_bounds = start.hint, start.values, start.fair, start.first_bounds
     greedy_bound = start.bound
+    if plan.ahead and start.hint is not first:
+        keep_for_exchange(problem, plan, hint)  # the second fill's decision, whose trades differ
+    if wall and plan.ahead:
+        # The search, its top-up and the neighbourhood rounds stop in time for the exchange.
+        clock.deadline = min(clock.deadline or deadline, deadline - plan.reserve - plan.ahead * plan.slowdown())
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
     search = max(0.0, policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes))
     budget = search if policy.search else 0.0
@@ -312,22 +334,26 @@ def _solve(
         # The main search's bounds held the levels above at its own decision's values.
         values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
         objective = sum(values.values())
+    plan.ahead = 0.0  # the exchange's own time, from here on
     if exchange_due(policy.search, status, within_tolerance(objective, bound, policy.relative_gap)):
         # Still short of the bound, after a search or where it was skipped (for time, or its
         # model not built): a queue's lower-priority gangs traded for its waiting higher-priority
         # ones, which no search on a short budget finds (:mod:`exchange`).
         queues = trading_queues(problem, assignment)
         ranks = trading_ranks(problem, assignment)
-        # Each trade takes gangs out and tops the decision up twice over the room they leave: well
-        # under one whole greedy fill, so one fill's cost per queue (and per rank's two trades
-        # across queues) bounds it.
-        if (queues or ranks) and plan.allows(EXCHANGE, (len(queues) + len(ranks)) * plan.fill_cost()):
-            traded = exchange(problem, assignment, _lexicographic, queues, ranks)
-            if traded is not assignment:
-                assignment, status = traded, "FEASIBLE"
-                now = bindings(problem, assignment, assignment.shape_slots)
-                values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
-                objective = sum(values.values())
+        # Two steps, each asked at its own predicted cost (one trade per queue, two per rank), so
+        # that the queues' own trades run where all of them would not fit: the same trades in the
+        # same order as one call when both run.
+        traded = assignment
+        if queues and plan.allows(EXCHANGE, plan.exchange_cost(len(queues))):
+            traded = exchange(problem, traded, _lexicographic, queues)
+        if ranks and plan.allows(EXCHANGE_ACROSS, plan.exchange_cost(2 * len(ranks))):
+            traded = exchange(problem, traded, _lexicographic, [], ranks)
+        if traded is not assignment:
+            assignment, status = traded, "FEASIBLE"
+            now = bindings(problem, assignment, assignment.shape_slots)
+            values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
+            objective = sum(values.values())
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
     if status == "FALLBACK" and bound == objective and not result.levels and not result.skipped:
