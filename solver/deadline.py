@@ -20,9 +20,18 @@ the preemptors' work, still placing the highest-ranked gangs) when set-up and th
 otherwise not at all (``evictions`` skipped). Both cuts are decided before the phase starts and
 depend on no clock inside it, so a replay given the same names decides the same.
 
-The prediction is a conservative constant per unit of size (node, model slot, eviction run, the first greedy's
-own time), in CPU seconds as measured on an idle machine, times how much slower than its CPU time
-this cycle's solve has run on the wall clock so far: a machine busy with other work slows every
+The exchange (:mod:`vcsat.solver.search.exchange`) is asked as two steps, the queues' own trades
+and then the trades across queues, each at its number of trades: where both do not fit, the first
+may. When the warm start is outside the tolerance and has trades to try, the steps before the
+exchange (the second fill, the search, its top-up, the neighbourhood rounds, and the search's own
+wall deadline) also keep back the exchange's first step's predicted cost (:attr:`WallPlan.ahead`):
+on a short limit they would otherwise take every second up to the deadline, and the exchange,
+which in a few trades places what no search on a short budget finds, would never start.
+
+The prediction is a conservative constant per unit of size (node, model slot, eviction run,
+exchange trade, the first greedy's own time), in CPU seconds as measured on an idle machine (the
+exchange's on the shared one under load, which only errs high), times how much slower than its
+CPU time this cycle's solve has run on the wall clock so far: a machine busy with other work slows every
 step alike, and a prediction read off the idle machine alone would overrun there.
 
 A skipped step leaves the best decision in hand and says so: its name is recorded
@@ -60,6 +69,11 @@ BUILD_PER_SLOT = 3e-6
 """CPU seconds per (bucket, node) slot to build a CP-SAT model of the whole problem (variables,
 capacity, topology and the rest) before its first solve; a neighbourhood's model is built over
 every slot too (the slots outside it are fixed, not left out)."""
+BUILD_PER_GANG = 3e-4
+"""CPU seconds per gang to place, besides the slots, to build a CP-SAT model of the whole problem:
+its variables, gang and fair-share constraints and the warm start's hint grow with the gangs.
+Measured 0.45-0.80 CPU-s for 1,830-1,950 gangs over 7,000-13,000 slots (the 1,000-node shapes),
+where the slots alone predicted 0.02-0.04 and the search ran past the deadline it was asked for."""
 FIRST_SOLUTION_SECONDS = 0.1
 """CPU seconds a built model needs at least to reach a first solution worth having."""
 EVICTIONS_PER_NODE = 6e-5
@@ -140,9 +154,10 @@ class WallPlan:
         return TRADE_PER_NODE * self.nodes * trades
 
     @staticmethod
-    def model_cost(slots: int) -> float:
-        """Predicted CPU seconds to build a model of ``slots`` slots and reach a first solution."""
-        return BUILD_PER_SLOT * slots + FIRST_SOLUTION_SECONDS
+    def model_cost(slots: int, gangs: int = 0) -> float:
+        """Predicted CPU seconds to build a model of ``slots`` slots placing ``gangs`` gangs and
+        reach a first solution."""
+        return BUILD_PER_SLOT * slots + BUILD_PER_GANG * gangs + FIRST_SOLUTION_SECONDS
 
     @property
     def tail(self) -> float:

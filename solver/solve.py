@@ -208,6 +208,19 @@ def model_slots(problem: Problem) -> int:
     return sum(len(bucket.nodes) for bucket in problem.buckets)
 
 
+def model_size(problem: Problem) -> tuple[int, int]:
+    """The whole problem's CP-SAT model's slots and gangs to place: what building it costs."""
+    return model_slots(problem), len(problem.candidates)
+
+
+def search_cost(problem: Problem, search: float) -> float:
+    """Predicted CPU seconds of the allocate search up to a first solution (:func:`_search`): one
+    model of the whole problem built, two where the neighbourhood of the warm start (built over
+    every slot too) goes first."""
+    builds = 2 if fits(problem, search * (1 - NEIGHBOURHOOD_FIRST_SHARE)) else 1
+    return builds * WallPlan.model_cost(*model_size(problem))
+
+
 def spread_broken(problem: Problem, placed: list[Binding]) -> bool:
     """Whether these bindings leave a topology spread constraint beyond its maxSkew."""
     state = SpreadState(problem.spread)
@@ -288,7 +301,7 @@ def _solve(
         # The stop rule (:mod:`vcsat.solver.search.stop`): the greedy decision is already proven
         # within the policy's tolerance, so no model is built and no search runs.
         result = ExactResult(None, False, notes=["greedy decision within the relative gap: no search"], skipped=True)
-    elif policy.search and not plan.allows(SEARCH, plan.model_cost(model_slots(problem))):
+    elif policy.search and not plan.allows(SEARCH, search_cost(problem, search)):
         # Building the model alone would take the cycle past its deadline: the greedy's decision.
         result = ExactResult(None, False, notes=["search skipped: no time left to build its model"], skipped=True)
     elif policy.search:
@@ -320,7 +333,7 @@ def _solve(
         # The decision is further from the bound than the policy accepts: search around it, again
         # around each improvement while the search budget lasts.
         rounds -= 1
-        if not plan.allows(NEIGHBOURHOOD, plan.model_cost(model_slots(problem)) + plan.fill_cost()):
+        if not plan.allows(NEIGHBOURHOOD, WallPlan.model_cost(*model_size(problem)) + plan.fill_cost()):
             break  # its model would not be built (and topped up) before the deadline
         around = {level_name(rank): b for rank, b in lp_bounds.items()}
         left = search - clock.spent

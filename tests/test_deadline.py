@@ -187,6 +187,11 @@ def test_the_exchange_cost_grows_with_nodes_and_trades(
     assert WallPlan(None, 1000).exchange_cost(3) == pytest.approx(3 * WallPlan(None, 1000).exchange_cost(1))
 
 
+@pytest.mark.parametrize(("slots", "gangs", "than_slots", "than_gangs"), [(1000, 0, 2000, 0), (1000, 10, 1000, 2000)])
+def test_the_model_cost_grows_with_slots_and_gangs(slots: int, gangs: int, than_slots: int, than_gangs: int) -> None:
+    assert 0 < WallPlan.model_cost(slots, gangs) < WallPlan.model_cost(than_slots, than_gangs)
+
+
 def test_the_exchange_steps_follow_the_neighbourhood_in_the_order_met() -> None:
     assert STEPS.index(NEIGHBOURHOOD) + 1 == STEPS.index(EXCHANGE) == STEPS.index(EXCHANGE_ACROSS) - 1
 

@@ -28,7 +28,6 @@
 
 from __future__ import annotations
 
-import functools
 import importlib
 import time
 from typing import Any
@@ -231,6 +230,17 @@ def test_the_exchange_runs_on_the_greedy_decision_when_the_search_is_skipped(
         assert decision.solver.objective > sum(_solve_module._placed(problem, bad).values())
 
 
+def _frozen_at(now: float) -> type[WallPlan]:
+    """:class:`WallPlan` on a wall clock stopped at ``now``."""
+
+    class Frozen(WallPlan):
+        def __post_init__(self) -> None:
+            self.now = lambda: now
+            super().__post_init__()
+
+    return Frozen
+
+
 def test_a_short_deadline_gives_the_exchange_the_time_the_search_would_take(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a wall clock that does not move (so the plan's arithmetic is exact): a time limit with
     room for the search's model but not for it and the exchange's trades after it skips the
@@ -246,12 +256,13 @@ def test_a_short_deadline_gives_the_exchange_the_time_the_search_would_take(monk
     now = time.monotonic()
     costs = WallPlan(None, len(problem.nodes))
     ahead = costs.exchange_cost(len(trading_queues(problem, start(problem))))
-    model = WallPlan.model_cost(_solve_module.model_slots(problem))
+    search = ALLOCATE.time_limit_s * _solve_module.SEARCH_SHARE - _solve_module.OVERHEAD_PER_NODE * len(problem.nodes)
+    model = _solve_module.search_cost(problem, search)
     assert ahead > 0
     policy = ALLOCATE.model_copy(update={"time_limit_s": costs.reserve + model + ahead / 2})
     with monkeypatch.context() as patch:
         patch.setattr(_solve_module, "greedy", start)
-        patch.setattr(_solve_module, "WallPlan", functools.partial(WallPlan, now=lambda: now))
+        patch.setattr(_solve_module, "WallPlan", _frozen_at(now))
         decision = solve(snap, policy, started=now, wall=True, skip=(SECOND_FILL,))
         replay = solve(snap, policy, wall=False, skip=decision.solver.skipped)
     assert check(snap, decision, policy) == []
