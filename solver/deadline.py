@@ -23,10 +23,11 @@ depend on no clock inside it, so a replay given the same names decides the same.
 The exchange (:mod:`vcsat.solver.search.exchange`) is asked as two steps, the queues' own trades
 and then the trades across queues, each at its number of trades: where both do not fit, the first
 may. When the warm start is outside the tolerance and has trades to try, the steps before the
-exchange (the second fill, the search, its top-up, the neighbourhood rounds, and the search's own
-wall deadline) also keep back the exchange's first step's predicted cost (:attr:`WallPlan.ahead`):
-on a short limit they would otherwise take every second up to the deadline, and the exchange,
-which in a few trades places what no search on a short budget finds, would never start.
+exchange (the search, its top-up, the neighbourhood rounds, and the search's own wall deadline;
+not the greedy's second fill, which often brings the warm start within the tolerance) also keep
+back the exchange's first step's predicted cost (:attr:`WallPlan.ahead`): on a short limit they
+would otherwise take every second up to the deadline, and the exchange, which in a few trades
+places what no search on a short budget finds, would never start.
 
 The prediction is a conservative constant per unit of size (node, model slot, eviction run,
 exchange trade, the first greedy's own time), in CPU seconds as measured on an idle machine (the

@@ -130,10 +130,8 @@ def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None
     policy = problem.policy
     if not policy.search or within_tolerance(sum(start.values.values()), start.bound, policy.relative_gap):
         return start
-    if plan is not None:
-        keep_for_exchange(problem, plan, start.hint)
-        if not plan.allows(SECOND_FILL, plan.fill_cost()):
-            return start
+    if plan is not None and not plan.allows(SECOND_FILL, plan.fill_cost()):
+        return start
     other = greedy_by_gain(problem)
     first_levels = (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))
     if other is None or _lexicographic(problem, other) <= first_levels:
@@ -180,8 +178,8 @@ def _bound(
 
 
 def keep_for_exchange(problem: Problem, plan: WallPlan, assignment: Assignment) -> None:
-    """Keep back, from the steps before the exchange (the second fill, the search, its top-up and
-    the neighbourhood rounds), the predicted cost of the exchange's first step on ``assignment``
+    """Keep back, from the steps before the exchange (the search, its top-up and the
+    neighbourhood rounds), the predicted cost of the exchange's first step on ``assignment``
     (its queues' own trades, else its trades across queues), when the cycle has a deadline: on a
     short limit those steps would otherwise take every second up to it, and the exchange, which
     places in a few trades what no search on a short budget finds, would never start. A step that
@@ -289,8 +287,10 @@ def _solve(
     start = warm_start(problem, first, plan)
     hint, hint_values, hint_fair, first_bounds = start.hint, start.values, start.fair, start.first_bounds
     greedy_bound = start.bound
-    if plan.ahead and start.hint is not first:
-        keep_for_exchange(problem, plan, hint)  # the second fill's decision, whose trades differ
+    if not within_tolerance(sum(hint_values.values()), greedy_bound, policy.relative_gap):
+        # After the second fill, which the exchange does not replace (on capped and over-served
+        # shapes it brings the warm start within the tolerance where no trade does).
+        keep_for_exchange(problem, plan, hint)
     if wall and plan.ahead:
         # The search, its top-up and the neighbourhood rounds stop in time for the exchange.
         clock.deadline = min(clock.deadline or deadline, deadline - plan.reserve - plan.ahead * plan.slowdown())
