@@ -20,9 +20,19 @@ the preemptors' work, still placing the highest-ranked gangs) when set-up and th
 otherwise not at all (``evictions`` skipped). Both cuts are decided before the phase starts and
 depend on no clock inside it, so a replay given the same names decides the same.
 
-The prediction is a conservative constant per unit of size (node, model slot, eviction run, the first greedy's
-own time), in CPU seconds as measured on an idle machine, times how much slower than its CPU time
-this cycle's solve has run on the wall clock so far: a machine busy with other work slows every
+The exchange (:mod:`vcsat.solver.search.exchange`) is asked as two steps, the queues' own trades
+and then the trades across queues, each at its number of trades: where both do not fit, the first
+may. When the warm start is outside the tolerance and has trades to try, the steps before the
+exchange (the search, its top-up, the neighbourhood rounds, and the search's own wall deadline;
+not the greedy's second fill, which often brings the warm start within the tolerance) also keep
+back the exchange's first step's predicted cost (:attr:`WallPlan.ahead`): on a short limit they
+would otherwise take every second up to the deadline, and the exchange, which in a few trades
+places what no search on a short budget finds, would never start.
+
+The prediction is a conservative constant per unit of size (node, model slot, eviction run,
+exchange trade, the first greedy's own time), in CPU seconds as measured on an idle machine (the
+exchange's on the shared one under load, which only errs high), times how much slower than its
+CPU time this cycle's solve has run on the wall clock so far: a machine busy with other work slows every
 step alike, and a prediction read off the idle machine alone would overrun there.
 
 A skipped step leaves the best decision in hand and says so: its name is recorded
@@ -39,13 +49,16 @@ from dataclasses import dataclass, field
 
 SECOND_FILL = "second_fill"
 EXCHANGE = "exchange"
+"""The exchange's trades of each queue's own gangs (:mod:`vcsat.solver.search.exchange`)."""
+EXCHANGE_ACROSS = "exchange_across"
+"""The exchange's trades across queues, per rank of waiting gangs, asked after the queues' own."""
 SEARCH = "search"
 TOP_UP = "top_up"
 NEIGHBOURHOOD = "neighbourhood"
 EVICTIONS = "evictions"
 EVICTION_BUDGET = "eviction_budget"
 """The eviction phase's deterministic budget beyond its stages' minimum (asked once the phase runs)."""
-STEPS = (SECOND_FILL, SEARCH, TOP_UP, NEIGHBOURHOOD, EXCHANGE, EVICTIONS, EVICTION_BUDGET)
+STEPS = (SECOND_FILL, SEARCH, TOP_UP, NEIGHBOURHOOD, EXCHANGE, EXCHANGE_ACROSS, EVICTIONS, EVICTION_BUDGET)
 """The optional steps, in the order a cycle meets them."""
 
 FILL_PER_GREEDY = 1.3
@@ -57,6 +70,11 @@ BUILD_PER_SLOT = 3e-6
 """CPU seconds per (bucket, node) slot to build a CP-SAT model of the whole problem (variables,
 capacity, topology and the rest) before its first solve; a neighbourhood's model is built over
 every slot too (the slots outside it are fixed, not left out)."""
+BUILD_PER_GANG = 3e-4
+"""CPU seconds per gang to place, besides the slots, to build a CP-SAT model of the whole problem:
+its variables, gang and fair-share constraints and the warm start's hint grow with the gangs.
+Measured 0.45-0.80 CPU-s for 1,830-1,950 gangs over 7,000-13,000 slots (the 1,000-node shapes),
+where the slots alone predicted 0.02-0.04 and the search ran past the deadline it was asked for."""
 FIRST_SOLUTION_SECONDS = 0.1
 """CPU seconds a built model needs at least to reach a first solution worth having."""
 EVICTIONS_PER_NODE = 6e-5
@@ -70,6 +88,13 @@ gangs, a few candidate nodes per class), and so are building it and CP-SAT's sol
 EVICTION_RUN_PER_NODE = 4e-5
 """CPU seconds per node of one eviction run besides: its room over every node, the scans of the
 nodes its preemptors' classes may use, its victims picked out of the phase's."""
+TRADE_PER_NODE = 2e-4
+"""CPU seconds per node of one exchange trade: the decision without the gangs taken out, the room
+it leaves rebuilt twice (one node at a time), two greedy top-ups over the gangs left out, the
+objective's first levels. Measured 0.15-0.17 CPU-s per trade on average on the 1,000-node shapes
+(at most 0.38 for one trade), whether 500 or 1,260 gangs wait: the per-node work dominates. One
+greedy fill per trade (the prediction before) is 2-3 times what a trade costs where few gangs
+wait."""
 RESERVE_PER_NODE = 4e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out."""
@@ -97,6 +122,10 @@ class WallPlan:
     """Some step was skipped for time (not only because :attr:`skip` named it)."""
     greedy_cpu: float | None = None
     """The first greedy's CPU seconds, when it ran in this solve."""
+    ahead: float = 0.0
+    """CPU seconds kept back, besides the reserve, for a later optional step the cycle means to
+    reach (the exchange, when the warm start has trades to try): the steps before it are asked
+    whether they end before the deadline less this too."""
     _wall_start: float = 0.0
     _cpu_start: float = 0.0
 
@@ -121,10 +150,15 @@ class WallPlan:
             return FILL_PER_GREEDY * self.greedy_cpu
         return FILL_PER_NODE * self.nodes
 
+    def exchange_cost(self, trades: int) -> float:
+        """Predicted CPU seconds of ``trades`` exchange trades (:data:`TRADE_PER_NODE`)."""
+        return TRADE_PER_NODE * self.nodes * trades
+
     @staticmethod
-    def model_cost(slots: int) -> float:
-        """Predicted CPU seconds to build a model of ``slots`` slots and reach a first solution."""
-        return BUILD_PER_SLOT * slots + FIRST_SOLUTION_SECONDS
+    def model_cost(slots: int, gangs: int = 0) -> float:
+        """Predicted CPU seconds to build a model of ``slots`` slots placing ``gangs`` gangs and
+        reach a first solution."""
+        return BUILD_PER_SLOT * slots + BUILD_PER_GANG * gangs + FIRST_SOLUTION_SECONDS
 
     @property
     def tail(self) -> float:
@@ -142,11 +176,13 @@ class WallPlan:
         )
 
     def left(self, last: bool = False) -> float | None:
-        """Wall seconds until the deadline less the reserve, or only the :attr:`tail` for the
-        ``last`` step (None without a deadline)."""
+        """Wall seconds until the deadline less the reserve and what is kept :attr:`ahead`, or only
+        the :attr:`tail` for the ``last`` step (None without a deadline)."""
         if self.deadline is None:
             return None
-        return self.deadline - self.now() - (self.tail if last else self.reserve)
+        if last:
+            return self.deadline - self.now() - self.tail
+        return self.deadline - self.now() - self.reserve - self.ahead * self.slowdown()
 
     def allows(self, step: str, cpu_cost: float, *, last: bool = False) -> bool:
         """Whether ``step``, predicted to cost ``cpu_cost`` CPU seconds, may start: not in

@@ -36,6 +36,7 @@ from vcsat.solver.deadline import (
     EVICTION_BUDGET,
     EVICTIONS,
     EXCHANGE,
+    EXCHANGE_ACROSS,
     NEIGHBOURHOOD,
     SEARCH,
     SECOND_FILL,
@@ -176,6 +177,20 @@ def _bound(
     return values, bound, lp_bounds
 
 
+def keep_for_exchange(problem: Problem, plan: WallPlan, assignment: Assignment) -> None:
+    """Keep back, from the steps before the exchange (the search, its top-up and the
+    neighbourhood rounds), the predicted cost of the exchange's first step on ``assignment``
+    (its queues' own trades, else its trades across queues), when the cycle has a deadline: on a
+    short limit those steps would otherwise take every second up to it, and the exchange, which
+    places in a few trades what no search on a short budget finds, would never start. A step that
+    no longer fits is skipped and named, so a replay skips it too; none, without a deadline."""
+    if plan.deadline is None or not problem.policy.search:
+        return
+    queues = trading_queues(problem, assignment)
+    trades = len(queues) if queues else 2 * len(trading_ranks(problem, assignment))
+    plan.ahead = plan.exchange_cost(trades)
+
+
 def exchange_due(search: bool, status: str, within: bool) -> bool:
     """Whether the cycle tries the exchange (:mod:`exchange`) on the decision that stands: with the
     search on (``Policy.search``), the decision not proven optimal and outside the policy's
@@ -189,6 +204,19 @@ def exchange_due(search: bool, status: str, within: bool) -> bool:
 def model_slots(problem: Problem) -> int:
     """The (bucket, node) slots of the whole problem's CP-SAT model: what building it costs."""
     return sum(len(bucket.nodes) for bucket in problem.buckets)
+
+
+def model_size(problem: Problem) -> tuple[int, int]:
+    """The whole problem's CP-SAT model's slots and gangs to place: what building it costs."""
+    return model_slots(problem), len(problem.candidates)
+
+
+def search_cost(problem: Problem, search: float) -> float:
+    """Predicted CPU seconds of the allocate search up to a first solution (:func:`_search`): one
+    model of the whole problem built, two where the neighbourhood of the warm start (built over
+    every slot too) goes first."""
+    builds = 2 if fits(problem, search * (1 - NEIGHBOURHOOD_FIRST_SHARE)) else 1
+    return builds * WallPlan.model_cost(*model_size(problem))
 
 
 def spread_broken(problem: Problem, placed: list[Binding]) -> bool:
@@ -259,6 +287,13 @@ def _solve(
     start = warm_start(problem, first, plan)
     hint, hint_values, hint_fair, first_bounds = start.hint, start.values, start.fair, start.first_bounds
     greedy_bound = start.bound
+    if not within_tolerance(sum(hint_values.values()), greedy_bound, policy.relative_gap):
+        # After the second fill, which the exchange does not replace (on capped and over-served
+        # shapes it brings the warm start within the tolerance where no trade does).
+        keep_for_exchange(problem, plan, hint)
+    if wall and plan.ahead:
+        # The search, its top-up and the neighbourhood rounds stop in time for the exchange.
+        clock.deadline = min(clock.deadline or deadline, deadline - plan.reserve - plan.ahead * plan.slowdown())
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
     search = max(0.0, policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes))
     budget = search if policy.search else 0.0
@@ -266,7 +301,7 @@ def _solve(
         # The stop rule (:mod:`vcsat.solver.search.stop`): the greedy decision is already proven
         # within the policy's tolerance, so no model is built and no search runs.
         result = ExactResult(None, False, notes=["greedy decision within the relative gap: no search"], skipped=True)
-    elif policy.search and not plan.allows(SEARCH, plan.model_cost(model_slots(problem))):
+    elif policy.search and not plan.allows(SEARCH, search_cost(problem, search)):
         # Building the model alone would take the cycle past its deadline: the greedy's decision.
         result = ExactResult(None, False, notes=["search skipped: no time left to build its model"], skipped=True)
     elif policy.search:
@@ -298,7 +333,7 @@ def _solve(
         # The decision is further from the bound than the policy accepts: search around it, again
         # around each improvement while the search budget lasts.
         rounds -= 1
-        if not plan.allows(NEIGHBOURHOOD, plan.model_cost(model_slots(problem)) + plan.fill_cost()):
+        if not plan.allows(NEIGHBOURHOOD, WallPlan.model_cost(*model_size(problem)) + plan.fill_cost()):
             break  # its model would not be built (and topped up) before the deadline
         around = {level_name(rank): b for rank, b in lp_bounds.items()}
         left = search - clock.spent
@@ -312,22 +347,26 @@ def _solve(
         # The main search's bounds held the levels above at its own decision's values.
         values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
         objective = sum(values.values())
+    plan.ahead = 0.0  # the exchange's own time, from here on
     if exchange_due(policy.search, status, within_tolerance(objective, bound, policy.relative_gap)):
         # Still short of the bound, after a search or where it was skipped (for time, or its
         # model not built): a queue's lower-priority gangs traded for its waiting higher-priority
         # ones, which no search on a short budget finds (:mod:`exchange`).
         queues = trading_queues(problem, assignment)
         ranks = trading_ranks(problem, assignment)
-        # Each trade takes gangs out and tops the decision up twice over the room they leave: well
-        # under one whole greedy fill, so one fill's cost per queue (and per rank's two trades
-        # across queues) bounds it.
-        if (queues or ranks) and plan.allows(EXCHANGE, (len(queues) + len(ranks)) * plan.fill_cost()):
-            traded = exchange(problem, assignment, _lexicographic, queues, ranks)
-            if traded is not assignment:
-                assignment, status = traded, "FEASIBLE"
-                now = bindings(problem, assignment, assignment.shape_slots)
-                values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
-                objective = sum(values.values())
+        # Two steps, each asked at its own predicted cost (one trade per queue, two per rank), so
+        # that the queues' own trades run where all of them would not fit: the same trades in the
+        # same order as one call when both run.
+        traded = assignment
+        if queues and plan.allows(EXCHANGE, plan.exchange_cost(len(queues))):
+            traded = exchange(problem, traded, _lexicographic, queues)
+        if ranks and plan.allows(EXCHANGE_ACROSS, plan.exchange_cost(2 * len(ranks))):
+            traded = exchange(problem, traded, _lexicographic, [], ranks)
+        if traded is not assignment:
+            assignment, status = traded, "FEASIBLE"
+            now = bindings(problem, assignment, assignment.shape_slots)
+            values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
+            objective = sum(values.values())
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
     if status == "FALLBACK" and bound == objective and not result.levels and not result.skipped:

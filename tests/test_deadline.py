@@ -37,6 +37,9 @@ from vcsat.solver import check, solve
 from vcsat.solver.deadline import (
     EVICTION_BUDGET,
     EVICTIONS,
+    EXCHANGE,
+    EXCHANGE_ACROSS,
+    NEIGHBOURHOOD,
     RESERVE_PER_NODE,
     SEARCH,
     SECOND_FILL,
@@ -147,6 +150,50 @@ def test_the_eviction_cost_grows_with_size_runs_and_budget(
     larger = WallPlan(None, than_nodes).evictions_cost(than_runs, than_budget)
     assert 0 < smaller < larger
     assert WallPlan(None, nodes).evictions_cost(runs, budget + 1.0) == pytest.approx(smaller + 1.0)
+
+
+@pytest.mark.parametrize(
+    ("deadline_in", "wall_spent", "cpu_spent", "ahead", "cost", "allowed"),
+    [
+        (1.0, 0.0, 0.0, 0.0, 0.5, True),  # 1 - reserve (0.4 at 1,000 nodes) = 0.6 >= 0.5
+        (1.0, 0.0, 0.0, 0.2, 0.5, False),  # 0.2 kept for the exchange: 0.4 < 0.5
+        (1.0, 0.0, 0.0, 0.05, 0.5, True),
+        (2.0, 0.5, 0.25, 0.1, 0.2, True),  # 2x slower: 2 - 0.5 - 0.8 - 0.2 = 0.5 >= 0.4 of wall
+        (2.0, 0.5, 0.25, 0.2, 0.2, False),  # 2 - 0.5 - 0.8 - 0.4 = 0.3 < 0.4
+        (None, 0.0, 0.0, 5.0, 1e9, True),  # no deadline: nothing kept back
+    ],
+)
+def test_the_steps_before_the_exchange_leave_it_its_time(
+    deadline_in: float | None, wall_spent: float, cpu_spent: float, ahead: float, cost: float, allowed: bool
+) -> None:
+    clock = FakeClock()
+    deadline = None if deadline_in is None else clock.wall + deadline_in
+    plan = WallPlan(deadline, 1000, now=clock.now, cpu=clock.cpu)
+    clock.wall += wall_spent
+    clock.cpu_seconds += cpu_spent
+    plan.ahead = ahead
+    assert plan.allows(SEARCH, cost) is allowed
+    assert plan.allows(EVICTIONS, cost, last=True) is (deadline_in is None or cost * plan.slowdown() <= plan.left(True))
+    plan.ahead = 0.0  # the exchange itself: only the reserve
+    assert plan.allows(EXCHANGE, cost) is (deadline_in is None or cost * plan.slowdown() <= plan.left())
+
+
+@pytest.mark.parametrize(("nodes", "trades", "than_nodes", "than_trades"), [(1000, 1, 2000, 1), (1000, 1, 1000, 3)])
+def test_the_exchange_cost_grows_with_nodes_and_trades(
+    nodes: int, trades: int, than_nodes: int, than_trades: int
+) -> None:
+    assert WallPlan(None, nodes).exchange_cost(0) == 0.0
+    assert 0 < WallPlan(None, nodes).exchange_cost(trades) < WallPlan(None, than_nodes).exchange_cost(than_trades)
+    assert WallPlan(None, 1000).exchange_cost(3) == pytest.approx(3 * WallPlan(None, 1000).exchange_cost(1))
+
+
+@pytest.mark.parametrize(("slots", "gangs", "than_slots", "than_gangs"), [(1000, 0, 2000, 0), (1000, 10, 1000, 2000)])
+def test_the_model_cost_grows_with_slots_and_gangs(slots: int, gangs: int, than_slots: int, than_gangs: int) -> None:
+    assert 0 < WallPlan.model_cost(slots, gangs) < WallPlan.model_cost(than_slots, than_gangs)
+
+
+def test_the_exchange_steps_follow_the_neighbourhood_in_the_order_met() -> None:
+    assert STEPS.index(NEIGHBOURHOOD) + 1 == STEPS.index(EXCHANGE) == STEPS.index(EXCHANGE_ACROSS) - 1
 
 
 def test_the_eviction_steps_come_last_in_the_order_met() -> None:

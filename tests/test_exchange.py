@@ -15,7 +15,11 @@
 - When the cycle tries it (:func:`vcsat.solver.solve.exchange_due`): a table of the search's
   outcomes (skipped for time, ran and fell back to the greedy, improved, optimal, within the
   tolerance, search off); and the cycle whose search is skipped places the waiting gang from the
-  greedy's decision unless the exchange step is skipped too.
+  greedy's decision unless both exchange steps (the queues' own trades, the trades across queues)
+  are skipped too: each alone places it.
+- Its time on a wall clock that does not move: a limit with room for the search's model but not
+  for it and the exchange's trades after it skips the search for the exchange, which places the
+  waiting gang; a replay skipping the same steps decides the same.
 - A Hypothesis property over random small clusters, with a random set of gangs taken out of the
   greedy's decision: the exchange (the queues' trades and those across queues) ranks at least as
   high, keeps every node's room and every gang's minimum, and the cycle handed that warm start
@@ -25,6 +29,7 @@
 from __future__ import annotations
 
 import importlib
+import time
 from typing import Any
 
 import pytest
@@ -37,7 +42,7 @@ from test_top_up import _without
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.deadline import EXCHANGE, SEARCH, SECOND_FILL
+from vcsat.solver.deadline import EXCHANGE, EXCHANGE_ACROSS, SEARCH, SECOND_FILL, WallPlan
 from vcsat.solver.greedy import greedy
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks
@@ -193,10 +198,13 @@ def test_when_the_cycle_tries_the_exchange(search: bool, status: str, within: bo
     assert _solve_module.exchange_due(search, status, within) is runs
 
 
-# (steps skipped besides the search, whether the waiting 8-GPU priority-1000 pod is placed)
+# (steps skipped besides the search, whether the waiting 8-GPU priority-1000 pod is placed): the
+# queue's own trade and the trades across queues each place it, so both skipped leave it out
 SKIPPED = [
     ((), True),
-    ((EXCHANGE,), False),
+    ((EXCHANGE,), True),
+    ((EXCHANGE_ACROSS,), True),
+    ((EXCHANGE, EXCHANGE_ACROSS), False),
 ]
 
 
@@ -220,6 +228,48 @@ def test_the_exchange_runs_on_the_greedy_decision_when_the_search_is_skipped(
     assert SEARCH in decision.solver.skipped
     if placed:
         assert decision.solver.objective > sum(_solve_module._placed(problem, bad).values())
+
+
+def _frozen_at(now: float) -> type[WallPlan]:
+    """:class:`WallPlan` on a wall clock stopped at ``now``."""
+
+    class Frozen(WallPlan):
+        def __post_init__(self) -> None:
+            self.now = lambda: now
+            super().__post_init__()
+
+    return Frozen
+
+
+def test_a_short_deadline_gives_the_exchange_the_time_the_search_would_take(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a wall clock that does not move (so the plan's arithmetic is exact): a time limit with
+    room for the search's model but not for it and the exchange's trades after it skips the
+    search (named) and trades on the greedy's decision, which places q1's waiting 8-GPU pod; a
+    replay skipping the same steps without the wall stop decides the same."""
+    snap = _case(0)
+    problem = build_problem(snap, ALLOCATE)
+    small = _keys(problem, "small")
+
+    def start(problem: Problem) -> Assignment:
+        return _placed(problem, {small[0]: "n0", small[1]: "n1"})
+
+    now = time.monotonic()
+    costs = WallPlan(None, len(problem.nodes))
+    ahead = costs.exchange_cost(len(trading_queues(problem, start(problem))))
+    search = ALLOCATE.time_limit_s * _solve_module.SEARCH_SHARE - _solve_module.OVERHEAD_PER_NODE * len(problem.nodes)
+    model = _solve_module.search_cost(problem, search)
+    assert ahead > 0
+    policy = ALLOCATE.model_copy(update={"time_limit_s": costs.reserve + model + ahead / 2})
+    with monkeypatch.context() as patch:
+        patch.setattr(_solve_module, "greedy", start)
+        patch.setattr(_solve_module, "WallPlan", _frozen_at(now))
+        decision = solve(snap, policy, started=now, wall=True, skip=(SECOND_FILL,))
+        replay = solve(snap, policy, wall=False, skip=decision.solver.skipped)
+    assert check(snap, decision, policy) == []
+    assert SEARCH in decision.solver.skipped and EXCHANGE not in decision.solver.skipped
+    assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings)
+    assert decision.solver.status == "FEASIBLE" and decision.solver.wall_stopped
+    assert (replay.bindings, replay.podgroups) == (decision.bindings, decision.podgroups)
 
 
 def test_a_trade_that_places_nothing_more_keeps_the_decision() -> None:
