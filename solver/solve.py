@@ -5,7 +5,8 @@ The steps are design.md's: prefilter and aggregate (:mod:`problem`), greedy warm
 the exact search on the full model from the better of the two (:mod:`neighbourhood`, :mod:`exact`),
 when its decision is further from the bound than ``Policy.relative_gap`` a neighbourhood search
 around it in what the search budget left, then a queue's lower-priority gangs, and then any queue's,
-traded for waiting higher-priority ones where that ranks higher (:mod:`exchange`), decode into pods, nodes
+traded for waiting higher-priority ones, and small pods on whole nodes for a queue below its fair
+share, where that ranks higher (:mod:`exchange`), decode into pods, nodes
 and GPU indices (:mod:`decode`), and the reason for every PodGroup left waiting (:mod:`explain`).
 The greedy decision stands (``FALLBACK``) when the search finds nothing at least as good in time.
 
@@ -59,7 +60,7 @@ from vcsat.solver.rules.spread import SpreadState
 from vcsat.solver.search import staged
 from vcsat.solver.search.bound import lp_level_bounds
 from vcsat.solver.search.exact import ExactResult, fits, solve_exact
-from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks
+from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks, trading_tiers
 from vcsat.solver.search.neighbourhood import improve
 from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.search.stop import skip_search, within_tolerance
@@ -322,7 +323,8 @@ def _solve(
         # under one whole greedy fill, so one fill's cost per queue (and per rank's two trades
         # across queues) bounds it.
         if (queues or ranks) and plan.allows(EXCHANGE, (len(queues) + len(ranks)) * plan.fill_cost()):
-            traded = exchange(problem, assignment, _lexicographic, queues, ranks)
+            tiers = trading_tiers(problem, assignment)  # fair-share tiers short of their queues' shares
+            traded = exchange(problem, assignment, _lexicographic, queues, ranks, tiers)
             if traded is not assignment:
                 assignment, status = traded, "FEASIBLE"
                 now = bindings(problem, assignment, assignment.shape_slots)
