@@ -22,10 +22,12 @@
   outcomes (skipped for time, ran and fell back to the greedy, improved, optimal, within the
   tolerance, search off); and the cycle whose search is skipped places the waiting gang from the
   greedy's decision unless the exchange step is skipped too.
+- A Hypothesis property over small clusters of 1-GPU pods spread over the nodes a waiting 8-GPU
+  gang needs: the fair trades never rank lower, keep every node's room and every gang's minimum.
 - A Hypothesis property over random small clusters, with a random set of gangs taken out of the
-  greedy's decision: the exchange (the queues' trades, those across queues and the fair trades) ranks at least as
-  high, keeps every node's room and every gang's minimum, and the cycle handed that warm start
-  decides something the validator accepts.
+  greedy's decision: the exchange (the queues' trades, those across queues and the fair trades)
+  ranks at least as high, keeps every node's room and every gang's minimum, and the cycle handed
+  that warm start decides something the validator accepts.
 """
 
 from __future__ import annotations
@@ -365,3 +367,45 @@ def test_the_exchange_never_ranks_lower_and_the_validator_accepts_the_cycle(
     decision, rank = _cycle_from(snap, start, monkeypatch)
     assert check(snap, decision, ALLOCATE) == []
     assert rank >= _levels(problem, traded)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nodes=st.integers(min_value=2, max_value=4),
+    running=st.integers(min_value=0, max_value=8),
+    owners=st.lists(st.sampled_from(["q1", "q2", "q3"]), min_size=1, max_size=6),
+    big=st.integers(min_value=1, max_value=3),
+)
+def test_the_fair_trades_never_rank_lower(nodes: int, running: int, owners: list[str], big: int) -> None:
+    """Small 1-GPU pods of random queues spread one per node over the empty nodes, q3 (or q2)
+    waiting with 8-GPU pods: the fair trades rank at least as high as the decision they are given,
+    keep every node's room and every gang's minimum, and raise no trade where no tier can rise."""
+    names = [f"n{i}" for i in range(nodes)]
+    pods: list[Any] = []
+    groups: list[Any] = []
+    if running:
+        p, g = gangs("run", 1, queue="q1", node=names[-1], gpus=running, cpu="1", created=-100)
+        pods += p
+        groups += g
+    for number, owner in enumerate(owners):
+        p, g = gangs(f"small{number}x", 1, queue=owner, priority=0, gpus=1, cpu="1", created=number)
+        pods += p
+        groups += g
+    p, g = gangs("big", big, queue="q3", priority=0, gpus=8, cpu="1", created=10)
+    pods += p
+    groups += g
+    queues = [queue("q1", weight=1), queue("q2", weight=1), queue("q3", weight=4)]
+    snap = snapshot(
+        nodes=[node(n, cpu=64, memory="512Gi", gpus=8) for n in names], pods=pods, groups=groups, queues=queues
+    )
+    problem = build_problem(snap, ALLOCATE)
+    spread = names[:-1] if running else names
+    start = _placed(problem, {key: spread[i % len(spread)] for i, key in enumerate(_keys(problem, "small"))})
+    assert _room_kept(problem, start)
+    tiers = trading_tiers(problem, start)
+    traded = exchange(problem, start, _levels, [], [], tiers)
+    assert _levels(problem, traded) >= _levels(problem, start)
+    assert _room_kept(problem, traded)
+    assert _counts_match(problem, traded)
+    if not tiers:
+        assert traded is start
