@@ -40,7 +40,9 @@ gangs with a pod smaller than the queue's largest waiting pod on a node that had
 pod before the cycle are taken out, first those ranked no higher than the queue's best waiting
 gang, then those of any rank; the queue's waiting gangs of that rank are placed first, then the
 rest as the greedy would, which serves each tier's queues towards their shares again. Kept on the
-same terms: the tiers above stay, this one rises, or it stays and placed work ranks higher.
+same terms: the tiers above stay, this one rises, or it stays and placed work ranks higher. Where
+the fair trades changed the decision, the queues' trades and those across ranks run once more on
+it: the room has moved, and with it what waits above what.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ from vcsat.solver.problem import Problem
 from vcsat.solver.search.top_up import top_up
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
+Ranked = tuple[Assignment, tuple[int, ...]]
+"""A decision and its rank (the objective's first levels, :data:`Rank`)."""
 
 
 def trading_queues(problem: Problem, assignment: Assignment) -> list[tuple[str, int]]:
@@ -158,10 +162,24 @@ def exchange(
     """``assignment`` with, for each of ``queues`` (:func:`trading_queues`) in turn, its gangs ranked
     below the queue's best waiting gang traded for the queue's waiting gangs of that rank, then,
     for each of ``ranks`` (:func:`trading_ranks`), the two trades across queues, then, for each of
-    ``tiers`` (:func:`trading_tiers`), the fair trades of each queue that tier can raise, each where
-    ``rank`` puts the result strictly higher (module docstring); ``assignment`` itself when no
-    trade does."""
-    best, best_rank = assignment, rank(problem, assignment)
+    ``tiers`` (:func:`trading_tiers`), the fair trades of each queue that tier can raise, and, when
+    those changed it, the queues' trades and those across ranks once more; each where ``rank``
+    puts the result strictly higher (module docstring); ``assignment`` itself when no trade does."""
+    best, best_rank = _queue_trades(problem, rank, assignment, rank(problem, assignment), queues)
+    best, best_rank = _rank_trades(problem, rank, best, best_rank, ranks or [])
+    fair, fair_rank = _tier_trades(problem, rank, best, best_rank, tiers or [])
+    if fair is not best:
+        # The fair trades moved room between queues: the queues' trades and those across ranks once
+        # more, on the decision they leave (what waits and what is placed below it has changed).
+        best, best_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair))
+        best, best_rank = _rank_trades(problem, rank, best, best_rank, trading_ranks(problem, best))
+    return best
+
+
+def _queue_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], queues: list[tuple[str, int]]
+) -> Ranked:
+    """Each queue's gangs ranked below its best waiting gang traded for its waiting gangs of that rank."""
     for queue, above in queues:
         out = {g for g in best.placed if problem.gangs[g].queue == queue and problem.gangs[g].rank < above}
         if not out:
@@ -173,14 +191,28 @@ def exchange(
             g.index for g in problem.candidates if g.queue == queue and g.rank == above and g.index not in best.placed
         }
         best, best_rank = _kept(problem, rank, best, best_rank, drop, first)
-    for above in ranks or ():
+    return best, best_rank
+
+
+def _rank_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], ranks: list[int]
+) -> Ranked:
+    """Per rank of waiting gangs, the two trades across queues."""
+    for above in ranks:
         for pick in (_not_needed, _below_on_whole):
             out = pick(problem, best, above)
             if not out:
                 continue
             first = {g.index for g in problem.candidates if g.rank >= above and g.index not in best.placed}
             best, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first)
-    for tier in tiers or ():
+    return best, best_rank
+
+
+def _tier_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int]
+) -> Ranked:
+    """Per fair-share tier, the fair trades of each queue it can raise."""
+    for tier in tiers:
         # The same trade on the same decision gives the same result: tried once while it stands.
         tried: set[tuple[frozenset[int], frozenset[int]]] = set()
         for _queue, top, first, largest in _raisable(problem, best, tier):
@@ -192,12 +224,12 @@ def exchange(
                 kept, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first)
                 if kept is not best:
                     best, tried = kept, set()
-    return best
+    return best, best_rank
 
 
 def _kept(
     problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], drop: list[int], first: set[int]
-) -> tuple[Assignment, tuple[int, ...]]:
+) -> Ranked:
     """One trade: ``best`` without ``drop``, the gangs ``first`` placed into the room that leaves,
     then the rest as the greedy would; kept (with its rank) only where it ranks strictly higher."""
     rest = without(problem, best, drop)
