@@ -52,13 +52,25 @@ EXCHANGE = "exchange"
 """The exchange's trades of each queue's own gangs (:mod:`vcsat.solver.search.exchange`)."""
 EXCHANGE_ACROSS = "exchange_across"
 """The exchange's trades across queues, per rank of waiting gangs, asked after the queues' own."""
+EXCHANGE_FAIR = "exchange_fair"
+"""The exchange's fair trades, per fair-share tier a queue below its share waits at, asked last."""
 SEARCH = "search"
 TOP_UP = "top_up"
 NEIGHBOURHOOD = "neighbourhood"
 EVICTIONS = "evictions"
 EVICTION_BUDGET = "eviction_budget"
 """The eviction phase's deterministic budget beyond its stages' minimum (asked once the phase runs)."""
-STEPS = (SECOND_FILL, SEARCH, TOP_UP, NEIGHBOURHOOD, EXCHANGE, EXCHANGE_ACROSS, EVICTIONS, EVICTION_BUDGET)
+STEPS = (
+    SECOND_FILL,
+    SEARCH,
+    TOP_UP,
+    NEIGHBOURHOOD,
+    EXCHANGE,
+    EXCHANGE_ACROSS,
+    EXCHANGE_FAIR,
+    EVICTIONS,
+    EVICTION_BUDGET,
+)
 """The optional steps, in the order a cycle meets them."""
 
 FILL_PER_GREEDY = 1.3

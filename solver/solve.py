@@ -5,7 +5,8 @@ The steps are design.md's: prefilter and aggregate (:mod:`problem`), greedy warm
 the exact search on the full model from the better of the two (:mod:`neighbourhood`, :mod:`exact`),
 when its decision is further from the bound than ``Policy.relative_gap`` a neighbourhood search
 around it in what the search budget left, then a queue's lower-priority gangs, and then any queue's,
-traded for waiting higher-priority ones where that ranks higher (:mod:`exchange`), decode into pods, nodes
+traded for waiting higher-priority ones, and small pods on whole nodes for a queue below its fair
+share, where that ranks higher (:mod:`exchange`), decode into pods, nodes
 and GPU indices (:mod:`decode`), and the reason for every PodGroup left waiting (:mod:`explain`).
 The greedy decision stands (``FALLBACK``) when the search finds nothing at least as good in time.
 
@@ -37,6 +38,7 @@ from vcsat.solver.deadline import (
     EVICTIONS,
     EXCHANGE,
     EXCHANGE_ACROSS,
+    EXCHANGE_FAIR,
     NEIGHBOURHOOD,
     SEARCH,
     SECOND_FILL,
@@ -60,7 +62,7 @@ from vcsat.solver.rules.spread import SpreadState
 from vcsat.solver.search import staged
 from vcsat.solver.search.bound import lp_level_bounds
 from vcsat.solver.search.exact import ExactResult, fits, solve_exact
-from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks
+from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks, trading_tiers
 from vcsat.solver.search.neighbourhood import improve
 from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.search.stop import skip_search, within_tolerance
@@ -354,14 +356,19 @@ def _solve(
         # ones, which no search on a short budget finds (:mod:`exchange`).
         queues = trading_queues(problem, assignment)
         ranks = trading_ranks(problem, assignment)
-        # Two steps, each asked at its own predicted cost (one trade per queue, two per rank), so
-        # that the queues' own trades run where all of them would not fit: the same trades in the
-        # same order as one call when both run.
+        # Three steps, each asked at its own predicted cost (one trade per queue, two per rank, and
+        # for the fair trades two per queue a tier may raise plus the queues' and ranks' trades run
+        # once more after them), so that the cheaper trades run where all of them would not fit:
+        # the same trades in the same order as one call when all three run.
+        tiers = trading_tiers(problem, assignment)  # fair-share tiers short of their queues' shares
         traded = assignment
         if queues and plan.allows(EXCHANGE, plan.exchange_cost(len(queues))):
             traded = exchange(problem, traded, _lexicographic, queues)
         if ranks and plan.allows(EXCHANGE_ACROSS, plan.exchange_cost(2 * len(ranks))):
             traded = exchange(problem, traded, _lexicographic, [], ranks)
+        fair_trades = 2 * len(tiers) * len(problem.snapshot.queues) + len(queues) + 2 * len(ranks)
+        if tiers and plan.allows(EXCHANGE_FAIR, plan.exchange_cost(fair_trades)):
+            traded = exchange(problem, traded, _lexicographic, [], [], tiers)
         if traded is not assignment:
             assignment, status = traded, "FEASIBLE"
             now = bindings(problem, assignment, assignment.shape_slots)

@@ -39,6 +39,7 @@ from vcsat.solver.deadline import (
     EVICTIONS,
     EXCHANGE,
     EXCHANGE_ACROSS,
+    EXCHANGE_FAIR,
     NEIGHBOURHOOD,
     RESERVE_PER_NODE,
     SEARCH,
@@ -194,6 +195,7 @@ def test_the_model_cost_grows_with_slots_and_gangs(slots: int, gangs: int, than_
 
 def test_the_exchange_steps_follow_the_neighbourhood_in_the_order_met() -> None:
     assert STEPS.index(NEIGHBOURHOOD) + 1 == STEPS.index(EXCHANGE) == STEPS.index(EXCHANGE_ACROSS) - 1
+    assert STEPS.index(EXCHANGE_ACROSS) + 1 == STEPS.index(EXCHANGE_FAIR)
 
 
 def test_the_eviction_steps_come_last_in_the_order_met() -> None:

@@ -11,19 +11,28 @@
   fair share (their queue above its share), or pods its share needs that fit elsewhere; the trade
   places the gang and ranks strictly higher, and the cycle from that warm start decides at least
   as well, which the validator accepts.
+- The fair trades: a table where a queue below its deserved share waits with an 8-GPU pod of the
+  same priority as the 1-GPU pods on the whole nodes it needs (another queue's, above its share,
+  or its own), so neither a queue's trade nor one across ranks applies: the trade takes the small
+  pods out, places the 8-GPU pod, puts the small ones back beside it, and the fair-share tier rises;
+  the cycle from that warm start decides at least as well, which the validator accepts. Where no
+  node had room for the waiting pod before the cycle, no trade is tried.
 - Where no trade places more, the decision is handed back as it is.
 - When the cycle tries it (:func:`vcsat.solver.solve.exchange_due`): a table of the search's
   outcomes (skipped for time, ran and fell back to the greedy, improved, optimal, within the
   tolerance, search off); and the cycle whose search is skipped places the waiting gang from the
-  greedy's decision unless both exchange steps (the queues' own trades, the trades across queues)
-  are skipped too: each alone places it.
+  greedy's decision unless the three exchange steps (the queues' own trades, the trades across
+  queues, the fair trades) are skipped too: each alone places it; on the fair case only the fair
+  step does.
 - Its time on a wall clock that does not move: a limit with room for the search's model but not
   for it and the exchange's trades after it skips the search for the exchange, which places the
   waiting gang; a replay skipping the same steps decides the same.
+- A Hypothesis property over small clusters of 1-GPU pods spread over the nodes a waiting 8-GPU
+  gang needs: the fair trades never rank lower, keep every node's room and every gang's minimum.
 - A Hypothesis property over random small clusters, with a random set of gangs taken out of the
-  greedy's decision: the exchange (the queues' trades and those across queues) ranks at least as
-  high, keeps every node's room and every gang's minimum, and the cycle handed that warm start
-  decides something the validator accepts.
+  greedy's decision: the exchange (the queues' trades, those across queues and the fair trades)
+  ranks at least as high, keeps every node's room and every gang's minimum, and the cycle handed
+  that warm start decides something the validator accepts.
 """
 
 from __future__ import annotations
@@ -42,10 +51,10 @@ from test_top_up import _without
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.deadline import EXCHANGE, EXCHANGE_ACROSS, SEARCH, SECOND_FILL, WallPlan
+from vcsat.solver.deadline import EXCHANGE, EXCHANGE_ACROSS, EXCHANGE_FAIR, SEARCH, SECOND_FILL, WallPlan
 from vcsat.solver.greedy import greedy
 from vcsat.solver.problem import Problem, build_problem
-from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks
+from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks, trading_tiers
 
 _solve_module = importlib.import_module("vcsat.solver.solve")
 _levels = _solve_module._lexicographic
@@ -182,6 +191,92 @@ def test_the_trade_across_queues_frees_whole_nodes(needed: bool, monkeypatch: py
     assert sum(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) == 2
 
 
+def _fair_case(owner: str, running: int, *, busy: bool = False) -> Snapshot:
+    """Three 8-GPU nodes; n2 runs ``running`` GPUs of q1's (weights 1, 1, 4: q1 above its deserved
+    share when it runs 8), and, when ``busy``, n0 and n1 4 GPUs of q1's each; two 1-GPU priority-0
+    pods of ``owner`` wait, and q3 with one 8-GPU priority-0 pod."""
+    nodes = [node(f"n{i}", cpu=64, memory="512Gi", gpus=8) for i in range(3)]
+    pods: list[Any] = []
+    groups: list[Any] = []
+    for prefix, count, kwargs in [
+        ("run", 1, dict(queue="q1", node="n2", gpus=running, created=-100)),
+        *[(f"busy{n}", 1, dict(queue="q1", node=f"n{n}", gpus=4, created=-100)) for n in (0, 1) if busy],
+        ("small", 2, dict(queue=owner, priority=0, gpus=1, created=1)),
+        ("big", 1, dict(queue="q3", priority=0, gpus=8, created=2)),
+    ]:
+        p, g = gangs(prefix, count, cpu="1", **kwargs)
+        pods += p
+        groups += g
+    queues = [queue("q1", weight=1), queue("q2", weight=1), queue("q3", weight=4)]
+    return snapshot(nodes=nodes, pods=pods, groups=groups, queues=queues)
+
+
+# (whose the small pods are, GPUs q1 runs on n2)
+FAIR = [("q1", 8), ("q3", 8), ("q3", 1)]
+
+
+@pytest.mark.parametrize(("owner", "running"), FAIR)
+def test_the_fair_trade_frees_a_whole_node_for_a_queue_below_its_share(
+    owner: str, running: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    snap = _fair_case(owner, running)
+    problem = build_problem(snap, ALLOCATE)
+    small = _keys(problem, "small")
+    big = next(g.index for g in problem.gangs if g.key.split("/")[-1].startswith("big"))
+    # The warm start: one small pod on each empty node, q3's 8-GPU pod left out.
+    bad = _placed(problem, {small[0]: "n0", small[1]: "n1"})
+    assert trading_queues(problem, bad) == []
+    assert trading_ranks(problem, bad) == []
+    tiers = trading_tiers(problem, bad)
+    assert tiers == [0]
+    assert exchange(problem, bad, _levels, [], []) is bad
+    traded = exchange(problem, bad, _levels, [], [], tiers)
+    assert _levels(problem, traded) > _levels(problem, bad)
+    assert big in traded.placed
+    assert {g.key for g in problem.gangs if g.index in traded.placed} >= set(small)  # back beside it
+    decision, rank = _cycle_from(snap, lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}), monkeypatch)
+    assert check(snap, decision, ALLOCATE) == []
+    assert rank >= _levels(problem, traded)
+    assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings)
+
+
+# (steps skipped besides the search, whether q3's waiting 8-GPU pod is placed): neither a queue's
+# own trade nor one across ranks applies on the fair case, so only the fair step places it
+FAIR_SKIPPED = [
+    ((), True),
+    ((EXCHANGE, EXCHANGE_ACROSS), True),
+    ((EXCHANGE_FAIR,), False),
+]
+
+
+@pytest.mark.parametrize(("also", "placed"), FAIR_SKIPPED)
+def test_the_fair_step_alone_places_the_gang_when_the_search_is_skipped(
+    also: tuple[str, ...], placed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fair case's warm start with the search skipped: the fair step (``exchange_fair``) runs
+    though the queues' and ranks' trades have nothing to try, and skipping it leaves the gang out."""
+    snap = _fair_case("q1", 8)
+    problem = build_problem(snap, ALLOCATE)
+    small = _keys(problem, "small")
+    with monkeypatch.context() as patch:
+        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
+        decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL, *also))
+    assert check(snap, decision, ALLOCATE) == []
+    assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) is placed
+
+
+def test_no_fair_trade_where_no_node_had_room_for_the_waiting_pod() -> None:
+    """As the table's first case, but n0 and n1 each run 4 GPUs of q1's before the cycle: no node
+    has room for q3's 8-GPU pod, so no tier is one to trade on, and a trade asked on the tier
+    anyway hands the decision back."""
+    snap = _fair_case("q1", 8, busy=True)
+    problem = build_problem(snap, ALLOCATE)
+    small = _keys(problem, "small")
+    bad = _placed(problem, {small[0]: "n0", small[1]: "n1"})
+    assert trading_tiers(problem, bad) == []
+    assert exchange(problem, bad, _levels, [], [], [0]) is bad
+
+
 # (Policy.search, the decision's status before the step, within the tolerance, whether it runs)
 TRIGGERS = [
     (True, "FALLBACK", False, True),  # search skipped for time, or ran and did not beat the greedy
@@ -199,12 +294,14 @@ def test_when_the_cycle_tries_the_exchange(search: bool, status: str, within: bo
 
 
 # (steps skipped besides the search, whether the waiting 8-GPU priority-1000 pod is placed): the
-# queue's own trade and the trades across queues each place it, so both skipped leave it out
+# queue's own trade, the trades across queues and the fair trades (q1 is below its share) each
+# place it, so all three skipped leave it out
 SKIPPED = [
     ((), True),
     ((EXCHANGE,), True),
     ((EXCHANGE_ACROSS,), True),
-    ((EXCHANGE, EXCHANGE_ACROSS), False),
+    ((EXCHANGE, EXCHANGE_ACROSS), True),
+    ((EXCHANGE, EXCHANGE_ACROSS, EXCHANGE_FAIR), False),
 ]
 
 
@@ -340,10 +437,53 @@ def test_the_exchange_never_ranks_lower_and_the_validator_accepts_the_cycle(
         return _without(problem, greedy(problem), {g for g in first.placed if dropped[g % len(dropped)]})
 
     short = start(problem)
-    traded = exchange(problem, short, _levels, trading_queues(problem, short), trading_ranks(problem, short))
+    queues, ranks, tiers = trading_queues(problem, short), trading_ranks(problem, short), trading_tiers(problem, short)
+    traded = exchange(problem, short, _levels, queues, ranks, tiers)
     assert _levels(problem, traded) >= _levels(problem, short)
     assert _room_kept(problem, traded)
     assert _counts_match(problem, traded)
     decision, rank = _cycle_from(snap, start, monkeypatch)
     assert check(snap, decision, ALLOCATE) == []
     assert rank >= _levels(problem, traded)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nodes=st.integers(min_value=2, max_value=4),
+    running=st.integers(min_value=0, max_value=8),
+    owners=st.lists(st.sampled_from(["q1", "q2", "q3"]), min_size=1, max_size=6),
+    big=st.integers(min_value=1, max_value=3),
+)
+def test_the_fair_trades_never_rank_lower(nodes: int, running: int, owners: list[str], big: int) -> None:
+    """Small 1-GPU pods of random queues spread one per node over the empty nodes, q3 (or q2)
+    waiting with 8-GPU pods: the fair trades rank at least as high as the decision they are given,
+    keep every node's room and every gang's minimum, and raise no trade where no tier can rise."""
+    names = [f"n{i}" for i in range(nodes)]
+    pods: list[Any] = []
+    groups: list[Any] = []
+    if running:
+        p, g = gangs("run", 1, queue="q1", node=names[-1], gpus=running, cpu="1", created=-100)
+        pods += p
+        groups += g
+    for number, owner in enumerate(owners):
+        p, g = gangs(f"small{number}x", 1, queue=owner, priority=0, gpus=1, cpu="1", created=number)
+        pods += p
+        groups += g
+    p, g = gangs("big", big, queue="q3", priority=0, gpus=8, cpu="1", created=10)
+    pods += p
+    groups += g
+    queues = [queue("q1", weight=1), queue("q2", weight=1), queue("q3", weight=4)]
+    snap = snapshot(
+        nodes=[node(n, cpu=64, memory="512Gi", gpus=8) for n in names], pods=pods, groups=groups, queues=queues
+    )
+    problem = build_problem(snap, ALLOCATE)
+    spread = names[:-1] if running else names
+    start = _placed(problem, {key: spread[i % len(spread)] for i, key in enumerate(_keys(problem, "small"))})
+    assert _room_kept(problem, start)
+    tiers = trading_tiers(problem, start)
+    traded = exchange(problem, start, _levels, [], [], tiers)
+    assert _levels(problem, traded) >= _levels(problem, start)
+    assert _room_kept(problem, traded)
+    assert _counts_match(problem, traded)
+    if not tiers:
+        assert traded is start

@@ -79,7 +79,7 @@ def test_a_dump_of_a_cycle_whose_eviction_phase_ran_on_its_minimum_replays_it(
         (
             "search,later",
             "unknown step 'later' (expected some of second_fill, search, top_up, neighbourhood, exchange,"
-            " exchange_across, evictions, eviction_budget)",
+            " exchange_across, exchange_fair, evictions, eviction_budget)",
         ),
         (3, "must be a comma-separated string of step names, not int"),
     ],

@@ -30,6 +30,19 @@ share at every level they count in), and the gangs ranked below it with a pod sm
 rank's largest waiting pod on a node that had room for that pod before the cycle; the waiting
 gangs of that rank or above are placed first into the room this leaves, then the rest as the
 greedy would.
+
+A fair-share tier is often short the same way: a queue below its deserved share waits with large
+pods (8-GPU ones) while the whole nodes they need hold other queues' small pods, of its rank or
+lower, that the queues' shares gain less from (a queue nearer its share is on a flatter piece of
+the concave utility, or above its share and counted in no tier). So, last, per fair-share tier
+(:func:`trading_tiers`) and per queue the tier can still raise with its waiting gangs: the placed
+gangs with a pod smaller than the queue's largest waiting pod on a node that had room for that
+pod before the cycle are taken out, first those ranked no higher than the queue's best waiting
+gang, then those of any rank; the queue's waiting gangs of that rank are placed first, then the
+rest as the greedy would, which serves each tier's queues towards their shares again. Kept on the
+same terms: the tiers above stay, this one rises, or it stays and placed work ranks higher. Where
+the fair trades changed the decision, the queues' trades and those across ranks run once more on
+it: the room has moved, and with it what waits above what.
 """
 
 from __future__ import annotations
@@ -44,6 +57,8 @@ from vcsat.solver.problem import Problem
 from vcsat.solver.search.top_up import top_up
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
+Ranked = tuple[Assignment, tuple[int, ...]]
+"""A decision and its rank (the objective's first levels, :data:`Rank`)."""
 
 
 def trading_queues(problem: Problem, assignment: Assignment) -> list[tuple[str, int]]:
@@ -77,6 +92,56 @@ def trading_ranks(problem: Problem, assignment: Assignment) -> list[int]:
     return sorted((r for r in waiting if r > lowest), reverse=True)
 
 
+def trading_tiers(problem: Problem, assignment: Assignment) -> list[int]:
+    """The fair-share tiers (:func:`vcsat.solver.objectives.fairness.fair_ranks`) with a queue below
+    its deserved share there and a gang of its, counted there, waiting with a pod that asks the
+    GPUs the tier measures: those the fair trades try, most important first; none where the
+    top-up cannot account for the room exactly (module docstring)."""
+    if not _exact(problem, assignment) or not assignment.placed:
+        return []
+    return [tier for tier in fair_ranks(problem) if _raisable(problem, assignment, tier)]
+
+
+def _raisable(problem: Problem, assignment: Assignment, tier: int) -> list[tuple[str, int, set[int], int]]:
+    """Per queue the fair-share ``tier`` can still raise: (queue, the rank of its best waiting gang
+    counted there, its waiting gangs of that rank, the most GPUs one pod of its waiting gangs
+    counted there asks), for the queues below their deserved share on GPUs with such a gang
+    waiting."""
+    if res.GPU not in problem.resources:
+        return []
+    gpu = problem.resource_index(res.GPU)
+    out: list[tuple[str, int, set[int], int]] = []
+    for queue, name, deserved, held, asked in fair_terms(problem, tier):
+        if name != res.GPU:
+            continue
+        counted = set(asked)
+        added = sum(assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[gpu] for c in asked)
+        if held + added >= deserved:
+            continue
+        waiting = [
+            gang
+            for gang in problem.candidates
+            if gang.queue == queue
+            and gang.index not in assignment.placed
+            and any(c in counted and problem.classes[c].pods for c in gang.classes)
+        ]
+        if not waiting:
+            continue
+        top = max(gang.rank for gang in waiting)
+        first = {gang.index for gang in waiting if gang.rank == top}
+        # The largest pod it waits with at this tier, of any rank: the room a whole node frees
+        # for it frees room for its smaller pods as well.
+        largest = max(
+            problem.shapes[problem.classes[c].shape].request[gpu]
+            for gang in waiting
+            for c in gang.classes
+            if c in counted and problem.classes[c].pods
+        )
+        if largest > 0:
+            out.append((queue, top, first, largest))
+    return out
+
+
 def _exact(problem: Problem, assignment: Assignment) -> bool:
     """Whether the top-up accounts for the room ``assignment`` leaves exactly (module docstring)."""
     if problem.interpod is not None or problem.spread or problem.attach is not None:
@@ -92,13 +157,29 @@ def exchange(
     rank: Rank,
     queues: list[tuple[str, int]],
     ranks: list[int] | None = None,
+    tiers: list[int] | None = None,
 ) -> Assignment:
     """``assignment`` with, for each of ``queues`` (:func:`trading_queues`) in turn, its gangs ranked
     below the queue's best waiting gang traded for the queue's waiting gangs of that rank, then,
-    for each of ``ranks`` (:func:`trading_ranks`), the two trades across queues, each where
-    ``rank`` puts the result strictly higher (module docstring); ``assignment`` itself when no
-    trade does."""
-    best, best_rank = assignment, rank(problem, assignment)
+    for each of ``ranks`` (:func:`trading_ranks`), the two trades across queues, then, for each of
+    ``tiers`` (:func:`trading_tiers`), the fair trades of each queue that tier can raise, and, when
+    those changed it, the queues' trades and those across ranks once more; each where ``rank``
+    puts the result strictly higher (module docstring); ``assignment`` itself when no trade does."""
+    best, best_rank = _queue_trades(problem, rank, assignment, rank(problem, assignment), queues)
+    best, best_rank = _rank_trades(problem, rank, best, best_rank, ranks or [])
+    fair, fair_rank = _tier_trades(problem, rank, best, best_rank, tiers or [])
+    if fair is not best:
+        # The fair trades moved room between queues: the queues' trades and those across ranks once
+        # more, on the decision they leave (what waits and what is placed below it has changed).
+        best, best_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair))
+        best, best_rank = _rank_trades(problem, rank, best, best_rank, trading_ranks(problem, best))
+    return best
+
+
+def _queue_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], queues: list[tuple[str, int]]
+) -> Ranked:
+    """Each queue's gangs ranked below its best waiting gang traded for its waiting gangs of that rank."""
     for queue, above in queues:
         out = {g for g in best.placed if problem.gangs[g].queue == queue and problem.gangs[g].rank < above}
         if not out:
@@ -110,19 +191,45 @@ def exchange(
             g.index for g in problem.candidates if g.queue == queue and g.rank == above and g.index not in best.placed
         }
         best, best_rank = _kept(problem, rank, best, best_rank, drop, first)
-    for above in ranks or ():
+    return best, best_rank
+
+
+def _rank_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], ranks: list[int]
+) -> Ranked:
+    """Per rank of waiting gangs, the two trades across queues."""
+    for above in ranks:
         for pick in (_not_needed, _below_on_whole):
             out = pick(problem, best, above)
             if not out:
                 continue
             first = {g.index for g in problem.candidates if g.rank >= above and g.index not in best.placed}
             best, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first)
-    return best
+    return best, best_rank
+
+
+def _tier_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int]
+) -> Ranked:
+    """Per fair-share tier, the fair trades of each queue it can raise."""
+    for tier in tiers:
+        # The same trade on the same decision gives the same result: tried once while it stands.
+        tried: set[tuple[frozenset[int], frozenset[int]]] = set()
+        for _queue, top, first, largest in _raisable(problem, best, tier):
+            for below in (top + 1, None):  # those ranked no higher than the waiting gangs, then any
+                out = _on_whole(problem, best, largest, below)
+                if not out or (frozenset(out), frozenset(first)) in tried:
+                    continue
+                tried.add((frozenset(out), frozenset(first)))
+                kept, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first)
+                if kept is not best:
+                    best, tried = kept, set()
+    return best, best_rank
 
 
 def _kept(
     problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], drop: list[int], first: set[int]
-) -> tuple[Assignment, tuple[int, ...]]:
+) -> Ranked:
     """One trade: ``best`` without ``drop``, the gangs ``first`` placed into the room that leaves,
     then the rest as the greedy would; kept (with its rank) only where it ranks strictly higher."""
     rest = without(problem, best, drop)
@@ -199,6 +306,14 @@ def _below_on_whole(problem: Problem, assignment: Assignment, above: int) -> set
     largest = _largest_waiting(problem, assignment, above, gpu, with_pods=True)
     if largest <= 0:
         return set()
+    return _on_whole(problem, assignment, largest, above)
+
+
+def _on_whole(problem: Problem, assignment: Assignment, largest: int, below: int | None) -> set[int]:
+    """Placed gangs (ranked below ``below``, when given) with pods of a shape ``assignment`` puts,
+    asking fewer GPUs than ``largest``, on a node that had room for ``largest`` GPUs before the
+    cycle (read off ``shape_slots``, so it holds for a searched decision too)."""
+    gpu = problem.resource_index(res.GPU)
     shapes = {
         s
         for (s, node), k in assignment.shape_slots.items()
@@ -207,7 +322,7 @@ def _below_on_whole(problem: Problem, assignment: Assignment, above: int) -> set
     return {
         g
         for g in assignment.placed
-        if problem.gangs[g].rank < above
+        if (below is None or problem.gangs[g].rank < below)
         and any(assignment.count.get(c, 0) and problem.classes[c].shape in shapes for c in problem.gangs[g].classes)
     }
 
