@@ -55,9 +55,12 @@ def _attach(problem: Problem, node: int) -> Hashable:
     return (tuple(sorted(attach.attached.get(node, frozenset()))), limited)
 
 
-def _pool(problem: Problem, node: int) -> int:
+def _pool(problem: Problem, node: int) -> tuple[int, int]:
+    """The node's pool and, when it is a wholly free node of a rare type, that type (priced apart)."""
     scarce = scarcity.for_problem(problem)
-    return -1 if scarce is None else scarce.pool_of[node]
+    if scarce is None:
+        return (-1, -1)
+    return (scarce.pool_of[node], scarce.rare.free_type[node] if scarce.rare is not None else -1)
 
 
 def weight(bucket: Bucket, units: Units) -> int:

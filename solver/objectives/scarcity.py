@@ -4,14 +4,16 @@ One level, ranked below placed work, fairness, DRF, locality and every user pref
 affinity scores, soft spread, inter-pod preferences) and above packing and age: a lexicographic
 level, not a weight, so no amount of it ever trades away one pod of placed work or a fair share; it
 only decides, among decisions that place the same work, which pool's room the unconfined pods take.
-Each slot costs its pods' GPU thousandths times the node pool's pressure (0 for pods confined to
-that pool), rounded to whole thousandths; the coefficient depends only on a bucket's GPU request
-and predicates, which all its shapes share, so the level's value is exact per shape. CPU-only pods
-are priced here only on a GPU node when they may run on a node without GPUs (the whole GPU room
-they strand, :attr:`vcsat.solver.pricing.scarcity.Scarcity.plain`), at the node's room when the cycle
-starts and the least any shape of the bucket strands (what they strand depends on the cpu and
-memory a bucket's shapes differ in; :func:`kept` counts each pod's own), and not on a pool's
-pressure: the greedy warm start and the decode price those (:func:`vcsat.solver.pricing.scarcity.price`).
+Each slot costs its pods' GPU thousandths times the node's rate (its pool's pressure, 0 for pods
+confined to that pool, or the price of a rare node type's last free nodes when larger:
+:mod:`vcsat.solver.pricing.rarity`), rounded to whole thousandths; the coefficient depends only on a
+bucket's GPU request and predicates, which all its shapes share, so the level's value is exact per
+shape. CPU-only pods are priced here only on a GPU node when they may run on a node without GPUs
+(the whole GPU room they strand, :attr:`vcsat.solver.pricing.scarcity.Scarcity.plain`), at the
+node's room when the cycle starts and the least any shape of the bucket strands (what they strand
+depends on the cpu and memory a bucket's shapes differ in; :func:`kept` counts each pod's own), and
+not on a pool's pressure: the greedy warm start and the decode price those
+(:func:`vcsat.solver.pricing.scarcity.price`).
 No confined pod and no node without GPUs, no level: homogeneous clusters pay nothing.
 """
 

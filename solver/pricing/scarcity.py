@@ -48,6 +48,16 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   asking four GPUs of a model whose big nodes are a pool pays that pool's pressure, the same on
   every node it fits, so it changes no choice of node, only a constant of the CP-SAT level.
 
+- **Rare node types** (:mod:`vcsat.solver.pricing.rarity`): the pools above are learnt from the
+  pods seen, so they cannot keep a kind of node for a pod that is the first of its kind (the only
+  pod asking a whole 4-GPU T4 node, the one needing the 336 GiB V100 node). From the cluster alone,
+  a type of GPU node (its pool labels, GPU count, cores and memory) with few nodes is priced as a
+  pool that expects one pod of its own, a whole node: taking a node of it whose GPUs are all free
+  costs ``1 / k`` per thousandth, ``k`` its type's nodes still wholly free, so the last free node of
+  a rare type costs as much as the dearest pool. A pod whose eligible GPU nodes are all of that
+  type pays nothing for it (it is that type's own work). The rate on such a node is the larger of
+  this and its pool's pressure.
+
 - **Nodes without GPUs**: when some nodes have GPUs and others none, a pod asking none that may
   run on a node without GPUs pays, on a GPU node, the whole GPU room it strands (rate 1, whatever
   the pools: pods asking GPUs can go nowhere else, and GPU nodes are there for them, asked for
@@ -82,6 +92,7 @@ from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pricing.pod_tally import Tally
 from vcsat.solver.pricing.pool_keys import pool_key
+from vcsat.solver.pricing.rarity import RareTypes, rare_types
 from vcsat.solver.pricing.shortfall import with_margin
 from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
 
@@ -131,6 +142,8 @@ class Scarcity:
     plain: int = 0
     """The ready nodes without GPUs, as a bit mask: where pods asking none can go instead of
     stranding GPU room."""
+    rare: RareTypes | None = None
+    """The rare node types and their rates (:mod:`vcsat.solver.pricing.rarity`), None when none."""
     _rates: dict[tuple[EligibilityKey, bool], NDArray[np.float64]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -150,6 +163,8 @@ class Scarcity:
             kept = per_pool[np.array(self.pool_of, dtype=np.int64)]  # pool -1 reads the last entry, 0
             if not gpu and self.plain and self.index.mask(key) & self.plain:
                 kept = np.where(self._gpu_node_array(), 1.0, kept)
+            if self.rare is not None:
+                kept = np.maximum(kept, self.rare.rates(self.index.mask(key) & self.gpu_nodes))
             self._rates[key, gpu] = kept
         return kept
 
@@ -178,9 +193,10 @@ class Scarcity:
         if not gpu and self.plain and (self.gpu_nodes >> node) & 1 and self.index.mask(key) & self.plain:
             return 1.0
         pool = self.pool_of[node]
-        if pool < 0 or self.pressure[pool] <= 0 or self.confined(key, pool):
-            return 0.0
-        return self.pressure[pool]
+        pressure = 0.0 if pool < 0 or self.pressure[pool] <= 0 or self.confined(key, pool) else self.pressure[pool]
+        if self.rare is None:
+            return pressure
+        return max(pressure, self.rare.rate(node, self.index.mask(key) & self.gpu_nodes))
 
 
 def room_taken(gpu_asked: int, free_gpu: int, cpu: tuple[int, int], memory: tuple[int, int]) -> int:
@@ -365,7 +381,9 @@ def measure(problem: Problem) -> Scarcity | None:
     pressure = tuple(
         (min(1.0, kept[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
     )
-    return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain)
+    free_milli = [node_gpu_room(problem, i) if node_gpus[i] > 0 else 0 for i in range(len(nodes))]
+    rare = rare_types(nodes, selecting, free_milli, index.ready_mask)
+    return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain, rare)
 
 
 def price(
