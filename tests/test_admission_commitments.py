@@ -12,8 +12,9 @@ import builders as b
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_admission_groups import _group
 
-from vcsat.model import Pod, PodGroup, Policy, Snapshot
+from vcsat.model import Pod, Policy, Snapshot
 from vcsat.solver import admission_commitments, admission_groups, pod_sums
 from vcsat.solver.enqueue import _State, admit, is_ours
 from vcsat.solver.shares import deserved
@@ -29,18 +30,6 @@ def _carrying() -> Iterator[None]:
     pod_sums.carry()
     yield
     pod_sums.carry(False)
-
-
-def _group(rng: random.Random, key: str) -> PodGroup:
-    sized = rng.random() < 0.4
-    return b.group(
-        key,
-        min_member=rng.choice([1, 2, 3]),
-        queue=rng.choice(["q", "r"]),
-        min_resources={"cpu": str(rng.choice([1, 2, 5])), "nvidia.com/gpu": rng.choice([0, 1, 4])} if sized else None,
-        created=float(rng.randrange(100)),
-        phase=rng.choice(["", "", "Inqueue", "Running"]),
-    )
 
 
 def _pod(rng: random.Random, key: str, group: str) -> Pod:
