@@ -10,10 +10,11 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_scarcity import placed_on, solve_checked
 
 from tests.builders import node, pod, snapshot
-from vcsat.model import Decision, Policy, Snapshot
-from vcsat.solver import check, solve
+from vcsat.model import Policy, Snapshot
+from vcsat.solver import solve
 from vcsat.solver.pricing import rarity, scarcity
 from vcsat.solver.problem import Problem, build_problem
 
@@ -47,16 +48,6 @@ def no_rare_types() -> Iterator[None]:
     """Solve as before this price (no type is rare)."""
     with mock.patch.object(scarcity, "rare_types", lambda *args: None):
         yield
-
-
-def placed_on(decision: Decision) -> dict[str, str]:
-    return {b.pod: b.node for b in decision.bindings}
-
-
-def solve_checked(snap: Snapshot, policy: Policy) -> Decision:
-    decision = solve(snap, policy)
-    assert check(snap, decision, policy) == []
-    return decision
 
 
 def index_of(problem: Problem, name: str) -> int:
