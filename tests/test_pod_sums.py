@@ -1,7 +1,8 @@
 """The pods' sums carried across snapshots (``solver/pod_sums.py``, ``solver/ledger.py``): over any
 sequence of pod, PodGroup, node and queue changes, with unchanged objects kept as the very same
 objects (as the live scheduler's converter keeps them), every snapshot's sums equal a fresh pass
-over its pods, key sets included; and so do the fair shares and admissions built on them."""
+over its pods, key sets included, and its Ready nodes' allocatable a fresh total of them; and so do
+the fair shares and admissions built on them."""
 
 from __future__ import annotations
 
@@ -139,7 +140,31 @@ def test_ledger_equals_a_fresh_total(named: bool, operations: list[tuple[int, st
 
 
 def _node(rng: random.Random, i: int) -> Node:
-    return b.node(f"n{i}", cpu="16", memory="64Gi", gpus=4, ready=rng.random() < 0.8)
+    # Resources named by some nodes only (GPUs, an extended resource): a fresh total names them
+    # while one Ready node does.
+    return b.node(
+        f"n{i}",
+        cpu=rng.choice(["16", "32"]),
+        memory="64Gi",
+        gpus=rng.choice([0, 4]),
+        ready=rng.random() < 0.8,
+        extra={"example.com/fpga": "1"} if rng.random() < 0.2 else None,
+    )
+
+
+def _changed_nodes(rng: random.Random, nodes: dict[str, Node], made: int) -> int:
+    """Some nodes replaced (maybe turning NotReady or Ready), some gone, some new; the rest the
+    very same objects. How many node names were made so far."""
+    for name in list(nodes):
+        roll = rng.random()
+        if roll < 0.1:
+            del nodes[name]
+        elif roll < 0.3:
+            nodes[name] = _node(rng, int(name[1:]))
+    for _ in range(rng.randint(0, 2)):
+        nodes[f"n{made}"] = _node(rng, made)
+        made += 1
+    return made
 
 
 def _queues(rng: random.Random) -> list[Queue]:
@@ -177,8 +202,11 @@ def _nonzero(vector: dict[str, int]) -> dict[str, int]:
 def _check(snap: Snapshot) -> None:
     assert pod_sums.carrying()
     assert pod_sums.queue_sums(snap) == _fresh_queue_sums(snap)
+    # Exactly, key set included: admission and the fair shares go through every resource named.
+    assert pod_sums.ready_allocatable(snap) == res.total(node.allocatable for node in snap.nodes if node.ready)
     everything = {node.name for node in snap.nodes}
-    for nodes in (everything, {node.name for node in snap.nodes if node.ready}, set()):
+    ready = {node.name for node in snap.nodes if node.ready}
+    for nodes in (everything, ready, set(), {name for name in everything if name not in ready}):
         # Read by resource name: a resource at zero may stay named (an unnamed ledger).
         assert _nonzero(pod_sums.bound_on(snap, nodes)) == _nonzero(_fresh_on(snap, nodes, foreign=False))
         assert _nonzero(pod_sums.foreign_on(snap, nodes)) == _nonzero(_fresh_on(snap, nodes, foreign=True))
@@ -189,13 +217,14 @@ def _check(snap: Snapshot) -> None:
 def test_carried_sums_equal_a_fresh_pass(seed: int, steps: int) -> None:
     rng = random.Random(seed)
     pod_sums.forget()
-    nodes = [_node(rng, i) for i in range(4)]
+    nodes = {f"n{i}": _node(rng, i) for i in range(4)}
+    nodes_made = len(nodes)
     queues = _queues(rng)
     groups = {f"ns/g{i}": _group(rng, f"ns/g{i}") for i in range(rng.randint(0, 5))}
     pods = {f"ns/p{i}": _pod(rng, f"ns/p{i}", len(groups), len(nodes)) for i in range(rng.randint(0, 12))}
     made = len(pods)
     for _ in range(steps):
-        snap = b.snapshot(nodes=nodes, pods=pods.values(), groups=groups.values(), queues=queues)
+        snap = b.snapshot(nodes=nodes.values(), pods=pods.values(), groups=groups.values(), queues=queues)
         _check(snap)
         _check(snap)  # asked again for the same snapshot
         # The next cluster: unchanged objects stay the same objects; some change, go or come.
@@ -217,8 +246,7 @@ def test_carried_sums_equal_a_fresh_pass(seed: int, steps: int) -> None:
         for _ in range(rng.randint(0, 2)):
             key = f"ns/g{rng.randrange(len(groups) + 3)}"
             groups.setdefault(key, _group(rng, key))
-        if rng.random() < 0.3:
-            nodes = [_node(rng, i) for i in range(4)]
+        nodes_made = _changed_nodes(rng, nodes, nodes_made)
         if rng.random() < 0.3:
             queues = _queues(rng)
 
@@ -246,12 +274,13 @@ def test_shares_and_admission_equal_a_cold_process(seed: int, steps: int) -> Non
     process that sums the snapshot afresh."""
     rng = random.Random(seed)
     pod_sums.forget()
-    nodes = [_node(rng, i) for i in range(4)]
+    nodes = {f"n{i}": _node(rng, i) for i in range(4)}
+    nodes_made = len(nodes)
     groups = {f"ns/g{i}": _group(rng, f"ns/g{i}") for i in range(4)}
     pods = {f"ns/p{i}": _pod(rng, f"ns/p{i}", 4, 4) for i in range(10)}
     queues = _queues(rng)
     for step in range(steps):
-        snap = b.snapshot(nodes=nodes, pods=pods.values(), groups=groups.values(), queues=queues)
+        snap = b.snapshot(nodes=nodes.values(), pods=pods.values(), groups=groups.values(), queues=queues)
         carried = (deserved.compute_fair_shares(snap), deserved.cluster_total(snap), admit(snap, POLICY))
         saved = pod_sums._carried
         pod_sums.carry(False)  # summed afresh: a one-shot solve's path
@@ -268,6 +297,7 @@ def test_shares_and_admission_equal_a_cold_process(seed: int, steps: int) -> Non
         pods[f"ns/new{step}"] = _pod(rng, f"ns/new{step}", 4, 4)
         group = rng.choice(list(groups))
         groups[group] = _group(rng, group)
+        nodes_made = _changed_nodes(rng, nodes, nodes_made)
 
 
 def test_a_pod_before_its_podgroup_counts_once_the_group_comes() -> None:
@@ -302,4 +332,5 @@ def test_summed_afresh_while_carrying_is_off(seed: int) -> None:
     ready = {node.name for node in nodes if node.ready}
     assert pod_sums.bound_on(snap, ready) == _fresh_on(snap, ready, foreign=False)
     assert pod_sums.foreign_on(snap, ready) == _fresh_on(snap, ready, foreign=True)
+    assert pod_sums.ready_allocatable(snap) == res.total(node.allocatable for node in nodes if node.ready)
     assert not pod_sums._carried.pods, "nothing is carried"

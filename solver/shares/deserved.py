@@ -147,7 +147,7 @@ def cluster_total(snapshot: Snapshot) -> dict[str, int]:
     """The room queues share: the allocatable of Ready nodes less what pods of other schedulers
     hold there (no queue can use that room), never below zero."""
     ready = {node.name for node in snapshot.nodes if node.ready}
-    total = res.total(node.allocatable for node in snapshot.nodes if node.ready)
+    total = pod_sums.ready_allocatable(snapshot)
     foreign = pod_sums.foreign_on(snapshot, ready)
     return {name: max(0, amount - foreign.get(name, 0)) for name, amount in total.items()}
 
