@@ -203,3 +203,57 @@ def test_a_settled_podgroup_whose_status_is_overwritten_gets_it_written_again(bu
         )
     finally:
         scheduler.close()
+
+
+def test_a_node_holding_pods_that_stops_being_ready_and_comes_back_admits_as_a_fresh_process(
+    bubble: Bubble,
+) -> None:
+    """The cluster's room that admission counts (the Ready nodes' allocatable less what is bound on
+    them) is carried across cycles (``pod_sums``): while a node holding another scheduler's pod
+    is not Ready a new gang is refused, once it is Ready again it is admitted, each cycle exactly as
+    a fresh process decides on the same objects."""
+    kube = bubble.kube
+    first_node = bubble.node("n0", cpu="8")
+    second_node = bubble.node("n1", cpu="8")
+    bubble.pod("theirs", cpu="5", scheduler="default-scheduler", node_name=second_node)
+    bubble.pod("mine", cpu="2", node_name=first_node)
+    bubble.pod("one", cpu="1")
+    policy = bubble.policy(time_limit_s=5.0, search=False, overcommit_factor=1.0, admit_by_fit=False)
+    scheduler = Scheduler(kube, policy=policy)
+    scheduler.start()
+
+    def cycle() -> Decision:
+        result = scheduler.run_cycle(wait=True)
+        assert _what(result.decision) == _what(_fresh_decision(scheduler, result.objects))
+        return result.decision
+
+    def phase_of(decision: Decision, gang: str) -> tuple[str, str]:
+        (outcome,) = [o for o in decision.podgroups if o.podgroup == f"{bubble.namespace}/{gang}"]
+        return outcome.phase, outcome.reason
+
+    def set_ready(status: str) -> None:
+        condition = {"type": "Ready", "status": status, "reason": "Test", "message": "test"}
+        kube.patch(NODES.path(name=second_node, subresource="status"), {"status": {"conditions": [condition]}})
+        wait_until(
+            lambda: any(
+                c.get("type") == "Ready" and c.get("status") == status
+                for c in (scheduler.store.get("Node", second_node) or {}).get("status", {}).get("conditions", [])
+            ),
+            f"the cache shows n1 Ready={status}",
+        )
+
+    try:
+        wait_cached(scheduler, bubble.namespace, pods=["theirs", "mine", "one"])
+        assert cycle().bindings, "the lone pod is placed (8 cpu now held: 16 - 8 idle)"
+        wait_until(lambda: bubble.placement()["one"] is not None, "the lone pod is bound")
+        # The gang needs 8 cpu: refused while only n0 counts (its queue's share of the cluster is
+        # then 8, of which 2 or 3 are held), admitted once n1 is Ready again (16 less the other
+        # scheduler's 5 for the queues, 16 - 8 idle), then waiting for room (no node has 4 free twice).
+        set_ready("False")
+        bubble.gang("a", 2, cpu="4")
+        wait_cached(scheduler, bubble.namespace, pods=["a-0", "a-1"], podgroups=["a"])
+        assert phase_of(cycle(), "a") == ("Pending", "QueueOverused")
+        set_ready("True")
+        assert phase_of(cycle(), "a")[0] == "Inqueue"
+    finally:
+        scheduler.close()
