@@ -20,9 +20,16 @@ the preemptors' work, still placing the highest-ranked gangs) when set-up and th
 otherwise not at all (``evictions`` skipped). Both cuts are decided before the phase starts and
 depend on no clock inside it, so a replay given the same names decides the same.
 
-The exchange (:mod:`vcsat.solver.search.exchange`) is asked as two steps, the queues' own trades
-and then the trades across queues, each at its number of trades: where both do not fit, the first
-may. When the warm start is outside the tolerance and has trades to try, the steps before the
+The exchange (:mod:`vcsat.solver.search.exchange`) is asked trade by trade (:meth:`WallPlan.
+allows_trade`): its trades run in their fixed order while the next one ends in time (predicted at
+:data:`TRADE_PER_NODE` for the first, then at the dearest of those this cycle ran), and the first
+refused ends it. Each trade is kept only where it ranks strictly higher, so every trade that runs
+can only help, and a short limit gets the first few instead of none. How many ran is recorded as
+``exchange_trades=N`` among the skipped steps (:func:`trades_cut`), and a replay given it runs the
+same N trades, whatever its clock, so it trades as the live cycle did. (The names of the
+exchange's three kinds of trades, :data:`EXCHANGE`, :data:`EXCHANGE_ACROSS` and
+:data:`EXCHANGE_FAIR`, stay steps: a dump of an older cycle that skipped one whole replays it so.)
+When the warm start is outside the tolerance and has trades to try, the steps before the
 exchange (the search, its top-up, the neighbourhood rounds, and the search's own wall deadline;
 not the greedy's second fill, which often brings the warm start within the tolerance) also keep
 back the exchange's first step's predicted cost (:attr:`WallPlan.ahead`): on a short limit they
@@ -44,7 +51,7 @@ With ``wall=False`` nothing is skipped for time: the deterministic budgets alone
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 SECOND_FILL = "second_fill"
@@ -54,6 +61,9 @@ EXCHANGE_ACROSS = "exchange_across"
 """The exchange's trades across queues, per rank of waiting gangs, asked after the queues' own."""
 EXCHANGE_FAIR = "exchange_fair"
 """The exchange's fair trades, per fair-share tier a queue below its share waits at, asked last."""
+EXCHANGE_TRADES = "exchange_trades"
+"""Recorded as ``exchange_trades=N`` among the skipped steps (:func:`trades_cut`): the cycle's clock
+ended the exchange after its first N trades, the rest skipped; a replay runs the same N."""
 SEARCH = "search"
 TOP_UP = "top_up"
 NEIGHBOURHOOD = "neighbourhood"
@@ -117,6 +127,26 @@ MIN_SAMPLE_CPU = 0.05
 """Below this much CPU time spent in the solve so far, its wall/CPU ratio is not trusted (1)."""
 
 
+def trades_cut(ran: int) -> str:
+    """The skipped-steps entry saying the exchange ended after ``ran`` trades (:data:`EXCHANGE_TRADES`)."""
+    return f"{EXCHANGE_TRADES}={ran}"
+
+
+def replayed_trades(skip: Iterable[str]) -> int | None:
+    """The trades a cycle that recorded :func:`trades_cut` among ``skip`` ran (None: it recorded none)."""
+    for name in skip:
+        head, _, count = name.partition("=")
+        if head == EXCHANGE_TRADES and count.isdigit():
+            return int(count)
+    return None
+
+
+def known_step(name: str) -> bool:
+    """Whether ``name`` is a skipped-steps entry a replay understands: one of :data:`STEPS`, or
+    :func:`trades_cut`'s."""
+    return name in STEPS or (name != EXCHANGE_TRADES and replayed_trades([name]) is not None)
+
+
 @dataclass
 class WallPlan:
     """One cycle's deadline over its optional steps, and which of them it skipped."""
@@ -138,8 +168,13 @@ class WallPlan:
     """CPU seconds kept back, besides the reserve, for a later optional step the cycle means to
     reach (the exchange, when the warm start has trades to try): the steps before it are asked
     whether they end before the deadline less this too."""
+    trades: int = 0
+    """The exchange's trades :meth:`allows_trade` let start so far."""
+    trade_cpu: float = 0.0
+    """The CPU seconds of the dearest of those trades so far (0 before the first has ended)."""
     _wall_start: float = 0.0
     _cpu_start: float = 0.0
+    _trade_started: float | None = None
 
     def __post_init__(self) -> None:
         self._wall_start, self._cpu_start = self.now(), self.cpu()
@@ -195,6 +230,36 @@ class WallPlan:
         if last:
             return self.deadline - self.now() - self.tail
         return self.deadline - self.now() - self.reserve - self.ahead * self.slowdown()
+
+    def replays(self, step: str) -> bool:
+        """Whether :attr:`skip` names ``step`` (a replay of a cycle that skipped it whole), recorded
+        as skipped when it does; the clock is not asked."""
+        if step not in self.skip:
+            return False
+        if step not in self.skipped:
+            self.skipped.append(step)
+        return True
+
+    def allows_trade(self) -> bool:
+        """Whether the exchange's next trade may start: not past the count a replayed cycle ran
+        (:func:`replayed_trades` of :attr:`skip`), and (with a deadline) ending before it less the
+        reserve at this cycle's pace, predicted at the dearest trade this cycle ran so far
+        (:data:`TRADE_PER_NODE` per node before the first). The first refused is recorded as
+        :func:`trades_cut` of the trades that ran; the exchange asks no more after it."""
+        if self._trade_started is not None:
+            self.trade_cpu = max(self.trade_cpu, self.cpu() - self._trade_started)
+            self._trade_started = None
+        limit = replayed_trades(self.skip)
+        if limit is None or self.trades < limit:
+            left = self.left()
+            cost = self.trade_cpu or self.exchange_cost(1)
+            if left is None or cost * self.slowdown() <= left:
+                self.trades += 1
+                self._trade_started = self.cpu()
+                return True
+            self.out_of_time = True
+        self.skipped.append(trades_cut(self.trades))
+        return False
 
     def allows(self, step: str, cpu_cost: float, *, last: bool = False) -> bool:
         """Whether ``step``, predicted to cost ``cpu_cost`` CPU seconds, may start: not in

@@ -354,21 +354,15 @@ def _solve(
         # Still short of the bound, after a search or where it was skipped (for time, or its
         # model not built): a queue's lower-priority gangs traded for its waiting higher-priority
         # ones, which no search on a short budget finds (:mod:`exchange`).
-        queues = trading_queues(problem, assignment)
-        ranks = trading_ranks(problem, assignment)
-        # Three steps, each asked at its own predicted cost (one trade per queue, two per rank, and
-        # for the fair trades two per queue a tier may raise plus the queues' and ranks' trades run
-        # once more after them), so that the cheaper trades run where all of them would not fit:
-        # the same trades in the same order as one call when all three run.
-        tiers = trading_tiers(problem, assignment)  # fair-share tiers short of their queues' shares
+        # The trades run one at a time, each asked whether it ends in time (:mod:`deadline`), the
+        # first refused ending the exchange: a short limit gets the first trades instead of none.
+        # A replay of an older cycle that skipped one kind of trade whole skips it too.
+        queues = [] if plan.replays(EXCHANGE) else trading_queues(problem, assignment)
+        ranks = [] if plan.replays(EXCHANGE_ACROSS) else trading_ranks(problem, assignment)
+        tiers = [] if plan.replays(EXCHANGE_FAIR) else trading_tiers(problem, assignment)
         traded = assignment
-        if queues and plan.allows(EXCHANGE, plan.exchange_cost(len(queues))):
-            traded = exchange(problem, traded, _lexicographic, queues)
-        if ranks and plan.allows(EXCHANGE_ACROSS, plan.exchange_cost(2 * len(ranks))):
-            traded = exchange(problem, traded, _lexicographic, [], ranks)
-        fair_trades = 2 * len(tiers) * len(problem.snapshot.queues) + len(queues) + 2 * len(ranks)
-        if tiers and plan.allows(EXCHANGE_FAIR, plan.exchange_cost(fair_trades)):
-            traded = exchange(problem, traded, _lexicographic, [], [], tiers)
+        if queues or ranks or tiers:
+            traded = exchange(problem, assignment, _lexicographic, queues, ranks, tiers, go=plan.allows_trade)
         if traded is not assignment:
             assignment, status = traded, "FEASIBLE"
             now = bindings(problem, assignment, assignment.shape_slots)

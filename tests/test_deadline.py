@@ -47,6 +47,9 @@ from vcsat.solver.deadline import (
     STEPS,
     TAIL_PER_NODE,
     WallPlan,
+    known_step,
+    replayed_trades,
+    trades_cut,
 )
 
 _solve_module = importlib.import_module("vcsat.solver.solve")
@@ -186,6 +189,64 @@ def test_the_exchange_cost_grows_with_nodes_and_trades(
     assert WallPlan(None, nodes).exchange_cost(0) == 0.0
     assert 0 < WallPlan(None, nodes).exchange_cost(trades) < WallPlan(None, than_nodes).exchange_cost(than_trades)
     assert WallPlan(None, 1000).exchange_cost(3) == pytest.approx(3 * WallPlan(None, 1000).exchange_cost(1))
+
+
+# (seconds to the deadline, CPU seconds each trade takes, a replayed count or None, trades
+# allowed): at 1,000 nodes the reserve is 0.4 s and the first trade is predicted at 0.2 s; then
+# each at the dearest that ran (the clock's wall and CPU move together: no slowdown)
+TRADES = [
+    (None, 0.3, None, 7),  # no deadline: every trade the exchange has (7 here)
+    (0.5, 0.05, None, 0),  # 0.1 left < 0.2 predicted for the first
+    (0.67, 0.05, None, 5),  # 0.27 left fits the first (0.2 predicted); then 0.05 each while 0.05 is left
+    (0.75, 0.15, None, 2),  # 0.35 left: one (0.2), then 0.2 left for one at 0.15, then 0.05
+    (None, 0.3, 3, 3),  # a replay of a cycle that ran 3: 3, whatever the clock
+    (None, 0.3, 0, 0),
+    (0.5, 0.05, 3, 0),  # a replay on a slower clock: the clock still refuses
+]
+
+
+@pytest.mark.parametrize(("deadline_in", "each", "replayed", "allowed"), TRADES)
+def test_the_exchange_runs_trades_while_the_next_ends_in_time(
+    deadline_in: float | None, each: float, replayed: int | None, allowed: int
+) -> None:
+    clock = FakeClock()
+    deadline = None if deadline_in is None else clock.wall + deadline_in
+    skip = frozenset() if replayed is None else frozenset({trades_cut(replayed)})
+    plan = WallPlan(deadline, 1000, skip=skip, now=clock.now, cpu=clock.cpu)
+    ran = 0
+    while ran < 7 and plan.allows_trade():
+        ran += 1
+        clock.wall += each
+        clock.cpu_seconds += each
+    assert ran == plan.trades == allowed
+    assert plan.skipped == ([] if ran == 7 else [trades_cut(allowed)])
+    assert plan.out_of_time is (ran < 7 and (replayed is None or ran < replayed))
+    assert replayed_trades(plan.skipped) == (None if ran == 7 else allowed)
+
+
+# (a skipped-steps entry, whether a replay reads it, the trades it says ran)
+ENTRIES = [
+    ("exchange", True, None),
+    ("exchange_trades=0", True, 0),
+    ("exchange_trades=12", True, 12),
+    ("exchange_trades", False, None),
+    ("exchange_trades=", False, None),
+    ("exchange_trades=-1", False, None),
+    ("exchange_trades=x", False, None),
+    ("later", False, None),
+]
+
+
+@pytest.mark.parametrize(("name", "known", "trades"), ENTRIES)
+def test_the_record_of_a_cut_exchange(name: str, known: bool, trades: int | None) -> None:
+    assert known_step(name) is known
+    assert replayed_trades([name]) == trades
+
+
+def test_a_replay_of_an_older_cycle_skips_a_whole_kind_of_trade() -> None:
+    plan = WallPlan(None, 1000, skip=frozenset({EXCHANGE_FAIR}))
+    assert plan.replays(EXCHANGE_FAIR) and not plan.replays(EXCHANGE)
+    assert plan.skipped == [EXCHANGE_FAIR] and not plan.out_of_time
 
 
 @pytest.mark.parametrize(("slots", "gangs", "than_slots", "than_gangs"), [(1000, 0, 2000, 0), (1000, 10, 1000, 2000)])
@@ -373,6 +434,6 @@ def test_any_deadline_gives_a_valid_decision(
     policy = ALLOCATE.model_copy(update={"preempt": evicting, "reclaim": evicting, "relative_gap": 0.001})
     decision = solve(snap, policy, started=time.monotonic() - ago, wall=True)
     assert check(snap, decision, policy) == []
-    assert set(decision.solver.skipped) <= set(STEPS)
+    assert all(known_step(name) for name in decision.solver.skipped)
     if decision.solver.skipped:
         assert decision.solver.wall_stopped

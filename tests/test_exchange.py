@@ -51,7 +51,15 @@ from test_top_up import _without
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.deadline import EXCHANGE, EXCHANGE_ACROSS, EXCHANGE_FAIR, SEARCH, SECOND_FILL, WallPlan
+from vcsat.solver.deadline import (
+    EXCHANGE,
+    EXCHANGE_ACROSS,
+    EXCHANGE_FAIR,
+    SEARCH,
+    SECOND_FILL,
+    WallPlan,
+    trades_cut,
+)
 from vcsat.solver.greedy import greedy
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks, trading_tiers
@@ -487,3 +495,96 @@ def test_the_fair_trades_never_rank_lower(nodes: int, running: int, owners: list
     assert _counts_match(problem, traded)
     if not tiers:
         assert traded is start
+
+
+class _Allowing:
+    """A ``go`` for :func:`exchange` that lets ``k`` trades start and counts how often it is asked."""
+
+    def __init__(self, k: int) -> None:
+        self.k, self.asked = k, 0
+
+    def __call__(self) -> bool:
+        self.asked += 1
+        return self.asked <= self.k
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    free=FREE_GPUS,
+    running=running_pods(max_size=6, gpus=[1, 2, 4, 8]),
+    waiting=waiting_jobs(5, pods=(1, 2), gpus=(1, 2, 8), count=(1, 6)),
+    dropped=st.lists(st.booleans(), min_size=40, max_size=40),
+)
+def test_the_trades_cut_after_k_are_the_first_k_and_rank_no_lower_with_more(
+    free: list[int],
+    running: list[tuple[str, int, int]],
+    waiting: list[tuple[str, int, int, int, int]],
+    dropped: list[bool],
+) -> None:
+    """The exchange cut after ``k`` trades asks ``go`` once more and no more (``k + 1`` times, or
+    each trade once when it has fewer), the same ``k`` give the same decision (what a replay of the
+    count relies on), and each trade more ranks at least as high: ``k`` trades are the first ``k``
+    of the whole exchange's."""
+    snap = cluster(free, running, waiting)
+    problem = build_problem(snap, ALLOCATE)
+    first = greedy(problem)
+    short = _without(problem, first, {g for g in first.placed if dropped[g % len(dropped)]})
+    queues, ranks, tiers = trading_queues(problem, short), trading_ranks(problem, short), trading_tiers(problem, short)
+    whole = _Allowing(10**6)
+    full = exchange(problem, short, _levels, queues, ranks, tiers, go=whole)
+    total = whole.asked
+    ranked = []
+    for k in range(total + 1):
+        go = _Allowing(k)
+        cut = exchange(problem, short, _levels, queues, ranks, tiers, go=go)
+        assert go.asked == (k + 1 if k < total else total)
+        again = exchange(problem, short, _levels, queues, ranks, tiers, go=_Allowing(k))
+        assert (again.placed, again.count, again.shape_slots) == (cut.placed, cut.count, cut.shape_slots)
+        assert _room_kept(problem, cut) and _counts_match(problem, cut)
+        ranked.append(_levels(problem, cut))
+    assert ranked[0] == _levels(problem, short)
+    assert ranked == sorted(ranked) and ranked[-1] == _levels(problem, full)
+
+
+# (the trades a replayed cycle ran, whether q3's waiting 8-GPU pod is placed): on the fair case
+# with the search skipped the first fair trade places it; none leaves it out
+FAIR_CUT = [(0, False), (1, True), (None, True)]
+
+
+@pytest.mark.parametrize(("ran", "placed"), FAIR_CUT)
+def test_a_replay_runs_the_trades_the_cycle_ran(ran: int | None, placed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    snap = _fair_case("q1", 8)
+    problem = build_problem(snap, ALLOCATE)
+    small = _keys(problem, "small")
+    cut = () if ran is None else (trades_cut(ran),)
+    with monkeypatch.context() as patch:
+        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
+        decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL, *cut))
+    assert check(snap, decision, ALLOCATE) == []
+    assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) is placed
+    assert (trades_cut(ran) in decision.solver.skipped) is (ran is not None)
+    assert not decision.solver.wall_stopped
+
+
+def test_a_limit_with_room_for_one_trade_runs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a wall clock that does not move: the fair case's warm start, the search skipped, and a
+    limit that leaves one trade's predicted time after the reserve, not all the fair trades' (six
+    and more): the first fair trade runs and places q3's waiting 8-GPU pod (before the trades ran
+    one at a time the fair step as a whole did not fit, and nothing ran); the count that ran is
+    recorded and a replay given it, without the wall stop, decides the same."""
+    snap = _fair_case("q1", 8)
+    problem = build_problem(snap, ALLOCATE)
+    small = _keys(problem, "small")
+    now = time.monotonic()
+    costs = WallPlan(None, len(problem.nodes))
+    policy = ALLOCATE.model_copy(update={"time_limit_s": costs.reserve + 1.5 * costs.exchange_cost(1)})
+    with monkeypatch.context() as patch:
+        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
+        patch.setattr(_solve_module, "WallPlan", _frozen_at(now))
+        decision = solve(snap, policy, started=now, wall=True, skip=(SEARCH, SECOND_FILL))
+        replay = solve(snap, policy, wall=False, skip=decision.solver.skipped)
+    assert check(snap, decision, policy) == []
+    assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings)
+    assert EXCHANGE_FAIR not in decision.solver.skipped
+    assert (replay.bindings, replay.podgroups) == (decision.bindings, decision.podgroups)
+    assert replay.solver.skipped == decision.solver.skipped

@@ -73,13 +73,27 @@ def test_a_dump_of_a_cycle_whose_eviction_phase_ran_on_its_minimum_replays_it(
     assert "skipped eviction_budget for time" in stderr
 
 
+@pytest.mark.parametrize("ran", [0, 2])
+def test_a_dump_of_a_cycle_whose_exchange_was_cut_replays_the_trades_it_ran(tmp_path: Path, ran: int) -> None:
+    """The record of an exchange the clock ended after ``ran`` trades (``exchange_trades=N``) is read
+    back and replayed: the replay runs the same trades and records the same cut."""
+    record = ["search", f"exchange_trades={ran}"]
+    path = _dumped(tmp_path, contended(), record)
+    snapshot, _ = read_cycle(path)
+    live = solve(snapshot, Policy(), wall=False, skip=record)
+    code, replay, stderr = _cli(path)
+    assert code == 0 and replay is not None
+    assert _comparable(replay) == _comparable(json.loads(live.model_dump_json()))
+    assert f"skipped search, exchange_trades={ran} for time" in stderr
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [
         (
             "search,later",
             "unknown step 'later' (expected some of second_fill, search, top_up, neighbourhood, exchange,"
-            " exchange_across, exchange_fair, evictions, eviction_budget)",
+            " exchange_across, exchange_fair, evictions, eviction_budget, or exchange_trades=N)",
         ),
         (3, "must be a comma-separated string of step names, not int"),
     ],

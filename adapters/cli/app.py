@@ -259,12 +259,12 @@ def replay_early(snapshot: Snapshot, policy: Policy, started: float) -> Decision
 def replayed_skips(path: str | None, skipped: list[str]) -> frozenset[str]:
     """The optional steps a dumped cycle skipped for time (``vcsat.io/skipped``), which the replay
     skips too so that it decides as the scheduler did (said on stderr); an unknown name is bad input."""
-    from vcsat.solver.deadline import STEPS
+    from vcsat.solver.deadline import EXCHANGE_TRADES, STEPS, known_step
 
-    unknown = sorted(set(skipped) - set(STEPS))
+    unknown = sorted(name for name in set(skipped) if not known_step(name))
     if unknown:
         raise InputError(
-            f"unknown step {unknown[0]!r} (expected some of {', '.join(STEPS)})",
+            f"unknown step {unknown[0]!r} (expected some of {', '.join(STEPS)}, or {EXCHANGE_TRADES}=N)",
             source=path,
             obj="List",
             field=f'metadata.annotations["{SKIPPED_ANNOTATION}"]',

@@ -43,6 +43,11 @@ rest as the greedy would, which serves each tier's queues towards their shares a
 same terms: the tiers above stay, this one rises, or it stays and placed work ranks higher. Where
 the fair trades changed the decision, the queues' trades and those across ranks run once more on
 it: the room has moved, and with it what waits above what.
+
+Each trade is asked first whether it may start (``go``, the cycle's deadline in
+:func:`vcsat.solver.solve.solve`): the trades run one at a time, in a fixed order, until one is
+refused, and none after it; how many ran is what a replay needs to make the same trades (each
+trade is kept or not on the ranks alone, so the same trades on the same decision decide the same).
 """
 
 from __future__ import annotations
@@ -59,6 +64,24 @@ from vcsat.solver.search.top_up import top_up
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
 Ranked = tuple[Assignment, tuple[int, ...]]
 """A decision and its rank (the objective's first levels, :data:`Rank`)."""
+
+
+def _always() -> bool:
+    return True
+
+
+class _Gate:
+    """Asks ``go`` before each trade until it refuses one; every trade after that is refused too,
+    without asking, so the trades that ran are a prefix of the order (module docstring)."""
+
+    def __init__(self, go: Callable[[], bool]) -> None:
+        self.go = go
+        self.stopped = False
+
+    def __call__(self) -> bool:
+        if not self.stopped and not self.go():
+            self.stopped = True
+        return not self.stopped
 
 
 def trading_queues(problem: Problem, assignment: Assignment) -> list[tuple[str, int]]:
@@ -158,29 +181,40 @@ def exchange(
     queues: list[tuple[str, int]],
     ranks: list[int] | None = None,
     tiers: list[int] | None = None,
+    go: Callable[[], bool] = _always,
 ) -> Assignment:
     """``assignment`` with, for each of ``queues`` (:func:`trading_queues`) in turn, its gangs ranked
     below the queue's best waiting gang traded for the queue's waiting gangs of that rank, then,
     for each of ``ranks`` (:func:`trading_ranks`), the two trades across queues, then, for each of
     ``tiers`` (:func:`trading_tiers`), the fair trades of each queue that tier can raise, and, when
     those changed it, the queues' trades and those across ranks once more; each where ``rank``
-    puts the result strictly higher (module docstring); ``assignment`` itself when no trade does."""
-    best, best_rank = _queue_trades(problem, rank, assignment, rank(problem, assignment), queues)
-    best, best_rank = _rank_trades(problem, rank, best, best_rank, ranks or [])
-    fair, fair_rank = _tier_trades(problem, rank, best, best_rank, tiers or [])
-    if fair is not best:
-        # The fair trades moved room between queues: the queues' trades and those across ranks once
-        # more, on the decision they leave (what waits and what is placed below it has changed).
-        best, best_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair))
-        best, best_rank = _rank_trades(problem, rank, best, best_rank, trading_ranks(problem, best))
+    puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
+    ``go`` is asked before each trade: the first it refuses ends the exchange."""
+    gate = _Gate(go)
+    best, best_rank = _queue_trades(problem, rank, assignment, rank(problem, assignment), queues, gate)
+    best, best_rank = _rank_trades(problem, rank, best, best_rank, ranks or [], gate)
+    fair, fair_rank = _tier_trades(problem, rank, best, best_rank, tiers or [], gate)
+    if fair is best or gate.stopped:
+        return fair
+    # The fair trades moved room between queues: the queues' trades and those across ranks once
+    # more, on the decision they leave (what waits and what is placed below it has changed).
+    best, best_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair), gate)
+    best, best_rank = _rank_trades(problem, rank, best, best_rank, trading_ranks(problem, best), gate)
     return best
 
 
 def _queue_trades(
-    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], queues: list[tuple[str, int]]
+    problem: Problem,
+    rank: Rank,
+    best: Assignment,
+    best_rank: tuple[int, ...],
+    queues: list[tuple[str, int]],
+    gate: _Gate,
 ) -> Ranked:
     """Each queue's gangs ranked below its best waiting gang traded for its waiting gangs of that rank."""
     for queue, above in queues:
+        if gate.stopped:
+            break
         out = {g for g in best.placed if problem.gangs[g].queue == queue and problem.gangs[g].rank < above}
         if not out:
             continue
@@ -190,26 +224,28 @@ def _queue_trades(
         first = {
             g.index for g in problem.candidates if g.queue == queue and g.rank == above and g.index not in best.placed
         }
-        best, best_rank = _kept(problem, rank, best, best_rank, drop, first)
+        best, best_rank = _kept(problem, rank, best, best_rank, drop, first, gate)
     return best, best_rank
 
 
 def _rank_trades(
-    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], ranks: list[int]
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], ranks: list[int], gate: _Gate
 ) -> Ranked:
     """Per rank of waiting gangs, the two trades across queues."""
     for above in ranks:
         for pick in (_not_needed, _below_on_whole):
+            if gate.stopped:
+                return best, best_rank
             out = pick(problem, best, above)
             if not out:
                 continue
             first = {g.index for g in problem.candidates if g.rank >= above and g.index not in best.placed}
-            best, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first)
+            best, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first, gate)
     return best, best_rank
 
 
 def _tier_trades(
-    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int]
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], gate: _Gate
 ) -> Ranked:
     """Per fair-share tier, the fair trades of each queue it can raise."""
     for tier in tiers:
@@ -217,21 +253,32 @@ def _tier_trades(
         tried: set[tuple[frozenset[int], frozenset[int]]] = set()
         for _queue, top, first, largest in _raisable(problem, best, tier):
             for below in (top + 1, None):  # those ranked no higher than the waiting gangs, then any
+                if gate.stopped:
+                    return best, best_rank
                 out = _on_whole(problem, best, largest, below)
                 if not out or (frozenset(out), frozenset(first)) in tried:
                     continue
                 tried.add((frozenset(out), frozenset(first)))
-                kept, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first)
+                kept, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first, gate)
                 if kept is not best:
                     best, tried = kept, set()
     return best, best_rank
 
 
 def _kept(
-    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], drop: list[int], first: set[int]
+    problem: Problem,
+    rank: Rank,
+    best: Assignment,
+    best_rank: tuple[int, ...],
+    drop: list[int],
+    first: set[int],
+    gate: _Gate,
 ) -> Ranked:
     """One trade: ``best`` without ``drop``, the gangs ``first`` placed into the room that leaves,
-    then the rest as the greedy would; kept (with its rank) only where it ranks strictly higher."""
+    then the rest as the greedy would; kept (with its rank) only where it ranks strictly higher.
+    Not made (``best`` handed back) where ``gate`` refuses it."""
+    if not gate():
+        return best, best_rank
     rest = without(problem, best, drop)
     if rest is None:
         return best, best_rank
