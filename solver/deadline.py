@@ -261,6 +261,15 @@ class WallPlan:
         self.skipped.append(trades_cut(self.trades))
         return False
 
+    def set_aside(self, wall: float, cpu: float) -> None:
+        """Leave out of this cycle ``wall`` and ``cpu`` seconds just spent on what is not its own
+        work (loading CP-SAT's module, :mod:`vcsat.solver.search.cp_sat`): the deadline moves by the
+        wall seconds and the pace (:meth:`slowdown`) is measured without either."""
+        if self.deadline is not None:
+            self.deadline += wall
+        self._wall_start += wall
+        self._cpu_start += cpu
+
     def allows(self, step: str, cpu_cost: float, *, last: bool = False) -> bool:
         """Whether ``step``, predicted to cost ``cpu_cost`` CPU seconds, may start: not in
         :attr:`skip`, and (with a deadline) ending before it less the reserve (the :attr:`tail`

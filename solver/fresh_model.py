@@ -12,11 +12,16 @@ the model then dies when its last reference does.
 
 from __future__ import annotations
 
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 def new_cp_model() -> cp_model.CpModel:
     """An empty ``CpModel`` without the pre-PEP 8 aliases that make it a reference cycle."""
+    from ortools.sat.python import cp_model
+
     cp = cp_model.CpModel()
     # The aliases are the instance's own attributes, capitalised; every method the solver calls is
     # the class's (snake_case), so nothing reachable through ``cp.<name>`` is lost but the aliases.

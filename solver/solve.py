@@ -59,7 +59,7 @@ from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.rules.attach import slots_taken
 from vcsat.solver.rules.interpod_tracker import broken
 from vcsat.solver.rules.spread import SpreadState
-from vcsat.solver.search import staged
+from vcsat.solver.search import cp_sat, staged
 from vcsat.solver.search.bound import lp_level_bounds
 from vcsat.solver.search.exact import ExactResult, fits, solve_exact
 from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks, trading_tiers
@@ -299,6 +299,8 @@ def _solve(
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
     search = max(0.0, policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes))
     budget = search if policy.search else 0.0
+    if policy.search and not skip_search(sum(hint_values.values()), greedy_bound, policy.relative_gap):
+        deadline += _load_cp_sat(plan, clock)  # a model may be built from here on
     if policy.search and skip_search(sum(hint_values.values()), greedy_bound, policy.relative_gap):
         # The stop rule (:mod:`vcsat.solver.search.stop`): the greedy decision is already proven
         # within the policy's tolerance, so no model is built and no search runs.
@@ -400,6 +402,16 @@ def _solve(
     return Decision(bindings=now, nominations=nominations, evictions=evictions, podgroups=podgroups, solver=stats)
 
 
+def _load_cp_sat(plan: WallPlan, clock: SearchClock) -> float:
+    """Load CP-SAT's module before the cycle's first model, unless this process has (:mod:`cp_sat`),
+    and leave the time that took out of the cycle: its deadlines move by it. Returns the wall seconds."""
+    wall, cpu = cp_sat.load()
+    plan.set_aside(wall, cpu)
+    if clock.deadline is not None:
+        clock.deadline += wall
+    return wall
+
+
 def _search(
     problem: Problem, hint: Assignment, search: float, targets: dict[str, int], clock: SearchClock
 ) -> ExactResult:
@@ -447,6 +459,8 @@ def _preempt(
         for r, name in enumerate(problem.resources):
             held[name] = held.get(name, 0) + k * problem.shapes[problem.classes[c].shape].request[r]
     runs = eviction_runs(problem, waiting, usage)  # exact when 0: no run would start; skip the set-up below
+    if runs:
+        _load_cp_sat(plan, clock)  # the eviction models are CP-SAT's
     if not runs or not plan.allows(EVICTIONS, plan.evictions_cost(runs), last=True):
         return now, [], [], podgroups, budget
     # The room allocate left, read only once the phase is to run.

@@ -9,16 +9,21 @@ booleans. Buckets of such shapes are exact, so the slots count real pods. Never 
 
 from __future__ import annotations
 
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.search.variables import Variables
 
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
 
 def add_attach_limits(
     cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: list[Bucket], hint: Assignment
 ) -> None:
+    from ortools.sat.python import cp_model
+
     attach = problem.attach
     if attach is None:
         return

@@ -8,13 +8,18 @@ CP-SAT divided exactly by their resource's common divisor (:mod:`vcsat.solver.un
 
 from __future__ import annotations
 
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.search.variables import Variables
 
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
 
 def add_capacity(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: list[Bucket]) -> None:
+    from ortools.sat.python import cp_model
+
     counts_of_shape: dict[int, list[cp_model.IntVar]] = {}
     for c, var in v.count.items():
         counts_of_shape.setdefault(problem.classes[c].shape, []).append(var)

@@ -6,10 +6,13 @@ gang itself is placed.
 
 from __future__ import annotations
 
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 def add_gang(cp: cp_model.CpModel, problem: Problem, v: Variables) -> None:

@@ -25,11 +25,13 @@ is a sum of slots. Booleans exist only per (group, domain) that a rule needs, ne
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 @dataclass
@@ -45,6 +47,8 @@ class InterpodVars:
 
 
 def add_interpod(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: list[Bucket]) -> InterpodVars:
+    from ortools.sat.python import cp_model
+
     out = InterpodVars()
     rel = problem.interpod
     if rel is None:

@@ -7,10 +7,13 @@ Closed queues never reach the model: the prefilter blocks their gangs with ``Que
 
 from __future__ import annotations
 
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 def add_quota(cp: cp_model.CpModel, problem: Problem, v: Variables) -> None:

@@ -19,12 +19,15 @@ Cuts that the slots' upper bounds already keep are left out.
 
 from __future__ import annotations
 
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 def gpu_rooms(problem: Problem, node: int) -> list[int]:
@@ -36,6 +39,8 @@ def gpu_rooms(problem: Problem, node: int) -> list[int]:
 
 def add_share_room(cp: cp_model.CpModel, problem: Problem, v: Variables) -> int:
     """Add the cuts; returns how many were added."""
+    from ortools.sat.python import cp_model
+
     if res.GPU_MILLI not in problem.resources:
         return 0
     milli = problem.resource_index(res.GPU_MILLI)

@@ -24,12 +24,14 @@ of the least possible minimum, the implication is linear and needs no boolean.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.rules.spread import Group
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 @dataclass
@@ -45,6 +47,8 @@ class SpreadVars:
 
 
 def add_spread(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: list[Bucket]) -> SpreadVars:
+    from ortools.sat.python import cp_model
+
     out = SpreadVars()
     if not problem.spread:
         return out

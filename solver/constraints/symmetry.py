@@ -10,16 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
-from ortools.sat.python import cp_model
 
 from vcsat.solver.objectives.interpod import preference_scores
 from vcsat.solver.pricing import scarcity
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.search.variables import NodeTerm, Variables
 from vcsat.solver.units import Units
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 def _signature(
@@ -125,6 +128,8 @@ def _interpod_tags(problem: Problem) -> list[Hashable] | None:
 
 
 def add_symmetry_breaking(cp: cp_model.CpModel, problem: Problem, v: Variables) -> list[list[int]]:
+    from ortools.sat.python import cp_model
+
     classes = node_classes(problem, v)
     for nodes in classes:
         loads = []

@@ -10,12 +10,14 @@ one domain at its highest tier; :mod:`vcsat.solver.objectives.locality` prices t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.problem import Bucket, Domains, Problem
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 RACKS_PER_GANG = 8
 """Racks a soft topology gang is counted in one by one; beyond them, one shared count."""
@@ -35,6 +37,8 @@ class TopologyVars:
 def add_topology(
     cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: list[Bucket], hint: Assignment
 ) -> TopologyVars:
+    from ortools.sat.python import cp_model
+
     out = TopologyVars()
     domains = problem.domains
     if domains is None or not problem.topology_gangs:

@@ -25,8 +25,7 @@ our choice: DRF here never places less work than it could, where Volcano's progr
 from __future__ import annotations
 
 from functools import partial
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
@@ -34,6 +33,9 @@ from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.levels import Level, make_level
 from vcsat.solver.search.variables import Variables
 from vcsat.solver.units import bounded_row, share_row
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 SHARE_SCALE = 1000
 """Shares in thousandths of the cluster."""
@@ -170,6 +172,8 @@ def fairness_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: 
     (each queue's top tier weighs alike), inside a queue its share is
     first filled with its highest-priority work, so fairness never trades a queue's higher-priority pods
     for its lower-priority ones. Variables are hinted from ``hint``'s placements."""
+    from ortools.sat.python import cp_model
+
     levels: list[Level] = []
     for rank in fair_ranks(problem):
         terms: list[tuple[cp_model.IntVar, int]] = []
@@ -271,6 +275,8 @@ def share_utility(share: int) -> int:
 def drf_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: Assignment) -> list[Level]:
     """Max-min-like DRF among elastic jobs of one queue and priority, as a concave utility;
     variables hinted from ``hint``."""
+    from ortools.sat.python import cp_model
+
     jobs = _drf_jobs(problem)
     if not jobs:
         return []

@@ -12,13 +12,16 @@ Preferences between pods placed in the same cycle are not scored (only bound pod
 
 from __future__ import annotations
 
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.rules.interpod import INTERPOD, InterPod
 from vcsat.solver.search.levels import Level, make_level
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 MAX_SCORE = 100
 

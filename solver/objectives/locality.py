@@ -9,14 +9,16 @@ fairness, above packing (design.md).
 from __future__ import annotations
 
 from functools import partial
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.constraints.topology import ELSEWHERE, TopologyVars
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.levels import Level, make_level
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 def locality_levels(problem: Problem, v: Variables, topo: TopologyVars) -> list[Level]:

@@ -7,13 +7,16 @@ wholly free GPU nodes as possible, then complete as many partly used GPU nodes a
 
 from __future__ import annotations
 
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.levels import Level, make_level
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 def _gpu_nodes(problem: Problem) -> tuple[list[int], list[int]]:
@@ -33,6 +36,8 @@ def _gpu_nodes(problem: Problem) -> tuple[list[int], list[int]]:
 
 def packing_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: Assignment) -> list[Level]:
     """The two packing levels; their indicator variables are hinted from ``hint``'s placements."""
+    from ortools.sat.python import cp_model
+
     whole, partial = _gpu_nodes(problem)
     used_by_hint = _used(problem, hint)
     opened: list[tuple[cp_model.IntVar, int]] = []

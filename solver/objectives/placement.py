@@ -9,13 +9,15 @@ places the most of the scarce resource rather than the most pods.
 from __future__ import annotations
 
 from functools import partial
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.levels import Level, make_level
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 def placed_work(problem: Problem, assignment: Assignment, priority: int) -> int:

@@ -9,12 +9,15 @@ with a preference, no level: the default workloads pay nothing.
 
 from __future__ import annotations
 
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.levels import Level, make_level
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 LEVEL_NAME = "preferred nodes (node affinity, PreferNoSchedule taints)"
 

@@ -19,15 +19,19 @@ No confined pod and no node without GPUs, no level: homogeneous clusters pay not
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import NDArray
-from ortools.sat.python import cp_model
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.pricing import scarcity
 from vcsat.solver.problem import Problem, Shape
 from vcsat.solver.search.levels import Level, make_level
 from vcsat.solver.search.variables import Variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 LEVEL_NAME = "scarce GPU pools kept for their confined pods"
 

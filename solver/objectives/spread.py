@@ -12,8 +12,7 @@ true minimum.
 from __future__ import annotations
 
 from functools import partial
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.constraints.spread import least_most, slots_by_domain
@@ -22,10 +21,15 @@ from vcsat.solver.rules.spread import Group
 from vcsat.solver.search.levels import Level, make_level
 from vcsat.solver.search.variables import Variables
 
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
 LEVEL_NAME = "matching pods beyond a ScheduleAnyway topology spread's maxSkew"
 
 
 def spread_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, buckets: list[Bucket]) -> list[Level]:
+    from ortools.sat.python import cp_model
+
     if not problem.soft_spread:
         return []
     bucket_of = {s: b.index for b in buckets for s in b.shapes}

@@ -36,14 +36,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Final
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING, Final
 
 from vcsat.model import Pod
 from vcsat.model.cluster import PodAffinityTerm
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.rules.interpod import label_key, ports_conflict, selects
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 HOSTNAME: Final = "kubernetes.io/hostname"
 WAITING_ROOM: Final = frozenset({"InsufficientResources", "Fragmented"})
@@ -299,6 +300,8 @@ class AntiAffinity:
         rep: Mapping[int, Pod],
         where: str,
     ) -> None:
+        from ortools.sat.python import cp_model
+
         classes = sorted(of_class)
         for i, a in enumerate(classes):
             if clash(rep[a], rep[a]):
@@ -327,6 +330,8 @@ class AntiAffinity:
         ``lowest``: in preempt, the preemptor's priority. DefaultPreemption judges a node with every
         lower-priority pod on it gone, so such a pod on the node itself never justifies the
         preemptor's affinity there, even if the run would keep it."""
+        from ortools.sat.python import cp_model
+
         terms = pod.pod_affinity.required
         ns = self.namespaces
         name = self.problem.nodes[node].name

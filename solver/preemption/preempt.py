@@ -44,11 +44,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from ortools.sat.python import cp_model
 
 from vcsat.model import Pod
 from vcsat.model.conformance import protection
@@ -67,6 +66,9 @@ from vcsat.solver.rules.volumes import ATTACHABLE_PREFIX
 from vcsat.solver.search.levels import Level, Stage, make_level, plan_stages
 from vcsat.solver.search.staged import SearchClock, StageResult, new_solver, solve_stages, workers_for
 from vcsat.solver.units import units_for
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 MAX_PREEMPTORS = 16
 """Gangs considered per model: the highest-ranked waiting ones; the rest try again next cycle."""
@@ -334,6 +336,8 @@ def _run(
     spread: SpreadRules | None = None,
     eligible: EligibleNodes | None = None,
 ) -> None:
+    from ortools.sat.python import cp_model
+
     eligible = eligible if eligible is not None else EligibleNodes(problem)
     on_node: dict[int, list[Victim]] = {}
     for victim in victims:
@@ -562,6 +566,8 @@ def shared_attach_limits(
     per limited (node, driver), the preemptors' own volumes plus each shared volume new to the node
     once stay within the slots allocate left plus those the evicted victims free (``freed``, per
     (node, resource index): (evict, slots), see :mod:`vcsat.solver.preemption.attach_freed`)."""
+    from ortools.sat.python import cp_model
+
     attach = problem.attach
     assert attach is not None
     out: dict[tuple[int, int], list[cp_model.IntVar]] = {}
@@ -692,6 +698,8 @@ def _budget_violations(
     cycle took). Here a victim selected by two exhausted budgets counts once per budget: the same
     wherever each pod has at most one budget, which is what Kubernetes' eviction API expects.
     """
+    from ortools.sat.python import cp_model
+
     out: list[cp_model.IntVar] = []
     for budget in problem.snapshot.disruption_budgets:
         covered = [v for v in victims if budget.selects(v.pod.namespace, v.pod.labels)]

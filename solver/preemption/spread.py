@@ -20,12 +20,14 @@ accepts is the allocate model's (:mod:`vcsat.solver.constraints.spread`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.model import Pod
 from vcsat.solver.problem import Problem
 from vcsat.solver.rules.spread import Group, matches
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 def _counted(group: Group, pod: Pod) -> bool:
@@ -78,6 +80,8 @@ class SpreadRules:
         victims: Sequence[tuple[int, Pod, int]],
     ) -> None:
         """Add the rules of the module docstring; ``victims``: (index, pod, node) of the run's."""
+        from ortools.sat.python import cp_model
+
         # Per group, the variables of the classes taking part in it, in ``x``'s order (one pass
         # over ``x``, not one per group).
         taking_part: dict[int, list[tuple[int, int, cp_model.IntVar, bool, bool]]] = {}
@@ -129,4 +133,6 @@ class SpreadRules:
 
 def _final(constant: int, terms: Sequence[tuple[cp_model.IntVar, int]]) -> cp_model.LinearExprT:
     """``constant + Σ coefficient × variable``."""
+    from ortools.sat.python import cp_model
+
     return constant + cp_model.LinearExpr.weighted_sum([var for var, _ in terms], [k for _, k in terms])

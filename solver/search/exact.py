@@ -10,8 +10,7 @@ exact assignment so far). Out of time, :mod:`vcsat.solver.placement.repair` make
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.constraints.attach import add_attach_limits
@@ -39,6 +38,9 @@ from vcsat.solver.rules.candidates import restrict_isolated
 from vcsat.solver.search.levels import Level, Stage, plan_stages
 from vcsat.solver.search.staged import SearchClock, StageResult, new_solver, solve_stages, workers_for
 from vcsat.solver.search.variables import Variables, create_variables
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 FIRST_STAGE_SHARE = 0.7
 """Of a search's time, what its most important stage may use; later stages share the rest."""
@@ -226,6 +228,10 @@ def _search(
     some of the full problem's solutions: CP-SAT's bounds and proofs of optimality on it prove
     nothing, so it reports no bound (the LP's stand alone) and a stage is proven only when its
     solution reaches the bounds proven elsewhere (``targets``)."""
+    from ortools.sat.python import cp_model
+
+    from vcsat.solver.search.target_stop import StopAtTargets
+
     policy = problem.policy
     # A neighbourhood lacks most of the model's solutions: its bounds prove nothing either.
     restricted = restricted or free_nodes is not None
@@ -302,10 +308,10 @@ def _search(
             limit = min(limit, TAIL_SHARE * budget / (len(stages) - 1 - last_reported))
         return max(limit, MIN_STAGE_SECONDS)
 
-    stoppers: dict[int, _StopAtTargets] = {}
+    stoppers: dict[int, StopAtTargets] = {}
 
-    def stopper(stage: Stage) -> _StopAtTargets:
-        stoppers[id(stage)] = _StopAtTargets(stage, targets, policy.relative_gap, own_bound=not restricted)
+    def stopper(stage: Stage) -> StopAtTargets:
+        stoppers[id(stage)] = StopAtTargets(stage, targets, policy.relative_gap, own_bound=not restricted)
         # Only placed work stops at the policy's tolerance (on the decision's gap, in the
         # callback): CP-SAT's own relative gap, of a weighted stage its first level dominates,
         # would stop the fair-share and tie-break stages short of what no reported gap measures.
@@ -356,52 +362,6 @@ def _hinted(cp: cp_model.CpModel) -> dict[int, int]:
     """The model's hint as a solution (every variable is hinted before the first stage)."""
     hint = cp.proto.solution_hint
     return dict(zip(hint.vars, hint.values, strict=True))
-
-
-class _StopAtTargets(cp_model.CpSolverSolutionCallback):
-    """Stops a placed-work stage once its solution is proven good enough on the reported levels.
-
-    A reported level's bound is the tighter of the one proven elsewhere (the LP of :mod:`bound`,
-    ``targets``) and CP-SAT's own, read level by level off the stage's bound
-    (:meth:`Stage.level_bounds`; not on a restricted model, whose bound proves nothing). Only a
-    stage made of reported levels alone stops (one that also ranks tie-breaks, such as DRF among a
-    queue's jobs, must go on): when every reported level reaches its bound, or, with a relative gap
-    allowed, when the reported levels' sum is within it of their bounds' sum: the decision's gap
-    (:func:`vcsat.model.relative_gap`), not CP-SAT's gap of the weighted stage, in which the first
-    level outweighs all the others.
-    """
-
-    def __init__(self, stage: Stage, targets: dict[str, int], relative_gap: float, *, own_bound: bool) -> None:
-        super().__init__()
-        self.stage = stage
-        self.targets = [targets.get(level.name) for level in stage.levels]
-        self.reported = [i for i, level in enumerate(stage.levels) if level.reported]
-        self.active = bool(self.reported) and stage.levels[0].reported
-        self.alone = len(self.reported) == len(stage.levels)
-        self.own_bound = own_bound
-        self.relative_gap = relative_gap
-        self.reached = False
-        self.solution: list[int] = []
-        """The solution at which the search was stopped: CP-SAT's response may come without it."""
-
-    def on_solution_callback(self) -> None:
-        if not self.active:
-            return
-        values = [sum(coef * self.value(var) for var, coef in level.terms) for level in self.stage.levels]
-        bounds = list(self.targets)
-        if self.own_bound:
-            own = self.stage.level_bounds(values, int(self.best_objective_bound // 1))
-            bounds = [b if t is None else min(t, b) for t, b in zip(self.targets, own, strict=True)]
-        if any(bounds[i] is None for i in self.reported):
-            return
-        reached = all(values[i] >= (bounds[i] or 0) for i in self.reported)
-        total = sum(values[i] for i in self.reported)
-        bound = sum(bounds[i] or 0 for i in self.reported)
-        self.reached = reached
-        close = self.relative_gap > 0 and bound - total <= self.relative_gap * max(1, bound)
-        if self.alone and (reached or close):
-            self.solution = list(self.response_proto.solution)
-            self.stop_search()
 
 
 def _meets(

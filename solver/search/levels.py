@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ortools.sat.python import cp_model
-
 if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
     from vcsat.solver.assignment import Assignment
     from vcsat.solver.problem import Problem
 
@@ -73,6 +73,8 @@ class Stage:
     weights: tuple[int, ...]
 
     def expression(self) -> cp_model.LinearExprT:
+        from ortools.sat.python import cp_model
+
         variables = [var for level in self.levels for var, _ in level.terms]
         coefs = [
             weight * coef for level, weight in zip(self.levels, self.weights, strict=True) for _, coef in level.terms

@@ -24,11 +24,13 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.model import Policy
 from vcsat.solver.search.levels import Stage
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 WALL_SLACK_SECONDS = 1.0
 """A solve's wall limit is twice its deterministic one plus this (when the deadline is further):
@@ -108,6 +110,8 @@ def new_solver(policy: Policy, clock: SearchClock, *, lean_presolve: bool = Fals
     of workers. ``lean_presolve``: one presolve pass and no probing, for models already
     aggregated and symmetry-broken by construction (every fraction of a second presolve spends
     is taken from the search)."""
+    from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = clock.workers
     solver.parameters.random_seed = policy.random_seed
@@ -140,12 +144,14 @@ class StageResult:
 
     @property
     def solved(self) -> bool:
+        from ortools.sat.python import cp_model
+
         return self.status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
 Plan = Callable[[int, Stage], float | None]
 """Per stage number and stage: its deterministic limit, or None to skip it (the plan says why)."""
-Stopper = Callable[[Stage], cp_model.CpSolverSolutionCallback | None]
+Stopper = Callable[[Stage], "cp_model.CpSolverSolutionCallback | None"]
 Done = Callable[[int, Stage, StageResult], bool]
 """Told each solved stage's result (before the next is planned); False ends the run."""
 
@@ -166,6 +172,8 @@ def solve_stages(
 
     Returns the last solution (None if no stage found one) and whether every stage ran to its
     end (a stage that found nothing, or the deadline, ends the run early)."""
+    from ortools.sat.python import cp_model
+
     values: dict[int, int] | None = None
     for number, stage in enumerate(stages):
         limit = plan(number, stage)

@@ -9,10 +9,12 @@ read a node's load through :attr:`Variables.on_node`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from vcsat.solver.problem import Bucket, Problem
+
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
 
 
 @dataclass(frozen=True)
