@@ -183,6 +183,8 @@ class Room:
         """Per request taken, its whole GPUs, share thousandths and the room it takes (negated)."""
         self.class_plans: dict[int, ClassPlan] = {}
         self.shape_asks: dict[int, dict[str, int]] = {}
+        self.shape_queries: dict[int, NodeQuery] = {}
+        """Per shape, its pods' node query without rules or a domain (:func:`_node_query`)."""
         """Per shape, what one pod asks per resource name (the resources it asks some of), read only."""
         """Per gang tried, its pod classes in trial order (:func:`_class_plan`)."""
         self._rank_base = int(self.level_array.max(initial=0)) + 1
@@ -1123,7 +1125,6 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
     """Each of the gang's pods onto its node while one fits, in :func:`fit_gang`'s order."""
     taken: Taken = []
     used: dict[str, int] = {}
-    least_fragmenting, scarce = room.choosers(problem)
     for pod_class, shape, asks in _class_plan(problem, gang, room):
         request = shape.request
         # The capabilities stay as they are during the trial and each pod of the class adds the
@@ -1148,22 +1149,15 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
             )
             if attach is not None:
                 allow = _both(allow, partial(_attach_allows, attach, shape, room))
-        query = room.query_key(request, shape.upper, within)
-        # The node query of every pod of the class, chosen once (it depends on the class alone).
-        exact = True  # whether the choice finds no node only when none fits
-        choose: Callable[[], int | None]
-        if within is not None:
-            choose = partial(room.best_fit_in, request, shape.upper, within, allow)
-        elif shape.preference:
-            choose = partial(room.preferred_fit, shape, allow)
-        elif least_fragmenting is not None and allow is None:
-            choose = partial(least_fragmenting, room, shape)
-            exact = False
-        elif scarce is not None and room.priced(problem, scarce, shape):
-            # scarce GPU pools priced (vcsat.solver.pricing.scarcity): cheapest, then best fit
-            choose = partial(room.cheapest_fit, scarce, shape, allow)
-        else:
-            choose = partial(room.best_fit, request, shape.gpus, shape.upper, allow)
+        # The node query of every pod of the class, chosen once (it depends on the class alone),
+        # and without rules or a domain once per shape for the whole fill.
+        plain = within is None and allow is None
+        found = room.shape_queries.get(shape.index) if plain else None
+        if found is None:
+            found = _node_query(problem, room, shape, within, allow)
+            if plain:
+                room.shape_queries[shape.index] = found
+        query, choose, exact = found
         placed = 0
         for _ in range(most):
             if tracker is not None:
@@ -1192,6 +1186,31 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
         for name, amount in counted.items():
             used[name] = used.get(name, 0) + placed * amount
     return taken
+
+
+NodeQuery = tuple[Hashable, Callable[[], "int | None"], bool]
+"""What finds one pod's node: the query's key (:meth:`Room.query_key`), the query, and whether it
+finds no node only when none fits."""
+
+
+def _node_query(problem: Problem, room: Room, shape: Shape, within: list[int] | None, allow: Allow | None) -> NodeQuery:
+    """The node query of one pod of ``shape`` (onto ``within`` when given, under ``allow``)."""
+    least_fragmenting, scarce = room.choosers(problem)
+    request = shape.request
+    query = room.query_key(request, shape.upper, within)
+    choose: Callable[[], int | None]
+    if within is not None:
+        return query, partial(room.best_fit_in, request, shape.upper, within, allow), True
+    if shape.preference:
+        return query, partial(room.preferred_fit, shape, allow), True
+    if least_fragmenting is not None and allow is None:
+        return query, partial(least_fragmenting, room, shape), False
+    if scarce is not None and room.priced(problem, scarce, shape):
+        # scarce GPU pools priced (vcsat.solver.pricing.scarcity): cheapest, then best fit
+        choose = partial(room.cheapest_fit, scarce, shape, allow)
+    else:
+        choose = partial(room.best_fit, request, shape.gpus, shape.upper, allow)
+    return query, choose, True
 
 
 ClassPlan = list[tuple[PodClass, Shape, dict[str, int]]]

@@ -59,6 +59,7 @@ class ScanRoom:
         self.gang_sizes: dict[int, tuple[int, int]] = {}
         self.class_plans: dict[int, list[object]] = {}
         self.shape_asks: dict[int, dict[str, int]] = {}
+        self.shape_queries: dict[int, object] = {}
 
     def query_key(self, request: tuple[int, ...], eligible: dict[int, int], within: list[int] | None) -> object:
         return None
