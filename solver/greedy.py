@@ -182,11 +182,11 @@ class Room:
         self._asked: dict[tuple[int, ...], tuple[int, int, tuple[int, ...]]] = {}
         """Per request taken, its whole GPUs, share thousandths and the room it takes (negated)."""
         self.class_plans: dict[int, ClassPlan] = {}
+        """Per gang tried, its pod classes in trial order (:func:`_class_plan`)."""
         self.shape_asks: dict[int, dict[str, int]] = {}
+        """Per shape, what one pod asks per resource name (the resources it asks some of), read only."""
         self.shape_queries: dict[int, NodeQuery] = {}
         """Per shape, its pods' node query without rules or a domain (:func:`_node_query`)."""
-        """Per shape, what one pod asks per resource name (the resources it asks some of), read only."""
-        """Per gang tried, its pod classes in trial order (:func:`_class_plan`)."""
         self._rank_base = int(self.level_array.max(initial=0)) + 1
         """More than any node's free GPUs (room never grows beyond the snapshot's)."""
 
