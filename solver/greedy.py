@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from functools import cache, partial
 
 import numpy as np
@@ -183,6 +183,10 @@ class Room:
         """Per request taken, its whole GPUs, share thousandths and the room it takes (negated)."""
         self.class_plans: dict[int, ClassPlan] = {}
         """Per gang tried, its pod classes in trial order (:func:`_class_plan`)."""
+        self.shape_asks: dict[int, dict[str, int]] = {}
+        """Per shape, what one pod asks per resource name (the resources it asks some of), read only."""
+        self.shape_queries: dict[int, NodeQuery] = {}
+        """Per shape, its pods' node query without rules or a domain (:func:`_node_query`)."""
         self._rank_base = int(self.level_array.max(initial=0)) + 1
         """More than any node's free GPUs (room never grows beyond the snapshot's)."""
 
@@ -408,12 +412,21 @@ class Room:
     def roomy_domains(self, domains: Domains, tier: int, needed: int) -> list[list[int]]:
         """The nodes of each named domain of a tier with at least ``needed`` free GPUs, the fullest
         first (fewest free GPUs, then name)."""
+        return self.domain_lists(tier, self.roomy(tier, needed))
+
+    def roomy(self, tier: int, needed: int) -> NDArray[np.int64]:
+        """:meth:`roomy_domains` as positions in :attr:`tier_names` (what a holder's answers index)."""
         free = self.tier_free.get(tier)
         if free is None:
-            return []
+            return np.zeros(0, dtype=np.int64)
         roomy = np.flatnonzero(free >= needed)
-        nodes = self.tier_nodes[tier]
-        return [nodes[i] for i in roomy[np.argsort(free[roomy], kind="stable")].tolist()]
+        ordered: NDArray[np.int64] = roomy[np.argsort(free[roomy], kind="stable")]
+        return ordered
+
+    def domain_lists(self, tier: int, positions: NDArray[np.int64]) -> list[list[int]]:
+        """The node lists of a tier's domains at these positions of :attr:`tier_names`, in that order."""
+        nodes = self.tier_nodes.get(tier, [])
+        return [nodes[i] for i in positions.tolist()]
 
     def fullest_with(self, gpus: int) -> int | None:
         """A node with at least ``gpus`` free GPUs (and free whole devices) and the fewest such
@@ -450,7 +463,7 @@ class Room:
             )
         return self._order_read
 
-    def holder(self, problem: Problem, gang: Gang) -> Callable[[list[int]], bool] | None:
+    def holder(self, problem: Problem, gang: Gang) -> _Holder | None:
         """For the trials of ``gang`` from the room now: whether a trial on a node list (one node,
         or a topology domain of :attr:`tier_nodes`) may make it whole, judged from per-node pod
         counts (:meth:`pod_counts`, summed per domain) instead of placing pods. False only when
@@ -464,7 +477,7 @@ class Room:
         spread = self.spread.of_class if self.spread is not None else {}
         if any(c in spread or (self.interpod is not None and c in problem.isolated) for c in gang.classes):
             return None
-        return _Holder(self, problem, gang, self.order_read(problem)).may_hold
+        return _Holder(self, problem, gang, self.order_read(problem))
 
     def _eligible_mask(self, eligible: dict[int, int]) -> NDArray[np.bool_]:
         """The nodes of an eligibility map (a shape's ``upper``) as a boolean array, made once."""
@@ -646,10 +659,15 @@ class _Holder:
         if where is None:
             return True
         tier, position = where
+        return bool(self.tier_holds(tier)[position])
+
+    def tier_holds(self, tier: int) -> NDArray[np.bool_]:
+        """Per domain of the tier (as :attr:`Room.tier_nodes`, then one for no domain): whether a
+        trial there may make the gang whole, made when first asked."""
         holds = self.holds.get(tier)
         if holds is None:
             holds = self.holds[tier] = self._tier_holds(tier)
-        return bool(holds[position])
+        return holds
 
     def _enough(self, held: list[int]) -> bool:
         """Whether these pods per class (at most its pods) may make the gang whole."""
@@ -736,21 +754,19 @@ class _Ranking:
         ok, rows = columns.fit(nodes, self.need)
         if self.share > 0:
             ok &= (rows[:, columns.share_room_col] >= self.share) | (rows[:, columns.whole_col] - self.whole >= 1)
-        self.ranks[nodes] = UNFIT
-        fit = nodes[ok]
-        if not fit.size:
-            return
-        rows = rows.compress(ok, axis=0)  # a boolean index of a 2-d array is slower
+        # Every node is ranked as if it fitted and the unfit ones then set apart (one `where`):
+        # fewer calls than gathering the fitting rows first. An unfit row's price is finite
+        # (a free amount is divided by at least 0.5) and is never read.
         rank = rows[:, columns.level_rank_col]
         if self.all_priced:
-            rank = rank + self._costs(columns, rows, self.rates.take(fit))
+            rank = rank + self._costs(columns, rows, self.rates.take(nodes))
         elif self.priced:
-            rates = self.rates.take(fit)
+            rates = self.rates.take(nodes)
             priced = rates > 0
             if priced.any():
                 rank = rank.copy()
                 rank[priced] += self._costs(columns, rows.compress(priced, axis=0), rates[priced])
-        self.ranks[fit] = rank
+        self.ranks[nodes] = np.where(ok, rank, UNFIT)
 
     def _costs(self, columns: NodeRows, rows: NDArray[np.int64], rates: NDArray[np.float64]) -> NDArray[np.int64]:
         """The price of one pod at each node of ``rows`` (priced ones, where it fits), in rank units."""
@@ -932,17 +948,18 @@ def _fill_tier(
         share_now = min(SHARE_SCALE, SHARE_SCALE * held.get(queue, {}).get(name, 0) // deserved)
         return (_utility(share_now + 1) - _utility(share_now)) * (scale // deserved)
 
-    # Each queue's order key, kept: only the queue a gang was placed for holds more after it.
-    keys: dict[str, tuple[int, ...]] = {}
+    # Each queue's order key and its name (ties go by name), kept: only the queue a gang was placed
+    # for holds more after it. The key ends with the queue's fill.
+    keys: dict[str, tuple[tuple[int, ...], str]] = {}
 
-    def key(queue: str) -> tuple[int, ...]:
-        return (-gain(queue), fill(queue)) if by_gain else (fill(queue),)
+    def key(queue: str) -> tuple[tuple[int, ...], str]:
+        return ((-gain(queue), fill(queue)) if by_gain else (fill(queue),)), queue
 
     for queue in waiting:
         keys[queue] = key(queue)
     while waiting:
-        queue = min(waiting, key=lambda q: (*keys[q], q))
-        if keys[queue][-1] >= scale:
+        queue = min(waiting, key=keys.__getitem__)
+        if keys[queue][0][-1] >= scale:
             break  # every queue left is at its share: no queue gains more at this level
         gang = waiting[queue].popleft()
         if not waiting[queue]:
@@ -1006,11 +1023,7 @@ def fit_topology_first(problem: Problem, gang: Gang, room: Room, caps: list[dict
     """A topology gang tries each domain of the finest tier, then of coarser tiers (the fullest
     domain that fits first, to keep roomy ones whole), then anywhere unless its networkTopology is
     hard; other gangs go anywhere."""
-    attempts = _domain_attempts(problem, gang, room)
-    may_hold = room.holder(problem, gang) if len(attempts) > FEW_ATTEMPTS else None
-    for nodes in attempts:
-        if nodes is not None and may_hold is not None and not may_hold(nodes):
-            continue  # a trial that fails for sure and leaves nothing behind
+    for nodes in _domain_attempts(problem, gang, room):
         taken = fit_gang(problem, gang, room, caps, nodes)
         if taken is not None:
             return taken
@@ -1021,7 +1034,15 @@ FEW_ATTEMPTS = 2
 """A gang with more trials than this to make has the hopeless ones skipped (:meth:`Room.holder`)."""
 
 
-def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> list[list[int] | None]:
+def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> Iterator[list[int] | None]:
+    """The node lists a gang's trials are made on, in order (None: anywhere). A gang with more
+    than :data:`FEW_ATTEMPTS` of them has those its holder (:meth:`Room.holder`) calls hopeless
+    left out: per topology tier, all domains at once from the holder's answers, before any list of
+    nodes is made (most domains of a tier are hopeless for a gang that fits in few)."""
+    classes = gang.classes
+    if len(classes) == 1 and len(problem.classes[classes[0]].pods) == 1 and gang.index not in room.topology_gangs:
+        yield None  # one pod, no topology: anywhere (most gangs; what follows would say the same)
+        return
     sizes = room.gang_sizes.get(gang.index)
     if sizes is None:
         sizes = (
@@ -1033,23 +1054,37 @@ def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> list[list[int]
         )
         room.gang_sizes[gang.index] = sizes
     needed, pods = sizes
-    attempts: list[list[int] | None] = []
+    head: list[list[int]] = []
     if pods > 1 and needed > 0:
         # All on one node first (NVLink beats any network): the fullest node that has the GPUs.
         fullest = room.fullest_with(needed)
         if fullest is not None:
-            attempts.append([fullest])
+            head.append([fullest])
     domains = problem.domains
     if domains is None or gang.index not in room.topology_gangs:
-        return [*attempts, None]
+        yield from head  # at most two trials: none is judged beforehand
+        yield None
+        return
     hard = problem.highest_tier(gang)
+    tiers: list[tuple[int, NDArray[np.int64]]] = []
     for tier in domains.tiers:
         if hard is not None and tier > hard:
             break
-        attempts += room.roomy_domains(domains, tier, needed)  # fewer free GPUs than needed cannot hold it
-    if hard is None:
-        attempts.append(None)
-    return attempts
+        tiers.append((tier, room.roomy(tier, needed)))  # fewer free GPUs than needed cannot hold it
+    anywhere = hard is None
+    attempts = len(head) + sum(len(positions) for _, positions in tiers) + anywhere
+    holder = room.holder(problem, gang) if attempts > FEW_ATTEMPTS else None
+    # Skipped trials are those that would fail and leave nothing behind (Room.holder): the same
+    # trials are made, in the same order, as without the holder, less those.
+    for nodes in head:
+        if holder is None or holder.may_hold(nodes):
+            yield nodes
+    for tier, positions in tiers:
+        if holder is not None:
+            positions = positions[holder.tier_holds(tier)[positions]]
+        yield from room.domain_lists(tier, positions)
+    if anywhere:
+        yield None
 
 
 Taken = list[tuple[int, int, int]]
@@ -1090,7 +1125,6 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
     """Each of the gang's pods onto its node while one fits, in :func:`fit_gang`'s order."""
     taken: Taken = []
     used: dict[str, int] = {}
-    least_fragmenting, scarce = room.choosers(problem)
     for pod_class, shape, asks in _class_plan(problem, gang, room):
         request = shape.request
         # The capabilities stay as they are during the trial and each pod of the class adds the
@@ -1115,22 +1149,15 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
             )
             if attach is not None:
                 allow = _both(allow, partial(_attach_allows, attach, shape, room))
-        query = room.query_key(request, shape.upper, within)
-        # The node query of every pod of the class, chosen once (it depends on the class alone).
-        exact = True  # whether the choice finds no node only when none fits
-        choose: Callable[[], int | None]
-        if within is not None:
-            choose = partial(room.best_fit_in, request, shape.upper, within, allow)
-        elif shape.preference:
-            choose = partial(room.preferred_fit, shape, allow)
-        elif least_fragmenting is not None and allow is None:
-            choose = partial(least_fragmenting, room, shape)
-            exact = False
-        elif scarce is not None and room.priced(problem, scarce, shape):
-            # scarce GPU pools priced (vcsat.solver.pricing.scarcity): cheapest, then best fit
-            choose = partial(room.cheapest_fit, scarce, shape, allow)
-        else:
-            choose = partial(room.best_fit, request, shape.gpus, shape.upper, allow)
+        # The node query of every pod of the class, chosen once (it depends on the class alone),
+        # and without rules or a domain once per shape for the whole fill.
+        plain = within is None and allow is None
+        found = room.shape_queries.get(shape.index) if plain else None
+        if found is None:
+            found = _node_query(problem, room, shape, within, allow)
+            if plain:
+                room.shape_queries[shape.index] = found
+        query, choose, exact = found
         placed = 0
         for _ in range(most):
             if tracker is not None:
@@ -1161,6 +1188,31 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
     return taken
 
 
+NodeQuery = tuple[Hashable, Callable[[], "int | None"], bool]
+"""What finds one pod's node: the query's key (:meth:`Room.query_key`), the query, and whether it
+finds no node only when none fits."""
+
+
+def _node_query(problem: Problem, room: Room, shape: Shape, within: list[int] | None, allow: Allow | None) -> NodeQuery:
+    """The node query of one pod of ``shape`` (onto ``within`` when given, under ``allow``)."""
+    least_fragmenting, scarce = room.choosers(problem)
+    request = shape.request
+    query = room.query_key(request, shape.upper, within)
+    choose: Callable[[], int | None]
+    if within is not None:
+        return query, partial(room.best_fit_in, request, shape.upper, within, allow), True
+    if shape.preference:
+        return query, partial(room.preferred_fit, shape, allow), True
+    if least_fragmenting is not None and allow is None:
+        return query, partial(least_fragmenting, room, shape), False
+    if scarce is not None and room.priced(problem, scarce, shape):
+        # scarce GPU pools priced (vcsat.solver.pricing.scarcity): cheapest, then best fit
+        choose = partial(room.cheapest_fit, scarce, shape, allow)
+    else:
+        choose = partial(room.best_fit, request, shape.gpus, shape.upper, allow)
+    return query, choose, True
+
+
 ClassPlan = list[tuple[PodClass, Shape, dict[str, int]]]
 """A gang's pod classes in the order its pods are tried, each with its shape and what one pod asks
 per resource name (the resources it asks some of)."""
@@ -1177,7 +1229,11 @@ def _class_plan(problem: Problem, gang: Gang, room: Room) -> ClassPlan:
         plan = []
         for pod_class in classes:
             shape = problem.shapes[pod_class.shape]
-            asks = {name: amount for name, amount in zip(problem.resources, shape.request, strict=True) if amount > 0}
+            asks = room.shape_asks.get(shape.index)
+            if asks is None:  # per shape once: many gangs' classes share a shape
+                pairs = zip(problem.resources, shape.request, strict=True)
+                asks = {name: amount for name, amount in pairs if amount > 0}
+                room.shape_asks[shape.index] = asks
             plan.append((pod_class, shape, asks))
         room.class_plans[gang.index] = plan
     return plan

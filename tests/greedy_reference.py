@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pricing import scarcity
@@ -41,6 +43,7 @@ class ScanRoom:
         """Nodes changed since :meth:`free_gpus_in` last looked."""
         self.domain_sums: dict[tuple[int, str], int] = {}
         self.topology_gangs = problem.topology_gangs
+        self.domains = problem.domains
         self.spread = SpreadState(problem.spread) if problem.spread else None
         """Topology spread counts of what is placed so far (None without spread constraints)."""
         self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None
@@ -55,6 +58,8 @@ class ScanRoom:
         """Never filled: the reference remembers no empty query, it scans every time."""
         self.gang_sizes: dict[int, tuple[int, int]] = {}
         self.class_plans: dict[int, list[object]] = {}
+        self.shape_asks: dict[int, dict[str, int]] = {}
+        self.shape_queries: dict[int, object] = {}
 
     def query_key(self, request: tuple[int, ...], eligible: dict[int, int], within: list[int] | None) -> object:
         return None
@@ -181,6 +186,20 @@ class ScanRoom:
             if name and free >= needed:
                 inside.append((free, name, nodes))
         return [nodes for _, _, nodes in sorted(inside)]
+
+    def roomy(self, tier: int, needed: int) -> np.ndarray:
+        """:meth:`roomy_domains` as positions among the tier's named domains in name order."""
+        domains = self.domains
+        if domains is None:
+            return np.zeros(0, dtype=np.int64)
+        names = [name for name in domains.domains(tier) if name]
+        inside = [(self.free_gpus_in(domains, tier, name), name, i) for i, name in enumerate(names)]
+        return np.array([i for free, _, i in sorted(inside) if free >= needed], dtype=np.int64)
+
+    def domain_lists(self, tier: int, positions: np.ndarray) -> list[list[int]]:
+        assert self.domains is not None
+        names = [name for name in self.domains.domains(tier) if name]
+        return [self.domains.nodes_in(tier, names[i]) for i in positions.tolist()]
 
     def fullest_with(self, gpus: int) -> int | None:
         """A node with at least ``gpus`` free GPUs and the fewest such (lowest index on ties)."""

@@ -288,6 +288,53 @@ def test_holder_answers_every_domain_as_a_sum_per_domain(seed: int, steps: int, 
             assert holder.may_hold([n]) == _domain_holds(room, problem, gang, [n], any_take)
 
 
+def _attempts_one_by_one(problem: Problem, gang: Any, room: greedy.Room) -> list[list[int] | None]:
+    """A gang's trials as they were listed before the holder judged whole tiers: every roomy
+    domain's node list, then the holder asked of each (when more than FEW_ATTEMPTS were listed)."""
+    needed = sum(
+        problem.shapes[problem.classes[c].shape].gpus * min(len(problem.classes[c].pods), max(1, gang.need))
+        for c in gang.classes
+    )
+    pods = sum(len(problem.classes[c].pods) for c in gang.classes)
+    attempts: list[list[int] | None] = []
+    fullest = room.fullest_with(needed) if pods > 1 and needed > 0 else None
+    if fullest is not None:
+        attempts.append([fullest])
+    domains = problem.domains
+    if domains is None or gang.index not in room.topology_gangs:
+        return [*attempts, None]
+    hard = problem.highest_tier(gang)
+    for tier in domains.tiers:
+        if hard is not None and tier > hard:
+            break
+        attempts += room.roomy_domains(domains, tier, needed)
+    if hard is None:
+        attempts.append(None)
+    holder = room.holder(problem, gang) if len(attempts) > greedy.FEW_ATTEMPTS else None
+    return [nodes for nodes in attempts if nodes is None or holder is None or holder.may_hold(nodes)]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), steps=st.integers(0, 40))
+def test_domain_attempts_are_the_trials_the_holder_lets_through(seed: int, steps: int) -> None:
+    """After random takes, a gang's trials judged per tier at once are the domain lists, listed
+    one by one and each judged by the holder, in the same order."""
+    problem = build_problem(
+        generated(nodes=24, pending_jobs=40, seed=seed % 50, rack_size=4, racks_per_spine=2, multi_node_job_share=0.3),
+        POLICY,
+    )
+    room = greedy.Room(problem)
+    rng = random.Random(seed)
+    for _ in range(steps):
+        shape = rng.choice(problem.shapes)
+        where = room.best_fit(shape.request, shape.gpus, shape.upper)
+        if where is not None:
+            room.take(where, shape.request)
+    assume(problem.topology_gangs)
+    for gang in problem.candidates:
+        assert list(greedy._domain_attempts(problem, gang, room)) == _attempts_one_by_one(problem, gang, room)
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(seed=st.integers(0, 10_000), steps=st.integers(5, 40), few=st.sampled_from([0, 2, 16]))
 def test_kept_ranking_lowest_is_a_fresh_argmin(seed: int, steps: int, few: int) -> None:
