@@ -407,6 +407,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     blocked: dict[int, Blocked] = {}
     iso = isolation(snapshot, pending)
     isolated: set[int] = set()
+    gang_gpus: list[int] = []
+    """Per gang, the whole GPUs its classes' pods ask for together (which gangs topology prices)."""
 
     for key in sorted(by_gang, key=lambda k: (min(p.created for p in by_gang[k]), k)):
         every = sorted(by_gang[key], key=lambda p: (p.created, p.key))
@@ -435,6 +437,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         )
         gang.rank = gang.priority if policy.priority else 0
         gangs.append(gang)
+        gpus = 0
 
         by_class: dict[
             tuple[str, tuple[int, ...], predicates.EligibilityKey, PreferenceKey | None, Hashable, frozenset[str]],
@@ -520,6 +523,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             )
             classes.append(pod_class)
             gang.classes.append(pod_class.index)
+            gpus += len(class_pods) * class_pods[0].gpus
+        gang_gpus.append(gpus)
 
         _set_needs(gang, snapshot, every if group is None else pods)
 
@@ -589,7 +594,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 (gang.group is not None and gang.group.network_topology is not None)
                 # Gangs that fit one node are kept on one node by the greedy and the decode;
                 # the model prices those that must span nodes.
-                or sum(len(classes[c].pods) * classes[c].pods[0].gpus for c in gang.classes) > widest
+                or gang_gpus[gang.index] > widest
             )
         )
 
@@ -653,8 +658,12 @@ def _domains(snapshot: Snapshot) -> Domains | None:
         return None  # the converter refuses a bad graph in files; live, no topology beats a wrong one
     if not tree.tiers:
         return None
+    tiers, by_node = tree.tiers, tree.domains
+    nowhere: dict[int, str] = {}
+    # ``tree.domain_of`` read as its table, once per node (not a call per node and tier).
     of_node = tuple(
-        {tier: tree.domain_of(node.name, tier) or NO_DOMAIN for tier in tree.tiers} for node in snapshot.nodes
+        {tier: doms.get(tier) or NO_DOMAIN for tier in tiers}
+        for doms in (by_node.get(node.name, nowhere) for node in snapshot.nodes)
     )
     members: dict[int, dict[str, list[int]]] = {tier: {} for tier in tree.tiers}
     for index, by_tier in enumerate(of_node):
