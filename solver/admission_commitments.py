@@ -108,10 +108,15 @@ def _fresh(
     own: dict[str, dict[str, int]] = {}
     reserved: dict[str, int] = {}
     for group in groups:
-        queue, commits, reserves = part(group, need[group.key], held[group.key], reserving(group))
-        mine = own.setdefault(queue, {})
-        for name, amount in commits.items():
-            mine[name] = mine.get(name, 0) + amount
-        for name, amount in (reserves or {}).items():
-            reserved[name] = reserved.get(name, 0) + amount
+        # :func:`part`, added up as it is made (no dict per group: a cold pass walks every group).
+        key = group.key
+        needs, holds = need[key], held[key]
+        mine = own.setdefault(group.queue, {})
+        if reserving(group):
+            for name, amount in needs.items():
+                mine[name] = mine.get(name, 0) + amount
+                reserved[name] = reserved.get(name, 0) + max(0, amount - holds.get(name, 0))
+        elif holds:
+            for name, amount in needs.items():
+                mine[name] = mine.get(name, 0) + min(amount, holds.get(name, 0))
     return own, reserved

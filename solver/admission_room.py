@@ -306,21 +306,29 @@ class FreeRoom:
             if after > self._gpu_most:
                 self._gpu_most = after
 
-    def take(self, gang: Sequence[Pod] | None) -> bool:
-        """Place the gang's pods on the room if all fit (then the room is theirs), else leave it."""
+    def refuses_outright(self, gang: Sequence[Pod] | None) -> bool:
+        """Whether :meth:`take` refuses the gang without a search: it has a pod asking for GPU shares,
+        or for more whole GPUs than any node has left. Room only shrinks during a pass, so such a gang
+        is refused after any later takes too (admission places the admitted gangs lazily on that)."""
         if not gang:
-            return gang is not None  # nothing to place
+            return False
         most = 0
         for pod in gang:
             requests = pod.requests
             if requests.get(res.GPU_MILLI, 0) > 0:
-                return False  # GPU shares: packed on single devices by the model, not here
+                return True  # GPU shares: packed on single devices by the model, not here
             gpus = requests.get(res.GPU, 0)
             if gpus > most:
                 most = gpus
-        if most > self._gpu_most:
-            # No node has that much GPU room left (once the GPUs are all taken, every later gang that
-            # asks for one): refused without a search, as the search would refuse it.
+        # No node has that much GPU room left (once the GPUs are all taken, every later gang that
+        # asks for one): refused without a search, as the search would refuse it.
+        return most > self._gpu_most
+
+    def take(self, gang: Sequence[Pod] | None) -> bool:
+        """Place the gang's pods on the room if all fit (then the room is theirs), else leave it."""
+        if not gang:
+            return gang is not None  # nothing to place
+        if self.refuses_outright(gang):
             return False
         taken: list[tuple[int, tuple[tuple[int, int], ...]]] = []
         pods = [self._pod(gang[0])] if len(gang) == 1 else sorted((self._pod(p) for p in gang), key=lambda f: f[1])

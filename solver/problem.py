@@ -396,13 +396,19 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     tainted = any_prefer_no_schedule(nodes)
     eligible_cache: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
     preference_cache: dict[tuple[predicates.EligibilityKey, PreferenceKey], dict[int, int]] = {}
-    fit_cache: dict[tuple[tuple[int, ...], predicates.EligibilityKey], tuple[dict[int, int], tuple[int, ...]]] = {}
+    fit_cache: dict[
+        tuple[tuple[int, ...], predicates.EligibilityKey], tuple[dict[int, int], tuple[int, ...], NDArray[np.intp]]
+    ] = {}
+    shape_rows: list[NDArray[np.intp]] = []
+    """Per shape, its nodes as an array: a bucket's nodes are their union (one mask, not a set of ints)."""
     node_index = predicates.node_index(nodes)
     free_array = np.array(free, dtype=np.int64).reshape(len(nodes), len(resources))
     fit_counts = FitCounts(free_array)
     blocked: dict[int, Blocked] = {}
     iso = isolation(snapshot, pending)
     isolated: set[int] = set()
+    gang_gpus: list[int] = []
+    """Per gang, the whole GPUs its classes' pods ask for together (which gangs topology prices)."""
 
     for key in sorted(by_gang, key=lambda k: (min(p.created for p in by_gang[k]), k)):
         every = sorted(by_gang[key], key=lambda p: (p.created, p.key))
@@ -431,6 +437,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         )
         gang.rank = gang.priority if policy.priority else 0
         gangs.append(gang)
+        gpus = 0
 
         by_class: dict[
             tuple[str, tuple[int, ...], predicates.EligibilityKey, PreferenceKey | None, Hashable, frozenset[str]],
@@ -475,13 +482,14 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                     isolated.add(own)
                 fitting = fit_cache.get((request, elig_key)) if not refused else None
                 if fitting is None:
-                    upper = fit_counts.of(request, eligible)
-                    fitting = (upper, tuple(upper))  # its keys come in ascending node order
+                    where, upper = fit_counts.nodes_and_counts(request, eligible)
+                    fitting = (upper, tuple(upper), where)  # its keys come in ascending node order
                     if not refused:
                         # Shapes of one request and eligibility (isolated classes with no node
                         # refused among them) have the same counts: one map, never changed, shared.
                         fit_cache[(request, elig_key)] = fitting
-                upper, fit_nodes = fitting
+                upper, fit_nodes, where = fitting
+                shape_rows.append(where)
                 preference = {}
                 if pref_key is not None:
                     scores = preference_cache.get((elig_key, pref_key))
@@ -515,6 +523,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             )
             classes.append(pod_class)
             gang.classes.append(pod_class.index)
+            gpus += len(class_pods) * class_pods[0].gpus
+        gang_gpus.append(gpus)
 
         _set_needs(gang, snapshot, every if group is None else pods)
 
@@ -537,7 +547,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         if reason is not None:
             blocked[gang.index] = reason
 
-    buckets = initial_buckets(shapes, resources, free)
+    buckets = initial_buckets(shapes, resources, free, room=free_array, shape_rows=shape_rows)
     spreading = iso.state(spread_rules.NAME) is not None
     spread_classes = [(c, classes[c].pods[0]) for c in sorted(isolated)] if spreading else []
     groups = spread_rules.build_groups(snapshot, nodes, spread_classes) if spreading else []
@@ -584,7 +594,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 (gang.group is not None and gang.group.network_topology is not None)
                 # Gangs that fit one node are kept on one node by the greedy and the decode;
                 # the model prices those that must span nodes.
-                or sum(len(classes[c].pods) * classes[c].pods[0].gpus for c in gang.classes) > widest
+                or gang_gpus[gang.index] > widest
             )
         )
 
@@ -648,8 +658,12 @@ def _domains(snapshot: Snapshot) -> Domains | None:
         return None  # the converter refuses a bad graph in files; live, no topology beats a wrong one
     if not tree.tiers:
         return None
+    tiers, by_node = tree.tiers, tree.domains
+    nowhere: dict[int, str] = {}
+    # ``tree.domain_of`` read as its table, once per node (not a call per node and tier).
     of_node = tuple(
-        {tier: tree.domain_of(node.name, tier) or NO_DOMAIN for tier in tree.tiers} for node in snapshot.nodes
+        {tier: doms.get(tier) or NO_DOMAIN for tier in tiers}
+        for doms in (by_node.get(node.name, nowhere) for node in snapshot.nodes)
     )
     members: dict[int, dict[str, list[int]]] = {tier: {} for tier in tree.tiers}
     for index, by_tier in enumerate(of_node):
@@ -662,8 +676,18 @@ DIVISIBLE = frozenset({res.CPU, res.MEMORY, res.EPHEMERAL_STORAGE})
 """Resources whose amounts vary freely between pods and may be relaxed inside a bucket."""
 
 
-def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[int]]) -> list[Bucket]:
-    """One bucket per (GPU count and other indivisible requests, predicates, node preferences)."""
+def initial_buckets(
+    shapes: list[Shape],
+    resources: list[str],
+    free: list[list[int]],
+    *,
+    room: NDArray[np.int64] | None = None,
+    shape_rows: list[NDArray[np.intp]] | None = None,
+) -> list[Bucket]:
+    """One bucket per (GPU count and other indivisible requests, predicates, node preferences).
+
+    ``room`` is ``free`` as an array and ``shape_rows`` each shape's nodes as an array, when the
+    caller has them (the build): the same buckets, without making them again from the lists."""
     keep = [i for i, name in enumerate(resources) if name not in DIVISIBLE and not res.is_byte_resource(name)]
     groups: dict[tuple[object, ...], list[Shape]] = {}
     for shape in shapes:
@@ -675,19 +699,33 @@ def initial_buckets(shapes: list[Shape], resources: list[str], free: list[list[i
             key = (request, shape.eligibility, shape.preference_key, exact, shape.isolated)
             groups.setdefault(key, []).append(shape)
     buckets: list[Bucket] = []
-    room = np.array(free, dtype=np.int64).reshape(len(free), len(resources))
+    if room is None:
+        room = np.array(free, dtype=np.int64).reshape(len(free), len(resources))
     for members in sorted(groups.values(), key=lambda m: m[0].index):
-        buckets.append(_bucket(len(buckets), members, free, room))
+        buckets.append(_bucket(len(buckets), members, free, room, shape_rows))
     return buckets
 
 
-def _bucket(index: int, members: list[Shape], free: list[list[int]], room: NDArray[np.int64] | None = None) -> Bucket:
+def _bucket(
+    index: int,
+    members: list[Shape],
+    free: list[list[int]],
+    room: NDArray[np.int64] | None = None,
+    shape_rows: list[NDArray[np.intp]] | None = None,
+) -> Bucket:
     request = tuple(min(column) for column in zip(*(m.request for m in members), strict=True))
     if len(members) == 1 and members[0].isolated is not None:
         # An isolated class's own bucket: exactly its shape (the same counts, already computed).
         shape = members[0]
         return Bucket(index, (shape.index,), request, shape.gpus, shape.nodes, dict(shape.upper))
-    nodes = tuple(sorted({node for m in members for node in m.nodes}))
+    if shape_rows is not None and len(members) > 1:
+        # The union of the members' nodes as one mask (tens of thousands of ints at 10,000 nodes).
+        union = np.zeros(len(free), dtype=np.bool_)
+        for m in members:
+            union[shape_rows[m.index]] = True
+        nodes = tuple(np.flatnonzero(union).tolist())
+    else:
+        nodes = tuple(sorted({node for m in members for node in m.nodes}))
     return Bucket(
         index=index,
         shapes=tuple(m.index for m in members),
@@ -767,11 +805,18 @@ class FitCounts:
 
     def of(self, request: tuple[int, ...], eligible: NDArray[np.bool_]) -> dict[int, int]:
         """The counts by node, keys in ascending node order (the build takes them as the shape's nodes)."""
+        return self.nodes_and_counts(request, eligible)[1]
+
+    def nodes_and_counts(
+        self, request: tuple[int, ...], eligible: NDArray[np.bool_]
+    ) -> tuple[NDArray[np.intp], dict[int, int]]:
+        """The nodes of :meth:`of` as an array (ascending), and :meth:`of`."""
         if self.nodes == 0 or not any(amount > 0 for amount in request):
-            return dict.fromkeys(np.flatnonzero(eligible).tolist(), 1 << 30)
+            where = np.flatnonzero(eligible)
+            return where, dict.fromkeys(where.tolist(), 1 << 30)
         fits, positive = self._of_request(request)
         where = np.flatnonzero(positive & eligible)
-        return dict(zip(where.tolist(), fits[where].tolist(), strict=True))
+        return where, dict(zip(where.tolist(), fits[where].tolist(), strict=True))
 
 
 def _fit_counts_at(request: tuple[int, ...], free: NDArray[np.int64], nodes: tuple[int, ...]) -> dict[int, int]:

@@ -46,6 +46,11 @@ class ScanFreeRoom:
             self.eligible[key] = rows
         return rows
 
+    def refuses_outright(self, gang: Sequence[Pod] | None) -> bool:
+        """Never: admission on this room places every admitted gang before each gang it tries, as it
+        did before it placed them lazily (the verdicts must be the same)."""
+        return False
+
     def take(self, gang: Sequence[Pod] | None) -> bool:
         if not gang or any(p.requests.get(res.GPU_MILLI, 0) > 0 for p in gang):
             # Nothing to place, or GPU shares (packed on single devices by the model, not here).

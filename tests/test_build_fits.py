@@ -1,20 +1,25 @@
-"""Two shortcuts of the build and of admission answer as the plain definitions they replace:
+"""Shortcuts of the build and of admission answer as the plain definitions they replace:
 ``problem.FitCounts`` (a request's per-node fit counts worked out once and shared by shapes that
-differ only in their eligible nodes) against the per-node count ``_fit_count``, and
-``enqueue.gang_pods``'s one-pod case against the general choice of a gang's pods."""
+differ only in their eligible nodes) against the per-node count ``_fit_count``; the build's
+buckets (nodes as one mask per bucket, from each shape's node array) against ``initial_buckets``
+from the shapes alone; and ``enqueue.gang_pods``'s one-pod case against the general choice of a
+gang's pods."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
-from builders import group, pod
+import pytest
+from builders import group, node, pod, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vcsat.model import Pod, PodGroup
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
+from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
+from vcsat.model import Pod, PodGroup, Policy
 from vcsat.solver.enqueue import gang_pods
-from vcsat.solver.problem import FitCounts, _fit_count
+from vcsat.solver.problem import FitCounts, _fit_count, build_problem, initial_buckets
 
 amounts = st.integers(min_value=-5, max_value=40)
 
@@ -55,6 +60,38 @@ def test_fit_counts_table() -> None:
     assert counts.of((2, 10), np.array([False, True, True, True, True])) == {1: 1}
     assert counts.of((0, 0), np.array([True, False, True, False, False])) == {0: 1 << 30, 2: 1 << 30}
     assert FitCounts(np.zeros((0, 2), dtype=np.int64)).of((1, 1), np.zeros(0, dtype=np.bool_)) == {}
+
+
+@given(seed=st.integers(0, 10_000), nodes=st.integers(4, 30), jobs=st.integers(10, 60))
+@settings(max_examples=8, deadline=None)
+def test_build_buckets_equal_those_made_from_the_shapes(seed: int, nodes: int, jobs: int) -> None:
+    options = GeneratorOptions(nodes=nodes, pending_jobs=jobs, seed=seed)
+    snap = snapshot_from_objects(generate_instance(options)["items"], source="generated")
+    problem = build_problem(snap, Policy(time_limit_s=2))
+    plain = initial_buckets(problem.shapes, list(problem.resources), problem.free)
+    assert problem.buckets == plain
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "nodes"),
+    [
+        ("8", "2", (0, 1)),  # the first shape fits n1 only, the second both: the bucket has both nodes
+        ("2", "8", (0, 1)),
+        ("8", "8", (1,)),  # one request: one shape
+        ("2", "12", (0, 1)),
+    ],
+)
+def test_bucket_nodes_are_every_member_shapes_nodes(first: str, second: str, nodes: tuple[int, ...]) -> None:
+    """Shapes that differ in cpu share a bucket; its nodes are the union of theirs, in node order."""
+    snap = snapshot(
+        nodes=[node("n0", cpu="4"), node("n1", cpu="16")],
+        pods=[pod("ns/a", cpu=first, created=0.0), pod("ns/b", cpu=second, created=1.0)],
+    )
+    problem = build_problem(snap, Policy(time_limit_s=2))
+    (bucket,) = problem.buckets
+    assert bucket.nodes == nodes
+    assert set(bucket.nodes) == {n for s in bucket.shapes for n in problem.shapes[s].nodes}
+    assert problem.buckets == initial_buckets(problem.shapes, list(problem.resources), problem.free)
 
 
 def _reference_gang_pods(g: PodGroup, pods: Sequence[Pod]) -> list[Pod]:
