@@ -7,6 +7,7 @@ the lowest indices no other pod holds, oldest pod first, so the answer is the sa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import NoReturn
 
 from vcsat.adapters.convert.reader import Conversion, KubeObject, field_path
@@ -23,16 +24,27 @@ _GPU_IDS_PATH = f'metadata.annotations["{GPU_IDS_ANNOTATION}"]'
 
 def parse_gpu_ids(obj: KubeObject, text: str, requests: Mapping[str, int]) -> tuple[int, ...]:
     path = _GPU_IDS_PATH
-    parts = [part.strip() for part in text.split(",")]
-    if not all(part.isascii() and part.isdigit() for part in parts):
-        obj.fail(path, f'must be GPU indices separated by commas (like "0,1"), not {text!r}')
-    ids = tuple(int(part) for part in parts)
-    if len(set(ids)) != len(ids):
+    ids = _indices(text)
+    if ids is None:
+        parts = [part.strip() for part in text.split(",")]
+        if not all(part.isascii() and part.isdigit() for part in parts):
+            obj.fail(path, f'must be GPU indices separated by commas (like "0,1"), not {text!r}')
         obj.fail(path, f"lists an index twice: {text!r}")
     wanted = 1 if requests.get(res.GPU_MILLI) else requests.get(res.GPU, 0)
     if len(ids) != wanted:
         obj.fail(path, f"lists {len(ids)} GPU indices but the pod holds {wanted} GPU(s)")
     return ids
+
+
+@lru_cache(maxsize=4096)
+def _indices(text: str) -> tuple[int, ...] | None:
+    """The indices an annotation lists, or None when it is no list of distinct indices. Remembered:
+    the bound pods of a cluster spell a few dozen lists, tens of thousands of times."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isascii() and part.isdigit() for part in parts):
+        return None
+    ids = tuple(int(part) for part in parts)
+    return ids if len(set(ids)) == len(ids) else None
 
 
 def resolve_gpu_ids(pods: list[Pod], nodes: Mapping[str, Node], converter: Conversion) -> list[Pod]:

@@ -29,8 +29,13 @@ def read_podgroup(
     conversion: Conversion, obj: KubeObject, classes: PriorityClasses, queues: Mapping[str, Queue]
 ) -> PodGroup | None:
     """The group; groups whose specs are spelled alike are read once (:mod:`.spelling`)."""
-    spec = obj.mapping(obj.raw, "spec", "spec")
-    status = obj.mapping(obj.raw, "status", "status")
+    raw = obj.raw
+    spec = raw.get("spec")
+    if type(spec) is not dict:  # the parser's own dict is the common case: read as it is
+        spec = obj.mapping(raw, "spec", "spec")
+    status = raw.get("status")
+    if type(status) is not dict:
+        status = obj.mapping(raw, "status", "status")
     key = ("podgroup-spec", spelling(spec)) if type(spec) is dict else None
     same = conversion.parts.get(key) if key is not None else None
     if same is None:
@@ -43,7 +48,10 @@ def read_podgroup(
     values = same.copy()
     values["namespace"] = obj.namespace
     values["name"] = obj.name
-    values["phase"] = phase = obj.string(status, "phase", "status.phase")
+    phase = status.get("phase")
+    if type(phase) is not str:
+        phase = obj.string(status, "phase", "status.phase")
+    values["phase"] = phase
     values["created"] = obj.created()
     values["inqueue_since"] = _inqueue_since(obj, status, phase)
     values["scheduler_name"] = (obj.raw.get("metadata", {}).get("annotations") or {}).get(SCHEDULER_NAME_ANNOTATION)

@@ -58,15 +58,21 @@ def read_pod(
     podgroups: Mapping[str, PodGroup | None],
     nodes: Mapping[str, Node],
 ) -> Pod | None:
-    metadata = obj.raw["metadata"]
-    spec = obj.raw.get("spec")
+    raw = obj.raw
+    metadata = raw["metadata"]
+    spec = raw.get("spec")
     if not isinstance(spec, MAPPING_TYPES):
         obj.fail("spec", "missing" if spec is None else "must be a mapping")
-    status = obj.mapping(obj.raw, "status", "status")
+    status = raw.get("status")
+    if type(status) is not dict:  # the parser's own dict is the common case: read as it is
+        status = obj.mapping(raw, "status", "status")
     annotations = obj.checked_strings(metadata, "annotations", "metadata.annotations")  # read, not kept
     labels = obj.string_map(metadata, "labels", "metadata.labels")
 
-    node_name = obj.string(spec, "nodeName", "spec.nodeName") or None
+    node_name = spec.get("nodeName")
+    if type(node_name) is not str:
+        node_name = obj.string(spec, "nodeName", "spec.nodeName")
+    node_name = node_name or None
     if node_name is not None and node_name not in nodes:
         if conversion.strict:
             obj.fail("spec.nodeName", f"unknown Node {node_name!r}")
@@ -223,10 +229,13 @@ def _like(
     gpu_ids = None
     if node_name is not None and phase not in ("Succeeded", "Failed") and GPU_IDS_ANNOTATION in annotations:
         gpu_ids = parse_gpu_ids(obj, annotations[GPU_IDS_ANNOTATION], same["requests"])
+    uid = metadata.get("uid")
+    if type(uid) is not str:
+        uid = obj.string(metadata, "uid", "metadata.uid")
     values = same.copy()
     values["namespace"] = obj.namespace
     values["name"] = obj.name
-    values["uid"] = obj.string(metadata, "uid", "metadata.uid")
+    values["uid"] = uid
     values["labels"] = labels
     values["node_name"] = node_name
     values["phase"] = phase
@@ -235,7 +244,7 @@ def _like(
     values["task"] = annotations.get(TASK_SPEC_ANNOTATION, "")
     values["preemptable"] = preemptable
     values["gpu_ids"] = gpu_ids
-    values["nominated_node"] = _nominated_node(obj)
+    values["nominated_node"] = None if status.get("nominatedNodeName") is None else _nominated_node(obj)
     values["created"] = obj.created()
     values["claims"] = storage.pod_claims(obj, spec) if spec.get("volumes") else ()
     values["queue_name"] = annotations.get(QUEUE_NAME_ANNOTATION) or None

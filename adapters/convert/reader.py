@@ -72,16 +72,17 @@ class KubeObject(FieldReader):
         self.memo_context = UNSET
         self.memo_value = None
         self.references = None
-        self.name = ""
-        self.namespace = ""
-        self.key = ""
-        metadata = raw.get("metadata")
-        if not isinstance(metadata, MAPPING_TYPES):
-            self.fail(f"objects[{index}].metadata", "missing" if metadata is None else "must be a mapping")
-        name = metadata.get("name")
-        if not isinstance(name, str) or not name:
-            self.fail(f"objects[{index}].metadata.name", "missing" if name is None else "must be a name")
+        metadata: Any = raw.get("metadata")
+        name = metadata.get("name") if type(metadata) is dict else None
+        if type(name) is not str or not name:  # not the parser's own dict and a plain name: check it all
+            self.name = self.namespace = self.key = ""
+            if not isinstance(metadata, MAPPING_TYPES):
+                self.fail(f"objects[{index}].metadata", "missing" if metadata is None else "must be a mapping")
+            name = metadata.get("name")
+            if not isinstance(name, str) or not name:
+                self.fail(f"objects[{index}].metadata.name", "missing" if name is None else "must be a name")
         self.name = self.key = name
+        self.namespace = ""
         if kind in _NAMESPACED:
             namespace = metadata.get("namespace", "default")
             if not isinstance(namespace, str) or not namespace:
