@@ -299,8 +299,6 @@ def _solve(
     targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
     search = max(0.0, policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes))
     budget = search if policy.search else 0.0
-    if policy.search and not skip_search(sum(hint_values.values()), greedy_bound, policy.relative_gap):
-        deadline += _load_cp_sat(plan, clock)  # a model may be built from here on
     if policy.search and skip_search(sum(hint_values.values()), greedy_bound, policy.relative_gap):
         # The stop rule (:mod:`vcsat.solver.search.stop`): the greedy decision is already proven
         # within the policy's tolerance, so no model is built and no search runs.
@@ -309,6 +307,9 @@ def _solve(
         # Building the model alone would take the cycle past its deadline: the greedy's decision.
         result = ExactResult(None, False, notes=["search skipped: no time left to build its model"], skipped=True)
     elif policy.search:
+        # A model is built from here on. Loading CP-SAT's module leaves the time the plan has left
+        # as it was (:meth:`WallPlan.set_aside`), so asking first decides as loading first would.
+        deadline += _load_cp_sat(plan, clock)
         result = _search(problem, hint, search, targets, clock)
     else:
         result = ExactResult(None, False, notes=["search off (Policy.search)"], skipped=True)
@@ -459,10 +460,11 @@ def _preempt(
         for r, name in enumerate(problem.resources):
             held[name] = held.get(name, 0) + k * problem.shapes[problem.classes[c].shape].request[r]
     runs = eviction_runs(problem, waiting, usage)  # exact when 0: no run would start; skip the set-up below
-    if runs:
-        _load_cp_sat(plan, clock)  # the eviction models are CP-SAT's
     if not runs or not plan.allows(EVICTIONS, plan.evictions_cost(runs), last=True):
         return now, [], [], podgroups, budget
+    # The eviction models are CP-SAT's: its module is loaded only once the phase is to run, so a
+    # cycle that skips the phase for time never pays the import.
+    _load_cp_sat(plan, clock)
     # The room allocate left, read only once the phase is to run.
     room = problem.room_left(assignment.shape_slots)
     if problem.attach is not None:

@@ -2,7 +2,7 @@
 
 - Each case in a fresh interpreter (``sys.modules`` is the process's): importing ``vcsat.solver``
   and solving a cycle that builds no CP-SAT model (search off, or the greedy decision within the
-  policy's gap, and no eviction phase) leaves ``ortools.sat.python.cp_model`` and pandas unloaded;
+  policy's gap, and no eviction phase, or one skipped for time) leaves ``ortools.sat.python.cp_model`` and pandas unloaded;
   a cycle whose search or eviction phase runs loads them. Where it is not loaded, the decision is
   the same as in a process that loaded the module first (its digest); the validator accepts it.
 - :meth:`WallPlan.set_aside` on an injected clock (a table): the deadline moves by the wall seconds
@@ -41,8 +41,9 @@ SCRIPT = textwrap.dedent(
     else:
         from vcsat.adapters.convert.instance_file import read_snapshot
         snapshot = read_snapshot(source)
+    wall = bool(options.pop("_wall", False))
     policy = Policy(**options)
-    decision = solve(snapshot, policy, wall=False)
+    decision = solve(snapshot, policy, wall=wall)
     dumped = decision.model_dump(mode="json")
     dumped["solver"].pop("seconds")
     print(json.dumps({
@@ -80,6 +81,8 @@ NO_EVICTIONS = {"preempt": False, "reclaim": False}
         ("generate:30:60:0", NO_EVICTIONS, False, "WITHIN_GAP"),
         # The same clusters with the eviction phase on: its models are CP-SAT's.
         ("generate:30:60:0", {}, True, "WITHIN_GAP"),
+        # ... unless the wall clock leaves no time for the phase: skipped, so nothing is loaded.
+        ("generate:30:60:0", {"time_limit_s": 0.001, "_wall": True}, False, None),
         # The search off: nothing but the greedy.
         (os.path.join(INSTANCES, "gang.yaml"), {"search": False, **NO_EVICTIONS}, False, None),
         # The greedy at its bound is searched (and proven optimal).
