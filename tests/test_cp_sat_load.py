@@ -2,9 +2,10 @@
 
 - Each case in a fresh interpreter (``sys.modules`` is the process's): importing ``vcsat.solver``
   and solving a cycle that builds no CP-SAT model (search off, or the greedy decision within the
-  policy's gap, and no eviction phase, or one skipped for time) leaves ``ortools.sat.python.cp_model`` and pandas unloaded;
-  a cycle whose search or eviction phase runs loads them. Where it is not loaded, the decision is
-  the same as in a process that loaded the module first (its digest); the validator accepts it.
+  policy's gap, and no eviction phase, or one skipped for time) leaves
+  ``ortools.sat.python.cp_model`` and pandas unloaded; a cycle whose search or eviction phase runs
+  loads them. Where it is not loaded, the decision is the same as in a process that loaded the
+  module first (its digest); the validator accepts it.
 - :meth:`WallPlan.set_aside` on an injected clock (a table): the deadline moves by the wall seconds
   set aside, the pace (:meth:`WallPlan.slowdown`) is measured without them, and a step refused
   before is allowed once the time it lost is set aside.
