@@ -3,6 +3,7 @@ last free node of a type the cluster has few of, and the pods that need that typ
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from unittest import mock
@@ -106,7 +107,8 @@ def test_without_the_price_the_greedy_takes_the_rare_node() -> None:
         assert placed_on(solve_checked(cluster(rare, pending), GREEDY))[who] == "t4-4"
 
 
-# Unit prices: (rare nodes, pending pods, pod, node, expected rate per thousandth)
+# Unit prices: (rare nodes, pending pods, pod, node, the rare type's part of the rate per thousandth);
+# the rate is that part and the node's pool pressure ``p`` both counted: ``p + r (1 - p)``.
 PRICES = {
     "the last free node of a rare type costs a full pool": ([A10], [pod("ns/any", gpus=1)], "ns/any", "a10", 1.0),
     "two free nodes of a rare type cost half each": (
@@ -136,7 +138,69 @@ PRICES = {
 @pytest.mark.parametrize("case", list(PRICES), ids=list(PRICES))
 def test_unit_price(case: str) -> None:
     rare, pending, who, where, rate = PRICES[case]
-    assert unit_price(cluster(rare, pending), who, where) == pytest.approx(rate)
+    snap = cluster(rare, pending)
+    with no_rare_types():
+        pressure = unit_price(snap, who, where)
+    assert unit_price(snap, who, where) == pytest.approx(pressure + rate * (1 - pressure))
+
+
+def crowded_pool(rare: int = 4, common: int = 200) -> Snapshot:
+    """``rare`` free 4-GPU T4 nodes of 96 cores first, then ``common`` 4-GPU T4 nodes of 32 cores
+    (so a 1-GPU pod takes the same room on either, and node order alone would take a rare one),
+    and the two busy G2 nodes of :func:`cluster`; an unconfined 1-GPU pod pending."""
+    big = [gpu_node(f"t4-big-{i}", "T4", gpus=4, cpu="96", memory="384Gi") for i in range(rare)]
+    small = [gpu_node(f"t4-{i:03d}", "T4", gpus=4) for i in range(common)]
+    busy = [gpu_node("g2-busy", "G2", gpus=8), gpu_node("g2-run", "G2", gpus=8)]
+    seen = [confined("ns/seen", "G2", gpus=8, node="g2-busy"), pod("ns/run", gpus=8, node="g2-run")]
+    return snapshot(nodes=[*big, *small, *busy], pods=[*seen, pod("ns/any", gpus=1)])  # type: ignore[list-item]
+
+
+def test_a_free_rare_node_is_dearer_than_its_pool_when_the_pool_is_dearer_than_one_in_k() -> None:
+    """The T4 pool's pressure (about 0.49 here) is above the rare rate of four free nodes (1/4):
+    taken as the larger of the two, the rare nodes cost what the common T4 nodes do and node order
+    sends the pod to a rare one (this failed on the code before :func:`rarity.either`); counted
+    both, they are dearer and the pod goes to a common node."""
+    snap = crowded_pool()
+    rare_price, common_price = unit_price(snap, "ns/any", "t4-big-0"), unit_price(snap, "ns/any", "t4-000")
+    assert 0.25 < common_price < 1  # the precondition: the pool is dearer than one in four
+    assert rare_price == pytest.approx(common_price + 0.25 * (1 - common_price))
+    for policy in (SEARCH, GREEDY):
+        assert placed_on(solve_checked(snap, policy))["ns/any"].startswith("t4-0")
+
+
+def test_without_the_price_the_crowded_pool_pod_takes_a_rare_node() -> None:
+    """The case above needs the price: without rare types node order takes the first rare node."""
+    with no_rare_types():
+        for policy in (SEARCH, GREEDY):
+            assert placed_on(solve_checked(crowded_pool(), policy))["ns/any"] == "t4-big-0"
+
+
+@pytest.mark.parametrize(
+    ("pressure", "rare", "expected"),
+    [
+        (0.0, 0.0, 0.0),
+        (0.3, 0.0, 0.3),  # no rare type: the pool's pressure, to the float
+        (0.0, 0.25, 0.25),  # no pool pressure: the rare rate, to the float
+        (0.5, 0.5, 0.75),
+        (0.49, 0.25, 0.6175),
+        (1.0, 0.25, 1.0),
+        (0.25, 1.0, 1.0),
+    ],
+)
+def test_either(pressure: float, rare: float, expected: float) -> None:
+    assert rarity.either(pressure, rare) == pytest.approx(expected)
+    if rare == 0.0 or pressure == 0.0:
+        assert rarity.either(pressure, rare) == pressure + rare  # exact: nothing else changes
+
+
+@given(p=st.floats(0.0, 1.0), k=st.integers(1, 100_000))
+def test_either_is_a_share_at_least_each_part(p: float, k: int) -> None:
+    r = 1.0 / k  # a rare rate: one in k free nodes
+    both = rarity.either(p, r)
+    assert max(p, r) <= both <= 1.0
+    assert rarity.either(r, p) == pytest.approx(both)
+    if p <= 0.999:
+        assert both > p  # a free rare node is dearer than its pool's nodes in use
 
 
 def test_a_rare_node_already_in_use_costs_no_more() -> None:
@@ -214,10 +278,12 @@ def test_rates_are_shares_and_pods_needing_a_type_pay_nothing(snap: Snapshot) ->
         gpu = scarcity.shape_milli(problem, shape) > 0
         table = measure.rates(shape.eligibility, gpu)
         eligible = measure.index.mask(shape.eligibility) & measure.gpu_nodes
+        pool_only = dataclasses.replace(measure, rare=None, _rates={}).rates(shape.eligibility, gpu)
         for n in range(len(problem.nodes)):
             rate = measure.rate(n, shape.eligibility, gpu)
             assert table[n] == rate  # the array is the definition
             assert 0.0 <= rate <= 1.0
+            assert rate == rarity.either(pool_only[n], rare.rate(n, eligible))  # both counted
             kind = rare.free_type[n]
             if kind >= 0:
                 # The rate is at least the type's, for pods that may go elsewhere; the type's own pods

@@ -21,9 +21,20 @@ holds the whole-node pod; packing onto it keeps the others whole).
 
 Who pays: a pod that may run on GPU nodes of another type; a pod whose eligible GPU nodes are all
 of the rare type is that type's own work and pays nothing for it. The rate is read per cycle from
-the cycle's starting state, like the pools' pressures, and combined with them by the larger of the
-two (:meth:`vcsat.solver.pricing.scarcity.Scarcity.rate`), so it stays a share of a thousandth in
+the cycle's starting state, like the pools' pressures, and combined with them by :func:`either`
+(:meth:`vcsat.solver.pricing.scarcity.Scarcity.rate`), so it stays a share of a thousandth in
 [0, 1] and, being a price below placed work, never trades a pod of placed work for a node kept.
+
+Why :func:`either` and not the larger of the two: the room taken on a wholly free node of a rare
+type is missed in two ways, by its pool's confined work (the pool's pressure ``p``) and by the
+whole-node pod of its type (``r``); the chance it is missed by either is ``1 - (1 - p)(1 - r)``.
+The larger of the two gave the free rare nodes their pool's price whenever ``p >= r``: on the openb
+cluster at full size (seed 0) unconfined 1-GPU pods and shares were put on all seventeen 4-GPU T4
+nodes, the first pods of each from 6.4% to 8.7% arrived while the 2-GPU T4 nodes had room (at ``k = 17``
+the rare rate is 0.06, no more than the T4 pool's pressure), and the only 4-GPU T4 pod (at 25.9%)
+found none whole. With both counted, a wholly free
+node of a rare type is dearer than a node of its pool already in use at every pressure below 1,
+so work that fits elsewhere packs there first.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -78,6 +90,19 @@ class RareTypes:
     def _free_type_array(self) -> NDArray[np.int64]:
         """:attr:`free_type` as an array, made once (the measure asks per eligibility key)."""
         return np.array(self.free_type, dtype=np.int64)
+
+
+Rate = TypeVar("Rate", float, NDArray[np.float64])
+"""A rate, or the rates of every node as an array."""
+
+
+def either(pressure: Rate, rare: Rate) -> Rate:
+    """The chance room is missed by the pool's confined work (``pressure``) or by a rare type's
+    whole-node pod (``rare``), taken as independent: ``1 - (1 - p)(1 - r)``, written so that it is
+    ``pressure`` itself, to the float, when ``rare`` is 0 (nodes of no rare type are priced exactly
+    as before), and ``rare`` itself when ``pressure`` is 0. Works on floats and numpy arrays alike
+    (the same operations, so the same floats)."""
+    return pressure + rare * (1.0 - pressure)
 
 
 def node_type(node: Node, labels: Sequence[str]) -> tuple[object, ...]:

@@ -55,8 +55,9 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   pool that expects one pod of its own, a whole node: taking a node of it whose GPUs are all free
   costs ``1 / k`` per thousandth, ``k`` its type's nodes still wholly free, so the last free node of
   a rare type costs as much as the dearest pool. A pod whose eligible GPU nodes are all of that
-  type pays nothing for it (it is that type's own work). The rate on such a node is the larger of
-  this and its pool's pressure.
+  type pays nothing for it (it is that type's own work). The rate on such a node counts both
+  ways its room may be missed, ``1 - (1 - pressure)(1 - rare rate)`` (:func:`rarity.either`), so a
+  wholly free node of a rare type is dearer than a node of its pool already in use.
 
 - **Nodes without GPUs**: when some nodes have GPUs and others none, a pod asking none that may
   run on a node without GPUs pays, on a GPU node, the whole GPU room it strands (rate 1, whatever
@@ -92,7 +93,7 @@ from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pricing.pod_tally import Tally
 from vcsat.solver.pricing.pool_keys import pool_key
-from vcsat.solver.pricing.rarity import RareTypes, rare_types
+from vcsat.solver.pricing.rarity import RareTypes, either, rare_types
 from vcsat.solver.pricing.shortfall import with_margin
 from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
 
@@ -164,7 +165,7 @@ class Scarcity:
             if not gpu and self.plain and self.index.mask(key) & self.plain:
                 kept = np.where(self._gpu_node_array(), 1.0, kept)
             if self.rare is not None:
-                kept = np.maximum(kept, self.rare.rates(self.index.mask(key) & self.gpu_nodes))
+                kept = either(kept, self.rare.rates(self.index.mask(key) & self.gpu_nodes))
             self._rates[key, gpu] = kept
         return kept
 
@@ -196,7 +197,7 @@ class Scarcity:
         pressure = 0.0 if pool < 0 or self.pressure[pool] <= 0 or self.confined(key, pool) else self.pressure[pool]
         if self.rare is None:
             return pressure
-        return max(pressure, self.rare.rate(node, self.index.mask(key) & self.gpu_nodes))
+        return either(pressure, self.rare.rate(node, self.index.mask(key) & self.gpu_nodes))
 
 
 def room_taken(gpu_asked: int, free_gpu: int, cpu: tuple[int, int], memory: tuple[int, int]) -> int:
