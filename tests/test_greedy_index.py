@@ -260,11 +260,8 @@ def _domain_holds(room: greedy.Room, problem: Problem, gang: Any, nodes: list[in
     return all(per_task.get(task, 0) >= need for task, need in gang.task_need.items())
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), steps=st.integers(0, 40), any_take=st.booleans())
-def test_holder_answers_every_domain_as_a_sum_per_domain(seed: int, steps: int, any_take: bool) -> None:
-    """After random takes, the holder's answer for every topology domain (all of a tier at once)
-    is the per-domain sum of pod counts tested gang by gang."""
+def _taken_room(seed: int, steps: int) -> tuple[Problem, greedy.Room]:
+    """A small cluster with racks and spines, and its room after ``steps`` random best-fit takes."""
     problem = build_problem(
         generated(nodes=24, pending_jobs=40, seed=seed % 50, rack_size=4, racks_per_spine=2, multi_node_job_share=0.3),
         POLICY,
@@ -276,6 +273,15 @@ def test_holder_answers_every_domain_as_a_sum_per_domain(seed: int, steps: int, 
         where = room.best_fit(shape.request, shape.gpus, shape.upper)
         if where is not None:
             room.take(where, shape.request)
+    return problem, room
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), steps=st.integers(0, 40), any_take=st.booleans())
+def test_holder_answers_every_domain_as_a_sum_per_domain(seed: int, steps: int, any_take: bool) -> None:
+    """After random takes, the holder's answer for every topology domain (all of a tier at once)
+    is the per-domain sum of pod counts tested gang by gang."""
+    problem, room = _taken_room(seed, steps)
     domains = problem.domains
     assume(domains is not None)
     assert domains is not None
@@ -319,17 +325,7 @@ def _attempts_one_by_one(problem: Problem, gang: Any, room: greedy.Room) -> list
 def test_domain_attempts_are_the_trials_the_holder_lets_through(seed: int, steps: int) -> None:
     """After random takes, a gang's trials judged per tier at once are the domain lists, listed
     one by one and each judged by the holder, in the same order."""
-    problem = build_problem(
-        generated(nodes=24, pending_jobs=40, seed=seed % 50, rack_size=4, racks_per_spine=2, multi_node_job_share=0.3),
-        POLICY,
-    )
-    room = greedy.Room(problem)
-    rng = random.Random(seed)
-    for _ in range(steps):
-        shape = rng.choice(problem.shapes)
-        where = room.best_fit(shape.request, shape.gpus, shape.upper)
-        if where is not None:
-            room.take(where, shape.request)
+    problem, room = _taken_room(seed, steps)
     assume(problem.topology_gangs)
     for gang in problem.candidates:
         assert list(greedy._domain_attempts(problem, gang, room)) == _attempts_one_by_one(problem, gang, room)
