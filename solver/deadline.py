@@ -144,7 +144,7 @@ def replayed_trades(skip: Iterable[str]) -> int | None:
 def known_step(name: str) -> bool:
     """Whether ``name`` is a skipped-steps entry a replay understands: one of :data:`STEPS`, or
     :func:`trades_cut`'s."""
-    return name in STEPS or (name != EXCHANGE_TRADES and replayed_trades([name]) is not None)
+    return name in STEPS or replayed_trades([name]) is not None
 
 
 @dataclass

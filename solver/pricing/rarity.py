@@ -28,13 +28,11 @@ the cycle's starting state, like the pools' pressures, and combined with them by
 Why :func:`either` and not the larger of the two: the room taken on a wholly free node of a rare
 type is missed in two ways, by its pool's confined work (the pool's pressure ``p``) and by the
 whole-node pod of its type (``r``); the chance it is missed by either is ``1 - (1 - p)(1 - r)``.
-The larger of the two gave the free rare nodes their pool's price whenever ``p >= r``: on the openb
-cluster at full size (seed 0) unconfined 1-GPU pods and shares were put on all seventeen 4-GPU T4
-nodes, the first pods of each from 6.4% to 8.7% arrived while the 2-GPU T4 nodes had room (at ``k = 17``
-the rare rate is 0.06, no more than the T4 pool's pressure), and the only 4-GPU T4 pod (at 25.9%)
-found none whole. With both counted, a wholly free
-node of a rare type is dearer than a node of its pool already in use at every pressure below 1,
-so work that fits elsewhere packs there first.
+The larger of the two gave the free rare nodes their pool's price whenever ``p >= r``, and in a
+busy pool that holds for all but a type's last few free nodes (``r = 1/k``): small unconfined pods then spread over the
+rare nodes as readily as over the common ones of the same pool, and the type's whole-node pod found
+none whole. With both counted, a wholly free node of a rare type is dearer than a node of its pool
+already in use at every pressure below 1, so work that fits elsewhere packs there first.
 """
 
 from __future__ import annotations
