@@ -269,10 +269,10 @@ def curves(
 
 
 def _seed_list(seeds: list[int]) -> str:
-    """0, 1, 2, 3, 4 as "0–4"; seeds with gaps listed."""
+    """One seed as "seed 3", a run of them as "seeds 0–4", others listed: "seeds 0, 2"."""
     if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
-        return f"{seeds[0]}–{seeds[-1]}"
-    return ", ".join(map(str, seeds))
+        return f"seeds {seeds[0]}–{seeds[-1]}"
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
 
 
 def _pyplot() -> Any:
@@ -301,7 +301,7 @@ def plot(c: Curves, out: Path) -> list[Path]:
     plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
     stem = f"sim-{c.name}-{SIZE[c.full]}"
-    about = f"{c.name}, {SIZE[c.full]} size, seeds {_seed_list(c.seeds)}"
+    about = f"{c.name}, {SIZE[c.full]} size, {_seed_list(c.seeds)}"
     ticks = [h.replace(" (130%)", "") for h in HEADS]
     fig, ax = plt.subplots(figsize=(8, 5))
     for sc, band in c.bands.items():
@@ -409,9 +409,9 @@ def plot_command(dirs: tuple[Path, ...], full: bool, out: Path, schedulers: tupl
             click.echo(f"{name}: no seed that every scheduler ran, not drawn")
             continue
         paths = plot(c, out)
-        dropped = "; ".join(f"{sc} seed {_seed_list(v)}" for sc, v in c.left_out.items())
+        dropped = "; ".join(f"{sc} {_seed_list(v)}" for sc, v in c.left_out.items())
         click.echo(
-            f"{name} ({SIZE[full]}; seeds {_seed_list(c.seeds)}; {', '.join(c.bands)}): "
+            f"{name} ({SIZE[full]}; {_seed_list(c.seeds)}; {', '.join(c.bands)}): "
             + ", ".join(str(p) for p in paths)
             + (f"; left out: {dropped}" if dropped else "")
         )

@@ -280,7 +280,8 @@ def test_curves_are_the_common_seeds_own_numbers(specs: list[Spec]) -> None:
 def test_cli_plot_writes_the_files(tmp_path: Path) -> None:
     records = tmp_path / "records"
     records.mkdir()
-    specs = [*TWO_SEEDS, (2, "vcsat", 0.1, 0.1)]
+    specs = [*TWO_SEEDS, (2, "vcsat", 0.1, 0.1), (3, "firstfit", 0.1, 0.1), (4, "firstfit", 0.1, 0.1)]
+    specs += [(5, "firstfit", 0.1, 0.1)]
     for (name, seed, sched), rec in {**runs_of(specs, "w"), **runs_of(TWO_SEEDS[2:4], "b")}.items():
         (records / f"{name}_{seed}_{sched}_full.json").write_text(json.dumps(rec))
     quick = record(0, "vcsat", 0.5, 0.9)
@@ -294,7 +295,7 @@ def test_cli_plot_writes_the_files(tmp_path: Path) -> None:
     assert written == ["sim-b-full-allocation.png", "sim-w-full-allocation.png", "sim-w-full-margin.png"]
     assert all((out / n).read_bytes().startswith(b"\x89PNG") for n in written)
     assert "w (full; seeds 0, 1; vcsat, firstfit, kube-default)" in result.output
-    assert "left out: vcsat seed 2" in result.output
+    assert "left out: vcsat seed 2; firstfit seeds 3–5" in result.output
 
 
 def test_cli_plot_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
