@@ -406,7 +406,7 @@ def plot_command(dirs: tuple[Path, ...], full: bool, out: Path, schedulers: tupl
     for name in sorted({n for (n, _, _) in runs}):
         c = curves(runs, name, full, list(schedulers) or None)
         if c is None:
-            click.echo(f"{name}: no seed that every scheduler ran, not drawn")
+            click.echo(f"{name}: no seed that every shown scheduler ran, not drawn")
             continue
         paths = plot(c, out)
         dropped = "; ".join(f"{sc} {_seed_list(v)}" for sc, v in c.left_out.items())
