@@ -4,6 +4,7 @@ the full parse gives; it keeps every key a reader looks up; it declines what it 
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vcsat.adapters.convert import instance_file, typed_json
+from vcsat.adapters.convert import snapshot as snapshot_module
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
 from vcsat.adapters.generate.generator import generate_instance
@@ -280,3 +282,26 @@ def test_bad_input_is_named_as_before(tmp_path: Path, item: dict[str, Any], mess
         snapshot_from_objects(instance_file.read_objects(path), source=str(path))
     assert str(typed.value) == str(full.value)
     assert message in str(typed.value)
+
+
+class _Weak(dict[str, Any]):
+    """A plain object that a weak reference can follow."""
+
+
+def test_a_handed_over_read_frees_each_pod_object_before_the_snapshot_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    objects = [_Weak(obj) for obj in _generated(3)]
+    pods = [weakref.ref(obj) for obj in objects if obj["kind"] == "Pod"]
+    others = [weakref.ref(obj) for obj in objects if obj["kind"] != "Pod"]
+    held: list[tuple[int, int]] = []
+
+    def notices(by_kind: Any, snapshot: Any, scheduler_name: str) -> tuple[()]:
+        held.append((sum(ref() is not None for ref in pods), sum(ref() is not None for ref in others)))
+        return ()
+
+    monkeypatch.setattr(snapshot_module, "conversion_notices", notices)
+    expected = snapshot_from_objects([dict(obj) for obj in objects], strict=False).model_dump_json()
+    handed = instance_file._handed_over(objects)
+    del objects
+    assert snapshot_from_objects(handed, strict=False).model_dump_json() == expected
+    assert held[-1][0] == 0  # every pod's object is gone while the notices are read
+    assert held[-1][1] > 0  # the nodes' and PodGroups' objects are not (the notices read them)
