@@ -26,7 +26,6 @@ from vcsat.adapters.convert.clock import (
     parse_clock,
 )
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
-from vcsat.adapters.convert.typed_json import decode_list
 from vcsat.adapters.errors import InputError
 from vcsat.model import Snapshot
 
@@ -41,21 +40,15 @@ def read_objects(
     dumps: list[bool] | None = None,
     cycles: list[str] | None = None,
     skipped: list[str] | None = None,
-    pruned: bool = False,
 ) -> list[dict[str, Any]]:
     """The Kubernetes objects in the file, in file order, each with a ``kind`` and ``apiVersion``.
     ``clock``: receives the clock of each top-level List that records one (``vcsat.io/now``);
     ``dumps``: whether each top-level document is a List marked as a cluster dump; ``cycles``: the
     kind of cycle each top-level document records (``vcsat.io/cycle``; ``"full"`` without one);
-    ``skipped``: the steps a dumped cycle skipped for time (``vcsat.io/skipped``), each List's.
-    ``pruned``: the objects are for the converter alone, which may then get them without the fields
-    it does not read (a JSON List, :mod:`.typed_json`); the snapshot is the same."""
+    ``skipped``: the steps a dumped cycle skipped for time (``vcsat.io/skipped``), each List's."""
     source = str(path)
     data = _read_bytes(Path(path), source)
-    named_json = Path(path).suffix.lower() == ".json"
-    document = _typed_json(data, named_json) if pruned else None
-    if document is None:
-        document = _fast_json(data, named_json)
+    document = _fast_json(data, Path(path).suffix.lower() == ".json")
     if document is not None:
         documents = [document]
     else:
@@ -105,7 +98,7 @@ def read_cycle(
         clock: list[float | None] = []
         dumps: list[bool] = []
         cycles: list[str] = []
-        objects = read_objects(path, clock=clock, dumps=dumps, cycles=cycles, skipped=skipped, pruned=True)
+        objects = read_objects(path, clock=clock, dumps=dumps, cycles=cycles, skipped=skipped)
         now = next((moment for moment in clock if moment is not None), None)
         # A cluster dump is read as the live scheduler read the cluster, so the replay decides alike.
         strict = not (dumps and all(dumps))
@@ -154,19 +147,6 @@ def _read_bytes(path: Path, source: str) -> bytes:
         raise InputError("is a directory, not a file", source=source) from None
     except OSError as error:
         raise InputError(f"cannot read: {error.strerror or error}", source=source) from None
-
-
-def _typed_json(data: bytes, named_json: bool) -> Any:
-    """:func:`.typed_json.decode_list` of the file's JSON List, or None to parse it in full."""
-    data = _without_bom(data)
-    start = len(data) - len(data.lstrip(b" \t\r\n")) if data[:1].isspace() else 0
-    if not named_json and data[start : start + 1] != b"{":
-        return None
-    return decode_list(data)
-
-
-def _without_bom(data: bytes) -> bytes:
-    return data[len(codecs.BOM_UTF8) :] if data.startswith(codecs.BOM_UTF8) else data
 
 
 def _fast_json(data: bytes, named_json: bool) -> Any:
