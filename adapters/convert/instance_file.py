@@ -103,13 +103,21 @@ def read_cycle(
         # A cluster dump is read as the live scheduler read the cluster, so the replay decides alike.
         strict = not (dumps and all(dumps))
         snapshot = snapshot_from_objects(
-            objects, scheduler_name=scheduler_name, source=str(path), strict=strict, now=now
+            _handed_over(objects), scheduler_name=scheduler_name, source=str(path), strict=strict, now=now
         )
         # Freed while the collector is paused: the pause's end moves what is left (the snapshot) to
         # the oldest generation without a walk (:func:`vcsat.solver.pauses.keep_as_old`); the tree
         # would be moved with it and walked by the next full pass.
         del objects
     return snapshot, "early" in cycles
+
+
+def _handed_over(objects: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The objects, the list emptied once they are all taken: then the converter holds the only
+    reference to each and frees each pod's object once it is read (the file's tree is freed while
+    the snapshot grows, not after it, which keeps the read's peak memory down)."""
+    yield from objects
+    objects.clear()
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from itertools import count
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from vcsat.adapters.convert import storage_objects as storage
@@ -74,6 +75,8 @@ _KINDS = {
     "CSIStorageCapacity": "storage.k8s.io",
     "PodDisruptionBudget": "policy",
 }
+_READ: Mapping[str, Any] = MappingProxyType({})
+"""What a pod's object is replaced by once read (an empty mapping: the object is no longer held)."""
 _GROUPS: dict[str, str] = {}
 """apiVersion -> its API group (``scheduling.volcano.sh/v1beta1`` -> ``scheduling.volcano.sh``), as met."""
 _T = TypeVar("_T")
@@ -133,7 +136,13 @@ class _SnapshotConverter(Conversion):
                 group = read_podgroup(self, obj, classes, queues)
                 if group is not None:
                     podgroups[key] = group
-            pods = [read_pod(self, obj, classes, podgroups, nodes) for _, obj in _by_key(by_kind["Pod"])]
+            pods = []
+            for _, obj in _by_key(by_kind["Pod"]):
+                pods.append(read_pod(self, obj, classes, podgroups, nodes))
+                # Nothing reads a pod's object again (the notices read nodes' and PodGroups'): when
+                # the caller handed the objects over (a file's read), each is freed here, not after
+                # the whole snapshot is built, so the parsed file and the snapshot never both peak.
+                obj.raw = _READ
         else:
             classes_key = memo.context((tuple(sorted(classes.values.items())), classes.default))
             group_context = memo.context((classes_key, tuple(sorted(queues))))
