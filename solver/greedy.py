@@ -195,6 +195,10 @@ class Room:
         """Per shape, its pods' node query without rules or a domain (:func:`_node_query`)."""
         if kept is not None and kept.problem is not problem:
             raise ValueError("rankings kept for another problem")
+        if kept is not None:
+            # What a room learns of its problem alone, whatever its free room: learnt once for all.
+            self.gang_sizes, self._asked, self.class_plans = kept.gang_sizes, kept.asked, kept.class_plans
+            self.shape_asks, self._priced = kept.shape_asks, kept.priced
         self._kept = kept
         self._rank_base = kept.rank_base if kept is not None else int(self.level_array.max(initial=0)) + 1
         """More than any node's free GPUs (room never grows beyond the snapshot's); the problem's
@@ -845,19 +849,28 @@ class KeptRankings:
     nodes). A node's rank is a function of its row of the room (:class:`NodeRows`) and the shape
     alone (given one :attr:`rank_base`), so a ranking carried into a new room is made exact by
     ranking again the nodes whose row differs from the one it was last true for: the same ranks,
-    hence the same choices, as a ranking made afresh."""
+    hence the same choices, as a ranking made afresh. The rooms also share what they learn of the
+    problem alone (each gang's class plan and sizes, each shape's asks and whether it is priced)."""
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
         self.rank_base = 1 + max((max(0, row[gpu]) for row in problem.free), default=0) if gpu is not None else 1
         """More than any node's free GPUs in any room of the problem (:attr:`Room._rank_base`)."""
-        self._kept: dict[int, tuple[_Ranking, int, NDArray[np.int64]]] = {}
-        """Per shape, its ranking, the room it was kept from (its place in :attr:`_rows`), and the
-        nodes that changed there since the ranking last read that room."""
-        self._rows: dict[int, NDArray[np.int64]] = {}
-        """The rows (:attr:`NodeRows.rows`) of each room a ranking is kept from, as it ended, by
-        the room's number (in the order they were kept)."""
+        self.gang_sizes: dict[int, tuple[int, int]] = {}
+        self.asked: dict[tuple[int, ...], tuple[int, int, tuple[int, ...]]] = {}
+        self.class_plans: dict[int, ClassPlan] = {}
+        self.shape_asks: dict[int, dict[str, int]] = {}
+        self.priced: dict[int, bool] = {}
+        """The rooms' own memos of the same names that depend on the problem alone, shared."""
+        self._kept: dict[int, tuple[_Ranking, int, int]] = {}
+        """Per shape, its ranking, the number of the room it was kept from (:attr:`_rows`), and how
+        many of that room's :attr:`Room.changes` it had read."""
+        self._rows: dict[int, tuple[NDArray[np.int64], NDArray[np.int64]]] = {}
+        """Per room a ranking is kept from, by its number (in the order they were kept): its rows
+        (:attr:`NodeRows.rows`) as it ended, and per node the place of its last change in the
+        room's :attr:`Room.changes` (-1: none), which tells a ranking the nodes changed since it
+        read the room, in one array per room rather than one list of changes per ranking."""
         self._rooms = 0
         """How many rooms rankings were kept from so far (the next one's number)."""
         self._room: Room | None = None
@@ -871,9 +884,10 @@ class KeptRankings:
         kept_from = self._rooms
         self._rooms += 1
         for ranking in rankings:
-            pending = room.changes[ranking.seen : room.changed].copy()
-            self._kept[ranking.shape.index] = (ranking, kept_from, pending)
-        self._rows[kept_from] = room.rows.rows.copy()
+            self._kept[ranking.shape.index] = (ranking, kept_from, ranking.seen)
+        last = np.full(room.count, -1, dtype=np.int64)
+        np.maximum.at(last, room.changes[: room.changed], np.arange(room.changed, dtype=np.int64))
+        self._rows[kept_from] = (room.rows.rows.copy(), last)
         held = {entry[1] for entry in self._kept.values()}
         self._rows = {number: rows for number, rows in self._rows.items() if number in held}
 
@@ -883,14 +897,14 @@ class KeptRankings:
         entry = self._kept.pop(shape.index, None)
         if entry is None:
             return None
-        ranking, kept_from, pending = entry
+        ranking, kept_from, seen = entry
         if ranking.shape is not shape or ranking.scarce is not scarce or ranking.unit != room._rank_base * room.count:
             return None
         if room is not self._room:
             self._room, self._differ = room, {}
         differ = self._differ.get(kept_from)
         if differ is None:
-            stale = np.any(room.rows.rows != self._rows[kept_from], axis=1)
+            stale = np.any(room.rows.rows != self._rows[kept_from][0], axis=1)
             self._differ[kept_from] = (stale.copy(), room.changed)
         else:
             # Room taken in a gang's trial and given back is rewound out of the changes only
@@ -898,7 +912,7 @@ class KeptRankings:
             # made since the rows were compared are still all there.
             stale = differ[0].copy()
             stale[room.changes[differ[1] : room.changed]] = True
-        stale[pending] = True
+        stale |= self._rows[kept_from][1] >= seen  # changed there after the ranking last read it
         nodes = np.flatnonzero(stale & ranking.mask)
         if nodes.size:
             ranking.rank(room, nodes)
@@ -917,7 +931,7 @@ def _share_free(shared: dict[int, int]) -> int:
     return scarcity.free_room(0, shared.values())
 
 
-def greedy(problem: Problem) -> Assignment:
+def greedy(problem: Problem, kept: KeptRankings | None = None) -> Assignment:
     """Volcano's allocate, greedily, in the order of the objective's levels (:mod:`objectives`):
     first each queue fair-share level (:func:`_fill_tier`: per queue priority, highest first, as
     Volcano's QueueOrderFn, and per tier of each queue's own priorities, queues filled towards
@@ -926,8 +940,11 @@ def greedy(problem: Problem) -> Assignment:
 
     Following the levels matters: a queue's low-priority work placed before another queue's
     high-priority work takes room that the first fair-share level would give the latter, and the
-    search then starts far from the optimum (it cannot undo whole gangs quickly)."""
-    return _greedy(problem, by_gain=False)
+    search then starts far from the optimum (it cannot undo whole gangs quickly).
+
+    ``kept``: the rankings its room makes are kept there for later rooms of the problem (the
+    exchange's: :class:`KeptRankings`); the same decision either way."""
+    return _greedy(problem, by_gain=False, kept=kept)
 
 
 def greedy_by_gain(problem: Problem) -> Assignment | None:
@@ -968,8 +985,8 @@ def fill(
     return order
 
 
-def _greedy(problem: Problem, *, by_gain: bool) -> Assignment:
-    room = Room(problem)
+def _greedy(problem: Problem, *, by_gain: bool, kept: KeptRankings | None = None) -> Assignment:
+    room = Room(problem, kept=kept)
     queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
     assignment = Assignment()
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
@@ -980,6 +997,7 @@ def _greedy(problem: Problem, *, by_gain: bool) -> Assignment:
         for gang in order:
             if gang.index not in assignment.placed and any(c in problem.isolated for c in gang.classes):
                 _place(problem, gang, room, queue_room, assignment, held)
+    room.keep_rankings()
     return assignment
 
 

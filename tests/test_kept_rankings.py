@@ -75,12 +75,18 @@ def test_a_carried_ranking_ranks_as_one_made_afresh(seed: int, busy: float, room
 @settings(max_examples=15, deadline=None, suppress_health_check=SLOW_OK)
 @given(seed=st.integers(0, 10_000), busy=st.sampled_from([0.2, 0.6, 0.9]), rounds=st.integers(1, 4))
 def test_top_ups_sharing_rankings_decide_as_top_ups_that_do_not(seed: int, busy: float, rounds: int) -> None:
-    """The exchange's two top-ups per trade, over several trades, with the rankings carried and
-    without: the same decisions, trade by trade."""
+    """The greedy, then the exchange's two top-ups per trade over several trades, with the
+    rankings carried from the greedy's room on and without: the same decisions, step by step."""
     problem, _ = _problem(seed, busy)
-    decision = greedy.greedy(problem)
-    rng = random.Random(seed)
     kept = KeptRankings(problem)
+    decision = greedy.greedy(problem, kept)
+    plain_greedy = greedy.greedy(problem)
+    assert (decision.placed, decision.shape_slots, decision.gang_slots) == (
+        plain_greedy.placed,
+        plain_greedy.shape_slots,
+        plain_greedy.gang_slots,
+    )
+    rng = random.Random(seed)
     for _ in range(rounds):
         drop = rng.sample(sorted(decision.placed), rng.randint(1, max(1, len(decision.placed))))
         rest = without(problem, decision, drop)

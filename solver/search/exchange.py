@@ -76,10 +76,10 @@ class _Run:
     docstring), and carries the greedy's rankings from each trade's rooms to the next's (the
     same decisions for less work: :class:`vcsat.solver.greedy.KeptRankings`)."""
 
-    def __init__(self, problem: Problem, go: Callable[[], bool]) -> None:
+    def __init__(self, problem: Problem, go: Callable[[], bool], rankings: KeptRankings | None) -> None:
         self.go = go
         self.stopped = False
-        self.rankings = KeptRankings(problem)
+        self.rankings = rankings if rankings is not None else KeptRankings(problem)
 
     def __call__(self) -> bool:
         if not self.stopped and not self.go():
@@ -185,6 +185,7 @@ def exchange(
     ranks: list[int] | None = None,
     tiers: list[int] | None = None,
     go: Callable[[], bool] = _always,
+    rankings: KeptRankings | None = None,
 ) -> Assignment:
     """``assignment`` with, for each of ``queues`` (:func:`trading_queues`) in turn, its gangs ranked
     below the queue's best waiting gang traded for the queue's waiting gangs of that rank, then,
@@ -192,8 +193,10 @@ def exchange(
     ``tiers`` (:func:`trading_tiers`), the fair trades of each queue that tier can raise, and, when
     those changed it, the queues' trades and those across ranks once more; each where ``rank``
     puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
-    ``go`` is asked before each trade: the first it refuses ends the exchange."""
-    run = _Run(problem, go)
+    ``go`` is asked before each trade: the first it refuses ends the exchange. ``rankings``: those
+    an earlier room of the problem kept (the greedy's), carried into the trades' rooms (the same
+    trades, for less work: :class:`vcsat.solver.greedy.KeptRankings`)."""
+    run = _Run(problem, go, rankings)
     best, best_rank = _queue_trades(problem, rank, assignment, rank(problem, assignment), queues, run)
     best, best_rank = _rank_trades(problem, rank, best, best_rank, ranks or [], run)
     fair, fair_rank = _tier_trades(problem, rank, best, best_rank, tiers or [], run)
