@@ -110,14 +110,13 @@ gangs, a few candidate nodes per class), and so are building it and CP-SAT's sol
 EVICTION_RUN_PER_NODE = 4e-5
 """CPU seconds per node of one eviction run besides: its room over every node, the scans of the
 nodes its preemptors' classes may use, its victims picked out of the phase's."""
-TRADE_PER_NODE = 1e-4
+TRADE_PER_NODE = 2e-4
 """CPU seconds per node of one exchange trade: the decision without the gangs taken out, the room
 it leaves rebuilt twice (one node at a time), two greedy top-ups over the gangs left out, the
 objective's first levels. Measured 0.15-0.17 CPU-s per trade on average on the 1,000-node shapes
-(at most 0.38 for one trade), whether 500 or 1,260 gangs wait: the per-node work dominates; since
-the trades' rooms carry the greedy's rankings (:class:`vcsat.solver.greedy.KeptRankings`), about
-half that (benchmarks/RESULTS.md, session 19). One greedy fill per trade (the prediction before
-that) is 2-3 times what a trade costs where few gangs wait."""
+(at most 0.38 for one trade), whether 500 or 1,260 gangs wait: the per-node work dominates. One
+greedy fill per trade (the prediction before) is 2-3 times what a trade costs where few gangs
+wait."""
 RESERVE_PER_NODE = 4e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out."""

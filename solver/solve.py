@@ -46,7 +46,7 @@ from vcsat.solver.deadline import (
     WallPlan,
 )
 from vcsat.solver.explain import outcomes
-from vcsat.solver.greedy import KeptRankings, greedy, greedy_by_gain
+from vcsat.solver.greedy import greedy, greedy_by_gain
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.pauses import no_gc_pauses
@@ -280,14 +280,11 @@ def _solve(
         workers=workers_for(policy),
         wall=wall,
     )
-    # The greedy's room keeps its rankings for the exchange's trades, whose rooms are made from
-    # decisions near its own (the same trades, for less work: :class:`KeptRankings`).
-    rankings = KeptRankings(problem)
     if prepared is not None:
         first = prepared.hint
     else:
         greedy_started = time.process_time()
-        first = greedy(problem, rankings)
+        first = greedy(problem)
         plan.greedy_cpu = time.process_time() - greedy_started
     start = warm_start(problem, first, plan)
     hint, hint_values, hint_fair, first_bounds = start.hint, start.values, start.fair, start.first_bounds
@@ -368,9 +365,7 @@ def _solve(
         tiers = [] if plan.replays(EXCHANGE_FAIR) else trading_tiers(problem, assignment)
         traded = assignment
         if queues or ranks or tiers:
-            traded = exchange(
-                problem, assignment, _lexicographic, queues, ranks, tiers, go=plan.allows_trade, rankings=rankings
-            )
+            traded = exchange(problem, assignment, _lexicographic, queues, ranks, tiers, go=plan.allows_trade)
         if traded is not assignment:
             assignment, status = traded, "FEASIBLE"
             now = bindings(problem, assignment, assignment.shape_slots)

@@ -123,7 +123,7 @@ def _cycle_from(snap: Snapshot, start: Any, monkeypatch: pytest.MonkeyPatch) -> 
         return explain(problem, assignment)
 
     with monkeypatch.context() as patch:
-        patch.setattr(_solve_module, "greedy", lambda problem, kept=None: start(problem))
+        patch.setattr(_solve_module, "greedy", start)
         patch.setattr(_solve_module, "outcomes", spy)
         decision = solve(snap, ALLOCATE)
     return decision, seen["rank"]
@@ -267,7 +267,7 @@ def test_the_fair_step_alone_places_the_gang_when_the_search_is_skipped(
     problem = build_problem(snap, ALLOCATE)
     small = _keys(problem, "small")
     with monkeypatch.context() as patch:
-        patch.setattr(_solve_module, "greedy", lambda p, _=None: _placed(p, {small[0]: "n0", small[1]: "n1"}))
+        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
         decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL, *also))
     assert check(snap, decision, ALLOCATE) == []
     assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) is placed
@@ -325,7 +325,7 @@ def test_the_exchange_runs_on_the_greedy_decision_when_the_search_is_skipped(
     small = _keys(problem, "small")
     bad = _placed(problem, {small[0]: "n0", small[1]: "n1"})
     with monkeypatch.context() as patch:
-        patch.setattr(_solve_module, "greedy", lambda p, _=None: _placed(p, {small[0]: "n0", small[1]: "n1"}))
+        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
         decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL, *also))
     assert check(snap, decision, ALLOCATE) == []
     assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) is placed
@@ -366,7 +366,7 @@ def test_a_short_deadline_gives_the_exchange_the_time_the_search_would_take(monk
     assert ahead > 0
     policy = ALLOCATE.model_copy(update={"time_limit_s": costs.reserve + model + ahead / 2})
     with monkeypatch.context() as patch:
-        patch.setattr(_solve_module, "greedy", lambda problem, kept=None: start(problem))
+        patch.setattr(_solve_module, "greedy", start)
         patch.setattr(_solve_module, "WallPlan", _frozen_at(now))
         decision = solve(snap, policy, started=now, wall=True, skip=(SECOND_FILL,))
         replay = solve(snap, policy, wall=False, skip=decision.solver.skipped)
@@ -558,7 +558,7 @@ def test_a_replay_runs_the_trades_the_cycle_ran(ran: int | None, placed: bool, m
     small = _keys(problem, "small")
     cut = () if ran is None else (trades_cut(ran),)
     with monkeypatch.context() as patch:
-        patch.setattr(_solve_module, "greedy", lambda p, _=None: _placed(p, {small[0]: "n0", small[1]: "n1"}))
+        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
         decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL, *cut))
     assert check(snap, decision, ALLOCATE) == []
     assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) is placed
@@ -579,7 +579,7 @@ def test_a_limit_with_room_for_one_trade_runs_it(monkeypatch: pytest.MonkeyPatch
     costs = WallPlan(None, len(problem.nodes))
     policy = ALLOCATE.model_copy(update={"time_limit_s": costs.reserve + 1.5 * costs.exchange_cost(1)})
     with monkeypatch.context() as patch:
-        patch.setattr(_solve_module, "greedy", lambda p, _=None: _placed(p, {small[0]: "n0", small[1]: "n1"}))
+        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
         patch.setattr(_solve_module, "WallPlan", _frozen_at(now))
         decision = solve(snap, policy, started=now, wall=True, skip=(SEARCH, SECOND_FILL))
         replay = solve(snap, policy, wall=False, skip=decision.solver.skipped)

@@ -56,7 +56,7 @@ from collections.abc import Callable
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.greedy import KeptRankings, shares_gpu
+from vcsat.solver.greedy import shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.top_up import top_up
@@ -70,16 +70,13 @@ def _always() -> bool:
     return True
 
 
-class _Run:
-    """One exchange's trades: asks ``go`` before each until it refuses one (every trade after that
-    is refused too, without asking, so the trades that ran are a prefix of the order: module
-    docstring), and carries the greedy's rankings from each trade's rooms to the next's (the
-    same decisions for less work: :class:`vcsat.solver.greedy.KeptRankings`)."""
+class _Gate:
+    """Asks ``go`` before each trade until it refuses one; every trade after that is refused too,
+    without asking, so the trades that ran are a prefix of the order (module docstring)."""
 
-    def __init__(self, problem: Problem, go: Callable[[], bool], rankings: KeptRankings | None) -> None:
+    def __init__(self, go: Callable[[], bool]) -> None:
         self.go = go
         self.stopped = False
-        self.rankings = rankings if rankings is not None else KeptRankings(problem)
 
     def __call__(self) -> bool:
         if not self.stopped and not self.go():
@@ -185,7 +182,6 @@ def exchange(
     ranks: list[int] | None = None,
     tiers: list[int] | None = None,
     go: Callable[[], bool] = _always,
-    rankings: KeptRankings | None = None,
 ) -> Assignment:
     """``assignment`` with, for each of ``queues`` (:func:`trading_queues`) in turn, its gangs ranked
     below the queue's best waiting gang traded for the queue's waiting gangs of that rank, then,
@@ -193,19 +189,17 @@ def exchange(
     ``tiers`` (:func:`trading_tiers`), the fair trades of each queue that tier can raise, and, when
     those changed it, the queues' trades and those across ranks once more; each where ``rank``
     puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
-    ``go`` is asked before each trade: the first it refuses ends the exchange. ``rankings``: those
-    an earlier room of the problem kept (the greedy's), carried into the trades' rooms (the same
-    trades, for less work: :class:`vcsat.solver.greedy.KeptRankings`)."""
-    run = _Run(problem, go, rankings)
-    best, best_rank = _queue_trades(problem, rank, assignment, rank(problem, assignment), queues, run)
-    best, best_rank = _rank_trades(problem, rank, best, best_rank, ranks or [], run)
-    fair, fair_rank = _tier_trades(problem, rank, best, best_rank, tiers or [], run)
-    if fair is best or run.stopped:
+    ``go`` is asked before each trade: the first it refuses ends the exchange."""
+    gate = _Gate(go)
+    best, best_rank = _queue_trades(problem, rank, assignment, rank(problem, assignment), queues, gate)
+    best, best_rank = _rank_trades(problem, rank, best, best_rank, ranks or [], gate)
+    fair, fair_rank = _tier_trades(problem, rank, best, best_rank, tiers or [], gate)
+    if fair is best or gate.stopped:
         return fair
     # The fair trades moved room between queues: the queues' trades and those across ranks once
     # more, on the decision they leave (what waits and what is placed below it has changed).
-    best, best_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair), run)
-    best, best_rank = _rank_trades(problem, rank, best, best_rank, trading_ranks(problem, best), run)
+    best, best_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair), gate)
+    best, best_rank = _rank_trades(problem, rank, best, best_rank, trading_ranks(problem, best), gate)
     return best
 
 
@@ -215,11 +209,11 @@ def _queue_trades(
     best: Assignment,
     best_rank: tuple[int, ...],
     queues: list[tuple[str, int]],
-    run: _Run,
+    gate: _Gate,
 ) -> Ranked:
     """Each queue's gangs ranked below its best waiting gang traded for its waiting gangs of that rank."""
     for queue, above in queues:
-        if run.stopped:
+        if gate.stopped:
             break
         out = {g for g in best.placed if problem.gangs[g].queue == queue and problem.gangs[g].rank < above}
         if not out:
@@ -230,28 +224,28 @@ def _queue_trades(
         first = {
             g.index for g in problem.candidates if g.queue == queue and g.rank == above and g.index not in best.placed
         }
-        best, best_rank = _kept(problem, rank, best, best_rank, drop, first, run)
+        best, best_rank = _kept(problem, rank, best, best_rank, drop, first, gate)
     return best, best_rank
 
 
 def _rank_trades(
-    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], ranks: list[int], run: _Run
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], ranks: list[int], gate: _Gate
 ) -> Ranked:
     """Per rank of waiting gangs, the two trades across queues."""
     for above in ranks:
         for pick in (_not_needed, _below_on_whole):
-            if run.stopped:
+            if gate.stopped:
                 return best, best_rank
             out = pick(problem, best, above)
             if not out:
                 continue
             first = {g.index for g in problem.candidates if g.rank >= above and g.index not in best.placed}
-            best, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first, run)
+            best, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first, gate)
     return best, best_rank
 
 
 def _tier_trades(
-    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], gate: _Gate
 ) -> Ranked:
     """Per fair-share tier, the fair trades of each queue it can raise."""
     for tier in tiers:
@@ -259,13 +253,13 @@ def _tier_trades(
         tried: set[tuple[frozenset[int], frozenset[int]]] = set()
         for _queue, top, first, largest in _raisable(problem, best, tier):
             for below in (top + 1, None):  # those ranked no higher than the waiting gangs, then any
-                if run.stopped:
+                if gate.stopped:
                     return best, best_rank
                 out = _on_whole(problem, best, largest, below)
                 if not out or (frozenset(out), frozenset(first)) in tried:
                     continue
                 tried.add((frozenset(out), frozenset(first)))
-                kept, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first, run)
+                kept, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first, gate)
                 if kept is not best:
                     best, tried = kept, set()
     return best, best_rank
@@ -278,18 +272,17 @@ def _kept(
     best_rank: tuple[int, ...],
     drop: list[int],
     first: set[int],
-    run: _Run,
+    gate: _Gate,
 ) -> Ranked:
     """One trade: ``best`` without ``drop``, the gangs ``first`` placed into the room that leaves,
     then the rest as the greedy would; kept (with its rank) only where it ranks strictly higher.
-    Not made (``best`` handed back) where ``run`` refuses it."""
-    if not run():
+    Not made (``best`` handed back) where ``gate`` refuses it."""
+    if not gate():
         return best, best_rank
     rest = without(problem, best, drop)
     if rest is None:
         return best, best_rank
-    kept = run.rankings
-    trial = top_up(problem, top_up(problem, rest, only=first, kept=kept), kept=kept)
+    trial = top_up(problem, top_up(problem, rest, only=first))
     trial_rank = rank(problem, trial)
     return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
 
