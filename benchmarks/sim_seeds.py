@@ -275,17 +275,6 @@ def _seed_list(seeds: list[int]) -> str:
     return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
 
 
-def _pyplot() -> Any:
-    """matplotlib's pyplot on the Agg backend (files only, no display); matplotlib is the ``bench``
-    extra, imported only when a plot is drawn."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 COLORS = {
     "vcsat": "tab:red",
     "firstfit": "tab:blue",
@@ -298,7 +287,9 @@ COLORS = {
 
 def plot(c: Curves, out: Path) -> list[Path]:
     """Write ``c``'s allocation plot and, when it has a margin, the margin plot under ``out``."""
-    plt = _pyplot()
+    from vcsat.adapters.sim.report import pyplot
+
+    plt = pyplot()
     out.mkdir(parents=True, exist_ok=True)
     stem = f"sim-{c.name}-{SIZE[c.full]}"
     about = f"{c.name}, {SIZE[c.full]} size, {_seed_list(c.seeds)}"
@@ -397,9 +388,9 @@ def table_command(dirs: tuple[Path, ...], full: bool) -> None:
 def plot_command(dirs: tuple[Path, ...], full: bool, out: Path, schedulers: tuple[str, ...]) -> None:
     """PNGs of every workload's runs found in DIRS (a later directory wins): allocation per
     scheduler over the seeds all of them ran, and vcsat minus the best baseline."""
-    import importlib.util
+    from vcsat.adapters.sim.report import can_plot
 
-    if importlib.util.find_spec("matplotlib") is None:
+    if not can_plot():
         click.echo("no plots: they need the bench extra, pip install 'vcsat[bench]' (matplotlib)", err=True)
         sys.exit(1)
     runs = _load(dirs, full)

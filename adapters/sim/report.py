@@ -236,7 +236,9 @@ def can_plot() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (files only, no display), imported only when a plot
+    is drawn (see :func:`can_plot`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -248,7 +250,7 @@ def _pyplot() -> Any:
 def plot_saturation(results: Sequence[SimResult], path: Path, title: str) -> Path:
     """Left: allocated against arrived GPUs; right: the GPUs left unallocated as the cluster
     saturates (the FGD paper's view), from 70% arrived on."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     top = 100 * max((curve[-1][0] for curve in map(allocation_curve, results) if curve), default=1.3)
     left.plot([0, 100, top], [0, 100, 100], color="0.7", linestyle="--", label="bound")
@@ -273,7 +275,7 @@ def plot_saturation(results: Sequence[SimResult], path: Path, title: str) -> Pat
 
 
 def plot_allocation(results: Sequence[SimResult], path: Path, title: str) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for result in results:
         capacity = result.gpu_capacity_milli or 1
@@ -290,7 +292,7 @@ def plot_allocation(results: Sequence[SimResult], path: Path, title: str) -> Pat
 
 
 def plot_jct(results: Sequence[SimResult], path: Path, title: str) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for result in results:
         jct = sorted((job.finished - job.spec.arrival) / 60 for job in result.jobs if job.finished is not None)
@@ -312,7 +314,7 @@ def plot_jct(results: Sequence[SimResult], path: Path, title: str) -> Path:
 
 
 def plot_cycles(results: Sequence[SimResult], path: Path, title: str) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     data = [[c.seconds for c in r.cycles] or [0.0] for r in results]
     ax.boxplot(data, showfliers=True)

@@ -29,10 +29,11 @@ Why :func:`either` and not the larger of the two: the room taken on a wholly fre
 type is missed in two ways, by its pool's confined work (the pool's pressure ``p``) and by the
 whole-node pod of its type (``r``); the chance it is missed by either is ``1 - (1 - p)(1 - r)``.
 The larger of the two gave the free rare nodes their pool's price whenever ``p >= r``, and in a
-busy pool that holds for all but a type's last few free nodes (``r = 1/k``): small unconfined pods then spread over the
-rare nodes as readily as over the common ones of the same pool, and the type's whole-node pod found
-none whole. With both counted, a wholly free node of a rare type is dearer than a node of its pool
-already in use at every pressure below 1, so work that fits elsewhere packs there first.
+busy pool that holds for all but a type's last few free nodes (``r = 1/k``): small unconfined pods
+then spread over the rare nodes as readily as over the common ones of the same pool, and the
+type's whole-node pod found none whole. With both counted, a wholly free node of a rare type is
+dearer than a node of its pool already in use at every pressure below 1, so work that fits
+elsewhere packs there first.
 """
 
 from __future__ import annotations
