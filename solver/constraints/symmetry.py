@@ -58,12 +58,14 @@ def _attach(problem: Problem, node: int) -> Hashable:
     return (tuple(sorted(attach.attached.get(node, frozenset()))), limited)
 
 
-def _pool(problem: Problem, node: int) -> tuple[int, int]:
-    """The node's pool and, when it is a wholly free node of a rare type, that type (priced apart)."""
+def _pool(problem: Problem, node: int) -> tuple[int, int, tuple[int, ...]]:
+    """The node's pool, the rare type it is a wholly free node of, and the size classes it is free
+    for (each priced apart)."""
     scarce = scarcity.for_problem(problem)
     if scarce is None:
-        return (-1, -1)
-    return (scarce.pool_of[node], scarce.rare.free_type[node] if scarce.rare is not None else -1)
+        return (-1, -1, ())
+    rare = scarce.rare.free_type[node] if scarce.rare is not None else -1
+    return (scarce.pool_of[node], rare, scarce.sized.tag(node) if scarce.sized is not None else ())
 
 
 def weight(bucket: Bucket, units: Units) -> int:

@@ -5,8 +5,9 @@ affinity scores, soft spread, inter-pod preferences) and above packing and age: 
 level, not a weight, so no amount of it ever trades away one pod of placed work or a fair share; it
 only decides, among decisions that place the same work, which pool's room the unconfined pods take.
 Each slot costs its pods' GPU thousandths times the node's rate (its pool's pressure, 0 for pods
-confined to that pool, or the price of a rare node type's last free nodes when larger:
-:mod:`vcsat.solver.pricing.rarity`), rounded to whole thousandths; the coefficient depends only on a
+confined to that pool, counted with the prices of a rare node type's last free nodes,
+:mod:`vcsat.solver.pricing.rarity`, and of the last nodes a size class seen fits,
+:mod:`vcsat.solver.pricing.size_classes`), rounded to whole thousandths; the coefficient depends only on a
 bucket's GPU request and predicates, which all its shapes share, so the level's value is exact per
 shape. CPU-only pods are priced here only on a GPU node when they may run on a node without GPUs
 (the whole GPU room they strand, :attr:`vcsat.solver.pricing.scarcity.Scarcity.plain`), at the

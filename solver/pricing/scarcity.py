@@ -58,6 +58,10 @@ pending, stand for the workload to come; nothing is remembered between cycles):
   type pays nothing for it (it is that type's own work). The rate on such a node counts both
   ways its room may be missed, ``1 - (1 - pressure)(1 - rare rate)`` (:func:`rarity.either`), so a
   wholly free node of a rare type is dearer than a node of its pool already in use.
+- **Size classes** (:mod:`vcsat.solver.pricing.size_classes`): a pod seen whose GPUs, cores and
+  memory fit at most half of the nodes with enough GPUs for it (8 GPUs and 120 cores on a cluster
+  whose 8-GPU nodes mostly have 96) is confined by its size; the nodes it fits that it still fits
+  now cost ``1 / k`` per thousandth, ``k`` of them, counted with the others by :func:`rarity.either`.
 
 - **Nodes without GPUs**: when some nodes have GPUs and others none, a pod asking none that may
   run on a node without GPUs pays, on a GPU node, the whole GPU room it strands (rate 1, whatever
@@ -93,8 +97,9 @@ from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pricing.pod_tally import Tally
 from vcsat.solver.pricing.pool_keys import pool_key
-from vcsat.solver.pricing.rarity import RareTypes, either, rare_types
+from vcsat.solver.pricing.rarity import RareTypes, either, node_type, rare_types
 from vcsat.solver.pricing.shortfall import with_margin
+from vcsat.solver.pricing.size_classes import NodeRoom, PodSize, SizeClasses, pod_size, rare_nodes, size_classes
 from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
 
 if TYPE_CHECKING:
@@ -145,6 +150,8 @@ class Scarcity:
     stranding GPU room."""
     rare: RareTypes | None = None
     """The rare node types and their rates (:mod:`vcsat.solver.pricing.rarity`), None when none."""
+    sized: SizeClasses | None = None
+    """The size classes seen and their rates (:mod:`vcsat.solver.pricing.size_classes`), None when none."""
     _rates: dict[tuple[EligibilityKey, bool], NDArray[np.float64]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -166,6 +173,8 @@ class Scarcity:
                 kept = np.where(self._gpu_node_array(), 1.0, kept)
             if self.rare is not None:
                 kept = either(kept, self.rare.rates(self.index.mask(key) & self.gpu_nodes))
+            if self.sized is not None:
+                kept = either(kept, self.sized.rates(self.index.mask(key) & self.gpu_nodes))
             self._rates[key, gpu] = kept
         return kept
 
@@ -195,9 +204,11 @@ class Scarcity:
             return 1.0
         pool = self.pool_of[node]
         pressure = 0.0 if pool < 0 or self.pressure[pool] <= 0 or self.confined(key, pool) else self.pressure[pool]
-        if self.rare is None:
-            return pressure
-        return either(pressure, self.rare.rate(node, self.index.mask(key) & self.gpu_nodes))
+        if self.rare is not None:
+            pressure = either(pressure, self.rare.rate(node, self.index.mask(key) & self.gpu_nodes))
+        if self.sized is not None:
+            pressure = either(pressure, self.sized.rate(node, self.index.mask(key) & self.gpu_nodes))
+        return pressure
 
 
 def room_taken(gpu_asked: int, free_gpu: int, cpu: tuple[int, int], memory: tuple[int, int]) -> int:
@@ -261,9 +272,10 @@ def selected_labels(keys: Iterable[EligibilityKey]) -> tuple[str, ...]:
     return tuple(sorted(labels))
 
 
-def _pod_demand(pod: Pod) -> tuple[tuple[tuple[str, Demand], int], ...]:
+def _pod_demand(pod: Pod) -> tuple[tuple[tuple[str, Demand | PodSize], int], ...]:
     """What one pod adds to the measure's sums: its GPU thousandths to its kind's demand, their
-    square to its squares, and to its pending demand while it waits."""
+    square to its squares, and to its pending demand while it waits; one to the count of its size
+    (:mod:`vcsat.solver.pricing.size_classes`)."""
     if not pod.managed or not (pod.bound or pod.pending):
         return ()
     milli = gpu_milli(pod)
@@ -271,7 +283,8 @@ def _pod_demand(pod: Pod) -> tuple[tuple[tuple[str, Demand], int], ...]:
         return ()
     # What kind of node (not where: vcsat.solver.pricing.pool_keys), and how many GPUs on one.
     key = (_pool_key_of(eligibility_key(pod)), max(1, pod.gpus))
-    added = ((("demand", key), milli), (("squares", key), milli * milli))
+    size = (("size", pod_size(pod.gpus, pod.gpu_milli, pod.requests)), 1)
+    added = ((("demand", key), milli), (("squares", key), milli * milli), size)
     return (*added, (("pending", key), milli)) if pod.pending else added
 
 
@@ -294,7 +307,7 @@ def _pool_key_of(key: EligibilityKey) -> EligibilityKey:
     return made
 
 
-_DEMAND: Tally[tuple[str, Demand]] = Tally(_pod_demand)
+_DEMAND: Tally[tuple[str, Demand | PodSize]] = Tally(_pod_demand)
 """The workload's demand sums, kept from the last measure (:mod:`vcsat.solver.pricing.pod_tally`)."""
 
 
@@ -309,9 +322,13 @@ def measure(problem: Problem) -> Scarcity | None:
     demand: dict[Demand, int] = {}
     squares: dict[Demand, int] = {}
     pending: dict[Demand, int] = {}
+    sizes: list[PodSize] = []
     parts = {"demand": demand, "squares": squares, "pending": pending}
     for (part, key), amount in _DEMAND.sums(problem.snapshot.pods).items():
-        parts[part][key] = amount
+        if part == "size":
+            sizes.append(key)  # type: ignore[arg-type]  # a size's part holds sizes
+        else:
+            parts[part][key] = amount  # type: ignore[index]  # the other parts hold demands
     total = sum(demand.values())
     pending_total = sum(pending.values())
     eligible = {key: index.mask(key[0]) & gpu_mask for key in demand}
@@ -384,7 +401,40 @@ def measure(problem: Problem) -> Scarcity | None:
     )
     free_milli = [node_gpu_room(problem, i) if node_gpus[i] > 0 else 0 for i in range(len(nodes))]
     rare = rare_types(nodes, selecting, free_milli, index.ready_mask)
-    return Scarcity(tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain, rare)
+    room = _node_room(problem, node_gpus, free_milli, cpu, memory)
+    sized = size_classes(
+        room, sizes, rare_nodes([node_type(node, selecting) if node.gpus > 0 else None for node in nodes])
+    )
+    return Scarcity(
+        tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain, rare, sized
+    )
+
+
+def _node_room(
+    problem: Problem, node_gpus: NDArray[np.int64], free_milli: Sequence[int], cpu: int | None, memory: int | None
+) -> NodeRoom:
+    """The nodes' room as :mod:`vcsat.solver.pricing.size_classes` reads it."""
+    nodes = problem.nodes
+    count = len(nodes)
+
+    def allocatable(name: str) -> NDArray[np.int64]:
+        return np.fromiter((node.allocatable.get(name, 0) for node in nodes), dtype=np.int64, count=count)
+
+    def free_of(index: int | None) -> NDArray[np.int64] | None:
+        if index is None:
+            return None
+        return np.fromiter((row[index] for row in problem.free), dtype=np.int64, count=count)
+
+    return NodeRoom(
+        gpus=node_gpus,
+        cpu=allocatable(res.CPU),
+        memory=allocatable(res.MEMORY),
+        free_gpus=np.fromiter((len(ids) for ids in problem.free_gpu_ids), dtype=np.int64, count=count),
+        free_milli=np.array(free_milli, dtype=np.int64),
+        free_cpu=free_of(cpu),
+        free_memory=free_of(memory),
+        ready=_flags_of((problem.node_index or NodeIndex(nodes)).ready_mask, count),
+    )
 
 
 def price(
