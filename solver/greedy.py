@@ -1083,6 +1083,8 @@ def _place(
     assignment: Assignment,
     held: dict[str, dict[str, int]],
 ) -> bool:
+    if _known_not_to_fit(problem, gang, room):
+        return False
     lineage_caps = [queue_room[q] for q in problem.caps_of(gang.queue)]
     taken = fit_topology_first(problem, gang, room, lineage_caps)
     if taken is None:
@@ -1101,6 +1103,27 @@ def _place(
     for shape_index, pods in per_shape.items():  # whole numbers: k pods charged at once as one by one
         charge(problem, problem.shapes[shape_index].request, pods, usage, lineage_caps)
     return True
+
+
+def _known_not_to_fit(problem: Problem, gang: Gang, room: Room) -> bool:
+    """Whether the gang is one pod, tried anywhere under no rule, whose node query the room already
+    knows finds no node (:attr:`Room.full`): its trial would end at its first query, take nothing
+    and leave the room as it was (no node chosen, no ranking read), so it is not made.
+
+    Why: most gangs a fill tries are such pods, and most of those tried after the room fills up
+    (the exchange's top-ups: ~700 tries each, most failing) fail so; each trial costs the gang's
+    capabilities, plan and trial bookkeeping, many times this look-up. Gangs of more pods, with a
+    topology, or under a rule (pod affinity, spread, volume attach limits) are tried as before."""
+    classes = gang.classes
+    if len(classes) != 1 or gang.index in room.topology_gangs:
+        return False
+    pod_class = problem.classes[classes[0]]
+    if len(pod_class.pods) != 1 or pod_class.index in problem.isolated:
+        return False
+    shape = problem.shapes[pod_class.shape]
+    if shape.volumes or (room.spread is not None and pod_class.index in room.spread.of_class):
+        return False
+    return room.query_key(shape.request, shape.upper, None) in room.full
 
 
 def shares_gpu(problem: Problem, request: tuple[int, ...]) -> bool:
