@@ -1110,10 +1110,11 @@ def _known_not_to_fit(problem: Problem, gang: Gang, room: Room) -> bool:
     knows finds no node (:attr:`Room.full`): its trial would end at its first query, take nothing
     and leave the room as it was (no node chosen, no ranking read), so it is not made.
 
-    Why: most gangs a fill tries are such pods, and most of those tried after the room fills up
-    (the exchange's top-ups: ~700 tries each, most failing) fail so; each trial costs the gang's
-    capabilities, plan and trial bookkeeping, many times this look-up. Gangs of more pods, with a
-    topology, or under a rule (pod affinity, spread, volume attach limits) are tried as before."""
+    Why: the exchange's top-ups try ~700 gangs each, most of them failing, and about a third of
+    the trials that take nothing are such pods (capped s41: 7,262 of ~20,100; benchmarks/RESULTS.md,
+    session 20); each trial costs the gang's capabilities, plan and trial bookkeeping, many times
+    this look-up. Gangs of more pods, with a topology, or under a rule (pod affinity, spread,
+    volume attach limits) are tried as before."""
     classes = gang.classes
     if len(classes) != 1 or gang.index in room.topology_gangs:
         return False
