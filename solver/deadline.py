@@ -116,7 +116,9 @@ it leaves rebuilt twice (one node at a time), two greedy top-ups over the gangs 
 objective's first levels. Measured 0.15-0.17 CPU-s per trade on average on the 1,000-node shapes
 (at most 0.38 for one trade), whether 500 or 1,260 gangs wait: the per-node work dominates. One
 greedy fill per trade (the prediction before) is 2-3 times what a trade costs where few gangs
-wait."""
+wait. The prediction is the first trade's, which makes its rooms' rankings afresh (later trades
+carry them, :class:`vcsat.solver.greedy.KeptRankings`, and are predicted at the dearest that ran):
+0.10-0.14 CPU-s on five 1,000-node shapes (benchmarks/RESULTS.md, session 20)."""
 RESERVE_PER_NODE = 4e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out."""

@@ -62,10 +62,16 @@ class Room:
     GPU shares are placed exactly: onto the shared GPU they fit best, else onto a fresh GPU,
     which whole-GPU pods then no longer get (contract §1)."""
 
-    def __init__(self, problem: Problem, taken: Mapping[tuple[int, int], int] | None = None) -> None:
+    def __init__(
+        self,
+        problem: Problem,
+        taken: Mapping[tuple[int, int], int] | None = None,
+        kept: KeptRankings | None = None,
+    ) -> None:
         """The free room of ``problem``, less ``taken`` when given: pods per (shape, node), none
         asking a GPU share, as :meth:`take` would take them one by one in that order (the room and
-        each free-GPU bucket's order come out the same), at once."""
+        each free-GPU bucket's order come out the same), at once. ``kept``: the scarce-pool rankings
+        an earlier room of the same problem left (:class:`KeptRankings`), carried into this one."""
         self.free = [list(row) for row in problem.free]
         self.gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
         self.milli = problem.resources.index(res.GPU_MILLI) if res.GPU_MILLI in problem.resources else None
@@ -187,8 +193,16 @@ class Room:
         """Per shape, what one pod asks per resource name (the resources it asks some of), read only."""
         self.shape_queries: dict[int, NodeQuery] = {}
         """Per shape, its pods' node query without rules or a domain (:func:`_node_query`)."""
-        self._rank_base = int(self.level_array.max(initial=0)) + 1
-        """More than any node's free GPUs (room never grows beyond the snapshot's)."""
+        if kept is not None and kept.problem is not problem:
+            raise ValueError("rankings kept for another problem")
+        if kept is not None:
+            # What a room learns of its problem alone, whatever its free room: learnt once for all.
+            self.gang_sizes, self._asked, self.class_plans = kept.gang_sizes, kept.asked, kept.class_plans
+            self.shape_asks, self._priced = kept.shape_asks, kept.priced
+        self._kept = kept
+        self._rank_base = kept.rank_base if kept is not None else int(self.level_array.max(initial=0)) + 1
+        """More than any node's free GPUs (room never grows beyond the snapshot's); the problem's
+        when rankings are carried between rooms (:class:`KeptRankings`), so that they rank alike."""
 
     def _take_all(self, problem: Problem, taken: Mapping[tuple[int, int], int]) -> dict[int, None]:
         """Take ``taken`` from :attr:`free` and :attr:`whole` (before the indexes are made); the
@@ -566,9 +580,16 @@ class Room:
     def _ranking(self, scarce: scarcity.Scarcity, shape: Shape) -> _Ranking:
         kept = self._ranked.get(id(shape))
         if kept is None or kept.shape is not shape or kept.scarce is not scarce:
-            kept = _Ranking(self, scarce, shape)
+            carried = self._kept.carry(self, scarce, shape) if self._kept is not None else None
+            kept = carried if carried is not None else _Ranking(self, scarce, shape)
             self._ranked[id(shape)] = kept
         return kept
+
+    def keep_rankings(self) -> None:
+        """Hand this room's rankings to its :class:`KeptRankings` (when made with one), for the next
+        room of the problem; this room asks no more of them."""
+        if self._kept is not None:
+            self._kept.keep(self, list(self._ranked.values()))
 
     def _price(
         self, scarce: scarcity.Scarcity, shape: Shape, candidates: NDArray[np.int64]
@@ -818,6 +839,88 @@ class _Ranking:
         return None if self.ranks[self.top] == UNFIT else self.top
 
 
+class KeptRankings:
+    """The scarce-pool rankings (:class:`_Ranking`) of one problem's rooms, carried from one room to
+    the next one made from the same problem.
+
+    Why: the exchange (:mod:`vcsat.solver.search.exchange`) makes two rooms per trade, each from
+    a decision that differs from the last one's on a few hundred nodes, and most of a room's fill
+    time went to ranking every node afresh for each shape it meets (~150 shapes a room at 1,000
+    nodes). A node's rank is a function of its row of the room (:class:`NodeRows`) and the shape
+    alone (given one :attr:`rank_base`), so a ranking carried into a new room is made exact by
+    ranking again the nodes whose row differs from the one it was last true for: the same ranks,
+    hence the same choices, as a ranking made afresh. The rooms also share what they learn of the
+    problem alone (each gang's class plan and sizes, each shape's asks and whether it is priced)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
+        self.rank_base = 1 + max((max(0, row[gpu]) for row in problem.free), default=0) if gpu is not None else 1
+        """More than any node's free GPUs in any room of the problem (:attr:`Room._rank_base`)."""
+        self.gang_sizes: dict[int, tuple[int, int]] = {}
+        self.asked: dict[tuple[int, ...], tuple[int, int, tuple[int, ...]]] = {}
+        self.class_plans: dict[int, ClassPlan] = {}
+        self.shape_asks: dict[int, dict[str, int]] = {}
+        self.priced: dict[int, bool] = {}
+        """The rooms' own memos of the same names that depend on the problem alone, shared."""
+        self._kept: dict[int, tuple[_Ranking, int, int]] = {}
+        """Per shape, its ranking, the number of the room it was kept from (:attr:`_rows`), and how
+        many of that room's :attr:`Room.changes` it had read."""
+        self._rows: dict[int, tuple[NDArray[np.int64], NDArray[np.int64]]] = {}
+        """Per room a ranking is kept from, by its number (in the order they were kept): its rows
+        (:attr:`NodeRows.rows`) as it ended, and per node the place of its last change in the
+        room's :attr:`Room.changes` (-1: none), which tells a ranking the nodes changed since it
+        read the room, in one array per room rather than one list of changes per ranking."""
+        self._rooms = 0
+        """How many rooms rankings were kept from so far (the next one's number)."""
+        self._room: Room | None = None
+        self._differ: dict[int, tuple[NDArray[np.bool_], int]] = {}
+        """Per room kept from, the nodes whose row :attr:`_room` had different, and how many of its
+        :attr:`Room.changes` had been made then: a ranking carried later adds the changes since
+        (the rows of every other node are as they were), instead of comparing every row again."""
+
+    def keep(self, room: Room, rankings: list[_Ranking]) -> None:
+        """Keep ``room``'s ``rankings`` as they stand (the room asks no more of them)."""
+        kept_from = self._rooms
+        self._rooms += 1
+        for ranking in rankings:
+            self._kept[ranking.shape.index] = (ranking, kept_from, ranking.seen)
+        last = np.full(room.count, -1, dtype=np.int64)
+        np.maximum.at(last, room.changes[: room.changed], np.arange(room.changed, dtype=np.int64))
+        self._rows[kept_from] = (room.rows.rows.copy(), last)
+        held = {entry[1] for entry in self._kept.values()}
+        self._rows = {number: rows for number, rows in self._rows.items() if number in held}
+
+    def carry(self, room: Room, scarce: scarcity.Scarcity, shape: Shape) -> _Ranking | None:
+        """The kept ranking of ``shape``, made true for ``room`` (which takes it over); None when
+        there is none to carry."""
+        entry = self._kept.pop(shape.index, None)
+        if entry is None:
+            return None
+        ranking, kept_from, seen = entry
+        if ranking.shape is not shape or ranking.scarce is not scarce or ranking.unit != room._rank_base * room.count:
+            return None
+        if room is not self._room:
+            self._room, self._differ = room, {}
+        differ = self._differ.get(kept_from)
+        if differ is None:
+            stale = np.any(room.rows.rows != self._rows[kept_from][0], axis=1)
+            self._differ[kept_from] = (stale.copy(), room.changed)
+        else:
+            # Room taken in a gang's trial and given back is rewound out of the changes only
+            # where no ranking read the room meanwhile (:meth:`Room.close_trial`), so the changes
+            # made since the rows were compared are still all there.
+            stale = differ[0].copy()
+            stale[room.changes[differ[1] : room.changed]] = True
+        stale |= self._rows[kept_from][1] >= seen  # changed there after the ranking last read it
+        nodes = np.flatnonzero(stale & ranking.mask)
+        if nodes.size:
+            ranking.rank(room, nodes)
+        ranking.top = int(ranking.ranks.argmin()) if ranking.ranks.size else -1
+        ranking.seen = room.changed
+        return ranking
+
+
 def _share_room(shared: dict[int, int]) -> int:
     """The most thousandths one of these shared GPUs has left, or -1 when there is none."""
     return max((FULL_GPU_MILLI - used for used in shared.values()), default=-1)
@@ -837,7 +940,10 @@ def greedy(problem: Problem) -> Assignment:
 
     Following the levels matters: a queue's low-priority work placed before another queue's
     high-priority work takes room that the first fair-share level would give the latter, and the
-    search then starts far from the optimum (it cannot undo whole gangs quickly)."""
+    search then starts far from the optimum (it cannot undo whole gangs quickly).
+
+    Its room keeps no rankings for later rooms (:class:`KeptRankings`): it runs every cycle, and
+    the exchange, whose trades would use them, runs in few."""
     return _greedy(problem, by_gain=False)
 
 
@@ -977,6 +1083,8 @@ def _place(
     assignment: Assignment,
     held: dict[str, dict[str, int]],
 ) -> bool:
+    if _known_not_to_fit(problem, gang, room):
+        return False
     lineage_caps = [queue_room[q] for q in problem.caps_of(gang.queue)]
     taken = fit_topology_first(problem, gang, room, lineage_caps)
     if taken is None:
@@ -995,6 +1103,28 @@ def _place(
     for shape_index, pods in per_shape.items():  # whole numbers: k pods charged at once as one by one
         charge(problem, problem.shapes[shape_index].request, pods, usage, lineage_caps)
     return True
+
+
+def _known_not_to_fit(problem: Problem, gang: Gang, room: Room) -> bool:
+    """Whether the gang is one pod, tried anywhere under no rule, whose node query the room already
+    knows finds no node (:attr:`Room.full`): its trial would end at its first query, take nothing
+    and leave the room as it was (no node chosen, no ranking read), so it is not made.
+
+    Why: the exchange's top-ups try ~700 gangs each, most of them failing, and about a third of
+    the trials that take nothing are such pods (capped s41: 7,262 of ~20,100; benchmarks/RESULTS.md,
+    session 20); each trial costs the gang's capabilities, plan and trial bookkeeping, many times
+    this look-up. Gangs of more pods, with a topology, or under a rule (pod affinity, spread,
+    volume attach limits) are tried as before."""
+    classes = gang.classes
+    if len(classes) != 1 or gang.index in room.topology_gangs:
+        return False
+    pod_class = problem.classes[classes[0]]
+    if len(pod_class.pods) != 1 or pod_class.index in problem.isolated:
+        return False
+    shape = problem.shapes[pod_class.shape]
+    if shape.volumes or (room.spread is not None and pod_class.index in room.spread.of_class):
+        return False
+    return room.query_key(shape.request, shape.upper, None) in room.full
 
 
 def shares_gpu(problem: Problem, request: tuple[int, ...]) -> bool:

@@ -56,7 +56,7 @@ from collections.abc import Callable
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.greedy import shares_gpu
+from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.top_up import top_up
@@ -70,13 +70,28 @@ def _always() -> bool:
     return True
 
 
-class _Gate:
-    """Asks ``go`` before each trade until it refuses one; every trade after that is refused too,
-    without asking, so the trades that ran are a prefix of the order (module docstring)."""
+class _Run:
+    """One exchange's trades: asks ``go`` before each until it refuses one (every trade after that
+    is refused too, without asking, so the trades that ran are a prefix of the order: module
+    docstring), and carries the rankings its trades' rooms make from each room to the next (the
+    same decisions for less work: :class:`vcsat.solver.greedy.KeptRankings`).
 
-    def __init__(self, go: Callable[[], bool]) -> None:
+    The rankings are made by the first trade's rooms, not kept from the greedy's: the greedy runs
+    every cycle and the trades in few (at 1 s on 1,000 nodes, none), so the greedy pays nothing
+    for them (benchmarks/RESULTS.md, session 20)."""
+
+    def __init__(self, problem: Problem, go: Callable[[], bool]) -> None:
+        self.problem = problem
         self.go = go
         self.stopped = False
+        self._rankings: KeptRankings | None = None
+
+    @property
+    def rankings(self) -> KeptRankings:
+        """The rankings carried between this exchange's rooms, made when the first trade asks."""
+        if self._rankings is None:
+            self._rankings = KeptRankings(self.problem)
+        return self._rankings
 
     def __call__(self) -> bool:
         if not self.stopped and not self.go():
@@ -189,17 +204,18 @@ def exchange(
     ``tiers`` (:func:`trading_tiers`), the fair trades of each queue that tier can raise, and, when
     those changed it, the queues' trades and those across ranks once more; each where ``rank``
     puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
-    ``go`` is asked before each trade: the first it refuses ends the exchange."""
-    gate = _Gate(go)
-    best, best_rank = _queue_trades(problem, rank, assignment, rank(problem, assignment), queues, gate)
-    best, best_rank = _rank_trades(problem, rank, best, best_rank, ranks or [], gate)
-    fair, fair_rank = _tier_trades(problem, rank, best, best_rank, tiers or [], gate)
-    if fair is best or gate.stopped:
+    ``go`` is asked before each trade: the first it refuses ends the exchange. The trades' rooms
+    carry their rankings from one to the next (the same trades, for less work: :class:`_Run`)."""
+    run = _Run(problem, go)
+    best, best_rank = _queue_trades(problem, rank, assignment, rank(problem, assignment), queues, run)
+    best, best_rank = _rank_trades(problem, rank, best, best_rank, ranks or [], run)
+    fair, fair_rank = _tier_trades(problem, rank, best, best_rank, tiers or [], run)
+    if fair is best or run.stopped:
         return fair
     # The fair trades moved room between queues: the queues' trades and those across ranks once
     # more, on the decision they leave (what waits and what is placed below it has changed).
-    best, best_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair), gate)
-    best, best_rank = _rank_trades(problem, rank, best, best_rank, trading_ranks(problem, best), gate)
+    best, best_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair), run)
+    best, best_rank = _rank_trades(problem, rank, best, best_rank, trading_ranks(problem, best), run)
     return best
 
 
@@ -209,11 +225,11 @@ def _queue_trades(
     best: Assignment,
     best_rank: tuple[int, ...],
     queues: list[tuple[str, int]],
-    gate: _Gate,
+    run: _Run,
 ) -> Ranked:
     """Each queue's gangs ranked below its best waiting gang traded for its waiting gangs of that rank."""
     for queue, above in queues:
-        if gate.stopped:
+        if run.stopped:
             break
         out = {g for g in best.placed if problem.gangs[g].queue == queue and problem.gangs[g].rank < above}
         if not out:
@@ -224,28 +240,28 @@ def _queue_trades(
         first = {
             g.index for g in problem.candidates if g.queue == queue and g.rank == above and g.index not in best.placed
         }
-        best, best_rank = _kept(problem, rank, best, best_rank, drop, first, gate)
+        best, best_rank = _kept(problem, rank, best, best_rank, drop, first, run)
     return best, best_rank
 
 
 def _rank_trades(
-    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], ranks: list[int], gate: _Gate
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], ranks: list[int], run: _Run
 ) -> Ranked:
     """Per rank of waiting gangs, the two trades across queues."""
     for above in ranks:
         for pick in (_not_needed, _below_on_whole):
-            if gate.stopped:
+            if run.stopped:
                 return best, best_rank
             out = pick(problem, best, above)
             if not out:
                 continue
             first = {g.index for g in problem.candidates if g.rank >= above and g.index not in best.placed}
-            best, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first, gate)
+            best, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first, run)
     return best, best_rank
 
 
 def _tier_trades(
-    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], gate: _Gate
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
 ) -> Ranked:
     """Per fair-share tier, the fair trades of each queue it can raise."""
     for tier in tiers:
@@ -253,13 +269,13 @@ def _tier_trades(
         tried: set[tuple[frozenset[int], frozenset[int]]] = set()
         for _queue, top, first, largest in _raisable(problem, best, tier):
             for below in (top + 1, None):  # those ranked no higher than the waiting gangs, then any
-                if gate.stopped:
+                if run.stopped:
                     return best, best_rank
                 out = _on_whole(problem, best, largest, below)
                 if not out or (frozenset(out), frozenset(first)) in tried:
                     continue
                 tried.add((frozenset(out), frozenset(first)))
-                kept, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first, gate)
+                kept, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first, run)
                 if kept is not best:
                     best, tried = kept, set()
     return best, best_rank
@@ -272,17 +288,18 @@ def _kept(
     best_rank: tuple[int, ...],
     drop: list[int],
     first: set[int],
-    gate: _Gate,
+    run: _Run,
 ) -> Ranked:
     """One trade: ``best`` without ``drop``, the gangs ``first`` placed into the room that leaves,
     then the rest as the greedy would; kept (with its rank) only where it ranks strictly higher.
-    Not made (``best`` handed back) where ``gate`` refuses it."""
-    if not gate():
+    Not made (``best`` handed back) where ``run`` refuses it."""
+    if not run():
         return best, best_rank
     rest = without(problem, best, drop)
     if rest is None:
         return best, best_rank
-    trial = top_up(problem, top_up(problem, rest, only=first))
+    kept = run.rankings
+    trial = top_up(problem, top_up(problem, rest, only=first, kept=kept), kept=kept)
     trial_rank = rank(problem, trial)
     return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
 

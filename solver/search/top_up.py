@@ -20,19 +20,26 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.greedy import Room, charge, fill, shares_gpu
+from vcsat.solver.greedy import KeptRankings, Room, charge, fill, shares_gpu
 from vcsat.solver.problem import Problem
 
 
 def top_up(
-    problem: Problem, assignment: Assignment, *, by_gain: bool = False, only: Collection[int] | None = None
+    problem: Problem,
+    assignment: Assignment,
+    *,
+    by_gain: bool = False,
+    only: Collection[int] | None = None,
+    kept: KeptRankings | None = None,
 ) -> Assignment:
     """``assignment`` with the gangs it leaves out placed where they still fit, as the greedy
     places them (:func:`vcsat.solver.greedy.greedy`): each fair-share level first, its queues filled
     towards their deserved shares from what they already hold (``by_gain``: the greedy's other
     fill), then everything left by priority and age; ``assignment`` itself when nothing fits or
     the room cannot be accounted for exactly (module docstring). Never changes what
-    ``assignment`` already places. ``only``: of the gangs left out, these alone."""
+    ``assignment`` already places. ``only``: of the gangs left out, these alone. ``kept``: rankings
+    carried from an earlier top-up of the same problem, and kept for the next (same decision,
+    less work: :class:`vcsat.solver.greedy.KeptRankings`)."""
     waiting = {
         gang.index
         for gang in problem.candidates
@@ -44,7 +51,7 @@ def top_up(
         return assignment
     if any(k > 0 and shares_gpu(problem, problem.shapes[s].request) for (s, _), k in assignment.shape_slots.items()):
         return assignment  # a GPU share: the decode's devices, not the greedy's
-    room = Room(problem, assignment.shape_slots)
+    room = Room(problem, assignment.shape_slots, kept)
     caps = {name: dict(left) for name, left in problem.queue_room.items()}
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
     for c, k in assignment.count.items():
@@ -58,4 +65,5 @@ def top_up(
         gang_slots=dict(assignment.gang_slots),
     )
     fill(problem, (problem.gangs[g] for g in waiting), room, caps, out, held, by_gain=by_gain)
+    room.keep_rankings()
     return assignment if out.placed == assignment.placed else out
