@@ -114,21 +114,27 @@ def node_type(node: Node, labels: Sequence[str]) -> tuple[object, ...]:
     )
 
 
-def rare_types(nodes: Sequence[Node], labels: Sequence[str], free_milli: Sequence[int], ready: int) -> RareTypes | None:
-    """The rare types of ``nodes`` (see the module docstring), None when no rare type has a wholly
-    free node. ``free_milli``: per node, its GPU thousandths nobody holds; ``ready``: the ready nodes
-    as a bit mask; ``labels``: the pool labels."""
+def rare_groups(nodes: Sequence[Node], labels: Sequence[str]) -> list[list[int]]:
+    """Per rare type of ``nodes`` (see the module docstring), its nodes' indices; ``labels``: the
+    pool labels."""
     types: dict[tuple[object, ...], list[int]] = {}
     for i, node in enumerate(nodes):
         if node.gpus > 0:
             types.setdefault(node_type(node, labels), []).append(i)
     limit = RARE_SHARE * sum(len(members) for members in types.values())
+    return [group for group in types.values() if len(group) <= limit]
+
+
+def rare_types(
+    nodes: Sequence[Node], groups: Sequence[Sequence[int]], free_milli: Sequence[int], ready: int
+) -> RareTypes | None:
+    """The rare types ``groups`` of ``nodes`` (:func:`rare_groups`) with their rates, None when no
+    rare type has a wholly free node. ``free_milli``: per node, its GPU thousandths nobody holds;
+    ``ready``: the ready nodes as a bit mask."""
     free_type = [-1] * len(nodes)
     members: list[int] = []
     rate_of: list[float] = []
-    for group in types.values():
-        if len(group) > limit:
-            continue
+    for group in groups:
         whole = [i for i in group if (ready >> i) & 1 and free_milli[i] >= nodes[i].gpus * FULL_GPU_MILLI]
         if not whole:
             continue

@@ -95,11 +95,12 @@ from numpy.typing import NDArray
 from vcsat.model import Node, Pod
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
+from vcsat.solver.pricing.node_masks import flags_of, mask_of
 from vcsat.solver.pricing.pod_tally import Tally
 from vcsat.solver.pricing.pool_keys import pool_key
-from vcsat.solver.pricing.rarity import RareTypes, either, node_type, rare_types
+from vcsat.solver.pricing.rarity import RareTypes, either, rare_groups, rare_types
 from vcsat.solver.pricing.shortfall import with_margin
-from vcsat.solver.pricing.size_classes import NodeRoom, PodSize, SizeClasses, pod_size, rare_nodes, size_classes
+from vcsat.solver.pricing.size_classes import NodeRoom, PodSize, SizeClasses, pod_size, size_classes
 from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
 
 if TYPE_CHECKING:
@@ -249,19 +250,7 @@ asks on one node (1 for a share)."""
 
 def fitting_mask(nodes: Sequence[Node], gpus: int) -> int:
     """The nodes with at least ``gpus`` GPUs, as a bit mask: where a pod asking that many fits at all."""
-    return _mask_of(np.fromiter((node.gpus for node in nodes), dtype=np.int64, count=len(nodes)) >= gpus)
-
-
-def _mask_of(flags: NDArray[np.bool_]) -> int:
-    """The bit mask of the nodes flagged (bit ``i`` for node ``i``)."""
-    return int.from_bytes(np.packbits(flags, bitorder="little").tobytes(), "little")
-
-
-def _flags_of(mask: int, count: int) -> NDArray[np.bool_]:
-    """Per node of ``count``, whether its bit is set in ``mask`` (which sets no higher bit)."""
-    packed = np.frombuffer(mask.to_bytes((count + 7) // 8, "little"), dtype=np.uint8)
-    flags: NDArray[np.bool_] = np.unpackbits(packed, bitorder="little", count=count).astype(np.bool_)
-    return flags
+    return mask_of(np.fromiter((node.gpus for node in nodes), dtype=np.int64, count=len(nodes)) >= gpus)
 
 
 def selected_labels(keys: Iterable[EligibilityKey]) -> tuple[str, ...]:
@@ -315,7 +304,7 @@ def measure(problem: Problem) -> Scarcity | None:
     """The pools and pressures of ``problem`` (see the module docstring)."""
     nodes = problem.nodes
     node_gpus = np.fromiter((node.gpus for node in nodes), dtype=np.int64, count=len(nodes))
-    gpu_mask = _mask_of(node_gpus > 0)
+    gpu_mask = mask_of(node_gpus > 0)
     if not gpu_mask:
         return None
     index = problem.node_index or NodeIndex(nodes)
@@ -337,7 +326,7 @@ def measure(problem: Problem) -> Scarcity | None:
     # GPUs need whole, are a pool of their own (a size alone confines nothing: pods that may run
     # on any model make no pools, whatever they ask).
     confined = [key for key, mask in eligible.items() if mask and mask != gpu_mask]
-    masks = {key: eligible[key] & _mask_of(node_gpus >= key[1]) for key in confined}  # as fitting_mask
+    masks = {key: eligible[key] & mask_of(node_gpus >= key[1]) for key in confined}  # as fitting_mask
     confined = [key for key in confined if masks[key]]
     plain = index.ready_mask & ~gpu_mask
     cpu = problem.resources.index(res.CPU) if res.CPU in problem.resources else None
@@ -351,14 +340,14 @@ def measure(problem: Problem) -> Scarcity | None:
     selecting = selected_labels([key for key, _ in confined])
     pools: dict[tuple[object, ...], int] = {}
     pool_of = [-1] * len(nodes)
-    in_key = np.stack([_flags_of(masks[key], len(nodes)) for key in confined], axis=1).tolist()
+    in_key = np.stack([flags_of(masks[key], len(nodes)) for key in confined], axis=1).tolist()
     for i in np.flatnonzero(node_gpus > 0).tolist():
         sig = (*in_key[i], *(nodes[i].labels.get(label) for label in selecting))
         if sig not in pools:
             pools[sig] = len(pools)
         pool_of[i] = pools[sig]
     pool_array = np.array(pool_of, dtype=np.int64)
-    members = [_mask_of(pool_array == p) for p in range(len(pools))]
+    members = [mask_of(pool_array == p) for p in range(len(pools))]
     size = [0] * len(members)
     free = [0] * len(members)
     for i, pool in enumerate(pool_of):
@@ -400,11 +389,10 @@ def measure(problem: Problem) -> Scarcity | None:
         (min(1.0, kept[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
     )
     free_milli = [node_gpu_room(problem, i) if node_gpus[i] > 0 else 0 for i in range(len(nodes))]
-    rare = rare_types(nodes, selecting, free_milli, index.ready_mask)
+    rare_kinds = rare_groups(nodes, selecting)
+    rare = rare_types(nodes, rare_kinds, free_milli, index.ready_mask)
     room = _node_room(problem, node_gpus, free_milli, cpu, memory)
-    sized = size_classes(
-        room, sizes, rare_nodes([node_type(node, selecting) if node.gpus > 0 else None for node in nodes])
-    )
+    sized = size_classes(room, sizes, sum(1 << i for group in rare_kinds for i in group))
     return Scarcity(
         tuple(pool_of), tuple(members), pressure, index, gpu_mask, cpu, memory, gpu_mask, plain, rare, sized
     )
@@ -433,7 +421,7 @@ def _node_room(
         free_milli=np.array(free_milli, dtype=np.int64),
         free_cpu=free_of(cpu),
         free_memory=free_of(memory),
-        ready=_flags_of((problem.node_index or NodeIndex(nodes)).ready_mask, count),
+        ready=flags_of((problem.node_index or NodeIndex(nodes)).ready_mask, count),
     )
 
 

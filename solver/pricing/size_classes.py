@@ -41,7 +41,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vcsat.model import resources as res
-from vcsat.solver.pricing.rarity import RARE_SHARE, either
+from vcsat.solver.pricing.node_masks import mask_of
+from vcsat.solver.pricing.rarity import either
 
 CONFINED_SHARE = 0.5
 """A pod is confined by its size when it fits at most this share of the GPU nodes with enough GPUs
@@ -116,17 +117,21 @@ class SizeClasses:
         return self._tags[node]
 
 
-def fitting(room: NodeRoom, size: PodSize, now: bool) -> NDArray[np.bool_]:
-    """Per node, whether a pod of ``size`` fits its allocatable room (``now`` False) or its free
-    room now (``now`` True: where room is not known, its allocatable)."""
+def fits_empty(room: NodeRoom, size: PodSize) -> NDArray[np.bool_]:
+    """Per node, whether a pod of ``size`` fits its allocatable room (the node empty)."""
+    gpus, _, cpu, memory = size
+    fits: NDArray[np.bool_] = (room.gpus >= max(1, gpus)) & (room.cpu >= cpu) & (room.memory >= memory)
+    return fits
+
+
+def fits_now(room: NodeRoom, size: PodSize) -> NDArray[np.bool_]:
+    """Per ready node, whether a pod of ``size`` fits its free room now (where free cores or memory
+    are not known, its allocatable)."""
     gpus, milli, cpu, memory = size
-    if now:
-        gpu_ok = room.free_gpus >= gpus if gpus > 0 else room.free_milli >= milli
-        free_cpu = room.cpu if room.free_cpu is None else room.free_cpu
-        free_memory = room.memory if room.free_memory is None else room.free_memory
-        fits: NDArray[np.bool_] = gpu_ok & (free_cpu >= cpu) & (free_memory >= memory) & room.ready
-        return fits
-    fits = (room.gpus >= max(1, gpus)) & (room.cpu >= cpu) & (room.memory >= memory)
+    gpu_ok = room.free_gpus >= gpus if gpus > 0 else room.free_milli >= milli
+    free_cpu = room.cpu if room.free_cpu is None else room.free_cpu
+    free_memory = room.memory if room.free_memory is None else room.free_memory
+    fits: NDArray[np.bool_] = gpu_ok & (free_cpu >= cpu) & (free_memory >= memory) & room.ready
     return fits
 
 
@@ -138,7 +143,7 @@ def size_classes(room: NodeRoom, sizes: Sequence[PodSize], rare_nodes: int) -> S
         return None
     classes: dict[bytes, tuple[NDArray[np.bool_], list[PodSize]]] = {}
     for size in sorted(set(sizes)):
-        fits = fitting(room, size, now=False) & gpu_nodes
+        fits = fits_empty(room, size) & gpu_nodes
         enough_gpus = gpu_nodes & (room.gpus >= max(1, size[0]))
         if not fits.any() or fits.sum() > CONFINED_SHARE * enough_gpus.sum():
             continue  # fits nowhere, or on most nodes its GPU count allows: not confined by its size
@@ -148,12 +153,12 @@ def size_classes(room: NodeRoom, sizes: Sequence[PodSize], rare_nodes: int) -> S
     free: list[NDArray[np.bool_]] = []
     rate_of: list[float] = []
     for fits, of_class in classes.values():
-        mask = _mask_of(fits)
+        mask = mask_of(fits)
         if mask & ~rare_nodes == 0:
             continue  # only rare types: the rarity price keeps them
         free_now = np.zeros(len(room.gpus), dtype=np.bool_)
         for size in of_class:
-            free_now |= fitting(room, size, now=True) & fits
+            free_now |= fits_now(room, size) & fits
         count = int(free_now.sum())
         if count == 0:
             continue
@@ -163,19 +168,3 @@ def size_classes(room: NodeRoom, sizes: Sequence[PodSize], rare_nodes: int) -> S
     if not members:
         return None
     return SizeClasses(tuple(members), tuple(free), tuple(rate_of))
-
-
-def rare_nodes(types: Sequence[tuple[object, ...] | None]) -> int:
-    """The nodes of rare types (:data:`vcsat.solver.pricing.rarity.RARE_SHARE` of the GPU nodes or
-    fewer), as a bit mask; ``types``: per node, its type (None for nodes without GPUs)."""
-    counts: dict[object, int] = {}
-    for kind in types:
-        if kind is not None:
-            counts[kind] = counts.get(kind, 0) + 1
-    limit = RARE_SHARE * sum(counts.values())
-    return sum(1 << i for i, kind in enumerate(types) if kind is not None and counts[kind] <= limit)
-
-
-def _mask_of(flags: NDArray[np.bool_]) -> int:
-    """The bit mask of the nodes flagged (bit ``i`` for node ``i``)."""
-    return int.from_bytes(np.packbits(flags, bitorder="little").tobytes(), "little")
