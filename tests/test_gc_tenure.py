@@ -137,3 +137,25 @@ def test_frozen_garbage_stays_within_the_margin(schedule: list[tuple[int, int]])
     finally:
         tenure.release()
         gc.collect()
+
+
+def test_what_a_pause_froze_counts_toward_the_margin(tenure: Tenure) -> None:
+    """While the tenure holds objects frozen, a solver's pause freezes what it left at its end: a
+    reference cycle made then and dropped by the next cycle is frozen garbage, and the tenure's
+    bound must count it, or no full collection would ever free it."""
+    tenure.growth = 0.01
+    tenure.after_cycle()
+    floor = tenure.frozen
+    weight = 20_000
+    refs: list[weakref.ref[_Node]] = []
+    held: _Node | None = None
+    for _ in range(10):
+        with pauses.no_gc_pauses():
+            held = _cycle(weight)
+        assert not _tracked_anywhere(held), "frozen at the pause's end"
+        refs.append(weakref.ref(held))
+        tenure.after_cycle()
+    del held
+    assert tenure.full_collections >= 2, "what the pauses froze made a full collection due"
+    leaked = sum(1 for ref in refs[:-1] if ref() is not None)
+    assert leaked <= math.ceil(tenure.growth * floor / weight) + 1

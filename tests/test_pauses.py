@@ -1,6 +1,6 @@
 """The solver's collector pause: off while a call runs, put back as it was, and what the call left
-moved to the oldest generation at once (no young pass walks it), unless the process keeps objects
-frozen, or the collector was off already."""
+moved to the oldest generation at once (no young pass walks it), or frozen and counted while the
+process keeps objects frozen; nothing moved when the collector was off already."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from vcsat.adapters.convert.instance_file import read_snapshot
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.solver import check, solve
-from vcsat.solver.pauses import hold_frozen, no_gc_pauses
+from vcsat.solver.pauses import hold_frozen, no_gc_pauses, take_frozen
 
 INSTANCES = Path(__file__).resolve().parent.parent / "instances"
 POLICY = Policy(time_limit_s=5.0, num_workers=1)
@@ -105,17 +105,27 @@ def test_nested_pauses_move_once_at_the_outer_end() -> None:
     assert id(inner) in _oldest_ids()
 
 
-def test_a_pause_leaves_the_generations_as_they_are_while_the_process_holds_frozen_objects() -> None:
-    """The live scheduler's tenure says it holds frozen objects: a pause then neither counts them
-    (a walk of them all) nor moves anything."""
+def test_a_pause_freezes_what_it_left_and_counts_it_while_the_process_holds_frozen_objects() -> None:
+    """The live scheduler's tenure says it holds frozen objects: a pause then freezes what it left
+    (no young pass walks it) without unfreezing anything, and counts what it froze for the tenure."""
+    assert gc.get_freeze_count() == 0
+    kept = [[0]]
+    gc.freeze()
     hold_frozen(True)
     try:
         with no_gc_pauses():
             made = [[1], [2]]
         assert gc.isenabled()
-        assert id(made) in _young_ids()
+        assert id(made) not in _young_ids() | _oldest_ids(), "frozen at the pause's end"
+        assert id(kept) not in _young_ids() | _oldest_ids(), "what was frozen stays frozen"
+        frozen = take_frozen()
+        assert frozen >= 3, "made and its two lists counted"
+        assert frozen <= gc.get_freeze_count()
+        assert take_frozen() == 0, "taken once"
     finally:
         hold_frozen(False)
+        gc.unfreeze()
     with no_gc_pauses():
         again = [[3]]
-    assert id(again) in _oldest_ids(), "no longer held: moved again"
+    assert id(again) in _oldest_ids(), "no longer held: moved to the oldest generation again"
+    assert take_frozen() == 0, "not held: nothing frozen, nothing counted"

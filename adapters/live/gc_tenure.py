@@ -10,7 +10,9 @@ session 16: 11-16% of the scheduler's CPU).
 
 :class:`Tenure` runs after each cycle: a collection of the two young generations (the cycle's own
 cyclic garbage and the informers' since the last cycle are freed there), then ``gc.freeze()``,
-which moves every survivor to the permanent generation, which no collection walks. An object
+which moves every survivor to the permanent generation, which no collection walks. The solver's
+pauses (:mod:`vcsat.solver.pauses`) end the same way while the tenure holds objects frozen: what a
+solve or a check left is frozen when it ends, and counted here. An object
 frozen there is still freed by reference counting when its last reference goes; only cyclic
 garbage made of frozen objects would stay. So the frozen objects are bounded after each freeze
 (the last count plus what was frozen since; an exact count walks them all, so it is made only when
@@ -51,11 +53,13 @@ class Tenure:
         if floor is None:  # the first time: whatever garbage the caches' lists left, then freeze
             self._collect_all()
             return
+        from vcsat.solver.pauses import take_frozen
+
         gc.collect(1)
-        # What survived since the last freeze is in the oldest generation now: the frozen objects
-        # are at most that many more. Counting them exactly walks them all, so only when that bound
-        # passes the margin.
-        self.frozen += len(gc.get_objects(generation=2))
+        # What survived since the last freeze is in the oldest generation now, or was frozen at the
+        # end of a solver's pause: the frozen objects are at most that many more. Counting them
+        # exactly walks them all, so only when that bound passes the margin.
+        self.frozen += len(gc.get_objects(generation=2)) + take_frozen()
         gc.freeze()
         limit = floor * (1.0 + self.growth)
         if self.frozen <= limit:
