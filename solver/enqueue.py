@@ -347,10 +347,8 @@ class _State:
         tree = QueueTree.of(snapshot)
         # Groups and pods unchanged since the last pass keep their sums (admission_groups).
         need, held = admission_groups.needs_and_holdings(snapshot, group_need)
-        ready = {node.name for node in snapshot.nodes if node.ready}
         # Carried from the last snapshot for the nodes and pods that did not change (pod_sums).
-        allocatable = pod_sums.ready_allocatable(snapshot)
-        used = pod_sums.bound_on(snapshot, ready)
+        allocatable, used, _ = pod_sums.ready_room(snapshot)
         factor = Fraction(str(policy.overcommit_factor))
         idle = {name: int(amount * factor) - used.get(name, 0) for name, amount in allocatable.items()}
         state = _State(

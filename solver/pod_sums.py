@@ -150,6 +150,8 @@ _carried = _Carried()
 _lock = threading.Lock()
 """The cycle and a reader of queue shares (the dashboard) may ask at once."""
 _carrying = False
+_last_ready: tuple[Snapshot, dict[str, int], dict[str, int], dict[str, int]] | None = None
+"""The last snapshot's :func:`ready_room`, summed afresh (kept while not carrying)."""
 
 
 def carry(on: bool = True) -> None:
@@ -205,6 +207,21 @@ def foreign_on(snapshot: Snapshot, nodes: set[str]) -> dict[str, int]:
         return _total_on(_carried.foreign, _carried.foreign_any, nodes)
 
 
+def ready_room(snapshot: Snapshot) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """The Ready nodes' room as admission and the fair shares read it: :func:`ready_allocatable`,
+    and :func:`bound_on` and :func:`foreign_on` of the Ready nodes (fresh dicts, the caller's to
+    keep). A one-shot cycle asks three times (admission's idle room, the shares' total twice):
+    summed afresh in one pass over the pods and kept for the last snapshot."""
+    global _last_ready
+    if _carrying:
+        ready = {node.name for node in snapshot.nodes if node.ready}
+        return ready_allocatable(snapshot), bound_on(snapshot, ready), foreign_on(snapshot, ready)
+    last = _last_ready
+    if last is None or last[0] is not snapshot:
+        last = _last_ready = (snapshot, *_fresh_ready(snapshot))
+    return dict(last[1]), dict(last[2]), dict(last[3])
+
+
 def ready_allocatable(snapshot: Snapshot) -> dict[str, int]:
     """The allocatable of the snapshot's Ready nodes, summed: ``res.total`` of them (a fresh dict)."""
     if not _carrying:
@@ -216,9 +233,10 @@ def ready_allocatable(snapshot: Snapshot) -> dict[str, int]:
 
 def forget() -> None:
     """Drop what was carried (tests; a process that stops scheduling)."""
-    global _carried
+    global _carried, _last_ready
     with _lock:
         _carried = _Carried()
+        _last_ready = None
 
 
 def _fresh_queue_sums(snapshot: Snapshot, closed: set[str]) -> Sums:
@@ -237,6 +255,23 @@ def _fresh_queue_sums(snapshot: Snapshot, closed: set[str]) -> Sums:
             for resource, amount in pod.requests.items():
                 vector[resource] = vector.get(resource, 0) + amount
     return usage, demand
+
+
+def _fresh_ready(snapshot: Snapshot) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """:func:`ready_room` in one pass over the nodes and one over the pods (nothing carried)."""
+    ready = {node.name for node in snapshot.nodes if node.ready}
+    allocatable = res.total(node.allocatable for node in snapshot.nodes if node.ready)
+    bound: dict[str, int] = {}
+    foreign: dict[str, int] = {}
+    for pod in snapshot.pods:
+        if pod.bound and pod.node_name in ready:
+            requests = pod.requests
+            for resource, amount in requests.items():
+                bound[resource] = bound.get(resource, 0) + amount
+            if not pod.managed:
+                for resource, amount in requests.items():
+                    foreign[resource] = foreign.get(resource, 0) + amount
+    return allocatable, bound, foreign
 
 
 def _fresh_on(snapshot: Snapshot, nodes: set[str], *, foreign: bool) -> dict[str, int]:

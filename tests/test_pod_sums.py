@@ -334,3 +334,38 @@ def test_summed_afresh_while_carrying_is_off(seed: int) -> None:
     assert pod_sums.foreign_on(snap, ready) == _fresh_on(snap, ready, foreign=True)
     assert pod_sums.ready_allocatable(snap) == res.total(node.allocatable for node in nodes if node.ready)
     assert not pod_sums._carried.pods, "nothing is carried"
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 100_000), carrying=st.booleans())
+def test_the_ready_room_is_the_three_sums_of_the_ready_nodes(seed: int, carrying: bool) -> None:
+    """``ready_room`` (admission's idle room and the shares' total ask for it) is the Ready nodes'
+    allocatable, what is bound on them and what other schedulers' pods hold there, whether summed
+    afresh (kept for the last snapshot) or carried; each answer is the caller's own dicts."""
+    rng = random.Random(seed)
+    pod_sums.forget()
+    pod_sums.carry(carrying)
+    try:
+        for _ in range(2):
+            nodes = [_node(rng, i) for i in range(4)]
+            snap = b.snapshot(
+                nodes=nodes,
+                pods=[_pod(rng, f"ns/p{i}", 3, 4) for i in range(rng.randint(0, 12))],
+                groups=[_group(rng, f"ns/g{i}") for i in range(3)],
+                queues=_queues(rng),
+            )
+            ready = {node.name for node in nodes if node.ready}
+            expected = (
+                res.total(node.allocatable for node in nodes if node.ready),
+                _nonzero(_fresh_on(snap, ready, foreign=False)),
+                _nonzero(_fresh_on(snap, ready, foreign=True)),
+            )
+            for _ in range(2):  # asked again for the same snapshot
+                allocatable, bound, foreign = pod_sums.ready_room(snap)
+                assert (allocatable, _nonzero(bound), _nonzero(foreign)) == expected
+                allocatable["cpu"] = -1  # the caller's to change: the next answer is unchanged
+                bound.clear()
+                foreign["cpu"] = -1
+    finally:
+        pod_sums.carry(False)
+        pod_sums.forget()
