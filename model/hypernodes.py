@@ -100,6 +100,11 @@ class DomainTree:
         return known if known is not None else default_tier_bandwidth(tier)
 
 
+_Inputs = tuple[tuple[HyperNode, ...], tuple[Node, ...], tuple[tuple[int, float], ...]]
+_last: tuple[_Inputs, DomainTree] | None = None
+"""The last tree resolved, with its inputs (see :func:`resolve_hypernodes`)."""
+
+
 def resolve_hypernodes(
     hypernodes: Sequence[HyperNode],
     nodes: Sequence[Node],
@@ -110,7 +115,25 @@ def resolve_hypernodes(
 
     ``tier_bandwidth`` overrides the defaults per tier (GB/s); the result must not grow with the
     tier, so that a wider span is never priced as faster.
+
+    One cycle asks twice for the same tree (the converter checks the graph, the build reads its
+    domains): the last tree is kept with its inputs and given again for equal inputs. The models
+    are frozen and the tree is read-only, and tuples compare their items by identity first, so the
+    same objects are recognised without reading them.
     """
+    global _last
+    inputs: _Inputs = (tuple(hypernodes), tuple(nodes), tuple(sorted((tier_bandwidth or {}).items())))
+    last = _last
+    if last is not None and last[0] == inputs:
+        return last[1]
+    tree = _resolve(hypernodes, nodes, tier_bandwidth)
+    _last = (inputs, tree)
+    return tree
+
+
+def _resolve(
+    hypernodes: Sequence[HyperNode], nodes: Sequence[Node], tier_bandwidth: Mapping[int, float] | None
+) -> DomainTree:
     by_name: dict[str, HyperNode] = {}
     for hypernode in hypernodes:
         if hypernode.name in by_name:

@@ -72,7 +72,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
@@ -263,6 +263,14 @@ def _served(shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[st
     return Fraction(worst_held, worst_deserved)
 
 
+_NEEDS: dict[int, tuple[Mapping[str, int], dict[str, int]]] = {}
+_NEEDS_KEPT = 1 << 14
+""":func:`group_need` of a group without gated pods, by its ``minResources`` dict: the PodGroups of
+one kind of job share that dict (the converter reads each spelling once), so the need is made once
+per dict and shared (needs are read, never changed). The entry holds the dict, so the id it is
+found by cannot be reused while it lives; cleared when full."""
+
+
 def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
     """What a group asks to be admitted: its minResources, else the requests of its gang's pods.
 
@@ -274,8 +282,15 @@ def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
     if group.min_resources:
         # Volcano deducts what gated pods ask from minResources: they cannot use the room yet.
         gating = [p.requests for p in pods if p.held and not p.bound and not p.finished]
-        if not gating:  # the usual case: minResources as they are, in one walk
-            return {r: max(0, amount) for r, amount in group.min_resources.items() if r != res.GPU_MILLI}
+        if not gating:  # the usual case: minResources as they are, made once per minResources dict
+            minimum = group.min_resources
+            found = _NEEDS.get(id(minimum))
+            if found is None or found[0] is not minimum:
+                if len(_NEEDS) >= _NEEDS_KEPT:
+                    _NEEDS.clear()
+                made = {r: max(0, amount) for r, amount in minimum.items() if r != res.GPU_MILLI}
+                found = _NEEDS[id(minimum)] = (minimum, made)
+            return found[1]
         gated = res.total(gating)
         return {r: max(0, amount - gated.get(r, 0)) for r, amount in _without_shares(group.min_resources).items()}
     return _without_shares(res.total(p.requests for p in gang_pods(group, pods) if not p.held))
@@ -339,6 +354,8 @@ class _State:
     """The keys of the groups that are ours (:func:`is_ours`), found once per pass."""
     lineages: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """:meth:`lineage` per queue, made once (the queue tree does not change in a pass)."""
+    within_cluster: dict[int, tuple[Mapping[str, int], bool]] = field(default_factory=dict)
+    """Per need dict (by id, holding it): whether the Ready nodes' allocatable holds all of it."""
     reserving_of: dict[str, bool] = field(default_factory=dict)
     """:meth:`reserving` per group key, asked once (groups and their pods do not change in a pass)."""
 
@@ -347,10 +364,8 @@ class _State:
         tree = QueueTree.of(snapshot)
         # Groups and pods unchanged since the last pass keep their sums (admission_groups).
         need, held = admission_groups.needs_and_holdings(snapshot, group_need)
-        ready = {node.name for node in snapshot.nodes if node.ready}
         # Carried from the last snapshot for the nodes and pods that did not change (pod_sums).
-        allocatable = pod_sums.ready_allocatable(snapshot)
-        used = pod_sums.bound_on(snapshot, ready)
+        allocatable, used, _ = pod_sums.ready_room(snapshot)
         factor = Fraction(str(policy.overcommit_factor))
         idle = {name: int(amount * factor) - used.get(name, 0) for name, amount in allocatable.items()}
         state = _State(
@@ -481,10 +496,16 @@ class _State:
                     f"needs {res.format_vector(_pick(need, over))} but {which} {name} may never hold "
                     f"more than {_format_have(capability, over)} (capability)",
                 )
-        allocatable = self.allocatable
-        if all(amount <= allocatable.get(name, 0) for name, amount in need.items()):
-            return None  # the usual case, without building the (empty) shortfall
-        too_big = res.shortfall(need, allocatable)
+        # The usual case, without building the (empty) shortfall; asked once per need dict (groups
+        # of one kind of job share theirs: group_need).
+        known = self.within_cluster.get(id(need))
+        if known is None or known[0] is not need:
+            allocatable = self.allocatable
+            known = (need, all(amount <= allocatable.get(name, 0) for name, amount in need.items()))
+            self.within_cluster[id(need)] = known
+        if known[1]:
+            return None
+        too_big = res.shortfall(need, self.allocatable)
         if too_big:
             return (
                 "Unschedulable",
@@ -534,24 +555,35 @@ class _State:
             at: dict[str, dict[int, dict[str, int]]] = {}
             above: dict[str, dict[str, int]] = {}
             queue_of = self.snapshot.queue_of
+            # Pods of one spec share their requests dict: counted per (queue, priority, dict), then
+            # each dict's amounts added times its count (the same sums, keys met in the same order;
+            # the entry holds the dict, so its id is not reused).
+            counted: dict[tuple[str, int, int], list[Any]] = {}
             for pod in self.snapshot.pods:
                 if not pod.bound or protection(pod):
                     continue
                 queue = queue_of(pod)
                 if queue is None:
                     continue
+                requests = pod.requests
+                entry = counted.get((queue, pod.priority, id(requests)))
+                if entry is None:
+                    counted[(queue, pod.priority, id(requests))] = [requests, 1]
+                else:
+                    entry[1] += 1
+            for (queue, priority, _), (requests, count) in counted.items():
                 of_queue = at.get(queue)
                 if of_queue is None:
                     of_queue = at[queue] = {}
-                summed = of_queue.get(pod.priority)
+                summed = of_queue.get(priority)
                 if summed is None:
-                    summed = of_queue[pod.priority] = {}
-                for name, amount in pod.requests.items():
-                    summed[name] = summed.get(name, 0) + amount
+                    summed = of_queue[priority] = {}
+                for name, amount in requests.items():
+                    summed[name] = summed.get(name, 0) + amount * count
                 if queue in reclaimable and served.get(queue, 0) > 1:
                     held = above.setdefault(queue, {})
-                    for name, amount in pod.requests.items():
-                        held[name] = held.get(name, 0) + amount
+                    for name, amount in requests.items():
+                        held[name] = held.get(name, 0) + amount * count
             self.victims = _Victims(
                 by_queue={queue: sorted(sums.items()) for queue, sums in at.items()},
                 reclaimable=above,

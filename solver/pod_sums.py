@@ -31,7 +31,8 @@ not Ready ones), not a walk over every node's sum.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
+from typing import Any, TypeVar
 
 from vcsat.model import Node, Pod, PodGroup, Snapshot
 from vcsat.model import resources as res
@@ -41,6 +42,7 @@ from vcsat.solver.ledger import Ledger
 _Own = tuple[str, str, bool]
 """A pod's bucket by ownership: ("group", group key, bound) or ("queue", queue name, bound)."""
 Sums = tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]
+_K = TypeVar("_K", bound=Hashable)
 
 
 class _Carried:
@@ -150,6 +152,8 @@ _carried = _Carried()
 _lock = threading.Lock()
 """The cycle and a reader of queue shares (the dashboard) may ask at once."""
 _carrying = False
+_last_ready: tuple[Snapshot, dict[str, int], dict[str, int], dict[str, int]] | None = None
+"""The last snapshot's :func:`ready_room`, summed afresh (kept while not carrying)."""
 
 
 def carry(on: bool = True) -> None:
@@ -205,6 +209,21 @@ def foreign_on(snapshot: Snapshot, nodes: set[str]) -> dict[str, int]:
         return _total_on(_carried.foreign, _carried.foreign_any, nodes)
 
 
+def ready_room(snapshot: Snapshot) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """The Ready nodes' room as admission and the fair shares read it: :func:`ready_allocatable`,
+    and :func:`bound_on` and :func:`foreign_on` of the Ready nodes (fresh dicts, the caller's to
+    keep). A one-shot cycle asks three times (admission's idle room, the shares' total twice):
+    summed afresh in one pass over the pods and kept for the last snapshot."""
+    global _last_ready
+    if _carrying:
+        ready = {node.name for node in snapshot.nodes if node.ready}
+        return ready_allocatable(snapshot), bound_on(snapshot, ready), foreign_on(snapshot, ready)
+    last = _last_ready
+    if last is None or last[0] is not snapshot:
+        last = _last_ready = (snapshot, *_fresh_ready(snapshot))
+    return dict(last[1]), dict(last[2]), dict(last[3])
+
+
 def ready_allocatable(snapshot: Snapshot) -> dict[str, int]:
     """The allocatable of the snapshot's Ready nodes, summed: ``res.total`` of them (a fresh dict)."""
     if not _carrying:
@@ -216,15 +235,17 @@ def ready_allocatable(snapshot: Snapshot) -> dict[str, int]:
 
 def forget() -> None:
     """Drop what was carried (tests; a process that stops scheduling)."""
-    global _carried
+    global _carried, _last_ready
     with _lock:
         _carried = _Carried()
+        _last_ready = None
 
 
 def _fresh_queue_sums(snapshot: Snapshot, closed: set[str]) -> Sums:
     """:func:`queue_sums` in one pass over the pods (nothing carried)."""
     usage: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
     demand: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
+    counted: dict[tuple[str, bool, int], list[Any]] = {}
     for pod in snapshot.pods:
         bound = pod.bound
         if not bound and not pod.pending:
@@ -232,11 +253,45 @@ def _fresh_queue_sums(snapshot: Snapshot, closed: set[str]) -> Sums:
         name = snapshot.queue_of(pod)
         if name is None or (not bound and name in closed):
             continue
+        _count(counted, (name, bound, id(pod.requests)), pod.requests)
+    for (name, bound, _), (requests, count) in counted.items():
         targets = (usage.setdefault(name, {}), demand.setdefault(name, {})) if bound else (demand.setdefault(name, {}),)
         for vector in targets:
-            for resource, amount in pod.requests.items():
-                vector[resource] = vector.get(resource, 0) + amount
+            for resource, amount in requests.items():
+                vector[resource] = vector.get(resource, 0) + amount * count
     return usage, demand
+
+
+def _count(counted: dict[_K, list[Any]], key: _K, requests: Mapping[str, int]) -> None:
+    """One more pod of ``requests`` under ``key``. Pods of one spec share their requests dict (the
+    converter reads each spec once), so a fresh pass counts pods per (bucket, dict) and adds each
+    dict's amounts times its count: the same integer sums. Buckets and resources are first met in
+    the same order as pod by pod (an entry comes where its first pod was), so the sums' keys keep
+    their order. The entry holds the dict, so the id in the key is not reused while it lives."""
+    entry = counted.get(key)
+    if entry is None:
+        counted[key] = [requests, 1]
+    else:
+        entry[1] += 1
+
+
+def _fresh_ready(snapshot: Snapshot) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """:func:`ready_room` in one pass over the nodes and one over the pods (nothing carried)."""
+    ready = {node.name for node in snapshot.nodes if node.ready}
+    allocatable = res.total(node.allocatable for node in snapshot.nodes if node.ready)
+    bound: dict[str, int] = {}
+    foreign: dict[str, int] = {}
+    counted: dict[tuple[bool, int], list[Any]] = {}
+    for pod in snapshot.pods:
+        if pod.bound and pod.node_name in ready:
+            _count(counted, (pod.managed, id(pod.requests)), pod.requests)
+    for (managed, _), (requests, count) in counted.items():
+        for resource, amount in requests.items():
+            bound[resource] = bound.get(resource, 0) + amount * count
+        if not managed:
+            for resource, amount in requests.items():
+                foreign[resource] = foreign.get(resource, 0) + amount * count
+    return allocatable, bound, foreign
 
 
 def _fresh_on(snapshot: Snapshot, nodes: set[str], *, foreign: bool) -> dict[str, int]:

@@ -353,8 +353,10 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             if asked:
                 volume_asked[pod.key] = asked
     volume_resources = sorted({name for asked in volume_asked.values() for name in asked})
+    # Each distinct requests dict read once (pods of one spec share theirs): a set, then sorted.
+    distinct_requests = {id(pod.requests): pod.requests for pod in pending}.values()
     resources = sorted(
-        {name for pod in pending for name in pod.requests if name != res.GPU_MILLI}
+        {name for requests in distinct_requests for name in requests if name != res.GPU_MILLI}
         | {res.PODS}
         | ({res.GPU_MILLI} if sharing else set())
         | set(volume_resources)
@@ -407,6 +409,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     blocked: dict[int, Blocked] = {}
     iso = isolation(snapshot, pending)
     isolated: set[int] = set()
+    requests_made: dict[int, tuple[res.Resources, tuple[int, ...]]] = {}
     gang_gpus: list[int] = []
     """Per gang, the whole GPUs its classes' pods ask for together (which gangs topology prices)."""
 
@@ -444,7 +447,13 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             list[Pod],
         ] = {}
         for pod in pods:
-            request = request_of(pod, resources)
+            # Pods of one spec share their requests dict (the converter reads each spec once): the
+            # request is made once per dict. The entry holds the dict, so its id is not reused.
+            requests = pod.requests
+            made = requests_made.get(id(requests))
+            if made is None or made[0] is not requests:
+                made = requests_made[id(requests)] = (requests, request_of(pod, resources))
+            request = made[1]
             if pod.key in volume_asked:
                 asked = volume_asked[pod.key]
                 request = tuple(asked.get(name, amount) for name, amount in zip(resources, request, strict=True))

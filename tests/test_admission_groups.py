@@ -97,3 +97,22 @@ def test_reused_sums_equal_a_fresh_pass(seed: int, steps: int) -> None:
             made += 1
             groups[key] = _group(rng, key)
             pods[f"{key}-0"] = _pod(rng, f"{key}-0", key)
+
+
+def test_groups_sharing_min_resources_share_one_need() -> None:
+    """PodGroups of one kind of job share their minResources dict (the converter reads each spelling
+    once): their need is made once and is the same read-only dict; GPU shares stay out of it."""
+    from vcsat.model import PodGroup
+    from vcsat.solver.enqueue import group_need
+
+    minimum = {"cpu": 4000, "nvidia.com/gpu": 1, "vcsat.io/gpu-milli": 500}
+    first = PodGroup(namespace="ns", name="a", min_resources=minimum)
+    second = first.model_copy(update={"name": "b"})  # the converter's sharing: the same dict
+    assert first.min_resources is second.min_resources
+    need = group_need(first, [])
+    assert need == {"cpu": 4000, "nvidia.com/gpu": 1}
+    assert group_need(second, []) is need
+    other = PodGroup(namespace="ns", name="c", min_resources=minimum)  # validated: its own dict
+    assert other.min_resources is not first.min_resources
+    assert group_need(other, []) == need
+    assert group_need(other, []) is not need

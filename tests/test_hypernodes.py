@@ -221,3 +221,24 @@ def test_bad_hypernode_graph_says_why(hypernodes: Sequence[HyperNode], reason: s
     with pytest.raises(ValueError) as raised:
         resolve_hypernodes(hypernodes, CLUSTER)
     assert reason in str(raised.value)
+
+
+def test_equal_inputs_give_the_last_tree_again_and_changed_ones_a_new_one() -> None:
+    """The converter's check and the build ask for one snapshot's tree: the second answer is the
+    first tree itself. A changed node, HyperNode or bandwidth is resolved again; a bad graph is
+    refused every time (nothing kept for it)."""
+    first = resolve_hypernodes(TREE, CLUSTER)
+    assert resolve_hypernodes(list(TREE), list(CLUSTER)) is first  # other lists, the same objects
+    relabelled = [Node(name=n.name, labels={"rack": "r3"} if n.name == "lonely" else dict(n.labels)) for n in CLUSTER]
+    moved = resolve_hypernodes(TREE, relabelled)
+    assert moved is not first
+    assert moved.nodes_of["rack3"] == {"gpu-a", "gpu-b", "lonely"}
+    assert first.nodes_of["rack3"] == {"gpu-a", "gpu-b"}
+    faster = resolve_hypernodes(TREE, relabelled, tier_bandwidth={1: 900.0})
+    assert faster is not moved and faster.tier_bandwidth(1) == 900.0
+    assert resolve_hypernodes(TREE, relabelled).tier_bandwidth(1) == moved.tier_bandwidth(1)
+    bad = [hn("r1", 1, regex("^r1-")), hn("all", 1, regex("-n1$"))]
+    for _ in range(2):
+        with pytest.raises(ValueError, match="in two HyperNodes of tier 1"):
+            resolve_hypernodes(bad, CLUSTER)
+    assert resolve_hypernodes(TREE, relabelled) == moved

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from vcsat.model import Node, Pod, PodGroup, Policy, Queue, Snapshot
 from vcsat.model import resources as res
-from vcsat.solver import admission_commitments, admission_groups, pod_sums
+from vcsat.model.conformance import protection
+from vcsat.solver import admission_commitments, admission_groups, enqueue, pod_sums
 from vcsat.solver.enqueue import admit
 from vcsat.solver.ledger import Ledger
 from vcsat.solver.shares import deserved
@@ -334,3 +335,90 @@ def test_summed_afresh_while_carrying_is_off(seed: int) -> None:
     assert pod_sums.foreign_on(snap, ready) == _fresh_on(snap, ready, foreign=True)
     assert pod_sums.ready_allocatable(snap) == res.total(node.allocatable for node in nodes if node.ready)
     assert not pod_sums._carried.pods, "nothing is carried"
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 100_000), carrying=st.booleans())
+def test_the_ready_room_is_the_three_sums_of_the_ready_nodes(seed: int, carrying: bool) -> None:
+    """``ready_room`` (admission's idle room and the shares' total ask for it) is the Ready nodes'
+    allocatable, what is bound on them and what other schedulers' pods hold there, whether summed
+    afresh (kept for the last snapshot) or carried; each answer is the caller's own dicts."""
+    rng = random.Random(seed)
+    pod_sums.forget()
+    pod_sums.carry(carrying)
+    try:
+        for _ in range(2):
+            nodes = [_node(rng, i) for i in range(4)]
+            snap = b.snapshot(
+                nodes=nodes,
+                pods=[_pod(rng, f"ns/p{i}", 3, 4) for i in range(rng.randint(0, 12))],
+                groups=[_group(rng, f"ns/g{i}") for i in range(3)],
+                queues=_queues(rng),
+            )
+            ready = {node.name for node in nodes if node.ready}
+            expected = (
+                res.total(node.allocatable for node in nodes if node.ready),
+                _nonzero(_fresh_on(snap, ready, foreign=False)),
+                _nonzero(_fresh_on(snap, ready, foreign=True)),
+            )
+            for _ in range(2):  # asked again for the same snapshot
+                allocatable, bound, foreign = pod_sums.ready_room(snap)
+                assert (allocatable, _nonzero(bound), _nonzero(foreign)) == expected
+                allocatable["cpu"] = -1  # the caller's to change: the next answer is unchanged
+                bound.clear()
+                foreign["cpu"] = -1
+    finally:
+        pod_sums.carry(False)
+        pod_sums.forget()
+
+
+def _sharing(rng: random.Random, pods: list[Pod]) -> list[Pod]:
+    """The pods with their requests dicts shared as the converter shares them (pods of one spec):
+    each pod takes the very dict of an earlier pod with equal requests, or one of a few others."""
+    kinds: list[dict[str, int]] = []
+    out = []
+    for pod in pods:
+        same = next((kind for kind in kinds if kind == pod.requests), None)
+        if same is None and kinds and rng.random() < 0.5:
+            same = rng.choice(kinds)  # another spec's requests: the pod asks for them instead
+        if same is None:
+            kinds.append(pod.requests)
+            same = pod.requests
+        out.append(pod.model_copy(update={"requests": same}))
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 100_000))
+def test_pods_sharing_requests_sum_as_one_by_one_keys_in_order(seed: int) -> None:
+    """A fresh pass counts the pods of one requests dict together: the sums, and the order their
+    queues and resources are first met in, are a pod-by-pod pass's (admission's victims too)."""
+    rng = random.Random(seed)
+    pod_sums.carry(False)
+    pod_sums.forget()
+    nodes = [_node(rng, i) for i in range(3)]
+    pods = _sharing(rng, [_pod(rng, f"ns/p{i}", 3, 3) for i in range(rng.randint(0, 30))])
+    snap = b.snapshot(nodes=nodes, pods=pods, groups=[_group(rng, f"ns/g{i}") for i in range(3)], queues=_queues(rng))
+
+    def ordered(sums: dict[str, dict[str, int]]) -> list[tuple[str, list[tuple[str, int]]]]:
+        return [(queue, list(vector.items())) for queue, vector in sums.items()]
+
+    usage, demand = pod_sums.queue_sums(snap)
+    want_usage, want_demand = _fresh_queue_sums(snap)
+    assert ordered(usage) == ordered(want_usage)
+    assert ordered(demand) == ordered(want_demand)
+    ready = {node.name for node in nodes if node.ready}
+    _, bound, foreign = pod_sums.ready_room(snap)
+    assert list(bound.items()) == list(_fresh_on(snap, ready, foreign=False).items())
+    assert list(foreign.items()) == list(_fresh_on(snap, ready, foreign=True).items())
+    victims = enqueue._State.of(snap, POLICY)._victims()
+    by_queue: dict[str, dict[int, dict[str, int]]] = {}
+    for pod in snap.pods:
+        queue = snap.queue_of(pod)
+        if pod.bound and not protection(pod) and queue is not None:
+            summed = by_queue.setdefault(queue, {}).setdefault(pod.priority, {})
+            for name, amount in pod.requests.items():
+                summed[name] = summed.get(name, 0) + amount
+    assert [(q, [(p, list(v.items())) for p, v in rows]) for q, rows in victims.by_queue.items()] == [
+        (q, [(p, list(v.items())) for p, v in sorted(rows.items())]) for q, rows in by_queue.items()
+    ]

@@ -146,9 +146,7 @@ def queue_demand(snapshot: Snapshot, *, subtree: bool = False) -> dict[str, dict
 def cluster_total(snapshot: Snapshot) -> dict[str, int]:
     """The room queues share: the allocatable of Ready nodes less what pods of other schedulers
     hold there (no queue can use that room), never below zero."""
-    ready = {node.name for node in snapshot.nodes if node.ready}
-    total = pod_sums.ready_allocatable(snapshot)
-    foreign = pod_sums.foreign_on(snapshot, ready)
+    total, _, foreign = pod_sums.ready_room(snapshot)
     return {name: max(0, amount - foreign.get(name, 0)) for name, amount in total.items()}
 
 
