@@ -181,6 +181,16 @@ def _group(rng: random.Random, key: str) -> PodGroup:
     )
 
 
+def _random_snapshot(rng: random.Random, nodes: list[Node], most_pods: int) -> Snapshot:
+    """Up to ``most_pods`` random pods of three PodGroups on these nodes, random queues."""
+    return b.snapshot(
+        nodes=nodes,
+        pods=[_pod(rng, f"ns/p{i}", 3, len(nodes)) for i in range(rng.randint(0, most_pods))],
+        groups=[_group(rng, f"ns/g{i}") for i in range(3)],
+        queues=_queues(rng),
+    )
+
+
 def _pod(rng: random.Random, key: str, groups: int, nodes: int) -> Pod:
     bound = rng.random() < 0.5
     return b.pod(
@@ -323,12 +333,7 @@ def test_summed_afresh_while_carrying_is_off(seed: int) -> None:
     rng = random.Random(seed)
     pod_sums.carry(False)
     nodes = [_node(rng, i) for i in range(3)]
-    snap = b.snapshot(
-        nodes=nodes,
-        pods=[_pod(rng, f"ns/p{i}", 3, 3) for i in range(rng.randint(0, 10))],
-        groups=[_group(rng, f"ns/g{i}") for i in range(3)],
-        queues=_queues(rng),
-    )
+    snap = _random_snapshot(rng, nodes, most_pods=10)
     assert pod_sums.queue_sums(snap) == _fresh_queue_sums(snap)
     ready = {node.name for node in nodes if node.ready}
     assert pod_sums.bound_on(snap, ready) == _fresh_on(snap, ready, foreign=False)
@@ -349,12 +354,7 @@ def test_the_ready_room_is_the_three_sums_of_the_ready_nodes(seed: int, carrying
     try:
         for _ in range(2):
             nodes = [_node(rng, i) for i in range(4)]
-            snap = b.snapshot(
-                nodes=nodes,
-                pods=[_pod(rng, f"ns/p{i}", 3, 4) for i in range(rng.randint(0, 12))],
-                groups=[_group(rng, f"ns/g{i}") for i in range(3)],
-                queues=_queues(rng),
-            )
+            snap = _random_snapshot(rng, nodes, most_pods=12)
             ready = {node.name for node in nodes if node.ready}
             expected = (
                 res.total(node.allocatable for node in nodes if node.ready),
