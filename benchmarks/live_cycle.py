@@ -130,7 +130,13 @@ def _batches(objects: list[dict[str, Any]], batch: int) -> tuple[list[dict[str, 
 
 
 def run(
-    path: Path, cycles: int, batch: int, time_limit_s: float, seed_cycles: int, profile: Path | None = None
+    path: Path,
+    cycles: int,
+    batch: int,
+    time_limit_s: float,
+    seed_cycles: int,
+    profile: Path | None = None,
+    follow_ups: int = 0,
 ) -> list[dict[str, Any]]:
     from vcsat.adapters.convert import instance_file
     from vcsat.adapters.live import scheduler as scheduler_module
@@ -179,8 +185,12 @@ def run(
         store.replace(kind, by_kind.get(kind, []))
     version = 10_000_000
     reports: list[dict[str, Any]] = []
-    for number in range(seed_cycles + cycles):
-        for obj in arrivals[number] if number < len(arrivals) else []:
+    # Each batch's cycle, then ``follow_ups`` cycles on nothing new (the live loop's ``applied`` ones).
+    plan = [(n, 0) for n in range(seed_cycles)] + [
+        (n, k) for n in range(seed_cycles, seed_cycles + cycles) for k in range(1 + follow_ups)
+    ]
+    for number, follow_up in plan:
+        for obj in arrivals[number] if number < len(arrivals) and not follow_up else []:
             store.apply(obj["kind"], "ADDED", obj)
         cpu.clear()
         kube.writes = 0
@@ -191,7 +201,7 @@ def run(
         result = scheduler.run_cycle(wait=False)
         if profiler is not None:
             profiler.disable()
-            profiler.dump_stats(f"{profile}.{number}")
+            profiler.dump_stats(f"{profile}.{number}" + (f".{follow_up}" if follow_up else ""))
         cpu["cycle"] = time.process_time() - started
         waited = time.process_time()
         if result.pending is not None:
@@ -216,6 +226,7 @@ def run(
             {
                 "cycle": number,
                 "steady": number >= seed_cycles,
+                "follow_up": follow_up,
                 "nodes": len(result.snapshot.nodes),
                 "pending": sum(1 for pod in result.snapshot.pods if pod.pending),
                 "bound": len(decision.bindings),
@@ -236,9 +247,18 @@ def run(
 @click.option("--batch", type=int, default=300, show_default=True, help="New pending pods per cycle (whole jobs).")
 @click.option("--time-limit", type=float, default=2.0, show_default=True)
 @click.option("--seed-cycles", type=int, default=1, show_default=True, help="Cold cycles before the steady state.")
-@click.option("--profile", type=click.Path(path_type=Path), help="cProfile each steady cycle to PROFILE.<n>.")
-def main(instance: Path, cycles: int, batch: int, time_limit: float, seed_cycles: int, profile: Path | None) -> None:
-    for report in run(instance, cycles, batch, time_limit, seed_cycles, profile):
+@click.option("--profile", type=click.Path(path_type=Path), help="cProfile each steady cycle to PROFILE.<n>[.<k>].")
+@click.option(
+    "--follow-ups",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Cycles after each steady one with no new pods (the live loop's follow-ups once a decision is applied).",
+)
+def main(
+    instance: Path, cycles: int, batch: int, time_limit: float, seed_cycles: int, profile: Path | None, follow_ups: int
+) -> None:
+    for report in run(instance, cycles, batch, time_limit, seed_cycles, profile, follow_ups):
         click.echo(json.dumps(report))
 
 

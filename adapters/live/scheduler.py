@@ -516,7 +516,7 @@ class Scheduler:
         ``trigger`` and ``why``: why it runs, for the log (:data:`TRIGGERS`). ``early``: with at
         least ``early_min_pending`` pods waiting, bind the greedy's sure placements instead of
         searching when there are any (the result says ``early``; the caller runs the full cycle next)."""
-        from vcsat.solver import check, pod_sums, solve  # OR-Tools loads here, not at import
+        from vcsat.solver import check, idle, pod_sums, solve  # OR-Tools loads here, not at import
         from vcsat.solver.sure import prepare, sure_decision
 
         # Cycle follows cycle on snapshots that share most objects: the pods' sums are carried.
@@ -540,6 +540,11 @@ class Scheduler:
             sure_made: list[Decision] = []
 
             def decide(part: Snapshot) -> Decision:
+                if idle.nothing_to_place(part) and not (self.dump_dir is not None and waiting):
+                    # A follow-up with no pod of ours pending: the decision is made of the policy
+                    # and the node count alone, and no problem is built for it (vcsat.solver.idle).
+                    # A cycle dumped for replay (other schedulers' pods wait) is solved afresh.
+                    return idle.decision(part, self.policy, started=started, fresh=solve)
                 prepared = None
                 if sure_path:
                     prepared = prepare(part, self.policy)
