@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from vcsat.model import Decision, Snapshot
 from vcsat.model import resources as res
-from vcsat.solver.shares.deserved import QueueTree, fair_shares, queue_demand
+from vcsat.solver.shares.deserved import QueueTree, fair_shares, queue_demand, queue_usage
 
 PHASES = ("Pending", "Inqueue", "Running", "Unknown")
 """The PodGroup phases counted per queue (Volcano's ``queue_pod_group_*_count``)."""
@@ -67,18 +67,23 @@ def queue_rows(snapshot: Snapshot, decision: Decision) -> list[QueueRow]:
     """Every queue of the snapshot, by name, as it stands once ``decision`` is applied."""
     shares = fair_shares(snapshot)
     tree = QueueTree.of(snapshot)
-    own: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
-    placed = {binding.pod for binding in decision.bindings}
-    evicted = {eviction.pod for eviction in decision.evictions}
-    for pod in snapshot.pods:
-        holds = (pod.bound and pod.key not in evicted) or (pod.key in placed and not pod.bound)
-        if not holds:
+    # What each queue's pods hold in the snapshot is the solver's own sum (carried from cycle to
+    # cycle in the live scheduler, :mod:`vcsat.solver.pod_sums`): only the decision's pods are
+    # walked, not every pod of the cluster after every cycle.
+    held = queue_usage(snapshot)
+    own: dict[str, dict[str, int]] = {queue.name: dict(held.get(queue.name, {})) for queue in snapshot.queues}
+    changed = [(key, 1) for key in {binding.pod for binding in decision.bindings}]
+    changed += [(key, -1) for key in {eviction.pod for eviction in decision.evictions}]
+    for key, sign in changed:
+        pod = snapshot.pod_by_key.get(key)
+        # A pod placed now holds room unless it already did; one evicted now gives back what it held.
+        if pod is None or pod.bound == (sign > 0):
             continue
         name = snapshot.queue_of(pod)
         total = own.get(name) if name is not None else None
-        if total is not None:  # summed in place: a fresh dict per pod is most of this pass
+        if total is not None:
             for resource, amount in pod.requests.items():
-                total[resource] = total.get(resource, 0) + amount
+                total[resource] = total.get(resource, 0) + sign * amount
     allocated = dict(own)
     for name in tree.bottom_up():
         parent = tree.parent.get(name)
