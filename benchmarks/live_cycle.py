@@ -17,6 +17,8 @@ against the stand-in, other = the rest of ``solve``), the cycle's total, the dec
 objective and digest (the decision without its seconds). The first cycle is the cold one (every
 object converted); the later ones are the steady state. Phases are CPU seconds of the whole
 process (the applier's threads included), so on a shared box they say more than wall seconds.
+``--follow-ups N`` runs N more cycles after each steady one with no new pods (``follow_up`` 1..N in
+its lines): the live loop's follow-ups once a decision is applied, with nothing of ours pending.
 """
 
 from __future__ import annotations
