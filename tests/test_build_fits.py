@@ -159,7 +159,9 @@ SEVERAL_QUEUES = [
 
 
 @pytest.mark.parametrize(("pending", "bound", "several"), SEVERAL_QUEUES)
-def test_several_queues_is_the_union_of_queues(pending: tuple[str, ...], bound: tuple[str | None, ...], several: bool) -> None:
+def test_several_queues_is_the_union_of_queues(
+    pending: tuple[str, ...], bound: tuple[str | None, ...], several: bool
+) -> None:
     """The build's early-stopping test against the plain union of the gangs' and bound pods' queues."""
     groups = [group(f"ns/p{i}", 1, q) for i, q in enumerate(pending)]
     groups += [group(f"ns/b{i}", 1, q) for i, q in enumerate(bound) if q is not None]
