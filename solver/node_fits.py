@@ -69,11 +69,11 @@ class NodeFits:
     def __contains__(self, node: object) -> bool:
         if self._dict is not None:
             return node in self._dict
-        if not isinstance(node, int):
-            return False
+        if not isinstance(node, int | np.integer):
+            return False  # as the dict: no other key equals a node
         # A binary search: asked about a few nodes of a long list, no dict is made for it.
         at = int(np.searchsorted(self.rows, node))
-        return at < self.rows.size and int(self.rows[at]) == node
+        return at < self.rows.size and int(self.rows[at]) == int(node)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NodeFits):

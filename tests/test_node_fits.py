@@ -38,6 +38,8 @@ def test_reads_as_its_dict(rows: list[int], counts: list[int], size: int) -> Non
     assert list(fits) == list(expected)
     for node in range(-1, size + 1):
         assert (node in fits) == (node in expected)  # before the dict is made: a binary search
+        assert (np.int64(node) in fits) == (np.int64(node) in expected)  # NumPy's ints too, as the dict
+    assert ("0" in fits) == ("0" in expected)
     assert fits.mask(size).tolist() == [n in expected for n in range(size)]
     assert fits.flags(size) == [n in expected for n in range(size)]
     made = fits.as_dict()
