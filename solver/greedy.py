@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
+from vcsat.solver.node_fits import NodeFits
 from vcsat.solver.node_rows import NodeRows
 from vcsat.solver.objectives.fairness import (
     SHARE_SCALE,
@@ -39,6 +40,8 @@ from vcsat.solver.rules.spread import SpreadState
 
 Allow = Callable[[int], bool]
 """Whether one more pod may go to a node under the rules between pods."""
+Eligible = dict[int, int] | NodeFits
+"""A shape's nodes: its ``fits`` (what the greedy passes: no dict is made) or its ``upper``."""
 
 
 def gang_order(gang: Gang) -> tuple[int, float, str]:
@@ -240,9 +243,9 @@ class Room:
             self._priced[shape.index] = known
         return known
 
-    def query_key(self, request: tuple[int, ...], eligible: dict[int, int], within: list[int] | None) -> Hashable:
+    def query_key(self, request: tuple[int, ...], eligible: Eligible, within: list[int] | None) -> Hashable:
         """What decides whether a query for one pod finds a node it fits: the request, the
-        eligible nodes (a shape's ``upper``, kept by the problem) and the nodes looked at (every
+        eligible nodes (a shape's ``fits``, kept by the problem) and the nodes looked at (every
         eligible one, one node, or a topology domain list kept by this room)."""
         where: Hashable = -1 if within is None else ("node", within[0]) if len(within) == 1 else id(within)
         return (request, id(eligible), where)
@@ -453,7 +456,7 @@ class Room:
         whole GPUs asked (0 where the shape is not eligible or a resource is overcommitted). An
         upper bound (a share may need a fresh GPU besides), node by node: while a gang is tried,
         room only shrinks, so no trial places more on a node."""
-        counts: NDArray[np.int64] = np.where(self._eligible_mask(shape.upper) & ~self.negative, most, 0)
+        counts: NDArray[np.int64] = np.where(self._eligible_mask(shape.fits) & ~self.negative, most, 0)
         for r, amount in enumerate(shape.request):
             if amount > 0:
                 np.minimum(counts, self.free_cols[r] // amount, out=counts)
@@ -493,8 +496,10 @@ class Room:
             return None
         return _Holder(self, problem, gang, self.order_read(problem))
 
-    def _eligible_mask(self, eligible: dict[int, int]) -> NDArray[np.bool_]:
-        """The nodes of an eligibility map (a shape's ``upper``) as a boolean array, made once."""
+    def _eligible_mask(self, eligible: Eligible) -> NDArray[np.bool_]:
+        """The nodes of an eligibility map (a shape's ``fits`` or ``upper``) as a boolean array, made once."""
+        if isinstance(eligible, NodeFits):
+            return eligible.mask(len(self.free))
         kept = self._masks.get(id(eligible))
         if kept is None or kept[0] is not eligible:
             mask = np.zeros(len(self.free), dtype=np.bool_)
@@ -503,13 +508,22 @@ class Room:
             self._masks[id(eligible)] = kept
         return kept[1]
 
-    def _node_array(self, nodes: list[int] | dict[int, int]) -> NDArray[np.int64]:
+    def _node_array(self, nodes: list[int] | Eligible) -> NDArray[np.int64]:
         """A node list (a topology domain) or the nodes of an eligibility map as an array, made once."""
+        if isinstance(nodes, NodeFits):
+            return nodes.rows.astype(np.int64, copy=False)
         kept = self._arrays.get(id(nodes))
         if kept is None or kept[0] is not nodes:
             kept = (nodes, np.fromiter(nodes, dtype=np.int64, count=len(nodes)))
             self._arrays[id(nodes)] = kept
         return kept[1]
+
+    def _member(self, eligible: Eligible) -> Callable[[int], bool]:
+        """Whether a node is one of an eligibility map's, as a lookup: the dict's own, or a shape's
+        ``fits`` flags per node (no dict of its counts is made)."""
+        if isinstance(eligible, NodeFits):
+            return eligible.flags(len(self.free)).__getitem__
+        return eligible.__contains__
 
     def _scores(self, preference: dict[int, int]) -> NDArray[np.int64]:
         """A shape's preference scores as an array over nodes (0 where it names none), made once."""
@@ -530,11 +544,12 @@ class Room:
         return None
 
     def best_fit_in(
-        self, request: tuple[int, ...], eligible: dict[int, int], nodes: list[int], allow: Allow | None = None
+        self, request: tuple[int, ...], eligible: Eligible, nodes: list[int], allow: Allow | None = None
     ) -> int | None:
         """Best fit among the given nodes only (a topology domain): fewest free GPUs, then index."""
         if len(nodes) <= SMALL_SCAN:
-            fitting = [n for n in nodes if n in eligible and self.fits(n, request) and (allow is None or allow(n))]
+            member = self._member(eligible)
+            fitting = [n for n in nodes if member(n) and self.fits(n, request) and (allow is None or allow(n))]
             return min(fitting, key=lambda n: (self._level(self.free[n]), n)) if fitting else None
         candidates = self._node_array(nodes)
         candidates = candidates[self._eligible_mask(eligible)[candidates]]
@@ -547,12 +562,12 @@ class Room:
     def preferred_fit(self, shape: Shape, allow: Allow | None = None) -> int | None:
         """The node a pod with node preferences goes to: the highest preference score among those
         it fits (kube-scheduler's choice), then best fit (fewest free GPUs), then node order."""
-        if len(shape.upper) <= SMALL_SCAN:
-            fitting = [n for n in shape.upper if self.fits(n, shape.request) and (allow is None or allow(n))]
+        if len(shape.nodes) <= SMALL_SCAN:
+            fitting = [n for n in shape.nodes if self.fits(n, shape.request) and (allow is None or allow(n))]
             if not fitting:
                 return None
             return min(fitting, key=lambda n: (-shape.preference.get(n, 0), self._level(self.free[n]), n))
-        candidates = self.fitting(self._node_array(shape.upper), shape.request)
+        candidates = self.fitting(self._node_array(shape.fits), shape.request)
         if not candidates.size:
             return None
         scores = self._scores(shape.preference)[candidates]
@@ -568,7 +583,7 @@ class Room:
             if self._taken_in_trial:
                 self._ranked_in_trial = True
             return self._ranking(scarce, shape).best(self)
-        candidates = self.fitting(self._node_array(shape.upper), shape.request)
+        candidates = self.fitting(self._node_array(shape.fits), shape.request)
         if not candidates.size:
             return None
         cost, levels = self._price(scarce, shape, candidates)
@@ -640,7 +655,7 @@ class Room:
         return (cost * self._rank_base + level) * self.count + node
 
     def best_fit(
-        self, request: tuple[int, ...], gpus: int, eligible: dict[int, int], allow: Allow | None = None
+        self, request: tuple[int, ...], gpus: int, eligible: Eligible, allow: Allow | None = None
     ) -> int | None:
         """Best fit: the fewest free GPUs, then the node longest in that bucket. A pod eligible on
         few nodes is looked up among those (numpy); one eligible almost anywhere walks the buckets,
@@ -652,9 +667,10 @@ class Room:
                 return None
             order = np.lexsort((self.arrival[candidates], self.level_array[candidates]))
             return self._first_allowed(candidates, order, allow)
+        member = self._member(eligible)
         for level in sorted(lvl for lvl in self.levels if lvl >= gpus):
             for node in self.levels[level]:
-                if node in eligible and self.fits(node, request) and (allow is None or allow(node)):
+                if member(node) and self.fits(node, request) and (allow is None or allow(node)):
                     return node
         return None
 
@@ -744,7 +760,7 @@ class _Ranking:
     def __init__(self, room: Room, scarce: scarcity.Scarcity, shape: Shape) -> None:
         self.shape = shape
         self.scarce = scarce
-        self.mask = room._eligible_mask(shape.upper)
+        self.mask = room._eligible_mask(shape.fits)
         request = shape.request
         self.milli = request[room.milli] if room.milli is not None else shape.gpus * FULL_GPU_MILLI
         self.rates = scarce.rates(shape.eligibility, self.milli > 0)
@@ -1124,7 +1140,7 @@ def _known_not_to_fit(problem: Problem, gang: Gang, room: Room) -> bool:
     shape = problem.shapes[pod_class.shape]
     if shape.volumes or (room.spread is not None and pod_class.index in room.spread.of_class):
         return False
-    return room.query_key(shape.request, shape.upper, None) in room.full
+    return room.query_key(shape.request, shape.fits, None) in room.full
 
 
 def shares_gpu(problem: Problem, request: tuple[int, ...]) -> bool:
@@ -1327,10 +1343,10 @@ def _node_query(problem: Problem, room: Room, shape: Shape, within: list[int] | 
     """The node query of one pod of ``shape`` (onto ``within`` when given, under ``allow``)."""
     least_fragmenting, scarce = room.choosers(problem)
     request = shape.request
-    query = room.query_key(request, shape.upper, within)
+    query = room.query_key(request, shape.fits, within)
     choose: Callable[[], int | None]
     if within is not None:
-        return query, partial(room.best_fit_in, request, shape.upper, within, allow), True
+        return query, partial(room.best_fit_in, request, shape.fits, within, allow), True
     if shape.preference:
         return query, partial(room.preferred_fit, shape, allow), True
     if least_fragmenting is not None and allow is None:
@@ -1339,7 +1355,7 @@ def _node_query(problem: Problem, room: Room, shape: Shape, within: list[int] | 
         # scarce GPU pools priced (vcsat.solver.pricing.scarcity): cheapest, then best fit
         choose = partial(room.cheapest_fit, scarce, shape, allow)
     else:
-        choose = partial(room.best_fit, request, shape.gpus, shape.upper, allow)
+        choose = partial(room.best_fit, request, shape.gpus, shape.fits, allow)
     return query, choose, True
 
 

@@ -21,10 +21,12 @@ from numpy.typing import NDArray
 from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
+from vcsat.model.derived import derived
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import admission_memo, node_side
+from vcsat.solver.node_fits import NodeFits
 from vcsat.solver.rules import predicates, volumes
 from vcsat.solver.rules import spread as spread_rules
 from vcsat.solver.rules.attach import SharedAttach, shared_attach
@@ -51,8 +53,9 @@ class Shape:
     gpus: int
     nodes: tuple[int, ...]
     """Indices into :attr:`Problem.nodes` where one pod of this shape fits now."""
-    upper: dict[int, int]
-    """Per eligible node: how many pods of this shape fit there on their own."""
+    fits: NodeFits
+    """Per eligible node: how many pods of this shape fit there on their own, as arrays (a node
+    query reads these: :mod:`vcsat.solver.node_fits`)."""
     eligibility: predicates.EligibilityKey
     """Pods of this shape pass the predicates on the same nodes (see ``predicates.eligibility_key``)."""
     preference: dict[int, int] = field(default_factory=dict)
@@ -65,6 +68,11 @@ class Shape:
     volumes: frozenset[str] = frozenset()
     """Its pods' CSI volumes that other pods share (:mod:`vcsat.solver.rules.attach`): counted once
     per node, so the shape takes an exact bucket of its own."""
+
+    @derived
+    def upper(self) -> dict[int, int]:
+        """:attr:`fits` as a dict by node (ascending), made when first read."""
+        return self.fits.as_dict()
 
 
 @dataclass(frozen=True)
@@ -86,8 +94,14 @@ class Bucket:
     """Per resource, the least any member shape asks."""
     gpus: int
     nodes: tuple[int, ...]
-    upper: dict[int, int]
+    fits: NodeFits
     """Per node where some member fits: how many pods of the bucket fit there, relaxed."""
+
+    @derived
+    def upper(self) -> dict[int, int]:
+        """:attr:`fits` as a dict by node, made when first read (a cycle that stops before the
+        model is built never reads it)."""
+        return self.fits.as_dict()
 
     @property
     def exact(self) -> bool:
@@ -333,6 +347,21 @@ def request_of(pod: Pod, resources: list[str] | tuple[str, ...]) -> tuple[int, .
     )
 
 
+def _several_queues(gangs: list[Gang], snapshot: Snapshot) -> bool:
+    """Whether the gangs and the bound pods are in more than one queue between them: the pods
+    are read only until a second queue shows (with gangs of two queues, not at all)."""
+    seen = {gang.queue for gang in gangs}
+    if len(seen) > 1:
+        return True
+    queue_of = snapshot.queue_of
+    for pod in snapshot.pods:
+        if pod.bound and (queue := queue_of(pod)):
+            seen.add(queue)
+            if len(seen) > 1:
+                return True
+    return False
+
+
 def _gang_priority(group: PodGroup | None, pods: list[Pod]) -> int:
     if group is not None and group.priority_class:
         return group.priority
@@ -398,9 +427,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     tainted = any_prefer_no_schedule(nodes)
     eligible_cache: dict[predicates.EligibilityKey, NDArray[np.bool_]] = {}
     preference_cache: dict[tuple[predicates.EligibilityKey, PreferenceKey], dict[int, int]] = {}
-    fit_cache: dict[
-        tuple[tuple[int, ...], predicates.EligibilityKey], tuple[dict[int, int], tuple[int, ...], NDArray[np.intp]]
-    ] = {}
+    fit_cache: dict[tuple[tuple[int, ...], predicates.EligibilityKey], tuple[NodeFits, tuple[int, ...]]] = {}
     shape_rows: list[NDArray[np.intp]] = []
     """Per shape, its nodes as an array: a bucket's nodes are their union (one mask, not a set of ints)."""
     node_index = predicates.node_index(nodes)
@@ -491,21 +518,22 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                     isolated.add(own)
                 fitting = fit_cache.get((request, elig_key)) if not refused else None
                 if fitting is None:
-                    where, upper = fit_counts.nodes_and_counts(request, eligible)
-                    fitting = (upper, tuple(upper), where)  # its keys come in ascending node order
+                    counted = fit_counts.node_fits(request, eligible)
+                    fitting = (counted, tuple(counted.rows.tolist()))  # ascending node order
                     if not refused:
                         # Shapes of one request and eligibility (isolated classes with no node
                         # refused among them) have the same counts: one map, never changed, shared.
                         fit_cache[(request, elig_key)] = fitting
-                upper, fit_nodes, where = fitting
-                shape_rows.append(where)
+                fits, fit_nodes = fitting
+                shape_rows.append(fits.rows)
                 preference = {}
                 if pref_key is not None:
                     scores = preference_cache.get((elig_key, pref_key))
                     if scores is None:
                         scores = node_scores(pref_key, nodes, [int(i) for i in np.flatnonzero(eligible)])
                         preference_cache[(elig_key, pref_key)] = scores
-                    preference = {n: score for n, score in scores.items() if n in upper}
+                    mask = fits.mask(len(nodes))
+                    preference = {n: score for n, score in scores.items() if mask[n]}
                 shape_index = len(shapes)
                 shape_by_key[shape_key] = shape_index
                 shapes.append(
@@ -514,7 +542,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         request=request,
                         gpus=class_pods[0].gpus,
                         nodes=fit_nodes,
-                        upper=upper,
+                        fits=fits,
                         eligibility=elig_key,
                         preference=preference,
                         preference_key=pref_key,
@@ -579,8 +607,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     usage: dict[str, dict[str, int]] = {}
     deserved: dict[str, dict[str, int]] = {}
     wanted: dict[str, dict[str, int]] = {}
-    busy = {gang.queue for gang in gangs} | {q for pod in snapshot.pods if pod.bound and (q := snapshot.queue_of(pod))}
-    if policy.proportion and gangs and len(busy) > 1:
+    if policy.proportion and gangs and _several_queues(gangs, snapshot):
         total = cluster_total(snapshot)
         usage = queue_usage(snapshot)
         shares = fair_shares(snapshot)  # the same total, and the cache admission reads too
@@ -726,7 +753,7 @@ def _bucket(
     if len(members) == 1 and members[0].isolated is not None:
         # An isolated class's own bucket: exactly its shape (the same counts, already computed).
         shape = members[0]
-        return Bucket(index, (shape.index,), request, shape.gpus, shape.nodes, dict(shape.upper))
+        return Bucket(index, (shape.index,), request, shape.gpus, shape.nodes, shape.fits)
     if shape_rows is not None and len(members) > 1:
         # The union of the members' nodes as one mask (tens of thousands of ints at 10,000 nodes).
         union = np.zeros(len(free), dtype=np.bool_)
@@ -742,11 +769,11 @@ def _bucket(
         gpus=members[0].gpus,
         nodes=nodes,
         # One shape: its own fit counts (same request, same room) need no second pass.
-        upper=dict(members[0].upper)
+        fits=members[0].fits
         if len(members) == 1
-        else _fit_counts_at(request, room, nodes)
+        else _node_fits_at(request, room, nodes)
         if room is not None
-        else {node: _fit_count(request, free[node]) for node in nodes},
+        else NodeFits.of({node: _fit_count(request, free[node]) for node in nodes}),
     )
 
 
@@ -777,7 +804,7 @@ def split_bucket(problem: Problem, buckets: list[Bucket], index: int) -> list[Bu
 def _renumber(bucket: Bucket, index: int) -> Bucket:
     if bucket.index == index:
         return bucket
-    return Bucket(index, bucket.shapes, bucket.request, bucket.gpus, bucket.nodes, bucket.upper)
+    return Bucket(index, bucket.shapes, bucket.request, bucket.gpus, bucket.nodes, bucket.fits)
 
 
 def _mask_array(index: predicates.NodeIndex, mask: int) -> NDArray[np.bool_]:
@@ -814,29 +841,32 @@ class FitCounts:
 
     def of(self, request: tuple[int, ...], eligible: NDArray[np.bool_]) -> dict[int, int]:
         """The counts by node, keys in ascending node order (the build takes them as the shape's nodes)."""
-        return self.nodes_and_counts(request, eligible)[1]
+        return self.node_fits(request, eligible).as_dict()
 
-    def nodes_and_counts(
-        self, request: tuple[int, ...], eligible: NDArray[np.bool_]
-    ) -> tuple[NDArray[np.intp], dict[int, int]]:
-        """The nodes of :meth:`of` as an array (ascending), and :meth:`of`."""
+    def node_fits(self, request: tuple[int, ...], eligible: NDArray[np.bool_]) -> NodeFits:
+        """:meth:`of` as arrays (nodes ascending), no dict made."""
         if self.nodes == 0 or not any(amount > 0 for amount in request):
             where = np.flatnonzero(eligible)
-            return where, dict.fromkeys(where.tolist(), 1 << 30)
+            return NodeFits(where, np.full(where.size, 1 << 30, dtype=np.int64))
         fits, positive = self._of_request(request)
         where = np.flatnonzero(positive & eligible)
-        return where, dict(zip(where.tolist(), fits[where].tolist(), strict=True))
+        return NodeFits(where, fits[where])
 
 
 def _fit_counts_at(request: tuple[int, ...], free: NDArray[np.int64], nodes: tuple[int, ...]) -> dict[int, int]:
     """:func:`_fit_count` on each of ``nodes`` (rows of ``free``), as one array operation."""
+    return _node_fits_at(request, free, nodes).as_dict()
+
+
+def _node_fits_at(request: tuple[int, ...], free: NDArray[np.int64], nodes: tuple[int, ...]) -> NodeFits:
+    """:func:`_fit_counts_at` as arrays, no dict made."""
+    rows = np.array(nodes, dtype=np.intp)
     asked = [r for r, amount in enumerate(request) if amount > 0]
     if not asked or not nodes:
-        return dict.fromkeys(nodes, 0)
+        return NodeFits(rows, np.zeros(len(nodes), dtype=np.int64))
     amounts = np.array([request[r] for r in asked], dtype=np.int64)
-    rows = np.array(nodes, dtype=np.intp)
     fits = np.maximum(np.min(free[np.ix_(rows, np.array(asked, dtype=np.intp))] // amounts, axis=1), 0)
-    return dict(zip(nodes, fits.tolist(), strict=True))
+    return NodeFits(rows, fits)
 
 
 def _fit_count(request: tuple[int, ...], free: list[int]) -> int:

@@ -56,7 +56,7 @@ def try_gang(
         attach = room.attach if shape.volumes else None
         if attach is not None:
             allow = greedy._both(allow, partial(greedy._attach_allows, attach, shape, room))
-        query = room.query_key(shape.request, shape.upper, within)
+        query = room.query_key(shape.request, shape.fits, within)
         for _ in pod_class.pods:
             if any(used.get(name, 0) + amount > cap for name, amount, cap in limited):
                 break
@@ -66,7 +66,7 @@ def try_gang(
             if query in room.full:
                 node = None
             elif within is not None:
-                node = room.best_fit_in(shape.request, shape.upper, within, allow)
+                node = room.best_fit_in(shape.request, shape.fits, within, allow)
             elif shape.preference:
                 node = room.preferred_fit(shape, allow)
             elif least_fragmenting is not None and allow is None:
@@ -75,7 +75,7 @@ def try_gang(
             elif scarce is not None and room.priced(problem, scarce, shape):
                 node = room.cheapest_fit(scarce, shape, allow)
             else:
-                node = room.best_fit(shape.request, shape.gpus, shape.upper, allow)
+                node = room.best_fit(shape.request, shape.gpus, shape.fits, allow)
             if node is None and exact and allow is None:
                 room.note_full(query)
             if node is None:

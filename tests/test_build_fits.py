@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from builders import group, node, pod, snapshot
+from builders import group, node, pod, queue, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +19,7 @@ from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Pod, PodGroup, Policy
 from vcsat.solver.enqueue import gang_pods
-from vcsat.solver.problem import FitCounts, _fit_count, build_problem, initial_buckets
+from vcsat.solver.problem import FitCounts, _fit_count, _several_queues, build_problem, initial_buckets
 
 amounts = st.integers(min_value=-5, max_value=40)
 
@@ -144,3 +144,33 @@ def test_gang_pods_of_one_pod_table() -> None:
     assert gang_pods(group("ns/g", min_member=0, min_task_member={"a": 1}), [alive]) == [alive]
     assert gang_pods(group("ns/g", min_member=0, min_task_member={"b": 1}), [alive]) == []
     assert gang_pods(group("ns/g", min_member=1), [done]) == []
+
+
+# (queue of each pending gang's group, (queue of each bound pod's group or None for none), several?)
+SEVERAL_QUEUES = [
+    (("a",), (), False),
+    (("a", "a"), ("a",), False),
+    (("a", "b"), (), True),  # the gangs alone: no pod read
+    (("a",), ("a", "b"), True),
+    (("a",), (None,), True),  # a bound pod without a group counts in the default queue
+    (("default",), (None, None), False),
+    ((), ("a", "b"), True),
+]
+
+
+@pytest.mark.parametrize(("pending", "bound", "several"), SEVERAL_QUEUES)
+def test_several_queues_is_the_union_of_queues(
+    pending: tuple[str, ...], bound: tuple[str | None, ...], several: bool
+) -> None:
+    """The build's early-stopping test against the plain union of the gangs' and bound pods' queues."""
+    groups = [group(f"ns/p{i}", 1, q) for i, q in enumerate(pending)]
+    groups += [group(f"ns/b{i}", 1, q) for i, q in enumerate(bound) if q is not None]
+    pods = [pod(f"ns/p{i}-0", group=f"ns/p{i}") for i in range(len(pending))]
+    pods += [pod(f"ns/b{i}-0", group=f"ns/b{i}" if q is not None else None, node="n0") for i, q in enumerate(bound)]
+    names = {q for q in (*pending, *bound) if q is not None}
+    snap = snapshot([node("n0", cpu="64", memory="256Gi")], pods, groups, [queue(name) for name in sorted(names)])
+    problem = build_problem(snap, Policy())
+    union = {gang.queue for gang in problem.gangs} | {
+        q for p in snap.pods if p.bound and (q := snap.queue_of(p)) is not None
+    }
+    assert _several_queues(problem.gangs, snap) == several == (len(union) > 1)

@@ -57,7 +57,7 @@ def test_remembered_queries_stay_empty_and_rankings_agree(seed: int, trials: int
         for shape in rng.sample(problem.shapes, min(5, len(problem.shapes))):
             assert indexed.cheapest_fit(scarce, shape) == scanned.cheapest_fit(scarce, shape)
         for shape, within in asked:
-            if indexed.query_key(shape.request, shape.upper, within) in indexed.full:
+            if indexed.query_key(shape.request, shape.fits, within) in indexed.full:
                 assert none_fits(scanned, shape, within), "a remembered empty query would fit now"
 
     for _ in range(trials):
@@ -73,7 +73,7 @@ def test_remembered_queries_stay_empty_and_rankings_agree(seed: int, trials: int
             shape = rng.choice(problem.shapes)
             within = rng.choice(domains) if domains and rng.random() < 0.4 else None
             asked.append((shape, within))
-            key = indexed.query_key(shape.request, shape.upper, within)
+            key = indexed.query_key(shape.request, shape.fits, within)
             if key in indexed.full:
                 assert none_fits(scanned, shape, within)
                 continue
@@ -81,7 +81,7 @@ def test_remembered_queries_stay_empty_and_rankings_agree(seed: int, trials: int
                 node = indexed.cheapest_fit(scarce, shape)
                 assert node == scanned.cheapest_fit(scarce, shape)
             else:
-                node = indexed.best_fit_in(shape.request, shape.upper, within)
+                node = indexed.best_fit_in(shape.request, shape.fits, within)
                 assert node == scanned.best_fit_in(shape.request, shape.upper, within)
             if node is None:
                 indexed.note_full(key)

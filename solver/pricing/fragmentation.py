@@ -322,7 +322,7 @@ measure (a few microseconds each once memoised; Alibaba's trace asks under 10,00
 
 def _evaluations(problem: Problem) -> int:
     return sum(
-        len(problem.classes[c].pods) * len(problem.shapes[problem.classes[c].shape].upper)
+        len(problem.classes[c].pods) * len(problem.shapes[problem.classes[c].shape].nodes)
         for gang in problem.candidates
         for c in gang.classes
     )
@@ -401,7 +401,7 @@ def _least_fragmenting(measure: ProblemFragmentation, room: Room, shape: Shape) 
     fragmentation = measure.fragmentation
     scarce = scarcity.for_problem(problem)
     best: tuple[float, float, int, int] | None = None
-    for node in shape.upper:
+    for node in shape.nodes:
         if not room.fits(node, request):
             continue
         cpu_now = room.free[node][measure.cpu] if measure.cpu is not None else measure.cpu_left(node)

@@ -453,7 +453,7 @@ def cheapest_fit(scarcity: Scarcity, room: Room, shape: Shape, allow: Callable[[
     Node by node; :meth:`vcsat.solver.greedy.Room.cheapest_fit` is the same choice with numpy."""
     best: tuple[int, int, int] | None = None
     milli = shape.request[room.milli] if room.milli is not None else shape.gpus * FULL_GPU_MILLI
-    for node in shape.upper:
+    for node in shape.nodes:
         if not room.fits(node, shape.request) or (allow is not None and not allow(node)):
             continue
         cost = 0

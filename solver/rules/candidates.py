@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from vcsat.solver.assignment import Assignment
+from vcsat.solver.node_fits import NodeFits
 from vcsat.solver.objectives.interpod import preference_scores
 from vcsat.solver.problem import Bucket, Problem
 from vcsat.solver.rules.spread import Group
@@ -50,7 +51,8 @@ def restrict_isolated(problem: Problem, buckets: list[Bucket], hint: Assignment)
             continue
         cut = True
         nodes = tuple(filter(keep.__contains__, bucket.nodes))
-        out.append(replace(bucket, nodes=nodes, upper={node: bucket.upper[node] for node in nodes}))
+        upper = bucket.upper
+        out.append(replace(bucket, nodes=nodes, fits=NodeFits.of({node: upper[node] for node in nodes})))
     return out, cut
 
 
