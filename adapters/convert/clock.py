@@ -65,10 +65,10 @@ def parse_text_clock(text: str) -> float:
     server writes) are the start of the hour, remembered once a stamp of that hour was read, plus
     the minutes and seconds from a fixed table of their spellings (``00:00`` to ``59:59``); a stamp
     of an hour not met yet is the start of its day, remembered once a stamp of that day was parsed,
-    plus the hours, minutes and seconds from tables of their two-digit spellings. A cluster's stamps
-    are tens of thousands of distinct texts (a cache of whole texts misses most of them) in a few
-    hundred hours of a few days. The sum is the full parse's very float: every part is a whole
-    number far below 2**53. Any other spelling, and a day not met yet, takes the full parse."""
+    plus the hours, minutes and seconds from tables of their two-digit spellings. A cluster's
+    stamps are tens of thousands of distinct texts (a cache of whole texts misses most of them) in
+    a few hundred hours of a few days. The sum is the full parse's very float: every part is a
+    whole number far below 2**53. Any other spelling, and a day not met yet, takes the full parse."""
     if len(text) == 20 and text[19] == "Z":
         hour = _HOUR_STARTS.get(text[:14])
         if hour is not None:
@@ -95,8 +95,13 @@ from the day table named (so its day, hour and colon are checked)."""
 _HOURS = {f"{number:02d}": number for number in range(24)}
 _SIXTY = {f"{number:02d}": number for number in range(60)}
 """Two ASCII digits -> their number: minutes and seconds (Python's clock has no leap second)."""
-_MINUTE_SECOND = {f"{minute:02d}:{second:02d}": minute * 60 + second for minute in range(60) for second in range(60)}
-"""``MM:SS`` -> the seconds since the start of the hour."""
+_MINUTE_SECOND = {
+    minute_text + ":" + second_text: minute * 60 + second
+    for minute_text, minute in _SIXTY.items()
+    for second_text, second in _SIXTY.items()
+}
+"""``MM:SS`` -> the seconds since the start of the hour; made from the two-digit texts, since
+formatting 3,600 numbers would cost every process's import a few times more."""
 _WHOLE_SECOND_UTC = re.compile(r"(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}:\d{2}Z", re.ASCII)
 
 
