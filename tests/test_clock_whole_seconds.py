@@ -20,11 +20,19 @@ def _full_parse(text: str) -> float:
 
 @settings(max_examples=300, deadline=None)
 @given(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)))
-def test_a_whole_second_stamp_reads_as_the_full_parse_twice(moment: datetime) -> None:
+def test_a_whole_second_stamp_reads_as_the_full_parse_three_times(moment: datetime) -> None:
     text = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment:%H:%M:%S}Z"
-    first, second = parse_text_clock(text), parse_text_clock(text)  # the second from the tables
-    assert first == second == _full_parse(text)
-    assert type(first) is float and type(second) is float
+    # The second from the day's tables, the third from the hour's.
+    first, second, third = parse_text_clock(text), parse_text_clock(text), parse_text_clock(text)
+    assert first == second == third == _full_parse(text)
+    assert type(first) is float and type(second) is float and type(third) is float
+
+
+def test_a_stamp_read_from_the_day_remembers_its_hour() -> None:
+    parse_text_clock("2032-03-04T05:06:07Z")
+    parse_text_clock("2032-03-04T05:06:07Z")
+    assert clock._HOUR_STARTS["2032-03-04T05:"] == datetime(2032, 3, 4, 5, tzinfo=UTC).timestamp()
+    assert parse_text_clock("2032-03-04T05:59:59Z") == _full_parse("2032-03-04T05:59:59Z")
 
 
 def test_a_parsed_stamp_remembers_its_day() -> None:
@@ -57,11 +65,13 @@ def test_every_spelling_reads_as_the_full_parse(text: str) -> None:
         "2025-06-01T23:59:60Z",  # a leap second: Python has none
         "2025-06-01T8:00:000Z",  # digits in the wrong places, twenty characters all the same
         "2025-06-01T08:0a:00Z",
+        "2025-06-01T08:60:00Z",  # no such minute, in a known hour
         "2025-06-01T08:00:00z",
     ],
 )
 def test_a_bad_stamp_is_refused_even_on_a_known_day(text: str) -> None:
-    parse_text_clock("2025-06-01T08:00:00Z")
-    parse_text_clock("2025-02-28T08:00:00Z")
+    for _ in range(2):  # the second reading remembers the hour too
+        parse_text_clock("2025-06-01T08:00:00Z")
+        parse_text_clock("2025-02-28T08:00:00Z")
     with pytest.raises(ValueError, match="not an RFC 3339 time"):
         parse_text_clock(text)

@@ -493,6 +493,32 @@ def test_two_pods_on_one_gpu_is_an_error_in_a_file() -> None:
         )
 
 
+@pytest.mark.parametrize(
+    ("held", "ids", "message"),
+    [
+        pytest.param("1", "0,1,2", "Pod ns/b: .*GPU 1 of Node n1 is held by another pod too", id="second taken"),
+        pytest.param("1", "2,3,1", "Pod ns/b: .*GPU 1 of Node n1 is held by another pod too", id="last taken"),
+        pytest.param("1", "0,9,3", "Pod ns/b: .*index 9 is not a GPU of Node n1", id="second beyond"),
+        pytest.param("1", "9,1,0", "Pod ns/b: .*index 9 is not a GPU of Node n1", id="beyond before taken"),
+        pytest.param("1", "1,9,0", "Pod ns/b: .*GPU 1 of Node n1 is held", id="taken before beyond"),
+        pytest.param("3", "2,1,0", None, id="none taken"),
+    ],
+)
+def test_a_pods_first_bad_gpu_index_is_named_and_its_others_held(held: str, ids: str, message: str | None) -> None:
+    objects = (
+        k8s_node(gpus=8),
+        k8s_pod("a", gpus=1, node="n1", annotations={"vcsat.io/gpu-ids": held}),
+        k8s_pod("b", gpus=3, node="n1", annotations={"vcsat.io/gpu-ids": ids}),
+        k8s_pod("c", gpus=1, node="n1"),
+    )
+    if message is not None:
+        with pytest.raises(InputError, match=message):
+            convert(*objects)
+        return
+    # a's and b's indices are all held, so c takes the lowest one left.
+    assert _gpu_ids(convert(*objects)) == {"a": (3,), "b": (2, 1, 0), "c": (4,)}
+
+
 def test_too_few_free_gpus_is_an_error_in_a_file_and_tolerated_live() -> None:
     objects = (k8s_node(gpus=2), k8s_pod("a", gpus=2, node="n1"), k8s_pod("b", gpus=1, node="n1"))
     with pytest.raises(InputError, match="Node n1 has 0 free GPU"):

@@ -28,7 +28,7 @@ def test_each_pod_object_is_freed_before_the_snapshot_is_done(monkeypatch: pytes
     others = [weakref.ref(obj) for obj in objects if obj["kind"] != "Pod"]
     held: list[tuple[int, int]] = []
 
-    def notices(by_kind: Any, snapshot: Any, scheduler_name: str) -> tuple[()]:
+    def notices(by_kind: Any, snapshot: Any, scheduler_name: str, **_: Any) -> tuple[()]:
         held.append((sum(ref() is not None for ref in pods), sum(ref() is not None for ref in others)))
         return ()
 

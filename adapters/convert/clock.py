@@ -62,27 +62,46 @@ def parse_clock(text: object) -> float:
 
 def parse_text_clock(text: str) -> float:
     """:func:`parse_clock` of a string. Whole seconds in UTC (``2025-06-01T08:00:00Z``, what the API
-    server writes) are the start of the day, remembered once a stamp of that day was parsed, plus
-    the hours, minutes and seconds read from fixed tables of their two-digit spellings: a cluster's
-    stamps are tens of thousands of distinct texts (a cache of whole texts misses most of them) on
-    a few days. The sum is the full parse's very float: every part is a whole number far below
-    2**53. Any other spelling, and a day not met yet, takes the full parse."""
-    if len(text) == 20 and text[19] == "Z" and text[13] == ":" and text[16] == ":":
-        day = _DAY_STARTS.get(text[:11])
-        if day is not None:
-            hours = _HOURS.get(text[11:13])
-            minutes = _SIXTY.get(text[14:16])
-            seconds = _SIXTY.get(text[17:19])
-            if hours is not None and minutes is not None and seconds is not None:
-                return day + (hours * 3600 + minutes * 60 + seconds)
+    server writes) are the start of the hour, remembered once a stamp of that hour was read, plus
+    the minutes and seconds from a fixed table of their spellings (``00:00`` to ``59:59``); a stamp
+    of an hour not met yet is the start of its day, remembered once a stamp of that day was parsed,
+    plus the hours, minutes and seconds from tables of their two-digit spellings. A cluster's
+    stamps are tens of thousands of distinct texts (a cache of whole texts misses most of them) in
+    a few hundred hours of a few days. The sum is the full parse's very float: every part is a
+    whole number far below 2**53. Any other spelling, and a day not met yet, takes the full parse."""
+    if len(text) == 20 and text[19] == "Z":
+        hour = _HOUR_STARTS.get(text[:14])
+        if hour is not None:
+            within = _MINUTE_SECOND.get(text[14:19])
+            if within is not None:
+                return hour + within
+        if text[13] == ":" and text[16] == ":":
+            day = _DAY_STARTS.get(text[:11])
+            if day is not None:
+                hours = _HOURS.get(text[11:13])
+                minutes = _SIXTY.get(text[14:16])
+                seconds = _SIXTY.get(text[17:19])
+                if hours is not None and minutes is not None and seconds is not None:
+                    _HOUR_STARTS[text[:14]] = day + hours * 3600
+                    return day + (hours * 3600 + minutes * 60 + seconds)
     return _parse_text_clock(text)
 
 
 _DAY_STARTS: dict[str, float] = {}
 """``2025-06-01T`` -> the epoch seconds of that day's start (UTC), for each day a parsed stamp named."""
+_HOUR_STARTS: dict[str, float] = {}
+"""``2025-06-01T08:`` -> the epoch seconds of that hour's start (UTC), for each hour a stamp read
+from the day table named (so its day, hour and colon are checked)."""
 _HOURS = {f"{number:02d}": number for number in range(24)}
 _SIXTY = {f"{number:02d}": number for number in range(60)}
 """Two ASCII digits -> their number: minutes and seconds (Python's clock has no leap second)."""
+_MINUTE_SECOND = {
+    minute_text + ":" + second_text: minute * 60 + second
+    for minute_text, minute in _SIXTY.items()
+    for second_text, second in _SIXTY.items()
+}
+"""``MM:SS`` -> the seconds since the start of the hour; made from the two-digit texts, since
+formatting 3,600 numbers would cost every process's import a few times more."""
 _WHOLE_SECOND_UTC = re.compile(r"(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}:\d{2}Z", re.ASCII)
 
 

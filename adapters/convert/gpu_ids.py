@@ -68,6 +68,14 @@ def resolve_gpu_ids(pods: list[Pod], nodes: Mapping[str, Node], converter: Conve
         if pod.gpu_ids is None or pod.node_name is None:
             continue
         node = nodes[pod.node_name]
+        if not pod.gpu_milli and pod.gpu_ids:
+            # Whole GPUs: a pod's indices are distinct (parse_gpu_ids), so when all are below the
+            # node's count and none is taken, the loop below would only add them; checked with set
+            # operations instead (a pod at a time, not an index). Otherwise the loop names the first.
+            taken = whole.setdefault(node.name, set())
+            if not converter.strict or (max(pod.gpu_ids) < node.gpus and taken.isdisjoint(pod.gpu_ids)):
+                taken.update(pod.gpu_ids)
+                continue
         for index in pod.gpu_ids:
             if converter.strict and index >= node.gpus:
                 _fail_gpu(converter, pod, f"index {index} is not a GPU of Node {node.name} (it has {node.gpus})")

@@ -41,10 +41,11 @@ def _is_ours(group: PodGroup, snapshot: Snapshot, scheduler_name: str) -> bool:
 
 
 def conversion_notices(
-    by_kind: Mapping[str, Mapping[str, KubeObject]], snapshot: Snapshot, scheduler_name: str
+    by_kind: Mapping[str, Mapping[str, KubeObject]], snapshot: Snapshot, scheduler_name: str, *, strict: bool = False
 ) -> tuple[Notice, ...]:
     """What a lenient conversion tolerated that keeps work from running, once per object: only
-    about this scheduler's work (its pods, its PodGroups) and the nodes."""
+    about this scheduler's work (its pods, its PodGroups) and the nodes. ``strict``: the conversion
+    refused a PodGroup naming no Queue and a pod naming no PodGroup, so neither is looked for."""
     out: list[Notice] = []
     node_objects = by_kind["Node"]
     for node in snapshot.nodes:
@@ -62,7 +63,7 @@ def conversion_notices(
                 )
             out.append(Notice.model_construct(kind="Node", key=node.name, reason="InvalidGpuTopology", message=message))
     queues = snapshot.queue_by_name
-    for group in snapshot.podgroups:
+    for group in () if strict else snapshot.podgroups:
         if group.queue not in queues and _is_ours(group, snapshot, scheduler_name):
             message = f"spec.queue {group.queue!r} names no Queue: its pods are not scheduled until the queue exists"
             out.append(Notice.model_construct(kind="PodGroup", key=group.key, reason="QueueNotFound", message=message))
@@ -80,9 +81,9 @@ def conversion_notices(
                         kind="PodGroup", key=group.key, reason=SUB_GROUP_POLICY_IGNORED, message=_sub_groups(policies)
                     )
                 )
-    groups = snapshot.podgroup_by_key
     dangling: dict[str, list[str]] = {}
-    for pod in snapshot.pods:
+    groups = {} if strict else snapshot.podgroup_by_key
+    for pod in () if strict else snapshot.pods:
         if pod.group is not None and pod.group not in groups and pod.managed and not pod.finished:
             dangling.setdefault(pod.group, []).append(pod.key)
     for group_key, keys in sorted(dangling.items()):

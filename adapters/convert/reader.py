@@ -232,12 +232,22 @@ def construct_from(model: type[_M], values: dict[str, Any], *, complete: bool = 
     to hold exactly the model's fields (a constructed value's fields, some replaced), unchecked."""
     if not complete and values.keys() != model.__pydantic_fields__.keys():
         return model.model_construct(**values)  # a field the converter does not fill: the safe way
-    instance = model.__new__(model)
-    object.__setattr__(instance, "__dict__", values)
-    object.__setattr__(instance, "__pydantic_fields_set__", _every_field(model))
-    object.__setattr__(instance, "__pydantic_extra__", None)
-    object.__setattr__(instance, "__pydantic_private__", None)
+    instance = _new(model)
+    _set_dict(instance, values)
+    _set_fields_set(instance, _every_field(model))
+    _set_extra(instance, None)
+    _set_private(instance, None)
     return instance
+
+
+# The setters ``object.__setattr__`` would look up by name on every call, looked up once: the
+# converter makes a model per pod and per PodGroup, and the lookups were much of each one's making.
+# ``object.__new__`` is pydantic models' ``__new__`` (none of the model's classes defines its own).
+_new = object.__new__
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 _EVERY_FIELD: dict[type[BaseModel], set[str]] = {}

@@ -208,7 +208,7 @@ class _SnapshotConverter(Conversion):
             storage_capacities=capacities,
             disruption_budgets=budgets,
         )
-        notices = conversion_notices(by_kind, snapshot, self.scheduler_name)
+        notices = conversion_notices(by_kind, snapshot, self.scheduler_name, strict=self.strict)
         return snapshot.model_copy(update={"notices": notices}) if notices else snapshot
 
     def _storage(self, objects: Mapping[str, KubeObject], read: Callable[[KubeObject], _T]) -> tuple[_T, ...]:

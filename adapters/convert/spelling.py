@@ -13,11 +13,15 @@ other thing orjson spells like something else (a list).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+_NULL = re.compile(b"null").search
+"""Whether a spelling holds ``null``: the same answer as ``b"null" in text``, found faster on texts of
+a pod spec's length (every pod's spec is spelled)."""
 
 
 def spelling(value: Any) -> bytes | str:
@@ -26,4 +30,4 @@ def spelling(value: Any) -> bytes | str:
         text = orjson.dumps(value, option=_OPTIONS)
     except TypeError:
         return repr(value)
-    return repr(value) if b"null" in text else text
+    return repr(value) if _NULL(text) is not None else text
