@@ -38,7 +38,9 @@ def count(command: list[str], tree: Path | None = None, hash_seed: str = "0") ->
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise click.ClickException("valgrind is not installed (apt-get install valgrind)")
-    env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+    # Bytecode is never written by the counted run: the run that writes it would count the
+    # compiler and the write, and every later run would not.
+    env = dict(os.environ, PYTHONHASHSEED=hash_seed, PYTHONDONTWRITEBYTECODE="1")
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree.resolve()), env.get("PYTHONPATH")]))
     # sys.executable, not a launcher script (pyenv's shim is a shell script: valgrind would count
