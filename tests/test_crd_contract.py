@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.scripts import load_script
+
 REPO = Path(__file__).resolve().parents[1]
 OURS = REPO / "deploy" / "crds"
 VOLCANO = REPO / "tests" / "k8s" / "data" / "volcano-crds"
@@ -93,12 +95,7 @@ def test_job_accepts_restart_partition() -> None:
 def test_cronjob_crd_is_generated_from_the_job_crd() -> None:
     """deploy/crds and the Volcano-shaped test data both hold what tools/crds/make-cronjob-crd.py
     makes from the Job CRD beside them: the template's schema is the Job's, rules included."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_cronjob_crd", REPO / "tools" / "crds" / "make-cronjob-crd.py")
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_script("tools/crds/make-cronjob-crd.py", "make_cronjob_crd")
     for folder in (OURS, VOLCANO):
         made = tool.cronjob_crd(_crd(folder / "batch.volcano.sh_jobs.yaml"))
         assert made == _crd(folder / "batch.volcano.sh_cronjobs.yaml"), f"{folder}: run tools/crds/make-cronjob-crd.py"

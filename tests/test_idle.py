@@ -8,9 +8,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +16,7 @@ from builders import group, node, pod, queue, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.scripts import load_script
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.solver import idle, solve
 
@@ -165,13 +164,7 @@ def test_any_cluster_with_nothing_pending_gets_solves_decision(
 
 
 def _live_cycle() -> Any:
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "live_cycle.py"
-    spec = importlib.util.spec_from_file_location("live_cycle", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["live_cycle"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/live_cycle.py", "live_cycle")
 
 
 def test_the_live_schedulers_follow_ups_build_no_problem(monkeypatch: pytest.MonkeyPatch) -> None:

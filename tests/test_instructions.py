@@ -4,20 +4,15 @@ said in one line."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "instructions.py"
-_spec = importlib.util.spec_from_file_location("instructions", SCRIPT)
-assert _spec is not None and _spec.loader is not None
-instructions = importlib.util.module_from_spec(_spec)
-sys.modules["instructions"] = instructions
-_spec.loader.exec_module(instructions)
+from tests.scripts import load_script
+
+instructions = load_script("benchmarks/instructions.py", "instructions")
 
 LOOP = "import work; work.run()"
 

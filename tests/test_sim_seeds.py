@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,9 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "sim_seeds.py"
-_spec = importlib.util.spec_from_file_location("sim_seeds", SCRIPT)
-assert _spec is not None and _spec.loader is not None
-sim_seeds = importlib.util.module_from_spec(_spec)
-sys.modules["sim_seeds"] = sim_seeds  # dataclasses look their module up by name
-_spec.loader.exec_module(sim_seeds)
+from tests.scripts import load_script
+
+sim_seeds = load_script("benchmarks/sim_seeds.py", "sim_seeds")
 
 
 def record(seed: int, sched: str, level: float, end: float, drops: int = 0) -> dict[str, object]:
