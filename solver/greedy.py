@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from functools import cache, partial
+from fractions import Fraction
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,8 +27,8 @@ from vcsat.solver.objectives.fairness import (
     SHARE_SCALE,
     fair_ranks,
     fair_terms,
-    share_utility,
     tier_threshold,
+    utility_pieces,
 )
 from vcsat.solver.pricing import scarcity
 from vcsat.solver.pricing.fragmentation import greedy_chooser
@@ -964,8 +965,9 @@ def greedy(problem: Problem) -> Assignment:
 
 
 def greedy_by_gain(problem: Problem) -> Assignment | None:
-    """The same greedy with each fair-share level filled the other way: the queue the level gains
-    most from first (:func:`_fill_tier`); None when no level has two queues to order.
+    """The same greedy with each fair-share level filled the other way: first the queue whose next
+    gang raises the level most per unit of the resource it takes (:func:`_fill_tier`); None when
+    no level has two queues to order.
 
     Neither way is better on every cluster: this one wins where the free room is short of what
     the waiting queues deserve and they deserve different amounts; the first where whole gangs of
@@ -1023,10 +1025,6 @@ def _packing_order(problem: Problem, gang: Gang) -> tuple[int, bool, float, str]
     return (-gang.rank, problem.highest_tier(gang) is None, gang.created, gang.key)
 
 
-_utility = cache(share_utility)
-""":func:`share_utility` of a share, computed once per share (the fill asks for the same few often)."""
-
-
 def _fill_tier(
     problem: Problem,
     tier: int,
@@ -1040,8 +1038,8 @@ def _fill_tier(
     by_gain: bool,
 ) -> None:
     """One queue fair-share level: the queues it can raise, the least filled first (on the
-    resource the level measures) or, ``by_gain``, the one whose next unit of that resource adds
-    the most to the level first (the least filled among equals), each with its work of this
+    resource the level measures) or, ``by_gain``, the one whose next gang adds the most to the
+    level per unit of that resource it takes first (the least filled among equals), each with its work of this
     tier's priorities in job order, until each is at its deserved share or out of work. Room only
     shrinks, so a gang that failed once is not tried again."""
     share: dict[str, tuple[str, int]] = {}
@@ -1061,20 +1059,28 @@ def _fill_tier(
         name, deserved = share[queue]
         return held.get(queue, {}).get(name, 0) * (scale // deserved)
 
-    def gain(queue: str) -> int:
-        # The level sums each queue's concave utility of its filled share, so one more unit of
-        # the resource adds the utility's slope there divided by the queue's deserved amount: a
-        # queue that deserves less gains more per unit on the same slope, which filling every
-        # queue to equal shares gives up; a steeper slope (a less filled queue) still weighs more.
+    def gain(queue: str) -> Fraction:
+        # The level sums each queue's concave utility of its filled share, so a gang adds the
+        # utility's rise over the share it takes, divided by what it takes: a queue that deserves
+        # less gains more per unit on the same slope, which filling every queue to equal shares
+        # gives up, and a steeper slope (a less filled queue) weighs more. The rise is taken over
+        # the queue's next gang whole, not its next unit: a big gang that crosses into flatter
+        # pieces, or past the queue's share, gains less per unit than the slope where the queue
+        # stands says, and a fill that believed the slope would spend room on it that the other
+        # queues' gangs raise the level more with.
         name, deserved = share[queue]
-        share_now = min(SHARE_SCALE, SHARE_SCALE * held.get(queue, {}).get(name, 0) // deserved)
-        return (_utility(share_now + 1) - _utility(share_now)) * (scale // deserved)
+        now = min(held.get(queue, {}).get(name, 0), deserved)
+        # Work that takes none of the resource is ranked by the slope where the queue stands.
+        taken = max(1, _asks(problem, waiting[queue][0], name))
+        rise = _scaled_utility(min(now + taken, deserved), deserved) - _scaled_utility(now, deserved)
+        return Fraction(rise, taken * deserved)
 
-    # Each queue's order key and its name (ties go by name), kept: only the queue a gang was placed
-    # for holds more after it. The key ends with the queue's fill.
-    keys: dict[str, tuple[tuple[int, ...], str]] = {}
+    # Each queue's order key and its name (ties go by name). The key ends with the queue's fill.
+    # Filled equally, a queue's key changes only when a gang was placed for it; filled by gain, it
+    # also depends on the queue's next gang, so it is made again after every gang.
+    keys: dict[str, tuple[tuple[int | Fraction, ...], str]] = {}
 
-    def key(queue: str) -> tuple[tuple[int, ...], str]:
+    def key(queue: str) -> tuple[tuple[int | Fraction, ...], str]:
         return ((-gain(queue), fill(queue)) if by_gain else (fill(queue),)), queue
 
     for queue in waiting:
@@ -1087,8 +1093,20 @@ def _fill_tier(
         if not waiting[queue]:
             del waiting[queue]
         tried.add(gang.index)
-        if _place(problem, gang, room, queue_room, assignment, held) and queue in waiting:
+        if (_place(problem, gang, room, queue_room, assignment, held) or by_gain) and queue in waiting:
             keys[queue] = key(queue)
+
+
+def _asks(problem: Problem, gang: Gang, name: str) -> int:
+    """What all of the gang's pods ask of resource ``name``: what placing it whole takes."""
+    r = problem.resource_index(name)
+    return sum(len(problem.classes[c].pods) * problem.shapes[problem.classes[c].shape].request[r] for c in gang.classes)
+
+
+def _scaled_utility(amount: int, deserved: int) -> int:
+    """The concave utility of holding ``amount`` of a share of ``deserved`` (at most all of it),
+    times ``deserved``: exact in whole numbers, where the share in thousandths is a fraction."""
+    return min(slope * SHARE_SCALE * amount + offset * deserved for slope, offset in utility_pieces())
 
 
 def _place(

@@ -16,7 +16,7 @@ import pytest
 
 from vcsat.solver import greedy
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, tier_threshold
+from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, tier_threshold, utility_pieces
 from vcsat.solver.problem import Gang, Problem
 
 
@@ -121,9 +121,18 @@ def fill_tier(
         return Fraction(held.get(queue, {}).get(name, 0), deserved)
 
     def gain(queue: str) -> Fraction:
+        # The level's rise over the queue's next gang whole, per unit of the resource it takes.
         name, deserved = share[queue]
-        share_now = min(SHARE_SCALE, SHARE_SCALE * held.get(queue, {}).get(name, 0) // deserved)
-        return Fraction(greedy._utility(share_now + 1) - greedy._utility(share_now), deserved)
+        r = problem.resource_index(name)
+        gang = waiting[queue][0]
+        taken = sum(
+            len(problem.classes[c].pods) * problem.shapes[problem.classes[c].shape].request[r] for c in gang.classes
+        )
+        taken = max(1, taken)
+        now = held.get(queue, {}).get(name, 0)
+        before = min(Fraction(SHARE_SCALE), Fraction(SHARE_SCALE * now, deserved))
+        after = min(Fraction(SHARE_SCALE), Fraction(SHARE_SCALE * (now + taken), deserved))
+        return (utility(after) - utility(before)) / taken
 
     keys: dict[str, tuple[Fraction, ...]] = {}
 
@@ -140,8 +149,13 @@ def fill_tier(
         if not waiting[queue]:
             del waiting[queue]
         tried.add(gang.index)
-        if place(problem, gang, room, queue_room, assignment, held) and queue in waiting:
-            keys[queue] = key(queue)
+        if (place(problem, gang, room, queue_room, assignment, held) or by_gain) and queue in waiting:
+            keys[queue] = key(queue)  # by gain, the queue's next gang is another: its key too
+
+
+def utility(share: Fraction) -> Fraction:
+    """The level's concave utility of a share in thousandths, at any fraction of one."""
+    return min(slope * share + offset for slope, offset in utility_pieces())
 
 
 def place(

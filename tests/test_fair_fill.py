@@ -8,7 +8,11 @@ the waiting queues deserve, showed it: benchmarks/RESULTS.md, session 10). When 
 decision is not within the policy's tolerance of its bound, the cycle fills the levels the other
 way too and starts from the decision the objective ranks higher (``solve.warm_start``).
 
-- A table of small clusters of one-GPU jobs, where a queue that runs most of the cluster leaves
+The fill by gain weighs a queue's next gang whole (the level's rise over the share it takes,
+per GPU it takes), not the slope where the queue stands: a big gang that would carry the queue
+across the utility's flatter pieces or past its share gains less per GPU than that slope says.
+
+- A table of small clusters, where a queue that runs most of the cluster leaves
   the others less room than they deserve: the greedy's first fair-share level equals the proven
   optimum of that level (CP-SAT, a budget far beyond these sizes, no gap allowed) with the fill
   by gain, and the cycle's warm start (no tolerance) ranks at least as high as either fill.
@@ -56,6 +60,20 @@ CASES = {
         [0, 2, 8, 8],
         [("q1", 0, 8), ("q1", 1, 6)],
         [("q2", 1000, 1, 1, 4), ("q2", 0, 1, 1, 8), ("q3", 1000, 1, 1, 8), ("q3", 0, 1, 1, 16)],
+    ),
+    # q2's one waiting gang is an 8-GPU pod, more than the rest of its share: ranked by the slope
+    # where q2 stands it would go first and leave q3's gangs no room; ranked by its whole rise per
+    # GPU, q3's gangs go first and raise the level more.
+    "a gang past its share": (
+        [3, 3, 4],
+        [("q2", 0, 8), ("q2", 3, 2), ("q3", 0, 8), ("q2", 0, 8), ("q1", 1, 2), ("q3", 3, 4)],
+        [("q2", -100, 1, 8, 1), ("q3", 0, 3, 8, 4), ("q3", 0, 3, 4, 3)],
+    ),
+    # Likewise with q3's 2-pod gangs of 4 GPUs against q2's one-GPU pods.
+    "gangs across pieces": (
+        [1, 6],
+        [("q2", 2, 8), ("q2", 2, 2), ("q3", 0, 2)],
+        [("q1", -100, 2, 2, 1), ("q3", -100, 2, 4, 2), ("q2", 1000, 3, 1, 4)],
     ),
 }
 

@@ -2,11 +2,12 @@
 
 The per-gang path counts how many pods of a class the queue capabilities still take with one
 division per capped resource (not a test before each pod), picks each class's node query once,
-orders the fair-share fill by whole-number keys over a common multiple of the deserved amounts
-(not fractions) and charges a gang's pods to its queue per shape. ``tests/greedy_gang_reference.py``
-keeps the path as it was; the cases below pin what the greedy decides on small clusters where
-those steps matter, and the property compares both paths on generated clusters with capped and
-weighted queues: the greedy, its by-gain fill and a top-up.
+orders the equal-shares fill by whole-number keys over a common multiple of the deserved amounts
+(not fractions), computes the by-gain fill's rise in whole numbers scaled by the deserved amount
+(the reference takes the utility at fractional shares) and charges a gang's pods to its queue per
+shape. ``tests/greedy_gang_reference.py`` keeps the path as it was; the cases below pin what the
+greedy decides on small clusters where those steps matter, and the property compares both paths on
+generated clusters with capped and weighted queues: the greedy, its by-gain fill and a top-up.
 """
 
 from __future__ import annotations
