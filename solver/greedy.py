@@ -1106,7 +1106,11 @@ def _asks(problem: Problem, gang: Gang, name: str) -> int:
 def _scaled_utility(amount: int, deserved: int) -> int:
     """The concave utility of holding ``amount`` of a share of ``deserved`` (at most all of it),
     times ``deserved``: exact in whole numbers, where the share in thousandths is a fraction."""
-    return min(slope * SHARE_SCALE * amount + offset * deserved for slope, offset in utility_pieces())
+    return min(slope * SHARE_SCALE * amount + offset * deserved for slope, offset in _PIECES)
+
+
+_PIECES = tuple(utility_pieces())
+"""The utility's pieces, made once (the fill by gain reads them for every gang it ranks)."""
 
 
 def _place(
