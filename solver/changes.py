@@ -11,8 +11,8 @@ found here once for a pair of snapshots and read by every carry whose last state
 
 It is a pure function of the two snapshots: any snapshot may follow any other (a test, a replay,
 the one-shot ``vcsat solve``), only slower when little is shared. A carry with no last state (a
-one-shot solve) never asks and works as before. Only the last pair is kept; it holds both
-snapshots, so the identities it compares cannot be reused while it lives.
+one-shot solve) never asks and works as before. Only the last few pairs are kept; each holds
+both snapshots, so the identities it compares cannot be reused while it lives.
 """
 
 from __future__ import annotations
@@ -70,21 +70,23 @@ class Changes:
         return frozenset(keys)
 
 
-_last: Changes | None = None
+_KEPT = 3
+"""Pairs kept: a carry may have seen a snapshot the others did not (the queue gauges read the
+pods' sums after a follow-up cycle that solves nothing), so one cycle may ask for two pairs."""
+_pairs: list[Changes] = []
+"""The last pairs asked, newest last."""
 
 
 def between(before: Snapshot, after: Snapshot) -> Changes:
-    """What changed from ``before`` to ``after``, found once for the last pair asked (the index of
-    the last pair's ``after`` serves as the next pair's ``before``)."""
-    global _last
-    last = _last
-    if last is not None and last.before is before and last.after is after:
-        return last
-    if last is not None and last.after is before:
-        old_pods, old_nodes, old_groups = last.pod_ids, last.node_ids, last.group_ids
-    else:
-        old_pods, old_nodes, old_groups = _ids(before.pods), _ids(before.nodes), _ids(before.podgroups)
-    pods, nodes, groups = _ids(after.pods), _ids(after.nodes), _ids(after.podgroups)
+    """What changed from ``before`` to ``after``, found once for each of the last pairs asked (a
+    snapshot's index of a kept pair serves the next pair it is in)."""
+    global _pairs
+    pairs = _pairs
+    for found in pairs:
+        if found.before is before and found.after is after:
+            return found
+    old_pods, old_nodes, old_groups = _indexes(before)
+    pods, nodes, groups = _indexes(after)
     old_queues, queues = _ids(before.queues), _ids(after.queues)
     found = Changes(
         before=before,
@@ -101,14 +103,23 @@ def between(before: Snapshot, after: Snapshot) -> Changes:
         node_ids=nodes,
         group_ids=groups,
     )
-    _last = found
+    # A new list, so that a reader in another thread never sees one being changed.
+    _pairs = [*pairs[-(_KEPT - 1) :], found]
     return found
 
 
+def _indexes(snapshot: Snapshot) -> tuple[dict[int, Pod], dict[int, Node], dict[int, PodGroup]]:
+    """``snapshot``'s pods, nodes and PodGroups by id: a kept pair's, or made afresh."""
+    for found in reversed(_pairs):
+        if found.after is snapshot:
+            return found.pod_ids, found.node_ids, found.group_ids
+    return _ids(snapshot.pods), _ids(snapshot.nodes), _ids(snapshot.podgroups)
+
+
 def forget() -> None:
-    """Drop the last pair (tests; a process that stops scheduling)."""
-    global _last
-    _last = None
+    """Drop the kept pairs (tests; a process that stops scheduling)."""
+    global _pairs
+    _pairs = []
 
 
 def _ids(objects: Sequence[_T]) -> dict[int, _T]:

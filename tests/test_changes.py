@@ -122,6 +122,8 @@ def test_change_set_cases(
     assert found.nodes_touched == nodes
     assert found.groups_touched == groups
     assert changes.between(BASE, after) is found  # found once for the pair
+    assert changes.between(after, after).pods_new == ()  # another pair, kept with it
+    assert changes.between(BASE, after) is found
     assert found.pod_ids == {id(p): p for p in after.pods}
     back = changes.between(after, BASE)  # the reverse pair: gone and new swap
     assert {p.key for p in back.pods_new} == gone and {p.key for p in back.pods_gone} == new
