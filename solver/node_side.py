@@ -15,10 +15,10 @@ cycle for Kubernetes objects that did not change, and model objects are immutabl
 Which nodes' inputs changed since the last build is read off the change set of the two snapshots
 (:mod:`vcsat.solver.changes`), found once per cycle for every carry, rather than by comparing each
 node's bound pods with the last build's. Everything is recomputed for what changed, with the same
-code as a fresh build, so the problem is
-equal to a fresh one by construction (``tests/test_node_side.py`` checks it over random change
-sequences). The caches hold the objects they are keyed by, so their identities cannot be reused
-while an entry lives; they keep the last build only.
+code as a fresh build, so the problem is equal to a fresh one by construction
+(``tests/test_node_side.py`` and ``tests/test_changes.py`` check it over random change sequences).
+The caches hold the objects they are keyed by, so their identities cannot be reused while an entry
+lives; they keep the last build only.
 """
 
 from __future__ import annotations
