@@ -11,6 +11,8 @@ entered again in the :class:`~vcsat.solver.ledger.Ledger` sums: at 5,000 nodes ~
 a few hundred of them changed per live cycle. A snapshot with two PodGroups of one key (the
 converter never makes one) is summed afresh, group by group, as before; so is every pass while
 carrying is off (:func:`vcsat.solver.pod_sums.carry`: a one-shot solve gains nothing from it).
+After a carried pass, which groups to enter again is read off the change set of the two snapshots
+(:mod:`vcsat.solver.changes`, found once per cycle for every carry) instead of walking every group.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from vcsat.model import PodGroup, Snapshot
-from vcsat.solver import pod_sums
+from vcsat.solver import changes, pod_sums
 from vcsat.solver.ledger import Ledger
 
 Part = tuple[str, dict[str, int], dict[str, int] | None]
@@ -31,6 +33,8 @@ class _Carried:
         self.scheduler_name = scheduler_name
         self.inputs: dict[str, tuple[PodGroup, Mapping[str, int], Mapping[str, int]]] = {}
         """Per group key, the PodGroup and the need and holdings dicts its part was made from."""
+        self.snapshot: Snapshot | None = None
+        """The snapshot of the last pass: every group of it has its part in the ledgers."""
         self.own: Ledger[str, str] = Ledger()
         self.reserved: Ledger[str, bool] = Ledger()
 
@@ -70,6 +74,10 @@ def commitments(
         if carried is None or carried.scheduler_name != scheduler_name:
             carried = _carried = _Carried(scheduler_name)
         last = carried.inputs
+        if carried.snapshot is not None:
+            _put_touched(carried, snapshot, need, held, reserving)
+            own = {queue: dict(total) for queue, total in carried.own.sums.items()}
+            return own, dict(carried.reserved.sum(True) or {})
         now: dict[str, tuple[PodGroup, Mapping[str, int], Mapping[str, int]]] = {}
         for group in groups:
             key = group.key
@@ -87,9 +95,41 @@ def commitments(
         for key in last.keys() - now.keys():
             carried.own.drop(key)
             carried.reserved.drop(key)
-        carried.inputs = now
+        carried.inputs, carried.snapshot = now, snapshot
         own = {queue: dict(total) for queue, total in carried.own.sums.items()}
         return own, dict(carried.reserved.sum(True) or {})
+
+
+def _put_touched(
+    carried: _Carried,
+    snapshot: Snapshot,
+    need: Mapping[str, Mapping[str, int]],
+    held: Mapping[str, Mapping[str, int]],
+    reserving: Callable[[PodGroup], bool],
+) -> None:
+    """Enter again the parts of the groups the change set since the last pass names; a group it
+    leaves out is the very PodGroup with the very pods, so its part (a function of them and the
+    scheduler's name) is the one entered then, whether or not its need dicts are the same objects."""
+    last = carried.snapshot
+    assert last is not None
+    touched = () if last is snapshot else changes.between(last, snapshot).groups_touched
+    by_key = snapshot.podgroup_by_key
+    inputs = carried.inputs
+    for key in touched:
+        group = by_key.get(key)
+        if group is None:
+            inputs.pop(key, None)
+            carried.own.drop(key)
+            carried.reserved.drop(key)
+            continue
+        found = inputs[key] = (group, need[key], held[key])
+        queue, commits, reserves = part(group, found[1], found[2], reserving(group))
+        carried.own.put(key, queue, commits)
+        if reserves is None:
+            carried.reserved.drop(key)
+        else:
+            carried.reserved.put(key, True, reserves)
+    carried.snapshot = snapshot
 
 
 def forget() -> None:

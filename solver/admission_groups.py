@@ -6,7 +6,10 @@ thousands of groups, most of them running and unchanged since the last cycle. Th
 converter hands back the very model objects of the last cycle for Kubernetes objects that did not
 change, and model objects are immutable, so a group whose PodGroup object and pods (the same pod
 objects, in the same order) are those of the last pass keeps its sums from then. Everything else
-is summed afresh with the same code, so the sums equal a fresh pass by construction
+is summed afresh with the same code, so the sums equal a fresh pass by construction. Which groups
+changed since the last pass is read off the change set of the two snapshots
+(:mod:`vcsat.solver.changes`, found once per cycle for every carry) rather than by comparing each
+group's pods with the last pass's
 (``tests/test_admission_groups.py``). Only the last pass is kept: its entries hold the objects
 they are keyed by, so those identities cannot be reused while an entry lives.
 """
@@ -17,11 +20,14 @@ from collections.abc import Callable, Sequence
 
 from vcsat.model import Pod, PodGroup, Snapshot
 from vcsat.model import resources as res
+from vcsat.solver import changes
 
 _Entry = tuple[PodGroup, Sequence[Pod], dict[str, int], dict[str, int]]
 
 _last: dict[str, _Entry] = {}
 """The last pass's sums per group key, with the group and pods they were summed from."""
+_last_snapshot: Snapshot | None = None
+"""The snapshot of the last pass (every group of it has its entry in ``_last``)."""
 
 
 def holdings(pods: Sequence[Pod]) -> dict[str, int]:
@@ -35,29 +41,46 @@ def needs_and_holdings(
 ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
     """Per group key: ``need_of(group, pods)`` and :func:`holdings` of its pods. The dicts are
     shared with the next pass: read them, never change them."""
-    global _last
+    global _last, _last_snapshot
     last = _last
     pods_of = snapshot.pods_of_group
     kept: dict[str, _Entry] = {}
     need: dict[str, dict[str, int]] = {}
     held: dict[str, dict[str, int]] = {}
-    for group in snapshot.podgroups:
-        key = group.key
-        pods = pods_of.get(key, ())
-        entry = last.get(key)
-        if entry is None or entry[0] is not group or not _same(entry[1], pods):
-            entry = (group, tuple(pods), need_of(group, pods), holdings(pods))
-        kept[key] = entry
-        need[key] = entry[2]
-        held[key] = entry[3]
-    _last = kept
+    if _last_snapshot is not None:
+        # A group the change set leaves out is the very group of the last pass, with the very
+        # pods: its entry stands.
+        touched = (
+            frozenset() if _last_snapshot is snapshot else changes.between(_last_snapshot, snapshot).groups_touched
+        )
+        for group in snapshot.podgroups:
+            key = group.key
+            if key in touched:
+                pods = pods_of.get(key, ())
+                entry: _Entry = (group, tuple(pods), need_of(group, pods), holdings(pods))
+            else:
+                entry = last[key]
+            kept[key] = entry
+            need[key] = entry[2]
+            held[key] = entry[3]
+    else:
+        for group in snapshot.podgroups:
+            key = group.key
+            pods = pods_of.get(key, ())
+            found = last.get(key)
+            if found is None or found[0] is not group or not _same(found[1], pods):
+                found = (group, tuple(pods), need_of(group, pods), holdings(pods))
+            kept[key] = found
+            need[key] = found[2]
+            held[key] = found[3]
+    _last, _last_snapshot = kept, snapshot
     return need, held
 
 
 def forget() -> None:
     """Drop the last pass's sums (tests; a process that stops scheduling)."""
-    global _last
-    _last = {}
+    global _last, _last_snapshot
+    _last, _last_snapshot = {}, None
 
 
 def _same(before: Sequence[object], now: Sequence[object]) -> bool:

@@ -12,10 +12,13 @@ cycle for Kubernetes objects that did not change, and model objects are immutabl
 - the node index (:func:`vcsat.solver.rules.predicates.node_index`), the largest allocatable per
   resource and the HyperNode domains when every node (and HyperNode) is.
 
-Everything is recomputed for what changed, with the same code as a fresh build, so the problem is
-equal to a fresh one by construction (``tests/test_node_side.py`` checks it over random change
-sequences). The caches hold the objects they are keyed by, so their identities cannot be reused
-while an entry lives; they keep the last build only.
+Which nodes' inputs changed since the last build is read off the change set of the two snapshots
+(:mod:`vcsat.solver.changes`), found once per cycle for every carry, rather than by comparing each
+node's bound pods with the last build's. Everything is recomputed for what changed, with the same
+code as a fresh build, so the problem is equal to a fresh one by construction
+(``tests/test_node_side.py`` and ``tests/test_changes.py`` check it over random change sequences).
+The caches hold the objects they are keyed by, so their identities cannot be reused while an entry
+lives; they keep the last build only.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import TypeVar
 from vcsat.model import Node, Pod, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
+from vcsat.solver import changes
 
 _T = TypeVar("_T")
 
@@ -49,8 +53,8 @@ class _RoomEntry:
     room: NodeRoom
 
 
-_rooms: tuple[tuple[str, ...], dict[str, _RoomEntry]] = ((), {})
-"""The last build's room per node name, for its resources."""
+_rooms: tuple[tuple[str, ...], dict[str, _RoomEntry], Snapshot | None] = ((), {}, None)
+"""The last build's room per node name, for its resources, and the snapshot it was built for."""
 _last: dict[str, tuple[tuple[object, ...], object]] = {}
 """Per cached part, the objects it was computed from and its value."""
 
@@ -87,18 +91,37 @@ def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
     very objects keeps its room from then."""
     global _rooms
     names = tuple(resources)
-    last = _rooms[1] if _rooms[0] == names else {}
+    last_names, last, last_snapshot = _rooms
+    if last_names != names:
+        last, last_snapshot = {}, None
     on_node = snapshot.pods_on_node
-    kept: dict[str, _RoomEntry] = {}
     rooms: list[NodeRoom] = []
+    if last_snapshot is not None:
+        # Every node of the last snapshot has its entry, so a node the change set leaves out is
+        # the very node of then with the very pods bound to it: its entry stands.
+        touched = frozenset() if last_snapshot is snapshot else changes.between(last_snapshot, snapshot).nodes_touched
+        kept = dict(last)
+        for name in touched:
+            kept.pop(name, None)
+        for node in snapshot.nodes:
+            name = node.name
+            if name in touched:
+                bound = on_node.get(name, ())
+                entry = kept[name] = _RoomEntry(node, tuple(bound), node_room(node, bound, names))
+            else:
+                entry = kept[name]
+            rooms.append(entry.room)
+        _rooms = (names, kept, snapshot)
+        return rooms
+    kept = {}
     for node in snapshot.nodes:
         bound = on_node.get(node.name, ())
-        entry = last.get(node.name)
-        if entry is None or entry.node is not node or not _same(entry.bound, bound):
-            entry = _RoomEntry(node, tuple(bound), node_room(node, bound, names))
-        kept[node.name] = entry
-        rooms.append(entry.room)
-    _rooms = (names, kept)
+        found = last.get(node.name)
+        if found is None or found.node is not node or not _same(found.bound, bound):
+            found = _RoomEntry(node, tuple(bound), node_room(node, bound, names))
+        kept[node.name] = found
+        rooms.append(found.room)
+    _rooms = (names, kept, snapshot)
     return rooms
 
 
@@ -130,7 +153,7 @@ def largest_allocatable(nodes: Sequence[Node]) -> dict[str, int]:
 def forget() -> None:
     """Drop every cached part (tests; a process that stops scheduling)."""
     global _rooms
-    _rooms = ((), {})
+    _rooms = ((), {}, None)
     _last.clear()
 
 

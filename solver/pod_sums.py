@@ -8,9 +8,11 @@ what is bound on Ready nodes) sum the requests of every pod of the cluster, abou
 scheduler's converter hands back the very model objects of the last cycle for Kubernetes objects
 that did not change, and model objects are immutable, so a pod (or PodGroup) that is the same
 object as last time counts as it did then; only the others are entered or taken out of the
-:class:`~vcsat.solver.ledger.Ledger` sums. Any snapshot may follow any other (a test, a replay,
-two schedulers in one process): the difference is taken by identity either way, so the answer is
-a fresh pass's whatever came before, only slower when little is shared.
+:class:`~vcsat.solver.ledger.Ledger` sums; which those are is read off the change set of the two
+snapshots (:mod:`vcsat.solver.changes`), found once per cycle for every carry. Any snapshot may
+follow any other (a test, a replay, two schedulers in one process): the difference is taken by
+identity either way, so the answer is a fresh pass's whatever came before, only slower when little
+is shared.
 
 Carrying costs more than one fresh pass (about 5 times, for the ledgers' entries and counts), so it
 pays only where snapshot follows snapshot sharing most objects: the live scheduler turns it on
@@ -37,6 +39,7 @@ from typing import Any, TypeVar
 from vcsat.model import Node, Pod, PodGroup, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
+from vcsat.solver import changes
 from vcsat.solver.ledger import Ledger
 
 _Own = tuple[str, str, bool]
@@ -71,10 +74,17 @@ class _Carried:
     def update(self, snapshot: Snapshot) -> None:
         if snapshot is self.snapshot:
             return
-        pods = {id(pod): pod for pod in snapshot.pods}
+        found = changes.between(self.snapshot, snapshot) if self.snapshot is not None else None
+        pods = found.pod_ids if found is not None else {id(pod): pod for pod in snapshot.pods}
+        if found is not None:
+            # The change set lists the pods gone and new in their snapshots' order.
+            gone_pods = [(id(pod), pod) for pod in found.pods_gone]
+            new_pods = [(id(pod), pod) for pod in found.pods_new]
+        else:
+            gone_pods = [(gone, self.pods[gone]) for gone in self.pods.keys() - pods.keys()]
+            new_pods = [(new, pods[new]) for new in (pods.keys() - self.pods.keys() if self.pods else pods)]
         touched: set[_Own] = set()
-        for gone in self.pods.keys() - pods.keys():
-            pod = self.pods[gone]
+        for gone, pod in gone_pods:
             bucket = _own_bucket(pod)
             if bucket is not None:
                 self.own.drop(gone)
@@ -86,8 +96,7 @@ class _Carried:
         own: list[tuple[int, _Own, Mapping[str, int]]] = []
         on_node: list[tuple[int, str, Mapping[str, int]]] = []
         foreign: list[tuple[int, str, Mapping[str, int]]] = []
-        for new in pods.keys() - self.pods.keys() if self.pods else pods:
-            pod = pods[new]
+        for new, pod in new_pods:
             bucket = _own_bucket(pod)
             if bucket is not None:
                 own.append((new, bucket, pod.requests))
@@ -101,10 +110,15 @@ class _Carried:
         self.foreign.put_many(foreign)
         self.on_any.put_many((key, True, vector) for key, _, vector in on_node)
         self.foreign_any.put_many((key, True, vector) for key, _, vector in foreign)
-        self._update_nodes(snapshot)
-        groups = {id(group): group for group in snapshot.podgroups}
-        moved = {self.groups[i].key for i in self.groups.keys() - groups.keys()}
-        moved.update(groups[i].key for i in groups.keys() - self.groups.keys())
+        self._update_nodes(snapshot, found)
+        if found is not None:
+            groups = found.group_ids
+            moved = {group.key for group in found.groups_gone}
+            moved.update(group.key for group in found.groups_new)
+        else:
+            groups = {id(group): group for group in snapshot.podgroups}
+            moved = {self.groups[i].key for i in self.groups.keys() - groups.keys()}
+            moved.update(groups[i].key for i in groups.keys() - self.groups.keys())
         for key in moved:
             touched.add(("group", key, True))
             touched.add(("group", key, False))
@@ -123,7 +137,13 @@ class _Carried:
                 self.queues.put(bucket, (queue, bound), dict(subtotal))
         self.snapshot, self.pods, self.groups = snapshot, pods, groups
 
-    def _update_nodes(self, snapshot: Snapshot) -> None:
+    def _update_nodes(self, snapshot: Snapshot, found: changes.Changes | None) -> None:
+        if found is not None:
+            for node in found.nodes_gone:
+                self.ready.drop(id(node))
+            self.ready.put_many((id(node), True, node.allocatable) for node in found.nodes_new if node.ready)
+            self.nodes = found.node_ids
+            return
         nodes = {id(node): node for node in snapshot.nodes}
         for gone in self.nodes.keys() - nodes.keys():
             self.ready.drop(gone)

@@ -63,7 +63,7 @@ def test_reused_sums_equal_a_fresh_pass(seed: int, steps: int) -> None:
     made = len(groups)
     for _ in range(steps):
         snap = b.snapshot(nodes=NODES, pods=pods.values(), groups=groups.values(), queues=QUEUES)
-        before = dict(admission_groups._last)
+        before, before_snapshot = dict(admission_groups._last), admission_groups._last_snapshot
         need, held = admission_groups.needs_and_holdings(snap, group_need)
         assert (need, held) == _fresh(snap)
         for key, group in groups.items():
@@ -73,7 +73,7 @@ def test_reused_sums_equal_a_fresh_pass(seed: int, steps: int) -> None:
             if entry is not None and entry[0] is group and admission_groups._same(entry[1], ours):
                 assert need[key] is entry[2]
         # The whole admission with the last pass's sums at hand equals one without.
-        admission_groups._last = before
+        admission_groups._last, admission_groups._last_snapshot = before, before_snapshot
         reused = admit(snap, POLICY)
         admission_groups.forget()
         assert reused == admit(snap, POLICY)

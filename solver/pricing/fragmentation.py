@@ -146,7 +146,7 @@ _TASKS: Tally[TaskType] = Tally(_task_of)
 def workload_of(snapshot: Snapshot) -> Distribution:
     """The task distribution vcsat plans for: its own pods in the snapshot, bound and pending, by
     the GPU demand of each type (the types covering :data:`GPU_DEMAND_COVERED` of it)."""
-    counts = Counter(_TASKS.sums(snapshot.pods))
+    counts = Counter(_TASKS.of_snapshot(snapshot))
     # Weighed by the GPU thousandths each type asks, not by how many tasks: the room a placement
     # strands is counted in GPUs, so a rare 8-GPU task weighs as much as eight 1-GPU ones (counted
     # by tasks, the 95% cut drops 8-GPU tasks from Alibaba's trace and nothing keeps whole nodes for

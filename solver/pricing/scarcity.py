@@ -313,7 +313,7 @@ def measure(problem: Problem) -> Scarcity | None:
     pending: dict[Demand, int] = {}
     sizes: list[PodSize] = []
     parts = {"demand": demand, "squares": squares, "pending": pending}
-    for (part, key), amount in _DEMAND.sums(problem.snapshot.pods).items():
+    for (part, key), amount in _DEMAND.of_snapshot(problem.snapshot).items():
         if part == "size":
             sizes.append(key)  # type: ignore[arg-type]  # a size's part holds sizes
         else:
