@@ -257,8 +257,13 @@ class FreeRoom:
             if rank - level * span < want_cpu:
                 position = bisect_left(order, (level * span + want_cpu) * count, position)
                 continue
-            if on[row] and all(room[row] >= amount for room, amount in checks):
-                return row
+            if on[row]:
+                # A plain loop, not all() over a generator: this test runs per candidate per pod.
+                for room, amount in checks:
+                    if room[row] < amount:
+                        break
+                else:
+                    return row
             misses += 1
             if misses > _SCAN:
                 return None
