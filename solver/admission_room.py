@@ -153,6 +153,7 @@ class FreeRoom:
         self.hopeless: set[_ShapeKey] = set()
         self._requests: dict[tuple[tuple[str, int], ...], _Request] = {}
         self._pods: dict[int, _PodInfo] = {}
+        self._by_requests: dict[int, tuple[res.Resources, tuple[tuple[str, int], ...], _Request | None]] = {}
 
     @property
     def free(self) -> NDArray[np.int64]:
@@ -188,6 +189,22 @@ class FreeRoom:
         if found is not None and found[0] is pod:
             return found
         requests = pod.requests
+        # Pods of one spec share their requests dict (the converter reads each spec once): its
+        # sorted items and vector are looked up once per dict. The entry holds the dict, so its id
+        # is not reused while it lives.
+        known = self._by_requests.get(id(requests))
+        if known is not None and known[0] is requests:
+            asked, vector = known[1], known[2]
+        else:
+            asked, vector = self._request(requests)
+            self._by_requests[id(requests)] = (requests, asked, vector)
+        order = (-requests.get(res.GPU, 0), -requests.get(res.CPU, 0), pod.key)
+        found = (pod, order, (self.keys.of(pod), asked), vector)
+        self._pods[id(pod)] = found
+        return found
+
+    def _request(self, requests: res.Resources) -> tuple[tuple[tuple[str, int], ...], _Request | None]:
+        """A requests dict's sorted items and its :data:`_Request` (None: a resource no node has)."""
         asked = tuple(sorted(requests.items()))
         vector = self._requests.get(asked)
         if vector is None and all(a <= 0 or r in self.columns for r, a in asked):
@@ -206,10 +223,7 @@ class FreeRoom:
                 int(request[cpu]) if cpu is not None else 0,
                 tuple((self._rows[column], int(request[column])) for column in columns),
             )
-        order = (-requests.get(res.GPU, 0), -requests.get(res.CPU, 0), pod.key)
-        found = (pod, order, (self.keys.of(pod), asked), vector)
-        self._pods[id(pod)] = found
-        return found
+        return asked, vector
 
     def _best(self, key: predicates.EligibilityKey, vector: _Request) -> int:
         """The first node in preference order that passes the key's predicates and has room for the
@@ -257,8 +271,13 @@ class FreeRoom:
             if rank - level * span < want_cpu:
                 position = bisect_left(order, (level * span + want_cpu) * count, position)
                 continue
-            if on[row] and all(room[row] >= amount for room, amount in checks):
-                return row
+            if on[row]:
+                # A plain loop, not all() over a generator: this test runs per candidate per pod.
+                for room, amount in checks:
+                    if room[row] < amount:
+                        break
+                else:
+                    return row
             misses += 1
             if misses > _SCAN:
                 return None

@@ -244,11 +244,15 @@ def ours_of(snapshot: Snapshot, scheduler_name: str) -> set[str]:
     }
 
 
+_NOTHING_SERVED = Fraction(0)
+"""The share of a queue with no deserved share (fractions are immutable: one serves every such queue)."""
+
+
 def _served(shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[str, int]], queue: str) -> Fraction:
     """The largest part of its deserved share a queue holds or has been admitted for."""
     share = shares.get(queue)
     if share is None:
-        return Fraction(0)
+        return _NOTHING_SERVED
     # The largest held / deserved, compared by cross-multiplying (one Fraction made, at the end).
     worst_held, worst_deserved = 0, 1
     shared = share.deserved
@@ -474,7 +478,8 @@ class _State:
     # -- ordering and the verdict --
 
     def order(self, group: PodGroup) -> tuple[int, Fraction, str, int, float, str]:
-        queue_priority, share, queue = self.queue_rank.get(group.queue, (0, Fraction(0), group.queue))
+        found = self.queue_rank.get(group.queue)  # the default made only when needed (a Fraction is dear)
+        queue_priority, share, queue = found if found is not None else (0, _NOTHING_SERVED, group.queue)
         return (-queue_priority, share, queue, -group.priority, group.created, group.key)
 
     def never_runs(self, group: PodGroup) -> tuple[str, str] | None:

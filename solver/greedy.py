@@ -383,8 +383,10 @@ class Room:
         self.rows.set_gpus(node, self.whole[node], left, most)
 
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
-        if not all(amount <= room for amount, room in zip(request, self.free[node], strict=True)):
-            return False
+        # A plain loop, not all() over a generator: this test runs per node scanned per pod.
+        for amount, room in zip(request, self.free[node], strict=True):
+            if amount > room:
+                return False
         whole, share = self.parts(request)
         if whole > self.whole[node]:
             return False

@@ -416,9 +416,18 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     # Gangs: PodGroups with pending pods, and lone pods. With gang scheduling off every pod is
     # its own gang, which is what pod-at-a-time schedulers do.
     by_gang: dict[str, list[Pod]] = {}
+    first_created: dict[str, float] = {}
+    """Per gang, its pods' earliest creation (what gangs are ordered by), kept while grouping."""
     for pod in pending:
         key = pod.group if (pod.group is not None and policy.gang) else pod.key
-        by_gang.setdefault(key, []).append(pod)
+        members = by_gang.get(key)
+        if members is None:
+            by_gang[key] = [pod]
+            first_created[key] = pod.created
+        else:
+            members.append(pod)
+            if pod.created < first_created[key]:
+                first_created[key] = pod.created
 
     gangs: list[Gang] = []
     classes: list[PodClass] = []
@@ -440,18 +449,31 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     gang_gpus: list[int] = []
     """Per gang, the whole GPUs its classes' pods ask for together (which gangs topology prices)."""
 
-    for key in sorted(by_gang, key=lambda k: (min(p.created for p in by_gang[k]), k)):
-        every = sorted(by_gang[key], key=lambda p: (p.created, p.key))
+    group_by_key = snapshot.podgroup_by_key
+    for key in sorted(by_gang, key=lambda k: (first_created[k], k)):
+        every = by_gang[key]
+        if len(every) > 1:  # most gangs are one pod
+            every.sort(key=lambda p: (p.created, p.key))
         # Gated pods and pods with resource claims are never placed: they make no class, so no
-        # count, greedy step or decode can place them, and they count for no minMember.
-        pods = [pod for pod in every if not pod.held]
-        group = snapshot.podgroup_by_key.get(key) if policy.gang else None
+        # count, greedy step or decode can place them, and they count for no minMember. One pass
+        # sorts them out and finds a pod whose PodGroup is not there.
+        pods: list[Pod] = []
+        held: list[Pod] = []
+        missing_group: str | None = None
+        for pod in every:
+            if pod.held:
+                held.append(pod)
+            else:
+                pods.append(pod)
+            if missing_group is None and pod.group is not None and pod.group not in group_by_key:
+                missing_group = pod.group
+        group = group_by_key.get(key) if policy.gang else None
         # A lone pod's queue is its annotation's; with gang scheduling off a pod of a PodGroup is
         # placed on its own, in its group's queue.
         if every[0].group is None:
             lone_queue = every[0].queue_name or DEFAULT_QUEUE
         else:
-            its_group = snapshot.podgroup_by_key.get(every[0].group)
+            its_group = group_by_key.get(every[0].group)
             lone_queue = its_group.queue if its_group is not None else DEFAULT_QUEUE
         gang = Gang(
             index=len(gangs),
@@ -461,10 +483,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             priority=_gang_priority(group, every),
             created=group.created if group is not None else every[0].created,
         )
-        gang.held = tuple(pod for pod in every if pod.held)
-        gang.missing_group = next(
-            (p.group for p in every if p.group is not None and p.group not in snapshot.podgroup_by_key), None
-        )
+        gang.held = tuple(held)
+        gang.missing_group = missing_group
         gang.rank = gang.priority if policy.priority else 0
         gangs.append(gang)
         gpus = 0
@@ -890,7 +910,7 @@ def _set_needs(gang: Gang, snapshot: Snapshot, pending: list[Pod]) -> None:
     members = snapshot.pods_of_group.get(group.key, ())
     if not group.min_task_member:
         # The common case: only the count of running members is needed.
-        gang.need = max(0, group.min_member - sum(1 for p in members if p.gang_ready))
+        gang.need = max(0, group.min_member - len([p for p in members if p.gang_ready]))
         return
     running = [p for p in members if p.gang_ready]
     gang.need = max(0, group.min_member - len(running))
@@ -958,7 +978,10 @@ def _prefilter(
     iso: Isolation,
 ) -> Blocked | None:
     """Reasons that hold whatever else is placed: the typed outcome before any search."""
-    for pod_class in (classes[c] for c in gang.classes):
+    my_classes = [classes[c] for c in gang.classes]
+    pending = 0
+    for pod_class in my_classes:
+        pending += len(pod_class.pods)
         for pod in pod_class.pods:
             node = pod.nominated_node
             if node is not None and any(p.terminating for p in snapshot.pods_on_node.get(node, ())):
@@ -970,8 +993,6 @@ def _prefilter(
     queue = snapshot.queue_by_name.get(gang.queue)
     if queue is not None and not queue.open:
         return Blocked(gang.index, "QueueClosed", f"queue {gang.queue} is Closed: nothing new is placed")
-    my_classes = [classes[c] for c in gang.classes]
-    pending = sum(len(c.pods) for c in my_classes)
     if pending < gang.need:
         minimum = gang.group.min_member if gang.group is not None else gang.need
         return Blocked(

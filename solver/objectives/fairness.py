@@ -134,14 +134,16 @@ def _fair_terms(problem: Problem, rank: int) -> list[tuple[str, str, int, int, l
         for queue in _queue_tiers(problem)
         if problem.queue_priority(queue) == priority
     }
-    by_queue: dict[str, list[int]] = {}
+    # Each class with its request, looked up once: every fair resource of its queue reads it.
+    by_queue: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
     for gang in problem.candidates:
         threshold = thresholds.get(gang.queue)
         if threshold is None or gang.rank < threshold:
             continue
         for c in gang.classes:
-            if problem.shapes[problem.classes[c].shape].nodes:
-                by_queue.setdefault(gang.queue, []).append(c)
+            shape = problem.shapes[problem.classes[c].shape]
+            if shape.nodes:
+                by_queue.setdefault(gang.queue, []).append((c, shape.request))
     out: list[tuple[str, str, int, int, list[int]]] = []
     for queue, classes in sorted(by_queue.items()):
         if queue not in problem.deserved:
@@ -152,7 +154,7 @@ def _fair_terms(problem: Problem, rank: int) -> list[tuple[str, str, int, int, l
             held = _held(problem, queue, name)
             if held >= cap:
                 continue  # already at its share: nothing to gain here
-            asked = [c for c in classes if problem.shapes[problem.classes[c].shape].request[r] > 0]
+            asked = [c for c, request in classes if request[r] > 0]
             if asked:
                 out.append((queue, name, cap, held, asked))
     return out
