@@ -86,12 +86,7 @@ def commitments(
             before = last.get(key)
             if before is not None and before[0] is group and before[1] is inputs[1] and before[2] is inputs[2]:
                 continue
-            queue, commits, reserves = part(group, inputs[1], inputs[2], reserving(group))
-            carried.own.put(key, queue, commits)
-            if reserves is None:
-                carried.reserved.drop(key)
-            else:
-                carried.reserved.put(key, True, reserves)
+            _enter(carried, key, group, inputs[1], inputs[2], reserving)
         for key in last.keys() - now.keys():
             carried.own.drop(key)
             carried.reserved.drop(key)
@@ -123,13 +118,25 @@ def _put_touched(
             carried.reserved.drop(key)
             continue
         found = inputs[key] = (group, need[key], held[key])
-        queue, commits, reserves = part(group, found[1], found[2], reserving(group))
-        carried.own.put(key, queue, commits)
-        if reserves is None:
-            carried.reserved.drop(key)
-        else:
-            carried.reserved.put(key, True, reserves)
+        _enter(carried, key, group, found[1], found[2], reserving)
     carried.snapshot = snapshot
+
+
+def _enter(
+    carried: _Carried,
+    key: str,
+    group: PodGroup,
+    need: Mapping[str, int],
+    held: Mapping[str, int],
+    reserving: Callable[[PodGroup], bool],
+) -> None:
+    """Enter one group's part (its commitments, and its reservation if it reserves) in the carried sums."""
+    queue, commits, reserves = part(group, need, held, reserving(group))
+    carried.own.put(key, queue, commits)
+    if reserves is None:
+        carried.reserved.drop(key)
+    else:
+        carried.reserved.put(key, True, reserves)
 
 
 def forget() -> None:
