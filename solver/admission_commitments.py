@@ -73,24 +73,14 @@ def commitments(
         carried = _carried
         if carried is None or carried.scheduler_name != scheduler_name:
             carried = _carried = _Carried(scheduler_name)
-        last = carried.inputs
         if carried.snapshot is not None:
             _put_touched(carried, snapshot, need, held, reserving)
-            own = {queue: dict(total) for queue, total in carried.own.sums.items()}
-            return own, dict(carried.reserved.sum(True) or {})
-        now: dict[str, tuple[PodGroup, Mapping[str, int], Mapping[str, int]]] = {}
-        for group in groups:
-            key = group.key
-            inputs = (group, need[key], held[key])
-            now[key] = inputs
-            before = last.get(key)
-            if before is not None and before[0] is group and before[1] is inputs[1] and before[2] is inputs[2]:
-                continue
-            _enter(carried, key, group, inputs[1], inputs[2], reserving)
-        for key in last.keys() - now.keys():
-            carried.own.drop(key)
-            carried.reserved.drop(key)
-        carried.inputs, carried.snapshot = now, snapshot
+        else:  # the first carried pass: every group entered
+            for group in groups:
+                key = group.key
+                carried.inputs[key] = (group, need[key], held[key])
+                _enter(carried, key, group, need[key], held[key], reserving)
+            carried.snapshot = snapshot
         own = {queue: dict(total) for queue, total in carried.own.sums.items()}
         return own, dict(carried.reserved.sum(True) or {})
 

@@ -63,14 +63,11 @@ def needs_and_holdings(
             kept[key] = entry
             need[key] = entry[2]
             held[key] = entry[3]
-    else:
+    else:  # no last pass (``_last`` is empty with it): every group summed afresh
         for group in snapshot.podgroups:
             key = group.key
             pods = pods_of.get(key, ())
-            found = last.get(key)
-            if found is None or found[0] is not group or not _same(found[1], pods):
-                found = (group, tuple(pods), need_of(group, pods), holdings(pods))
-            kept[key] = found
+            found = kept[key] = (group, tuple(pods), need_of(group, pods), holdings(pods))
             need[key] = found[2]
             held[key] = found[3]
     _last, _last_snapshot = kept, snapshot
@@ -81,7 +78,3 @@ def forget() -> None:
     """Drop the last pass's sums (tests; a process that stops scheduling)."""
     global _last, _last_snapshot
     _last, _last_snapshot = {}, None
-
-
-def _same(before: Sequence[object], now: Sequence[object]) -> bool:
-    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeVar
 
-from vcsat.model import Node, Pod, PodGroup, Queue, Snapshot
+from vcsat.model import Node, Pod, PodGroup, Snapshot
 
 _T = TypeVar("_T")
 
@@ -41,8 +41,6 @@ class Changes:
     nodes_new: tuple[Node, ...]
     groups_gone: tuple[PodGroup, ...]
     groups_new: tuple[PodGroup, ...]
-    queues_gone: tuple[Queue, ...]
-    queues_new: tuple[Queue, ...]
     pod_ids: dict[int, Pod]
     """``after``'s pods by id (shared: read it, never change it)."""
     node_ids: dict[int, Node]
@@ -87,7 +85,6 @@ def between(before: Snapshot, after: Snapshot) -> Changes:
             return found
     old_pods, old_nodes, old_groups = _indexes(before)
     pods, nodes, groups = _indexes(after)
-    old_queues, queues = _ids(before.queues), _ids(after.queues)
     found = Changes(
         before=before,
         after=after,
@@ -97,8 +94,6 @@ def between(before: Snapshot, after: Snapshot) -> Changes:
         nodes_new=_missing(after.nodes, old_nodes),
         groups_gone=_missing(before.podgroups, groups),
         groups_new=_missing(after.podgroups, old_groups),
-        queues_gone=_missing(before.queues, queues),
-        queues_new=_missing(after.queues, old_queues),
         pod_ids=pods,
         node_ids=nodes,
         group_ids=groups,

@@ -113,13 +113,10 @@ def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
             rooms.append(entry.room)
         _rooms = (names, kept, snapshot)
         return rooms
-    kept = {}
+    kept = {}  # no last build for these resources: every room afresh
     for node in snapshot.nodes:
         bound = on_node.get(node.name, ())
-        found = last.get(node.name)
-        if found is None or found.node is not node or not _same(found.bound, bound):
-            found = _RoomEntry(node, tuple(bound), node_room(node, bound, names))
-        kept[node.name] = found
+        found = kept[node.name] = _RoomEntry(node, tuple(bound), node_room(node, bound, names))
         rooms.append(found.room)
     _rooms = (names, kept, snapshot)
     return rooms

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Hashable, Mapping
 from typing import Any, TypeVar
 
-from vcsat.model import Node, Pod, PodGroup, Snapshot
+from vcsat.model import Pod, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.solver import changes
@@ -53,8 +53,6 @@ class _Carried:
 
     def __init__(self) -> None:
         self.snapshot: Snapshot | None = None
-        self.pods: dict[int, Pod] = {}
-        self.groups: dict[int, PodGroup] = {}
         self.own: Ledger[int, _Own] = Ledger()
         """Bound or pending pods of ours, per group (or queue, without a group) and boundness."""
         self.queues: Ledger[_Own, tuple[str, bool]] = Ledger()
@@ -67,7 +65,6 @@ class _Carried:
         """``on_node``'s entries in one bucket (``True``): what is bound on any node."""
         self.foreign_any: Ledger[int, bool] = Ledger(named=False)
         """``foreign``'s entries in one bucket (``True``)."""
-        self.nodes: dict[int, Node] = {}
         self.ready: Ledger[int, bool] = Ledger()
         """The Ready nodes' allocatable in one bucket (``True``), resources named as a fresh total's."""
 
@@ -75,14 +72,12 @@ class _Carried:
         if snapshot is self.snapshot:
             return
         found = changes.between(self.snapshot, snapshot) if self.snapshot is not None else None
-        pods = found.pod_ids if found is not None else {id(pod): pod for pod in snapshot.pods}
         if found is not None:
             # The change set lists the pods gone and new in their snapshots' order.
             gone_pods = [(id(pod), pod) for pod in found.pods_gone]
             new_pods = [(id(pod), pod) for pod in found.pods_new]
-        else:
-            gone_pods = [(gone, self.pods[gone]) for gone in self.pods.keys() - pods.keys()]
-            new_pods = [(new, pods[new]) for new in (pods.keys() - self.pods.keys() if self.pods else pods)]
+        else:  # the first pass: nothing carried yet, every pod new
+            gone_pods, new_pods = [], list({id(pod): pod for pod in snapshot.pods}.items())
         touched: set[_Own] = set()
         for gone, pod in gone_pods:
             bucket = _own_bucket(pod)
@@ -112,13 +107,10 @@ class _Carried:
         self.foreign_any.put_many((key, True, vector) for key, _, vector in foreign)
         self._update_nodes(snapshot, found)
         if found is not None:
-            groups = found.group_ids
             moved = {group.key for group in found.groups_gone}
             moved.update(group.key for group in found.groups_new)
         else:
-            groups = {id(group): group for group in snapshot.podgroups}
-            moved = {self.groups[i].key for i in self.groups.keys() - groups.keys()}
-            moved.update(groups[i].key for i in groups.keys() - self.groups.keys())
+            moved = {group.key for group in snapshot.podgroups}
         for key in moved:
             touched.add(("group", key, True))
             touched.add(("group", key, False))
@@ -135,24 +127,18 @@ class _Carried:
             else:
                 # A copy: the ledger below keeps the vector it is given, the one above goes on changing.
                 self.queues.put(bucket, (queue, bound), dict(subtotal))
-        self.snapshot, self.pods, self.groups = snapshot, pods, groups
+        self.snapshot = snapshot
 
     def _update_nodes(self, snapshot: Snapshot, found: changes.Changes | None) -> None:
         if found is not None:
             for node in found.nodes_gone:
                 self.ready.drop(id(node))
             self.ready.put_many((id(node), True, node.allocatable) for node in found.nodes_new if node.ready)
-            self.nodes = found.node_ids
             return
+        # The first pass (nothing carried yet), in the snapshot's order, so that a cold start names
+        # the resources in a fresh total's order.
         nodes = {id(node): node for node in snapshot.nodes}
-        for gone in self.nodes.keys() - nodes.keys():
-            self.ready.drop(gone)
-        new = nodes.keys() - self.nodes.keys() if self.nodes else nodes
-        # In the snapshot's order, so that a cold start names the resources in a fresh total's order.
-        self.ready.put_many(
-            (key, True, node.allocatable) for key, node in nodes.items() if key in new and node.ready
-        )
-        self.nodes = nodes
+        self.ready.put_many((key, True, node.allocatable) for key, node in nodes.items() if node.ready)
 
 
 def _own_bucket(pod: Pod) -> _Own | None:

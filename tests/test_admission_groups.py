@@ -70,7 +70,7 @@ def test_reused_sums_equal_a_fresh_pass(seed: int, steps: int) -> None:
             # A group and pods that are the very objects of the last pass keep the very same sums.
             entry = before.get(key)
             ours = tuple(snap.pods_of_group.get(key, ()))
-            if entry is not None and entry[0] is group and admission_groups._same(entry[1], ours):
+            if entry is not None and entry[0] is group and _same(entry[1], ours):
                 assert need[key] is entry[2]
         # The whole admission with the last pass's sums at hand equals one without.
         admission_groups._last, admission_groups._last_snapshot = before, before_snapshot
@@ -116,3 +116,8 @@ def test_groups_sharing_min_resources_share_one_need() -> None:
     assert other.min_resources is not first.min_resources
     assert group_need(other, []) == need
     assert group_need(other, []) is not need
+
+
+def _same(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    """The very objects, in the same order."""
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))

@@ -339,7 +339,7 @@ def test_summed_afresh_while_carrying_is_off(seed: int) -> None:
     assert pod_sums.bound_on(snap, ready) == _fresh_on(snap, ready, foreign=False)
     assert pod_sums.foreign_on(snap, ready) == _fresh_on(snap, ready, foreign=True)
     assert pod_sums.ready_allocatable(snap) == res.total(node.allocatable for node in nodes if node.ready)
-    assert not pod_sums._carried.pods, "nothing is carried"
+    assert pod_sums._carried.snapshot is None, "nothing is carried"
 
 
 @settings(max_examples=20, deadline=None)
