@@ -450,6 +450,10 @@ def _preempt(
     has time for it: with ``budget`` deterministic seconds of CP-SAT when that fits too, else on
     the models' stage minimum alone (:mod:`vcsat.solver.deadline`). Also returns the budget given."""
     left = [gang for gang in problem.gangs if gang.index not in assignment.placed]
+    if left and not plan.allows(EVICTIONS, plan.evictions_cost(1), last=True):
+        # Not even one run would end in time: the phase's cheapest form, asked before finding the
+        # waiting gangs and their runs (a tenth of a second at 10,000 nodes) only to refuse it then.
+        return now, [], [], podgroups, budget
     modelled = modelled_gangs(problem, left)
     waiting = [gang for gang in left if evictions_may_cure(problem, gang, modelled)]
     if not waiting:

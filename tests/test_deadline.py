@@ -340,6 +340,59 @@ def test_a_past_deadline_skips_the_eviction_phase() -> None:
     assert _core(replay) == _core(late)
 
 
+def _no_set_up(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("the eviction phase's set-up ran though not even one run fits")
+
+
+@pytest.mark.parametrize("ago", [3600.0, None])
+def test_no_time_for_one_eviction_run_skips_the_set_up(ago: float | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the deadline, the phase is refused at its cheapest form (one run) before the waiting
+    gangs and their runs are found; in time (or without the wall stop) the set-up runs as before."""
+    snap = _one_preemption()
+    policy = Policy(time_limit_s=3600, num_workers=1)
+    unlimited = solve(snap, policy, wall=False)
+    found: list[int] = []
+    modelled = _solve_module.modelled_gangs
+    with monkeypatch.context() as patch:
+        if ago is None:
+            patch.setattr(_solve_module, "modelled_gangs", lambda *a: found.append(1) or modelled(*a))
+        else:
+            patch.setattr(_solve_module, "modelled_gangs", _no_set_up)
+        decision = solve(snap, policy, started=None if ago is None else time.monotonic() - ago, wall=True)
+    assert check(snap, decision, policy) == []
+    if ago is None:
+        assert found and _core(decision) == _core(unlimited) and decision.solver.skipped == []
+        return
+    assert decision.evictions == [] and decision.nominations == []
+    assert decision.solver.skipped[-1] == EVICTIONS and decision.solver.wall_stopped
+    assert _core(solve(snap, policy, wall=False, skip=decision.solver.skipped)) == _core(decision)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "elapsed", "runs", "allowed"),
+    [
+        # 10,000 nodes, a 10 s limit, at CPU pace: the tail keeps back 2 s, one run costs 1.1 s.
+        (10_000, 6.8, 1, True),
+        (10_000, 7.0, 1, False),
+        (10_000, 3.0, 4, True),
+        (10_000, 3.0, 10, False),
+        (1_000, 9.6, 1, True),  # 1,000 nodes: tail 0.2 s, one run 0.2 s
+        (1_000, 9.7, 1, False),
+    ],
+)
+def test_the_eviction_phase_against_the_tail_by_size(nodes: int, elapsed: float, runs: int, allowed: bool) -> None:
+    """What the last step is asked at a size: its set-up and runs, against the deadline less the tail
+    (validator and output), both growing with the nodes."""
+    clock = FakeClock()
+    plan = WallPlan(clock.wall + 10.0, nodes, now=clock.now, cpu=clock.cpu)
+    clock.wall += elapsed
+    clock.cpu_seconds += elapsed  # at CPU pace
+    assert plan.tail == pytest.approx(TAIL_PER_NODE * nodes) and plan.reserve == pytest.approx(RESERVE_PER_NODE * nodes)
+    cost = plan.evictions_cost(runs)
+    assert plan.allows(EVICTIONS, cost, last=True) is allowed
+    assert allowed is (cost <= 10.0 - elapsed - plan.tail)
+
+
 def _one_preemption() -> Snapshot:
     """A node full of priority-1 pods and an admitted priority-10 gang: only preemption places it."""
     running, running_groups = gangs("lo", 4, queue="qa", priority=1, node="n1", cpu="1", created=0)

@@ -133,10 +133,12 @@ def main() -> None:
     "--time-limit",
     type=click.FloatRange(min=0, min_open=True),
     metavar="S",
-    help="Wall seconds for the cycle, counted from the command's start (reading the file included; "
-    "overrides the policy's time_limit_s). The search stops at this deadline; the check of the decision "
-    "and printing it come after, and a file too large to read within it overruns it by what reading "
-    "and building take (docs/contract.md §2, the time limit).",
+    help="Wall seconds for the cycle, counted from the start of reading the file (overrides the policy's "
+    "time_limit_s). A step that can be skipped (a search, evictions) runs only when it ends in time, the "
+    "check and the printing included. The process may overrun it by its start-up and imports (before the "
+    "clock), CP-SAT's loading when a model is built, and what the steps that cannot be skipped (reading, "
+    "building, the first greedy, the check) take beyond it on a large file or a busy machine "
+    "(docs/contract.md §2, the time limit).",
 )
 @click.option(
     "--policy",
