@@ -77,7 +77,7 @@ from typing import Any, NamedTuple
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
-from vcsat.solver import admission_commitments, admission_groups, pod_sums
+from vcsat.solver import admission_commitments, admission_groups, admission_ours, pod_sums
 from vcsat.solver.admission_room import FreeRoom as _FreeRoom
 from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
 from vcsat.solver.admission_static import Placeable as _Placeable
@@ -129,7 +129,8 @@ def admit(
         inqueue_timeout_s = policy.inqueue_timeout_s
     # Groups of other schedulers (no pod of ours, and named for another scheduler) are not ours
     # to admit, and hold no room in our admission.
-    ours = ours_of(snapshot, policy.scheduler_name)
+    # Carried from the last pass for the groups the change set leaves out (admission_ours).
+    ours = admission_ours.ours(snapshot, policy.scheduler_name, ours_of, is_ours)
     groups = sorted((g for g in snapshot.podgroups if g.key in ours), key=lambda g: g.key)
     if not policy.enqueue:
         return {g.key: Admission(True, _kept_phase(g), "", "") for g in groups}

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
-from vcsat.solver import admission_commitments, admission_groups, changes, node_side, pod_sums
-from vcsat.solver.enqueue import _State, group_need, is_ours
+from vcsat.solver import admission_commitments, admission_groups, admission_ours, changes, node_side, pod_sums
+from vcsat.solver.enqueue import _State, group_need, is_ours, ours_of
 from vcsat.solver.pricing import fragmentation, scarcity
 from vcsat.solver.pricing.pod_tally import Tally
 
@@ -39,7 +39,7 @@ def _carrying() -> Iterator[None]:
 
 
 def _forget_all() -> None:
-    for module in (changes, node_side, admission_groups, admission_commitments, pod_sums):
+    for module in (changes, node_side, admission_groups, admission_commitments, admission_ours, pod_sums):
         module.forget()
     scarcity._DEMAND = Tally(scarcity._pod_demand)
     fragmentation._TASKS = Tally(fragmentation._task_of)
@@ -137,13 +137,15 @@ def _node(rng: random.Random, name: str) -> Node:
 
 
 def _group(rng: random.Random, key: str) -> PodGroup:
-    return b.group(
+    group = b.group(
         key,
         min_member=rng.choice([1, 2, 3]),
         queue=rng.choice(["q", "r"]),
         min_resources={"cpu": str(rng.choice([1, 2]))} if rng.random() < 0.3 else None,
         phase=rng.choice(["", "Inqueue", "Running"]),
     )
+    # Whose a group without pods is (admission's ``is_ours``).
+    return group.model_copy(update={"scheduler_name": rng.choice([None, POLICY.scheduler_name, "other"])})
 
 
 def _pod(rng: random.Random, key: str, group: str | None, nodes: list[str]) -> Pod:
@@ -233,6 +235,7 @@ def _carried(snap: Snapshot) -> dict[str, Any]:
         "commitments": admission_commitments.commitments(
             snap, state.need, state.held, state.reserving, POLICY.scheduler_name
         ),
+        "ours": admission_ours.ours(snap, POLICY.scheduler_name, ours_of, is_ours),
     }
 
 
@@ -253,6 +256,7 @@ def _fresh(snap: Snapshot) -> dict[str, Any]:
         "demand": Tally(scarcity._pod_demand).sums(snap.pods),
         "tasks": Tally(fragmentation._task_of).sums(snap.pods),
         "commitments": admission_commitments._fresh(snap.podgroups, need, held, state.reserving),
+        "ours": ours,
     }
 
 
@@ -308,6 +312,7 @@ def _base(
 
 OURS = (P0, P1, P2)
 G1 = G.model_copy(update={"min_member": 1})
+G_OTHER = G.model_copy(update={"scheduler_name": "other"})
 HIDDEN: list[tuple[str, Callable[[], Snapshot]]] = [
     # (the carry that goes stale, the next snapshot after BASE)
     ("rooms", lambda: _base(pods=(b.pod("ns/p9", node="n0"),))),
@@ -318,6 +323,8 @@ HIDDEN: list[tuple[str, Callable[[], Snapshot]]] = [
     ("demand", lambda: _base(pods=(b.pod("ns/p9", gpus=1, group="ns/g"),))),
     ("tasks", lambda: _base(pods=(b.pod("ns/p9", gpus=1, group="ns/g"),))),
     ("commitments", lambda: _base(groups=(G.model_copy(update={"queue": "r"}),))),
+    # A group of ours (BASE's pods) loses them all and is named for another scheduler.
+    ("ours", lambda: b.snapshot(nodes=BASE.nodes, pods=(P2,), groups=(G_OTHER,), queues=QUEUES)),
 ]
 
 

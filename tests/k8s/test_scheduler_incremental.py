@@ -19,20 +19,22 @@ from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.kube.client import NODES, PODGROUPS, PODS
 from vcsat.adapters.live.scheduler import Scheduler
 from vcsat.model import Decision
-from vcsat.solver import admission_commitments, admission_groups, node_side, pod_sums, solve
+from vcsat.solver import admission_commitments, admission_groups, admission_ours, node_side, pod_sums, solve
 from vcsat.solver.rules import predicates
 
 
 def _fresh_decision(scheduler: Scheduler, objects: list[dict[str, Any]]) -> Decision:
     """The decision of a fresh process: no conversion memo, no node side or node index, no pods' sums
-    or admission parts kept. What the scheduler carries is put back after, so its next cycle still
+    or admission parts or our groups kept. What the scheduler carries is put back after, so its next cycle still
     starts from what its last one left."""
     kept = (node_side._rooms, dict(node_side._last), pod_sums._carried, admission_groups._last)
     kept_parts = admission_commitments._carried
+    kept_ours = admission_ours._last
     node_side.forget()
     pod_sums.forget()
     admission_groups.forget()
     admission_commitments.forget()
+    admission_ours.forget()
     predicates._INDEXES.clear()
     snapshot = snapshot_from_objects(objects, scheduler_name=scheduler.policy.scheduler_name, strict=False)
     try:
@@ -42,6 +44,7 @@ def _fresh_decision(scheduler: Scheduler, objects: list[dict[str, Any]]) -> Deci
         node_side._last.clear()
         node_side._last.update(kept[1])
         admission_commitments._carried = kept_parts
+        admission_ours._last = kept_ours
 
 
 def _what(decision: Decision) -> dict[str, Any]:
