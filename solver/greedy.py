@@ -424,6 +424,11 @@ class Room:
             ok &= (rows[:, self.rows.share_room_col] >= share) | (rows[:, self.rows.whole_col] - whole >= 1)
         return ok
 
+    def free_total(self, r: int) -> int:
+        """The free amount of resource ``r`` summed over the nodes where nothing is overcommitted
+        (what a fair-share level's targets share out, :func:`_targets`)."""
+        return int(np.maximum(self.free_cols[r][~self.negative], 0).sum())
+
     def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
         """Free whole GPUs in a topology domain (kept per domain as nodes change)."""
         position = self.tier_position.get(tier, {}).get(name)
@@ -1127,7 +1132,7 @@ def _targets(
     targets: dict[str, int] = {}
     for name, queues in by_name.items():
         r = problem.resource_index(name)
-        free = int(np.maximum(room.free_cols[r][~room.negative], 0).sum())
+        free = room.free_total(r)
         claims = [
             LevelClaim(
                 deserved=share[queue][1],
