@@ -24,6 +24,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.node_fits import NodeFits
 from vcsat.solver.node_rows import NodeRows
 from vcsat.solver.objectives.fairness import (
+    DRF_PIECES,
     SHARE_SCALE,
     fair_ranks,
     fair_terms,
@@ -38,6 +39,7 @@ from vcsat.solver.room_classes import fullest_with as fullest_in_classes
 from vcsat.solver.rules.attach import AttachTracker
 from vcsat.solver.rules.interpod_tracker import Tracker
 from vcsat.solver.rules.spread import SpreadState
+from vcsat.solver.shares.level_targets import LevelClaim, level_targets
 
 Allow = Callable[[int], bool]
 """Whether one more pod may go to a node under the rules between pods."""
@@ -421,6 +423,11 @@ class Room:
         if share > 0:
             ok &= (rows[:, self.rows.share_room_col] >= share) | (rows[:, self.rows.whole_col] - whole >= 1)
         return ok
+
+    def free_total(self, r: int) -> int:
+        """The free amount of resource ``r`` summed over the nodes where nothing is overcommitted
+        (what a fair-share level's targets share out, :func:`_targets`)."""
+        return int(np.maximum(self.free_cols[r][~self.negative], 0).sum())
 
     def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
         """Free whole GPUs in a topology domain (kept per domain as nodes change)."""
@@ -954,8 +961,9 @@ def greedy(problem: Problem) -> Assignment:
     """Volcano's allocate, greedily, in the order of the objective's levels (:mod:`objectives`):
     first each queue fair-share level (:func:`_fill_tier`: per queue priority, highest first, as
     Volcano's QueueOrderFn, and per tier of each queue's own priorities, queues filled towards
-    their deserved shares, the least filled first, as Volcano's proportion plugin orders them),
-    then everything left by priority then age into whatever room remains (lending).
+    their deserved shares, the least filled first, as Volcano's proportion plugin orders them,
+    each first only up to its target, the level's best split of the free room), then everything
+    left by priority then age into whatever room remains (lending).
 
     Following the levels matters: a queue's low-priority work placed before another queue's
     high-priority work takes room that the first fair-share level would give the latter, and the
@@ -971,11 +979,11 @@ def greedy_by_gain(problem: Problem) -> Assignment | None:
     gang raises the level most per unit of the resource it takes (:func:`_fill_tier`); None when
     no level has two queues to order.
 
-    Neither way is better on every cluster: this one wins where the free room is short of what
-    the waiting queues deserve and they deserve different amounts; the first where whole gangs of
-    later tiers fit better behind equal shares. The cycle tries it only when the first decision
-    is not already within its tolerance of the bound (:func:`vcsat.solver.solve`), and keeps
-    whichever the objective's first levels rank higher."""
+    Neither way is better on every cluster: the first aims for the same split of the room where
+    it is short (its targets) but keeps the least filled queue first, which places big gangs
+    while the room is whole; this one can still win where packing favours its order. The cycle
+    tries it only when the first decision is not already within its tolerance of the bound
+    (:func:`vcsat.solver.solve`), and keeps whichever the objective's first levels rank higher."""
     if len(problem.deserved) < 2 or not fair_ranks(problem):
         return None
     return _greedy(problem, by_gain=True)
@@ -1040,10 +1048,11 @@ def _fill_tier(
     by_gain: bool,
 ) -> None:
     """One queue fair-share level: the queues it can raise, the least filled first (on the
-    resource the level measures) or, ``by_gain``, the one whose next gang adds the most to the
-    level per unit of that resource it takes first (the least filled among equals), each with its work of this
-    tier's priorities in job order, until each is at its deserved share or out of work. Room only
-    shrinks, so a gang that failed once is not tried again."""
+    resource the level measures; each first up to its target, :func:`_targets`, then on) or,
+    ``by_gain``, the one whose next gang adds the most to the level per unit of that resource it
+    takes first (the least filled among equals), each with its work of this tier's priorities in
+    job order, until each is at its deserved share or out of work. Room only shrinks, so a gang
+    that failed once is not tried again."""
     share: dict[str, tuple[str, int]] = {}
     for queue, name, deserved, _held, _asked in fair_terms(problem, tier):
         share[queue] = (name, deserved)
@@ -1077,13 +1086,22 @@ def _fill_tier(
         rise = _scaled_utility(min(now + taken, deserved), deserved) - _scaled_utility(now, deserved)
         return Fraction(rise, taken * deserved)
 
+    # Filled equally, each queue first goes up to its target, the level's best split of the free
+    # room (:mod:`vcsat.solver.shares.level_targets`), in the same order: one queue reaching its
+    # target waits until the others have reached theirs, then all go on towards their shares.
+    targets = {} if by_gain else _targets(problem, room, share, held, waiting)
+
+    def past_target(queue: str) -> int:
+        name, _deserved = share[queue]
+        return int(held.get(queue, {}).get(name, 0) >= targets[queue])
+
     # Each queue's order key and its name (ties go by name). The key ends with the queue's fill.
     # Filled equally, a queue's key changes only when a gang was placed for it; filled by gain, it
     # also depends on the queue's next gang, so it is made again after every gang.
     keys: dict[str, tuple[tuple[int | Fraction, ...], str]] = {}
 
     def key(queue: str) -> tuple[tuple[int | Fraction, ...], str]:
-        return ((-gain(queue), fill(queue)) if by_gain else (fill(queue),)), queue
+        return ((-gain(queue), fill(queue)) if by_gain else (past_target(queue), fill(queue))), queue
 
     for queue in waiting:
         keys[queue] = key(queue)
@@ -1097,6 +1115,34 @@ def _fill_tier(
         tried.add(gang.index)
         if (_place(problem, gang, room, queue_room, assignment, held) or by_gain) and queue in waiting:
             keys[queue] = key(queue)
+
+
+def _targets(
+    problem: Problem,
+    room: Room,
+    share: dict[str, tuple[str, int]],
+    held: dict[str, dict[str, int]],
+    waiting: dict[str, deque[Gang]],
+) -> dict[str, int]:
+    """Per waiting queue, its target at the level (:func:`level_targets`), the queues measured on
+    one resource sharing its free room (on nodes where nothing is overcommitted)."""
+    by_name: dict[str, list[str]] = {}
+    for queue in waiting:
+        by_name.setdefault(share[queue][0], []).append(queue)
+    targets: dict[str, int] = {}
+    for name, queues in by_name.items():
+        r = problem.resource_index(name)
+        free = room.free_total(r)
+        claims = [
+            LevelClaim(
+                deserved=share[queue][1],
+                held=held.get(queue, {}).get(name, 0),
+                asks=sum(_asks(problem, gang, name) for gang in waiting[queue]),
+            )
+            for queue in queues
+        ]
+        targets.update(zip(queues, level_targets(claims, free, DRF_PIECES), strict=True))
+    return targets
 
 
 def _asks(problem: Problem, gang: Gang, name: str) -> int:

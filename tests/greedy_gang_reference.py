@@ -16,7 +16,7 @@ import pytest
 
 from vcsat.solver import greedy
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, tier_threshold, utility_pieces
+from vcsat.solver.objectives.fairness import DRF_PIECES, SHARE_SCALE, fair_terms, tier_threshold, utility_pieces
 from vcsat.solver.problem import Gang, Problem
 
 
@@ -134,10 +134,16 @@ def fill_tier(
         after = min(Fraction(SHARE_SCALE), Fraction(SHARE_SCALE * (now + taken), deserved))
         return (utility(after) - utility(before)) / taken
 
+    targets = {} if by_gain else level_targets(problem, room, share, held, waiting)
+
+    def past_target(queue: str) -> Fraction:
+        name, _deserved = share[queue]
+        return Fraction(int(held.get(queue, {}).get(name, 0) >= targets[queue]))
+
     keys: dict[str, tuple[Fraction, ...]] = {}
 
     def key(queue: str) -> tuple[Fraction, ...]:
-        return (-gain(queue), fill(queue)) if by_gain else (fill(queue),)
+        return (-gain(queue), fill(queue)) if by_gain else (past_target(queue), fill(queue))
 
     for queue in waiting:
         keys[queue] = key(queue)
@@ -151,6 +157,59 @@ def fill_tier(
         tried.add(gang.index)
         if (place(problem, gang, room, queue_room, assignment, held) or by_gain) and queue in waiting:
             keys[queue] = key(queue)  # by gain, the queue's next gang is another: its key too
+
+
+def level_targets(
+    problem: Problem,
+    room: greedy.Room,
+    share: dict[str, tuple[str, int]],
+    held: dict[str, dict[str, int]],
+    waiting: dict[str, deque[Gang]],
+) -> dict[str, int]:
+    """Per queue, the units of its resource it would hold if the room's free units (on nodes with
+    nothing overcommitted) went to the steepest gain of the level's utility first, units of equal
+    gain shared in proportion to how many each queue has, rounded down."""
+    targets: dict[str, int] = {}
+    for name in {share[queue][0] for queue in waiting}:
+        r = problem.resource_index(name)
+        free = sum(max(0, row[r]) for row in room.free if min(row, default=0) >= 0)
+        units: dict[Fraction, dict[str, int]] = {}  # per gain, per queue: units at that gain
+        for queue in waiting:
+            if share[queue][0] != name:
+                continue
+            deserved = share[queue][1]
+            now = min(held.get(queue, {}).get(name, 0), deserved)
+            asks = sum(
+                len(problem.classes[c].pods) * problem.shapes[problem.classes[c].shape].request[r]
+                for gang in waiting[queue]
+                for c in gang.classes
+            )
+            targets[queue] = now
+            top = min(deserved, now + asks)
+            for part in range(DRF_PIECES):
+                # The units of the part of the utility between what the queue holds and what it
+                # could hold, and the slope of the utility's line that is lowest in its middle.
+                low, high = deserved * part // DRF_PIECES, deserved * (part + 1) // DRF_PIECES
+                start, end = max(low, now), min(high, top)
+                if end <= start:
+                    continue
+                middle = Fraction(SHARE_SCALE * (low + high), 2 * deserved)
+                slope = min(utility_pieces(), key=lambda line: line[0] * middle + line[1])[0]
+                gain = Fraction(slope, deserved)
+                units.setdefault(gain, {}).setdefault(queue, 0)
+                units[gain][queue] += end - start
+        for gain in sorted(units, reverse=True):
+            group = units[gain]
+            total = sum(group.values())
+            if total <= free:
+                for queue, count in group.items():
+                    targets[queue] += count
+                free -= total
+                continue
+            for queue, count in group.items():
+                targets[queue] += free * count // total
+            break
+    return targets
 
 
 def utility(share: Fraction) -> Fraction:

@@ -164,6 +164,9 @@ class ScanRoom:
             return True
         return self.whole[node] - whole >= 1
 
+    def free_total(self, r: int) -> int:
+        return sum(max(0, row[r]) for row in self.free if min(row, default=0) >= 0)
+
     def free_gpus_in(self, domains: Domains, tier: int, name: str) -> int:
         """Free whole GPUs in a topology domain: sums kept per domain and redone only where nodes
         changed (summing every domain for every gang is quadratic at 5,000 nodes)."""

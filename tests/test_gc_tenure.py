@@ -125,9 +125,11 @@ def test_frozen_garbage_stays_within_the_margin(schedule: list[tuple[int, int]])
         tenure.after_cycle()
         at_full, fulls = tenure.frozen, tenure.full_collections
         held: list[_Node] = []
+        held_weight = 0
         for cycles, weight in schedule:
-            dropped += [(weakref.ref(node), weight) for node in held]
-            held = [_cycle(weight) for _ in range(cycles)]
+            # Dropped with the weight they were made with (the cycle before's, not this one's).
+            dropped += [(weakref.ref(node), held_weight) for node in held]
+            held, held_weight = [_cycle(weight) for _ in range(cycles)], weight
             tenure.after_cycle()
             if tenure.full_collections > fulls:
                 at_full, fulls = tenure.frozen, tenure.full_collections

@@ -20,6 +20,8 @@ import pytest
 from builders import group, node, pod, queue, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_fair_fill import CASES as FAIR_CASES
+from test_gap_bound import cluster
 
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
@@ -230,3 +232,10 @@ def small_clusters(draw: st.DrawFn) -> Snapshot:
 @given(snap=small_clusters())
 def test_small_capped_clusters_decide_as_the_reference(snap: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
     both_paths(snap, monkeypatch)
+
+
+@pytest.mark.parametrize("name", sorted(FAIR_CASES))
+def test_short_room_decides_as_the_reference(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the free room is short of what the waiting queues lack (the fair fill's cases), the
+    equal-shares fill's targets decide its order; each path computes them its own way."""
+    both_paths(cluster(*FAIR_CASES[name]), monkeypatch)
