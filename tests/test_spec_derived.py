@@ -95,11 +95,7 @@ def test_pods_read_alike_start_with_the_spec_values() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.integers(0, len(_SPECS) - 1), st.integers(0, len(_STATES) - 1)), min_size=1, max_size=12
-    )
-)
+@given(st.lists(st.tuples(st.integers(0, len(_SPECS) - 1), st.integers(0, len(_STATES) - 1)), min_size=1, max_size=12))
 def test_any_mix_of_specs_and_states(picks: list[tuple[int, int]]) -> None:
     objects = [*_BASE, *(_pod(_SPECS[s], i, _STATES[t]) for i, (s, t) in enumerate(picks))]
     snapshot = snapshot_from_objects(objects, strict=True)
