@@ -24,13 +24,23 @@ class PodKeys:
 
     def __init__(self) -> None:
         self._by_pod: dict[int, tuple[Pod, predicates.EligibilityKey]] = {}
+        self._by_spec: dict[tuple[int, int, int], tuple[object, object, object, predicates.EligibilityKey]] = {}
+        """Keys by the identities of the selector, affinity and tolerations they are made of: pods of
+        one spec share those objects (the converter reads each distinct spec once)."""
 
     def of(self, pod: Pod) -> predicates.EligibilityKey:
         found = self._by_pod.get(id(pod))
         if found is not None and found[0] is pod:
             return found[1]
-        key = predicates.eligibility_key(pod)
-        # The entry holds the pod, so its id cannot be reused while the entry lives.
+        selector, affinity, tolerations = pod.node_selector, pod.affinity, pod.tolerations
+        spec = (id(selector), id(affinity), id(tolerations))
+        same = self._by_spec.get(spec)
+        if same is not None and same[0] is selector and same[1] is affinity and same[2] is tolerations:
+            key = same[3]
+        else:
+            key = predicates.eligibility_key(pod)
+            self._by_spec[spec] = (selector, affinity, tolerations, key)
+        # Each entry holds the objects its ids are of, so no id is reused while the entry lives.
         self._by_pod[id(pod)] = (pod, key)
         return key
 

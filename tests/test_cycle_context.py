@@ -75,12 +75,25 @@ def test_the_last_snapshot_is_let_go() -> None:
         min_size=1,
         max_size=8,
     ),
-    st.lists(st.integers(0, 7), max_size=12),
+    st.lists(st.integers(0, 39), max_size=24),
 )
 def test_keys_equal_the_plain_ones(specs: list[tuple[str | None, tuple[str, ...]]], asks: list[int]) -> None:
-    pods = [
+    made = [
         pod(f"ns/p{i}", selector={ZONE: zone} if zone else None, tolerations=list(tolerations))
         for i, (zone, tolerations) in enumerate(specs)
+    ]
+    # Mates sharing some of a pod's spec objects (as the converter's pods of one spec share them all).
+    other = pod("ns/other", selector={ZONE: "c"}, affinity=f"{ZONE} in (c)", tolerations=["x:NoSchedule"])
+    pods = [
+        mate
+        for i, p in enumerate(made)
+        for mate in (
+            p,
+            p.model_copy(update={"name": f"same-{i}"}),
+            p.model_copy(update={"name": f"sel-{i}", "node_selector": other.node_selector}),
+            p.model_copy(update={"name": f"aff-{i}", "affinity": other.affinity}),
+            p.model_copy(update={"name": f"tol-{i}", "tolerations": other.tolerations}),
+        )
     ]
     keys = cycle.of(snapshot(nodes=NODES, pods=pods)).keys
     for i in asks:
