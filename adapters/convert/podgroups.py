@@ -48,7 +48,6 @@ def read_podgroup(
     values = same.copy()
     values["namespace"] = obj.namespace
     values["name"] = obj.name
-    values["key"] = obj.key  # PodGroup.key (namespace/name): the object's own string, not made again
     phase = status.get("phase")
     if type(phase) is not str:
         phase = obj.string(status, "phase", "status.phase")

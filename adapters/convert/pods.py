@@ -245,7 +245,6 @@ def _like(
     values = same.copy()
     values["namespace"] = obj.namespace
     values["name"] = obj.name
-    values["key"] = obj.key  # Pod.key (namespace/name): the object's own string, not made again
     values["uid"] = uid
     values["labels"] = labels
     values["node_name"] = node_name
