@@ -111,3 +111,19 @@ def test_a_changed_copy_derives_again() -> None:
     assert changed.gpus == 4 and pod.gpus == 2
     for a, b in itertools.pairwise(snapshot.pods):
         assert a.gpus == b.gpus
+
+
+def test_podgroups_read_alike_have_their_own_key() -> None:
+    groups = [
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"minMember": 1, "queue": "q"},
+        }
+        for namespace, name in (("a", "g"), ("b", "g"), ("a", "h"))
+    ]
+    snapshot = snapshot_from_objects([*_BASE, *groups], strict=True)
+    assert [group.key for group in snapshot.podgroups] == ["a/g", "a/h", "b/g"]
+    for group in snapshot.podgroups:
+        assert group.key == type(group).model_validate(group.model_dump()).key
