@@ -208,24 +208,39 @@ class Pod(Frozen):
 
     @derived
     def finished(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
+        return self._states()[0]
 
     @derived
     def bound(self) -> bool:
         """Bound and not finished: it holds room on its node."""
-        return self.node_name is not None and not self.finished
+        return self._states()[1]
 
     @derived
     def gang_ready(self) -> bool:
         """Counts toward its gang's minMember without being placed again: bound and not finished, or
         bound and Succeeded (Volcano's ready tasks: a peer that finished its work keeps its place,
         so a finished pod deleted and made again before its job completed can rejoin its gang)."""
-        return self.node_name is not None and self.phase != "Failed"
+        return self._states()[2]
 
     @derived
     def pending(self) -> bool:
         """Waiting for a node and ours to place."""
-        return self.managed and self.node_name is None and not self.finished and not self.terminating
+        return self._states()[3]
+
+    def _states(self) -> tuple[bool, bool, bool, bool]:
+        """``finished``, ``bound``, ``gang_ready`` and ``pending``, made and kept together: a cycle
+        reads most of them for most pods, so the first read of one keeps the other three."""
+        node_name, phase = self.node_name, self.phase
+        finished = phase in ("Succeeded", "Failed")
+        states = (
+            finished,
+            node_name is not None and not finished,
+            node_name is not None and phase != "Failed",
+            self.managed and node_name is None and not finished and not self.terminating,
+        )
+        values = self.__dict__
+        values["finished"], values["bound"], values["gang_ready"], values["pending"] = states
+        return states
 
     @derived
     def gpus(self) -> int:

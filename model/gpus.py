@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import filterfalse
 
 from vcsat.model.cluster import Pod
 
@@ -33,8 +34,11 @@ class GpuHoldings:
 
     def free_whole(self, gpus: int) -> tuple[int, ...]:
         """Indices that hold neither a whole-GPU pod nor a share."""
-        held = self.whole_held
-        return tuple(i for i in range(gpus) if i not in held and not self.share_milli.get(i))
+        taken = self.whole_held
+        if self.share_milli:
+            taken |= {index for index, milli in self.share_milli.items() if milli}
+        # In index order, filtered in C: every node's room asks for this each build.
+        return tuple(filterfalse(taken.__contains__, range(gpus)))
 
 
 def gpu_holdings(gpus: int, bound: Iterable[Pod]) -> GpuHoldings:

@@ -31,22 +31,8 @@ from numpy.typing import NDArray
 
 from vcsat.model import Pod, Snapshot
 from vcsat.model import resources as res
+from vcsat.solver.cycle import PodKeys
 from vcsat.solver.rules import predicates
-
-
-class PodKeys:
-    """Each pod's eligibility key, made once per pass (a pod is asked about many times)."""
-
-    def __init__(self) -> None:
-        self._by_pod: dict[int, tuple[Pod, predicates.EligibilityKey]] = {}
-
-    def of(self, pod: Pod) -> predicates.EligibilityKey:
-        found = self._by_pod.get(id(pod))
-        if found is not None and found[0] is pod:
-            return found[1]
-        key = predicates.eligibility_key(pod)
-        self._by_pod[id(pod)] = (pod, key)
-        return key
 
 
 def bits(mask: int, count: int) -> NDArray[np.bool_]:

@@ -21,7 +21,8 @@ from numpy.typing import NDArray
 from vcsat.model import Node, Pod, PodGroup
 from vcsat.model import resources as res
 from vcsat.solver import node_side
-from vcsat.solver.admission_room import PodKeys, bits
+from vcsat.solver.admission_room import bits
+from vcsat.solver.cycle import PodKeys
 from vcsat.solver.rules import predicates
 
 _Asked = tuple[tuple[str, int], ...]

@@ -77,7 +77,7 @@ from typing import Any, NamedTuple
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
-from vcsat.solver import admission_commitments, admission_groups, admission_ours, pod_sums
+from vcsat.solver import admission_commitments, admission_groups, admission_ours, cycle, pod_sums
 from vcsat.solver.admission_room import FreeRoom as _FreeRoom
 from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
 from vcsat.solver.admission_static import Placeable as _Placeable
@@ -385,7 +385,7 @@ class _State:
             idle=idle,
             allowed=_allowed(snapshot, tree, allocatable, proportion=policy.proportion),
             queue_rank=_queue_rank(snapshot),
-            placeable=_Placeable(snapshot.nodes),
+            placeable=_Placeable(snapshot.nodes, cycle.of(snapshot).keys),
         )
         if ours is None:
             ours = ours_of(snapshot, policy.scheduler_name)

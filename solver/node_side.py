@@ -23,7 +23,7 @@ lives; they keep the last build only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -59,9 +59,13 @@ _last: dict[str, tuple[tuple[object, ...], object]] = {}
 """Per cached part, the objects it was computed from and its value."""
 
 
-def node_room(node: Node, bound: Sequence[Pod], resources: Sequence[str]) -> NodeRoom:
-    """A node's room, computed afresh."""
-    resource_index = {name: i for i, name in enumerate(resources)}
+def node_room(
+    node: Node, bound: Sequence[Pod], resources: Sequence[str], resource_index: Mapping[str, int] | None = None
+) -> NodeRoom:
+    """A node's room, computed afresh. ``resource_index``: each of ``resources`` by its position
+    (made here when not given; a build gives one for all its nodes)."""
+    if resource_index is None:
+        resource_index = {name: i for i, name in enumerate(resources)}
     row = [node.allocatable.get(name, 0) for name in resources]
     for pod in bound:
         for name, amount in pod.requests.items():
@@ -96,6 +100,7 @@ def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
         last, last_snapshot = {}, None
     on_node = snapshot.pods_on_node
     rooms: list[NodeRoom] = []
+    index = {name: i for i, name in enumerate(names)}
     if last_snapshot is not None:
         # Every node of the last snapshot has its entry, so a node the change set leaves out is
         # the very node of then with the very pods bound to it: its entry stands.
@@ -107,7 +112,7 @@ def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
             name = node.name
             if name in touched:
                 bound = on_node.get(name, ())
-                entry = kept[name] = _RoomEntry(node, tuple(bound), node_room(node, bound, names))
+                entry = kept[name] = _RoomEntry(node, tuple(bound), node_room(node, bound, names, index))
             else:
                 entry = kept[name]
             rooms.append(entry.room)
@@ -116,7 +121,7 @@ def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
     kept = {}  # no last build for these resources: every room afresh
     for node in snapshot.nodes:
         bound = on_node.get(node.name, ())
-        found = kept[node.name] = _RoomEntry(node, tuple(bound), node_room(node, bound, names))
+        found = kept[node.name] = _RoomEntry(node, tuple(bound), node_room(node, bound, names, index))
         rooms.append(found.room)
     _rooms = (names, kept, snapshot)
     return rooms

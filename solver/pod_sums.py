@@ -33,8 +33,8 @@ not Ready ones), not a walk over every node's sum.
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 from vcsat.model import Pod, Snapshot
 from vcsat.model import resources as res
@@ -45,7 +45,6 @@ from vcsat.solver.ledger import Ledger
 _Own = tuple[str, str, bool]
 """A pod's bucket by ownership: ("group", group key, bound) or ("queue", queue name, bound)."""
 Sums = tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]
-_K = TypeVar("_K", bound=Hashable)
 
 
 class _Carried:
@@ -247,38 +246,41 @@ def forget() -> None:
         _last_ready = None
 
 
+# How the fresh passes count: pods of one spec share their requests dict (the converter reads each
+# spec once), so a pass counts pods per (bucket, dict), inline in its loop (a call per pod was a
+# tenth of the pass), and adds each dict's amounts times its count: the same integer sums. Buckets
+# and resources are first met in the same order as pod by pod (an entry comes where its first pod
+# was), so the sums' keys keep their order. The entry holds the dict, so the id in the key is not
+# reused while it lives.
+
+
 def _fresh_queue_sums(snapshot: Snapshot, closed: set[str]) -> Sums:
     """:func:`queue_sums` in one pass over the pods (nothing carried)."""
     usage: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
     demand: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
     counted: dict[tuple[str, bool, int], list[Any]] = {}
+    queue_of = snapshot.queue_of
     for pod in snapshot.pods:
         bound = pod.bound
         if not bound and not pod.pending:
             continue
-        name = snapshot.queue_of(pod)
+        name = queue_of(pod)
         if name is None or (not bound and name in closed):
             continue
-        _count(counted, (name, bound, id(pod.requests)), pod.requests)
+        # One more pod of its requests dict in its bucket (see above).
+        requests = pod.requests
+        key = (name, bound, id(requests))
+        entry = counted.get(key)
+        if entry is None:
+            counted[key] = [requests, 1]
+        else:
+            entry[1] += 1
     for (name, bound, _), (requests, count) in counted.items():
         targets = (usage.setdefault(name, {}), demand.setdefault(name, {})) if bound else (demand.setdefault(name, {}),)
         for vector in targets:
             for resource, amount in requests.items():
                 vector[resource] = vector.get(resource, 0) + amount * count
     return usage, demand
-
-
-def _count(counted: dict[_K, list[Any]], key: _K, requests: Mapping[str, int]) -> None:
-    """One more pod of ``requests`` under ``key``. Pods of one spec share their requests dict (the
-    converter reads each spec once), so a fresh pass counts pods per (bucket, dict) and adds each
-    dict's amounts times its count: the same integer sums. Buckets and resources are first met in
-    the same order as pod by pod (an entry comes where its first pod was), so the sums' keys keep
-    their order. The entry holds the dict, so the id in the key is not reused while it lives."""
-    entry = counted.get(key)
-    if entry is None:
-        counted[key] = [requests, 1]
-    else:
-        entry[1] += 1
 
 
 def _fresh_ready(snapshot: Snapshot) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
@@ -290,7 +292,14 @@ def _fresh_ready(snapshot: Snapshot) -> tuple[dict[str, int], dict[str, int], di
     counted: dict[tuple[bool, int], list[Any]] = {}
     for pod in snapshot.pods:
         if pod.bound and pod.node_name in ready:
-            _count(counted, (pod.managed, id(pod.requests)), pod.requests)
+            # One more pod of its requests dict in its bucket (see above).
+            requests = pod.requests
+            key = (pod.managed, id(requests))
+            entry = counted.get(key)
+            if entry is None:
+                counted[key] = [requests, 1]
+            else:
+                entry[1] += 1
     for (managed, _), (requests, count) in counted.items():
         for resource, amount in requests.items():
             bound[resource] = bound.get(resource, 0) + amount * count

@@ -25,7 +25,7 @@ from vcsat.model.derived import derived
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
-from vcsat.solver import admission_memo, node_side
+from vcsat.solver import admission_memo, cycle, node_side
 from vcsat.solver.node_fits import NodeFits
 from vcsat.solver.rules import predicates, volumes
 from vcsat.solver.rules import spread as spread_rules
@@ -450,6 +450,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     """Per gang, the whole GPUs its classes' pods ask for together (which gangs topology prices)."""
 
     group_by_key = snapshot.podgroup_by_key
+    pod_key = cycle.of(snapshot).keys.of
     for key in sorted(by_gang, key=lambda k: (first_created[k], k)):
         every = by_gang[key]
         if len(every) > 1:  # most gangs are one pod
@@ -508,7 +509,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             class_key = (
                 pod.task,
                 request,
-                predicates.eligibility_key(pod, restriction),
+                # Admission asks for the same keys: made once here, looked up there (solver.cycle).
+                pod_key(pod) if restriction is None else predicates.eligibility_key(pod, restriction),
                 preference_key(pod, tainted),
                 iso.signature(pod),
                 rules.shared_volumes(pod) if rules is not None else frozenset(),

@@ -200,7 +200,7 @@ def _pod(rng: random.Random, key: str, groups: int, nodes: int) -> Pod:
         gpus=rng.choice([0, 0, 1]),
         # A group that may not exist (yet), or none at all.
         group=f"ns/g{rng.randrange(groups + 2)}" if rng.random() < 0.85 else None,
-        node=f"n{rng.randrange(nodes)}" if bound else None,
+        node=f"n{rng.randrange(nodes)}" if bound and nodes else None,  # every node may be gone
         managed=rng.random() < 0.8,
         phase=rng.choice([None, None, None, "Succeeded"]),
     )

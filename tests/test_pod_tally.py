@@ -114,3 +114,53 @@ def test_measures_from_kept_sums_equal_fresh_ones(chosen: list[set[int]]) -> Non
             scarcity._DEMAND, fragmentation._TASKS = kept_tallies
         assert kept_scarcity == fresh_scarcity
         assert kept_workload == fresh_workload
+
+
+@dataclass(frozen=True, eq=False)
+class _Alike:
+    """A stand-in pod whose contribution object it shares with the pods of its spec."""
+
+    added: tuple[tuple[str, int], ...]
+
+
+_SHARED = [((kind, amount), ("all", amount)) for kind in "abc" for amount in (-2, 0, 1, 3)]
+
+
+@settings(max_examples=200)
+@given(st.lists(st.integers(0, len(_SHARED) - 1), max_size=16))
+def test_a_count_of_shared_contributions_is_the_plain_one_in_its_order(chosen: list[int]) -> None:
+    # Pods of one spec share one contribution object: counted once times its pods, the sums and
+    # the order their kinds first came in are those of adding pod by pod.
+    items = [_Alike(_SHARED[i]) for i in chosen]
+    plain: dict[str, int] = {}
+    for item in items:
+        for kind, amount in item.added:
+            plain[kind] = plain.get(kind, 0) + amount
+    expected = [(kind, total) for kind, total in plain.items() if total]
+    assert list(Tally(lambda item: item.added).sums(items).items()) == expected
+
+
+def _alike(base: Pod, i: int, where: dict[str, object]) -> Pod:
+    """A pod of ``base``'s spec (its requests, selector, affinity and tolerations objects), its own state."""
+    return base.model_copy(update={"name": f"{base.name}-{i}", **where})
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        {},
+        {"node_name": "n-T4", "phase": "Running"},
+        {"node_name": "n-T4", "phase": "Succeeded"},
+        {"terminating": True},
+        {"managed": False, "node_name": "n-T4", "phase": "Running"},
+    ],
+)
+def test_a_pods_demand_is_its_own_whatever_its_spec_mates(where: dict[str, object]) -> None:
+    # Each spec's first pod in another state than its mate: the mate's demand is made from its own
+    # state, not taken from the first.
+    for i, base in enumerate(PODS):
+        mate = _alike(base, i, where)
+        assert mate.requests is base.requests and mate.affinity is base.affinity
+        for p in (base, mate):
+            fresh = scarcity._spec_demand(p) if p.managed and (p.bound or p.pending) else ()
+            assert scarcity._pod_demand(p) == fresh

@@ -48,6 +48,10 @@ def read_podgroup(
     values = same.copy()
     values["namespace"] = obj.namespace
     values["name"] = obj.name
+    # Its key (namespace/name, as the model derives it) made now, not on a first read: a new
+    # string, not the object's own (which, made while the file was parsed, would keep the
+    # parse's memory from being returned).
+    values["key"] = f"{obj.namespace}/{obj.name}"
     phase = status.get("phase")
     if type(phase) is not str:
         phase = obj.string(status, "phase", "status.phase")

@@ -84,8 +84,18 @@ def read_pod(
         return _like(conversion, obj, metadata, spec, status, annotations, labels, node_name, podgroups, same)
     pod = _read_spec(conversion, obj, metadata, spec, status, annotations, labels, node_name, classes, podgroups)
     if key is not None:
-        conversion.parts[key] = dict(pod.__dict__)  # its fields, before any cached property joins them
+        values = dict(pod.__dict__)  # its fields, before any derived value joins them
+        # What the spec alone decides is the same for every pod read alike: its pods start with
+        # it (the model's own derived values, read off this pod), not each computing it again.
+        for name in _SPEC_DERIVED:
+            values[name] = getattr(pod, name)
+        conversion.parts[key] = values
     return pod
+
+
+_SPEC_DERIVED = ("gpus", "gpu_milli", "held")
+"""Derived values of a pod (:class:`vcsat.model.Pod`) read off fields that ``_like`` takes from the
+first pod of the spec (requests, scheduling gates, resource claims), never off its own."""
 
 
 def _read_spec(
@@ -235,6 +245,10 @@ def _like(
     values = same.copy()
     values["namespace"] = obj.namespace
     values["name"] = obj.name
+    # Its key (namespace/name, as the model derives it) made now, not on a first read: a new
+    # string, not the object's own (which, made while the file was parsed, would keep the
+    # parse's memory from being returned).
+    values["key"] = f"{obj.namespace}/{obj.name}"
     values["uid"] = uid
     values["labels"] = labels
     values["node_name"] = node_name

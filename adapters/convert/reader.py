@@ -229,7 +229,8 @@ def construct(model: type[_M], **values: Any) -> _M:
 def construct_from(model: type[_M], values: dict[str, Any], *, complete: bool = False) -> _M:
     """:func:`construct` from a dict of the fields, which the model keeps (the caller gives it up):
     the hot paths spare the packing of thirty keyword arguments. ``complete``: ``values`` is known
-    to hold exactly the model's fields (a constructed value's fields, some replaced), unchecked."""
+    to hold exactly the model's fields (a constructed value's fields, some replaced), unchecked, and
+    maybe values derived from them (:mod:`vcsat.model.derived`), which the instance then keeps."""
     if not complete and values.keys() != model.__pydantic_fields__.keys():
         return model.model_construct(**values)  # a field the converter does not fill: the safe way
     instance = _new(model)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from vcsat.model import Pod, Snapshot
 from vcsat.solver import changes
@@ -90,9 +90,20 @@ class Tally(Generic[K]):
     def _count(self, pods: Sequence[Pod]) -> None:
         sums = self._sums
         contribution = self._contribution
+        # Pods of one spec may share one contribution object: each distinct object is counted
+        # once, its amounts times its pods (exact integer sums, the kinds entered in the order of
+        # their first pod, as pod by pod; the entries hold the objects, so no id is reused).
+        seen: dict[int, list[Any]] = {}
         for pod in pods:
-            for kind, amount in contribution(pod):
-                sums[kind] = sums.get(kind, 0) + amount
+            added = contribution(pod)
+            entry = seen.get(id(added))
+            if entry is None:
+                seen[id(added)] = [added, 1]
+            else:
+                entry[1] += 1
+        for added, times in seen.values():
+            for kind, amount in added:
+                sums[kind] = sums.get(kind, 0) + amount * times
         for kind in [kind for kind, total in sums.items() if not total]:
             del sums[kind]
 

@@ -261,12 +261,38 @@ def selected_labels(keys: Iterable[EligibilityKey]) -> tuple[str, ...]:
     return tuple(sorted(labels))
 
 
-def _pod_demand(pod: Pod) -> tuple[tuple[tuple[str, Demand | PodSize], int], ...]:
+_Contribution = tuple[tuple[tuple[str, Demand | PodSize], int], ...]
+
+
+def _pod_demand(pod: Pod) -> _Contribution:
     """What one pod adds to the measure's sums: its GPU thousandths to its kind's demand, their
     square to its squares, and to its pending demand while it waits; one to the count of its size
     (:mod:`vcsat.solver.pricing.size_classes`)."""
     if not pod.managed or not (pod.bound or pod.pending):
         return ()
+    # Pods of one spec share their requests, selector, affinity and tolerations objects (the
+    # converter reads each distinct spec once) and so add the same: made once per spec and state.
+    requests, selector, affinity, tolerations = pod.requests, pod.node_selector, pod.affinity, pod.tolerations
+    pending = pod.pending
+    spec = (id(requests), id(selector), id(affinity), id(tolerations), pending)
+    found = _SPECS.get(spec)
+    if (
+        found is not None
+        and found[0] is requests
+        and found[1] is selector
+        and found[2] is affinity
+        and found[3] is tolerations
+    ):
+        return found[4]
+    made = _spec_demand(pod)
+    if len(_SPECS) >= _SPECS_KEPT:
+        _SPECS.clear()
+    _SPECS[spec] = (requests, selector, affinity, tolerations, made)
+    return made
+
+
+def _spec_demand(pod: Pod) -> _Contribution:
+    """:func:`_pod_demand` made afresh (it reads the pod's requests, eligibility and pending only)."""
     milli = gpu_milli(pod)
     if milli <= 0:
         return ()
@@ -275,6 +301,13 @@ def _pod_demand(pod: Pod) -> tuple[tuple[tuple[str, Demand | PodSize], int], ...
     size = (("size", pod_size(pod.gpus, pod.gpu_milli, pod.requests)), 1)
     added = ((("demand", key), milli), (("squares", key), milli * milli), size)
     return (*added, (("pending", key), milli)) if pod.pending else added
+
+
+_SPECS: dict[tuple[int, int, int, int, bool], tuple[object, object, object, object, _Contribution]] = {}
+_SPECS_KEPT = 1 << 12
+"""What a pod adds, by the identities of the spec objects it is made of and whether the pod waits;
+cleared when full. An entry holds those objects, so the ids it is found by cannot be reused while
+it lives."""
 
 
 _POOL_KEYS: dict[int, tuple[EligibilityKey, EligibilityKey]] = {}
