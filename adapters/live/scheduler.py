@@ -516,7 +516,7 @@ class Scheduler:
         ``trigger`` and ``why``: why it runs, for the log (:data:`TRIGGERS`). ``early``: with at
         least ``early_min_pending`` pods waiting, bind the greedy's sure placements instead of
         searching when there are any (the result says ``early``; the caller runs the full cycle next)."""
-        from vcsat.solver import check, idle, pod_sums, solve  # OR-Tools loads here, not at import
+        from vcsat.solver import check, idle, pod_indexes, pod_sums, solve  # OR-Tools loads here, not at import
         from vcsat.solver.sure import prepare, sure_decision
 
         # Cycle follows cycle on snapshots that share most objects: the pods' sums are carried.
@@ -533,6 +533,8 @@ class Scheduler:
             # Off by default: then the cycle is given every object as the store holds them.
             given = defer(objects, self.policy.scheduler_name, cap.cap, self._tried) if cap is not None else None
             snapshot, objects = self._convert(given.objects if given is not None else objects, generation)
+            # Before anything reads them: the pod indexes carried from the last cycle's snapshot.
+            pod_indexes.carry(snapshot)
             converted = time.monotonic() - started
             converted_cpu = time.process_time()
             waiting = sum(1 for pod in snapshot.pods if pod.pending)
