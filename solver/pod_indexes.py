@@ -26,6 +26,7 @@ import bisect
 import operator
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import chain
 from typing import TypeVar
 
@@ -33,7 +34,6 @@ from vcsat.model import Pod, Snapshot
 from vcsat.solver import changes, pod_sums
 
 _T = TypeVar("_T")
-_V = TypeVar("_V")
 
 _last: tuple[Snapshot, dict[int, int]] | None = None
 """The last carried snapshot and the position of each of its pods by id (never changed once kept)."""
@@ -47,18 +47,6 @@ def _group_of(pod: Pod) -> str | None:
 
 def _node_of(pod: Pod) -> str | None:
     return pod.node_name if pod.bound else None
-
-
-def _key_of(pod: Pod) -> str:
-    return pod.key
-
-
-def _tuple(pods: tuple[Pod, ...]) -> tuple[Pod, ...]:
-    return pods
-
-
-def _one(pod: Pod) -> tuple[Pod]:
-    return (pod,)
 
 
 def carry(snapshot: Snapshot) -> None:
@@ -81,19 +69,20 @@ def carry(snapshot: Snapshot) -> None:
             return
         before, before_at = last
         found = changes.between(before, snapshot)
-        if not _order_kept(before.pods, before_at, pods, at, found):
+        moves = _Moves.of(found, before_at, at)
+        if not moves.order_kept(before.pods, pods):
             return
         cache, kept = snapshot.__dict__, before.__dict__
         for name, key_of in (("pods_of_group", _group_of), ("pods_on_node", _node_of)):
             previous = kept.get(name)
             if previous is not None and name not in cache:
-                grouped = _carried(previous, found, before_at, at, key_of, _tuple, tuple)
+                grouped = _carried(previous, found, moves, key_of)
                 if grouped is not None:
                     cache[name] = grouped
         by_key = kept.get("pod_by_key")
         if by_key is not None and "pod_by_key" not in cache and len(by_key) == len(before.pods):
-            carried = _carried(by_key, found, before_at, at, _key_of, _one, _only)
-            if carried is not None and len(carried) == len(pods):
+            carried = _by_key(list(by_key), found, moves, pods)
+            if len(carried) == len(pods):  # else two pods of one key: the snapshot makes it
                 cache["pod_by_key"] = carried
 
 
@@ -104,21 +93,53 @@ def forget() -> None:
         _last = None
 
 
-def _only(pods: list[Pod]) -> Pod | None:
-    """The one pod of a key; None when a key has two (then ``pod_by_key`` is made afresh)."""
-    return pods[0] if len(pods) == 1 else None
+def _by_key(keys: list[str], found: changes.Changes, moves: _Moves, pods: Sequence[Pod]) -> dict[str, Pod]:
+    """``pod_by_key`` of the new snapshot from the old one's keys, one per pod and in its pods' order
+    (no key twice): the kept pods' keys as slices, each new pod's key at its place."""
+    kept = list(_without(keys, moves.gone))
+    pieces: list[Sequence[str]] = []
+    start = 0
+    for i, (position, pod) in enumerate(zip(moves.new, found.pods_new, strict=True)):
+        end = position - i  # the kept pods before the i-th new one
+        pieces.append(kept[start:end])
+        pieces.append((pod.key,))
+        start = end
+    pieces.append(kept[start:])
+    return dict(zip(chain.from_iterable(pieces), pods, strict=True))
 
 
-def _order_kept(
-    before: Sequence[Pod], before_at: dict[int, int], after: Sequence[Pod], at: dict[int, int], found: changes.Changes
-) -> bool:
-    """Whether the pods in both snapshots are in the same order in each: ``before`` without its gone
-    pods is, object for object, ``after`` without its new ones."""
-    if len(before) - len(found.pods_gone) != len(after) - len(found.pods_new):
-        return False
-    left = _without(before, sorted(before_at[id(pod)] for pod in found.pods_gone))
-    right = _without(after, sorted(at[id(pod)] for pod in found.pods_new))
-    return all(map(operator.is_, left, right))
+@dataclass(frozen=True)
+class _Moves:
+    """Where the pods gone were in the old snapshot and the new ones are in the new one, and what
+    that makes of a position: enough to place a key among the others without a step per pod."""
+
+    before_at: dict[int, int]
+    at: dict[int, int]
+    gone: list[int]
+    """Old positions of the pods gone, sorted."""
+    new: list[int]
+    """New positions of the new pods, sorted."""
+    shift: list[int]
+    """``gone[i] - i``: the pods that stayed before the i-th gone one (non-decreasing)."""
+
+    @classmethod
+    def of(cls, found: changes.Changes, before_at: dict[int, int], at: dict[int, int]) -> _Moves:
+        gone = sorted(before_at[id(pod)] for pod in found.pods_gone)
+        new = sorted(at[id(pod)] for pod in found.pods_new)
+        return cls(before_at, at, gone, new, [position - i for i, position in enumerate(gone)])
+
+    def order_kept(self, before: Sequence[Pod], after: Sequence[Pod]) -> bool:
+        """Whether the pods in both snapshots are in the same order in each: ``before`` without its
+        gone pods is, object for object, ``after`` without its new ones."""
+        if len(before) - len(self.gone) != len(after) - len(self.new):
+            return False
+        return all(map(operator.is_, _without(before, self.gone), _without(after, self.new)))
+
+    def old_position(self, position: int) -> int:
+        """The old position of the first pod that stayed at or after new position ``position`` (the
+        old snapshot's length if none did): the pods that stayed are in the same order in both."""
+        stayed_before = position - bisect.bisect_left(self.new, position)
+        return stayed_before + bisect.bisect_right(self.shift, stayed_before)
 
 
 def _without(items: Sequence[_T], cuts: list[int]) -> chain[_T]:
@@ -129,19 +150,16 @@ def _without(items: Sequence[_T], cuts: list[int]) -> chain[_T]:
 
 
 def _carried(
-    previous: dict[str, _V],
+    previous: dict[str, tuple[Pod, ...]],
     found: changes.Changes,
-    before_at: dict[int, int],
-    at: dict[int, int],
+    moves: _Moves,
     key_of: Callable[[Pod], str | None],
-    members: Callable[[_V], Sequence[Pod]],
-    make: Callable[[list[Pod]], _V | None],
-) -> dict[str, _V] | None:
+) -> dict[str, tuple[Pod, ...]] | None:
     """``previous`` (the last snapshot's index, as a fresh pass made it) for the new snapshot: the
     keys of the pods gone or new made again from their pods that stayed and the new ones, in the
-    new snapshot's order, and put where their first pod now falls among the other keys. ``members``:
-    an entry's pods; ``make``: the entry of a key's pods (None: cannot carry). The shared pods
-    must be in the same order in both snapshots (:func:`_order_kept`)."""
+    new snapshot's order, each put where its first pod now falls among the other keys; None when
+    ``previous`` is not in a fresh pass's order. The shared pods must be in the same order in both
+    snapshots."""
     touched: dict[str, list[Pod]] = {}
     for pod in found.pods_gone:
         key = key_of(pod)
@@ -153,49 +171,44 @@ def _carried(
             touched.setdefault(key, []).append(pod)
     if not touched:
         return dict(previous)
+    before_at, at = moves.before_at, moves.at
 
-    def old_position(key: str) -> int:
-        return before_at[id(members(previous[key])[0])]
-
-    def new_position(key: str) -> int:
-        return at[id(members(previous[key])[0])]
-
-    # The old keys less the touched ones, as slices: old keys are in the order of their first pod in
-    # the old snapshot, so each is found by bisection.
+    # The old keys are in the order of their first pod in the old snapshot: each touched one is
+    # found by bisection on those positions, and the others kept as slices.
     keys = list(previous)
+    values = list(previous.values())
+    positions = list(map(before_at.__getitem__, map(id, map(operator.itemgetter(0), values))))
     cuts = []
     for key in touched:
-        if key in previous:
-            cut = bisect.bisect_left(keys, old_position(key), key=old_position)
+        entry = previous.get(key)
+        if entry is not None:
+            cut = bisect.bisect_left(positions, before_at[id(entry[0])])
             if cut >= len(keys) or keys[cut] != key:
                 return None  # not in a fresh pass's order: make it afresh
             cuts.append(cut)
     cuts.sort()
-    kept = list(_without(keys, cuts))
+    kept_keys, kept_values = list(_without(keys, cuts)), list(_without(values, cuts))
+    kept_positions = list(_without(positions, cuts))
 
     # Each touched key's pods: the old ones still there (an id in ``at`` is a live pod of both
     # snapshots, so the same pod) and the new ones, in the new snapshot's order.
-    entries: list[tuple[int, str, _V]] = []
+    entries: list[tuple[int, str, tuple[Pod, ...]]] = []
     for key, new in touched.items():
-        old = previous.get(key)
-        stayed = [pod for pod in members(old) if id(pod) in at] if old is not None else []
-        pods = sorted(stayed + new, key=lambda pod: at[id(pod)])
+        entry = previous.get(key)
+        pods = sorted([*(pod for pod in entry or () if id(pod) in at), *new], key=lambda pod: at[id(pod)])
         if not pods:
             continue
-        entry = make(pods)
-        if entry is None:
-            return None
-        entries.append((at[id(pods[0])], key, entry))
+        entries.append((at[id(pods[0])], key, tuple(pods)))
     entries.sort(key=operator.itemgetter(0))
 
-    # The kept keys keep their order (their pods stayed, in order); each touched key goes in where
-    # its first pod falls.
-    out: dict[str, _V] = {}
+    # The kept keys keep their order (their pods stayed, in order); each touched key goes in before
+    # the first kept key whose first pod comes after its own.
+    out: dict[str, tuple[Pod, ...]] = {}
     start = 0
-    for position, key, entry in entries:
-        end = bisect.bisect_left(kept, position, lo=start, key=new_position)
-        out.update(zip(kept[start:end], map(previous.__getitem__, kept[start:end]), strict=True))
-        out[key] = entry
+    for position, key, made in entries:
+        end = bisect.bisect_left(kept_positions, moves.old_position(position), lo=start)
+        out.update(zip(kept_keys[start:end], kept_values[start:end], strict=True))
+        out[key] = made
         start = end
-    out.update(zip(kept[start:], map(previous.__getitem__, kept[start:]), strict=True))
+    out.update(zip(kept_keys[start:], kept_values[start:], strict=True))
     return out
