@@ -31,7 +31,7 @@ def _instance(tmp_path: Path, seed: int) -> Path:
 @pytest.mark.parametrize("seed", [3, 5])
 def test_the_held_search_keeps_the_decisions_shares_and_places_at_least_as_much(tmp_path: Path, seed: int) -> None:
     meets, plan_stages = exact._meets, exact.plan_stages
-    out = gap_sides.sides(instance_file.read_snapshot(_instance(tmp_path, seed)), 1.0, 5.0)
+    out = gap_sides.sides(_instance(tmp_path, seed), 1.0, 5.0)
     assert exact._meets is meets and exact.plan_stages is plan_stages  # the hold ends with its block
     decision, free, held = out["decision"], out["free"], out["held"]
     assert decision["fair"]  # the generated cluster has fair-share levels to hold
