@@ -119,12 +119,16 @@ greedy fill per trade (the prediction before) is 2-3 times what a trade costs wh
 wait. The prediction is the first trade's, which makes its rooms' rankings afresh (later trades
 carry them, :class:`vcsat.solver.greedy.KeptRankings`, and are predicted at the dearest that ran):
 0.10-0.14 CPU-s on five 1,000-node shapes (benchmarks/RESULTS.md, session 20)."""
-RESERVE_PER_NODE = 4e-4
+RESERVE_PER_NODE = 2e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
-the validator and writing the decision out."""
-TAIL_PER_NODE = 2e-4
+the validator and writing the decision out. About one and a half to two times what those steps
+were measured to take at 1,000 and 10,000 nodes (benchmarks/RESULTS.md, session 25): a reserve
+far above them leaves the time before the deadline unused, and on a short limit that is the time
+a second greedy fill needs."""
+TAIL_PER_NODE = 1.5e-4
 """CPU seconds per node kept back for what follows the eviction phase: the validator and writing
-the decision out."""
+the decision out (about twice what they were measured to take; less than the reserve, which
+covers the decode and the explanations too)."""
 MIN_SAMPLE_CPU = 0.05
 """Below this much CPU time spent in the solve so far, its wall/CPU ratio is not trusted (1)."""
 

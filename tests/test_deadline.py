@@ -109,11 +109,11 @@ def test_the_plan(
 @pytest.mark.parametrize(
     ("deadline_in", "wall_spent", "cpu_spent", "cost", "allowed_last", "allowed_before"),
     [
-        (1.0, 0.0, 0.0, 0.7, True, False),  # 1 - tail (0.2 at 1,000 nodes) >= 0.7 > 1 - reserve (0.4)
+        (1.0, 0.0, 0.0, 0.82, True, False),  # 1 - tail (0.15 at 1,000 nodes) >= 0.82 > 1 - reserve (0.2)
         (1.0, 0.0, 0.0, 0.9, False, False),
-        (2.0, 0.5, 0.25, 0.4, True, False),  # 2x slower: 0.8 s of wall; 1.5 left less 0.4 or 0.8
-        (2.0, 0.5, 0.25, 0.3, True, True),
-        (1.0, 0.6, 0.2, 0.1, False, False),  # 3x slower: tail 0.6 of 0.4 left
+        (2.0, 0.5, 0.25, 0.58, True, False),  # 2x slower: 1.16 s of wall; 1.5 left less 0.3 or 0.4
+        (2.0, 0.5, 0.25, 0.5, True, True),
+        (1.0, 0.6, 0.2, 0.1, False, False),  # 3x slower: tail 0.45 of 0.4 left
         (None, 0.0, 0.0, 1e9, True, True),
     ],
 )
@@ -159,11 +159,11 @@ def test_the_eviction_cost_grows_with_size_runs_and_budget(
 @pytest.mark.parametrize(
     ("deadline_in", "wall_spent", "cpu_spent", "ahead", "cost", "allowed"),
     [
-        (1.0, 0.0, 0.0, 0.0, 0.5, True),  # 1 - reserve (0.4 at 1,000 nodes) = 0.6 >= 0.5
-        (1.0, 0.0, 0.0, 0.2, 0.5, False),  # 0.2 kept for the exchange: 0.4 < 0.5
-        (1.0, 0.0, 0.0, 0.05, 0.5, True),
-        (2.0, 0.5, 0.25, 0.1, 0.2, True),  # 2x slower: 2 - 0.5 - 0.8 - 0.2 = 0.5 >= 0.4 of wall
-        (2.0, 0.5, 0.25, 0.2, 0.2, False),  # 2 - 0.5 - 0.8 - 0.4 = 0.3 < 0.4
+        (1.0, 0.0, 0.0, 0.0, 0.7, True),  # 1 - reserve (0.2 at 1,000 nodes) = 0.8 >= 0.7
+        (1.0, 0.0, 0.0, 0.2, 0.7, False),  # 0.2 kept for the exchange: 0.6 < 0.7
+        (1.0, 0.0, 0.0, 0.05, 0.7, True),
+        (2.0, 0.5, 0.25, 0.1, 0.4, True),  # 2x slower: 2 - 0.5 - 0.4 - 0.2 = 0.9 >= 0.8 of wall
+        (2.0, 0.5, 0.25, 0.2, 0.4, False),  # 2 - 0.5 - 0.4 - 0.4 = 0.7 < 0.8
         (None, 0.0, 0.0, 5.0, 1e9, True),  # no deadline: nothing kept back
     ],
 )
@@ -192,16 +192,16 @@ def test_the_exchange_cost_grows_with_nodes_and_trades(
 
 
 # (seconds to the deadline, CPU seconds each trade takes, a replayed count or None, trades
-# allowed): at 1,000 nodes the reserve is 0.4 s and the first trade is predicted at 0.2 s; then
+# allowed): at 1,000 nodes the reserve is 0.2 s and the first trade is predicted at 0.2 s; then
 # each at the dearest that ran (the clock's wall and CPU move together: no slowdown)
 TRADES = [
     (None, 0.3, None, 7),  # no deadline: every trade the exchange has (7 here)
-    (0.5, 0.05, None, 0),  # 0.1 left < 0.2 predicted for the first
-    (0.67, 0.05, None, 5),  # 0.27 left fits the first (0.2 predicted); then 0.05 each while 0.05 is left
-    (0.75, 0.15, None, 2),  # 0.35 left: one (0.2), then 0.2 left for one at 0.15, then 0.05
+    (0.3, 0.05, None, 0),  # 0.1 left < 0.2 predicted for the first
+    (0.47, 0.05, None, 5),  # 0.27 left fits the first (0.2 predicted); then 0.05 each while 0.05 is left
+    (0.55, 0.15, None, 2),  # 0.35 left: one (0.2), then 0.2 left for one at 0.15, then 0.05
     (None, 0.3, 3, 3),  # a replay of a cycle that ran 3: 3, whatever the clock
     (None, 0.3, 0, 0),
-    (0.5, 0.05, 3, 0),  # a replay on a slower clock: the clock still refuses
+    (0.3, 0.05, 3, 0),  # a replay on a slower clock: the clock still refuses
 ]
 
 
@@ -371,12 +371,12 @@ def test_no_time_for_one_eviction_run_skips_the_set_up(ago: float | None, monkey
 @pytest.mark.parametrize(
     ("nodes", "elapsed", "runs", "allowed"),
     [
-        # 10,000 nodes, a 10 s limit, at CPU pace: the tail keeps back 2 s, one run costs 1.1 s.
-        (10_000, 6.8, 1, True),
-        (10_000, 7.0, 1, False),
+        # 10,000 nodes, a 10 s limit, at CPU pace: the tail keeps back 1.5 s, one run costs 1.1 s.
+        (10_000, 7.3, 1, True),
+        (10_000, 7.5, 1, False),
         (10_000, 3.0, 4, True),
         (10_000, 3.0, 10, False),
-        (1_000, 9.6, 1, True),  # 1,000 nodes: tail 0.2 s, one run 0.2 s
+        (1_000, 9.6, 1, True),  # 1,000 nodes: tail 0.15 s, one run 0.2 s
         (1_000, 9.7, 1, False),
     ],
 )

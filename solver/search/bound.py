@@ -9,6 +9,8 @@ which pod and keeps only what must hold in any decision:
 - per block size ``g``, the ``g``-GPU blocks the pods take are no more than the nodes have
   (fragmentation: four free GPUs spread over four nodes take no 4-GPU pod);
 - queue capabilities;
+- a gang is left out when its pods could not reach its minimum even with the free room to
+  themselves (each eligible node holding as many as fit it alone);
 - the more important priority levels keep at least what the decision gave them.
 
 Every decision is feasible for it, so its optimum bounds each placed-work level from above. It is
@@ -27,7 +29,7 @@ from ortools.linear_solver import linear_solver_pb2, pywraplp
 
 from vcsat.model import resources as res
 from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, tier_threshold, utility_pieces
-from vcsat.solver.problem import Problem
+from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.units import share_row
 
 TOLERANCE = 1e-6
@@ -78,8 +80,11 @@ def lp_level_bounds(problem: Problem, found: dict[int, int], fair: dict[int, int
 def _items(problem: Problem) -> list[_Item]:
     count = len(problem.nodes)
     pods: dict[tuple[int, int, int, str, int, str], int] = {}
+    room = _ShapeRoom(problem)
     for gang in problem.candidates:
         classes = [c for c in gang.classes if problem.shapes[problem.classes[c].shape].nodes]
+        if not room.may_fit(gang, classes):
+            continue  # no decision places it: its pods would only let the LP place part of a gang
         own = len(classes) > 1 or bool(gang.task_need)
         for c in classes:
             pod_class = problem.classes[c]
@@ -103,6 +108,44 @@ def _items(problem: Problem) -> list[_Item]:
             masks[s] = mask
         items.append(_Item(priority, value, n, shape.request, shape.gpus, mask, queue, owner, task))
     return items
+
+
+class _ShapeRoom:
+    """How many pods of each shape the free room could hold at most: per eligible node, the pods
+    that fit it alone (:attr:`vcsat.solver.problem.Shape.fits`), summed. A gang needing more pods
+    than its classes could hold, even with the whole free room to themselves, is placed by no
+    decision; without it the LP, whose columns merge gangs' pods, would place the part that fits
+    (two pods of a gang of three that only two nodes can take)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.held: dict[int, int] = {}
+
+    def pods(self, shape_index: int) -> int | None:
+        """At most this many pods of the shape fit the free room; None: no resource limits them."""
+        shape = self.problem.shapes[shape_index]
+        if not any(amount > 0 for amount in shape.request):
+            return None
+        held = self.held.get(shape_index)
+        if held is None:
+            held = self.held[shape_index] = int(shape.fits.counts.sum())
+        return held
+
+    def may_fit(self, gang: Gang, classes: list[int]) -> bool:
+        """False when ``gang``'s pods of ``classes`` could not reach its minimum, or one task's,
+        even alone in the free room."""
+        if gang.need <= 1 and not gang.task_need:
+            return True  # one pod: each class kept has a node it fits (its shape's nodes)
+        held: dict[str, int] = {}
+        for c in classes:
+            pod_class = self.problem.classes[c]
+            room = self.pods(pod_class.shape)
+            if room is None:
+                return True
+            held[pod_class.task] = held.get(pod_class.task, 0) + min(len(pod_class.pods), room)
+        if sum(held.values()) < max(1, gang.need):
+            return False
+        return all(held.get(task, 0) >= need for task, need in gang.task_need.items())
 
 
 def nested(sets: list[NDArray[np.bool_]], count: int) -> NDArray[np.bool_]:
