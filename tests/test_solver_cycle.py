@@ -21,6 +21,7 @@ from builders import gangs, group, node, pod, queue, snapshot
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Policy, Snapshot
+from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.solver import check, solve
 from vcsat.solver.greedy import greedy
 from vcsat.solver.preemption.preempt import EligibleNodes, _could_run
@@ -66,15 +67,18 @@ def test_solve_agrees_with_the_greedy_on_the_contended_case() -> None:
 
 @pytest.mark.parametrize("free_gpus", [1, 2])
 def test_lp_bound_keeps_a_gangs_classes_together(free_gpus: int) -> None:
-    # A launcher (cpu only) and three 1-GPU workers, minMember 4, on a node with too few GPUs:
-    # the gang cannot run. Counting its classes apart, the LP would place the launcher whole and
-    # fill the GPUs with workers; tied to one fraction z of the gang, both are at most z's share.
+    # A launcher (cpu only) and three 1-GPU workers, minMember 4, on a node with the GPUs for them
+    # but a queue capability of too few: the gang cannot run. Counting its classes apart, the LP
+    # would place the launcher whole and fill the capability with workers; tied to one fraction z
+    # of the gang, both are at most z's share. (With too few GPUs on the nodes instead, the LP
+    # leaves the gang out: tests/test_bound_gang_room.py.)
     launcher = pod("ns/job-launcher", cpu="1", group="ns/job", task="launcher")
     workers = [pod(f"ns/job-worker-{i}", cpu="1", gpus=1, group="ns/job", task="worker") for i in range(3)]
     snap = snapshot(
-        nodes=[node("n1", cpu=32, memory="128Gi", gpus=free_gpus)],
+        nodes=[node("n1", cpu=32, memory="128Gi", gpus=3)],
         pods=[launcher, *workers],
         groups=[group("ns/job", 4)],
+        queues=[queue(DEFAULT_QUEUE, capability={"nvidia.com/gpu": free_gpus})],
     )
     problem = build_problem(snap, ALLOCATE_ONLY)
     value = {problem.classes[c].task: problem.classes[c].value for c in problem.gangs[0].classes}
