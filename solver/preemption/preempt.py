@@ -53,6 +53,7 @@ from vcsat.model import Pod
 from vcsat.model.conformance import protection
 from vcsat.model.gpus import GpuHoldings, gpu_holdings
 from vcsat.solver.fresh_model import new_cp_model
+from vcsat.solver.gang_minimum import reaches_minimum
 from vcsat.solver.greedy import gang_order
 from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_resources
 from vcsat.solver.preemption.antiaffinity import AntiAffinity, victims_by_key
@@ -754,13 +755,7 @@ def _could_run(
 
     out: list[Gang] = []
     for gang in ranked:
-        placeable = {c: min(len(problem.classes[c].pods), fits(problem.classes[c].shape)) for c in gang.classes}
-        if sum(placeable.values()) < max(1, gang.need):
-            continue
-        if any(
-            sum(k for c, k in placeable.items() if problem.classes[c].task == task) < need
-            for task, need in gang.task_need.items()
-        ):
+        if not reaches_minimum(problem, gang, fits):
             continue
         out.append(gang)
         if len(out) == MAX_PREEMPTORS:

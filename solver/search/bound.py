@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from ortools.linear_solver import linear_solver_pb2, pywraplp
 
 from vcsat.model import resources as res
+from vcsat.solver.gang_minimum import reaches_minimum
 from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, tier_threshold, utility_pieces
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.units import share_row
@@ -83,7 +84,7 @@ def _items(problem: Problem) -> list[_Item]:
     room = _ShapeRoom(problem)
     for gang in problem.candidates:
         classes = [c for c in gang.classes if problem.shapes[problem.classes[c].shape].nodes]
-        if not room.may_fit(gang, classes):
+        if not room.may_fit(gang):
             continue  # no decision places it: its pods would only let the LP place part of a gang
         own = len(classes) > 1 or bool(gang.task_need)
         for c in classes:
@@ -112,40 +113,37 @@ def _items(problem: Problem) -> list[_Item]:
 
 class _ShapeRoom:
     """How many pods of each shape the free room could hold at most: per eligible node, the pods
-    that fit it alone (:attr:`vcsat.solver.problem.Shape.fits`), summed. A gang needing more pods
-    than its classes could hold, even with the whole free room to themselves, is placed by no
-    decision; without it the LP, whose columns merge gangs' pods, would place the part that fits
-    (two pods of a gang of three that only two nodes can take)."""
+    that fit it alone (:attr:`vcsat.solver.problem.Shape.fits`), summed; what
+    :func:`vcsat.solver.gang_minimum.reaches_minimum` reads. Without it the LP, whose columns merge
+    gangs' pods, would place the part of a gang that fits (two pods of a gang of three that only
+    two nodes can take)."""
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self.held: dict[int, int] = {}
 
-    def pods(self, shape_index: int) -> int | None:
-        """At most this many pods of the shape fit the free room; None: no resource limits them."""
-        shape = self.problem.shapes[shape_index]
-        if not any(amount > 0 for amount in shape.request):
-            return None
+    def pods(self, shape_index: int) -> int:
         held = self.held.get(shape_index)
         if held is None:
-            held = self.held[shape_index] = int(shape.fits.counts.sum())
+            shape = self.problem.shapes[shape_index]
+            if not shape.nodes:
+                held = 0
+            elif any(amount > 0 for amount in shape.request):
+                held = int(shape.fits.counts.sum())
+            else:
+                held = _UNLIMITED  # asks nothing: its counts are a placeholder, no room limits it
+            self.held[shape_index] = held
         return held
 
-    def may_fit(self, gang: Gang, classes: list[int]) -> bool:
-        """False when ``gang``'s pods of ``classes`` could not reach its minimum, or one task's,
-        even alone in the free room."""
+    def may_fit(self, gang: Gang) -> bool:
+        """False when ``gang``'s pods could not reach its minimum, or one task's, even alone in the
+        free room."""
         if gang.need <= 1 and not gang.task_need:
             return True  # one pod: each class kept has a node it fits (its shape's nodes)
-        held: dict[str, int] = {}
-        for c in classes:
-            pod_class = self.problem.classes[c]
-            room = self.pods(pod_class.shape)
-            if room is None:
-                return True
-            held[pod_class.task] = held.get(pod_class.task, 0) + min(len(pod_class.pods), room)
-        if sum(held.values()) < max(1, gang.need):
-            return False
-        return all(held.get(task, 0) >= need for task, need in gang.task_need.items())
+        return reaches_minimum(self.problem, gang, self.pods)
+
+
+_UNLIMITED = 1 << 30
 
 
 def nested(sets: list[NDArray[np.bool_]], count: int) -> NDArray[np.bool_]:
