@@ -110,15 +110,16 @@ gangs, a few candidate nodes per class), and so are building it and CP-SAT's sol
 EVICTION_RUN_PER_NODE = 4e-5
 """CPU seconds per node of one eviction run besides: its room over every node, the scans of the
 nodes its preemptors' classes may use, its victims picked out of the phase's."""
-TRADE_PER_NODE = 2e-4
+TRADE_PER_NODE = 1e-4
 """CPU seconds per node of one exchange trade: the decision without the gangs taken out, the room
 it leaves rebuilt twice (one node at a time), two greedy top-ups over the gangs left out, the
-objective's first levels. Measured 0.15-0.17 CPU-s per trade on average on the 1,000-node shapes
-(at most 0.38 for one trade), whether 500 or 1,260 gangs wait: the per-node work dominates. One
-greedy fill per trade (the prediction before) is 2-3 times what a trade costs where few gangs
-wait. The prediction is the first trade's, which makes its rooms' rankings afresh (later trades
-carry them, :class:`vcsat.solver.greedy.KeptRankings`, and are predicted at the dearest that ran):
-0.10-0.14 CPU-s on five 1,000-node shapes (benchmarks/RESULTS.md, session 20)."""
+objective's first levels; the per-node work dominates, whatever the number of gangs waiting. The
+prediction is the first trade's, which makes its rooms' rankings afresh (later trades carry them,
+:class:`vcsat.solver.greedy.KeptRankings`, and are predicted at the dearest that ran): about one
+and a half to three times what a first trade was measured to take on the 1,000-node shapes
+(benchmarks/RESULTS.md, session 26). Higher, the first trade never fits a short limit after the
+second fill: on a 1 s cycle the exchange, which alone places what the fills leave out on
+several shapes, would then never run."""
 RESERVE_PER_NODE = 2e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out. About one and a half to two times what those steps
