@@ -15,7 +15,10 @@ a different fix:
 Two long searches of the exact model (no wall clock, no tolerance) tell them apart: one with
 nothing held (its fair levels are the best it finds), and one with each fair-share level held at
 least at the decision's value (its placed work, when proven, is the most that can be placed with
-shares no lower than the decision's: what the bound bounds). Holding the levels is done from here:
+shares no lower than the decision's: what the bound bounds). The held search starts from the
+decision itself (its warm start is the decision, not the greedy's): it can then only place as
+much or more at each priority, so a level where it ends short of its bound within its time is
+the search's time, never a start further from the bound than the decision. Holding the levels is done from here:
 the search's stages are split so that each fair-share level is a stage of its own (held on its
 own, not as one weighted sum in which a higher tier may pay for a lower one), and its "does the
 warm start already meet this stage" question is answered yes, at the decision's value, for each;
@@ -52,6 +55,7 @@ from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search.bound import lp_level_bounds
 from vcsat.solver.search.levels import Level, Stage
+from vcsat.solver.sure import Prepared
 
 # The module, not its function: ``vcsat.solver.solve`` the name is the function in the package.
 solve_module = importlib.import_module("vcsat.solver.solve")
@@ -69,6 +73,27 @@ def assignment_of(problem: Problem, decision: Decision) -> Assignment:
             if placed:
                 out.count[c] = placed
                 out.placed.add(gang.index)
+    return out
+
+
+def decided_assignment(problem: Problem, decision: Decision) -> Assignment:
+    """``decision``'s bindings as the counts and per-node slots a search is warm-started from:
+    per pod class, shape and node, and per gang, as the greedy's own assignments hold them."""
+    where = {
+        pod.key: (gang.index, c) for gang in problem.candidates for c in gang.classes for pod in problem.classes[c].pods
+    }
+    node_of = {node.name: n for n, node in enumerate(problem.nodes)}
+    out = Assignment()
+    for binding in decision.bindings:
+        found = where.get(binding.pod)
+        if found is None:
+            continue
+        gang, c = found
+        shape, node = problem.classes[c].shape, node_of[binding.node]
+        out.placed.add(gang)
+        out.count[c] = out.count.get(c, 0) + 1
+        out.shape_slots[shape, node] = out.shape_slots.get((shape, node), 0) + 1
+        out.gang_slots[gang, shape, node] = out.gang_slots.get((gang, shape, node), 0) + 1
     return out
 
 
@@ -127,8 +152,12 @@ def sides(path: Path, time_limit: float, search_limit: float) -> dict[str, Any]:
     decision = levels(problem, made)
     long_policy = Policy(time_limit_s=search_limit, relative_gap=0)
     free = levels(problem, solve_module.solve(snapshot, long_policy, wall=False))
+    # The held search starts from the decision (its problem built for the long policy, as the
+    # solve would build it): from the greedy it may end short of the decision within its time.
+    long_problem = build_problem(snapshot, long_policy)
+    start = Prepared(snapshot, long_policy, long_problem, decided_assignment(long_problem, made))
     with fair_held_at(decision["assignment"]):
-        held = levels(problem, solve_module.solve(snapshot, long_policy, wall=False))
+        held = levels(problem, solve_module.solve(snapshot, long_policy, wall=False, prepared=start))
     # Each placed-work level's LP bound at the decision's own values (what its gap is made of).
     placed = {rank: decision["placed"][rank] for rank in decision["placed"]}
     decision["levels"] = lp_level_bounds(problem, placed, decision["fair"])

@@ -45,6 +45,48 @@ def test_the_held_search_keeps_the_decisions_shares_and_places_at_least_as_much(
     assert out["verdict"] == gap_sides.verdict(decision, free, held)
 
 
+@pytest.mark.parametrize("seed", [3, 5, 8])
+def test_the_decisions_assignment_measures_as_the_decision(tmp_path: Path, seed: int) -> None:
+    # The held search's warm start: the decision's bindings as counts and slots, the same levels.
+    snapshot = instance_file.read_snapshot(_instance(tmp_path, seed))
+    policy = gap_sides.Policy(time_limit_s=1)
+    made = gap_sides.solve_module.solve(snapshot, policy, wall=False)
+    problem = gap_sides.build_problem(snapshot, policy)
+    decided = gap_sides.decided_assignment(problem, made)
+    counted = gap_sides.assignment_of(problem, made)
+    assert decided.count == counted.count and decided.placed == counted.placed
+    assert sum(decided.shape_slots.values()) == sum(decided.count.values())
+    assert sum(decided.gang_slots.values()) == sum(decided.count.values())
+    node_names = [node.name for node in problem.nodes]
+    placed_on = sorted((binding.node, binding.pod) for binding in made.bindings)
+    per_node = {name: sum(1 for node, _ in placed_on if node == name) for name in node_names}
+    for n, name in enumerate(node_names):
+        assert sum(k for (_shape, node), k in decided.shape_slots.items() if node == n) <= per_node[name]
+    assert gap_sides.solve_module._lexicographic(problem, decided) == gap_sides.solve_module._lexicographic(
+        problem, counted
+    )
+
+
+def test_the_held_search_starts_from_the_decision(tmp_path: Path) -> None:
+    starts: list[Any] = []
+    solve = gap_sides.solve_module.solve
+
+    def recorded(snapshot: Any, policy: Any, **kwargs: Any) -> Any:
+        starts.append(kwargs.get("prepared"))
+        return solve(snapshot, policy, **kwargs)
+
+    gap_sides.solve_module.solve = recorded
+    try:
+        out = gap_sides.sides(_instance(tmp_path, 3), 1.0, 2.0)
+    finally:
+        gap_sides.solve_module.solve = solve
+    decision, free, held = starts  # the decision, the free search (from the greedy), the held one
+    assert decision is None and free is None and held is not None
+    assert gap_sides.solve_module._lexicographic(held.problem, held.hint)[: len(out["decision"]["fair"])] == tuple(
+        out["decision"]["fair"][tier] for tier in sorted(out["decision"]["fair"])
+    )
+
+
 def test_inside_the_hold_every_fair_share_stage_is_met_at_the_given_assignments_value(tmp_path: Path) -> None:
     snapshot = instance_file.read_snapshot(_instance(tmp_path, 3))
     policy = gap_sides.Policy(time_limit_s=5, relative_gap=0)
