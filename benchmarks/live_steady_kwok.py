@@ -25,6 +25,11 @@ wall seconds (snapshot, decision, until its bindings were queued and until all w
 process's CPU seconds over the same span (the ``cpu_seconds`` fields). One JSON line per cycle,
 then per batch the scheduler's and the cluster's CPU seconds from its creation to the next (/proc).
 
+``--run EARLY[:TREE]:pin`` pins that process to one CPU and the control plane (kube-apiserver,
+etcd, kwok, kube-controller-manager, every thread of each) and this harness (it creates the batches,
+as the cluster's users would) to the others while it runs (``sched_setaffinity``), as a deployment
+that gives the scheduler a core of its own; without ``:pin`` every process may run on every CPU.
+
 ownerReferences are dropped from the loaded objects (their owners do not exist here, and the
 garbage collector would delete them); ``spec.priority`` too (the Priority admission plugin sets it
 from the class, and refuses a pod that says it).
@@ -170,9 +175,42 @@ class LogTail:
         return out
 
 
+def _set_cpus(pid: int, cpus: set[int]) -> None:
+    """Every thread of ``pid`` may run only on ``cpus`` (threads it starts later inherit it)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that just ended
+            os.sched_setaffinity(int(task.name), cpus)
+
+
+@contextlib.contextmanager
+def pinned(plane_pids: dict[str, int], pin: bool) -> Iterator[set[int] | None]:
+    """While it lasts, the control plane and this harness on every CPU but the last, and the CPUs
+    the scheduler gets (the last one); None and nothing changed unless ``pin``."""
+    everything = os.sched_getaffinity(0)
+    if not pin:
+        yield None
+        return
+    if len(everything) < 2:
+        raise click.ClickException("pinning needs two CPUs or more")
+    ours = {max(everything)}
+    rest = everything - ours
+    for pid in [*plane_pids.values(), os.getpid()]:
+        _set_cpus(pid, rest)
+    try:
+        yield ours
+    finally:
+        for pid in [*plane_pids.values(), os.getpid()]:
+            _set_cpus(pid, everything)
+
+
 @contextlib.contextmanager
 def scheduler(
-    cluster: KwokCluster, log: Path, time_limit_s: float, early_bind: int, tree: str | None
+    cluster: KwokCluster,
+    log: Path,
+    time_limit_s: float,
+    early_bind: int,
+    tree: str | None,
+    cpus: set[int] | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     argv = [
         *VCSAT,
@@ -192,7 +230,15 @@ def scheduler(
     with log.open("wb") as out:
         # ``python -c`` puts its working directory first on sys.path, before PYTHONPATH: run from
         # a source tree, that tree's vcsat would be imported whatever TREE says. So it runs in TREE.
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tree)
+        # Pinned before it starts, so every thread it makes inherits the CPUs.
+        process = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=tree,
+            preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
+        )
     try:
         yield process
     finally:
@@ -264,7 +310,7 @@ def measure(
     interval_s: float,
     quiet_s: float,
     time_limit_s: float,
-    runs: tuple[tuple[int, str | None], ...],
+    runs: tuple[tuple[int, str | None, bool], ...],
     out: Path | None,
     timeout_s: float,
 ) -> None:
@@ -295,9 +341,12 @@ def measure(
             emit({"loaded": {"nodes": nodes, "pods": bound, "seconds": round(time.monotonic() - loading, 1)}})
             workdir = Path(tempfile.mkdtemp(prefix="steady-", dir=plane.workdir))
             used = 0
-            for run, (early_bind, tree) in enumerate(runs):
+            for run, (early_bind, tree, pin) in enumerate(runs):
                 log = workdir / f"vcsat-{run}.log"
-                with scheduler(cluster, log, time_limit_s, early_bind, tree) as process:
+                with (
+                    pinned(cluster_pids(plane), pin) as cpus,
+                    scheduler(cluster, log, time_limit_s, early_bind, tree, cpus) as process,
+                ):
                     tail = LogTail(log)
                     pids = {**cluster_pids(plane), "scheduler": process.pid}
                     meter = CpuMeter(pids)
@@ -307,6 +356,7 @@ def measure(
                             "run": run,
                             "early_bind": early_bind,
                             "tree": tree,
+                            "pinned": pin,
                             "cold": [{k: c.get(k) for k in FIELDS} for c in cold],
                             "quiet": quiet,
                             "cpu_s": meter.used(),
@@ -372,8 +422,9 @@ def measure(
     multiple=True,
     default=("0",),
     show_default=True,
-    help="EARLY[:TREE]: one scheduler process, its --early-bind-min-pending and the source tree put "
-    "first on its PYTHONPATH; the processes run one after the other.",
+    help="EARLY[:TREE][:pin]: one scheduler process, its --early-bind-min-pending and the source tree "
+    "put first on its PYTHONPATH; the processes run one after the other. ':pin': the scheduler on "
+    "the last CPU, the control plane and this harness on the others, while this process runs.",
 )
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Append the JSON lines here too.")
 @click.option(
@@ -393,8 +444,11 @@ def main(
     parsed = []
     for run in runs:
         early, _, tree = run.partition(":")
+        pin = tree == "pin" or tree.endswith(":pin")
+        if pin:
+            tree = tree.removesuffix("pin").removesuffix(":")
         try:
-            parsed.append((int(early), tree or None))
+            parsed.append((int(early), tree or None, pin))
         except ValueError:
             raise click.BadParameter(f"{run!r}: EARLY must be an integer", param_hint="--run") from None
     measure(instance, batch, batches, interval, quiet, time_limit, tuple(parsed), out, timeout)

@@ -54,7 +54,18 @@ def child(path: str, key: str | int) -> str:
 class KubeObject(FieldReader):
     """One input object being read: knows how to name itself and its fields in an error."""
 
-    __slots__ = ("key", "kind", "memo_context", "memo_value", "name", "namespace", "raw", "references", "source")
+    __slots__ = (
+        "key",
+        "kind",
+        "memo_context",
+        "memo_value",
+        "name",
+        "namespace",
+        "noticed",
+        "raw",
+        "references",
+        "source",
+    )
 
     key: str
     """``namespace/name``, or the name of a cluster-scoped object."""
@@ -64,6 +75,8 @@ class KubeObject(FieldReader):
     """With a :class:`~.reuse.ConversionMemo`: the object's last conversion."""
     references: Any
     """A pod's :func:`~.pods.pod_references`, once read (the object outlives a cycle with a memo)."""
+    noticed: Any
+    """What :mod:`~.notices` reads of a node's or PodGroup's raw object, once read; ``UNSET`` before."""
 
     def __init__(self, raw: Mapping[str, Any], kind: str, source: str | None, index: int) -> None:
         self.raw = raw
@@ -72,6 +85,7 @@ class KubeObject(FieldReader):
         self.memo_context = UNSET
         self.memo_value = None
         self.references = None
+        self.noticed = UNSET
         metadata: Any = raw.get("metadata")
         name = metadata.get("name") if type(metadata) is dict else None
         if type(name) is not str or not name:  # not the parser's own dict and a plain name: check it all
