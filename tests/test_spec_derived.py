@@ -17,11 +17,13 @@ from vcsat.model import Pod
 from vcsat.model.derived import derived
 
 _BASE: list[dict[str, Any]] = [
+    # GPUs enough for every pod a mix below may bind to the node (12 of 2 GPUs each): a strict read
+    # refuses a node holding more GPUs than it has, which is not what these tests are about.
     {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": "n1"},
-        "status": {"allocatable": {"cpu": "64", "pods": "110", "nvidia.com/gpu": "8"}},
+        "status": {"allocatable": {"cpu": "64", "pods": "110", "nvidia.com/gpu": "32"}},
     },
     {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": 1}},
 ]
