@@ -441,17 +441,19 @@ def main(
     out: Path | None,
     timeout: float,
 ) -> None:
-    parsed = []
-    for run in runs:
-        early, _, tree = run.partition(":")
-        pin = tree == "pin" or tree.endswith(":pin")
-        if pin:
-            tree = tree.removesuffix("pin").removesuffix(":")
-        try:
-            parsed.append((int(early), tree or None, pin))
-        except ValueError:
-            raise click.BadParameter(f"{run!r}: EARLY must be an integer", param_hint="--run") from None
-    measure(instance, batch, batches, interval, quiet, time_limit, tuple(parsed), out, timeout)
+    measure(instance, batch, batches, interval, quiet, time_limit, tuple(map(parse_run, runs)), out, timeout)
+
+
+def parse_run(run: str) -> tuple[int, str | None, bool]:
+    """``--run EARLY[:TREE][:pin]`` as (early, tree or None, pinned)."""
+    early, _, tree = run.partition(":")
+    pin = tree == "pin" or tree.endswith(":pin")
+    if pin:
+        tree = tree.removesuffix("pin").removesuffix(":")
+    try:
+        return int(early), tree or None, pin
+    except ValueError:
+        raise click.BadParameter(f"{run!r}: EARLY must be an integer", param_hint="--run") from None
 
 
 if __name__ == "__main__":
