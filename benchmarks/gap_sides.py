@@ -18,8 +18,8 @@ least at the decision's value (its placed work, when proven, is the most that ca
 shares no lower than the decision's: what the bound bounds). The held search starts from the
 decision itself (its warm start is the decision, not the greedy's): it can then only place as
 much or more at each priority, so a level where it ends short of its bound within its time is
-the search's time, never a start further from the bound than the decision. Holding the levels is done from here:
-the search's stages are split so that each fair-share level is a stage of its own (held on its
+the search's time, never a start further from the bound than the decision. Holding the levels
+is done from here: the search's stages are split so that each fair-share level is a stage of its own (held on its
 own, not as one weighted sum in which a higher tier may pay for a lower one), and its "does the
 warm start already meet this stage" question is answered yes, at the decision's value, for each;
 the solver itself has no such option.
@@ -62,23 +62,10 @@ solve_module = importlib.import_module("vcsat.solver.solve")
 exact_module = importlib.import_module("vcsat.solver.search.exact")
 
 
-def assignment_of(problem: Problem, decision: Decision) -> Assignment:
-    """The counts of ``decision``'s bindings per pod class of ``problem`` (enough to measure its
-    fair-share levels and placed work)."""
-    bound = {binding.pod for binding in decision.bindings}
-    out = Assignment()
-    for gang in problem.candidates:
-        for c in gang.classes:
-            placed = sum(1 for pod in problem.classes[c].pods if pod.key in bound)
-            if placed:
-                out.count[c] = placed
-                out.placed.add(gang.index)
-    return out
-
-
 def decided_assignment(problem: Problem, decision: Decision) -> Assignment:
     """``decision``'s bindings as the counts and per-node slots a search is warm-started from:
-    per pod class, shape and node, and per gang, as the greedy's own assignments hold them."""
+    per pod class, shape and node, and per gang, as the greedy's own assignments hold them (the
+    counts alone are what its fair-share levels and placed work are measured by)."""
     where = {
         pod.key: (gang.index, c) for gang in problem.candidates for c in gang.classes for pod in problem.classes[c].pods
     }
@@ -98,7 +85,7 @@ def decided_assignment(problem: Problem, decision: Decision) -> Assignment:
 
 
 def levels(problem: Problem, decision: Decision) -> dict[str, Any]:
-    assignment = assignment_of(problem, decision)
+    assignment = decided_assignment(problem, decision)
     placed = solve_module._placed(problem, assignment)
     return {
         "status": decision.solver.status,
