@@ -38,7 +38,7 @@ import click
 PHASES = {
     "build_problem": "build",
     "greedy": "greedy",
-    "lp_level_bounds": "lp_bound",
+    "lp_bounds": "lp_bound",
     "solve_exact": "search",
     "outcomes": "explain",
     "bindings": "decode",

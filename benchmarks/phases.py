@@ -69,12 +69,12 @@ def run(path: Path, time_limit_s: float, workers: int | None) -> dict[str, Any]:
 
     originals = {
         name: getattr(solve_module, name)
-        for name in ("build_problem", "greedy", "lp_level_bounds", "solve_exact", "outcomes", "bindings")
+        for name in ("build_problem", "greedy", "lp_bounds", "solve_exact", "outcomes", "bindings")
     }
     labels = {
         "build_problem": "build",
         "greedy": "greedy",
-        "lp_level_bounds": "lp_bound",
+        "lp_bounds": "lp_bound",
         "solve_exact": "search",
         "outcomes": "explain",
         "bindings": "decode",
@@ -117,6 +117,7 @@ def run(path: Path, time_limit_s: float, workers: int | None) -> dict[str, Any]:
         "objective": decision.solver.objective,
         "bound": decision.solver.bound,
         "gap": decision.solver.gap,
+        "levels": [[level.level, level.value, level.bound] for level in decision.solver.levels],
         "pods_bound": len(decision.bindings),
         "violations": len(violations),
         "peak_rss_mib": _peak_mib(),

@@ -40,7 +40,7 @@ INNER = {
     "build_problem": "build",
     "greedy": "greedy",
     "warm_start": "warm_start",
-    "lp_level_bounds": "lp_bound",
+    "lp_bounds": "lp_bound",
     "_search": "search",
     "bindings": "decode",
     "outcomes": "explain",

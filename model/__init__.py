@@ -22,9 +22,11 @@ from vcsat.model.decision import (
     Binding,
     Decision,
     Eviction,
+    LevelBound,
     Nomination,
     PodGroupOutcome,
     SolverStats,
+    first_short,
     relative_gap,
 )
 from vcsat.model.policy import Policy
@@ -35,6 +37,7 @@ __all__ = [
     "Eviction",
     "HyperNode",
     "HyperNodeMember",
+    "LevelBound",
     "NetworkTopology",
     "Node",
     "NodeSelectorRequirement",
@@ -49,5 +52,6 @@ __all__ = [
     "SolverStats",
     "Taint",
     "Toleration",
+    "first_short",
     "relative_gap",
 ]

@@ -68,6 +68,30 @@ def relative_gap(objective: float, bound: float) -> float:
     return max(0.0, bound - objective) / max(abs(bound), 1.0)
 
 
+class LevelBound(_Out):
+    """One level of the objective (design.md, "Better"): the decision's value there and a proven
+    upper bound on it, every more important level held at the decision's own value."""
+
+    level: str
+    """The level's name, as the search's stages name it (a queue fair-share level, or placed work
+    at one priority)."""
+    value: int
+    bound: int
+
+    @property
+    def gap(self) -> float:
+        """:func:`relative_gap` of the decision at this level."""
+        return relative_gap(self.value, self.bound)
+
+
+def first_short(levels: list[LevelBound]) -> LevelBound | None:
+    """The most important level whose bound is above the decision's value: where a better
+    decision may differ first (each level's bound holds the ones above at the decision's values,
+    so the levels below it say how much more *this* decision's shares leave room for); None when
+    the decision reaches every bound."""
+    return next((level for level in levels if level.bound > level.value), None)
+
+
 class SolverStats(_Out):
     status: SolverStatus
     objective: float = 0.0
@@ -90,6 +114,12 @@ class SolverStats(_Out):
     not run because they would have ended after the time limit (:mod:`vcsat.solver.deadline`); the
     decision is the best one in hand without them. A replay skipping the same steps decides alike
     unless a search was also cut short on the wall clock."""
+    levels: list[LevelBound] = []
+    """Every level of the objective, most important first: the queue fair-share levels, then
+    placed work by priority (whose values and bounds sum to ``objective`` and ``bound``). Each
+    level's bound holds the more important levels at this decision's values, so where a fair-share
+    level is below its bound the placed-work gap below it is measured at shares a better decision
+    would raise (:func:`first_short` names the first such level)."""
 
     @property
     def gap(self) -> float:

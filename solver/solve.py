@@ -25,6 +25,7 @@ from vcsat.model import (
     Binding,
     Decision,
     Eviction,
+    LevelBound,
     Nomination,
     Pod,
     PodGroupOutcome,
@@ -48,6 +49,7 @@ from vcsat.solver.deadline import (
 from vcsat.solver.explain import outcomes
 from vcsat.solver.greedy import greedy, greedy_by_gain
 from vcsat.solver.objectives.fairness import fair_share_values
+from vcsat.solver.objectives.fairness import level_name as fair_level_name
 from vcsat.solver.objectives.placement import level_name, placed_work
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.placement.decode import bindings, gpu_bindings
@@ -60,7 +62,7 @@ from vcsat.solver.rules.attach import slots_taken
 from vcsat.solver.rules.interpod_tracker import broken
 from vcsat.solver.rules.spread import SpreadState
 from vcsat.solver.search import cp_sat, staged
-from vcsat.solver.search.bound import lp_level_bounds
+from vcsat.solver.search.bound import LpBounds, lp_bounds
 from vcsat.solver.search.exact import ExactResult, fits, solve_exact
 from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks, trading_tiers
 from vcsat.solver.search.neighbourhood import improve
@@ -118,7 +120,7 @@ class WarmStart:
     hint: Assignment
     values: dict[int, int]
     fair: dict[int, int]
-    first_bounds: dict[int, int]
+    first: LpBounds
     bound: int
 
 
@@ -144,39 +146,60 @@ def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None
 def _warm_start(problem: Problem, hint: Assignment) -> WarmStart:
     values = _placed(problem, hint)
     fair = fair_share_values(problem, hint)
-    first_bounds = lp_level_bounds(problem, values, fair)
-    _, bound, _ = _bound(problem, hint, values, fair, first_bounds, {}, hint)
-    return WarmStart(hint, values, fair, first_bounds, bound)
+    first = lp_bounds(problem, values, fair)
+    bound = _bound(problem, hint, WarmStart(hint, values, fair, first, 0), {}).bound
+    return WarmStart(hint, values, fair, first, bound)
 
 
-def _bound(
-    problem: Problem,
-    assignment: Assignment,
-    hint_values: dict[int, int],
-    hint_fair: dict[int, int],
-    first_bounds: dict[int, int],
-    search_bounds: dict[str, int],
-    hint: Assignment | None = None,
-) -> tuple[dict[int, int], int, dict[int, int]]:
+@dataclass(frozen=True)
+class Bounded:
+    """A decision's placed work per priority and fair-share values per level, its proven bound,
+    each placed-work level's bound, and the LP behind them (which bounds the fair-share levels
+    too, when asked: :func:`_levels`)."""
+
+    values: dict[int, int]
+    fair: dict[int, int]
+    bound: int
+    placed: dict[int, int]
+    """Per priority, the level's proven bound (what ``bound`` sums)."""
+    lp: LpBounds
+
+
+def _bound(problem: Problem, assignment: Assignment, start: WarmStart, search_bounds: dict[str, int]) -> Bounded:
     """The decision's placed work per priority, its proven bound (per level, the tighter of the
     LP's and the search's, ``search_bounds`` per level name, never below the decision's own) and
     the LP's bounds per level.
 
     Each level's bound holds the levels above it at the decision's own values: the first bounds
-    (at the hint's) are those when the decision kept the hint's values, and only looser when it
-    raised them (a fair share raised above the hint's leaves less room for placed work).
-    ``hint``: the assignment ``hint_values`` and ``hint_fair`` were measured on (not measured again)."""
-    values = dict(hint_values) if assignment is hint else _placed(problem, assignment)
-    fair = dict(hint_fair) if assignment is hint else fair_share_values(problem, assignment)
-    same = fair == {rank: hint_fair.get(rank, 0) for rank in fair} and values == {
-        rank: hint_values.get(rank, 0) for rank in values
+    (at the warm start's) are those when the decision kept the warm start's values, and only
+    looser when it raised them (a fair share raised above the warm start's leaves less room for
+    placed work). The warm start's values are not measured again on its own assignment."""
+    values = dict(start.values) if assignment is start.hint else _placed(problem, assignment)
+    fair = dict(start.fair) if assignment is start.hint else fair_share_values(problem, assignment)
+    same = fair == {rank: start.fair.get(rank, 0) for rank in fair} and values == {
+        rank: start.values.get(rank, 0) for rank in values
     }
-    lp_bounds = first_bounds if same else lp_level_bounds(problem, values, fair)
-    bound = 0
+    lp = start.first if same else lp_bounds(problem, values, fair)
+    placed: dict[int, int] = {}
     for rank, value in values.items():
-        proven = [b for b in (lp_bounds.get(rank), search_bounds.get(level_name(rank))) if b is not None]
-        bound += max(value, min(proven)) if proven else value
-    return values, bound, lp_bounds
+        proven = [b for b in (lp.placed.get(rank), search_bounds.get(level_name(rank))) if b is not None]
+        placed[rank] = max(value, min(proven)) if proven else value
+    return Bounded(values, fair, sum(placed.values()), placed, lp)
+
+
+def _levels(problem: Problem, bounded: Bounded, *, optimal: bool) -> list[LevelBound]:
+    """Every level of the objective, most important first, with the decision's value and bound
+    (:attr:`vcsat.model.SolverStats.levels`); an ``optimal`` decision's bounds are its values (the
+    search proved every level). The fair-share levels' bounds are solved here, once a cycle."""
+    shares = {} if optimal else bounded.lp.fair_bounds()
+    levels = [
+        LevelBound(level=fair_level_name(problem, rank), value=value, bound=shares.get(rank, value))
+        for rank, value in sorted(bounded.fair.items())
+    ]
+    for rank, value in sorted(bounded.values.items(), reverse=True):
+        bound = value if optimal else bounded.placed[rank]
+        levels.append(LevelBound(level=level_name(rank), value=value, bound=bound))
+    return levels
 
 
 def keep_for_exchange(problem: Problem, plan: WallPlan, assignment: Assignment) -> None:
@@ -287,7 +310,7 @@ def _solve(
         first = greedy(problem)
         plan.greedy_cpu = time.process_time() - greedy_started
     start = warm_start(problem, first, plan)
-    hint, hint_values, hint_fair, first_bounds = start.hint, start.values, start.fair, start.first_bounds
+    hint, hint_values = start.hint, start.values
     greedy_bound = start.bound
     if not within_tolerance(sum(hint_values.values()), greedy_bound, policy.relative_gap):
         # After the second fill, which the exchange does not replace (on capped and over-served
@@ -296,7 +319,7 @@ def _solve(
     if wall and plan.ahead:
         # The search, its top-up and the neighbourhood rounds stop in time for the exchange.
         clock.deadline = min(clock.deadline or deadline, deadline - plan.reserve - plan.ahead * plan.slowdown())
-    targets = {level_name(rank): bound for rank, bound in first_bounds.items()}
+    targets = {level_name(rank): bound for rank, bound in start.first.placed.items()}
     search = max(0.0, policy.time_limit_s * SEARCH_SHARE - OVERHEAD_PER_NODE * len(problem.nodes))
     budget = search if policy.search else 0.0
     if policy.search and skip_search(sum(hint_values.values()), greedy_bound, policy.relative_gap):
@@ -331,7 +354,8 @@ def _solve(
         # decision keeps every constraint by construction.
         assignment, status = hint, "FALLBACK"
         now = bindings(problem, assignment, assignment.shape_slots)
-    values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, result.bounds, hint)
+    bounded = _bound(problem, assignment, start, result.bounds)
+    values, bound = bounded.values, bounded.bound
     objective = sum(values.values())
     rounds = NEIGHBOURHOOD_ROUNDS if policy.search and not result.skipped and status != "OPTIMAL" else 0
     while rounds and not within_tolerance(objective, bound, policy.relative_gap) and bound > objective:
@@ -340,7 +364,7 @@ def _solve(
         rounds -= 1
         if not plan.allows(NEIGHBOURHOOD, WallPlan.model_cost(*model_size(problem)) + plan.fill_cost()):
             break  # its model would not be built (and topped up) before the deadline
-        around = {level_name(rank): b for rank, b in lp_bounds.items()}
+        around = {level_name(rank): b for rank, b in bounded.lp.placed.items()}
         left = search - clock.spent
         better = improve(problem, assignment, budget=left, targets=around, clock=clock, rank=_lexicographic)
         if better is None:
@@ -350,7 +374,8 @@ def _solve(
             break
         assignment, status, now = better.assignment, "FEASIBLE", placed
         # The main search's bounds held the levels above at its own decision's values.
-        values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
+        bounded = _bound(problem, assignment, start, {})
+        values, bound = bounded.values, bounded.bound
         objective = sum(values.values())
     plan.ahead = 0.0  # the exchange's own time, from here on
     if exchange_due(policy.search, status, within_tolerance(objective, bound, policy.relative_gap)):
@@ -369,7 +394,8 @@ def _solve(
         if traded is not assignment:
             assignment, status = traded, "FEASIBLE"
             now = bindings(problem, assignment, assignment.shape_slots)
-            values, bound, lp_bounds = _bound(problem, assignment, hint_values, hint_fair, first_bounds, {}, hint)
+            bounded = _bound(problem, assignment, start, {})
+            values, bound = bounded.values, bounded.bound
             objective = sum(values.values())
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
@@ -377,6 +403,7 @@ def _solve(
         status = "OPTIMAL"  # nothing to search: the greedy decision is the whole answer
     if status != "OPTIMAL" and policy.search and within_tolerance(objective, bound, policy.relative_gap):
         status = "WITHIN_GAP"  # proven within the tolerance, where the search stops or never starts
+    levels = _levels(problem, bounded, optimal=status == "OPTIMAL")
     podgroups = outcomes(problem, assignment)
     nominations: list[Nomination] = []
     evictions: list[Eviction] = []
@@ -397,6 +424,7 @@ def _solve(
         deterministic_time=round(clock.spent, 3),
         wall_stopped=clock.wall_stopped or plan.out_of_time,
         skipped=list(plan.skipped),
+        levels=levels,
     )
     if not policy.gang:
         podgroups = per_podgroup(snapshot, podgroups)

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from vcsat.model import Decision, Snapshot
+from vcsat.model import Decision, Snapshot, first_short
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.model.hypernodes import resolve_hypernodes
 
@@ -43,11 +43,18 @@ def render_decision(decision: Decision, snapshot: Snapshot, console: Console) ->
 
 
 def header_line(decision: Decision) -> str:
+    """The solver's status, objective, bound, gap and seconds; then, where the decision may be
+    short of a better one, the first level of the objective where it may be (its value, bound and
+    gap there), since the gap over placed work is measured at the fair shares this decision gave."""
     stats = decision.solver
-    return (
+    line = (
         f"solver {stats.status}  objective {stats.objective:g}  bound {stats.bound:g}  "
         f"gap {stats.gap:.2%}  {stats.seconds:.2f} s"
     )
+    short = first_short(stats.levels)
+    if short is not None:
+        line += f"\nfirst level below its bound: {short.level}  {short.value} of {short.bound}  gap {short.gap:.2%}"
+    return line
 
 
 def placed_text(pod: str, node: str, gpus: list[int], podgroup: str) -> str:
@@ -60,9 +67,7 @@ def placed_text(pod: str, node: str, gpus: list[int], podgroup: str) -> str:
 def _podgroup_table(decision: Decision, snapshot: Snapshot) -> Table:
     placed = _placed_by_group(decision, snapshot)
     spans = _spans(decision, snapshot)
-    table = Table(
-        "podgroup", "phase", "placed", "topology", "reason", "message", box=box.SIMPLE_HEAD, show_edge=False
-    )
+    table = Table("podgroup", "phase", "placed", "topology", "reason", "message", box=box.SIMPLE_HEAD, show_edge=False)
     for outcome in decision.podgroups:
         table.add_row(
             outcome.podgroup,

@@ -28,8 +28,16 @@ from numpy.typing import NDArray
 from ortools.linear_solver import linear_solver_pb2, pywraplp
 
 from vcsat.model import resources as res
+from vcsat.solver.assignment import Assignment
 from vcsat.solver.gang_minimum import reaches_minimum
-from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, tier_threshold, utility_pieces
+from vcsat.solver.objectives.fairness import (
+    SHARE_SCALE,
+    fair_share_values,
+    fair_terms,
+    share_utility,
+    tier_threshold,
+    utility_pieces,
+)
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.units import share_row
 
@@ -58,16 +66,58 @@ class _Item:
     task: str = ""
 
 
+class LpBounds:
+    """What one LP proves about a decision, level by level, each level's bound holding the more
+    important levels at the decision's values (as a lexicographic optimum is read): placed work
+    per priority at once, the queue fair-share levels when asked (:meth:`fair_bounds`), on the
+    same LP. A cycle bounds several decisions and reports one: only that one's are solved."""
+
+    def __init__(
+        self, placed: dict[int, int], problem: Problem, fair: dict[int, int] | None, relaxation: _Relaxation | None
+    ) -> None:
+        self.placed = placed
+        """Per priority (highest first): an upper bound on placed work at that priority."""
+        self._problem = problem
+        self._fair = fair
+        self._relaxation = relaxation
+        self._shares: dict[int, int] | None = None
+
+    def fair_bounds(self) -> dict[int, int]:
+        """Per queue fair-share level (:func:`vcsat.solver.objectives.fairness.fair_ranks`, the
+        most important first): an upper bound on its value given that each more important one
+        keeps at least the decision's (the levels below it and placed work free); empty when the
+        LP held no fair-share level. Where the decision is short of one, the placed-work bounds
+        (held at its lower share) measure what a better decision would not keep."""
+        if self._shares is None:
+            fair = self._fair or {}
+            if self._relaxation is None:
+                # Nothing can be placed: every level is what the bound pods make it.
+                self._shares = fair_share_values(self._problem, Assignment()) if fair else {}
+            else:
+                self._relaxation.release()
+                self._shares = {
+                    rank: max(fair[rank], self._relaxation.maximise_share(rank, fair)) for rank in sorted(fair)
+                }
+            self._relaxation = None  # read once: the LP is let go
+        return self._shares
+
+
 def lp_level_bounds(problem: Problem, found: dict[int, int], fair: dict[int, int] | None = None) -> dict[int, int]:
     """Per priority (highest first), an upper bound on placed work at that priority, given that
     every higher priority keeps at least ``found[priority]`` and, when given, each queue fair-share
-    level (ranked above every priority) at least ``fair[rank]``.
+    level (ranked above every priority) at least ``fair[rank]``: :func:`lp_bounds`' placed work."""
+    return lp_bounds(problem, found, fair).placed
+
+
+def lp_bounds(problem: Problem, found: dict[int, int], fair: dict[int, int] | None = None) -> LpBounds:
+    """:func:`lp_level_bounds`' placed-work bounds, and the LP kept for the fair-share levels'
+    (:meth:`LpBounds.fair_bounds`).
 
     One LP is built; each priority only changes its objective and the floors of the priorities
     above (GLOP re-solves from the previous basis)."""
     items = _items(problem)
     if not items:
-        return {}
+        return LpBounds({}, problem, fair, None)
     priorities = sorted({item.priority for item in items}, reverse=True)
     relaxation = _Relaxation(problem, items, priorities, fair)
     out: dict[int, int] = {}
@@ -75,7 +125,7 @@ def lp_level_bounds(problem: Problem, found: dict[int, int], fair: dict[int, int
         for higher in priorities[:number]:
             relaxation.hold(higher, found.get(higher, 0))
         out[priority] = relaxation.maximise(priority)
-    return out
+    return LpBounds(out, problem, fair, relaxation)
 
 
 def _items(problem: Problem) -> list[_Item]:
@@ -223,7 +273,13 @@ class _Builder:
 class _Relaxation:
     """The LP of the module docstring, built once per set of fair-share floors."""
 
-    def __init__(self, problem: Problem, items: list[_Item], priorities: list[int], fair: dict[int, int] | None):
+    def __init__(
+        self,
+        problem: Problem,
+        items: list[_Item],
+        priorities: list[int],
+        fair: dict[int, int] | None,
+    ):
         self.items = items
         built = _Builder()
         infinity = math.inf
@@ -330,9 +386,11 @@ class _Relaxation:
         if fair:
             for i, item in enumerate(items):
                 of_queue.setdefault(item.queue, []).append(i)
+        self.shares: dict[int, tuple[Any, list[Any]]] = {}
+        """Per fair-share level with rows: the row keeping its floor and its queues' utilities."""
         for rank, floor in sorted((fair or {}).items()):
-            if floor <= 0:
-                continue
+            # Every level gets its rows, those with no floor to keep too: :meth:`maximise_share`
+            # reads their utilities.
             within: list[Any] = []
             for queue, name, deserved, held, _asked in fair_terms(problem, rank):
                 r = problem.resource_index(name)
@@ -354,7 +412,32 @@ class _Relaxation:
             keep = lp.Constraint(float(floor) * (1 - TOLERANCE), infinity)
             for share in within:
                 keep.SetCoefficient(share, 1.0)
+            self.shares[rank] = (keep, within)
         lp.Objective().SetMaximization()
+
+    def maximise_share(self, rank: int, fair: dict[int, int]) -> int:
+        """An upper bound on fair-share level ``rank``: the levels more important than it keep
+        at least ``fair``'s values, it and those below it nothing (the priorities' floors
+        released first: :meth:`release`)."""
+        for level, (keep, _within) in self.shares.items():
+            keep.SetLb(float(fair[level]) * (1 - TOLERANCE) if level < rank and fair[level] > 0 else 0.0)
+        objective = self.lp.Objective()
+        objective.Clear()
+        _keep, within = self.shares[rank]
+        for share in within:
+            objective.SetCoefficient(share, 1.0)
+        objective.SetMaximization()
+        solved = self.lp.Solve() == pywraplp.Solver.OPTIMAL
+        value = float(objective.Value()) if solved else math.inf
+        for share in within:
+            objective.SetCoefficient(share, 0.0)
+        most = len(within) * share_utility(SHARE_SCALE)  # every queue at its full share: no decision exceeds it
+        return min(most, math.floor(value + TOLERANCE * (1.0 + abs(value)))) if solved else most
+
+    def release(self) -> None:
+        """No priority keeps a floor any more (what :meth:`hold` set)."""
+        for row in self.floors.values():
+            row.SetLb(-math.inf)
 
     def hold(self, priority: int, floor: int) -> None:
         """Placed work at ``priority`` keeps at least ``floor`` (a little less: floating point)."""
