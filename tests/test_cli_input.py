@@ -20,10 +20,12 @@ import yaml
 from click.testing import CliRunner, Result
 
 from vcsat.adapters.cli import app as cli
+from vcsat.adapters.cli.render import header_line
 from vcsat.model import (
     Binding,
     Decision,
     Eviction,
+    LevelBound,
     Nomination,
     PodGroupOutcome,
     Policy,
@@ -83,9 +85,7 @@ class FakeSolver:
             evictions=[Eviction(pod="ns/victim", reason="preempt")],
             podgroups=[
                 PodGroupOutcome(podgroup="ns/pg", phase="Running"),
-                PodGroupOutcome(
-                    podgroup="ns/big", phase="Pending", reason="Unschedulable", message="no node fits"
-                ),
+                PodGroupOutcome(podgroup="ns/big", phase="Pending", reason="Unschedulable", message="no node fits"),
             ],
             solver=SolverStats(status="FEASIBLE", objective=10.0, bound=12.0, seconds=0.25),
         )
@@ -168,9 +168,7 @@ def test_table_output(tmp_path: Path, solver: FakeSolver) -> None:
 
 def test_options_and_policy_file_reach_the_solver(tmp_path: Path, solver: FakeSolver) -> None:
     policy = write(tmp_path, "time_limit_s: 3\nrandom_seed: 7\nnum_workers: 2\n", "policy.yaml")
-    result = run(
-        "solve", str(write(tmp_path, INSTANCE)), "--policy", str(policy), "--time-limit", "1.5", "-o", "json"
-    )
+    result = run("solve", str(write(tmp_path, INSTANCE)), "--policy", str(policy), "--time-limit", "1.5", "-o", "json")
     assert result.exit_code == 0, result.stderr
     assert solver.policies == [Policy(time_limit_s=1.5, random_seed=7, num_workers=2)]
     run("solve", str(write(tmp_path, INSTANCE)), "--workers", "4", "-o", "json")
@@ -290,9 +288,7 @@ BAD_INSTANCES = [
         ["in.yaml: [0]: must be an object (a mapping), not the text 'just'"],
         id="list of text",
     ),
-    pytest.param(
-        b"kind: List\nitems: 3\n", ["in.yaml: items: must be a list, not int"], id="items not a list"
-    ),
+    pytest.param(b"kind: List\nitems: 3\n", ["in.yaml: items: must be a list, not int"], id="items not a list"),
     pytest.param(
         INSTANCE + INSTANCE[INSTANCE.index("- apiVersion: v1\n  kind: Pod") :],
         ["duplicate object"],
@@ -348,13 +344,9 @@ def test_bad_policy_files(tmp_path: Path, solver: FakeSolver, content: str, expe
 
 
 USAGE = [
-    pytest.param(
-        ["solve", "x.yaml", "--output", "xml"], ["'xml' is not one of 'table', 'json', 'yaml'"], id="output"
-    ),
+    pytest.param(["solve", "x.yaml", "--output", "xml"], ["'xml' is not one of 'table', 'json', 'yaml'"], id="output"),
     pytest.param(["solve", "x.yaml", "--time-limit", "0"], ["--time-limit", "x>0"], id="time limit zero"),
-    pytest.param(
-        ["solve", "x.yaml", "--time-limit", "soon"], ["'soon' is not a valid float"], id="time limit text"
-    ),
+    pytest.param(["solve", "x.yaml", "--time-limit", "soon"], ["'soon' is not a valid float"], id="time limit text"),
     pytest.param(["solve", "x.yaml", "--workers", "0"], ["--workers", "x>=1"], id="workers"),
     pytest.param(["solve", "x.yaml", "--relative-gap", "-1"], ["--relative-gap", "x>=0"], id="relative gap"),
     pytest.param(["solve", "x.yaml", "--frobnicate"], ["No such option", "frobnicate"], id="unknown option"),
@@ -427,3 +419,34 @@ def test_only_the_table_reads_its_modules(tmp_path: Path, output: str, table: bo
     assert result.returncode == 0, result.stderr
     assert f"rich loaded: {table}\n" in result.stderr
     assert "ns/p" in result.stdout
+
+
+HEADERS = [
+    # (levels as (name, value, bound), the line under the status line or None)
+    ([], None),
+    (
+        [("queue fair share, each queue's 1 highest priorities", 50, 50), ("placed work at priority 0", 10, 12)],
+        "first level below its bound: placed work at priority 0  10 of 12  gap 16.67%",
+    ),
+    (
+        [("queue fair share, each queue's 1 highest priorities", 40, 50), ("placed work at priority 0", 10, 12)],
+        "first level below its bound: queue fair share, each queue's 1 highest priorities  40 of 50  gap 20.00%",
+    ),
+    ([("queue fair share, each queue's 1 highest priorities", 50, 50), ("placed work at priority 0", 12, 12)], None),
+]
+
+
+@pytest.mark.parametrize(("levels", "second"), HEADERS)
+def test_the_table_names_the_first_level_below_its_bound(
+    levels: list[tuple[str, int, int]], second: str | None
+) -> None:
+    stats = SolverStats(
+        status="FEASIBLE",
+        objective=10,
+        bound=12,
+        seconds=0.25,
+        levels=[LevelBound(level=name, value=value, bound=bound) for name, value, bound in levels],
+    )
+    lines = header_line(Decision(solver=stats)).splitlines()
+    assert lines[0] == "solver FEASIBLE  objective 10  bound 12  gap 16.67%  0.25 s"
+    assert lines[1:] == ([] if second is None else [second])

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from vcsat.adapters.live.metrics import Metrics
-from vcsat.model import Decision, Nomination, PodGroupOutcome, SolverStats, relative_gap
+from vcsat.model import Decision, LevelBound, Nomination, PodGroupOutcome, SolverStats, relative_gap
 
 
 def _decision(
@@ -23,8 +23,7 @@ def _decision(
 ) -> Decision:
     outcomes = [PodGroupOutcome(podgroup=f"ns/run-{i}", phase="Running") for i in range(running)]
     outcomes += [
-        PodGroupOutcome(podgroup=f"ns/wait-{i}", phase="Pending", reason=reason)
-        for i, reason in enumerate(waiting)
+        PodGroupOutcome(podgroup=f"ns/wait-{i}", phase="Pending", reason=reason) for i, reason in enumerate(waiting)
     ]
     return Decision(
         nominations=[Nomination(pod=f"ns/p{i}", node="n") for i in range(nominations)],
@@ -73,9 +72,7 @@ def test_cycle_observation_moves_histogram_status_gap_and_nominations() -> None:
 
 def test_pending_podgroups_by_reason_follow_the_last_cycle() -> None:
     metrics = Metrics()
-    metrics.observe_cycle(
-        _decision(waiting=("Unschedulable", "Unschedulable", "QueueOverused"), running=4), 1
-    )
+    metrics.observe_cycle(_decision(waiting=("Unschedulable", "Unschedulable", "QueueOverused"), running=4), 1)
     assert _value(metrics, "vcsat_pending_podgroups", reason="Unschedulable") == 2
     assert _value(metrics, "vcsat_pending_podgroups", reason="QueueOverused") == 1
     metrics.observe_cycle(_decision(waiting=("Fragmented", "")), 1)
@@ -84,6 +81,21 @@ def test_pending_podgroups_by_reason_follow_the_last_cycle() -> None:
     assert _value(metrics, "vcsat_pending_podgroups", reason="QueueOverused") == 0
     assert _value(metrics, "vcsat_pending_podgroups", reason="Fragmented") == 1
     assert _value(metrics, "vcsat_pending_podgroups", reason="Unknown") == 1
+
+
+def test_level_gaps_follow_the_last_cycle() -> None:
+    metrics = Metrics()
+    levels = [
+        LevelBound(level="queue fair share, each queue's 1 highest priorities", value=90, bound=100),
+        LevelBound(level="placed work at priority 1000", value=50, bound=50),
+    ]
+    first = _decision("FEASIBLE", objective=50, bound=50)
+    metrics.observe_cycle(first.model_copy(update={"solver": first.solver.model_copy(update={"levels": levels})}), 1)
+    assert _value(metrics, "vcsat_solver_level_gap", level=levels[0].level) == pytest.approx(0.1)
+    assert _value(metrics, "vcsat_solver_level_gap", level=levels[1].level) == 0
+    # A level gone from the last cycle (no work at that priority) reads 0.
+    metrics.observe_cycle(_decision("OPTIMAL"), 1)
+    assert _value(metrics, "vcsat_solver_level_gap", level=levels[0].level) == 0
 
 
 def test_bound_and_eviction_counters_accumulate() -> None:

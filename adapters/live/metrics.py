@@ -67,6 +67,16 @@ class Metrics:
             "Proven relative gap of the last cycle's decision: (bound - objective) / max(|bound|, 1); 0 is optimal.",
             registry=self.registry,
         )
+        self.level_gap = Gauge(
+            "vcsat_solver_level_gap",
+            "Per level of the objective (the queue fair-share levels, then placed work by priority), the "
+            "proven relative gap of the last cycle's decision there, each level's bound holding the more "
+            "important ones at the decision's values: the first level above 0 is where a better decision "
+            "may differ first.",
+            ["level"],
+            registry=self.registry,
+        )
+        self._levels: set[str] = set()
         self.pods_bound = Counter(
             "vcsat_pods_bound",
             "Pods bound to a node through the Binding subresource.",
@@ -130,6 +140,12 @@ class Metrics:
         self.solver_seconds.observe(decision.solver.seconds)
         self.solver_status.labels(status=decision.solver.status).inc()
         self.solver_gap.set(decision.solver.gap)
+        # A level seen before and absent now (a priority with no work left) drops to 0, as the
+        # waiting reasons below do: graphs stay continuous.
+        gaps = {level.level: level.gap for level in decision.solver.levels}
+        self._levels.update(gaps)
+        for level in self._levels:
+            self.level_gap.labels(level=level).set(gaps.get(level, 0.0))
         self.nominations.set(len(decision.nominations))
         self.nominations_issued.inc(len(decision.nominations))
 
