@@ -40,9 +40,19 @@ gangs with a pod smaller than the queue's largest waiting pod on a node that had
 pod before the cycle are taken out, first those ranked no higher than the queue's best waiting
 gang, then those of any rank; the queue's waiting gangs of that rank are placed first, then the
 rest as the greedy would, which serves each tier's queues towards their shares again. Kept on the
-same terms: the tiers above stay, this one rises, or it stays and placed work ranks higher. Where
-the fair trades changed the decision, the queues' trades and those across ranks run once more on
-it: the room has moved, and with it what waits above what.
+same terms: the tiers above stay, this one rises, or it stays and placed work ranks higher.
+
+Where the fair trades changed the decision, the queues' trades and those across ranks run once
+more on it: the room has moved, and with it what waits above what.
+
+Before all of these, per fair-share tier and per queue it can raise, the slope trades
+(:mod:`vcsat.solver.search.slope_trade`): room taken from the queues at the tier whose next GPU
+gains it less (flatter on the concave utility) as well as from the small pods on the nodes the
+queue's waiting pods may use, the queue's waiting pods placed first, then the rest as the greedy
+would; kept on the same terms. They go first because they raise the fair-share tiers, which rank
+above all placed work, and a short cycle has room for only a few trades: on the generated
+clusters where trades run at 1 s, this order ranks higher than the others more often than not
+(benchmarks/RESULTS.md, session 27).
 
 Each trade is asked first whether it may start (``go``, the cycle's deadline in
 :func:`vcsat.solver.solve.solve`): the trades run one at a time, in a fixed order, until one is
@@ -59,6 +69,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
 from vcsat.solver.problem import Problem
+from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.top_up import top_up
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
@@ -198,18 +209,28 @@ def exchange(
     tiers: list[int] | None = None,
     go: Callable[[], bool] = _always,
 ) -> Assignment:
-    """``assignment`` with, for each of ``queues`` (:func:`trading_queues`) in turn, its gangs ranked
-    below the queue's best waiting gang traded for the queue's waiting gangs of that rank, then,
-    for each of ``ranks`` (:func:`trading_ranks`), the two trades across queues, then, for each of
-    ``tiers`` (:func:`trading_tiers`), the fair trades of each queue that tier can raise, and, when
-    those changed it, the queues' trades and those across ranks once more; each where ``rank``
+    """``assignment`` with, for each of ``tiers`` (:func:`trading_tiers`), the slope trades of each
+    queue that tier can raise, then, for each of ``queues`` (:func:`trading_queues`, made again
+    when a slope trade changed the decision) in turn, its gangs ranked below the queue's best
+    waiting gang traded for the queue's waiting gangs of that rank, then, for each of ``ranks``
+    (:func:`trading_ranks`, likewise), the two trades across queues, then, for each of ``tiers``,
+    the fair trades of each queue that tier can raise, and, when those changed it, the queues'
+    trades and those across ranks once more; each where ``rank``
     puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
     ``go`` is asked before each trade: the first it refuses ends the exchange. The trades' rooms
     carry their rankings from one to the next (the same trades, for less work: :class:`_Run`)."""
     run = _Run(problem, go)
-    best, best_rank = _queue_trades(problem, rank, assignment, rank(problem, assignment), queues, run)
+    # The slope trades first: they raise the fair-share tiers, which rank above all placed work,
+    # where the greedy's fill order left them short, and a short cycle has room for a few trades.
+    sloped, sloped_rank = _slope_trades(problem, rank, assignment, rank(problem, assignment), tiers or [], run)
+    if sloped is not assignment:
+        queues, ranks = trading_queues(problem, sloped), trading_ranks(problem, sloped)
+    best, best_rank = _queue_trades(problem, rank, sloped, sloped_rank, queues, run)
     best, best_rank = _rank_trades(problem, rank, best, best_rank, ranks or [], run)
     fair, fair_rank = _tier_trades(problem, rank, best, best_rank, tiers or [], run)
+    # Once more after the others, on the decision they leave: where room has moved, a slope trade
+    # the first pass could not make may now be possible.
+    fair, fair_rank = _slope_trades(problem, rank, fair, fair_rank, tiers or [], run)
     if fair is best or run.stopped:
         return fair
     # The fair trades moved room between queues: the queues' trades and those across ranks once
@@ -278,6 +299,33 @@ def _tier_trades(
                 kept, best_rank = _kept(problem, rank, best, best_rank, sorted(out), first, run)
                 if kept is not best:
                     best, tried = kept, set()
+    return best, best_rank
+
+
+def _slope_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
+) -> Ranked:
+    """Per fair-share tier, the slope trades (:mod:`vcsat.solver.search.slope_trade`) of each queue
+    it can raise, one per GPU size of its waiting pods, largest first; after one is kept, those of
+    the sizes left are made again on the decision it leaves. A trade already tried on the decision
+    that stands (the tiers of one queue priority often name the same) is not tried again."""
+    tried: set[tuple[frozenset[int], frozenset[int]]] = set()
+    for tier in tiers:
+        for queue, top, first, _largest in _raisable(problem, best, tier):
+            done: set[int] = set()
+            trades = slope_trades(problem, best, tier, queue, top, first)
+            while trades:
+                trade = trades.pop(0)
+                done.add(trade.size)
+                if (trade.drop, trade.first) in tried:
+                    continue
+                if run.stopped:
+                    return best, best_rank
+                tried.add((trade.drop, trade.first))
+                kept, best_rank = _kept(problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run)
+                if kept is not best:
+                    best, tried = kept, set()
+                    trades = [t for t in slope_trades(problem, best, tier, queue, top, first) if t.size not in done]
     return best, best_rank
 
 

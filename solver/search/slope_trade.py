@@ -1,0 +1,113 @@
+"""The slope trade: a fair-share tier's room moved from a flatter queue to a steeper one.
+
+A tier's value sums each queue's concave utility of its share: a queue far below its deserved
+share stands on a steeper piece than one nearer it, so a GPU given to the first and taken from the
+second raises the tier, and the first may take fewer GPUs than the second gives up for the tier to
+stay where it was, leaving the rest to work of a higher priority. The greedy fills the tier queue by
+queue; when the steeper queue's pods are large or confined (4-GPU pods with much memory, eligible on
+a hundred nodes of one kind), they find every such node's GPUs taken by the time they are tried, the
+room then going to the flatter queues' smaller pods, and no single trade of the exchange frees it:
+taking out only the small pods on the nodes they need leaves no room elsewhere for the larger,
+more important gangs displaced with them, and taking out the flatter queues' work alone frees
+room on nodes they cannot use.
+
+So the trade takes out both: the placed gangs with a pod smaller than the steeper queue's waiting
+pod on a node among that pod's eligible ones that had room for it before the cycle (any queue, any
+rank), and the flatter queues' placed work counted at the tier and ranked no higher than the
+steeper queue's waiting gangs (the queues whose next GPU gains the tier less than the steeper
+queue's does, read where each stands). The steeper queue's waiting gangs of that pod size go first
+into the room this leaves, then everything else as the greedy would (each tier's queues served
+towards their shares again, the flatter queues' work back into whatever room is left). The
+exchange keeps it only where the objective's first levels rank it strictly higher
+(:mod:`vcsat.solver.search.exchange`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from vcsat.model import resources as res
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, utility_pieces
+from vcsat.solver.problem import Problem
+
+
+@dataclass(frozen=True)
+class SlopeTrade:
+    """One trade: the waiting pods' GPU size it is for, the gangs taken out and those placed first."""
+
+    size: int
+    drop: frozenset[int]
+    first: frozenset[int]
+
+
+def slope_at(fill: int) -> int:
+    """The concave utility's slope just above a share of ``fill`` thousandths (0 at a full share):
+    what one more thousandth adds there."""
+    if fill >= SHARE_SCALE:
+        return 0
+    # The piece that is lowest at ``fill`` and, where two meet, the flatter of them (the one that
+    # goes on lowest beyond it).
+    return min(utility_pieces(), key=lambda piece: (piece[0] * fill + piece[1], piece[0]))[0]
+
+
+def gains(problem: Problem, assignment: Assignment, tier: int) -> dict[str, Fraction]:
+    """Per queue the tier measures on GPUs: what its next GPU adds to the tier, per GPU (the
+    utility's slope where the queue stands over its deserved GPUs)."""
+    gpu = problem.resource_index(res.GPU)
+    out: dict[str, Fraction] = {}
+    for queue, name, deserved, held, asked in fair_terms(problem, tier):
+        if name != res.GPU or deserved <= 0:
+            continue
+        added = sum(assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[gpu] for c in asked)
+        fill = min(SHARE_SCALE, SHARE_SCALE * (held + added) // deserved)
+        out[queue] = Fraction(slope_at(fill), deserved)
+    return out
+
+
+def slope_trades(
+    problem: Problem, assignment: Assignment, tier: int, queue: str, top: int, waiting: set[int]
+) -> list[SlopeTrade]:
+    """The slope trades (module docstring) for ``queue`` at fair-share ``tier``, whose best waiting
+    gangs (``waiting``) rank ``top``: one per GPU size of their pods, the largest first; none where
+    no queue at the tier is flatter or ``queue`` is not measured on GPUs."""
+    if res.GPU not in problem.resources:
+        return []
+    gpu = problem.resource_index(res.GPU)
+    slopes = gains(problem, assignment, tier)
+    mine = slopes.get(queue)
+    if mine is None:
+        return []
+    flatter = {other for other, gain in slopes.items() if other != queue and gain < mine}
+    if not flatter:
+        return []
+    counted = {other: set(asked) for other, _name, _deserved, _held, asked in fair_terms(problem, tier)}
+    flat = {
+        g
+        for g in assignment.placed
+        if (gang := problem.gangs[g]).queue in flatter
+        and gang.rank <= top
+        and any(assignment.count.get(c, 0) and c in counted[gang.queue] for c in gang.classes)
+    }
+    # Per GPU size of the waiting pods: the gangs of that size and the nodes such a pod may use.
+    sizes: dict[int, tuple[set[int], set[int]]] = {}
+    for g in sorted(waiting):
+        for c in problem.gangs[g].classes:
+            shape = problem.shapes[problem.classes[c].shape]
+            if problem.classes[c].pods and shape.request[gpu] > 0:
+                gangs, nodes = sizes.setdefault(shape.request[gpu], (set(), set()))
+                gangs.add(g)
+                nodes.update(shape.nodes)
+    trades: list[SlopeTrade] = []
+    for size in sorted(sizes, reverse=True):
+        gangs, nodes = sizes[size]
+        on_nodes = {
+            g
+            for (g, s, node), k in assignment.gang_slots.items()
+            if k > 0 and node in nodes and problem.free[node][gpu] >= size and problem.shapes[s].request[gpu] < size
+        }
+        drop = on_nodes | flat
+        if drop:
+            trades.append(SlopeTrade(size, frozenset(drop), frozenset(gangs)))
+    return trades
