@@ -42,8 +42,10 @@ gang, then those of any rank; the queue's waiting gangs of that rank are placed 
 rest as the greedy would, which serves each tier's queues towards their shares again. Kept on the
 same terms: the tiers above stay, this one rises, or it stays and placed work ranks higher.
 
-Where the fair trades changed the decision, the queues' trades and those across ranks run once
-more on it: the room has moved, and with it what waits above what.
+Then the slope trades once more (below), on the decision the others leave: where room has moved,
+one the first pass could not make may now be possible. Where the fair or slope trades changed the
+decision, the queues' trades and those across ranks run once more on it: the room has moved, and
+with it what waits above what.
 
 Before all of these, per fair-share tier and per queue it can raise, the slope trades
 (:mod:`vcsat.solver.search.slope_trade`): room taken from the queues at the tier whose next GPU
@@ -214,8 +216,8 @@ def exchange(
     when a slope trade changed the decision) in turn, its gangs ranked below the queue's best
     waiting gang traded for the queue's waiting gangs of that rank, then, for each of ``ranks``
     (:func:`trading_ranks`, likewise), the two trades across queues, then, for each of ``tiers``,
-    the fair trades of each queue that tier can raise, and, when those changed it, the queues'
-    trades and those across ranks once more; each where ``rank``
+    the fair trades then the slope trades once more of each queue that tier can raise, and, when
+    those changed it, the queues' trades and those across ranks once more; each where ``rank``
     puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
     ``go`` is asked before each trade: the first it refuses ends the exchange. The trades' rooms
     carry their rankings from one to the next (the same trades, for less work: :class:`_Run`)."""
