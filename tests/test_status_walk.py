@@ -263,3 +263,37 @@ _step = st.tuples(st.lists(_edit, max_size=3).map(dict), st.one_of(st.just(NOTHI
 @given(st.lists(_step, min_size=1, max_size=8))
 def test_any_changes_between_applies(steps: Any) -> None:
     _run([*_settle(2), *steps, *_settle(2)])
+
+
+def _named(name: str, version: int) -> dict[str, Any]:
+    return _group(name, None, version)
+
+
+@pytest.mark.parametrize(
+    ("events", "since", "expected"),
+    [
+        pytest.param([("ADDED", "a"), ("ADDED", "b")], 0, ["ns/b", "ns/a"], id="added-newest-first"),
+        pytest.param([("ADDED", "a"), ("ADDED", "b")], 1, ["ns/b"], id="only-after-the-generation"),
+        pytest.param([("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "a")], 2, ["ns/a"], id="modified-moves-up"),
+        pytest.param([("ADDED", "a"), ("ADDED", "b"), ("DELETED", "a")], 2, ["ns/a"], id="deleted-counts"),
+        pytest.param([("ADDED", "a"), ("ADDED", "b")], 2, [], id="nothing-since"),
+        pytest.param([("ADDED", "a"), ("DELETED", "a"), ("ADDED", "a")], 1, ["ns/a"], id="deleted-and-back-once"),
+    ],
+)
+def test_store_journal(events: list[tuple[str, str]], since: int, expected: list[str]) -> None:
+    store = Store()
+    for number, (kind, name) in enumerate(events):
+        store.apply("PodGroup", kind, _named(name, number + 1))
+    assert store.touched_since("PodGroup", since) == expected
+
+
+def test_store_journal_bounded_forgets_old_deletions() -> None:
+    store = Store()
+    for number in range(1200):
+        store.apply("PodGroup", "ADDED", _named(f"g{number}", number + 1))
+    before = store.generation
+    for number in range(1200):
+        store.apply("PodGroup", "DELETED", _named(f"g{number}", number + 1))
+    assert store.touched_since("PodGroup", before) is None, "deletions since were forgotten: cannot tell"
+    assert store.touched_since("PodGroup", 0) is None
+    assert store.touched_since("PodGroup", store.generation) == []

@@ -169,6 +169,8 @@ class CycleResult:
     changes: dict[str, int] = field(default_factory=dict)
     """The changes that may alter a decision seen since the last cycle's snapshot, by kind
     (``Store.relevant_by_kind``): what woke the loop."""
+    waiting: int | None = None
+    """Pending pods in ``snapshot``, as the cycle counted them (the log reads it, not a walk again)."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
@@ -608,6 +610,7 @@ class Scheduler:
                 snapshot_cpu_seconds=converted_cpu - cpu_started,
                 solve_cpu_seconds=decided_cpu - converted_cpu,
                 changes=changes,
+                waiting=waiting,
             )
             self.last = result
         finally:
@@ -699,7 +702,9 @@ class Scheduler:
             "bind_seconds": round(result.bind_seconds, 3) if result.bind_seconds is not None else None,
             "solver": result.decision.solver.status,
             "solver_seconds": result.decision.solver.seconds,
-            "pending": sum(1 for pod in result.snapshot.pods if pod.pending),
+            "pending": (
+                result.waiting if result.waiting is not None else sum(1 for pod in result.snapshot.pods if pod.pending)
+            ),
             "early": result.early,
             "deferred": result.deferred,
             "snapshot_seconds": round(result.snapshot_seconds or 0.0, 3),
