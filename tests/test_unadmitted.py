@@ -15,6 +15,7 @@ from vcsat.adapters.live.scheduler import _with_admissions
 from vcsat.adapters.live.unadmitted import Unadmitted, waits_for_pods
 from vcsat.model import Decision, Pod, PodGroup, PodGroupOutcome, Policy, Snapshot, SolverStats
 from vcsat.solver import changes
+from vcsat.solver.enqueue import DEFAULT_SCHEDULER
 
 POLICY = Policy(time_limit_s=1.0)
 QUEUES = [b.queue("q")]
@@ -85,7 +86,8 @@ def _walk(seed: int, steps: int) -> None:
     unadmitted = Unadmitted()
     for number in range(steps):
         snapshot = cluster.snapshot()
-        fresh = {g.key for g in snapshot.podgroups if waits_for_pods(g, snapshot, POLICY.scheduler_name)}
+        name = POLICY.scheduler_name
+        fresh = {g.key for g in snapshot.podgroups if waits_for_pods(g, snapshot, name, DEFAULT_SCHEDULER)}
         assert unadmitted.of(snapshot, POLICY.scheduler_name) == fresh, number
         decision = _decision(rng, snapshot)
         assert _with_admissions(decision, snapshot, POLICY, unadmitted) == _with_admissions(

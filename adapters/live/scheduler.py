@@ -993,13 +993,15 @@ def _with_admissions(
     carried from the last cycle's snapshot (the result is sorted by key, so their order is free).
     """
     from vcsat.solver.admission_memo import admissions as admitted
+    from vcsat.solver.enqueue import DEFAULT_SCHEDULER
 
     decided = {outcome.podgroup for outcome in decision.podgroups}
     if unadmitted is None:
+        name = policy.scheduler_name
         waiting = [
             group
             for group in snapshot.podgroups
-            if group.key not in decided and waits_for_pods(group, snapshot, policy.scheduler_name)
+            if group.key not in decided and waits_for_pods(group, snapshot, name, DEFAULT_SCHEDULER)
         ]
     else:
         by_key = snapshot.podgroup_by_key

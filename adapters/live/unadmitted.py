@@ -13,12 +13,11 @@ from __future__ import annotations
 from vcsat.model import PodGroup, Snapshot
 
 
-def waits_for_pods(group: PodGroup, snapshot: Snapshot, scheduler_name: str) -> bool:
-    """Ours (by the name its Job gave it), Pending, and none of its pods bound or pending."""
-    from vcsat.solver.enqueue import DEFAULT_SCHEDULER
-
+def waits_for_pods(group: PodGroup, snapshot: Snapshot, scheduler_name: str, default: str) -> bool:
+    """Ours (by the name its Job gave it, ``default`` when none), Pending, and none of its pods
+    bound or pending."""
     return (
-        (group.scheduler_name or DEFAULT_SCHEDULER) == scheduler_name
+        (group.scheduler_name or default) == scheduler_name
         and group.phase in ("", "Pending")
         and not any(pod.bound or pod.pending for pod in snapshot.pods_of_group.get(group.key, ()))
     )
@@ -31,19 +30,27 @@ class Unadmitted:
         self._last: tuple[Snapshot, str, frozenset[str]] | None = None
 
     def of(self, snapshot: Snapshot, scheduler_name: str) -> frozenset[str]:
+        from vcsat.solver.enqueue import DEFAULT_SCHEDULER  # the solver loads with the first decision
+
         last = self._last
         if last is not None and last[0] is snapshot and last[1] == scheduler_name:
             return last[2]
         if last is None or last[1] != scheduler_name or not _unique(snapshot) or not _unique(last[0]):
             keys = frozenset(
-                group.key for group in snapshot.podgroups if waits_for_pods(group, snapshot, scheduler_name)
+                group.key
+                for group in snapshot.podgroups
+                if waits_for_pods(group, snapshot, scheduler_name, DEFAULT_SCHEDULER)
             )
         else:
-            from vcsat.solver import changes  # the solver loads with the first decision, not at import
+            from vcsat.solver import changes
 
             touched = changes.between(last[0], snapshot).groups_touched
             by_key = snapshot.podgroup_by_key
-            asked = {key for key in touched if key in by_key and waits_for_pods(by_key[key], snapshot, scheduler_name)}
+            asked = {
+                key
+                for key in touched
+                if key in by_key and waits_for_pods(by_key[key], snapshot, scheduler_name, DEFAULT_SCHEDULER)
+            }
             keys = frozenset(last[2].difference(touched)) | asked
         self._last = (snapshot, scheduler_name, keys)
         return keys
