@@ -107,6 +107,8 @@ class Applier(Bindings, Evictions, StatusWrites):
         self._events_lock = threading.Lock()
         self._status_written_at: dict[str, float] = {}
         self._quiet: dict[str, tuple[PodGroup, tuple[Pod, ...], Mapping[str, Any]]] = {}
+        self._walked = None
+        self._quiet_moved = set()
         self._waiting_seen: dict[str, dict[str, int]] = {}
         """Per PodGroup (or lone pod) uid, per reason: cycles it was seen waiting for it."""
         self._unplaced_seen: set[str] = set()

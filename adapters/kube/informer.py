@@ -82,6 +82,11 @@ class Store:
         a pod's condition), though not its decision: they wake nobody, but the loop does not stay
         idle over them (see ``_REPORTED_PROJECTIONS``)."""
         self._changed_at: dict[tuple[str, str], int] = {}
+        self._touched: dict[str, dict[str, int]] = {kind: {} for kind in self._kinds}
+        """Per kind, the generation of each object's last change (any change, relevant or not, a
+        deletion too), oldest first: :meth:`touched_since` reads it from the newest end."""
+        self._touched_floor: dict[str, int] = {kind: 0 for kind in self._kinds}
+        """Per kind, the generation up to which deletions were forgotten (the journal bounded)."""
         self._node_load_at: dict[str, int] = {}
         self._tombstones: dict[tuple[str, str], int] = {}
         self._snapshot_generations: list[int] = []
@@ -125,6 +130,14 @@ class Store:
         self.generation += 1
         generation = self.generation
         relevant = _relevant(kind, old, new)
+        touched = self._touched[kind]
+        touched.pop(key, None)  # moved to the newest end
+        touched[key] = generation
+        if new is None and len(touched) > 2 * len(self._objects[kind]) + 1000:
+            # Mostly deleted objects: forget them, and that anything before now can be told.
+            objects = self._objects[kind]
+            self._touched[kind] = {k: at for k, at in touched.items() if k in objects}
+            self._touched_floor[kind] = generation
         if kind == "Pod":
             relevant = self._pod_change(key, old, new, relevant)
         if new is None:
@@ -255,6 +268,20 @@ class Store:
                     expected = self._expected.get(key)
                     out.append(obj if expected is None or _node_name(obj) else _assumed(obj, expected))
             return generation, out
+
+    def touched_since(self, kind: str, generation: int) -> list[str] | None:
+        """Keys of the ``kind`` objects added, replaced (a change of any field) or deleted after
+        ``generation``, newest first: for every other key ``get`` returns what it returned then.
+        Reads only those. None: too long ago to tell (deletions before were forgotten)."""
+        with self._cond:
+            if generation < self._touched_floor[kind]:
+                return None
+            out: list[str] = []
+            for key, at in reversed(self._touched[kind].items()):
+                if at <= generation:
+                    break
+                out.append(key)
+            return out
 
     def changed_since(
         self,

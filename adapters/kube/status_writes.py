@@ -13,9 +13,12 @@ since a Job controller creates a job's pods only once its group is Inqueue.
 
 from __future__ import annotations
 
+import operator
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from vcsat.adapters.convert.clock import INQUEUED_CONDITION, INQUEUED_REASON
@@ -65,6 +68,10 @@ class StatusWrites(EventWriter):
     so the store's object is compared too: its status is what is written), it still does, and
     nothing is written for it: a cycle then looks again only at the groups whose objects changed,
     not at every group."""
+    _walked: _Walk | None
+    """The last full apply's walk over the PodGroups (:meth:`_looked_at` starts from it)."""
+    _quiet_moved: set[str]
+    """Keys whose entry in ``_quiet`` may have changed since the last full apply's walk."""
     statuses: StatusWriter
     _unplaced_seen: set[str]
     """Uids of pods some cycle left unplaced (the first time writes nothing)."""
@@ -89,13 +96,16 @@ class StatusWrites(EventWriter):
                 if (key in gangs and gangs[key].bound) or _admitted_without_pods(key, outcome, snapshot)
             }
         futures: list[Future[list[str]]] = []
-        # Admissions first: a Job controller creates a job's pods only once its group is Inqueue.
-        admitted_first = sorted(
-            snapshot.podgroups, key=lambda group: getattr(outcomes.get(group.key), "phase", "") != "Inqueue"
-        )
+        generation = self.store.generation  # before any read of the store below
         quiet = self._quiet
         if len(quiet) > 2 * len(snapshot.podgroups) + 1000:
+            gone = [key for key in quiet if key not in snapshot.podgroup_by_key]
+            self._quiet_moved.update(gone)
             self._quiet = quiet = {key: entry for key, entry in quiet.items() if key in snapshot.podgroup_by_key}
+        # An early apply leaves out every group without an outcome (below): it looks at the outcomes' only.
+        groups = _in_order(snapshot, outcomes) if bound_only else self._looked_at(snapshot, outcomes, gangs)
+        # Admissions first: a Job controller creates a job's pods only once its group is Inqueue.
+        admitted_first = sorted(groups, key=lambda group: getattr(outcomes.get(group.key), "phase", "") != "Inqueue")
         for group in admitted_first:
             pods = snapshot.pods_of_group.get(group.key, ())
             outcome = outcomes.get(group.key)
@@ -110,7 +120,12 @@ class StatusWrites(EventWriter):
             # An admission to Inqueue never waits for the bindings: a Job controller waits for it.
             admission = outcome is not None and outcome.phase == "Inqueue"
             submit = self._reports.submit_urgent if admission else self._reports.submit
+            # Only a submitted group's entry in ``_quiet`` may change (in ``_podgroup_one``).
+            self._quiet_moved.add(group.key)
             futures.append(submit(self._podgroup_one, group, pods, outcome, gangs.get(group.key), report))
+        if not bound_only:
+            self._walked = _Walk(snapshot, generation, frozenset(self._quiet_moved))
+            self._quiet_moved = set()
         for outcome in outcomes.values():
             if outcome.podgroup in snapshot.podgroup_by_key:
                 continue
@@ -123,6 +138,35 @@ class StatusWrites(EventWriter):
                     report.podgroups_updated.append(done.removeprefix("status "))
                 else:
                     report.events.append(done)
+
+    def _looked_at(
+        self, snapshot: Snapshot, outcomes: Mapping[str, PodGroupOutcome], gangs: Mapping[str, GangOutcome]
+    ) -> Sequence[PodGroup]:
+        """The groups a full apply must look at, in the snapshot's order: every group, or, after a
+        full apply on a snapshot that shares most objects with this one, only those whose skip in
+        ``_podgroups`` may differ from then, which is found from what changed (the others were
+        skipped then, and everything the skip reads of them is the same).
+
+        A group skipped then stays skipped while it has no outcome and no gang, its PodGroup and its
+        pods are the very objects (the change set, :mod:`vcsat.solver.changes`, with both snapshots'
+        pods in key order, so a group's pods in one order too), its PodGroup in the store is the
+        very object (the store's journal of changes), and its entry in ``_quiet`` is the same (only
+        a group submitted since, or pruned, has another)."""
+        walked = self._walked
+        if walked is None or not _keys_sorted(snapshot) or not _keys_sorted(walked.snapshot):
+            return snapshot.podgroups
+        touched = self.store.touched_since("PodGroup", walked.generation)
+        if touched is None:
+            return snapshot.podgroups
+        from vcsat.solver import changes  # the solver loads when the first decision comes, not at import
+
+        look = set(touched)
+        look.update(changes.between(walked.snapshot, snapshot).groups_touched)
+        look.update(walked.moved)
+        look.update(self._quiet_moved)
+        look.update(outcomes)
+        look.update(gangs)
+        return _in_order(snapshot, look)
 
     def _unschedulable(self, decision: Decision, snapshot: Snapshot, report: ApplyReport) -> None:
         """PodScheduled=False on the pods this decision leaves unplaced, where it is new or changed."""
@@ -329,6 +373,49 @@ class StatusWrites(EventWriter):
                 return True
         report.follow_up("status-refresh", due)
         return False
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """The last full apply's walk: its snapshot, the store's generation when it began, and the keys
+    whose entry in ``_quiet`` may have changed since the walk before (those it submitted, and any
+    submitted or pruned between the two)."""
+
+    snapshot: Snapshot
+    generation: int
+    moved: frozenset[str]
+
+
+def _keys_sorted(snapshot: Snapshot) -> bool:
+    """The snapshot's pods and PodGroups each in strictly increasing key order (the converter sorts
+    them): the pods two such snapshots share are in one order in both."""
+    checked = _SORTED.get(id(snapshot))
+    if checked is not None and checked[0] is snapshot:
+        return checked[1]
+    found = all(
+        len(index) == len(objects) and all(map(operator.lt, keys := list(index), islice(keys, 1, None)))
+        for index, objects in (
+            (snapshot.pod_by_key, snapshot.pods),
+            (snapshot.podgroup_by_key, snapshot.podgroups),
+        )
+    )
+    if len(_SORTED) >= 4:
+        del _SORTED[next(iter(_SORTED))]
+    _SORTED[id(snapshot)] = (snapshot, found)
+    return found
+
+
+_SORTED: dict[int, tuple[Snapshot, bool]] = {}
+"""The last few snapshots' :func:`_keys_sorted` (each walk asks of two)."""
+
+
+def _in_order(snapshot: Snapshot, keys: Iterable[str]) -> Sequence[PodGroup]:
+    """The snapshot's PodGroups of these keys, in the snapshot's order (its keys are sorted)."""
+    by_key = snapshot.podgroup_by_key
+    if not _keys_sorted(snapshot):
+        wanted = set(keys)
+        return [group for group in snapshot.podgroups if group.key in wanted]
+    return [by_key[key] for key in sorted(key for key in keys if key in by_key)]
 
 
 def _unchanged(

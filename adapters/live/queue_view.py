@@ -63,8 +63,12 @@ def share(allocated: Mapping[str, int], deserved: Mapping[str, int]) -> float:
     return out
 
 
-def queue_rows(snapshot: Snapshot, decision: Decision) -> list[QueueRow]:
-    """Every queue of the snapshot, by name, as it stands once ``decision`` is applied."""
+def queue_rows(
+    snapshot: Snapshot, decision: Decision, shown: Mapping[tuple[str, str], int] | None = None
+) -> list[QueueRow]:
+    """Every queue of the snapshot, by name, as it stands once ``decision`` is applied. ``shown``:
+    the snapshot's PodGroups per (queue, phase shown, an empty one Pending), if the caller has them
+    (:mod:`vcsat.adapters.live.group_tallies`); the snapshot's keys must then be unique."""
     shares = fair_shares(snapshot)
     tree = QueueTree.of(snapshot)
     # What each queue's pods hold in the snapshot is the solver's own sum (carried from cycle to
@@ -93,10 +97,24 @@ def queue_rows(snapshot: Snapshot, decision: Decision) -> list[QueueRow]:
 
     phases: dict[str, Counter[str]] = {queue.name: Counter() for queue in snapshot.queues}
     decided = {outcome.podgroup: outcome.phase for outcome in decision.podgroups}
-    for group in snapshot.podgroups:
-        phase = decided.get(group.key) or group.phase or "Pending"
-        if group.queue in phases and phase in PHASES:
-            phases[group.queue][phase] += 1
+    if shown is None:
+        for group in snapshot.podgroups:
+            phase = decided.get(group.key) or group.phase or "Pending"
+            if group.queue in phases and phase in PHASES:
+                phases[group.queue][phase] += 1
+    else:
+        # The phases shown, with only the decided groups moved to the phase decided.
+        counts = dict(shown)
+        for key, decided_phase in decided.items():
+            found = snapshot.podgroup_by_key.get(key)
+            if found is None or not decided_phase:
+                continue
+            was = (found.queue, found.phase or "Pending")
+            counts[was] -= 1
+            counts[(found.queue, decided_phase)] = counts.get((found.queue, decided_phase), 0) + 1
+        for (queue_name, phase), count in counts.items():
+            if queue_name in phases and phase in PHASES and count:
+                phases[queue_name][phase] += count
 
     rows = []
     for queue in sorted(snapshot.queues, key=lambda q: q.name):

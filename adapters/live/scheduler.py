@@ -90,6 +90,7 @@ from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, 
 from vcsat.adapters.live.gc_clock import GcClock
 from vcsat.adapters.live.gc_tenure import Tenure
 from vcsat.adapters.live.isolate import Isolator
+from vcsat.adapters.live.unadmitted import Unadmitted, waits_for_pods
 from vcsat.model import Decision, PodGroupOutcome, Policy, Snapshot
 
 log = logging.getLogger("vcsat.scheduler")
@@ -169,6 +170,8 @@ class CycleResult:
     changes: dict[str, int] = field(default_factory=dict)
     """The changes that may alter a decision seen since the last cycle's snapshot, by kind
     (``Store.relevant_by_kind``): what woke the loop."""
+    waiting: int | None = None
+    """Pending pods in ``snapshot``, as the cycle counted them (the log reads it, not a walk again)."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
@@ -252,6 +255,8 @@ class Scheduler:
         self._tried: dict[str, int] = {}
         """Per waiting group, the last cycle it was given to (the cap's order)."""
         self.isolator = Isolator()
+        self._unadmitted = Unadmitted()
+        """Our PodGroups without pods, carried from cycle to cycle (for the admissions applied)."""
         """Waiting groups the solve raised on, set aside for a back-off (:mod:`.isolate`)."""
         self._waiting: tuple[float, dict[str, int]] | None = None
         """When the last cycle took its snapshot, and its waiting pods per group (arrivals)."""
@@ -586,10 +591,15 @@ class Scheduler:
                 # job's pods only once its group is Inqueue, and while a stream binds early the
                 # next full cycle may be seconds away.
                 applying = self.applier.submit(
-                    _with_admissions(decision, snapshot, self.policy), snapshot, stop=stop, early=True
+                    _with_admissions(decision, snapshot, self.policy, self._unadmitted),
+                    snapshot,
+                    stop=stop,
+                    early=True,
                 )
             else:
-                applying = self.applier.submit(_with_admissions(decision, snapshot, self.policy), snapshot, stop=stop)
+                applying = self.applier.submit(
+                    _with_admissions(decision, snapshot, self.policy, self._unadmitted), snapshot, stop=stop
+                )
             result = CycleResult(
                 number,
                 snapshot,
@@ -608,6 +618,7 @@ class Scheduler:
                 snapshot_cpu_seconds=converted_cpu - cpu_started,
                 solve_cpu_seconds=decided_cpu - converted_cpu,
                 changes=changes,
+                waiting=waiting,
             )
             self.last = result
         finally:
@@ -699,7 +710,9 @@ class Scheduler:
             "bind_seconds": round(result.bind_seconds, 3) if result.bind_seconds is not None else None,
             "solver": result.decision.solver.status,
             "solver_seconds": result.decision.solver.seconds,
-            "pending": sum(1 for pod in result.snapshot.pods if pod.pending),
+            "pending": (
+                result.waiting if result.waiting is not None else sum(1 for pod in result.snapshot.pods if pod.pending)
+            ),
             "early": result.early,
             "deferred": result.deferred,
             "snapshot_seconds": round(result.snapshot_seconds or 0.0, 3),
@@ -968,26 +981,31 @@ def scheduler_cmd(
     log.info("stopped")
 
 
-def _with_admissions(decision: Decision, snapshot: Snapshot, policy: Policy) -> Decision:
+def _with_admissions(
+    decision: Decision, snapshot: Snapshot, policy: Policy, unadmitted: Unadmitted | None = None
+) -> Decision:
     """The decision to apply, plus the admission of PodGroups that have no pending pods yet.
 
     The Job controller creates a job's pods only once its PodGroup is Inqueue; the decision
     (contract §2) speaks only of groups with pending pods, so a group still without pods would
     never be admitted. Its phase comes from the same enqueue rules (``vcsat.solver.enqueue``); it
-    is applied, not part of the decision that is dumped and replayed.
+    is applied, not part of the decision that is dumped and replayed. ``unadmitted``: those groups
+    carried from the last cycle's snapshot (the result is sorted by key, so their order is free).
     """
     from vcsat.solver.admission_memo import admissions as admitted
     from vcsat.solver.enqueue import DEFAULT_SCHEDULER
 
     decided = {outcome.podgroup for outcome in decision.podgroups}
-    waiting = [
-        group
-        for group in snapshot.podgroups
-        if group.key not in decided
-        and (group.scheduler_name or DEFAULT_SCHEDULER) == policy.scheduler_name
-        and group.phase in ("", "Pending")
-        and not any(pod.bound or pod.pending for pod in snapshot.pods_of_group.get(group.key, ()))
-    ]
+    if unadmitted is None:
+        name = policy.scheduler_name
+        waiting = [
+            group
+            for group in snapshot.podgroups
+            if group.key not in decided and waits_for_pods(group, snapshot, name, DEFAULT_SCHEDULER)
+        ]
+    else:
+        by_key = snapshot.podgroup_by_key
+        waiting = [by_key[key] for key in unadmitted.of(snapshot, policy.scheduler_name) if key not in decided]
     if not waiting:
         return decision
     admissions = admitted(snapshot, policy, overcommit=policy.overcommit)  # the build's, for this snapshot

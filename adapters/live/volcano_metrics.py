@@ -17,11 +17,12 @@ actions are the decision's evictions of those reasons, committed together once p
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from vcsat.adapters.live.group_tallies import GroupTallies, Label
 from vcsat.adapters.live.queue_view import QueueRow, queue_rows
 from vcsat.model import Decision, Snapshot
 from vcsat.model import resources as res
@@ -137,6 +138,8 @@ class VolcanoMetrics:
             self.attempts.labels(result=result)
         for action in EVICTION_ACTIONS:
             self.eviction_transactions.labels(action=action)
+        self._tallies = GroupTallies()
+        """Every PodGroup's job labels and each queue's PodGroups per phase, carried from cycle to cycle."""
         self._series: dict[int, dict[tuple[str, ...], float]] = {}
         """Per labelled gauge (by id): the label values it was last set for and the value, to drop
         those gone and to leave alone a series that already shows its value: a cluster's every job
@@ -152,16 +155,17 @@ class VolcanoMetrics:
         decided_at = now if now is not None else time.time()
         if cycle.snapshot.now is not None:
             decided_at = cycle.snapshot.now + cycle.seconds
-        self._attempts(cycle)
-        self._jobs(cycle.snapshot, cycle.decision, decided_at)
-        self._queues(queue_rows(cycle.snapshot, cycle.decision))
+        tallies = self._tallies.of(cycle.snapshot)
+        self._attempts(cycle, tallies.waiting)
+        self._jobs(cycle.snapshot, cycle.decision, decided_at, tallies.labels)
+        self._queues(queue_rows(cycle.snapshot, cycle.decision, tallies.phases))
 
-    def _attempts(self, cycle: CycleLike) -> None:
+    def _attempts(self, cycle: CycleLike, pending: int) -> None:
+        """``pending``: the snapshot's pods pending and not held."""
         decision, report = cycle.decision, cycle.report
         self.victims.set(sum(1 for eviction in decision.evictions if eviction.reason == "preempt"))
         if report is None:
             return  # not applied (it broke a hard rule): nothing was attempted on the cluster
-        pending = sum(1 for pod in cycle.snapshot.pods if pod.pending and not pod.held)
         bound, failed = len(report.bound), len(report.failed)
         self.attempts.labels(result="scheduled").inc(bound)
         self.attempts.labels(result="error").inc(failed)
@@ -171,7 +175,9 @@ class VolcanoMetrics:
             if any(reasons.get(pod) == action for pod in report.evicted):
                 self.eviction_transactions.labels(action=action).inc()
 
-    def _jobs(self, snapshot: Snapshot, decision: Decision, decided_at: float) -> None:
+    def _jobs(self, snapshot: Snapshot, decision: Decision, decided_at: float, groups: Set[Label]) -> None:
+        """The job series of the decision's jobs; those of jobs gone dropped (``groups``: every
+        PodGroup's labels)."""
         placed: dict[str, int] = {}
         for pod_key in [b.pod for b in decision.bindings] + [n.pod for n in decision.nominations]:
             pod = snapshot.pod_by_key.get(pod_key)
@@ -210,10 +216,8 @@ class VolcanoMetrics:
                 self._put(self.job_last, labels, int(decided_at))
                 for _ in range(count):
                     self.job_latency.observe(waited_ms)
-        alive: set[tuple[str, ...]] = {(g.name, g.queue, g.namespace) for g in snapshot.podgroups}
-        alive |= {labels for labels in jobs}
         for metric in (self.job_start, self.job_duration, self.job_last):
-            self._drop_gone(metric, alive)
+            self._drop_gone(metric, groups, jobs)
 
     def _queues(self, rows: list[QueueRow]) -> None:
         values: dict[int, dict[tuple[str, ...], float]] = {}
@@ -273,8 +277,9 @@ class VolcanoMetrics:
                 metric.remove(*gone)
                 del seen[gone]
 
-    def _drop_gone(self, metric: Gauge, alive: set[tuple[str, ...]]) -> None:
+    def _drop_gone(self, metric: Gauge, groups: Set[Label], jobs: Mapping[tuple[str, ...], object]) -> None:
+        """Drop the series of ``metric`` whose labels are neither a PodGroup's nor a job's of now."""
         seen = self._series.setdefault(id(metric), {})
-        for labels in [labels for labels in seen if labels not in alive]:
+        for labels in [labels for labels in seen if labels not in groups and labels not in jobs]:
             metric.remove(*labels)
             del seen[labels]
