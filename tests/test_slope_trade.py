@@ -24,7 +24,7 @@ from vcsat.model import Policy
 from vcsat.solver import check, solve
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import greedy
-from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, share_utility
+from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_ranks, fair_terms, share_utility
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search import exchange as exchange_module
 from vcsat.solver.search.slope_trade import gains, slope_at, slope_trades
@@ -53,8 +53,10 @@ def _contended(tmp_path: Path, nodes: int, seed: int) -> Path:
 def test_a_queues_gain_per_gpu_is_the_slope_where_it_stands_over_its_deserved_gpus(tmp_path: Path) -> None:
     problem = build_problem(instance_file.read_snapshot(_contended(tmp_path, 80, 1)), ALLOCATE)
     gpu = problem.resource_index("nvidia.com/gpu")
+    tiers = fair_ranks(problem)
+    assert tiers  # the contended shape ranks its queues' shares in tiers
     for assignment in (Assignment(), greedy(problem)):
-        for tier in range(len(problem.fair_levels or [])):
+        for tier in tiers:
             slopes = gains(problem, assignment, tier)
             terms = fair_terms(problem, tier)
             assert set(slopes) == {queue for queue, *_ in terms}
