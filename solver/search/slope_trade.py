@@ -71,7 +71,9 @@ def slope_trades(
 ) -> list[SlopeTrade]:
     """The slope trades (module docstring) for ``queue`` at fair-share ``tier``, whose best waiting
     gangs (``waiting``) rank ``top``: one per GPU size of their pods, the largest first; none where
-    no queue at the tier is flatter or ``queue`` is not measured on GPUs."""
+    no queue at the tier is flatter or ``queue`` is not measured on GPUs. The small pods on the
+    waiting pods' nodes are read off ``gang_slots`` (the greedy's and the trades' decisions name
+    every pod's gang there; of a searched decision, only the pods the decode hands out by gang)."""
     if res.GPU not in problem.resources:
         return []
     gpu = problem.resource_index(res.GPU)
