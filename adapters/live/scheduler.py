@@ -255,9 +255,9 @@ class Scheduler:
         self._tried: dict[str, int] = {}
         """Per waiting group, the last cycle it was given to (the cap's order)."""
         self.isolator = Isolator()
+        """Waiting groups the solve raised on, set aside for a back-off (:mod:`.isolate`)."""
         self._unadmitted = Unadmitted()
         """Our PodGroups without pods, carried from cycle to cycle (for the admissions applied)."""
-        """Waiting groups the solve raised on, set aside for a back-off (:mod:`.isolate`)."""
         self._waiting: tuple[float, dict[str, int]] | None = None
         """When the last cycle took its snapshot, and its waiting pods per group (arrivals)."""
         """Called with each cycle's result once it is applied or refused (the web dashboard)."""
