@@ -140,13 +140,13 @@ def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None
     first_levels = (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))
     if other is None or _lexicographic(problem, other) <= first_levels:
         return start
-    return _warm_start(problem, other)
+    return _warm_start(problem, other, start.first)
 
 
-def _warm_start(problem: Problem, hint: Assignment) -> WarmStart:
+def _warm_start(problem: Problem, hint: Assignment, lp: LpBounds | None = None) -> WarmStart:
     values = _placed(problem, hint)
     fair = fair_share_values(problem, hint)
-    first = lp_bounds(problem, values, fair)
+    first = lp_bounds(problem, values, fair) if lp is None else lp.again(values, fair)
     bound = _bound(problem, hint, WarmStart(hint, values, fair, first, 0), {}).bound
     return WarmStart(hint, values, fair, first, bound)
 
@@ -179,7 +179,7 @@ def _bound(problem: Problem, assignment: Assignment, start: WarmStart, search_bo
     same = fair == {rank: start.fair.get(rank, 0) for rank in fair} and values == {
         rank: start.values.get(rank, 0) for rank in values
     }
-    lp = start.first if same else lp_bounds(problem, values, fair)
+    lp = start.first if same else start.first.again(values, fair)
     placed: dict[int, int] = {}
     for rank, value in values.items():
         proven = [b for b in (lp.placed.get(rank), search_bounds.get(level_name(rank))) if b is not None]

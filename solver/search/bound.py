@@ -70,7 +70,11 @@ class LpBounds:
     """What one LP proves about a decision, level by level, each level's bound holding the more
     important levels at the decision's values (as a lexicographic optimum is read): placed work
     per priority at once, the queue fair-share levels when asked (:meth:`fair_bounds`), on the
-    same LP. A cycle bounds several decisions and reports one: only that one's are solved."""
+    same LP. A cycle bounds several decisions and reports one: only that one's are solved.
+
+    The LP depends on the problem alone, the decision only on its floors: another decision of the
+    same problem is bounded on the same LP (:meth:`again`), which every bound reads with each floor
+    it relies on set afresh, so the several bounds sharing it never read each other's floors."""
 
     def __init__(
         self, placed: dict[int, int], problem: Problem, fair: dict[int, int] | None, relaxation: _Relaxation | None
@@ -81,6 +85,18 @@ class LpBounds:
         self._fair = fair
         self._relaxation = relaxation
         self._shares: dict[int, int] | None = None
+
+    def again(self, found: dict[int, int], fair: dict[int, int] | None) -> LpBounds:
+        """:func:`lp_bounds` of another decision of the same problem (placed work ``found``, fair
+        shares ``fair``), solved on this LP with its floors moved rather than on a new one: building
+        the LP costs more than solving it (on the largest clusters several times more), and a cycle
+        bounds each decision that replaces the one before."""
+        relaxation = self._relaxation
+        if relaxation is None or set(fair or {}) != set(relaxation.shares):
+            return lp_bounds(self._problem, found, fair)
+        relaxation.keep(fair or {})
+        relaxation.release()
+        return LpBounds(relaxation.placed_bounds(found), self._problem, fair, relaxation)
 
     def fair_bounds(self) -> dict[int, int]:
         """Per queue fair-share level (:func:`vcsat.solver.objectives.fairness.fair_ranks`, the
@@ -120,12 +136,7 @@ def lp_bounds(problem: Problem, found: dict[int, int], fair: dict[int, int] | No
         return LpBounds({}, problem, fair, None)
     priorities = sorted({item.priority for item in items}, reverse=True)
     relaxation = _Relaxation(problem, items, priorities, fair)
-    out: dict[int, int] = {}
-    for number, priority in enumerate(priorities):
-        for higher in priorities[:number]:
-            relaxation.hold(higher, found.get(higher, 0))
-        out[priority] = relaxation.maximise(priority)
-    return LpBounds(out, problem, fair, relaxation)
+    return LpBounds(relaxation.placed_bounds(found), problem, fair, relaxation)
 
 
 def _items(problem: Problem) -> list[_Item]:
@@ -281,6 +292,8 @@ class _Relaxation:
         fair: dict[int, int] | None,
     ):
         self.items = items
+        self.priorities = priorities
+        """Every priority with pods, highest first."""
         built = _Builder()
         infinity = math.inf
         columns = [built.NumVar(0, item.pods, f"y{i}") for i, item in enumerate(items)]
@@ -433,6 +446,22 @@ class _Relaxation:
             objective.SetCoefficient(share, 0.0)
         most = len(within) * share_utility(SHARE_SCALE)  # every queue at its full share: no decision exceeds it
         return min(most, math.floor(value + TOLERANCE * (1.0 + abs(value)))) if solved else most
+
+    def placed_bounds(self, found: dict[int, int]) -> dict[int, int]:
+        """Per priority (highest first), the most placed work at it while each higher priority
+        keeps at least ``found``'s (the priorities' floors loose on entry)."""
+        out: dict[int, int] = {}
+        for number, priority in enumerate(self.priorities):
+            for higher in self.priorities[:number]:
+                self.hold(higher, found.get(higher, 0))
+            out[priority] = self.maximise(priority)
+        return out
+
+    def keep(self, fair: dict[int, int]) -> None:
+        """Each fair-share level keeps at least ``fair``'s value (a little less: floating point),
+        as the rows were built for the first decision's."""
+        for level, (row, _within) in self.shares.items():
+            row.SetLb(float(fair[level]) * (1 - TOLERANCE))
 
     def release(self) -> None:
         """No priority keeps a floor any more (what :meth:`hold` set)."""
