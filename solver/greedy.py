@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from fractions import Fraction
 from functools import partial
+from operator import methodcaller
 
 import numpy as np
 from numpy.typing import NDArray
@@ -1383,7 +1384,7 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
                 if allow is None:
                     room.note_full(query)
             else:
-                node = choose()
+                node = choose(room)
                 if node is None and exact and allow is None:
                     room.note_full(query)
             if node is None:
@@ -1404,9 +1405,12 @@ def _try_gang(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int
     return taken
 
 
-NodeQuery = tuple[Hashable, Callable[[], "int | None"], bool]
-"""What finds one pod's node: the query's key (:meth:`Room.query_key`), the query, and whether it
-finds no node only when none fits."""
+NodeQuery = tuple[Hashable, Callable[["Room"], "int | None"], bool]
+"""What finds one pod's node: the query's key (:meth:`Room.query_key`), the query (asked of the
+room), and whether it finds no node only when none fits. The query is given the room rather than
+holding it: the room keeps its queries (:attr:`Room.shape_queries`), and a query holding the room
+would make every room a reference cycle, freed only by a full collection (in a cycle, whose
+collector is paused, never), with all it holds."""
 
 
 def _node_query(problem: Problem, room: Room, shape: Shape, within: list[int] | None, allow: Allow | None) -> NodeQuery:
@@ -1414,19 +1418,17 @@ def _node_query(problem: Problem, room: Room, shape: Shape, within: list[int] | 
     least_fragmenting, scarce = room.choosers(problem)
     request = shape.request
     query = room.query_key(request, shape.fits, within)
-    choose: Callable[[], int | None]
     if within is not None:
-        return query, partial(room.best_fit_in, request, shape.fits, within, allow), True
+        return query, methodcaller("best_fit_in", request, shape.fits, within, allow), True
     if shape.preference:
-        return query, partial(room.preferred_fit, shape, allow), True
+        return query, methodcaller("preferred_fit", shape, allow), True
     if least_fragmenting is not None and allow is None:
-        return query, partial(least_fragmenting, room, shape), False
+        fragmenting = least_fragmenting
+        return query, lambda asked: fragmenting(asked, shape), False
     if scarce is not None and room.priced(problem, scarce, shape):
         # scarce GPU pools priced (vcsat.solver.pricing.scarcity): cheapest, then best fit
-        choose = partial(room.cheapest_fit, scarce, shape, allow)
-    else:
-        choose = partial(room.best_fit, request, shape.gpus, shape.fits, allow)
-    return query, choose, True
+        return query, methodcaller("cheapest_fit", scarce, shape, allow), True
+    return query, methodcaller("best_fit", request, shape.gpus, shape.fits, allow), True
 
 
 ClassPlan = list[tuple[PodClass, Shape, dict[str, int]]]
