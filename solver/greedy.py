@@ -87,12 +87,15 @@ class Room:
         self.opened: list[list[tuple[int, bool]]] = [[] for _ in problem.free]
         """Per node, the shares placed: (GPU, whether it was opened for them), newest last."""
         moved = self._take_all(problem, taken) if taken else {}
+        # Each node's free-GPU bucket (:meth:`_level`), read once for the indexes below.
+        gpu = self.gpu
+        level = [0] * len(self.free) if gpu is None else [max(0, row[gpu]) for row in self.free]
         self.levels: dict[int, dict[int, None]] = {}
-        for node, row in enumerate(self.free):
+        for node, at in enumerate(level):
             if node not in moved:
-                self.levels.setdefault(self._level(row), {})[node] = None
+                self.levels.setdefault(at, {})[node] = None
         for node in moved:  # each joined its bucket when it last changed bucket
-            self.levels.setdefault(self._level(self.free[node]), {})[node] = None
+            self.levels.setdefault(level[node], {})[node] = None
         count = len(self.free)
         free_array = np.array(self.free, dtype=np.int64).reshape(count, len(problem.resources))
         self.free_cols = np.ascontiguousarray(free_array.T)
@@ -102,11 +105,11 @@ class Room:
         """Per node, whether some resource is overcommitted (then nothing fits there)."""
         self.count = count
         self.whole_array = np.array(self.whole, dtype=np.int64).reshape(count)
-        self.level_array = np.array([self._level(row) for row in self.free], dtype=np.int64).reshape(count)
+        self.level_array = np.array(level, dtype=np.int64).reshape(count)
         self.level_rank = self.level_array * count + np.arange(count, dtype=np.int64)
         """Per node, (free GPUs, node) as one number: an unpriced pod's rank (:class:`_Ranking`), kept
         with :attr:`level_array` so that a ranking reads it in one gather."""
-        self.level_classes = NodeClasses([(self._level(row), w) for row, w in zip(self.free, self.whole, strict=True)])
+        self.level_classes = NodeClasses(list(zip(level, self.whole, strict=True)))
         """Nodes in classes of equal (free GPUs, free whole GPU devices), kept up to date
         (:meth:`fullest_with` reads the classes, not the nodes)."""
         # Most nodes share no GPU: their values (-1, 0) without a call each.
@@ -196,6 +199,14 @@ class Room:
         """Per request taken, its whole GPUs, share thousandths and the room it takes (negated)."""
         self.class_plans: dict[int, ClassPlan] = {}
         """Per gang tried, its pod classes in trial order (:func:`_class_plan`)."""
+        self.plain_keys: dict[int, tuple[Hashable, ...]] = {}
+        """Per gang asked, its classes' node query keys anywhere (:func:`_plain_keys`)."""
+        self.packing: dict[int, tuple[int, bool, float, str]] = {}
+        """Per gang ordered, its :func:`_packing_order`."""
+        self.gang_asks: dict[tuple[int, str], int] = {}
+        """Per (gang, resource name) asked, what the whole gang asks of it (:func:`_asks`)."""
+        self.caps_of: dict[str, list[str]] = {}
+        """Per queue placed for, the capped queues of its lineage (:meth:`Problem.caps_of`)."""
         self.shape_asks: dict[int, dict[str, int]] = {}
         """Per shape, what one pod asks per resource name (the resources it asks some of), read only."""
         self.shape_queries: dict[int, NodeQuery] = {}
@@ -205,29 +216,40 @@ class Room:
         if kept is not None:
             # What a room learns of its problem alone, whatever its free room: learnt once for all.
             self.gang_sizes, self._asked, self.class_plans = kept.gang_sizes, kept.asked, kept.class_plans
-            self.shape_asks, self._priced = kept.shape_asks, kept.priced
-        self._kept = kept
+            self.shape_asks, self._priced, self.plain_keys = kept.shape_asks, kept.priced, kept.plain_keys
+            self.packing, self.gang_asks, self.caps_of = kept.packing, kept.gang_asks, kept.caps_of
+        self.kept = kept
+        """The memos and rankings this room shares with the other rooms of its problem, if any."""
         self._rank_base = kept.rank_base if kept is not None else int(self.level_array.max(initial=0)) + 1
         """More than any node's free GPUs (room never grows beyond the snapshot's); the problem's
         when rankings are carried between rooms (:class:`KeptRankings`), so that they rank alike."""
+        if kept is not None:
+            self.full.update(kept.still_full(self))
 
     def _take_all(self, problem: Problem, taken: Mapping[tuple[int, int], int]) -> dict[int, None]:
         """Take ``taken`` from :attr:`free` and :attr:`whole` (before the indexes are made); the
         nodes whose free-GPU bucket changed, in the order of their last change."""
         moved: dict[int, None] = {}
+        parts: dict[int, tuple[int, int]] = {}
+        gpu = self.gpu
         for (s, node), k in taken.items():
             if k <= 0:
                 continue
             request = problem.shapes[s].request
-            whole, share = self.parts(request)
+            split = parts.get(s)
+            if split is None:  # per shape once: a decision's slots hold few shapes on many nodes
+                split = parts[s] = self.parts(request)
+            whole, share = split
             if share > 0:
                 raise ValueError("GPU shares are placed one by one (Room.take)")
             row = self.free[node]
-            before = self._level(row)
+            before = max(0, row[gpu]) if gpu is not None else 0  # self._level, inline
             for i, amount in enumerate(request):
-                row[i] -= k * amount
+                if amount:
+                    row[i] -= k * amount
             self.whole[node] -= k * whole
-            if self._level(row) != before:  # requests only take: a bucket left is never come back to
+            if gpu is not None and max(0, row[gpu]) != before:
+                # requests only take: a bucket left is never come back to
                 moved.pop(node, None)
                 moved[node] = None
         return moved
@@ -606,7 +628,7 @@ class Room:
     def _ranking(self, scarce: scarcity.Scarcity, shape: Shape) -> _Ranking:
         kept = self._ranked.get(id(shape))
         if kept is None or kept.shape is not shape or kept.scarce is not scarce:
-            carried = self._kept.carry(self, scarce, shape) if self._kept is not None else None
+            carried = self.kept.carry(self, scarce, shape) if self.kept is not None else None
             kept = carried if carried is not None else _Ranking(self, scarce, shape)
             self._ranked[id(shape)] = kept
         return kept
@@ -614,8 +636,8 @@ class Room:
     def keep_rankings(self) -> None:
         """Hand this room's rankings to its :class:`KeptRankings` (when made with one), for the next
         room of the problem; this room asks no more of them."""
-        if self._kept is not None:
-            self._kept.keep(self, list(self._ranked.values()))
+        if self.kept is not None:
+            self.kept.keep(self, list(self._ranked.values()))
 
     def _price(
         self, scarce: scarcity.Scarcity, shape: Shape, candidates: NDArray[np.int64]
@@ -761,6 +783,9 @@ FEW_CHANGED = 16
 """A kept ranking re-prices up to this many changed nodes in Python, more with numpy."""
 MANY_CHANGED = 8
 """Changes to price again beyond one in this many nodes are told apart by marking every node."""
+FIT_BLOCK = 1 << 20
+"""At most this many compares at once when known-empty queries are tested on grown nodes
+(:meth:`KeptRankings.still_full`): the queries go in blocks, so memory stays small at 10,000 nodes."""
 
 
 class _Ranking:
@@ -889,6 +914,10 @@ class KeptRankings:
         self.class_plans: dict[int, ClassPlan] = {}
         self.shape_asks: dict[int, dict[str, int]] = {}
         self.priced: dict[int, bool] = {}
+        self.plain_keys: dict[int, tuple[Hashable, ...]] = {}
+        self.packing: dict[int, tuple[int, bool, float, str]] = {}
+        self.gang_asks: dict[tuple[int, str], int] = {}
+        self.caps_of: dict[str, list[str]] = {}
         """The rooms' own memos of the same names that depend on the problem alone, shared."""
         self._kept: dict[int, tuple[_Ranking, int, int]] = {}
         """Per shape, its ranking, the number of the room it was kept from (:attr:`_rows`), and how
@@ -901,22 +930,72 @@ class KeptRankings:
         self._rooms = 0
         """How many rooms rankings were kept from so far (the next one's number)."""
         self._room: Room | None = None
+        self._full: tuple[NDArray[np.int64], list[tuple[tuple[int, ...], int]]] | None = None
+        """The rows of the room kept last, as it ended, and its :attr:`Room.full` queries anywhere
+        (each as its request and its eligible nodes' ``id``)."""
+        self._eligible = {id(shape.fits): shape.fits for shape in problem.shapes}
+        """Per query key's eligible nodes (a shape's ``fits``, by ``id``: :meth:`Room.query_key`), the nodes."""
         self._differ: dict[int, tuple[NDArray[np.bool_], int]] = {}
         """Per room kept from, the nodes whose row :attr:`_room` had different, and how many of its
         :attr:`Room.changes` had been made then: a ranking carried later adds the changes since
         (the rows of every other node are as they were), instead of comparing every row again."""
 
     def keep(self, room: Room, rankings: list[_Ranking]) -> None:
-        """Keep ``room``'s ``rankings`` as they stand (the room asks no more of them)."""
+        """Keep ``room``'s ``rankings`` as they stand (the room asks no more of them), and the node
+        queries anywhere it knows find no node (:meth:`still_full`)."""
         kept_from = self._rooms
         self._rooms += 1
         for ranking in rankings:
             self._kept[ranking.shape.index] = (ranking, kept_from, ranking.seen)
         last = np.full(room.count, -1, dtype=np.int64)
         np.maximum.at(last, room.changes[: room.changed], np.arange(room.changed, dtype=np.int64))
-        self._rows[kept_from] = (room.rows.rows.copy(), last)
+        rows = room.rows.rows.copy()
+        self._rows[kept_from] = (rows, last)
+        # Only queries anywhere: a topology domain's key names a list of that room alone (by id).
+        self._full = (rows, [(key[0], key[1]) for key in room.full if isinstance(key, tuple) and key[2] == -1])
         held = {entry[1] for entry in self._kept.values()}
         self._rows = {number: rows for number, rows in self._rows.items() if number in held}
+
+    def still_full(self, room: Room) -> list[Hashable]:
+        """Of the node queries anywhere that the room kept last knew to find no node, those that
+        find none in ``room`` as it is made: where none of a query's eligible nodes on which some
+        column of the rows (:class:`NodeRows`) grew between the two rooms has room for one pod.
+
+        Why it is exact: a query's answer reads only its eligible nodes' rows (the room, the free
+        whole GPUs, the shared GPUs' room), each pod's chooser finds no node only when none fits
+        (:meth:`Room.note_full`), and every test of a fit is a floor on a column (none where a
+        resource is overcommitted): on the nodes where no column grew, none fits as none did. Why:
+        the exchange's rooms differ from the last one on few nodes, and most of the waiting gangs
+        they try fail: known here, each such query's first trial in the room is not made
+        (:func:`_known_not_to_fit`)."""
+        if self._full is None or not self._full[1]:
+            return []
+        rows, keys = self._full
+        now = room.rows.rows
+        if rows.shape != now.shape:
+            return []
+        # Room that only shrank makes no query find a node (every test is a floor on a column):
+        # only the nodes where some column grew are looked at, for every query at once.
+        grown = np.flatnonzero(np.any(now > rows, axis=1))
+        found = [key for key in keys if key[1] in self._eligible]
+        if grown.size:
+            sub = now[grown]
+            width = sub.shape[1]
+            step = max(1, FIT_BLOCK // (grown.size * width))
+            fits = np.empty(len(found), dtype=np.bool_)
+            for start in range(0, len(found), step):
+                block = found[start : start + step]
+                needs = np.stack([room.rows.need(request, room.parts(request)[0])[:width] for request, _ in block])
+                ok = np.all(sub[None, :, :] >= needs[:, None, :], axis=2)
+                ok &= np.stack([self._eligible[eligible_id].mask(room.count)[grown] for _, eligible_id in block])
+                for row, (request, _) in enumerate(block):
+                    whole, share = room.parts(request)
+                    if share > 0:
+                        rooms = sub[:, room.rows.share_room_col] >= share
+                        ok[row] &= rooms | (sub[:, room.rows.whole_col] - whole >= 1)
+                fits[start : start + len(block)] = ok.any(axis=1)
+            found = [key for key, fit in zip(found, fits.tolist(), strict=True) if not fit]
+        return [room.query_key(request, self._eligible[eligible_id], None) for request, eligible_id in found]
 
     def carry(self, room: Room, scarce: scarcity.Scarcity, shape: Shape) -> _Ranking | None:
         """The kept ranking of ``shape``, made true for ``room`` (which takes it over); None when
@@ -1004,7 +1083,18 @@ def fill(
     levels first (:func:`_fill_tier`), then the rest in packing order, which it returns. Also what
     tops up a searched decision with the gangs its room still takes
     (:mod:`vcsat.solver.search.top_up`)."""
-    order = sorted(gangs, key=lambda gang: _packing_order(problem, gang))
+    packing = room.packing
+
+    def order_key(gang: Gang) -> tuple[int, bool, float, str]:
+        key = packing.get(gang.index)
+        if key is None:
+            key = packing[gang.index] = _packing_order(problem, gang)
+        return key
+
+    # Rooms that share their memos (the exchange's top-ups) order the same gangs again and again:
+    # each gang's key made once. A room of its own (the greedy's) orders each gang once.
+    shared = room.kept is not None
+    order = sorted(gangs, key=order_key if shared else partial(_packing_order, problem))
     tried: set[int] = set()
     for tier in fair_ranks(problem):
         _fill_tier(problem, tier, order, tried, room, queue_room, assignment, held, by_gain=by_gain)
@@ -1083,7 +1173,7 @@ def _fill_tier(
         name, deserved = share[queue]
         now = min(held.get(queue, {}).get(name, 0), deserved)
         # Work that takes none of the resource is ranked by the slope where the queue stands.
-        taken = max(1, _asks(problem, waiting[queue][0], name))
+        taken = max(1, _gang_asks(problem, room, waiting[queue][0], name))
         rise = _scaled_utility(min(now + taken, deserved), deserved) - _scaled_utility(now, deserved)
         return Fraction(rise, taken * deserved)
 
@@ -1138,7 +1228,7 @@ def _targets(
             LevelClaim(
                 deserved=share[queue][1],
                 held=held.get(queue, {}).get(name, 0),
-                asks=sum(_asks(problem, gang, name) for gang in waiting[queue]),
+                asks=sum(_gang_asks(problem, room, gang, name) for gang in waiting[queue]),
             )
             for queue in queues
         ]
@@ -1150,6 +1240,14 @@ def _asks(problem: Problem, gang: Gang, name: str) -> int:
     """What all of the gang's pods ask of resource ``name``: what placing it whole takes."""
     r = problem.resource_index(name)
     return sum(len(problem.classes[c].pods) * problem.shapes[problem.classes[c].shape].request[r] for c in gang.classes)
+
+
+def _gang_asks(problem: Problem, room: Room, gang: Gang, name: str) -> int:
+    """:func:`_asks`, per gang and resource once for the rooms that share the memo (:class:`KeptRankings`)."""
+    asks = room.gang_asks.get((gang.index, name))
+    if asks is None:
+        asks = room.gang_asks[(gang.index, name)] = _asks(problem, gang, name)
+    return asks
 
 
 def _scaled_utility(amount: int, deserved: int) -> int:
@@ -1172,7 +1270,10 @@ def _place(
 ) -> bool:
     if _known_not_to_fit(problem, gang, room):
         return False
-    lineage_caps = [queue_room[q] for q in problem.caps_of(gang.queue)]
+    lineage = room.caps_of.get(gang.queue)
+    if lineage is None:
+        lineage = room.caps_of[gang.queue] = problem.caps_of(gang.queue)
+    lineage_caps = [queue_room[q] for q in lineage]
     taken = fit_topology_first(problem, gang, room, lineage_caps)
     if taken is None:
         return False
@@ -1193,25 +1294,57 @@ def _place(
 
 
 def _known_not_to_fit(problem: Problem, gang: Gang, room: Room) -> bool:
-    """Whether the gang is one pod, tried anywhere under no rule, whose node query the room already
-    knows finds no node (:attr:`Room.full`): its trial would end at its first query, take nothing
-    and leave the room as it was (no node chosen, no ranking read), so it is not made.
+    """Whether the gang, with no topology and no class under a rule, has every pod class (with
+    pods) whose node query anywhere the room already knows finds no node (:attr:`Room.full`): its
+    trials would take nothing and leave the room as it was (no node chosen, no ranking read), so
+    they are not made.
 
-    Why: the exchange's top-ups try ~700 gangs each, most of them failing, and about a third of
-    the trials that take nothing are such pods (capped s41: 7,262 of ~20,100; benchmarks/RESULTS.md,
-    session 20); each trial costs the gang's capabilities, plan and trial bookkeeping, many times
-    this look-up. Gangs of more pods, with a topology, or under a rule (pod affinity, spread,
-    volume attach limits) are tried as before."""
+    Why it is the same: such a gang's trials are at most two (all on the fullest node, then
+    anywhere: :func:`_domain_attempts`), and in each every class's pods stop at their first query.
+    Anywhere, that query is the one known to find nothing; on one node, its query looks at an
+    eligible node among those the known-empty query looks at, in a room no larger (room a kept gang
+    leaves only shrinks, and a trial only takes), so it finds nothing too. A class with no pods
+    asks nothing and is passed over by both.
+
+    Why: the exchange's top-ups try most waiting gangs again in every room, most of them failing,
+    and most of the trials that take nothing are such gangs, of one pod or several
+    (benchmarks/RESULTS.md, sessions 20 and 28); each trial costs the gang's capabilities, plan
+    and trial bookkeeping, many times this look-up. Gangs with a topology, or under a rule (pod
+    affinity, spread, volume attach limits) are tried as before."""
+    if gang.index in room.topology_gangs:
+        return False
     classes = gang.classes
-    if len(classes) != 1 or gang.index in room.topology_gangs:
+    if len(classes) == 1:  # most gangs: their one key, as :func:`_plain_keys` would make it
+        pod_class = problem.classes[classes[0]]
+        if not pod_class.pods or pod_class.index in problem.isolated:
+            return False
+        shape = problem.shapes[pod_class.shape]
+        if shape.volumes or (room.spread is not None and pod_class.index in room.spread.of_class):
+            return False
+        return room.query_key(shape.request, shape.fits, None) in room.full
+    keys = room.plain_keys.get(gang.index)
+    if keys is None:
+        keys = room.plain_keys[gang.index] = _plain_keys(problem, gang, room)
+    if not keys:
         return False
-    pod_class = problem.classes[classes[0]]
-    if len(pod_class.pods) != 1 or pod_class.index in problem.isolated:
-        return False
-    shape = problem.shapes[pod_class.shape]
-    if shape.volumes or (room.spread is not None and pod_class.index in room.spread.of_class):
-        return False
-    return room.query_key(shape.request, shape.fits, None) in room.full
+    full = room.full
+    return all(key in full for key in keys)
+
+
+def _plain_keys(problem: Problem, gang: Gang, room: Room) -> tuple[Hashable, ...]:
+    """The gang's node query keys anywhere (:meth:`Room.query_key`), one per pod class with pods;
+    none when a class is under a rule (pod affinity, spread, volume attach limits) or none has pods."""
+    keys: list[Hashable] = []
+    for c in gang.classes:
+        pod_class = problem.classes[c]
+        shape = problem.shapes[pod_class.shape]
+        if pod_class.index in problem.isolated or shape.volumes:
+            return ()
+        if room.spread is not None and pod_class.index in room.spread.of_class:
+            return ()
+        if pod_class.pods:
+            keys.append(room.query_key(shape.request, shape.fits, None))
+    return tuple(keys)
 
 
 def shares_gpu(problem: Problem, request: tuple[int, ...]) -> bool:

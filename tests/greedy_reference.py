@@ -58,6 +58,11 @@ class ScanRoom:
         """Never filled: the reference remembers no empty query, it scans every time."""
         self.gang_sizes: dict[int, tuple[int, int]] = {}
         self.class_plans: dict[int, list[object]] = {}
+        self.plain_keys: dict[int, tuple[object, ...]] = {}
+        self.kept = None
+        self.packing: dict[int, tuple[int, bool, float, str]] = {}
+        self.gang_asks: dict[tuple[int, str], int] = {}
+        self.caps_of: dict[str, list[str]] = {}
         self.shape_asks: dict[int, dict[str, int]] = {}
         self.shape_queries: dict[int, object] = {}
 

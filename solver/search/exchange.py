@@ -481,6 +481,12 @@ def without(problem: Problem, assignment: Assignment, gangs: list[int]) -> Assig
     gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
     left = problem.room_left(shape_slots)
     count = dict(assignment.count)
+    # Per shape, the nodes with slots of it: a dropped pod's candidates are read from its shape's
+    # nodes, not from every slot of the decision (tens of thousands at 10,000 nodes, once per
+    # dropped class). The slots only shrink below, so no node is added to a shape's list.
+    of_shape: dict[int, list[int]] = {}
+    for s, node in shape_slots:
+        of_shape.setdefault(s, []).append(node)
     for g in sorted(dropped):
         for c in problem.gangs[g].classes:
             k = count.pop(c, 0)
@@ -490,7 +496,7 @@ def without(problem: Problem, assignment: Assignment, gangs: list[int]) -> Assig
             k -= taken
             if k <= 0:
                 continue
-            nodes = [node for (shape, node), n in shape_slots.items() if shape == s and n > pinned.get((s, node), 0)]
+            nodes = [node for node in of_shape.get(s, ()) if shape_slots[(s, node)] > pinned.get((s, node), 0)]
             nodes.sort(key=lambda node: (-(left[node][gpu] if gpu is not None else 0), -sum(left[node]), node))
             for node in nodes:
                 if k <= 0:

@@ -40,12 +40,16 @@ def top_up(
     ``assignment`` already places. ``only``: of the gangs left out, these alone. ``kept``: rankings
     carried from an earlier top-up of the same problem, and kept for the next (same decision,
     less work: :class:`vcsat.solver.greedy.KeptRankings`)."""
+    # With ``only``, its few gangs are looked at rather than every candidate (the same set).
+    gangs = (
+        problem.candidates
+        if only is None
+        else [g for g in (problem.gangs[i] for i in only) if g.index not in problem.blocked]
+    )
     waiting = {
         gang.index
-        for gang in problem.candidates
-        if gang.index not in assignment.placed
-        and not any(assignment.count.get(c, 0) for c in gang.classes)
-        and (only is None or gang.index in only)
+        for gang in gangs
+        if gang.index not in assignment.placed and not any(assignment.count.get(c, 0) for c in gang.classes)
     }
     if not waiting or problem.interpod is not None or problem.spread or problem.attach is not None:
         return assignment
