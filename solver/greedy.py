@@ -1314,14 +1314,10 @@ def _known_not_to_fit(problem: Problem, gang: Gang, room: Room) -> bool:
     if gang.index in room.topology_gangs:
         return False
     classes = gang.classes
-    if len(classes) == 1:  # most gangs: their one key, as :func:`_plain_keys` would make it
+    if len(classes) == 1:  # most gangs: their one key, unmemoised (a look-up costs as much)
         pod_class = problem.classes[classes[0]]
-        if not pod_class.pods or pod_class.index in problem.isolated:
-            return False
-        shape = problem.shapes[pod_class.shape]
-        if shape.volumes or (room.spread is not None and pod_class.index in room.spread.of_class):
-            return False
-        return room.query_key(shape.request, shape.fits, None) in room.full
+        key = _plain_key(problem, pod_class, room)
+        return key is not None and bool(pod_class.pods) and key in room.full
     keys = room.plain_keys.get(gang.index)
     if keys is None:
         keys = room.plain_keys[gang.index] = _plain_keys(problem, gang, room)
@@ -1337,14 +1333,23 @@ def _plain_keys(problem: Problem, gang: Gang, room: Room) -> tuple[Hashable, ...
     keys: list[Hashable] = []
     for c in gang.classes:
         pod_class = problem.classes[c]
-        shape = problem.shapes[pod_class.shape]
-        if pod_class.index in problem.isolated or shape.volumes:
-            return ()
-        if room.spread is not None and pod_class.index in room.spread.of_class:
+        key = _plain_key(problem, pod_class, room)
+        if key is None:
             return ()
         if pod_class.pods:
-            keys.append(room.query_key(shape.request, shape.fits, None))
+            keys.append(key)
     return tuple(keys)
+
+
+def _plain_key(problem: Problem, pod_class: PodClass, room: Room) -> Hashable | None:
+    """The class's node query key anywhere (:meth:`Room.query_key`); None when the class is under
+    a rule (pod affinity, spread, volume attach limits), whose queries are asked otherwise."""
+    shape = problem.shapes[pod_class.shape]
+    if pod_class.index in problem.isolated or shape.volumes:
+        return None
+    if room.spread is not None and pod_class.index in room.spread.of_class:
+        return None
+    return room.query_key(shape.request, shape.fits, None)
 
 
 def shares_gpu(problem: Problem, request: tuple[int, ...]) -> bool:
