@@ -64,13 +64,14 @@ trade is kept or not on the ranks alone, so the same trades on the same decision
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
 from vcsat.solver.problem import Problem
+from vcsat.solver.search.relocation import relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.top_up import top_up
 
@@ -233,13 +234,15 @@ def exchange(
     # Once more after the others, on the decision they leave: where room has moved, a slope trade
     # the first pass could not make may now be possible.
     fair, fair_rank = _slope_trades(problem, rank, fair, fair_rank, tiers or [], run)
-    if fair is best or run.stopped:
-        return fair
-    # The fair trades moved room between queues: the queues' trades and those across ranks once
-    # more, on the decision they leave (what waits and what is placed below it has changed).
-    best, best_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair), run)
-    best, best_rank = _rank_trades(problem, rank, best, best_rank, trading_ranks(problem, best), run)
-    return best
+    if fair is not best and not run.stopped:
+        # The fair trades moved room between queues: the queues' trades and those across ranks once
+        # more, on the decision they leave (what waits and what is placed below it has changed).
+        fair, fair_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair), run)
+        fair, fair_rank = _rank_trades(problem, rank, fair, fair_rank, trading_ranks(problem, fair), run)
+    # Last, where time is left when the others are done: the relocation trades, on the tiers that
+    # can still rise on the decision they leave.
+    moved, _ = _relocation_trades(problem, rank, fair, fair_rank, trading_tiers(problem, fair) if tiers else [], run)
+    return moved
 
 
 def _queue_trades(
@@ -331,6 +334,28 @@ def _slope_trades(
     return best, best_rank
 
 
+def _relocation_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
+) -> Ranked:
+    """The relocation trades (:mod:`vcsat.solver.search.relocation`) for the waiting gangs of
+    ``tiers``; after one is kept, those of the decision it leaves."""
+    if not tiers:
+        return best, best_rank
+    tried: set[tuple[object, ...]] = set()
+    changed = True
+    while changed and not run.stopped:
+        changed = False
+        spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1)
+        for trade in relocations(problem, best, tiers, spare, tried):
+            if run.stopped:
+                break
+            kept, best_rank = _kept(problem, rank, best, best_rank, trade.drop, {trade.gang}, run, then=trade.movers)
+            if kept is not best:
+                best, tried, changed = kept, set(), True
+                break
+    return best, best_rank
+
+
 def _kept(
     problem: Problem,
     rank: Rank,
@@ -339,17 +364,22 @@ def _kept(
     drop: list[int],
     first: set[int],
     run: _Run,
+    then: Collection[int] = (),
 ) -> Ranked:
     """One trade: ``best`` without ``drop``, the gangs ``first`` placed into the room that leaves,
-    then the rest as the greedy would; kept (with its rank) only where it ranks strictly higher.
-    Not made (``best`` handed back) where ``run`` refuses it."""
+    then those of ``then`` (gangs moved, when the trade names them: their room comes before any
+    other's), then the rest as the greedy would; kept (with its rank) only where it ranks strictly
+    higher. Not made (``best`` handed back) where ``run`` refuses it."""
     if not run():
         return best, best_rank
     rest = without(problem, best, drop)
     if rest is None:
         return best, best_rank
     kept = run.rankings
-    trial = top_up(problem, top_up(problem, rest, only=first, kept=kept), kept=kept)
+    trial = top_up(problem, rest, only=first, kept=kept)
+    if then:
+        trial = top_up(problem, trial, only=then, kept=kept)
+    trial = top_up(problem, trial, kept=kept)
     trial_rank = rank(problem, trial)
     return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
 
