@@ -35,7 +35,7 @@ from vcsat.solver.deadline import SEARCH, SECOND_FILL
 from vcsat.solver.problem import build_problem
 from vcsat.solver.search import exchange as exchange_module
 from vcsat.solver.search.exchange import exchange, trading_tiers
-from vcsat.solver.search.relocation import relocations
+from vcsat.solver.search.relocation import relocations, tier_change
 
 _solve_module = importlib.import_module("vcsat.solver.solve")
 _levels = _solve_module._lexicographic
@@ -106,6 +106,9 @@ def test_the_relocation_places_the_confined_gang_the_other_trades_cannot(
         patch.setattr(exchange_module, "relocations", _nothing)
         old = exchange(problem, start, _levels, [], [], tiers)
     assert big not in old.placed  # no other trade places it
+    spare = exchange_module._not_needed(problem, start, 10**9)
+    offered = list(relocations(problem, start, tiers, spare, set()))
+    assert bool(offered) is placed  # not offered where the tier would fall with the mover lost
     traded = exchange(problem, start, _levels, [], [], tiers)
     assert (big in traded.placed) is placed
     if placed:
@@ -138,6 +141,23 @@ def test_the_relocation_names_the_mover_and_the_gang_it_makes_room_with() -> Non
     mover = next(g.index for g in problem.gangs if g.key == "ns/mover-0")
     trades = list(relocations(problem, start, trading_tiers(problem, start), {extra}, set()))
     assert [(t.gang, t.movers, t.victims) for t in trades] == [(_big(problem), {mover}, {extra})]
+
+
+# (GPUs more per queue, the tier's change): q3 from 0 to half its deserved 8 GPUs, q5 from its
+# whole deserved 1 GPU to none, both, and q1, which the tier does not measure
+TIER_CHANGES = [
+    ({"q3": 4}, 1750),
+    ({"q5": -1}, -2500),
+    ({"q3": 4, "q5": -1}, -750),
+    ({"q3": 8}, 2500),
+    ({"q1": 5}, 0),
+]
+
+
+@pytest.mark.parametrize(("gpus", "change"), TIER_CHANGES)
+def test_the_tier_change_reads_each_queue_s_utility_before_and_after(gpus: dict[str, int], change: int) -> None:
+    problem = build_problem(_case("q1", 7), ALLOCATE)
+    assert tier_change(problem, _start(problem), 0, gpus) == change
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -33,13 +33,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from fractions import Fraction
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.objectives.fairness import fair_terms
+from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, utility_pieces
 from vcsat.solver.problem import Problem
-from vcsat.solver.search.slope_trade import gains
 
 MAX_LOOKS = 48
 """At most this many waiting gangs are looked at on one decision (each look reads the room around
@@ -80,6 +78,29 @@ class _Room:
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
         row = self.row(node)
         return all(row[r] >= amount for r, amount in enumerate(request))
+
+
+def tier_change(problem: Problem, assignment: Assignment, tier: int, gpus: dict[str, int]) -> int:
+    """How much the fair-share ``tier`` would change were each queue of ``gpus`` to hold that many
+    more GPUs (fewer, where negative) counted there than ``assignment`` gives it: each queue's
+    concave utility read at its share before and after, as the tier's value sums them."""
+    gpu = problem.resource_index(res.GPU)
+    pieces = utility_pieces()
+
+    def utility(fill: int) -> int:
+        return min(slope * fill + offset for slope, offset in pieces)
+
+    change = 0
+    for queue, name, deserved, held, asked in fair_terms(problem, tier):
+        if name != res.GPU or deserved <= 0 or not gpus.get(queue):
+            continue
+        now = held + sum(
+            assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[gpu] for c in asked
+        )
+        before = min(SHARE_SCALE, SHARE_SCALE * now // deserved)
+        after = min(SHARE_SCALE, SHARE_SCALE * max(0, now + gpus[queue]) // deserved)
+        change += utility(after) - utility(before)
+    return change
 
 
 def _waiting(problem: Problem, assignment: Assignment, tiers: list[int]) -> list[tuple[int, int]]:
@@ -134,7 +155,6 @@ def relocations(
         for g, s, k in slots:
             of_gang.setdefault(g, []).append((s, node, k))
     with_room: dict[int, list[int]] = {}  # per shape, its nodes with room for one pod in ``base``
-    slopes: dict[int, dict[str, Fraction]] = {}
     for index, tier in _waiting(problem, assignment, tiers)[:MAX_LOOKS]:
         gang = problem.gangs[index]
         classes = [c for c in gang.classes if problem.classes[c].pods]
@@ -151,13 +171,10 @@ def relocations(
             continue
         relocation, lost = trade
         if lost:
-            # Some movers would find no room: tried only where the tier gains more from the
-            # waiting pods than it loses with them, at each queue's slope where it stands.
-            if tier not in slopes:
-                slopes[tier] = gains(problem, assignment, tier)
-            slope = slopes[tier]
-            gained = slope.get(gang.queue, Fraction(0)) * size * need
-            if gained <= sum(slope.get(queue, Fraction(0)) * amount for queue, amount in lost.items()):
+            # Some movers would find no room: tried only where the tier, with the waiting pods
+            # placed and those movers lost, would rise (each queue's utility read where it ends).
+            lost[gang.queue] = lost.get(gang.queue, 0) - size * need
+            if tier_change(problem, assignment, tier, {queue: -amount for queue, amount in lost.items()}) <= 0:
                 continue
         yield relocation
 
