@@ -47,6 +47,13 @@ one the first pass could not make may now be possible. Where the fair or slope t
 decision, the queues' trades and those across ranks run once more on it: the room has moved, and
 with it what waits above what.
 
+Last, when every trade above is done and the cycle has time left, the relocation trades
+(:mod:`vcsat.solver.search.relocation`) on the tiers that can still rise: per waiting gang, only
+the pods that must move for it, into room elsewhere; kept on the same terms. They come last
+because the others, on the generated clusters, rank higher within the few trades a short cycle
+fits (benchmarks/RESULTS.md, session 29), and run only with the fair trades (a replay that skips
+``exchange_fair`` skips them too).
+
 Before all of these, per fair-share tier and per queue it can raise, the slope trades
 (:mod:`vcsat.solver.search.slope_trade`): room taken from the queues at the tier whose next GPU
 gains it less (flatter on the concave utility) as well as from the small pods on the nodes the
@@ -218,7 +225,8 @@ def exchange(
     waiting gang traded for the queue's waiting gangs of that rank, then, for each of ``ranks``
     (:func:`trading_ranks`, likewise), the two trades across queues, then, for each of ``tiers``,
     the fair trades then the slope trades once more of each queue that tier can raise, and, when
-    those changed it, the queues' trades and those across ranks once more; each where ``rank``
+    those changed it, the queues' trades and those across ranks once more, and last, when
+    ``tiers`` were given, the relocation trades on the tiers that can still rise; each where ``rank``
     puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
     ``go`` is asked before each trade: the first it refuses ends the exchange. The trades' rooms
     carry their rankings from one to the next (the same trades, for less work: :class:`_Run`)."""
@@ -338,12 +346,14 @@ def _relocation_trades(
     problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
 ) -> Ranked:
     """The relocation trades (:mod:`vcsat.solver.search.relocation`) for the waiting gangs of
-    ``tiers``; after one is kept, those of the decision it leaves."""
+    ``tiers``; after one is kept, those of the decision it leaves. Looking for them on a decision
+    (reading the room around each waiting gang's nodes, about as long as a trade at 1,000 nodes)
+    is asked of ``run`` as a trade of its own, so the deadline and a replay's count cover it."""
     if not tiers:
         return best, best_rank
     tried: set[tuple[object, ...]] = set()
     changed = True
-    while changed and not run.stopped:
+    while changed and run():
         changed = False
         spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1)
         for trade in relocations(problem, best, tiers, spare, tried):

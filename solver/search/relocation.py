@@ -15,8 +15,10 @@ waiting pod (the movers). Before the trade is tried, the movers' pods are placed
 room, onto other nodes with room (first fit over their eligible nodes); where one finds none, the
 placed gangs that no fair-share level needs (:func:`vcsat.solver.search.exchange.not_needed`: taken
 out together, every queue still holds its deserved share at every level they count in) on a node
-where it would then fit are taken out as well (the second link of the chain), and where even that
-leaves it without room the trade is not tried. The trade itself is the exchange's: the decision
+where it would then fit are taken out as well (the second link of the chain). Where even that
+leaves some mover without room, the trade is tried only where the fair-share tier, with the waiting
+pods placed and those movers lost, would rise (:func:`tier_change`; each lost mover counted as if
+the tier counted it, which errs towards not trying). The trade itself is the exchange's: the decision
 without the movers and those others, the waiting gang placed first, then the movers, then
 everything left out as the greedy would (:mod:`vcsat.solver.search.top_up`), kept only where the
 objective's first levels rank it strictly higher (:mod:`vcsat.solver.search.exchange`). The copy of
