@@ -3,18 +3,21 @@
 - A table of small clusters where a queue below its deserved share waits with a 4-GPU pod only the
   ``h100`` node takes, whose 4-GPU hole holds another queue's 1-GPU pod (eligible anywhere) that is
   at its own deserved share: every other trade of the exchange takes that pod out, places the
-  4-GPU pod and finds no room left for the 1-GPU one, which lowers its queue's share as much as
-  the 4-GPU pod raises the other's, so nothing is kept; the relocation moves the 1-GPU pod to the
-  ``a100`` node, into the room a queue above its deserved share held there (taken out: no
-  fair-share level needs it), and the tier rises. The cycle from that decision places the 4-GPU
-  pod, and the validator accepts it; with the exchange's relocation left out it does not.
+  4-GPU pod and finds no room left for the 1-GPU one, which lowers the tier more than the 4-GPU
+  pod raises it (q3 deserves 8 GPUs: one pod takes it half way), so nothing is kept; the
+  relocation moves the 1-GPU pod to the ``a100`` node, into the room a queue above its deserved
+  share held there (taken out: no fair-share level needs it), and the tier rises. The exchange
+  without the relocation leaves the 4-GPU pod out; the cycle from that decision places it, and
+  the validator accepts it.
 - Where it must not run: the ``a100`` node's room held by a queue below its share (no level may
-  lose it: the trade, offered with the mover lost, ranks lower and is not kept), or no room for
-  the mover anywhere and the tier gaining less from the waiting pod than the mover's queue loses:
-  no trade is offered and the decision stands.
-- A Hypothesis property over such clusters with random room, random holders and random movers: the
-  exchange with relocations ranks at least as high as without, keeps every node's room and
-  every gang's count, and the cycle from the same start decides something the validator accepts.
+  lose it, and with the mover lost the tier would fall: no trade is offered), or no room for the
+  mover anywhere before the cycle (it is then no more flexible than the waiting pod: nothing to
+  move); the decision stands.
+- The tier's change a trade that loses movers is judged by: each queue's utility before and after.
+- A Hypothesis property over such clusters with random room, holders, and movers (count, queue,
+  priority): the exchange ranks at least as high as the decision it starts from, keeps every
+  node's room and every gang's count whole or nothing, and the cycle decides something the
+  validator accepts.
 """
 
 from __future__ import annotations
@@ -160,16 +163,18 @@ def test_the_tier_change_reads_each_queue_s_utility_before_and_after(gpus: dict[
     assert tier_change(problem, _start(problem), 0, gpus) == change
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     h0_busy=st.integers(0, 7),
     a0_busy=st.integers(0, 8),
     holder=st.sampled_from(["q1", "q3", "q5"]),
+    mover_queue=st.sampled_from(["q1", "q3", "q5"]),
+    mover_priority=st.sampled_from([0, 1000]),
     movers=st.integers(1, 3),
     big=st.integers(2, 6),
 )
 def test_relocations_never_rank_lower_and_the_cycle_validates(
-    h0_busy: int, a0_busy: int, holder: str, movers: int, big: int
+    h0_busy: int, a0_busy: int, holder: str, mover_queue: str, mover_priority: int, movers: int, big: int
 ) -> None:
     nodes = [
         node("h0", cpu=64, memory="512Gi", gpus=8, labels={"kind": "h100"}),
@@ -180,7 +185,7 @@ def test_relocations_never_rank_lower_and_the_cycle_validates(
     for prefix, count, kwargs in [
         ("run", 1 if h0_busy else 0, dict(queue="q1", node="h0", gpus=h0_busy, created=-100)),
         ("busy", 1 if a0_busy else 0, dict(queue="q1", node="a0", gpus=a0_busy, created=-100)),
-        ("mover", movers, dict(queue="q5", priority=0, gpus=1, created=1)),
+        ("mover", movers, dict(queue=mover_queue, priority=mover_priority, gpus=1, created=1)),
         ("extra", 1, dict(queue=holder, priority=1000, gpus=1, created=10, cpu="2")),
         ("big", 1, dict(queue="q3", priority=0, gpus=big, created=20, selector={"kind": "h100"})),
     ]:
