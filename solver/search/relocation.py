@@ -13,8 +13,9 @@ one or two): the nodes among the waiting pod's eligible ones with the fewest GPU
 pod it needs, and on those the placed gangs with a smaller GPU pod eligible on more nodes than the
 waiting pod (the movers). Before the trade is tried, the movers' pods are placed, in a copy of the
 room, onto other nodes with room (first fit over their eligible nodes); where one finds none, the
-placed gangs that no fair-share level needs (:func:`vcsat.solver.search.exchange.not_needed`: taken
-out together, every queue still holds its deserved share at every level they count in) on a node
+placed gangs that no fair-share level needs (the exchange's trades across queues take the same
+set: taken out together, every queue still holds its deserved share at every level they count in,
+whatever their rank; the caller hands them in) on a node
 where it would then fit are taken out as well (the second link of the chain). Where even that
 leaves some mover without room, the trade is tried only where the fair-share tier, with the waiting
 pods placed and those movers lost, would rise (:func:`tier_change`; each lost mover counted as if
@@ -43,8 +44,9 @@ from vcsat.solver.problem import Problem
 
 MAX_LOOKS = 48
 """At most this many waiting gangs are looked at on one decision (each look reads the room around
-its nodes, about a millisecond at 1,000 nodes): the trades that help were found among the first few
-dozen on the tuning files, and a cycle with no trade to make stops looking soon."""
+its nodes, about a millisecond at 1,000 nodes: 27-55 ms for 48 on the contended and over-served
+1k files): the trades kept on the tuning files were all among the first 50 tried, and a cycle with
+no trade to make stops looking soon (benchmarks/RESULTS.md, session 29)."""
 
 
 @dataclass(frozen=True)
