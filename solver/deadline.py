@@ -60,7 +60,8 @@ EXCHANGE = "exchange"
 EXCHANGE_ACROSS = "exchange_across"
 """The exchange's trades across queues, per rank of waiting gangs, asked after the queues' own."""
 EXCHANGE_FAIR = "exchange_fair"
-"""The exchange's fair trades, per fair-share tier a queue below its share waits at, asked last."""
+"""The exchange's fair trades, per fair-share tier a queue below its share waits at, asked last
+(and the relocation trades, :mod:`vcsat.solver.search.relocation`, which run on the same tiers)."""
 EXCHANGE_TRADES = "exchange_trades"
 """Recorded as ``exchange_trades=N`` among the skipped steps (:func:`trades_cut`): the cycle's clock
 ended the exchange after its first N trades, the rest skipped; a replay runs the same N."""

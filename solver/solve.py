@@ -6,7 +6,8 @@ the exact search on the full model from the better of the two (:mod:`neighbourho
 when its decision is further from the bound than ``Policy.relative_gap`` a neighbourhood search
 around it in what the search budget left, then a queue's lower-priority gangs, and then any queue's,
 traded for waiting higher-priority ones, and small pods on whole nodes for a queue below its fair
-share, where that ranks higher (:mod:`exchange`), decode into pods, nodes
+share, and last, pods moved off a confined waiting gang's nodes, where that ranks higher
+(:mod:`exchange`, :mod:`relocation`), decode into pods, nodes
 and GPU indices (:mod:`decode`), and the reason for every PodGroup left waiting (:mod:`explain`).
 The greedy decision stands (``FALLBACK``) when the search finds nothing at least as good in time.
 

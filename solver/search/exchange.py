@@ -47,6 +47,13 @@ one the first pass could not make may now be possible. Where the fair or slope t
 decision, the queues' trades and those across ranks run once more on it: the room has moved, and
 with it what waits above what.
 
+Last, when every trade above is done and the cycle has time left, the relocation trades
+(:mod:`vcsat.solver.search.relocation`) on the tiers that can still rise: per waiting gang, only
+the pods that must move for it, into room elsewhere; kept on the same terms. They come last
+because the others, on the generated clusters, rank higher within the few trades a short cycle
+fits (benchmarks/RESULTS.md, session 29), and run only with the fair trades (a replay that skips
+``exchange_fair`` skips them too).
+
 Before all of these, per fair-share tier and per queue it can raise, the slope trades
 (:mod:`vcsat.solver.search.slope_trade`): room taken from the queues at the tier whose next GPU
 gains it less (flatter on the concave utility) as well as from the small pods on the nodes the
@@ -64,13 +71,14 @@ trade is kept or not on the ranks alone, so the same trades on the same decision
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
 from vcsat.solver.problem import Problem
+from vcsat.solver.search.relocation import relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.top_up import top_up
 
@@ -217,7 +225,8 @@ def exchange(
     waiting gang traded for the queue's waiting gangs of that rank, then, for each of ``ranks``
     (:func:`trading_ranks`, likewise), the two trades across queues, then, for each of ``tiers``,
     the fair trades then the slope trades once more of each queue that tier can raise, and, when
-    those changed it, the queues' trades and those across ranks once more; each where ``rank``
+    those changed it, the queues' trades and those across ranks once more, and last, when
+    ``tiers`` were given, the relocation trades on the tiers that can still rise; each where ``rank``
     puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
     ``go`` is asked before each trade: the first it refuses ends the exchange. The trades' rooms
     carry their rankings from one to the next (the same trades, for less work: :class:`_Run`)."""
@@ -233,13 +242,15 @@ def exchange(
     # Once more after the others, on the decision they leave: where room has moved, a slope trade
     # the first pass could not make may now be possible.
     fair, fair_rank = _slope_trades(problem, rank, fair, fair_rank, tiers or [], run)
-    if fair is best or run.stopped:
-        return fair
-    # The fair trades moved room between queues: the queues' trades and those across ranks once
-    # more, on the decision they leave (what waits and what is placed below it has changed).
-    best, best_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair), run)
-    best, best_rank = _rank_trades(problem, rank, best, best_rank, trading_ranks(problem, best), run)
-    return best
+    if fair is not best and not run.stopped:
+        # The fair trades moved room between queues: the queues' trades and those across ranks once
+        # more, on the decision they leave (what waits and what is placed below it has changed).
+        fair, fair_rank = _queue_trades(problem, rank, fair, fair_rank, trading_queues(problem, fair), run)
+        fair, fair_rank = _rank_trades(problem, rank, fair, fair_rank, trading_ranks(problem, fair), run)
+    # Last, where time is left when the others are done: the relocation trades, on the tiers that
+    # can still rise on the decision they leave.
+    moved, _ = _relocation_trades(problem, rank, fair, fair_rank, trading_tiers(problem, fair) if tiers else [], run)
+    return moved
 
 
 def _queue_trades(
@@ -331,6 +342,30 @@ def _slope_trades(
     return best, best_rank
 
 
+def _relocation_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
+) -> Ranked:
+    """The relocation trades (:mod:`vcsat.solver.search.relocation`) for the waiting gangs of
+    ``tiers``; after one is kept, those of the decision it leaves. Looking for them on a decision
+    (reading the room around each waiting gang's nodes, about as long as a trade at 1,000 nodes)
+    is asked of ``run`` as a trade of its own, so the deadline and a replay's count cover it."""
+    if not tiers:
+        return best, best_rank
+    tried: set[tuple[object, ...]] = set()
+    changed = True
+    while changed and run():
+        changed = False
+        spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1)
+        for trade in relocations(problem, best, tiers, spare, tried):
+            if run.stopped:
+                break
+            kept, best_rank = _kept(problem, rank, best, best_rank, trade.drop, {trade.gang}, run, then=trade.movers)
+            if kept is not best:
+                best, tried, changed = kept, set(), True
+                break
+    return best, best_rank
+
+
 def _kept(
     problem: Problem,
     rank: Rank,
@@ -339,17 +374,22 @@ def _kept(
     drop: list[int],
     first: set[int],
     run: _Run,
+    then: Collection[int] = (),
 ) -> Ranked:
     """One trade: ``best`` without ``drop``, the gangs ``first`` placed into the room that leaves,
-    then the rest as the greedy would; kept (with its rank) only where it ranks strictly higher.
-    Not made (``best`` handed back) where ``run`` refuses it."""
+    then those of ``then`` (gangs moved, when the trade names them: their room comes before any
+    other's), then the rest as the greedy would; kept (with its rank) only where it ranks strictly
+    higher. Not made (``best`` handed back) where ``run`` refuses it."""
     if not run():
         return best, best_rank
     rest = without(problem, best, drop)
     if rest is None:
         return best, best_rank
     kept = run.rankings
-    trial = top_up(problem, top_up(problem, rest, only=first, kept=kept), kept=kept)
+    trial = top_up(problem, rest, only=first, kept=kept)
+    if then:
+        trial = top_up(problem, trial, only=then, kept=kept)
+    trial = top_up(problem, trial, kept=kept)
     trial_rank = rank(problem, trial)
     return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
 
