@@ -41,12 +41,16 @@ are forgotten at the next cycle.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import compress
+from operator import itemgetter
 from typing import Any, Protocol, TypeVar
 
 from vcsat.adapters.convert.fields import MAPPING_TYPES
 
 _T = TypeVar("_T")
 _C = TypeVar("_C")
+_VALUE = itemgetter(1)
+"""An identified entry's value."""
 
 UNSET: Any = object()
 """An object's ``memo_context`` before any conversion of it: equal to no context."""
@@ -78,9 +82,8 @@ class ConversionMemo:
         self.values: dict[tuple[str, str], Memoized] = {}
         """(kind, key) -> the object last converted under that key, with its value: what a new dict
         of the same version (a relist) reuses."""
-        self.identified: dict[int, list[Any]] = {}
-        """id(raw) -> [raw, what identifying it gave, the call that last saw it]: the raw object
-        kept alive, its id its own."""
+        self.identified: dict[int, tuple[Any, Any]] = {}
+        """id(raw) -> (raw, what identifying it gave): the raw object kept alive, its id its own."""
         self.topology: tuple[Sequence[Any], Sequence[Any], Any] | None = None
         """(HyperNodes, nodes, outcome) of the last check of the HyperNodes against the nodes."""
         self.copies: dict[str, Any] = {}
@@ -88,8 +91,8 @@ class ConversionMemo:
         self.contexts: dict[Any, Any] = {}
         """The contexts of the last call, each kept as one object (:meth:`context`)."""
         self._contexts_next: dict[Any, Any] = {}
-        self._call = 0
-        self._identified_now = 0
+        self._seen_now: set[int] = set()
+        """The ids of the raw objects this call identified."""
         self._reused_now = 0
 
     def reuse(self, obj: Memoized, context: Any, make: Callable[..., _T], *args: Any) -> _T:
@@ -115,20 +118,25 @@ class ConversionMemo:
 
     def identify(self, objects: Iterable[Any], make: Callable[[Any, int], _T]) -> list[_T]:
         """What identifying each raw object gave in an earlier call (the same dict), or
-        ``make(raw, index)``, in the order of ``objects``."""
+        ``make(raw, index)``, in the order of ``objects``.
+
+        A steady cycle hands over tens of thousands of objects of which a few hundred are new, so
+        the walks over all of them are C-level (``map``, set differences) and only the new ones are
+        visited one by one. An id found in the table is the very object: the table keeps each raw
+        object alive, so no other object can hold its id meanwhile."""
         table = self.identified
-        call = self._call
-        out: list[_T] = []
-        append = out.append
-        for index, raw in enumerate(objects):
-            found = table.get(id(raw))
-            if found is None or found[0] is not raw:
-                found = table[id(raw)] = [raw, make(raw, index), call]
-            else:
-                found[2] = call
-            append(found[1])
-        self._identified_now += len(out)
-        return out
+        listed = objects if isinstance(objects, list) else list(objects)
+        ids = list(map(id, listed))
+        seen = set(ids)
+        new = seen.difference(table)
+        if new:
+            for index in compress(range(len(ids)), map(new.__contains__, ids)):
+                at = ids[index]
+                if at not in table:  # the same dict twice: identified once
+                    raw = listed[index]
+                    table[at] = (raw, make(raw, index))
+        self._seen_now = seen
+        return list(map(_VALUE, map(table.__getitem__, ids)))
 
     def context(self, context: _C) -> _C:
         """``context``, or the equal one given last call: a context unchanged since then is the
@@ -171,9 +179,10 @@ class ConversionMemo:
 
     def keep(self) -> None:
         """At the end of a complete call: what this call did not see is forgotten."""
-        call = self._call
-        if len(self.identified) != self._identified_now:
-            self.identified = {at: found for at, found in self.identified.items() if found[2] == call}
+        seen = self._seen_now
+        if len(self.identified) != len(seen):
+            table = self.identified
+            self.identified = dict(zip(seen, map(table.__getitem__, seen), strict=True))
         if len(self.values) != self._reused_now:
             identified = self.identified
             self.values = {
@@ -185,8 +194,7 @@ class ConversionMemo:
 
     def drop_pending(self) -> None:
         """At the start of a call (the last one may have failed): count this call's objects afresh."""
-        self._call += 1
-        self._identified_now = 0
+        self._seen_now = set()
         self._reused_now = 0
         self._contexts_next = {}
 
