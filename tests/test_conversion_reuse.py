@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vcsat.adapters.convert.pods import pod_context as real_context
 from vcsat.adapters.convert.reuse import ConversionMemo, same_object
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
@@ -300,3 +301,83 @@ def test_any_sequence_of_changes_gives_a_fresh_conversions_snapshot(cycles: list
                 _fresh(objects)
             continue
         assert converted == _fresh(objects)
+
+
+# --- the steady pod walk: last call's pod objects keep their values, the new ones are read -------
+
+SEQUENCES: dict[str, list[list[tuple[Any, ...]]]] = {
+    # name: cycles of steps (``_Cluster.apply``), converted after each cycle with one memo
+    "pod-added": [[("pod", "p3", "g", None, 0)]],
+    "pod-modified": [[("pod", "p2", None, "a", 0)]],
+    "pod-deleted": [[("delete-pod", "p1")]],
+    "binding-assumed": [[("assume", "p0", "b")]],
+    "node-added-under-a-pod": [[("pod", "p3", None, "c", 0)], [("node", "c", "8")]],
+    "node-deleted-under-a-pod": [[("node", "a", None)]],
+    "node-modified": [[("node", "a", "4")]],
+    "podgroup-added": [[("pod", "p3", "h", None, 0)], [("podgroup", "h", "q")]],
+    "podgroup-deleted": [[("podgroup", "g", None)]],
+    "queue-deleted": [[("queue", "q", False)]],
+    "class-changed": [[("class", 1)]],
+    "class-deleted": [[("class", None)]],
+    "relist": [[("relist",)], []],
+    # a call that fails after reading p1 with its node gone; the node is back for the next one
+    "failed-call-between": [[("node", "a", None), ("broken", "p4")], [("node", "a", "8"), ("delete-pod", "p4")]],
+    "failed-call-then-relist": [[("broken", "p4")], [("relist",), ("delete-pod", "p4")]],
+}
+
+
+def _run(cycles: list[list[tuple[Any, ...]]]) -> None:
+    cluster = _Cluster()
+    for obj in _start():
+        cluster.put(obj)
+    memo = ConversionMemo()
+    objects = list(cluster.objects.values())
+    assert _with_memo(objects, memo) == _fresh(objects)
+    for steps in [[], *cycles, []]:  # an unchanged call first and last
+        for step in steps:
+            cluster.apply(step)
+        objects = list(cluster.objects.values())
+        try:
+            converted = _with_memo(objects, memo)
+        except InputError:
+            with pytest.raises(InputError):
+                _fresh(objects)
+            continue
+        assert converted == _fresh(objects)
+
+
+@pytest.mark.parametrize("name", list(SEQUENCES))
+def test_event_sequences_equal_a_fresh_conversion(name: str) -> None:
+    _run(SEQUENCES[name])
+
+
+def test_a_steady_call_reads_only_the_new_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vcsat.adapters.convert import snapshot as snapshot_module
+
+    read: list[str] = []
+    real = snapshot_module.pod_references
+
+    def counted(obj: Any) -> Any:
+        read.append(obj.key)
+        return real(obj)
+
+    monkeypatch.setattr(snapshot_module, "pod_references", counted)
+    monkeypatch.setattr(snapshot_module, "pod_context", lambda *args: pytest.fail("a context was looked at"))
+    cluster = _Cluster()
+    for obj in _start():
+        cluster.put(obj)
+    memo = ConversionMemo()
+    with monkeypatch.context() as first:
+        first.setattr(snapshot_module, "pod_context", real_context)
+        _with_memo(list(cluster.objects.values()), memo)
+    assert sorted(read) == ["ns/p0", "ns/p1", "ns/p2"]
+    read.clear()
+    before = _with_memo(list(cluster.objects.values()), memo)  # nothing changed: nothing read
+    assert read == []
+    cluster.apply(("pod", "p2", None, "a", 0))
+    with monkeypatch.context() as changed:
+        changed.setattr(snapshot_module, "pod_context", real_context)
+        after = _with_memo(list(cluster.objects.values()), memo)
+    assert read == ["ns/p2"]
+    assert after == _fresh(list(cluster.objects.values()))
+    assert [pod for pod in after.pods if pod.key != "ns/p2"] == [pod for pod in before.pods if pod.key != "ns/p2"]

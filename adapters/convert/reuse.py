@@ -41,16 +41,13 @@ are forgotten at the next cycle.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import compress
-from operator import itemgetter
+from operator import is_
 from typing import Any, Protocol, TypeVar
 
 from vcsat.adapters.convert.fields import MAPPING_TYPES
 
 _T = TypeVar("_T")
 _C = TypeVar("_C")
-_VALUE = itemgetter(1)
-"""An identified entry's value."""
 
 UNSET: Any = object()
 """An object's ``memo_context`` before any conversion of it: equal to no context."""
@@ -82,8 +79,9 @@ class ConversionMemo:
         self.values: dict[tuple[str, str], Memoized] = {}
         """(kind, key) -> the object last converted under that key, with its value: what a new dict
         of the same version (a relist) reuses."""
-        self.identified: dict[int, tuple[Any, Any]] = {}
-        """id(raw) -> (raw, what identifying it gave): the raw object kept alive, its id its own."""
+        self.identified: dict[int, list[Any]] = {}
+        """id(raw) -> [raw, what identifying it gave, the call that last saw it]: the raw object
+        kept alive, its id its own."""
         self.topology: tuple[Sequence[Any], Sequence[Any], Any] | None = None
         """(HyperNodes, nodes, outcome) of the last check of the HyperNodes against the nodes."""
         self.copies: dict[str, Any] = {}
@@ -91,8 +89,14 @@ class ConversionMemo:
         self.contexts: dict[Any, Any] = {}
         """The contexts of the last call, each kept as one object (:meth:`context`)."""
         self._contexts_next: dict[Any, Any] = {}
-        self._seen_now: set[int] = set()
-        """The ids of the raw objects this call identified."""
+        self.pod_contexts: tuple[tuple[Any, ...], Mapping[str, Any], Mapping[str, Any]] | None = None
+        """The last complete call's pod contexts, PodGroups and nodes (:meth:`same_pod_contexts`)."""
+        self._pod_contexts_last: tuple[tuple[Any, ...], Mapping[str, Any], Mapping[str, Any]] | None = None
+        self._pod_contexts_next: tuple[tuple[Any, ...], Mapping[str, Any], Mapping[str, Any]] | None = None
+        self._call = 0
+        self._replaced: list[int] = []
+        """Ids of the raw objects a :meth:`reuse` of this call found replaced by another of their key."""
+        self._identified_now = 0
         self._reused_now = 0
 
     def reuse(self, obj: Memoized, context: Any, make: Callable[..., _T], *args: Any) -> _T:
@@ -103,6 +107,8 @@ class ConversionMemo:
             return obj.memo_value  # type: ignore[no-any-return]
         key = (obj.kind, obj.key)
         last = self.values.get(key)
+        if last is not None and last is not obj:
+            self._replaced.append(id(last.raw))  # a dict the next prune looks at first
         if last is not None and last.memo_context == context and (last is obj or same_object(last.raw, obj.raw)):
             value = last.memo_value
         else:
@@ -118,25 +124,43 @@ class ConversionMemo:
 
     def identify(self, objects: Iterable[Any], make: Callable[[Any, int], _T]) -> list[_T]:
         """What identifying each raw object gave in an earlier call (the same dict), or
-        ``make(raw, index)``, in the order of ``objects``.
-
-        A steady cycle hands over tens of thousands of objects of which a few hundred are new, so
-        the walks over all of them are C-level (``map``, set differences) and only the new ones are
-        visited one by one. An id found in the table is the very object: the table keeps each raw
-        object alive, so no other object can hold its id meanwhile."""
+        ``make(raw, index)``, in the order of ``objects``."""
         table = self.identified
-        listed = objects if isinstance(objects, list) else list(objects)
-        ids = list(map(id, listed))
-        seen = set(ids)
-        new = seen.difference(table)
-        if new:
-            for index in compress(range(len(ids)), map(new.__contains__, ids)):
-                at = ids[index]
-                if at not in table:  # the same dict twice: identified once
-                    raw = listed[index]
-                    table[at] = (raw, make(raw, index))
-        self._seen_now = seen
-        return list(map(_VALUE, map(table.__getitem__, ids)))
+        call = self._call
+        out: list[_T] = []
+        append = out.append
+        for index, raw in enumerate(objects):
+            found = table.get(id(raw))
+            if found is None or found[0] is not raw:
+                found = table[id(raw)] = [raw, make(raw, index), call]
+            else:
+                found[2] = call
+            append(found[1])
+        self._identified_now += len(out)
+        return out
+
+    def same_pod_contexts(
+        self, contexts: tuple[Any, ...], podgroups: Mapping[str, Any], nodes: Mapping[str, Any]
+    ) -> bool:
+        """Whether no pod object of the last call can have another context in this one: the last
+        call was complete, its pod contexts are these very objects (:meth:`context`: the priority
+        classes unchanged) and the PodGroups and nodes have the same keys (a pod's context says
+        whether its PodGroup and its node exist). Then a pod object that call saw has the context
+        its last :meth:`reuse` gave it, and its value there is the one :meth:`reuse` would give.
+        A set comparison of the keys, no walk over the pods."""
+        last = self._pod_contexts_last
+        self._pod_contexts_next = (contexts, podgroups, nodes)
+        return (
+            last is not None
+            and len(last[0]) == len(contexts)
+            and all(map(is_, last[0], contexts))
+            and last[1].keys() == podgroups.keys()
+            and last[2].keys() == nodes.keys()
+        )
+
+    def count_reused(self, reused: int) -> None:
+        """Count ``reused`` objects whose value was taken without :meth:`reuse` (as it would give it)."""
+        self._reused_now += reused
 
     def context(self, context: _C) -> _C:
         """``context``, or the equal one given last call: a context unchanged since then is the
@@ -179,10 +203,19 @@ class ConversionMemo:
 
     def keep(self) -> None:
         """At the end of a complete call: what this call did not see is forgotten."""
-        seen = self._seen_now
-        if len(self.identified) != len(seen):
-            table = self.identified
-            self.identified = dict(zip(seen, map(table.__getitem__, seen), strict=True))
+        call = self._call
+        identified = self.identified
+        if len(identified) != self._identified_now:
+            # A steady call replaces a few hundred objects (a binding confirmed, a status written)
+            # of tens of thousands: the dicts they replaced are looked at first, and the whole
+            # table is walked only when more is gone (an object deleted).
+            for at in self._replaced:
+                found = identified.get(at)
+                if found is not None and found[2] != call:
+                    del identified[at]
+            if len(identified) != self._identified_now:
+                self.identified = {at: found for at, found in identified.items() if found[2] == call}
+        self._replaced = []
         if len(self.values) != self._reused_now:
             identified = self.identified
             self.values = {
@@ -191,10 +224,17 @@ class ConversionMemo:
                 if (found := identified.get(id(obj.raw))) is not None and found[1] is obj
             }
         self.contexts, self._contexts_next = self._contexts_next, {}
+        self.pod_contexts, self._pod_contexts_next = self._pod_contexts_next, None
 
     def drop_pending(self) -> None:
         """At the start of a call (the last one may have failed): count this call's objects afresh."""
-        self._seen_now = set()
+        self._call += 1
+        self._replaced = []
+        # Read by this call only, and kept again only if it completes: after a failed call (which
+        # may have read some pods in other contexts) every pod is read again.
+        self._pod_contexts_last, self.pod_contexts = self.pod_contexts, None
+        self._pod_contexts_next = None
+        self._identified_now = 0
         self._reused_now = 0
         self._contexts_next = {}
 

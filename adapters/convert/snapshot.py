@@ -53,7 +53,7 @@ from vcsat.adapters.convert.pods import pod_context, pod_references, read_pod
 from vcsat.adapters.convert.priority_classes import read_priority_classes
 from vcsat.adapters.convert.queues import read_queues
 from vcsat.adapters.convert.reader import Conversion, KubeObject
-from vcsat.adapters.convert.reuse import ConversionMemo
+from vcsat.adapters.convert.reuse import UNSET, ConversionMemo
 from vcsat.adapters.errors import InputError
 from vcsat.model.cluster import HyperNode, Node, Pod, PodGroup, Snapshot
 from vcsat.model.hypernodes import resolve_hypernodes
@@ -157,12 +157,23 @@ class _SnapshotConverter(Conversion):
                 if group is not None:
                     podgroups[key] = group
             pods = []
+            # When no pod's context can have changed since the last call, a pod object that call
+            # saw keeps its value (what ``reuse`` gives it), and only the new ones are read.
+            steady = memo.same_pod_contexts(tuple(pod_contexts.values()), podgroups, nodes)
+            unset = UNSET
+            append = pods.append
+            carried = 0
             for _, obj in _by_key(by_kind["Pod"]):
+                if steady and obj.memo_context is not unset:
+                    append(obj.memo_value)
+                    carried += 1
+                    continue
                 references = obj.references
                 if references is None:
                     references = obj.references = pod_references(obj)
                 context = pod_contexts[pod_context(references, podgroups, nodes)]
-                pods.append(reuse(obj, context, read_pod, self, obj, classes, podgroups, nodes))
+                append(reuse(obj, context, read_pod, self, obj, classes, podgroups, nodes))
+            memo.count_reused(carried)
         claims = self._storage(by_kind["PersistentVolumeClaim"], storage.claim)
         volumes = self._storage(by_kind["PersistentVolume"], partial(storage.volume, requirements=read_requirements))
         storage_classes = self._storage(by_kind["StorageClass"], storage.storage_class)
