@@ -284,23 +284,11 @@ class _Cluster:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(_step, max_size=4), min_size=1, max_size=6))
-def test_any_sequence_of_changes_gives_a_fresh_conversions_snapshot(cycles: list[list[tuple[Any, ...]]]) -> None:
-    cluster = _Cluster()
-    for obj in _start():
-        cluster.put(obj)
-    memo = ConversionMemo()
-    for steps in cycles:
-        for step in steps:
-            cluster.apply(step)
-        objects = list(cluster.objects.values())
-        try:
-            converted = _with_memo(objects, memo)
-        except InputError:  # as the fresh conversion: and the memo stays usable
-            with pytest.raises(InputError):
-                _fresh(objects)
-            continue
-        assert converted == _fresh(objects)
+@given(st.lists(st.lists(_step, max_size=4), min_size=1, max_size=6), st.booleans())
+def test_any_sequence_of_changes_gives_a_fresh_conversions_snapshot(
+    cycles: list[list[tuple[Any, ...]]], strict: bool
+) -> None:
+    _run(cycles, strict)
 
 
 # --- the steady pod walk: last call's pod objects keep their values, the new ones are read -------
@@ -326,29 +314,37 @@ SEQUENCES: dict[str, list[list[tuple[Any, ...]]]] = {
 }
 
 
-def _run(cycles: list[list[tuple[Any, ...]]]) -> None:
+def _run(cycles: list[list[tuple[Any, ...]]], strict: bool) -> None:
+    """Each cycle's conversion with one memo equals a fresh one (strict: a file's reading, where a
+    pod naming a missing PodGroup is an error, so a PodGroup's existence changes the outcome)."""
+
+    def fresh(objects: list[dict[str, Any]]) -> Snapshot:
+        return snapshot_from_objects(objects, strict=strict, now=1.0)
+
     cluster = _Cluster()
     for obj in _start():
         cluster.put(obj)
     memo = ConversionMemo()
-    objects = list(cluster.objects.values())
-    assert _with_memo(objects, memo) == _fresh(objects)
-    for steps in [[], *cycles, []]:  # an unchanged call first and last
+    for steps in [[], [], *cycles, []]:  # two unchanged calls first, one last
         for step in steps:
             cluster.apply(step)
         objects = list(cluster.objects.values())
         try:
-            converted = _with_memo(objects, memo)
-        except InputError:
-            with pytest.raises(InputError):
-                _fresh(objects)
+            converted = snapshot_from_objects(objects, strict=strict, now=1.0, memo=memo)
+        except InputError as error:
+            with pytest.raises(InputError) as fresh_error:
+                fresh(objects)
+            assert str(fresh_error.value) == str(error)
             continue
-        assert converted == _fresh(objects)
+        assert converted == fresh(objects)
+        # What the memo keeps is this call's objects, no more (deleted and replaced ones pruned).
+        assert {id(found[0]) for found in memo.identified.values()} == set(map(id, objects))
 
 
+@pytest.mark.parametrize("strict", [False, True])
 @pytest.mark.parametrize("name", list(SEQUENCES))
-def test_event_sequences_equal_a_fresh_conversion(name: str) -> None:
-    _run(SEQUENCES[name])
+def test_event_sequences_equal_a_fresh_conversion(name: str, strict: bool) -> None:
+    _run(SEQUENCES[name], strict)
 
 
 def test_a_steady_call_reads_only_the_new_pods(monkeypatch: pytest.MonkeyPatch) -> None:
