@@ -381,3 +381,33 @@ def test_a_steady_call_reads_only_the_new_pods(monkeypatch: pytest.MonkeyPatch) 
     assert len(table) == len(cluster.objects)
     assert after == _fresh(list(cluster.objects.values()))
     assert [pod for pod in after.pods if pod.key != "ns/p2"] == [pod for pod in before.pods if pod.key != "ns/p2"]
+
+
+def test_a_call_with_new_podgroups_rereads_only_the_pods_that_name_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A live binding cycle: a batch of jobs arrives (PodGroups and their pods). Only the new pods
+    # and the pods naming a PodGroup or node that came or went are read; the others are carried.
+    from vcsat.adapters.convert import snapshot as snapshot_module
+
+    looked_at: list[str] = []
+
+    def counted(references: tuple[Any, Any], podgroups: Any, nodes: Any) -> tuple[bool, bool]:
+        looked_at.append(f"{references[0]}@{references[1]}")
+        return real_context(references, podgroups, nodes)
+
+    monkeypatch.setattr(snapshot_module, "pod_context", counted)
+    cluster = _Cluster()
+    for obj in _start():
+        cluster.put(obj)
+    cluster.apply(("pod", "p3", "h", None, 0))  # waits for PodGroup h
+    cluster.apply(("pod", "p4", None, "c", 0))  # bound to node c, not there yet: left out
+    memo = ConversionMemo()
+    _with_memo(list(cluster.objects.values()), memo)
+    _with_memo(list(cluster.objects.values()), memo)
+    looked_at.clear()
+    for step in [("podgroup", "h", "q"), ("node", "c", "8"), ("pod", "p0", "g", None, 1)]:
+        cluster.apply(step)
+    objects = list(cluster.objects.values())
+    converted = _with_memo(objects, memo)
+    assert sorted(looked_at) == ["None@c", "ns/g@None", "ns/h@None"]  # p4, p0 (new), p3
+    assert converted == _fresh(objects)
+    assert "ns/p4" in {pod.key for pod in converted.pods}

@@ -90,7 +90,7 @@ class ConversionMemo:
         """The contexts of the last call, each kept as one object (:meth:`context`)."""
         self._contexts_next: dict[Any, Any] = {}
         self.pod_contexts: tuple[tuple[Any, ...], Mapping[str, Any], Mapping[str, Any]] | None = None
-        """The last complete call's pod contexts, PodGroups and nodes (:meth:`same_pod_contexts`)."""
+        """The last complete call's pod contexts, PodGroups and nodes (:meth:`pod_keys_changed`)."""
         self._pod_contexts_last: tuple[tuple[Any, ...], Mapping[str, Any], Mapping[str, Any]] | None = None
         self._pod_contexts_next: tuple[tuple[Any, ...], Mapping[str, Any], Mapping[str, Any]] | None = None
         self._call = 0
@@ -139,24 +139,23 @@ class ConversionMemo:
         self._identified_now += len(out)
         return out
 
-    def same_pod_contexts(
+    def pod_keys_changed(
         self, contexts: tuple[Any, ...], podgroups: Mapping[str, Any], nodes: Mapping[str, Any]
-    ) -> bool:
-        """Whether no pod object of the last call can have another context in this one: the last
-        call was complete, its pod contexts are these very objects (:meth:`context`: the priority
-        classes unchanged) and the PodGroups and nodes have the same keys (a pod's context says
-        whether its PodGroup and its node exist). Then a pod object that call saw has the context
-        its last :meth:`reuse` gave it, and its value there is the one :meth:`reuse` would give.
-        A set comparison of the keys, no walk over the pods."""
+    ) -> tuple[set[str], set[str]] | None:
+        """The PodGroup keys and node names that came or went since the last call, when a pod
+        object that call saw has the context it had unless it names one of them; None when any
+        pod may have another (every pod is read again).
+
+        A pod's context is the priority classes and whether its PodGroup and its node exist
+        (:func:`~.pods.pod_context`). When the last call was complete and its pod contexts are
+        these very objects (:meth:`context`: the classes unchanged), a pod object it saw has the
+        context its last :meth:`reuse` gave it, and the value there, unless the pod names a
+        PodGroup or node of these sets. Set differences of the keys: no walk over the pods."""
         last = self._pod_contexts_last
         self._pod_contexts_next = (contexts, podgroups, nodes)
-        return (
-            last is not None
-            and len(last[0]) == len(contexts)
-            and all(map(is_, last[0], contexts))
-            and last[1].keys() == podgroups.keys()
-            and last[2].keys() == nodes.keys()
-        )
+        if last is None or len(last[0]) != len(contexts) or not all(map(is_, last[0], contexts)):
+            return None
+        return set(last[1].keys() ^ podgroups.keys()), set(last[2].keys() ^ nodes.keys())
 
     def count_reused(self, reused: int) -> None:
         """Count ``reused`` objects whose value was taken without :meth:`reuse` (as it would give it)."""

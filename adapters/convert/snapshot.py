@@ -157,18 +157,28 @@ class _SnapshotConverter(Conversion):
                 if group is not None:
                     podgroups[key] = group
             pods = []
-            # When no pod's context can have changed since the last call, a pod object that call
-            # saw keeps its value (what ``reuse`` gives it), and only the new ones are read.
-            steady = memo.same_pod_contexts(tuple(pod_contexts.values()), podgroups, nodes)
+            # A pod object the last call saw keeps its value (what ``reuse`` gives it) unless its
+            # context may have changed: only the new pods and those naming a PodGroup or node that
+            # came or went are read.
+            changed = memo.pod_keys_changed(tuple(pod_contexts.values()), podgroups, nodes)
+            groups_changed, nodes_changed = changed if changed is not None else (set(), set())
+            names_changed = bool(groups_changed or nodes_changed)
             unset = UNSET
             append = pods.append
             carried = 0
             for _, obj in _by_key(by_kind["Pod"]):
-                if steady and obj.memo_context is not unset:
+                references = obj.references
+                if (
+                    changed is not None
+                    and obj.memo_context is not unset
+                    and (
+                        not names_changed
+                        or (references is not None and not _names_any(references, groups_changed, nodes_changed))
+                    )
+                ):
                     append(obj.memo_value)
                     carried += 1
                     continue
-                references = obj.references
                 if references is None:
                     references = obj.references = pod_references(obj)
                 context = pod_contexts[pod_context(references, podgroups, nodes)]
@@ -246,6 +256,13 @@ class _SnapshotConverter(Conversion):
             if group != _KINDS[kind]:
                 return None  # same kind name, another API (not ours to read)
         return KubeObject(raw, kind, self.source, index)
+
+
+def _names_any(references: tuple[Any, Any], groups: set[str], nodes: set[str]) -> bool:
+    """Whether a pod's PodGroup or node (:func:`~.pods.pod_references`) is one of these: what
+    :func:`~.pods.pod_context` reads of a name that is no string does not depend on them."""
+    group, node_name = references
+    return (isinstance(group, str) and group in groups) or (isinstance(node_name, str) and node_name in nodes)
 
 
 def _by_key(objects: Mapping[str, _T]) -> list[tuple[str, _T]]:
