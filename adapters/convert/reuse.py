@@ -34,8 +34,13 @@ node's room, the pricing's tallies) is reused as after any steady cycle. Equal v
 same snapshot, so this never changes a decision. Whoever acts on what the model does not hold (the
 status writes read the store's object) must compare that object, not the model's identity.
 
+The pod walk carries more (:meth:`ConversionMemo.pod_keys_changed`): after a complete call whose pod
+contexts are the very objects of this one, a pod object that call saw is not looked at again unless
+it names a PodGroup or node that came or went; its value is the one :meth:`~ConversionMemo.reuse`
+would give. A failed call drops this, and the next one reads every pod.
+
 Memory stays bounded: a complete call forgets every object it did not see, so deleted objects
-are forgotten at the next cycle.
+are forgotten at the next cycle (the dicts a call found replaced first, without a walk).
 """
 
 from __future__ import annotations
