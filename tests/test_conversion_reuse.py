@@ -371,13 +371,14 @@ def test_a_steady_call_reads_only_the_new_pods(monkeypatch: pytest.MonkeyPatch) 
     before = _with_memo(list(cluster.objects.values()), memo)  # nothing changed: nothing read
     assert read == []
     cluster.apply(("pod", "p2", None, "a", 0))
-    table = memo.identified
+    table, values = memo.identified, memo.values
     with monkeypatch.context() as changed:
         changed.setattr(snapshot_module, "pod_context", real_context)
         after = _with_memo(list(cluster.objects.values()), memo)
     assert read == ["ns/p2"]
     # the replaced dict of p2 is pruned in place: the table is not rebuilt by a walk over it
     assert memo.identified is table
+    assert memo.values is values  # every object of the call counted, carried ones too: no walk
     assert len(table) == len(cluster.objects)
     assert after == _fresh(list(cluster.objects.values()))
     assert [pod for pod in after.pods if pod.key != "ns/p2"] == [pod for pod in before.pods if pod.key != "ns/p2"]

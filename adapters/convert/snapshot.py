@@ -152,10 +152,16 @@ class _SnapshotConverter(Conversion):
                 for node in (True, False)
             }
             reuse = memo.reuse
+            carried = 0
             for key, obj in _by_key(by_kind["PodGroup"]):
-                group = reuse(obj, group_context, read_podgroup, self, obj, classes, queues)
+                if obj.memo_context is group_context:  # reuse's first step, without the call
+                    group = obj.memo_value
+                    carried += 1
+                else:
+                    group = reuse(obj, group_context, read_podgroup, self, obj, classes, queues)
                 if group is not None:
                     podgroups[key] = group
+            memo.count_reused(carried)
             pods = []
             # A pod object the last call saw keeps its value (what ``reuse`` gives it) unless its
             # context may have changed: only the new pods and those naming a PodGroup or node that
