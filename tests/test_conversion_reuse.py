@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vcsat.adapters.convert.pods import pod_context as real_context
 from vcsat.adapters.convert.reuse import ConversionMemo, same_object
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
@@ -283,20 +284,131 @@ class _Cluster:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(_step, max_size=4), min_size=1, max_size=6))
-def test_any_sequence_of_changes_gives_a_fresh_conversions_snapshot(cycles: list[list[tuple[Any, ...]]]) -> None:
+@given(st.lists(st.lists(_step, max_size=4), min_size=1, max_size=6), st.booleans())
+def test_any_sequence_of_changes_gives_a_fresh_conversions_snapshot(
+    cycles: list[list[tuple[Any, ...]]], strict: bool
+) -> None:
+    _run(cycles, strict)
+
+
+# --- the steady pod walk: last call's pod objects keep their values, the new ones are read -------
+
+SEQUENCES: dict[str, list[list[tuple[Any, ...]]]] = {
+    # name: cycles of steps (``_Cluster.apply``), converted after each cycle with one memo
+    "pod-added": [[("pod", "p3", "g", None, 0)]],
+    "pod-modified": [[("pod", "p2", None, "a", 0)]],
+    "pod-deleted": [[("delete-pod", "p1")]],
+    "binding-assumed": [[("assume", "p0", "b")]],
+    "node-added-under-a-pod": [[("pod", "p3", None, "c", 0)], [("node", "c", "8")]],
+    "node-deleted-under-a-pod": [[("node", "a", None)]],
+    "node-modified": [[("node", "a", "4")]],
+    "podgroup-added": [[("pod", "p3", "h", None, 0)], [("podgroup", "h", "q")]],
+    "podgroup-deleted": [[("podgroup", "g", None)]],
+    "queue-deleted": [[("queue", "q", False)]],
+    "class-changed": [[("class", 1)]],
+    "class-deleted": [[("class", None)]],
+    "relist": [[("relist",)], []],
+    # a call that fails after reading p1 with its node gone; the node is back for the next one
+    "failed-call-between": [[("node", "a", None), ("broken", "p4")], [("node", "a", "8"), ("delete-pod", "p4")]],
+    "failed-call-then-relist": [[("broken", "p4")], [("relist",), ("delete-pod", "p4")]],
+}
+
+
+def _run(cycles: list[list[tuple[Any, ...]]], strict: bool) -> None:
+    """Each cycle's conversion with one memo equals a fresh one (strict: a file's reading, where a
+    pod naming a missing PodGroup is an error, so a PodGroup's existence changes the outcome)."""
+
+    def fresh(objects: list[dict[str, Any]]) -> Snapshot:
+        return snapshot_from_objects(objects, strict=strict, now=1.0)
+
     cluster = _Cluster()
     for obj in _start():
         cluster.put(obj)
     memo = ConversionMemo()
-    for steps in cycles:
+    for steps in [[], [], *cycles, []]:  # two unchanged calls first, one last
         for step in steps:
             cluster.apply(step)
         objects = list(cluster.objects.values())
         try:
-            converted = _with_memo(objects, memo)
-        except InputError:  # as the fresh conversion: and the memo stays usable
-            with pytest.raises(InputError):
-                _fresh(objects)
+            converted = snapshot_from_objects(objects, strict=strict, now=1.0, memo=memo)
+        except InputError as error:
+            with pytest.raises(InputError) as fresh_error:
+                fresh(objects)
+            assert str(fresh_error.value) == str(error)
             continue
-        assert converted == _fresh(objects)
+        assert converted == fresh(objects)
+        # What the memo keeps is this call's objects, no more (deleted and replaced ones pruned).
+        assert {id(found[0]) for found in memo.identified.values()} == set(map(id, objects))
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("name", list(SEQUENCES))
+def test_event_sequences_equal_a_fresh_conversion(name: str, strict: bool) -> None:
+    _run(SEQUENCES[name], strict)
+
+
+def test_a_steady_call_reads_only_the_new_pods(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vcsat.adapters.convert import snapshot as snapshot_module
+
+    read: list[str] = []
+    real = snapshot_module.pod_references
+
+    def counted(obj: Any) -> Any:
+        read.append(obj.key)
+        return real(obj)
+
+    monkeypatch.setattr(snapshot_module, "pod_references", counted)
+    monkeypatch.setattr(snapshot_module, "pod_context", lambda *args: pytest.fail("a context was looked at"))
+    cluster = _Cluster()
+    for obj in _start():
+        cluster.put(obj)
+    memo = ConversionMemo()
+    with monkeypatch.context() as first:
+        first.setattr(snapshot_module, "pod_context", real_context)
+        _with_memo(list(cluster.objects.values()), memo)
+    assert sorted(read) == ["ns/p0", "ns/p1", "ns/p2"]
+    read.clear()
+    before = _with_memo(list(cluster.objects.values()), memo)  # nothing changed: nothing read
+    assert read == []
+    cluster.apply(("pod", "p2", None, "a", 0))
+    table, values = memo.identified, memo.values
+    with monkeypatch.context() as changed:
+        changed.setattr(snapshot_module, "pod_context", real_context)
+        after = _with_memo(list(cluster.objects.values()), memo)
+    assert read == ["ns/p2"]
+    # the replaced dict of p2 is pruned in place: the table is not rebuilt by a walk over it
+    assert memo.identified is table
+    assert memo.values is values  # every object of the call counted, carried ones too: no walk
+    assert len(table) == len(cluster.objects)
+    assert after == _fresh(list(cluster.objects.values()))
+    assert [pod for pod in after.pods if pod.key != "ns/p2"] == [pod for pod in before.pods if pod.key != "ns/p2"]
+
+
+def test_a_call_with_new_podgroups_rereads_only_the_pods_that_name_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A live binding cycle: a batch of jobs arrives (PodGroups and their pods). Only the new pods
+    # and the pods naming a PodGroup or node that came or went are read; the others are carried.
+    from vcsat.adapters.convert import snapshot as snapshot_module
+
+    looked_at: list[str] = []
+
+    def counted(references: tuple[Any, Any], podgroups: Any, nodes: Any) -> tuple[bool, bool]:
+        looked_at.append(f"{references[0]}@{references[1]}")
+        return real_context(references, podgroups, nodes)
+
+    monkeypatch.setattr(snapshot_module, "pod_context", counted)
+    cluster = _Cluster()
+    for obj in _start():
+        cluster.put(obj)
+    cluster.apply(("pod", "p3", "h", None, 0))  # waits for PodGroup h
+    cluster.apply(("pod", "p4", None, "c", 0))  # bound to node c, not there yet: left out
+    memo = ConversionMemo()
+    _with_memo(list(cluster.objects.values()), memo)
+    _with_memo(list(cluster.objects.values()), memo)
+    looked_at.clear()
+    for step in [("podgroup", "h", "q"), ("node", "c", "8"), ("pod", "p0", "g", None, 1)]:
+        cluster.apply(step)
+    objects = list(cluster.objects.values())
+    converted = _with_memo(objects, memo)
+    assert sorted(looked_at) == ["None@c", "ns/g@None", "ns/h@None"]  # p4, p0 (new), p3
+    assert converted == _fresh(objects)
+    assert "ns/p4" in {pod.key for pod in converted.pods}

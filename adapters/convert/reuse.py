@@ -34,13 +34,19 @@ node's room, the pricing's tallies) is reused as after any steady cycle. Equal v
 same snapshot, so this never changes a decision. Whoever acts on what the model does not hold (the
 status writes read the store's object) must compare that object, not the model's identity.
 
+The pod walk carries more (:meth:`ConversionMemo.pod_keys_changed`): after a complete call whose pod
+contexts are the very objects of this one, a pod object that call saw is not looked at again unless
+it names a PodGroup or node that came or went; its value is the one :meth:`~ConversionMemo.reuse`
+would give. A failed call drops this, and the next one reads every pod.
+
 Memory stays bounded: a complete call forgets every object it did not see, so deleted objects
-are forgotten at the next cycle.
+are forgotten at the next cycle (the dicts a call found replaced first, without a walk).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import is_
 from typing import Any, Protocol, TypeVar
 
 from vcsat.adapters.convert.fields import MAPPING_TYPES
@@ -88,7 +94,13 @@ class ConversionMemo:
         self.contexts: dict[Any, Any] = {}
         """The contexts of the last call, each kept as one object (:meth:`context`)."""
         self._contexts_next: dict[Any, Any] = {}
+        self.pod_contexts: tuple[tuple[Any, ...], Mapping[str, Any], Mapping[str, Any]] | None = None
+        """The last complete call's pod contexts, PodGroups and nodes (:meth:`pod_keys_changed`)."""
+        self._pod_contexts_last: tuple[tuple[Any, ...], Mapping[str, Any], Mapping[str, Any]] | None = None
+        self._pod_contexts_next: tuple[tuple[Any, ...], Mapping[str, Any], Mapping[str, Any]] | None = None
         self._call = 0
+        self._replaced: list[int] = []
+        """Ids of the raw objects a :meth:`reuse` of this call found replaced by another of their key."""
         self._identified_now = 0
         self._reused_now = 0
 
@@ -100,6 +112,8 @@ class ConversionMemo:
             return obj.memo_value  # type: ignore[no-any-return]
         key = (obj.kind, obj.key)
         last = self.values.get(key)
+        if last is not None and last is not obj:
+            self._replaced.append(id(last.raw))  # a dict the next prune looks at first
         if last is not None and last.memo_context == context and (last is obj or same_object(last.raw, obj.raw)):
             value = last.memo_value
         else:
@@ -129,6 +143,28 @@ class ConversionMemo:
             append(found[1])
         self._identified_now += len(out)
         return out
+
+    def pod_keys_changed(
+        self, contexts: tuple[Any, ...], podgroups: Mapping[str, Any], nodes: Mapping[str, Any]
+    ) -> tuple[set[str], set[str]] | None:
+        """The PodGroup keys and node names that came or went since the last call, when a pod
+        object that call saw has the context it had unless it names one of them; None when any
+        pod may have another (every pod is read again).
+
+        A pod's context is the priority classes and whether its PodGroup and its node exist
+        (:func:`~.pods.pod_context`). When the last call was complete and its pod contexts are
+        these very objects (:meth:`context`: the classes unchanged), a pod object it saw has the
+        context its last :meth:`reuse` gave it, and the value there, unless the pod names a
+        PodGroup or node of these sets. Set differences of the keys: no walk over the pods."""
+        last = self._pod_contexts_last
+        self._pod_contexts_next = (contexts, podgroups, nodes)
+        if last is None or len(last[0]) != len(contexts) or not all(map(is_, last[0], contexts)):
+            return None
+        return set(last[1].keys() ^ podgroups.keys()), set(last[2].keys() ^ nodes.keys())
+
+    def count_reused(self, reused: int) -> None:
+        """Count ``reused`` objects whose value was taken without :meth:`reuse` (as it would give it)."""
+        self._reused_now += reused
 
     def context(self, context: _C) -> _C:
         """``context``, or the equal one given last call: a context unchanged since then is the
@@ -172,8 +208,18 @@ class ConversionMemo:
     def keep(self) -> None:
         """At the end of a complete call: what this call did not see is forgotten."""
         call = self._call
-        if len(self.identified) != self._identified_now:
-            self.identified = {at: found for at, found in self.identified.items() if found[2] == call}
+        identified = self.identified
+        if len(identified) != self._identified_now:
+            # A steady call replaces a few hundred objects (a binding confirmed, a status written)
+            # of tens of thousands: the dicts they replaced are looked at first, and the whole
+            # table is walked only when more is gone (an object deleted).
+            for at in self._replaced:
+                found = identified.get(at)
+                if found is not None and found[2] != call:
+                    del identified[at]
+            if len(identified) != self._identified_now:
+                self.identified = {at: found for at, found in identified.items() if found[2] == call}
+        self._replaced = []
         if len(self.values) != self._reused_now:
             identified = self.identified
             self.values = {
@@ -182,10 +228,16 @@ class ConversionMemo:
                 if (found := identified.get(id(obj.raw))) is not None and found[1] is obj
             }
         self.contexts, self._contexts_next = self._contexts_next, {}
+        self.pod_contexts, self._pod_contexts_next = self._pod_contexts_next, None
 
     def drop_pending(self) -> None:
         """At the start of a call (the last one may have failed): count this call's objects afresh."""
         self._call += 1
+        self._replaced = []
+        # Read by this call only, and kept again only if it completes: after a failed call (which
+        # may have read some pods in other contexts) every pod is read again.
+        self._pod_contexts_last, self.pod_contexts = self.pod_contexts, None
+        self._pod_contexts_next = None
         self._identified_now = 0
         self._reused_now = 0
         self._contexts_next = {}

@@ -53,7 +53,7 @@ from vcsat.adapters.convert.pods import pod_context, pod_references, read_pod
 from vcsat.adapters.convert.priority_classes import read_priority_classes
 from vcsat.adapters.convert.queues import read_queues
 from vcsat.adapters.convert.reader import Conversion, KubeObject
-from vcsat.adapters.convert.reuse import ConversionMemo
+from vcsat.adapters.convert.reuse import UNSET, ConversionMemo
 from vcsat.adapters.errors import InputError
 from vcsat.model.cluster import HyperNode, Node, Pod, PodGroup, Snapshot
 from vcsat.model.hypernodes import resolve_hypernodes
@@ -152,17 +152,44 @@ class _SnapshotConverter(Conversion):
                 for node in (True, False)
             }
             reuse = memo.reuse
+            carried = 0
             for key, obj in _by_key(by_kind["PodGroup"]):
-                group = reuse(obj, group_context, read_podgroup, self, obj, classes, queues)
+                if obj.memo_context is group_context:  # reuse's first step, without the call
+                    group = obj.memo_value
+                    carried += 1
+                else:
+                    group = reuse(obj, group_context, read_podgroup, self, obj, classes, queues)
                 if group is not None:
                     podgroups[key] = group
+            memo.count_reused(carried)
             pods = []
+            # A pod object the last call saw keeps its value (what ``reuse`` gives it) unless its
+            # context may have changed: only the new pods and those naming a PodGroup or node that
+            # came or went are read.
+            changed = memo.pod_keys_changed(tuple(pod_contexts.values()), podgroups, nodes)
+            groups_changed, nodes_changed = changed if changed is not None else (set(), set())
+            names_changed = bool(groups_changed or nodes_changed)
+            unset = UNSET
+            append = pods.append
+            carried = 0
             for _, obj in _by_key(by_kind["Pod"]):
                 references = obj.references
+                if (
+                    changed is not None
+                    and obj.memo_context is not unset
+                    and (
+                        not names_changed
+                        or (references is not None and not _names_any(references, groups_changed, nodes_changed))
+                    )
+                ):
+                    append(obj.memo_value)
+                    carried += 1
+                    continue
                 if references is None:
                     references = obj.references = pod_references(obj)
                 context = pod_contexts[pod_context(references, podgroups, nodes)]
-                pods.append(reuse(obj, context, read_pod, self, obj, classes, podgroups, nodes))
+                append(reuse(obj, context, read_pod, self, obj, classes, podgroups, nodes))
+            memo.count_reused(carried)
         claims = self._storage(by_kind["PersistentVolumeClaim"], storage.claim)
         volumes = self._storage(by_kind["PersistentVolume"], partial(storage.volume, requirements=read_requirements))
         storage_classes = self._storage(by_kind["StorageClass"], storage.storage_class)
@@ -235,6 +262,13 @@ class _SnapshotConverter(Conversion):
             if group != _KINDS[kind]:
                 return None  # same kind name, another API (not ours to read)
         return KubeObject(raw, kind, self.source, index)
+
+
+def _names_any(references: tuple[Any, Any], groups: set[str], nodes: set[str]) -> bool:
+    """Whether a pod's PodGroup or node (:func:`~.pods.pod_references`) is one of these: what
+    :func:`~.pods.pod_context` reads of a name that is no string does not depend on them."""
+    group, node_name = references
+    return (isinstance(group, str) and group in groups) or (isinstance(node_name, str) and node_name in nodes)
 
 
 def _by_key(objects: Mapping[str, _T]) -> list[tuple[str, _T]]:
