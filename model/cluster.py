@@ -134,8 +134,10 @@ class PodAffinityRules(Frozen):
     required: tuple[PodAffinityTerm, ...] = ()
     preferred: tuple[WeightedPodAffinityTerm, ...] = ()
 
-    @property
+    @derived
     def empty(self) -> bool:
+        # Derived, not a property: asked of every bound pod's two rules by each inter-pod scan (143,000
+        # times a 10k cycle), and the pods without rules share one rules object.
         return not self.required and not self.preferred
 
 

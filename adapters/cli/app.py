@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 import pydantic
-import yaml
 
 from vcsat import __version__
 from vcsat.adapters.cli import one_shot
@@ -299,6 +298,8 @@ def emit_decision(decision: Decision, snapshot: Snapshot, output: OutputFormat) 
     if output == "json":
         click.echo(decision.model_dump_json(indent=2))
     elif output == "yaml":
+        import yaml  # here: JSON output and input, what large clusters use, never need PyYAML
+
         click.echo(yaml.safe_dump(decision.model_dump(mode="json"), sort_keys=False), nl=False)
     else:
         # The table's modules (rich) are read only for it: JSON and YAML, what scripts and the

@@ -14,7 +14,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic_core import from_json
 
 from vcsat.adapters.convert.clock import (
@@ -28,9 +27,6 @@ from vcsat.adapters.convert.clock import (
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.adapters.errors import InputError
 from vcsat.model import Snapshot
-
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's loader when PyYAML was built with it: many times faster than the pure-Python one on large dumps."""
 
 
 def read_objects(
@@ -193,8 +189,14 @@ def _load_json(text: str, source: str) -> Any:
 
 
 def _load_yaml(text: str, source: str) -> list[Any]:
+    # PyYAML is imported on the first YAML text: a JSON file (how large clusters are dumped) never
+    # needs it, and importing it took ~0.02 s of every ``vcsat solve``.
+    import yaml
+
+    # libyaml's loader when PyYAML was built with it: many times faster than the pure-Python one on large dumps.
+    loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return [document for document in yaml.load_all(text, Loader=_Loader) if document is not None]
+        return [document for document in yaml.load_all(text, Loader=loader) if document is not None]
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -165,9 +165,9 @@ def _items(problem: Problem) -> list[_Item]:
         shape = problem.shapes[s]
         mask = masks.get(s)
         if mask is None:
-            mask = np.zeros(count, dtype=np.bool_)
-            mask[np.fromiter(shape.nodes, dtype=np.intp, count=len(shape.nodes))] = True
-            masks[s] = mask
+            # The shape's nodes are its fit counts' rows (the build makes them so): their mask is
+            # made once per shape and shared (read-only), not rebuilt from the node tuple.
+            mask = masks[s] = shape.fits.mask(count)
         items.append(_Item(priority, value, n, shape.request, shape.gpus, mask, queue, owner, task))
     return items
 
@@ -346,12 +346,24 @@ class _Relaxation:
             for item in items
         ]
         gpus_of = np.array([item.gpus for item in items], dtype=np.int64)
+        # The room rows read tens of thousands of items per node set at 10,000 nodes: their items,
+        # variables and coefficients are picked as arrays and handed over as lists in one step each
+        # (the same rows, terms in the same order, as picking them one by one).
+        small_at = np.array(small_of, dtype=np.float64).reshape(len(items), -1)
+        variable_of = np.array(columns, dtype=np.int64)
+        members_at = [np.array(members, dtype=np.int64) for members in members_of]
+
+        def add_all(indices: NDArray[np.int64], coefs: NDArray[np.float64], upper: float) -> None:
+            if indices.size:
+                built.row(-infinity, upper, variable_of[indices].tolist(), coefs.tolist())
+
         for a, mask in enumerate(sets):
-            inside = np.array([i for b in np.flatnonzero(contains[a]) for i in members_of[b]], dtype=np.int64)
+            nested_sets = [members_at[b] for b in np.flatnonzero(contains[a])]
+            inside = np.concatenate(nested_sets) if nested_sets else np.zeros(0, dtype=np.int64)
             room = free[mask].sum(axis=0)
             for r in range(len(problem.resources)):
-                asked = [int(i) for i in inside[requests[inside, r] > 0]]
-                add(asked, [small_of[i][r] for i in asked], float(units.room(r, int(room[r]))))
+                asked = inside[requests[inside, r] > 0]
+                add_all(asked, small_at[asked, r], float(units.room(r, int(room[r]))))
             # Blocks: a pod of s GPUs takes at least floor(s / g) of its node's floor(f / g) blocks
             # of g GPUs (floor is superadditive, so pods sharing a node never take more blocks than
             # it has). This says that four free GPUs spread over four nodes take no 4-GPU pod, and
@@ -360,8 +372,8 @@ class _Relaxation:
                 largest = int(gpus_of[inside].max()) if len(inside) else 0
                 free_gpus = free[mask][:, gpu]
                 for g in range(2, largest + 1):
-                    big = [int(i) for i in inside[gpus_of[inside] >= g]]
-                    add(big, [float(items[i].gpus // g) for i in big], float((free_gpus // g).sum()))
+                    big = inside[gpus_of[inside] >= g]
+                    add_all(big, (gpus_of[big] // g).astype(np.float64), float((free_gpus // g).sum()))
 
         for queue, caps in problem.queue_room.items():
             members = [i for i, item in enumerate(items) if queue in problem.lineage(item.queue)]

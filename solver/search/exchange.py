@@ -106,6 +106,7 @@ class _Run:
         self.go = go
         self.stopped = False
         self._rankings: KeptRankings | None = None
+        self._raisable: tuple[Assignment, dict[int, list[tuple[str, int, set[int], int]]]] | None = None
 
     @property
     def rankings(self) -> KeptRankings:
@@ -113,6 +114,18 @@ class _Run:
         if self._rankings is None:
             self._rankings = KeptRankings(self.problem)
         return self._rankings
+
+    def raisable(self, assignment: Assignment, tier: int) -> list[tuple[str, int, set[int], int]]:
+        """:func:`_raisable` of the decision that stands, made once per tier while it stands: the
+        slope trades' two passes and the fair trades ask for the same ones (a decision is never
+        changed in place; a kept trade is a new one). Callers only read it."""
+        kept = self._raisable
+        if kept is None or kept[0] is not assignment:
+            kept = self._raisable = (assignment, {})
+        found = kept[1].get(tier)
+        if found is None:
+            found = kept[1][tier] = _raisable(self.problem, assignment, tier)
+        return found
 
     def __call__(self) -> bool:
         if not self.stopped and not self.go():
@@ -301,7 +314,7 @@ def _tier_trades(
     for tier in tiers:
         # The same trade on the same decision gives the same result: tried once while it stands.
         tried: set[tuple[frozenset[int], frozenset[int]]] = set()
-        for _queue, top, first, largest in _raisable(problem, best, tier):
+        for _queue, top, first, largest in run.raisable(best, tier):
             for below in (top + 1, None):  # those ranked no higher than the waiting gangs, then any
                 if run.stopped:
                     return best, best_rank
@@ -324,7 +337,7 @@ def _slope_trades(
     that stands (the tiers of one queue priority often name the same) is not tried again."""
     tried: set[tuple[frozenset[int], frozenset[int]]] = set()
     for tier in tiers:
-        for queue, top, first, _largest in _raisable(problem, best, tier):
+        for queue, top, first, _largest in run.raisable(best, tier):
             done: set[int] = set()
             trades = slope_trades(problem, best, tier, queue, top, first)
             while trades:

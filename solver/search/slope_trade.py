@@ -93,17 +93,21 @@ def slope_trades(
         and any(assignment.count.get(c, 0) and c in counted[gang.queue] for c in gang.classes)
     }
     # Per GPU size of the waiting pods: the gangs of that size and the nodes such a pod may use.
-    sizes: dict[int, tuple[set[int], set[int]]] = {}
+    # Each shape's nodes are added once: thousands of waiting gangs share a few shapes.
+    sizes: dict[int, tuple[set[int], set[int], set[int]]] = {}
     for g in sorted(waiting):
         for c in problem.gangs[g].classes:
-            shape = problem.shapes[problem.classes[c].shape]
-            if problem.classes[c].pods and shape.request[gpu] > 0:
-                gangs, nodes = sizes.setdefault(shape.request[gpu], (set(), set()))
+            pod_class = problem.classes[c]
+            shape = problem.shapes[pod_class.shape]
+            if pod_class.pods and shape.request[gpu] > 0:
+                gangs, nodes, shapes = sizes.setdefault(shape.request[gpu], (set(), set(), set()))
                 gangs.add(g)
-                nodes.update(shape.nodes)
+                if pod_class.shape not in shapes:
+                    shapes.add(pod_class.shape)
+                    nodes.update(shape.nodes)
     trades: list[SlopeTrade] = []
     for size in sorted(sizes, reverse=True):
-        gangs, nodes = sizes[size]
+        gangs, nodes, _shapes = sizes[size]
         on_nodes = {
             g
             for (g, s, node), k in assignment.gang_slots.items()
