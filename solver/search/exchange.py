@@ -174,6 +174,14 @@ def trading_tiers(problem: Problem, assignment: Assignment) -> list[int]:
     return [tier for tier in fair_ranks(problem) if _raisable(problem, assignment, tier)]
 
 
+def _tiers_still(problem: Problem, assignment: Assignment, run: _Run) -> list[int]:
+    """:func:`trading_tiers` of the decision that stands, read off the run's kept :func:`_raisable`
+    (the trades before asked for the same tiers of the same decision)."""
+    if not _exact(problem, assignment) or not assignment.placed:
+        return []
+    return [tier for tier in fair_ranks(problem) if run.raisable(assignment, tier)]
+
+
 def _raisable(problem: Problem, assignment: Assignment, tier: int) -> list[tuple[str, int, set[int], int]]:
     """Per queue the fair-share ``tier`` can still raise: (queue, the rank of its best waiting gang
     counted there, its waiting gangs of that rank, the most GPUs one pod of its waiting gangs
@@ -262,7 +270,8 @@ def exchange(
         fair, fair_rank = _rank_trades(problem, rank, fair, fair_rank, trading_ranks(problem, fair), run)
     # Last, where time is left when the others are done: the relocation trades, on the tiers that
     # can still rise on the decision they leave.
-    moved, _ = _relocation_trades(problem, rank, fair, fair_rank, trading_tiers(problem, fair) if tiers else [], run)
+    still = _tiers_still(problem, fair, run) if tiers else []
+    moved, _ = _relocation_trades(problem, rank, fair, fair_rank, still, run)
     return moved
 
 
