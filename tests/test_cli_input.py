@@ -19,6 +19,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from tests.scripts import run_saying_loaded
 from vcsat.adapters.cli import app as cli
 from vcsat.adapters.cli.render import header_line
 from vcsat.model import (
@@ -389,33 +390,12 @@ def assert_one_line_error(result: Result, expected: list[str]) -> None:
         assert part in stderr, (part, stderr)
 
 
-LEAVE_SAYING_RICH = """\
-import sys
-from vcsat.adapters.cli import one_shot
-from vcsat.adapters.cli.app import main
-real = one_shot.leave
-def leave(code=0):
-    sys.stdout.flush()
-    sys.stderr.write(f"rich loaded: {'rich' in sys.modules}\\n")
-    sys.stderr.flush()
-    real(code)
-one_shot.leave = leave
-main()
-"""
-
-
 @pytest.mark.parametrize(("output", "table"), [("json", False), ("yaml", False), ("table", True)])
 def test_only_the_table_reads_its_modules(tmp_path: Path, output: str, table: bool) -> None:
     """In a fresh process: ``vcsat solve -o json`` (or yaml) never imports the table's modules
     (rich), which starting the command would otherwise pay for; the table still does."""
     path = write(tmp_path, INSTANCE)
-    result = subprocess.run(
-        [sys.executable, "-c", LEAVE_SAYING_RICH, "solve", str(path), "-o", output, "--time-limit", "2"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run_saying_loaded("rich", "solve", str(path), "-o", output, "--time-limit", "2")
     assert result.returncode == 0, result.stderr
     assert f"rich loaded: {table}\n" in result.stderr
     assert "ns/p" in result.stdout

@@ -44,16 +44,22 @@ _solve_module = importlib.import_module("vcsat.solver.solve")
 _levels = _solve_module._lexicographic
 
 
+def _h100_and_a100() -> list[Any]:
+    """The two nodes of every case: an 8-GPU H100 node (the confined pods' only kind) and an 8-GPU
+    A100 node."""
+    return [
+        node("h0", cpu=64, memory="512Gi", gpus=8, labels={"kind": "h100"}),
+        node("a0", cpu=64, memory="512Gi", gpus=8, labels={"kind": "a100"}),
+    ]
+
+
 def _case(holder: str, a100_busy: int, *, extra: bool = True) -> Snapshot:
     """``h0`` (h100, 8 GPUs) runs 4 of q1's; ``a0`` (a100, 8 GPUs) runs ``a100_busy`` of q1's.
     Waiting: q3's two 4-GPU pods that only h100 nodes take (its deserved share 8 GPUs, so one
     pod takes it half way, raising its share less than the mover's queue loses from a full share),
     q5's 1-GPU pod (its whole ask), and, when ``extra``, one 1-GPU priority-1000 pod of
     ``holder``'s. q1 weight 1, q3 4, q5 1."""
-    nodes = [
-        node("h0", cpu=64, memory="512Gi", gpus=8, labels={"kind": "h100"}),
-        node("a0", cpu=64, memory="512Gi", gpus=8, labels={"kind": "a100"}),
-    ]
+    nodes = _h100_and_a100()
     pods: list[Any] = []
     groups: list[Any] = []
     for prefix, count, kwargs in [
@@ -179,10 +185,7 @@ def test_the_tier_change_reads_each_queue_s_utility_before_and_after(gpus: dict[
 def test_relocations_never_rank_lower_and_the_cycle_validates(
     h0_busy: int, a0_busy: int, holder: str, mover_queue: str, mover_priority: int, movers: int, big: int
 ) -> None:
-    nodes = [
-        node("h0", cpu=64, memory="512Gi", gpus=8, labels={"kind": "h100"}),
-        node("a0", cpu=64, memory="512Gi", gpus=8, labels={"kind": "a100"}),
-    ]
+    nodes = _h100_and_a100()
     pods: list[Any] = []
     groups: list[Any] = []
     for prefix, count, kwargs in [

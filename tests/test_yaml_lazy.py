@@ -9,28 +9,14 @@ imports it; YAML output, a YAML file or a YAML policy does, and decides as befor
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.scripts import run_saying_loaded
 
-LEAVE_SAYING_YAML = """\
-import sys
-from vcsat.adapters.cli import one_shot
-from vcsat.adapters.cli.app import main
-real = one_shot.leave
-def leave(code=0):
-    sys.stdout.flush()
-    sys.stderr.write(f"yaml loaded: {'yaml' in sys.modules}\\n")
-    sys.stderr.flush()
-    real(code)
-one_shot.leave = leave
-main()
-"""
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _as_json(tmp_path: Path) -> Path:
@@ -57,13 +43,7 @@ def test_yaml_is_read_only_for_yaml(tmp_path: Path, instance: str, output: str, 
     if policy:
         (tmp_path / "policy.yaml").write_text("time_limit_s: 2\n")
         extra = ["--policy", str(tmp_path / "policy.yaml")]
-    result = subprocess.run(
-        [sys.executable, "-c", LEAVE_SAYING_YAML, "solve", str(path), "-o", output, "--time-limit", "2", *extra],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run_saying_loaded("yaml", "solve", str(path), "-o", output, "--time-limit", "2", *extra)
     assert result.returncode == 0, result.stderr
     assert f"yaml loaded: {loaded}\n" in result.stderr
     decided = yaml.safe_load(result.stdout) if output == "yaml" else json.loads(result.stdout)
@@ -73,13 +53,7 @@ def test_yaml_is_read_only_for_yaml(tmp_path: Path, instance: str, output: str, 
 def test_json_and_yaml_instances_decide_alike(tmp_path: Path) -> None:
     """The same cluster read from its YAML and its JSON spelling: the same decision."""
     runs = [
-        subprocess.run(
-            [sys.executable, "-c", LEAVE_SAYING_YAML, "solve", str(path), "-o", "json", "--time-limit", "2"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
+        run_saying_loaded("yaml", "solve", str(path), "-o", "json", "--time-limit", "2", check=True)
         for path in (_as_json(tmp_path), REPO / "instances" / "gang.yaml")
     ]
     decisions = [json.loads(run.stdout) for run in runs]
