@@ -24,6 +24,7 @@ our choice: DRF here never places less work than it could, where Volcano's progr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -222,8 +223,13 @@ def fair_share_values(problem: Problem, assignment: Assignment) -> dict[int, int
 
 def _fill(held: int, deserved: int, asked: list[int], r: int, problem: Problem, assignment: Assignment) -> int:
     """How much of its deserved share a queue holds, in thousandths, at most all of it."""
-    added = sum(assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[r] for c in asked)
-    return min(SHARE_SCALE, SHARE_SCALE * (held + added) // deserved)
+    return min(SHARE_SCALE, SHARE_SCALE * (held + placed_amount(problem, assignment, asked, r)) // deserved)
+
+
+def placed_amount(problem: Problem, assignment: Assignment, classes: Iterable[int], r: int) -> int:
+    """How much of resource ``r`` the pods of ``classes`` (a fair-share term's counted classes) that
+    ``assignment`` places ask: what the decision adds to the term's ``held``."""
+    return sum(assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[r] for c in classes)
 
 
 def utility_pieces() -> list[tuple[int, int]]:

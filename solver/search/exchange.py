@@ -76,7 +76,7 @@ from collections.abc import Callable, Collection
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
-from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
+from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.relocation import relocations
 from vcsat.solver.search.slope_trade import slope_trades
@@ -195,7 +195,7 @@ def _raisable(problem: Problem, assignment: Assignment, tier: int) -> list[tuple
         if name != res.GPU:
             continue
         counted = set(asked)
-        added = sum(assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[gpu] for c in asked)
+        added = placed_amount(problem, assignment, asked, gpu)
         if held + added >= deserved:
             continue
         waiting = [
@@ -425,7 +425,7 @@ def _not_needed(problem: Problem, assignment: Assignment, above: int) -> set[int
     for level in fair_ranks(problem):
         for queue, name, deserved, held, asked in fair_terms(problem, level):
             r = problem.resource_index(name)
-            added = sum(assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[r] for c in asked)
+            added = placed_amount(problem, assignment, asked, r)
             slack[(queue, level)] = (r, set(asked), held + added - deserved)
             of_queue.setdefault(queue, []).append((queue, level))
     out: set[int] = set()

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, utility_pieces
+from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, placed_amount, share_utility
 from vcsat.solver.problem import Problem
 
 MAX_LOOKS = 48
@@ -89,21 +89,14 @@ def tier_change(problem: Problem, assignment: Assignment, tier: int, gpus: dict[
     more GPUs (fewer, where negative) counted there than ``assignment`` gives it: each queue's
     concave utility read at its share before and after, as the tier's value sums them."""
     gpu = problem.resource_index(res.GPU)
-    pieces = utility_pieces()
-
-    def utility(fill: int) -> int:
-        return min(slope * fill + offset for slope, offset in pieces)
-
     change = 0
     for queue, name, deserved, held, asked in fair_terms(problem, tier):
         if name != res.GPU or deserved <= 0 or not gpus.get(queue):
             continue
-        now = held + sum(
-            assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[gpu] for c in asked
-        )
+        now = held + placed_amount(problem, assignment, asked, gpu)
         before = min(SHARE_SCALE, SHARE_SCALE * now // deserved)
         after = min(SHARE_SCALE, SHARE_SCALE * max(0, now + gpus[queue]) // deserved)
-        change += utility(after) - utility(before)
+        change += share_utility(after) - share_utility(before)
     return change
 
 
@@ -120,10 +113,7 @@ def _waiting(problem: Problem, assignment: Assignment, tiers: list[int]) -> list
         for queue, name, deserved, held, asked in fair_terms(problem, tier):
             if name != res.GPU:
                 continue
-            added = sum(
-                assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[gpu] for c in asked
-            )
-            if held + added < deserved:
+            if held + placed_amount(problem, assignment, asked, gpu) < deserved:
                 below[queue] = set(asked)
         gangs = [
             gang

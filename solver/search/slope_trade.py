@@ -29,7 +29,7 @@ from fractions import Fraction
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, utility_pieces
+from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_terms, placed_amount, utility_pieces
 from vcsat.solver.problem import Problem
 
 
@@ -60,7 +60,7 @@ def gains(problem: Problem, assignment: Assignment, tier: int) -> dict[str, Frac
     for queue, name, deserved, held, asked in fair_terms(problem, tier):
         if name != res.GPU or deserved <= 0:
             continue
-        added = sum(assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[gpu] for c in asked)
+        added = placed_amount(problem, assignment, asked, gpu)
         fill = min(SHARE_SCALE, SHARE_SCALE * (held + added) // deserved)
         out[queue] = Fraction(slope_at(fill), deserved)
     return out
