@@ -22,11 +22,12 @@ depend on no clock inside it, so a replay given the same names decides the same.
 
 The exchange (:mod:`vcsat.solver.search.exchange`) is asked trade by trade (:meth:`WallPlan.
 allows_trade`): its trades run in their fixed order while the next one ends in time (predicted at
-:data:`TRADE_PER_NODE` for the first, then at the dearest of those this cycle ran), and the first
-refused ends it. Each trade is kept only where it ranks strictly higher, so every trade that runs
-can only help, and a short limit gets the first few instead of none. How many ran is recorded as
-``exchange_trades=N`` among the skipped steps (:func:`trades_cut`), and a replay given it runs the
-same N trades, whatever its clock, so it trades as the live cycle did. (The names of the
+:data:`TRADE_SECONDS` and :data:`TRADE_PER_NODE` for the first, then at the dearest of those this
+cycle ran), and the first refused ends it. Each trade is kept only where it ranks strictly higher,
+so every trade that runs can only help, and a short limit gets the first few instead of none. How
+many ran is recorded as ``exchange_trades=N`` among the skipped steps (:func:`trades_cut`), and a
+replay given it runs the same N trades, whatever its clock, so it trades as the live cycle did.
+(The names of the
 exchange's three kinds of trades, :data:`EXCHANGE`, :data:`EXCHANGE_ACROSS` and
 :data:`EXCHANGE_FAIR`, stay steps: a dump of an older cycle that skipped one whole replays it so.)
 When the warm start is outside the tolerance and has trades to try, the steps before the
@@ -111,16 +112,20 @@ gangs, a few candidate nodes per class), and so are building it and CP-SAT's sol
 EVICTION_RUN_PER_NODE = 4e-5
 """CPU seconds per node of one eviction run besides: its room over every node, the scans of the
 nodes its preemptors' classes may use, its victims picked out of the phase's."""
-TRADE_PER_NODE = 1e-4
-"""CPU seconds per node of one exchange trade: the decision without the gangs taken out, the room
-it leaves rebuilt twice (one node at a time), two greedy top-ups over the gangs left out, the
-objective's first levels; the per-node work dominates, whatever the number of gangs waiting. The
-prediction is the first trade's, which makes its rooms' rankings afresh (later trades carry them,
-:class:`vcsat.solver.greedy.KeptRankings`, and are predicted at the dearest that ran): about one
-and a half to three times what a first trade was measured to take on the 1,000-node shapes
-(benchmarks/RESULTS.md, session 26). Higher, the first trade never fits a short limit after the
-second fill: on a 1 s cycle the exchange, which alone places what the fills leave out on
-several shapes, would then never run."""
+TRADE_SECONDS = 0.03
+"""CPU seconds of one exchange trade that do not grow with the cluster: choosing the gangs to take
+out, the top-ups' walks over the gangs left out, the objective's first levels (:data:`TRADE_PER_NODE`
+for the rest)."""
+TRADE_PER_NODE = 4e-5
+"""CPU seconds per node of one exchange trade besides :data:`TRADE_SECONDS`: the decision without
+the gangs taken out, the room it leaves rebuilt (one node at a time), the top-ups' node scans. The
+prediction is the first trade's (later ones are predicted at the dearest that ran); the two
+constants give 0.07 s at 1,000 nodes and 0.43 s at 10,000, one to three times what a trade was
+measured to take on the 1,000-node shapes (23-64 ms) and about one and a half times on the
+10,000-node contended shape (0.28-0.35 s; benchmarks/RESULTS.md, session 30). A constant per node
+alone, made to cover 1,000 nodes, kept back three times what a trade takes at 10,000; made higher,
+the first trade does not fit a short limit after the second fill, and on a 1 s cycle the exchange,
+which alone places what the fills leave out on several shapes, never runs."""
 RESERVE_PER_NODE = 2e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out. About one and a half to two times what those steps
@@ -206,8 +211,9 @@ class WallPlan:
         return FILL_PER_NODE * self.nodes
 
     def exchange_cost(self, trades: int) -> float:
-        """Predicted CPU seconds of ``trades`` exchange trades (:data:`TRADE_PER_NODE`)."""
-        return TRADE_PER_NODE * self.nodes * trades
+        """Predicted CPU seconds of ``trades`` exchange trades (:data:`TRADE_SECONDS` and
+        :data:`TRADE_PER_NODE` each)."""
+        return (TRADE_SECONDS + TRADE_PER_NODE * self.nodes) * trades
 
     @staticmethod
     def model_cost(slots: int, gangs: int = 0) -> float:
@@ -252,7 +258,7 @@ class WallPlan:
         """Whether the exchange's next trade may start: not past the count a replayed cycle ran
         (:func:`replayed_trades` of :attr:`skip`), and (with a deadline) ending before it less the
         reserve at this cycle's pace, predicted at the dearest trade this cycle ran so far
-        (:data:`TRADE_PER_NODE` per node before the first). The first refused is recorded as
+        (:meth:`exchange_cost` of one before the first). The first refused is recorded as
         :func:`trades_cut` of the trades that ran; the exchange asks no more after it."""
         if self._trade_started is not None:
             self.trade_cpu = max(self.trade_cpu, self.cpu() - self._trade_started)
