@@ -118,7 +118,8 @@ class Room:
         self.share_free = np.array([_share_free(used) if used else 0 for used in self.shared], dtype=np.int64)
         self.share_free = self.share_free.reshape(count)
         """Per node, the thousandths its shared GPUs have left, summed (the scarce-pool price reads it)."""
-        self.rows = NodeRows(free_array, self.whole_array, self.share_free, self.share_room, self.level_rank)
+        needs = kept.needs if kept is not None and kept.problem is problem else None
+        self.rows = NodeRows(free_array, self.whole_array, self.share_free, self.share_room, self.level_rank, needs)
         """The mirrors above again, one row per node: what a test of a few scattered nodes gathers."""
         self.arrival = np.arange(count, dtype=np.int64)
         """Per node, when it joined its bucket of :attr:`levels` (a bucket's order, oldest first)."""
@@ -827,6 +828,11 @@ class _Ranking:
         ok, rows = columns.fit(nodes, self.need)
         if self.share > 0:
             ok &= (rows[:, columns.share_room_col] >= self.share) | (rows[:, columns.whole_col] - self.whole >= 1)
+        if not ok.any():
+            # Most re-rankings in the exchange's rooms find no node where the pod fits (the room the
+            # trade freed is taken before the shape is asked again): nothing to price.
+            self.ranks[nodes] = UNFIT
+            return
         # Every node is ranked as if it fitted and the unfit ones then set apart (one `where`):
         # fewer calls than gathering the fitting rows first. An unfit row's price is finite
         # (a free amount is divided by at least 0.5) and is never read.
@@ -919,6 +925,11 @@ class KeptRankings:
         self.gang_asks: dict[tuple[int, str], int] = {}
         self.caps_of: dict[str, list[str]] = {}
         """The rooms' own memos of the same names that depend on the problem alone, shared."""
+        self.sharing = sharing_shapes(problem)
+        """The shapes whose pods ask a GPU share (:func:`sharing_shapes`), looked up once."""
+        self.needs: dict[tuple[int, ...], NDArray[np.int64]] = {}
+        """The rooms' :class:`NodeRows` layouts of what a request asks (:meth:`NodeRows.need`),
+        shared: every room of the problem has the same nodes and resources."""
         self._kept: dict[int, tuple[_Ranking, int, int]] = {}
         """Per shape, its ranking, the number of the room it was kept from (:attr:`_rows`), and how
         many of that room's :attr:`Room.changes` it had read."""
@@ -935,6 +946,8 @@ class KeptRankings:
         (each as its request and its eligible nodes' ``id``)."""
         self._eligible = {id(shape.fits): shape.fits for shape in problem.shapes}
         """Per query key's eligible nodes (a shape's ``fits``, by ``id``: :meth:`Room.query_key`), the nodes."""
+        self._tests: dict[tuple[tuple[int, ...], int], tuple[NDArray[np.int64], NDArray[np.bool_], int, int]] = {}
+        """Per query anywhere, what :meth:`still_full` tests of it (:meth:`_query_test`)."""
         self._differ: dict[int, tuple[NDArray[np.bool_], int]] = {}
         """Per room kept from, the nodes whose row :attr:`_room` had different, and how many of its
         :attr:`Room.changes` had been made then: a ranking carried later adds the changes since
@@ -984,18 +997,32 @@ class KeptRankings:
             step = max(1, FIT_BLOCK // (grown.size * width))
             fits = np.empty(len(found), dtype=np.bool_)
             for start in range(0, len(found), step):
-                block = found[start : start + step]
-                needs = np.stack([room.rows.need(request, room.parts(request)[0])[:width] for request, _ in block])
+                block = [self._query_test(room, key) for key in found[start : start + step]]
+                needs = np.stack([need for need, _, _, _ in block])
                 ok = np.all(sub[None, :, :] >= needs[:, None, :], axis=2)
-                ok &= np.stack([self._eligible[eligible_id].mask(room.count)[grown] for _, eligible_id in block])
-                for row, (request, _) in enumerate(block):
-                    whole, share = room.parts(request)
+                ok &= np.stack([mask for _, mask, _, _ in block])[:, grown]
+                for row, (_, _, whole, share) in enumerate(block):
                     if share > 0:
                         rooms = sub[:, room.rows.share_room_col] >= share
                         ok[row] &= rooms | (sub[:, room.rows.whole_col] - whole >= 1)
                 fits[start : start + len(block)] = ok.any(axis=1)
             found = [key for key, fit in zip(found, fits.tolist(), strict=True) if not fit]
         return [room.query_key(request, self._eligible[eligible_id], None) for request, eligible_id in found]
+
+    def _query_test(
+        self, room: Room, key: tuple[tuple[int, ...], int]
+    ) -> tuple[NDArray[np.int64], NDArray[np.bool_], int, int]:
+        """What :meth:`still_full` tests of a query anywhere (its request and its eligible nodes'
+        ``id``): the request's fit layout for one row, its eligible nodes as a mask, its whole GPUs
+        and its share thousandths; per query once (they depend on the problem alone), where each
+        room asked them again (~150 queries a room)."""
+        test = self._tests.get(key)
+        if test is None:
+            request, eligible_id = key
+            whole, share = room.parts(request)
+            need = room.rows.need(request, whole)[: room.rows.width]
+            test = self._tests[key] = (need, self._eligible[eligible_id].mask(room.count), whole, share)
+        return test
 
     def carry(self, room: Room, scarce: scarcity.Scarcity, shape: Shape) -> _Ranking | None:
         """The kept ranking of ``shape``, made true for ``room`` (which takes it over); None when
@@ -1350,6 +1377,13 @@ def _plain_key(problem: Problem, pod_class: PodClass, room: Room) -> Hashable | 
     if room.spread is not None and pod_class.index in room.spread.of_class:
         return None
     return room.query_key(shape.request, shape.fits, None)
+
+
+def sharing_shapes(problem: Problem) -> frozenset[int]:
+    """The shapes whose pods ask a GPU share (:func:`shares_gpu`)."""
+    if res.GPU_MILLI not in problem.resources:
+        return frozenset()
+    return frozenset(shape.index for shape in problem.shapes if shares_gpu(problem, shape.request))
 
 
 def shares_gpu(problem: Problem, request: tuple[int, ...]) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.greedy import KeptRankings, Room, charge, fill, shares_gpu
+from vcsat.solver.greedy import KeptRankings, Room, charge, fill, sharing_shapes
 from vcsat.solver.problem import Problem
 
 
@@ -46,22 +46,27 @@ def top_up(
         if only is None
         else [g for g in (problem.gangs[i] for i in only) if g.index not in problem.blocked]
     )
-    waiting = {
-        gang.index
-        for gang in gangs
-        if gang.index not in assignment.placed and not any(assignment.count.get(c, 0) for c in gang.classes)
-    }
+    placed, counted = assignment.placed, assignment.count.get
+    # any(map(...)) rather than a generator per gang: this runs over every candidate, twice a trade.
+    waiting = {gang.index for gang in gangs if gang.index not in placed and not any(map(counted, gang.classes))}
     if not waiting or problem.interpod is not None or problem.spread or problem.attach is not None:
         return assignment
-    if any(k > 0 and shares_gpu(problem, problem.shapes[s].request) for (s, _), k in assignment.shape_slots.items()):
+    sharing = kept.sharing if kept is not None else sharing_shapes(problem)
+    if sharing and any(k > 0 and s in sharing for (s, _), k in assignment.shape_slots.items()):
         return assignment  # a GPU share: the decode's devices, not the greedy's
     room = Room(problem, assignment.shape_slots, kept)
     caps = {name: dict(left) for name, left in problem.queue_room.items()}
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
+    # What each queue holds, charged per (queue, shape) at once rather than per class (whole
+    # numbers: the same sums), the queues met in the same order.
+    pods: dict[tuple[str, int], int] = {}
     for c, k in assignment.count.items():
-        queue = problem.gangs[problem.classes[c].gang].queue
-        request = problem.shapes[problem.classes[c].shape].request
-        charge(problem, request, k, held.setdefault(queue, {}), [caps[name] for name in problem.caps_of(queue)])
+        pod_class = problem.classes[c]
+        key = (problem.gangs[pod_class.gang].queue, pod_class.shape)
+        pods[key] = pods.get(key, 0) + k
+    for (queue, s), k in pods.items():
+        lineage = [caps[name] for name in problem.caps_of(queue)]
+        charge(problem, problem.shapes[s].request, k, held.setdefault(queue, {}), lineage)
     out = Assignment(
         placed=set(assignment.placed),
         count=dict(assignment.count),
