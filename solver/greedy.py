@@ -1341,7 +1341,9 @@ def _known_not_to_fit(problem: Problem, gang: Gang, room: Room) -> bool:
     if gang.index in room.topology_gangs:
         return False
     classes = gang.classes
-    if len(classes) == 1:  # most gangs: their one key, unmemoised (a look-up costs as much)
+    if len(classes) == 1 and room.kept is None:
+        # most of the greedy's gangs, each asked about once: their one key, unmemoised (a look-up
+        # costs as much); the exchange's rooms share the memo and ask again in every room
         pod_class = problem.classes[classes[0]]
         key = _plain_key(problem, pod_class, room)
         return key is not None and bool(pod_class.pods) and key in room.full
@@ -1351,6 +1353,8 @@ def _known_not_to_fit(problem: Problem, gang: Gang, room: Room) -> bool:
     if not keys:
         return False
     full = room.full
+    if len(keys) == 1:
+        return keys[0] in full
     return all(key in full for key in keys)
 
 

@@ -80,7 +80,7 @@ from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amou
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.relocation import relocations
 from vcsat.solver.search.slope_trade import slope_trades
-from vcsat.solver.search.top_up import top_up
+from vcsat.solver.search.top_up import top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
 Ranked = tuple[Assignment, tuple[int, ...]]
@@ -408,10 +408,14 @@ def _kept(
     if rest is None:
         return best, best_rank
     kept = run.rankings
-    trial = top_up(problem, rest, only=first, kept=kept)
+    # The top-ups fill on in one room where that is the same (:func:`top_up_in`): a room less to
+    # make a top-up, and the rankings the first read need not be carried into the next.
+    trial, room = top_up_in(problem, rest, only=first, kept=kept)
     if then:
-        trial = top_up(problem, trial, only=then, kept=kept)
-    trial = top_up(problem, trial, kept=kept)
+        trial, room = top_up_in(problem, trial, only=then, kept=kept, room=room)
+    trial, room = top_up_in(problem, trial, kept=kept, room=room)
+    if room is not None:
+        room.keep_rankings()
     trial_rank = rank(problem, trial)
     return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
 

@@ -40,6 +40,34 @@ def top_up(
     ``assignment`` already places. ``only``: of the gangs left out, these alone. ``kept``: rankings
     carried from an earlier top-up of the same problem, and kept for the next (same decision,
     less work: :class:`vcsat.solver.greedy.KeptRankings`)."""
+    out, room = top_up_in(problem, assignment, by_gain=by_gain, only=only, kept=kept)
+    if room is not None:
+        room.keep_rankings()
+    return out
+
+
+def top_up_in(
+    problem: Problem,
+    assignment: Assignment,
+    *,
+    by_gain: bool = False,
+    only: Collection[int] | None = None,
+    kept: KeptRankings | None = None,
+    room: Room | None = None,
+) -> tuple[Assignment, Room | None]:
+    """:func:`top_up`, and the room it filled, whose free room is then the result's: the next
+    top-up of the result (the exchange makes two or three a trade) fills on in it, given as
+    ``room``, instead of making its own room from the result's slots. The caller hands the last
+    room's rankings on when done (:meth:`Room.keep_rankings`). None instead of a room where none
+    was made, or where a room made from the result's slots would differ from it: a problem one of
+    whose pods the best fit may place (:meth:`Room.order_read`) reads the order in which nodes
+    entered their free-GPU buckets, which a room made from slots takes from the slots' order and
+    a filled room from its fill's (there its rankings are kept here, as :func:`top_up` does).
+
+    Why it is the same: every other part of a room is its free room per node (the free amounts,
+    devices, domains' GPUs, the rows the rankings read), the same either way; its rankings are
+    exact for the room they read (:class:`vcsat.solver.greedy.KeptRankings`); and what it knows to
+    find no node stays true while room only shrinks, which a fill's kept gangs make it do."""
     # With ``only``, its few gangs are looked at rather than every candidate (the same set).
     gangs = (
         problem.candidates
@@ -50,15 +78,34 @@ def top_up(
     # any(map(...)) rather than a generator per gang: this runs over every candidate, twice a trade.
     waiting = {gang.index for gang in gangs if gang.index not in placed and not any(map(counted, gang.classes))}
     if not waiting or problem.interpod is not None or problem.spread or problem.attach is not None:
-        return assignment
+        return assignment, room
     sharing = kept.sharing if kept is not None else sharing_shapes(problem)
     if sharing and any(k > 0 and s in sharing for (s, _), k in assignment.shape_slots.items()):
-        return assignment  # a GPU share: the decode's devices, not the greedy's
-    room = Room(problem, assignment.shape_slots, kept)
+        return assignment, room  # a GPU share: the decode's devices, not the greedy's
+    if room is None:
+        room = Room(problem, assignment.shape_slots, kept)
+    caps, held = charged(problem, assignment)
+    out = Assignment(
+        placed=set(assignment.placed),
+        count=dict(assignment.count),
+        shape_slots=dict(assignment.shape_slots),
+        gang_slots=dict(assignment.gang_slots),
+    )
+    fill(problem, (problem.gangs[g] for g in waiting), room, caps, out, held, by_gain=by_gain)
+    result = assignment if out.placed == assignment.placed else out  # a failed trial gives its room back
+    if room.order_read(problem):
+        room.keep_rankings()
+        return result, None
+    return result, room
+
+
+def charged(problem: Problem, assignment: Assignment) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """The capped queues' room left and each queue's held work once ``assignment``'s pods are
+    counted (:func:`vcsat.solver.greedy.charge`): what the fill starts from. Charged per (queue,
+    shape) at once rather than per pod class, the queues met in the same order: whole numbers, so
+    the same sums, for fewer charges (a top-up counts every placed class, twice a trade)."""
     caps = {name: dict(left) for name, left in problem.queue_room.items()}
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
-    # What each queue holds, charged per (queue, shape) at once rather than per class (whole
-    # numbers: the same sums), the queues met in the same order.
     pods: dict[tuple[str, int], int] = {}
     for c, k in assignment.count.items():
         pod_class = problem.classes[c]
@@ -67,12 +114,4 @@ def top_up(
     for (queue, s), k in pods.items():
         lineage = [caps[name] for name in problem.caps_of(queue)]
         charge(problem, problem.shapes[s].request, k, held.setdefault(queue, {}), lineage)
-    out = Assignment(
-        placed=set(assignment.placed),
-        count=dict(assignment.count),
-        shape_slots=dict(assignment.shape_slots),
-        gang_slots=dict(assignment.gang_slots),
-    )
-    fill(problem, (problem.gangs[g] for g in waiting), room, caps, out, held, by_gain=by_gain)
-    room.keep_rankings()
-    return assignment if out.placed == assignment.placed else out
+    return caps, held
