@@ -501,7 +501,10 @@ class Room:
 
     def order_read(self, problem: Problem) -> bool:
         """Whether a pod of this problem may be placed by :meth:`best_fit`, the one query that
-        reads the order in which nodes entered their free-GPU bucket."""
+        reads the order in which nodes entered their free-GPU bucket. Once per problem where the
+        rooms share their memos (it reads the problem alone)."""
+        if self._order_read is None and self.kept is not None:
+            self._order_read = self.kept.order_read
         if self._order_read is None:
             least_fragmenting, scarce = self.choosers(problem)
             spread = self.spread.of_class if self.spread is not None else {}
@@ -512,6 +515,8 @@ class Room:
                 for c in problem.classes
                 for shape in (problem.shapes[c.shape],)
             )
+        if self.kept is not None:
+            self.kept.order_read = self._order_read
         return self._order_read
 
     def holder(self, problem: Problem, gang: Gang) -> _Holder | None:
@@ -925,6 +930,8 @@ class KeptRankings:
         self.gang_asks: dict[tuple[int, str], int] = {}
         self.caps_of: dict[str, list[str]] = {}
         """The rooms' own memos of the same names that depend on the problem alone, shared."""
+        self.order_read: bool | None = None
+        """:meth:`Room.order_read` of the problem, once known."""
         self.sharing = sharing_shapes(problem)
         """The shapes whose pods ask a GPU share (:func:`sharing_shapes`), looked up once."""
         self.needs: dict[tuple[int, ...], NDArray[np.int64]] = {}

@@ -11,6 +11,8 @@ decisions as before (benchmarks/RESULTS.md, session 30).
 - :func:`vcsat.solver.search.top_up.charged` counts a decision's pods per (queue, shape): the same
   room left and held work, queue by queue in the same order, as the count per pod class it
   replaced (kept here as the reference), on capped and uncapped clusters.
+- :func:`vcsat.solver.objectives.fairness.placed_amount` sums a term's placed classes in a loop
+  that passes over the unplaced ones: the same amounts as the sum over every class it replaced.
 - :func:`vcsat.solver.solve._placed` sums each rank's placed work in one walk over the placed classes:
   the same values as :func:`vcsat.solver.objectives.placement.placed_work` rank by rank.
 """
@@ -31,6 +33,7 @@ from vcsat.adapters.convert.snapshot import snapshot_from_objects
 from vcsat.solver import greedy
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import charge
+from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.objectives.placement import placed_work
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search import exchange as exchange_module
@@ -202,3 +205,23 @@ def test_charged_per_queue_and_shape_as_per_class(nodes: int, seed: int, shape: 
     assert list(held) == list(want_held), "the queues in the same order"
     if shape == "capped":
         assert any(left for left in caps.values()), "a capped queue's room is charged"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=SLOW_OK)
+@given(
+    nodes=st.integers(4, 40),
+    seed=st.integers(0, 10_000),
+    shape=st.sampled_from(["weighted", "over-served", "contended"]),
+)
+def test_placed_amount_as_the_sum_over_every_class(nodes: int, seed: int, shape: str) -> None:
+    instance = shapes.SHAPES[shape].instance(nodes=nodes, seed=seed)
+    problem = build_problem(snapshot_from_objects(instance["items"], source="generated"), POLICY)
+    decision = greedy.greedy(problem)
+    terms = 0
+    for tier in fair_ranks(problem):
+        for _queue, name, _deserved, _held, asked in fair_terms(problem, tier):
+            r = problem.resource_index(name)
+            want = sum(decision.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[r] for c in asked)
+            assert placed_amount(problem, decision, asked, r) == want
+            terms += 1
+    assert terms > 0
