@@ -1,8 +1,9 @@
 """A trade's top-ups fill on in one room, and the trades' rank is summed in one walk: the same
 decisions as before (benchmarks/RESULTS.md, session 30).
 
-- :func:`vcsat.solver.search.top_up.top_up_in` hands back the room it filled, and the next top-up of
-  its result fills on in it instead of making a room of its own from the result's slots. Trades (a
+- :func:`vcsat.solver.search.top_up.top_up_in` hands back the room it filled (with the queues' room
+  and held work), and the next top-up of its result fills on in it instead of making a room of its
+  own from the result's slots and counting its pods again. Trades (a
   drop, a top-up of a few waiting gangs, a top-up of the rest, some kept as the next base) and whole
   exchanges decide as they do with a room made afresh for every top-up (:func:`top_up` each time,
   the code as it was, kept here as the reference); on the problems whose best fit reads the order
@@ -38,15 +39,31 @@ from vcsat.solver.objectives.placement import placed_work
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search import exchange as exchange_module
 from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks, trading_tiers, without
-from vcsat.solver.search.top_up import charged, top_up, top_up_in
+from vcsat.solver.search.top_up import Filled, charged, top_up, top_up_in
 from vcsat.solver.solve import _lexicographic, _placed
 
 
 def _fresh(
-    problem: Problem, assignment: Assignment, *, room: greedy.Room | None = None, **options: Any
-) -> tuple[Assignment, greedy.Room | None]:
+    problem: Problem, assignment: Assignment, *, filled: Filled | None = None, **options: Any
+) -> tuple[Assignment, Filled | None]:
     """The reference: every top-up makes its own room and keeps its rankings (as before)."""
     return top_up(problem, assignment, **options), None
+
+
+_ROOM_INIT = greedy.Room.__init__
+
+
+def _holds(problem: Problem, result: Assignment, filled: Filled | None) -> None:
+    """What the next top-up of ``result`` fills on from is what it would make afresh: the room's
+    free room per node, and the queues' room left and held work (:func:`charged`)."""
+    if filled is None:
+        return
+    fresh = object.__new__(greedy.Room)
+    _ROOM_INIT(fresh, problem, result.shape_slots)  # not counted among the trades' rooms
+    assert filled.room.free == fresh.free
+    assert filled.room.whole == fresh.whole
+    assert (filled.room.rows.rows == fresh.rows.rows).all()
+    assert (filled.caps, filled.held) == charged(problem, result)
 
 
 def _trades(problem: Problem, seed: int, top: Any) -> list[Any]:
@@ -66,12 +83,15 @@ def _trades(problem: Problem, seed: int, top: Any) -> list[Any]:
         waiting = sorted(g.index for g in problem.candidates if g.index not in rest.placed)
         only = set(rng.sample(waiting, min(len(waiting), rng.randint(0, 3))))
         then = set(rng.sample(waiting, min(len(waiting), rng.randint(0, 2))))
-        trial, room = top(problem, rest, only=only, kept=kept)
+        trial, filled = top(problem, rest, only=only, kept=kept)
+        _holds(problem, trial, filled)
         if then:
-            trial, room = top(problem, trial, only=then, kept=kept, room=room)
-        trial, room = top(problem, trial, kept=kept, room=room)
-        if room is not None:
-            room.keep_rankings()
+            trial, filled = top(problem, trial, only=then, kept=kept, filled=filled)
+            _holds(problem, trial, filled)
+        trial, filled = top(problem, trial, kept=kept, filled=filled)
+        _holds(problem, trial, filled)
+        if filled is not None:
+            filled.room.keep_rankings()
         out.append(_facts(trial))
         if rng.random() < 0.5:
             base = trial
@@ -128,6 +148,20 @@ def test_one_room_a_trade_decides_as_fresh_rooms(
         assert rooms_one == rooms_fresh, "the order is read: a room afresh for every top-up"
     else:
         assert rooms_one < rooms_fresh, "the top-ups fill on in one room"
+
+
+@pytest.mark.parametrize(
+    ("shape", "nodes", "seed"),
+    [("capped", 30, 8), ("capped", 40, 5), ("capped", 40, 9), ("over-served", 40, 5), ("contended", 50, 2)],
+)
+def test_one_room_a_trade_on_capped_and_contended_shapes(
+    shape: str, nodes: int, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    instance = shapes.SHAPES[shape].instance(nodes=nodes, seed=seed)
+    snap = snapshot_from_objects(instance["items"], source="generated")
+    one, fresh, rooms_one, rooms_fresh = _one_room_and_fresh(snap, seed, monkeypatch)
+    assert one == fresh
+    assert rooms_one < rooms_fresh, "the top-ups fill on in one room"
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=SLOW_OK)

@@ -18,10 +18,22 @@ decision is returned as it is.
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, Room, charge, fill, sharing_shapes
 from vcsat.solver.problem import Problem
+
+
+@dataclass
+class Filled:
+    """A top-up's room as its fill left it, with the capped queues' room left and each queue's
+    held work as the fill kept them: what :func:`charged` would make of the top-up's result, so
+    the next top-up of that result starts from them (:func:`top_up_in`)."""
+
+    room: Room
+    caps: dict[str, dict[str, int]]
+    held: dict[str, dict[str, int]]
 
 
 def top_up(
@@ -40,9 +52,9 @@ def top_up(
     ``assignment`` already places. ``only``: of the gangs left out, these alone. ``kept``: rankings
     carried from an earlier top-up of the same problem, and kept for the next (same decision,
     less work: :class:`vcsat.solver.greedy.KeptRankings`)."""
-    out, room = top_up_in(problem, assignment, by_gain=by_gain, only=only, kept=kept)
-    if room is not None:
-        room.keep_rankings()
+    out, filled = top_up_in(problem, assignment, by_gain=by_gain, only=only, kept=kept)
+    if filled is not None:
+        filled.room.keep_rankings()
     return out
 
 
@@ -53,11 +65,12 @@ def top_up_in(
     by_gain: bool = False,
     only: Collection[int] | None = None,
     kept: KeptRankings | None = None,
-    room: Room | None = None,
-) -> tuple[Assignment, Room | None]:
+    filled: Filled | None = None,
+) -> tuple[Assignment, Filled | None]:
     """:func:`top_up`, and the room it filled, whose free room is then the result's: the next
     top-up of the result (the exchange makes two or three a trade) fills on in it, given as
-    ``room``, instead of making its own room from the result's slots. The caller hands the last
+    ``filled`` (with the queues' room and held work the fill kept), instead of making its own room
+    from the result's slots and counting the result's pods again. The caller hands the last
     room's rankings on when done (:meth:`Room.keep_rankings`). None instead of a room where none
     was made, or where a room made from the result's slots would differ from it: a problem one of
     whose pods the best fit may place (:meth:`Room.order_read`) reads the order in which nodes
@@ -78,13 +91,13 @@ def top_up_in(
     # any(map(...)) rather than a generator per gang: this runs over every candidate, twice a trade.
     waiting = {gang.index for gang in gangs if gang.index not in placed and not any(map(counted, gang.classes))}
     if not waiting or problem.interpod is not None or problem.spread or problem.attach is not None:
-        return assignment, room
+        return assignment, filled
     sharing = kept.sharing if kept is not None else sharing_shapes(problem)
     if sharing and any(k > 0 and s in sharing for (s, _), k in assignment.shape_slots.items()):
-        return assignment, room  # a GPU share: the decode's devices, not the greedy's
-    if room is None:
-        room = Room(problem, assignment.shape_slots, kept)
-    caps, held = charged(problem, assignment)
+        return assignment, filled  # a GPU share: the decode's devices, not the greedy's
+    if filled is None:
+        filled = Filled(Room(problem, assignment.shape_slots, kept), *charged(problem, assignment))
+    room, caps, held = filled.room, filled.caps, filled.held
     out = Assignment(
         placed=set(assignment.placed),
         count=dict(assignment.count),
@@ -96,7 +109,7 @@ def top_up_in(
     if room.order_read(problem):
         room.keep_rankings()
         return result, None
-    return result, room
+    return result, filled
 
 
 def charged(problem: Problem, assignment: Assignment) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
