@@ -1230,16 +1230,24 @@ def _fill_tier(
 
     for queue in waiting:
         keys[queue] = key(queue)
+    # The queue to serve next is found again only when some key changed or it ran out of work:
+    # a gang that does not fit changes no key (filled equally), and most of an exchange's top-ups'
+    # gangs do not fit, so the same queue is served again without comparing the others.
+    first: str | None = None
     while waiting:
-        queue = min(waiting, key=keys.__getitem__)
+        queue = first if first is not None else min(waiting, key=keys.__getitem__)
         if keys[queue][0][-1] >= scale:
             break  # every queue left is at its share: no queue gains more at this level
         gang = waiting[queue].popleft()
+        first = queue
         if not waiting[queue]:
             del waiting[queue]
+            first = None
         tried.add(gang.index)
-        if (_place(problem, gang, room, queue_room, assignment, held) or by_gain) and queue in waiting:
-            keys[queue] = key(queue)
+        if _place(problem, gang, room, queue_room, assignment, held) or by_gain:
+            first = None
+            if queue in waiting:
+                keys[queue] = key(queue)
 
 
 def _targets(
