@@ -930,6 +930,10 @@ class KeptRankings:
         self.gang_asks: dict[tuple[int, str], int] = {}
         self.caps_of: dict[str, list[str]] = {}
         """The rooms' own memos of the same names that depend on the problem alone, shared."""
+        self.class_keys = class_keys(problem)
+        """Per pod class, its gang's queue and its shape (:func:`class_keys`), once."""
+        self.candidate_set = frozenset(gang.index for gang in problem.candidates)
+        """The problem's candidates' indices (:attr:`Problem.candidates`), as a set once."""
         self.order_read: bool | None = None
         """:meth:`Room.order_read` of the problem, once known."""
         self.sharing = sharing_shapes(problem)
@@ -1183,9 +1187,13 @@ def _fill_tier(
         share[queue] = (name, deserved)
     waiting: dict[str, deque[Gang]] = {}
     thresholds = {queue: tier_threshold(problem, queue, tier) for queue in share}
-    for gang in order:
-        if gang.queue in share and gang.index not in tried and gang.rank >= thresholds[gang.queue]:
-            waiting.setdefault(gang.queue, deque()).append(gang)
+    for gang in order:  # every waiting gang, once per level: no deque made per gang (setdefault's)
+        threshold = thresholds.get(gang.queue)
+        if threshold is not None and gang.rank >= threshold and gang.index not in tried:
+            queued = waiting.get(gang.queue)
+            if queued is None:
+                queued = waiting[gang.queue] = deque()
+            queued.append(gang)
 
     # The keys below are fractions over a queue's deserved amount, each scaled by one common
     # multiple of them all: whole numbers that compare as the fractions do, exactly, and cheaply.
@@ -1270,12 +1278,23 @@ def _targets(
             LevelClaim(
                 deserved=share[queue][1],
                 held=held.get(queue, {}).get(name, 0),
-                asks=sum(_gang_asks(problem, room, gang, name) for gang in waiting[queue]),
+                asks=_waiting_asks(problem, room, waiting[queue], name),
             )
             for queue in queues
         ]
         targets.update(zip(queues, level_targets(claims, free, DRF_PIECES), strict=True))
     return targets
+
+
+def _waiting_asks(problem: Problem, room: Room, gangs: Iterable[Gang], name: str) -> int:
+    """What ``gangs`` ask of resource ``name`` together (:func:`_gang_asks` of each, summed): read
+    off the memo in a loop, each level of every fill sums every waiting gang's asks."""
+    memo = room.gang_asks
+    total = 0
+    for gang in gangs:
+        asks = memo.get((gang.index, name))
+        total += asks if asks is not None else _gang_asks(problem, room, gang, name)
+    return total
 
 
 def _asks(problem: Problem, gang: Gang, name: str) -> int:
@@ -1396,6 +1415,12 @@ def _plain_key(problem: Problem, pod_class: PodClass, room: Room) -> Hashable | 
     if room.spread is not None and pod_class.index in room.spread.of_class:
         return None
     return room.query_key(shape.request, shape.fits, None)
+
+
+def class_keys(problem: Problem) -> list[tuple[str, int]]:
+    """Per pod class of ``problem``, (its gang's queue, its shape): what a decision's pods are
+    counted by against the queues (:func:`vcsat.solver.search.top_up.charged`)."""
+    return [(problem.gangs[pod_class.gang].queue, pod_class.shape) for pod_class in problem.classes]
 
 
 def sharing_shapes(problem: Problem) -> frozenset[int]:

@@ -12,6 +12,10 @@ decisions as before (benchmarks/RESULTS.md, session 30).
 - :func:`vcsat.solver.search.top_up.charged` counts a decision's pods per (queue, shape): the same
   room left and held work, queue by queue in the same order, as the count per pod class it
   replaced (kept here as the reference), on capped and uncapped clusters.
+- :func:`vcsat.solver.search.top_up.waiting_gangs` finds the gangs a top-up fills by a set
+  difference: the same gangs as the test per candidate it replaced; and the greedy's level targets
+  sum the waiting gangs' asks off the memo in a loop (:func:`vcsat.solver.greedy._waiting_asks`):
+  the same sums as :func:`vcsat.solver.greedy._asks` of each.
 - :func:`vcsat.solver.objectives.fairness.placed_amount` sums a term's placed classes in a loop
   that passes over the unplaced ones: the same amounts as the sum over every class it replaced.
 - :func:`vcsat.solver.solve._placed` sums each rank's placed work in one walk over the placed classes:
@@ -39,7 +43,7 @@ from vcsat.solver.objectives.placement import placed_work
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search import exchange as exchange_module
 from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks, trading_tiers, without
-from vcsat.solver.search.top_up import Filled, charged, top_up, top_up_in
+from vcsat.solver.search.top_up import Filled, charged, top_up, top_up_in, waiting_gangs
 from vcsat.solver.solve import _lexicographic, _placed
 
 
@@ -233,10 +237,11 @@ def test_charged_per_queue_and_shape_as_per_class(nodes: int, seed: int, shape: 
     snap = snapshot_from_objects(instance["items"], source="generated")
     problem = build_problem(snap, POLICY)
     decision = greedy.greedy(problem)
-    caps, held = charged(problem, decision)
     want_caps, want_held = _charged_per_class(problem, decision)
-    assert caps == want_caps and held == want_held
-    assert list(held) == list(want_held), "the queues in the same order"
+    for kept in (None, greedy.KeptRankings(problem)):
+        caps, held = charged(problem, decision, kept)
+        assert caps == want_caps and held == want_held
+        assert list(held) == list(want_held), "the queues in the same order"
     if shape == "capped":
         assert any(left for left in caps.values()), "a capped queue's room is charged"
 
@@ -259,3 +264,41 @@ def test_placed_amount_as_the_sum_over_every_class(nodes: int, seed: int, shape:
             assert placed_amount(problem, decision, asked, r) == want
             terms += 1
     assert terms > 0
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=SLOW_OK)
+@given(
+    nodes=st.integers(2, 30),
+    jobs=st.integers(5, 120),
+    seed=st.integers(0, 10_000),
+    busy=st.sampled_from([0.2, 0.6, 0.9]),
+)
+def test_waiting_gangs_and_their_asks_as_before(nodes: int, jobs: int, seed: int, busy: float) -> None:
+    problem = build_problem(generated(nodes=nodes, pending_jobs=jobs, seed=seed, busy_gpu_fraction=busy), POLICY)
+    decision = greedy.greedy(problem)
+    rng = random.Random(seed)
+    rest = without(problem, decision, rng.sample(sorted(decision.placed), len(decision.placed) // 2))
+    assert rest is not None
+    # A decision with pods of a gang it does not count as placed (as a search may hand one back).
+    partial = Assignment(
+        placed=set(rest.placed) - set(rng.sample(sorted(rest.placed), min(2, len(rest.placed)))),
+        count=dict(rest.count),
+        shape_slots=dict(rest.shape_slots),
+        gang_slots=dict(rest.gang_slots),
+    )
+    for assignment in (decision, rest, partial):
+        for only in (None, set(rng.sample(range(len(problem.gangs)), min(5, len(problem.gangs))))):
+            gangs = problem.candidates if only is None else [problem.gangs[i] for i in only if i not in problem.blocked]
+            want = {
+                g.index
+                for g in gangs
+                if g.index not in assignment.placed and not any(assignment.count.get(c, 0) for c in g.classes)
+            }
+            for kept in (None, greedy.KeptRankings(problem)):
+                assert waiting_gangs(problem, assignment, only, kept) == want
+    room = greedy.Room(problem)
+    for name in problem.resources:
+        for gangs in (problem.candidates, rng.sample(problem.candidates, len(problem.candidates) // 2)):
+            want_asks = sum(greedy._asks(problem, gang, name) for gang in gangs)
+            assert greedy._waiting_asks(problem, room, gangs, name) == want_asks  # memo empty, then full
+            assert greedy._waiting_asks(problem, room, gangs, name) == want_asks

@@ -21,7 +21,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.greedy import KeptRankings, Room, charge, fill, sharing_shapes
+from vcsat.solver.greedy import KeptRankings, Room, charge, class_keys, fill, sharing_shapes
 from vcsat.solver.problem import Problem
 
 
@@ -81,22 +81,14 @@ def top_up_in(
     devices, domains' GPUs, the rows the rankings read), the same either way; its rankings are
     exact for the room they read (:class:`vcsat.solver.greedy.KeptRankings`); and what it knows to
     find no node stays true while room only shrinks, which a fill's kept gangs make it do."""
-    # With ``only``, its few gangs are looked at rather than every candidate (the same set).
-    gangs = (
-        problem.candidates
-        if only is None
-        else [g for g in (problem.gangs[i] for i in only) if g.index not in problem.blocked]
-    )
-    placed, counted = assignment.placed, assignment.count.get
-    # any(map(...)) rather than a generator per gang: this runs over every candidate, twice a trade.
-    waiting = {gang.index for gang in gangs if gang.index not in placed and not any(map(counted, gang.classes))}
+    waiting = waiting_gangs(problem, assignment, only, kept)
     if not waiting or problem.interpod is not None or problem.spread or problem.attach is not None:
         return assignment, filled
     sharing = kept.sharing if kept is not None else sharing_shapes(problem)
     if sharing and any(k > 0 and s in sharing for (s, _), k in assignment.shape_slots.items()):
         return assignment, filled  # a GPU share: the decode's devices, not the greedy's
     if filled is None:
-        filled = Filled(Room(problem, assignment.shape_slots, kept), *charged(problem, assignment))
+        filled = Filled(Room(problem, assignment.shape_slots, kept), *charged(problem, assignment, kept))
     room, caps, held = filled.room, filled.caps, filled.held
     out = Assignment(
         placed=set(assignment.placed),
@@ -112,19 +104,41 @@ def top_up_in(
     return result, filled
 
 
-def charged(problem: Problem, assignment: Assignment) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+def waiting_gangs(
+    problem: Problem, assignment: Assignment, only: Collection[int] | None = None, kept: KeptRankings | None = None
+) -> set[int]:
+    """The candidates (of ``only``, when given) that ``assignment`` leaves out with none of their
+    pods placed: what a top-up fills. With ``only``, its few gangs are looked at rather than every
+    candidate; else the candidates not placed, a set difference (``kept``: the problem's memos hold
+    the candidates' set), rather than a test per candidate (a top-up runs twice a trade)."""
+    unplaced: set[int] | frozenset[int]
+    if only is not None:
+        unplaced = {i for i in only if i not in problem.blocked} - assignment.placed
+    else:
+        candidates = kept.candidate_set if kept is not None else {g.index for g in problem.candidates}
+        unplaced = candidates - assignment.placed
+    gangs, counted = problem.gangs, assignment.count.get
+    # any(map(...)) rather than a generator per gang: a class of a gang not placed seldom has pods.
+    return {g for g in unplaced if not any(map(counted, gangs[g].classes))}
+
+
+def charged(
+    problem: Problem, assignment: Assignment, kept: KeptRankings | None = None
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
     """The capped queues' room left and each queue's held work once ``assignment``'s pods are
     counted (:func:`vcsat.solver.greedy.charge`): what the fill starts from. Charged per (queue,
     shape) at once rather than per pod class, the queues met in the same order: whole numbers, so
-    the same sums, for fewer charges (a top-up counts every placed class, twice a trade)."""
+    the same sums, for fewer charges (a top-up counts every placed class, once a trade). ``kept``:
+    the problem's memos, which hold each class's (queue, shape) once."""
     caps = {name: dict(left) for name, left in problem.queue_room.items()}
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
     pods: dict[tuple[str, int], int] = {}
+    keys = kept.class_keys if kept is not None else class_keys(problem)
     for c, k in assignment.count.items():
-        pod_class = problem.classes[c]
-        key = (problem.gangs[pod_class.gang].queue, pod_class.shape)
+        key = keys[c]
         pods[key] = pods.get(key, 0) + k
     for (queue, s), k in pods.items():
         lineage = [caps[name] for name in problem.caps_of(queue)]
         charge(problem, problem.shapes[s].request, k, held.setdefault(queue, {}), lineage)
     return caps, held
+
