@@ -118,7 +118,8 @@ class Room:
         self.share_free = np.array([_share_free(used) if used else 0 for used in self.shared], dtype=np.int64)
         self.share_free = self.share_free.reshape(count)
         """Per node, the thousandths its shared GPUs have left, summed (the scarce-pool price reads it)."""
-        self.rows = NodeRows(free_array, self.whole_array, self.share_free, self.share_room, self.level_rank)
+        needs = kept.needs if kept is not None and kept.problem is problem else None
+        self.rows = NodeRows(free_array, self.whole_array, self.share_free, self.share_room, self.level_rank, needs)
         """The mirrors above again, one row per node: what a test of a few scattered nodes gathers."""
         self.arrival = np.arange(count, dtype=np.int64)
         """Per node, when it joined its bucket of :attr:`levels` (a bucket's order, oldest first)."""
@@ -500,7 +501,10 @@ class Room:
 
     def order_read(self, problem: Problem) -> bool:
         """Whether a pod of this problem may be placed by :meth:`best_fit`, the one query that
-        reads the order in which nodes entered their free-GPU bucket."""
+        reads the order in which nodes entered their free-GPU bucket. Once per problem where the
+        rooms share their memos (it reads the problem alone)."""
+        if self._order_read is None and self.kept is not None:
+            self._order_read = self.kept.order_read
         if self._order_read is None:
             least_fragmenting, scarce = self.choosers(problem)
             spread = self.spread.of_class if self.spread is not None else {}
@@ -511,6 +515,8 @@ class Room:
                 for c in problem.classes
                 for shape in (problem.shapes[c.shape],)
             )
+        if self.kept is not None:
+            self.kept.order_read = self._order_read
         return self._order_read
 
     def holder(self, problem: Problem, gang: Gang) -> _Holder | None:
@@ -827,6 +833,11 @@ class _Ranking:
         ok, rows = columns.fit(nodes, self.need)
         if self.share > 0:
             ok &= (rows[:, columns.share_room_col] >= self.share) | (rows[:, columns.whole_col] - self.whole >= 1)
+        if not ok.any():
+            # Most re-rankings in the exchange's rooms find no node where the pod fits (the room the
+            # trade freed is taken before the shape is asked again): nothing to price.
+            self.ranks[nodes] = UNFIT
+            return
         # Every node is ranked as if it fitted and the unfit ones then set apart (one `where`):
         # fewer calls than gathering the fitting rows first. An unfit row's price is finite
         # (a free amount is divided by at least 0.5) and is never read.
@@ -919,6 +930,17 @@ class KeptRankings:
         self.gang_asks: dict[tuple[int, str], int] = {}
         self.caps_of: dict[str, list[str]] = {}
         """The rooms' own memos of the same names that depend on the problem alone, shared."""
+        self.class_keys = class_keys(problem)
+        """Per pod class, its gang's queue and its shape (:func:`class_keys`), once."""
+        self.candidate_set = frozenset(gang.index for gang in problem.candidates)
+        """The problem's candidates' indices (:attr:`Problem.candidates`), as a set once."""
+        self.order_read: bool | None = None
+        """:meth:`Room.order_read` of the problem, once known."""
+        self.sharing = sharing_shapes(problem)
+        """The shapes whose pods ask a GPU share (:func:`sharing_shapes`), looked up once."""
+        self.needs: dict[tuple[int, ...], NDArray[np.int64]] = {}
+        """The rooms' :class:`NodeRows` layouts of what a request asks (:meth:`NodeRows.need`),
+        shared: every room of the problem has the same nodes and resources."""
         self._kept: dict[int, tuple[_Ranking, int, int]] = {}
         """Per shape, its ranking, the number of the room it was kept from (:attr:`_rows`), and how
         many of that room's :attr:`Room.changes` it had read."""
@@ -935,6 +957,8 @@ class KeptRankings:
         (each as its request and its eligible nodes' ``id``)."""
         self._eligible = {id(shape.fits): shape.fits for shape in problem.shapes}
         """Per query key's eligible nodes (a shape's ``fits``, by ``id``: :meth:`Room.query_key`), the nodes."""
+        self._tests: dict[tuple[tuple[int, ...], int], tuple[NDArray[np.int64], NDArray[np.bool_], int, int]] = {}
+        """Per query anywhere, what :meth:`still_full` tests of it (:meth:`_query_test`)."""
         self._differ: dict[int, tuple[NDArray[np.bool_], int]] = {}
         """Per room kept from, the nodes whose row :attr:`_room` had different, and how many of its
         :attr:`Room.changes` had been made then: a ranking carried later adds the changes since
@@ -984,18 +1008,32 @@ class KeptRankings:
             step = max(1, FIT_BLOCK // (grown.size * width))
             fits = np.empty(len(found), dtype=np.bool_)
             for start in range(0, len(found), step):
-                block = found[start : start + step]
-                needs = np.stack([room.rows.need(request, room.parts(request)[0])[:width] for request, _ in block])
+                block = [self._query_test(room, key) for key in found[start : start + step]]
+                needs = np.stack([need for need, _, _, _ in block])
                 ok = np.all(sub[None, :, :] >= needs[:, None, :], axis=2)
-                ok &= np.stack([self._eligible[eligible_id].mask(room.count)[grown] for _, eligible_id in block])
-                for row, (request, _) in enumerate(block):
-                    whole, share = room.parts(request)
+                ok &= np.stack([mask for _, mask, _, _ in block])[:, grown]
+                for row, (_, _, whole, share) in enumerate(block):
                     if share > 0:
                         rooms = sub[:, room.rows.share_room_col] >= share
                         ok[row] &= rooms | (sub[:, room.rows.whole_col] - whole >= 1)
                 fits[start : start + len(block)] = ok.any(axis=1)
             found = [key for key, fit in zip(found, fits.tolist(), strict=True) if not fit]
         return [room.query_key(request, self._eligible[eligible_id], None) for request, eligible_id in found]
+
+    def _query_test(
+        self, room: Room, key: tuple[tuple[int, ...], int]
+    ) -> tuple[NDArray[np.int64], NDArray[np.bool_], int, int]:
+        """What :meth:`still_full` tests of a query anywhere (its request and its eligible nodes'
+        ``id``): the request's fit layout for one row, its eligible nodes as a mask, its whole GPUs
+        and its share thousandths; per query once (they depend on the problem alone), where each
+        room asked them again (~150 queries a room)."""
+        test = self._tests.get(key)
+        if test is None:
+            request, eligible_id = key
+            whole, share = room.parts(request)
+            need = room.rows.need(request, whole)[: room.rows.width]
+            test = self._tests[key] = (need, self._eligible[eligible_id].mask(room.count), whole, share)
+        return test
 
     def carry(self, room: Room, scarce: scarcity.Scarcity, shape: Shape) -> _Ranking | None:
         """The kept ranking of ``shape``, made true for ``room`` (which takes it over); None when
@@ -1149,9 +1187,13 @@ def _fill_tier(
         share[queue] = (name, deserved)
     waiting: dict[str, deque[Gang]] = {}
     thresholds = {queue: tier_threshold(problem, queue, tier) for queue in share}
-    for gang in order:
-        if gang.queue in share and gang.index not in tried and gang.rank >= thresholds[gang.queue]:
-            waiting.setdefault(gang.queue, deque()).append(gang)
+    for gang in order:  # every waiting gang, once per level: no deque made per gang (setdefault's)
+        threshold = thresholds.get(gang.queue)
+        if threshold is not None and gang.rank >= threshold and gang.index not in tried:
+            queued = waiting.get(gang.queue)
+            if queued is None:
+                queued = waiting[gang.queue] = deque()
+            queued.append(gang)
 
     # The keys below are fractions over a queue's deserved amount, each scaled by one common
     # multiple of them all: whole numbers that compare as the fractions do, exactly, and cheaply.
@@ -1196,16 +1238,24 @@ def _fill_tier(
 
     for queue in waiting:
         keys[queue] = key(queue)
+    # The queue to serve next is found again only when some key changed or it ran out of work:
+    # a gang that does not fit changes no key (filled equally), and most of an exchange's top-ups'
+    # gangs do not fit, so the same queue is served again without comparing the others.
+    first: str | None = None
     while waiting:
-        queue = min(waiting, key=keys.__getitem__)
+        queue = first if first is not None else min(waiting, key=keys.__getitem__)
         if keys[queue][0][-1] >= scale:
             break  # every queue left is at its share: no queue gains more at this level
         gang = waiting[queue].popleft()
+        first = queue
         if not waiting[queue]:
             del waiting[queue]
+            first = None
         tried.add(gang.index)
-        if (_place(problem, gang, room, queue_room, assignment, held) or by_gain) and queue in waiting:
-            keys[queue] = key(queue)
+        if _place(problem, gang, room, queue_room, assignment, held) or by_gain:
+            first = None
+            if queue in waiting:
+                keys[queue] = key(queue)
 
 
 def _targets(
@@ -1228,12 +1278,23 @@ def _targets(
             LevelClaim(
                 deserved=share[queue][1],
                 held=held.get(queue, {}).get(name, 0),
-                asks=sum(_gang_asks(problem, room, gang, name) for gang in waiting[queue]),
+                asks=_waiting_asks(problem, room, waiting[queue], name),
             )
             for queue in queues
         ]
         targets.update(zip(queues, level_targets(claims, free, DRF_PIECES), strict=True))
     return targets
+
+
+def _waiting_asks(problem: Problem, room: Room, gangs: Iterable[Gang], name: str) -> int:
+    """What ``gangs`` ask of resource ``name`` together (:func:`_gang_asks` of each, summed): read
+    off the memo in a loop, each level of every fill sums every waiting gang's asks."""
+    memo = room.gang_asks
+    total = 0
+    for gang in gangs:
+        asks = memo.get((gang.index, name))
+        total += asks if asks is not None else _gang_asks(problem, room, gang, name)
+    return total
 
 
 def _asks(problem: Problem, gang: Gang, name: str) -> int:
@@ -1314,7 +1375,9 @@ def _known_not_to_fit(problem: Problem, gang: Gang, room: Room) -> bool:
     if gang.index in room.topology_gangs:
         return False
     classes = gang.classes
-    if len(classes) == 1:  # most gangs: their one key, unmemoised (a look-up costs as much)
+    if len(classes) == 1 and room.kept is None:
+        # most of the greedy's gangs, each asked about once: their one key, unmemoised (a look-up
+        # costs as much); the exchange's rooms share the memo and ask again in every room
         pod_class = problem.classes[classes[0]]
         key = _plain_key(problem, pod_class, room)
         return key is not None and bool(pod_class.pods) and key in room.full
@@ -1324,6 +1387,8 @@ def _known_not_to_fit(problem: Problem, gang: Gang, room: Room) -> bool:
     if not keys:
         return False
     full = room.full
+    if len(keys) == 1:
+        return keys[0] in full
     return all(key in full for key in keys)
 
 
@@ -1350,6 +1415,19 @@ def _plain_key(problem: Problem, pod_class: PodClass, room: Room) -> Hashable | 
     if room.spread is not None and pod_class.index in room.spread.of_class:
         return None
     return room.query_key(shape.request, shape.fits, None)
+
+
+def class_keys(problem: Problem) -> list[tuple[str, int]]:
+    """Per pod class of ``problem``, (its gang's queue, its shape): what a decision's pods are
+    counted by against the queues (:func:`vcsat.solver.search.top_up.charged`)."""
+    return [(problem.gangs[pod_class.gang].queue, pod_class.shape) for pod_class in problem.classes]
+
+
+def sharing_shapes(problem: Problem) -> frozenset[int]:
+    """The shapes whose pods ask a GPU share (:func:`shares_gpu`)."""
+    if res.GPU_MILLI not in problem.resources:
+        return frozenset()
+    return frozenset(shape.index for shape in problem.shapes if shares_gpu(problem, shape.request))
 
 
 def shares_gpu(problem: Problem, request: tuple[int, ...]) -> bool:

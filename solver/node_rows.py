@@ -43,7 +43,10 @@ class NodeRows:
         share_free: NDArray[np.int64],
         share_room: NDArray[np.int64],
         level_rank: NDArray[np.int64],
+        needs: dict[tuple[int, ...], NDArray[np.int64]] | None = None,
     ) -> None:
+        """``needs``: the :meth:`need` memo of another table of the same problem (same nodes and
+        resources, so the same layouts), shared: the exchange makes two tables a trade."""
         count, resources = free.shape
         self.resources = resources
         self.whole_col = resources
@@ -61,7 +64,7 @@ class NodeRows:
         rows[:, self.level_rank_col] = level_rank
         self.rows = rows
         self._tiled = min(TILED_NODES, count)
-        self._needs: dict[tuple[int, ...], NDArray[np.int64]] = {}
+        self._needs: dict[tuple[int, ...], NDArray[np.int64]] = {} if needs is None else needs
 
     def set_free(self, node: int, row: Sequence[int]) -> None:
         self.rows[node, : self.resources] = row

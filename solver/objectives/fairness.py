@@ -229,7 +229,16 @@ def _fill(held: int, deserved: int, asked: list[int], r: int, problem: Problem, 
 def placed_amount(problem: Problem, assignment: Assignment, classes: Iterable[int], r: int) -> int:
     """How much of resource ``r`` the pods of ``classes`` (a fair-share term's counted classes) that
     ``assignment`` places ask: what the decision adds to the term's ``held``."""
-    return sum(assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[r] for c in classes)
+    # A loop, not a generator: the exchange sums every fair-share term for each trade's rank, and
+    # most of a term's classes are not placed (whole numbers: the same sum).
+    placed = assignment.count.get
+    shapes, pod_classes = problem.shapes, problem.classes
+    total = 0
+    for c in classes:
+        k = placed(c)
+        if k:
+            total += k * shapes[pod_classes[c].shape].request[r]
+    return total
 
 
 def utility_pieces() -> list[tuple[int, int]]:

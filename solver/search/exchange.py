@@ -80,7 +80,7 @@ from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amou
 from vcsat.solver.problem import Problem
 from vcsat.solver.search.relocation import relocations
 from vcsat.solver.search.slope_trade import slope_trades
-from vcsat.solver.search.top_up import top_up
+from vcsat.solver.search.top_up import top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
 Ranked = tuple[Assignment, tuple[int, ...]]
@@ -408,10 +408,14 @@ def _kept(
     if rest is None:
         return best, best_rank
     kept = run.rankings
-    trial = top_up(problem, rest, only=first, kept=kept)
+    # The top-ups fill on in one room where that is the same (:func:`top_up_in`): a room less to
+    # make a top-up, and the rankings the first read need not be carried into the next.
+    trial, filled = top_up_in(problem, rest, only=first, kept=kept)
     if then:
-        trial = top_up(problem, trial, only=then, kept=kept)
-    trial = top_up(problem, trial, kept=kept)
+        trial, filled = top_up_in(problem, trial, only=then, kept=kept, filled=filled)
+    trial, filled = top_up_in(problem, trial, kept=kept, filled=filled)
+    if filled is not None:
+        filled.room.keep_rankings()
     trial_rank = rank(problem, trial)
     return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
 
@@ -541,7 +545,9 @@ def without(problem: Problem, assignment: Assignment, gangs: list[int]) -> Assig
         if g in dropped:
             by_gang[(g, s)] = by_gang.get((g, s), 0) + k
     gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
-    left = problem.room_left(shape_slots)
+    # The room left per node orders the unpinned slots a pod leaves: made when first needed (a
+    # decision the greedy or a trade made pins every pod to its gang's slots, and needs none).
+    left: list[list[int]] | None = None
     count = dict(assignment.count)
     # Per shape, the nodes with slots of it: a dropped pod's candidates are read from its shape's
     # nodes, not from every slot of the decision (tens of thousands at 10,000 nodes, once per
@@ -559,14 +565,17 @@ def without(problem: Problem, assignment: Assignment, gangs: list[int]) -> Assig
             if k <= 0:
                 continue
             nodes = [node for node in of_shape.get(s, ()) if shape_slots[(s, node)] > pinned.get((s, node), 0)]
-            nodes.sort(key=lambda node: (-(left[node][gpu] if gpu is not None else 0), -sum(left[node]), node))
+            if left is None:
+                left = problem.room_left(shape_slots)  # what the frees below added, already in
+            room = left
+            nodes.sort(key=lambda node: (-(room[node][gpu] if gpu is not None else 0), -sum(room[node]), node))
             for node in nodes:
                 if k <= 0:
                     break
                 free = min(k, shape_slots[(s, node)] - pinned.get((s, node), 0))
                 shape_slots[(s, node)] -= free
                 for r, amount in enumerate(problem.shapes[s].request):
-                    left[node][r] += free * amount
+                    room[node][r] += free * amount
                 k -= free
             if k > 0:
                 return None  # slots and counts disagree: no trade rather than a guess

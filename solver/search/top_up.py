@@ -18,10 +18,22 @@ decision is returned as it is.
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.greedy import KeptRankings, Room, charge, fill, shares_gpu
+from vcsat.solver.greedy import KeptRankings, Room, charge, class_keys, fill, sharing_shapes
 from vcsat.solver.problem import Problem
+
+
+@dataclass
+class Filled:
+    """A top-up's room as its fill left it, with the capped queues' room left and each queue's
+    held work as the fill kept them: what :func:`charged` would make of the top-up's result, so
+    the next top-up of that result starts from them (:func:`top_up_in`)."""
+
+    room: Room
+    caps: dict[str, dict[str, int]]
+    held: dict[str, dict[str, int]]
 
 
 def top_up(
@@ -40,28 +52,44 @@ def top_up(
     ``assignment`` already places. ``only``: of the gangs left out, these alone. ``kept``: rankings
     carried from an earlier top-up of the same problem, and kept for the next (same decision,
     less work: :class:`vcsat.solver.greedy.KeptRankings`)."""
-    # With ``only``, its few gangs are looked at rather than every candidate (the same set).
-    gangs = (
-        problem.candidates
-        if only is None
-        else [g for g in (problem.gangs[i] for i in only) if g.index not in problem.blocked]
-    )
-    waiting = {
-        gang.index
-        for gang in gangs
-        if gang.index not in assignment.placed and not any(assignment.count.get(c, 0) for c in gang.classes)
-    }
+    out, filled = top_up_in(problem, assignment, by_gain=by_gain, only=only, kept=kept)
+    if filled is not None:
+        filled.room.keep_rankings()
+    return out
+
+
+def top_up_in(
+    problem: Problem,
+    assignment: Assignment,
+    *,
+    by_gain: bool = False,
+    only: Collection[int] | None = None,
+    kept: KeptRankings | None = None,
+    filled: Filled | None = None,
+) -> tuple[Assignment, Filled | None]:
+    """:func:`top_up`, and the room it filled, whose free room is then the result's: the next
+    top-up of the result (the exchange makes two or three a trade) fills on in it, given as
+    ``filled`` (with the queues' room and held work the fill kept), instead of making its own room
+    from the result's slots and counting the result's pods again. The caller hands the last
+    room's rankings on when done (:meth:`Room.keep_rankings`). None instead of a room where none
+    was made, or where a room made from the result's slots would differ from it: a problem one of
+    whose pods the best fit may place (:meth:`Room.order_read`) reads the order in which nodes
+    entered their free-GPU buckets, which a room made from slots takes from the slots' order and
+    a filled room from its fill's (there its rankings are kept here, as :func:`top_up` does).
+
+    Why it is the same: every other part of a room is its free room per node (the free amounts,
+    devices, domains' GPUs, the rows the rankings read), the same either way; its rankings are
+    exact for the room they read (:class:`vcsat.solver.greedy.KeptRankings`); and what it knows to
+    find no node stays true while room only shrinks, which a fill's kept gangs make it do."""
+    waiting = waiting_gangs(problem, assignment, only, kept)
     if not waiting or problem.interpod is not None or problem.spread or problem.attach is not None:
-        return assignment
-    if any(k > 0 and shares_gpu(problem, problem.shapes[s].request) for (s, _), k in assignment.shape_slots.items()):
-        return assignment  # a GPU share: the decode's devices, not the greedy's
-    room = Room(problem, assignment.shape_slots, kept)
-    caps = {name: dict(left) for name, left in problem.queue_room.items()}
-    held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
-    for c, k in assignment.count.items():
-        queue = problem.gangs[problem.classes[c].gang].queue
-        request = problem.shapes[problem.classes[c].shape].request
-        charge(problem, request, k, held.setdefault(queue, {}), [caps[name] for name in problem.caps_of(queue)])
+        return assignment, filled
+    sharing = kept.sharing if kept is not None else sharing_shapes(problem)
+    if sharing and any(k > 0 and s in sharing for (s, _), k in assignment.shape_slots.items()):
+        return assignment, filled  # a GPU share: the decode's devices, not the greedy's
+    if filled is None:
+        filled = Filled(Room(problem, assignment.shape_slots, kept), *charged(problem, assignment, kept))
+    room, caps, held = filled.room, filled.caps, filled.held
     out = Assignment(
         placed=set(assignment.placed),
         count=dict(assignment.count),
@@ -69,5 +97,48 @@ def top_up(
         gang_slots=dict(assignment.gang_slots),
     )
     fill(problem, (problem.gangs[g] for g in waiting), room, caps, out, held, by_gain=by_gain)
-    room.keep_rankings()
-    return assignment if out.placed == assignment.placed else out
+    result = assignment if out.placed == assignment.placed else out  # a failed trial gives its room back
+    if room.order_read(problem):
+        room.keep_rankings()
+        return result, None
+    return result, filled
+
+
+def waiting_gangs(
+    problem: Problem, assignment: Assignment, only: Collection[int] | None = None, kept: KeptRankings | None = None
+) -> set[int]:
+    """The candidates (of ``only``, when given) that ``assignment`` leaves out with none of their
+    pods placed: what a top-up fills. With ``only``, its few gangs are looked at rather than every
+    candidate; else the candidates not placed, a set difference (``kept``: the problem's memos hold
+    the candidates' set), rather than a test per candidate (a top-up runs twice a trade)."""
+    unplaced: set[int] | frozenset[int]
+    if only is not None:
+        unplaced = {i for i in only if i not in problem.blocked} - assignment.placed
+    else:
+        candidates = kept.candidate_set if kept is not None else {g.index for g in problem.candidates}
+        unplaced = candidates - assignment.placed
+    gangs, counted = problem.gangs, assignment.count.get
+    # any(map(...)) rather than a generator per gang: a class of a gang not placed seldom has pods.
+    return {g for g in unplaced if not any(map(counted, gangs[g].classes))}
+
+
+def charged(
+    problem: Problem, assignment: Assignment, kept: KeptRankings | None = None
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """The capped queues' room left and each queue's held work once ``assignment``'s pods are
+    counted (:func:`vcsat.solver.greedy.charge`): what the fill starts from. Charged per (queue,
+    shape) at once rather than per pod class, the queues met in the same order: whole numbers, so
+    the same sums, for fewer charges (a top-up counts every placed class, once a trade). ``kept``:
+    the problem's memos, which hold each class's (queue, shape) once."""
+    caps = {name: dict(left) for name, left in problem.queue_room.items()}
+    held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
+    pods: dict[tuple[str, int], int] = {}
+    keys = kept.class_keys if kept is not None else class_keys(problem)
+    for c, k in assignment.count.items():
+        key = keys[c]
+        pods[key] = pods.get(key, 0) + k
+    for (queue, s), k in pods.items():
+        lineage = [caps[name] for name in problem.caps_of(queue)]
+        charge(problem, problem.shapes[s].request, k, held.setdefault(queue, {}), lineage)
+    return caps, held
+
