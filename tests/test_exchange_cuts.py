@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_greedy_index import generated
+from test_greedy_index import generated, racked_clusters
 from test_known_not_to_fit import POLICY, SLOW_OK, _facts
 
 from vcsat.model import resources as res
@@ -126,27 +126,9 @@ def test_trades_decide_alike_and_the_cuts_skip(
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=SLOW_OK)
-@given(
-    nodes=st.integers(4, 30),
-    jobs=st.integers(10, 150),
-    seed=st.integers(0, 10_000),
-    busy=st.sampled_from([0.2, 0.6, 0.9]),
-    multi=st.sampled_from([0.1, 0.4]),
-    tasks=st.sampled_from([0.0, 0.3]),
-)
-def test_cheaper_trades_decide_as_plain_ones(
-    nodes: int, jobs: int, seed: int, busy: float, multi: float, tasks: float, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    snap = generated(
-        nodes=nodes,
-        pending_jobs=jobs,
-        seed=seed,
-        busy_gpu_fraction=busy,
-        multi_node_job_share=multi,
-        ps_worker_job_share=tasks,
-        rack_size=4,
-        racks_per_spine=2,
-    )
+@given(case=racked_clusters())
+def test_cheaper_trades_decide_as_plain_ones(case: tuple[Any, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    snap, seed = case
     cut, plain, _, _ = _with_and_without(snap, seed, monkeypatch)
     assert cut == plain
 

@@ -31,7 +31,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scripts import load_script
-from test_greedy_index import generated
+from test_greedy_index import generated, racked_clusters
 from test_known_not_to_fit import POLICY, SLOW_OK, _facts
 
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
@@ -169,27 +169,11 @@ def test_one_room_a_trade_on_capped_and_contended_shapes(
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=SLOW_OK)
-@given(
-    nodes=st.integers(4, 30),
-    jobs=st.integers(10, 150),
-    seed=st.integers(0, 10_000),
-    busy=st.sampled_from([0.2, 0.6, 0.9]),
-    multi=st.sampled_from([0.1, 0.4]),
-    tasks=st.sampled_from([0.0, 0.3]),
-)
+@given(case=racked_clusters())
 def test_one_room_decides_as_fresh_rooms_on_random_clusters(
-    nodes: int, jobs: int, seed: int, busy: float, multi: float, tasks: float, monkeypatch: pytest.MonkeyPatch
+    case: tuple[Any, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    snap = generated(
-        nodes=nodes,
-        pending_jobs=jobs,
-        seed=seed,
-        busy_gpu_fraction=busy,
-        multi_node_job_share=multi,
-        ps_worker_job_share=tasks,
-        rack_size=4,
-        racks_per_spine=2,
-    )
+    snap, seed = case
     one, fresh, _, _ = _one_room_and_fresh(snap, seed, monkeypatch)
     assert one == fresh
 

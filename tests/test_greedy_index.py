@@ -38,6 +38,26 @@ def generated(**options: Any) -> Snapshot:
     return snapshot_from_objects(instance["items"], source="generated")
 
 
+@st.composite
+def racked_clusters(draw: st.DrawFn) -> tuple[Snapshot, int]:
+    """A random generated cluster in racks of four, two racks a spine, and its seed: what the
+    exchange's properties comparing a cheaper path with the plain one draw."""
+    nodes = draw(st.integers(4, 30))
+    jobs = draw(st.integers(10, 150))
+    seed = draw(st.integers(0, 10_000))
+    snap = generated(
+        nodes=nodes,
+        pending_jobs=jobs,
+        seed=seed,
+        busy_gpu_fraction=draw(st.sampled_from([0.2, 0.6, 0.9])),
+        multi_node_job_share=draw(st.sampled_from([0.1, 0.4])),
+        ps_worker_job_share=draw(st.sampled_from([0.0, 0.3])),
+        rack_size=4,
+        racks_per_spine=2,
+    )
+    return snap, seed
+
+
 def decide(problem_of: Any, monkeypatch: pytest.MonkeyPatch, room: type) -> tuple[Any, ...]:
     """The greedy decision and the explanations, with this room class."""
     with monkeypatch.context() as patch:
