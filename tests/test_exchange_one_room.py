@@ -178,25 +178,36 @@ def test_one_room_decides_as_fresh_rooms_on_random_clusters(
     assert one == fresh
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=SLOW_OK)
-@given(
-    nodes=st.integers(2, 30),
-    jobs=st.integers(5, 120),
-    seed=st.integers(0, 10_000),
-    busy=st.sampled_from([0.2, 0.6, 0.9]),
-)
-def test_placed_work_summed_in_one_walk(nodes: int, jobs: int, seed: int, busy: float) -> None:
+@st.composite
+def _greedy_and_half(draw: st.DrawFn) -> tuple[Problem, Assignment, Assignment, random.Random]:
+    """A random generated cluster's problem, its greedy decision, that decision without half its
+    gangs, and the random source that chose them (seeded by the cluster's seed)."""
+    nodes, jobs = draw(st.integers(2, 30)), draw(st.integers(5, 120))
+    seed, busy = draw(st.integers(0, 10_000)), draw(st.sampled_from([0.2, 0.6, 0.9]))
     problem = build_problem(generated(nodes=nodes, pending_jobs=jobs, seed=seed, busy_gpu_fraction=busy), POLICY)
     decision = greedy.greedy(problem)
     rng = random.Random(seed)
     half = without(problem, decision, rng.sample(sorted(decision.placed), len(decision.placed) // 2))
+    assert half is not None
+    return problem, decision, half, rng
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=SLOW_OK)
+@given(case=_greedy_and_half())
+def test_placed_work_summed_in_one_walk(case: tuple[Problem, Assignment, Assignment, random.Random]) -> None:
+    problem, decision, half, _rng = case
     for assignment in (decision, half):
-        assert assignment is not None
         ranks = {g.rank for g in problem.candidates}
         assert _placed(problem, assignment) == {rank: placed_work(problem, assignment, rank) for rank in ranks}
 
 
 shapes = load_script("benchmarks/shapes.py", "shapes")
+
+
+def _shape_problem(shape: str, nodes: int, seed: int) -> Problem:
+    """The problem of a generated cluster of ``shape`` (benchmarks/shapes.py) at this size and seed."""
+    instance = shapes.SHAPES[shape].instance(nodes=nodes, seed=seed)
+    return build_problem(snapshot_from_objects(instance["items"], source="generated"), POLICY)
 
 
 def _charged_per_class(problem: Problem, assignment: Assignment) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -217,9 +228,7 @@ def _charged_per_class(problem: Problem, assignment: Assignment) -> tuple[dict[s
     shape=st.sampled_from(["capped", "over-served", "contended"]),
 )
 def test_charged_per_queue_and_shape_as_per_class(nodes: int, seed: int, shape: str) -> None:
-    instance = shapes.SHAPES[shape].instance(nodes=nodes, seed=seed)
-    snap = snapshot_from_objects(instance["items"], source="generated")
-    problem = build_problem(snap, POLICY)
+    problem = _shape_problem(shape, nodes, seed)
     decision = greedy.greedy(problem)
     want_caps, want_held = _charged_per_class(problem, decision)
     for kept in (None, greedy.KeptRankings(problem)):
@@ -237,8 +246,7 @@ def test_charged_per_queue_and_shape_as_per_class(nodes: int, seed: int, shape: 
     shape=st.sampled_from(["weighted", "over-served", "contended"]),
 )
 def test_placed_amount_as_the_sum_over_every_class(nodes: int, seed: int, shape: str) -> None:
-    instance = shapes.SHAPES[shape].instance(nodes=nodes, seed=seed)
-    problem = build_problem(snapshot_from_objects(instance["items"], source="generated"), POLICY)
+    problem = _shape_problem(shape, nodes, seed)
     decision = greedy.greedy(problem)
     terms = 0
     for tier in fair_ranks(problem):
@@ -251,18 +259,9 @@ def test_placed_amount_as_the_sum_over_every_class(nodes: int, seed: int, shape:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=SLOW_OK)
-@given(
-    nodes=st.integers(2, 30),
-    jobs=st.integers(5, 120),
-    seed=st.integers(0, 10_000),
-    busy=st.sampled_from([0.2, 0.6, 0.9]),
-)
-def test_waiting_gangs_and_their_asks_as_before(nodes: int, jobs: int, seed: int, busy: float) -> None:
-    problem = build_problem(generated(nodes=nodes, pending_jobs=jobs, seed=seed, busy_gpu_fraction=busy), POLICY)
-    decision = greedy.greedy(problem)
-    rng = random.Random(seed)
-    rest = without(problem, decision, rng.sample(sorted(decision.placed), len(decision.placed) // 2))
-    assert rest is not None
+@given(case=_greedy_and_half())
+def test_waiting_gangs_and_their_asks_as_before(case: tuple[Problem, Assignment, Assignment, random.Random]) -> None:
+    problem, decision, rest, rng = case
     # A decision with pods of a gang it does not count as placed (as a search may hand one back).
     partial = Assignment(
         placed=set(rest.placed) - set(rng.sample(sorted(rest.placed), min(2, len(rest.placed)))),
