@@ -12,6 +12,7 @@ from typing import Any
 
 from vcsat.adapters.convert.fields import MAPPING_TYPES, type_name
 from vcsat.adapters.convert.reader import KubeObject, child
+from vcsat.adapters.convert.spelling import spelling
 from vcsat.model import resources as res
 
 _POD_LEVEL_RESOURCES = (res.CPU, res.MEMORY)
@@ -25,14 +26,14 @@ def read_pod_requests(obj: KubeObject, spec: Mapping[str, Any]) -> dict[str, int
     return requests
 
 
-def pod_requests_key(spec: Mapping[str, Any]) -> str | None:
-    """Everything a pod's requests depend on, as text; None when the spec is too odd to key."""
+def pod_requests_key(spec: Mapping[str, Any]) -> bytes | str | None:
+    """Everything a pod's requests depend on, spelled (:mod:`.spelling`); None when the spec is too odd to key."""
     containers = spec.get("containers")
     init_containers = spec.get("initContainers") or []
     if type(containers) is not list or type(init_containers) is not list:
         return None
     try:
-        return repr(
+        return spelling(
             (
                 [container.get("resources") for container in containers],
                 [(container.get("resources"), container.get("restartPolicy")) for container in init_containers],

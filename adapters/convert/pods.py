@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 from vcsat.adapters.convert import storage_objects as storage
+from vcsat.adapters.convert.clock import parse_text_clock
 from vcsat.adapters.convert.fields import MAPPING_TYPES
 from vcsat.adapters.convert.gpu_ids import GPU_IDS_ANNOTATION, parse_gpu_ids
 from vcsat.adapters.convert.node_selectors import read_preferred_affinity, read_required_affinity
@@ -21,7 +22,7 @@ from vcsat.adapters.convert.nodes import EFFECT_NAMES, TAINT_EFFECTS
 from vcsat.adapters.convert.pod_affinity import NO_POD_RULES, read_pod_affinity_rules
 from vcsat.adapters.convert.pod_requests import pod_requests_key, read_pod_requests, request_path
 from vcsat.adapters.convert.priority_classes import PriorityClasses
-from vcsat.adapters.convert.reader import Conversion, KubeObject, construct, construct_from, field_path
+from vcsat.adapters.convert.reader import Conversion, KubeObject, all_strings, construct, construct_complete, field_path
 from vcsat.adapters.convert.spelling import spelling
 from vcsat.adapters.convert.spread import read_spread_constraints
 from vcsat.model import resources as res
@@ -42,6 +43,9 @@ QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 DEFAULT_SCHEDULER = "default-scheduler"
 
 
+_GROUP_ANNOTATION, _VOLCANO_GROUP_ANNOTATION = GROUP_NAME_ANNOTATIONS
+_GROUP_PATH = field_path("metadata", "annotations", GROUP_NAME_ANNOTATIONS[0])
+_PREEMPTABLE_PATH = field_path("metadata", "annotations", PREEMPTABLE_ANNOTATION)
 _POD_PHASES = frozenset({"Pending", "Running", "Succeeded", "Failed", "Unknown"})
 _PARSE_BOOL = {
     # Go's strconv.ParseBool, as Volcano reads volcano.sh/preemptable
@@ -66,8 +70,16 @@ def read_pod(
     status = raw.get("status")
     if type(status) is not dict:  # the parser's own dict is the common case: read as it is
         status = obj.mapping(raw, "status", "status")
-    annotations = obj.checked_strings(metadata, "annotations", "metadata.annotations")  # read, not kept
-    labels = obj.string_map(metadata, "labels", "metadata.labels")
+    # The annotations are read, not kept; the labels are kept (a copy). Plain dicts of strings,
+    # the common case, are checked here in one pass each; anything else the reader checks.
+    annotations = metadata.get("annotations")
+    if type(annotations) is not dict or not all_strings(annotations):
+        annotations = obj.checked_strings(metadata, "annotations", "metadata.annotations")
+    labels = metadata.get("labels")
+    if type(labels) is dict and all_strings(labels):
+        labels = labels.copy()
+    else:
+        labels = obj.string_map(metadata, "labels", "metadata.labels")
 
     node_name = spec.get("nodeName")
     if type(node_name) is not str:
@@ -144,13 +156,16 @@ def _read_spec(
     else:
         # matchLabelKeys read the pod's own labels: equal text and equal labels, equal value.
         pod_affinity, pod_anti_affinity = conversion.shared(
-            ("pod-affinity", repr((pod_rules_raw, sorted(labels.items())))),
+            ("pod-affinity", spelling((pod_rules_raw, sorted(labels.items())))),
             lambda: (
                 read_pod_affinity_rules(obj, spec, "podAffinity", labels),
                 read_pod_affinity_rules(obj, spec, "podAntiAffinity", labels),
             ),
         )
 
+    # The parts' keys are spellings (:mod:`.spelling`): equal spelling, equal value, as ``repr``
+    # keyed them, at a fraction of its cost on nested specs.
+    affinity_key = spelling(affinity_raw)
     gpu_ids = None
     holds_room = node_name is not None and phase not in ("Succeeded", "Failed")
     if holds_room and GPU_IDS_ANNOTATION in annotations:
@@ -170,9 +185,9 @@ def _read_spec(
         priority=priority,
         priority_class=priority_class,
         node_selector=obj.string_map(spec, "nodeSelector", "spec.nodeSelector"),
-        affinity=conversion.shared(("affinity", repr(spec.get("affinity"))), lambda: read_required_affinity(obj, spec)),
+        affinity=conversion.shared(("affinity", affinity_key), lambda: read_required_affinity(obj, spec)),
         tolerations=conversion.shared(
-            ("tolerations", repr(spec.get("tolerations"))),
+            ("tolerations", spelling(spec.get("tolerations"))),
             lambda: tuple(
                 _toleration(obj, raw, f"spec.tolerations[{index}]")
                 for index, raw in enumerate(obj.sequence(spec, "tolerations", "spec.tolerations"))
@@ -190,13 +205,13 @@ def _read_spec(
         resource_claims=_names(obj, spec, "resourceClaims"),
         queue_name=annotations.get(QUEUE_NAME_ANNOTATION) or None,
         preferred_affinity=conversion.shared(
-            ("preferred", repr(spec.get("affinity"))), lambda: read_preferred_affinity(obj, spec)
+            ("preferred", affinity_key), lambda: read_preferred_affinity(obj, spec)
         ),
         pod_affinity=pod_affinity,
         pod_anti_affinity=pod_anti_affinity,
         host_ports=conversion.shared(("host-ports", _ports_key(spec)), lambda: _host_ports(obj, spec)),
         spread_constraints=conversion.shared(
-            ("spread", repr(spec.get("topologySpreadConstraints"))), lambda: read_spread_constraints(obj, spec)
+            ("spread", spelling(spec.get("topologySpreadConstraints"))), lambda: read_spread_constraints(obj, spec)
         ),
     )
 
@@ -235,7 +250,30 @@ def _like(
     and checked here, in the order a full reading checks them. The spec-derived dicts (requests,
     node selector) are that pod's own objects, shared: models are frozen and nothing changes a
     field's dict in place."""
-    group, preemptable, phase = _own_fields(conversion, obj, status, annotations, labels, podgroups)
+    # The object's own fields, checked in the order a full reading checks them (_own_fields', then
+    # the GPU indices, uid, nominated node, creation time and claims), written out here: every pod
+    # but the first of each spec takes this path, and the calls were much of its cost.
+    namespace = obj.namespace
+    group = None
+    group_name = annotations.get(_GROUP_ANNOTATION) or annotations.get(_VOLCANO_GROUP_ANNOTATION) or None
+    if group_name is not None:
+        group = f"{namespace}/{group_name}"
+        if conversion.strict and group not in podgroups:
+            obj.fail(_GROUP_PATH, f"unknown PodGroup {group!r}")
+    preemptable = True
+    preemptable_text = annotations.get(PREEMPTABLE_ANNOTATION, labels.get(PREEMPTABLE_ANNOTATION))
+    if preemptable_text is not None:
+        parsed = _PARSE_BOOL.get(preemptable_text)
+        if parsed is None:
+            obj.fail(_PREEMPTABLE_PATH, "must be true or false")
+        preemptable = parsed
+    phase = status.get("phase")
+    if phase is None:
+        phase = "Pending"
+    elif type(phase) is not str:
+        phase = obj.string(status, "phase", "status.phase", "Pending")
+    if phase not in _POD_PHASES:
+        obj.fail("status.phase", f"must be one of {', '.join(sorted(_POD_PHASES))}, not {phase!r}")
     gpu_ids = None
     if node_name is not None and phase not in ("Succeeded", "Failed") and GPU_IDS_ANNOTATION in annotations:
         gpu_ids = parse_gpu_ids(obj, annotations[GPU_IDS_ANNOTATION], same["requests"])
@@ -243,12 +281,12 @@ def _like(
     if type(uid) is not str:
         uid = obj.string(metadata, "uid", "metadata.uid")
     values = same.copy()
-    values["namespace"] = obj.namespace
-    values["name"] = obj.name
+    values["namespace"] = namespace
+    values["name"] = name = obj.name
     # Its key (namespace/name, as the model derives it) made now, not on a first read: a new
     # string, not the object's own (which, made while the file was parsed, would keep the
     # parse's memory from being returned).
-    values["key"] = f"{obj.namespace}/{obj.name}"
+    values["key"] = f"{namespace}/{name}"
     values["uid"] = uid
     values["labels"] = labels
     values["node_name"] = node_name
@@ -259,10 +297,14 @@ def _like(
     values["preemptable"] = preemptable
     values["gpu_ids"] = gpu_ids
     values["nominated_node"] = None if status.get("nominatedNodeName") is None else _nominated_node(obj)
-    values["created"] = obj.created()
+    stamp = metadata.get("creationTimestamp")
+    try:
+        values["created"] = parse_text_clock(stamp) if type(stamp) is str else obj.created()
+    except ValueError:
+        values["created"] = obj.created()  # raises the error a full reading raises, naming the field
     values["claims"] = storage.pod_claims(obj, spec) if spec.get("volumes") else ()
     values["queue_name"] = annotations.get(QUEUE_NAME_ANNOTATION) or None
-    return construct_from(Pod, values, complete=True)
+    return construct_complete(Pod, values)
 
 
 def pod_references(obj: KubeObject) -> tuple[Any, Any]:
@@ -292,21 +334,18 @@ def pod_context(
     )
 
 
-def _ports_key(spec: Mapping[str, Any]) -> str:
+def _ports_key(spec: Mapping[str, Any]) -> bytes | str:
     """The text host ports are read from: the containers' and init containers' ``ports``."""
-    parts = []
+    parts: list[list[Any] | None] = []
     for field in ("initContainers", "containers"):
         containers = spec.get(field)
         if isinstance(containers, list):
             parts.append(
-                repr(
-                    [
-                        (c.get("ports"), c.get("restartPolicy")) if isinstance(c, MAPPING_TYPES) else c
-                        for c in containers
-                    ]
-                )
+                [(c.get("ports"), c.get("restartPolicy")) if isinstance(c, MAPPING_TYPES) else c for c in containers]
             )
-    return "|".join(parts)
+        else:
+            parts.append(None)
+    return spelling(parts)
 
 
 def _host_ports(obj: KubeObject, spec: Mapping[str, Any]) -> tuple[HostPort, ...]:

@@ -27,7 +27,8 @@ MAX_AMOUNT = 2**53
 """Largest amount accepted in model units (about 9·10^15: 8 PiB, or 9·10^12 cores in millicores):
 exact as a float too, and room for sums without int64 overflow. A queue quota above it is held at
 it (it bounds nothing a cluster holds)."""
-_NAMESPACED = frozenset({"Pod", "PodGroup", "PersistentVolumeClaim", "PodDisruptionBudget", "CSIStorageCapacity"})
+NAMESPACED = frozenset({"Pod", "PodGroup", "PersistentVolumeClaim", "PodDisruptionBudget", "CSIStorageCapacity"})
+"""The kinds whose objects are named within a namespace (``namespace/name``; ``default`` when none is given)."""
 _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _NO_STRINGS: Mapping[str, str] = MappingProxyType({})
 _T = TypeVar("_T")
@@ -97,7 +98,7 @@ class KubeObject(FieldReader):
                 self.fail(f"objects[{index}].metadata.name", "missing" if name is None else "must be a name")
         self.name = self.key = name
         self.namespace = ""
-        if kind in _NAMESPACED:
+        if kind in NAMESPACED:
             namespace = metadata.get("namespace", "default")
             if not isinstance(namespace, str) or not namespace:
                 self.fail("metadata.namespace", "must be a name")
@@ -112,7 +113,7 @@ class KubeObject(FieldReader):
         value = parent.get(key)
         if value is None:
             return {}
-        if type(value) is dict and _all_strings(value):
+        if type(value) is dict and all_strings(value):
             return dict(value)  # the common case, checked in one pass
         value = self.mapping(parent, key, path)
         for entry_key, entry in value.items():
@@ -128,7 +129,7 @@ class KubeObject(FieldReader):
         value = parent.get(key)
         if value is None:
             return _NO_STRINGS
-        if type(value) is dict and _all_strings(value):
+        if type(value) is dict and all_strings(value):
             return value
         return self.string_map(parent, key, path)
 
@@ -180,7 +181,7 @@ class KubeObject(FieldReader):
         return epoch_seconds(self, stamp, "metadata.creationTimestamp")
 
 
-def _all_strings(value: dict[Any, Any]) -> bool:
+def all_strings(value: dict[Any, Any]) -> bool:
     """Whether every key and value is a plain ``str`` (anything else is checked field by field)."""
     str_type = str
     for entry_key, entry in value.items():
@@ -250,6 +251,18 @@ def construct_from(model: type[_M], values: dict[str, Any], *, complete: bool = 
     instance = _new(model)
     _set_dict(instance, values)
     _set_fields_set(instance, _every_field(model))
+    _set_extra(instance, None)
+    _set_private(instance, None)
+    return instance
+
+
+def construct_complete(model: type[_M], values: dict[str, Any]) -> _M:
+    """``construct_from(model, values, complete=True)`` written out: the converter makes most pods
+    and PodGroups this way (one for each object spelled like an earlier one), one call each."""
+    instance = _new(model)
+    _set_dict(instance, values)
+    fields = _EVERY_FIELD.get(model)
+    _set_fields_set(instance, fields if fields is not None else _every_field(model))
     _set_extra(instance, None)
     _set_private(instance, None)
     return instance

@@ -52,6 +52,7 @@ from vcsat.adapters.convert.podgroups import read_podgroup
 from vcsat.adapters.convert.pods import pod_context, pod_references, read_pod
 from vcsat.adapters.convert.priority_classes import read_priority_classes
 from vcsat.adapters.convert.queues import read_queues
+from vcsat.adapters.convert.reader import NAMESPACED as _NAMESPACED
 from vcsat.adapters.convert.reader import Conversion, KubeObject
 from vcsat.adapters.convert.reuse import UNSET, ConversionMemo
 from vcsat.adapters.errors import InputError
@@ -80,6 +81,7 @@ _READ: Mapping[str, Any] = MappingProxyType({})
 _GROUPS: dict[str, str] = {}
 """apiVersion -> its API group (``scheduling.volcano.sh/v1beta1`` -> ``scheduling.volcano.sh``), as met."""
 _T = TypeVar("_T")
+_new = object.__new__
 
 
 def snapshot_from_objects(
@@ -244,6 +246,47 @@ class _SnapshotConverter(Conversion):
         return tuple(self.reuse(obj, (), read, obj) for _, obj in _by_key(objects))
 
     def _identify(self, raw: Any, index: int) -> KubeObject | None:
+        """The object as a :class:`KubeObject` of a kind read here, or None for any other object.
+
+        The common case (the parser's own dicts, string kind, apiVersion, name and namespace) is
+        read here in one call, the KubeObject made without its ``__init__``; anything else goes
+        :meth:`_identify_checked`, which checks it all and names what is wrong."""
+        if type(raw) is dict:
+            kind = raw.get("kind")
+            api_version = raw.get("apiVersion")
+            if type(kind) is str and type(api_version) is str:
+                wanted = _KINDS.get(kind)
+                if wanted is None:
+                    return None
+                group = _GROUPS.get(api_version)
+                if group is None:
+                    group = _GROUPS[api_version] = api_version.rpartition("/")[0]
+                if group != wanted:
+                    return None  # same kind name, another API (not ours to read)
+                metadata: Any = raw.get("metadata")
+                name = metadata.get("name") if type(metadata) is dict else None
+                if type(name) is str and name:
+                    if kind in _NAMESPACED:
+                        namespace = metadata.get("namespace", "default")
+                        key = f"{namespace}/{name}" if type(namespace) is str and namespace else None
+                    else:
+                        namespace, key = "", name
+                    if key is not None:
+                        obj: KubeObject = _new(KubeObject)
+                        obj.raw = raw
+                        obj.kind = kind
+                        obj.source = self.source
+                        obj.memo_context = UNSET
+                        obj.memo_value = None
+                        obj.references = None
+                        obj.noticed = UNSET
+                        obj.name = name
+                        obj.namespace = namespace
+                        obj.key = key
+                        return obj
+        return self._identify_checked(raw, index)
+
+    def _identify_checked(self, raw: Any, index: int) -> KubeObject | None:
         if not isinstance(raw, MAPPING_TYPES):
             raise InputError(f"must be a mapping, not {type_name(raw)}", source=self.source, field=f"objects[{index}]")
         kind = raw.get("kind")
