@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import json
 from collections.abc import Iterator, Mapping
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -302,18 +303,28 @@ def _objects_of(document: Any, doc: str, source: str, path: str = "") -> Iterato
             yield _checked_object(item, doc, source, place)
 
 
+_KIND = itemgetter("kind")
+_API_VERSION = itemgetter("apiVersion")
+
+
 def _plain_items(items: list[Any]) -> bool:
     """Whether every item is the parser's own dict with a non-empty string ``kind`` and
     ``apiVersion`` and none is a List: then the items are the objects as they are (what
-    :func:`_checked_object` returns for each), checked in one tight pass."""
-    for item in items:
-        if type(item) is not dict:
-            return False
-        kind = item.get("kind")
-        api_version = item.get("apiVersion")
-        if type(kind) is not str or not kind or kind == "List" or type(api_version) is not str or not api_version:
-            return False
-    return True
+    :func:`_checked_object` returns for each). Checked at C speed: the items' types, and the
+    distinct kinds and apiVersions (a file names a dozen), not a Python step per item."""
+    if set(map(type, items)) - {dict}:
+        return False
+    try:
+        kinds = set(map(_KIND, items))
+        api_versions = set(map(_API_VERSION, items))
+    except (KeyError, TypeError):  # one missing, or no text (a list, a mapping): checked one by one
+        return False
+    return "List" not in kinds and _all_names(kinds) and _all_names(api_versions)
+
+
+def _all_names(values: set[Any]) -> bool:
+    """Whether each value is a non-empty ``str``."""
+    return all(type(value) is str and value for value in values)
 
 
 def _checked_object(item: Any, doc: str, source: str, path: str) -> dict[str, Any]:
