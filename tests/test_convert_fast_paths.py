@@ -4,13 +4,16 @@ Three paths of ``read_snapshot`` take the common case in fewer steps: a List's i
 speed (``instance_file._plain_items``), an object identified in one call
 (``_SnapshotConverter._identify``, the careful reading kept as ``_identify_checked``), and a pod
 spelled like an earlier one read in one call (``pods._like``, whose own fields a full reading reads
-with ``_own_fields``). Each is compared here with its careful counterpart: the item loop as it was
-(kept below as the oracle), the checked identification, and the pod read alone.
+with ``_own_fields``); and a spec's spelling skips its search for ``null`` when the same text was
+found without one before (``spelling.spelling_seen``). Each is compared here with its careful
+counterpart: the item loop as it was (kept below as the oracle), the checked identification, the
+pod read alone, and :func:`~vcsat.adapters.convert.spelling.spelling`.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
 from typing import Any
 
 import pytest
@@ -20,6 +23,7 @@ from hypothesis import strategies as st
 from tests.test_objects import k8s_node, k8s_pod, k8s_podgroup, k8s_queue
 from vcsat.adapters.convert.instance_file import _plain_items
 from vcsat.adapters.convert.snapshot import _SnapshotConverter, snapshot_from_objects
+from vcsat.adapters.convert.spelling import spelling, spelling_seen
 from vcsat.adapters.errors import InputError
 
 Obj = dict[str, Any]
@@ -238,3 +242,36 @@ def test_a_pod_read_like_an_earlier_one_is_the_pod_read_alone_table(changes: dic
     alone = _read([*CONTEXT, second], "ns/second", strict)
     after_first = _read([*CONTEXT, k8s_pod("first", namespace="ns", gpus=1), second], "ns/second", strict)
     assert after_first == alone
+
+
+SPELLING_CASES = [
+    pytest.param([{"a": 1}, {"a": 1}], id="repeat"),
+    pytest.param([{"a": None}, {"a": None}], id="null-repeat"),
+    pytest.param([{"a": float("nan")}, {"a": None}, {"a": float("nan")}], id="nan-then-null"),
+    pytest.param([{"a": 1}, {"a": 1.0}, {"a": True}], id="number-types"),
+    pytest.param([{"a": datetime.date(2025, 6, 1)}, {"a": "2025-06-01"}], id="date"),
+]
+
+
+@pytest.mark.parametrize("values", SPELLING_CASES)
+def test_a_spelling_seen_before_is_the_spelling(values: list[Any]) -> None:
+    clean: set[bytes] = set()
+    for value in values:
+        assert spelling_seen(value, clean) == spelling(value)
+    assert all(b"null" not in text for text in clean)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from([0.0, 1.0, float("nan"), float("inf")]) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_JSON, max_size=8))
+def test_spellings_seen_in_any_order_are_the_spellings(values: list[Any]) -> None:
+    """Whatever texts were seen before, each value is spelled as :func:`spelling` spells it."""
+    clean: set[bytes] = set()
+    for value in values:
+        assert spelling_seen(value, clean) == spelling(value)

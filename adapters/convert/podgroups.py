@@ -14,7 +14,7 @@ from vcsat.adapters.convert.clock import INQUEUED_CONDITION
 from vcsat.adapters.convert.fields import MAPPING_TYPES, type_name
 from vcsat.adapters.convert.priority_classes import PriorityClasses
 from vcsat.adapters.convert.reader import Conversion, KubeObject, child, construct, construct_from, epoch_seconds
-from vcsat.adapters.convert.spelling import spelling
+from vcsat.adapters.convert.spelling import spelling_seen
 from vcsat.model.cluster import (
     DEFAULT_QUEUE,
     NetworkTopology,
@@ -36,7 +36,7 @@ def read_podgroup(
     status = raw.get("status")
     if type(status) is not dict:
         status = obj.mapping(raw, "status", "status")
-    key = ("podgroup-spec", spelling(spec)) if type(spec) is dict else None
+    key = ("podgroup-spec", spelling_seen(spec, conversion.clean)) if type(spec) is dict else None
     same = conversion.parts.get(key) if key is not None else None
     if same is None:
         group = _read_spec(conversion, obj, spec, status, classes, queues)

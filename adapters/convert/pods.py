@@ -23,7 +23,7 @@ from vcsat.adapters.convert.pod_affinity import NO_POD_RULES, read_pod_affinity_
 from vcsat.adapters.convert.pod_requests import pod_requests_key, read_pod_requests, request_path
 from vcsat.adapters.convert.priority_classes import PriorityClasses
 from vcsat.adapters.convert.reader import Conversion, KubeObject, all_strings, construct, construct_complete, field_path
-from vcsat.adapters.convert.spelling import spelling
+from vcsat.adapters.convert.spelling import spelling, spelling_seen
 from vcsat.adapters.convert.spread import read_spread_constraints
 from vcsat.model import resources as res
 from vcsat.model.cluster import (
@@ -90,7 +90,7 @@ def read_pod(
             obj.fail("spec.nodeName", f"unknown Node {node_name!r}")
         return None  # its node is gone: it holds room nowhere we know
 
-    key = _spec_key(obj, spec, labels)
+    key = _spec_key(conversion, spec, labels)
     same = conversion.parts.get(key) if key is not None else None
     if same is not None:
         return _like(conversion, obj, metadata, spec, status, annotations, labels, node_name, podgroups, same)
@@ -216,7 +216,7 @@ def _read_spec(
     )
 
 
-def _spec_key(obj: KubeObject, spec: Mapping[str, Any], labels: Mapping[str, str]) -> tuple[Any, ...] | None:
+def _spec_key(conversion: Conversion, spec: Mapping[str, Any], labels: Mapping[str, str]) -> tuple[Any, ...] | None:
     """What a pod's spec-derived fields depend on: the spelling of all of ``spec`` but
     ``nodeName``, and the labels when inter-pod terms read them (matchLabelKeys); None when the
     spec is no plain dict. Not the namespace: no spec-derived field reads it (the pods of one
@@ -230,7 +230,7 @@ def _spec_key(obj: KubeObject, spec: Mapping[str, Any], labels: Mapping[str, str
     affinity = spec.get("affinity")
     if affinity and type(affinity) is dict and ("podAffinity" in affinity or "podAntiAffinity" in affinity):
         return ("pod-spec", spelling(spec), spelling(labels))
-    return ("pod-spec", spelling(spec))
+    return ("pod-spec", spelling_seen(spec, conversion.clean))
 
 
 def _like(
@@ -335,7 +335,8 @@ def pod_context(
 
 
 def _ports_key(spec: Mapping[str, Any]) -> bytes | str:
-    """The text host ports are read from: the containers' and init containers' ``ports``."""
+    """What host ports are read from, spelled (:mod:`.spelling`): the init containers' and the
+    containers' ``ports`` (and restart policies), None for a list that is absent."""
     parts: list[list[Any] | None] = []
     for field in ("initContainers", "containers"):
         containers = spec.get(field)

@@ -201,6 +201,8 @@ class Conversion:
         self.strict = strict
         self.parts: dict[tuple[Any, ...], Any] = {}
         """Values built once per distinct spelling (:meth:`shared`), by kind of part and text."""
+        self.clean: set[bytes] = set()
+        """The specs' spellings found without ``null`` (:func:`~.spelling.spelling_seen`)."""
         self.memo = memo
         """The caller's memo of the last call (:meth:`reuse`); None when nothing is kept across calls."""
 

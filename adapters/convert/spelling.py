@@ -31,3 +31,19 @@ def spelling(value: Any) -> bytes | str:
     except TypeError:
         return repr(value)
     return repr(value) if _NULL(text) is not None else text
+
+
+def spelling_seen(value: Any, clean: set[bytes]) -> bytes | str:
+    """:func:`spelling`, the search for ``null`` spared when the text is one of ``clean``: texts
+    already found without ``null`` (the same text, the same answer). A text found without ``null``
+    joins them. The converter spells every pod's spec, and most repeat an earlier one's."""
+    try:
+        text = orjson.dumps(value, option=_OPTIONS)
+    except TypeError:
+        return repr(value)
+    if text in clean:
+        return text
+    if _NULL(text) is not None:
+        return repr(value)
+    clean.add(text)
+    return text
