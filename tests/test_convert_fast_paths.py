@@ -179,8 +179,15 @@ def _own_pod(name: str, own: dict[str, Any]) -> Obj:
         )
         if value is not None
     }
-    pod = k8s_pod(name, namespace=own["namespace"], gpus=1, node=own["node"], group=own["group"],
-                  annotations=annotations, created=own["created"])
+    pod = k8s_pod(
+        name,
+        namespace=own["namespace"],
+        gpus=1,
+        node=own["node"],
+        group=own["group"],
+        annotations=annotations,
+        created=own["created"],
+    )
     metadata = pod["metadata"]
     if own["labels"] is not None:
         metadata["labels"] = dict(own["labels"])

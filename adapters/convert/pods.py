@@ -204,9 +204,7 @@ def _read_spec(
         scheduling_gates=_names(obj, spec, "schedulingGates"),
         resource_claims=_names(obj, spec, "resourceClaims"),
         queue_name=annotations.get(QUEUE_NAME_ANNOTATION) or None,
-        preferred_affinity=conversion.shared(
-            ("preferred", affinity_key), lambda: read_preferred_affinity(obj, spec)
-        ),
+        preferred_affinity=conversion.shared(("preferred", affinity_key), lambda: read_preferred_affinity(obj, spec)),
         pod_affinity=pod_affinity,
         pod_anti_affinity=pod_anti_affinity,
         host_ports=conversion.shared(("host-ports", _ports_key(spec)), lambda: _host_ports(obj, spec)),
