@@ -271,10 +271,15 @@ class _Builder:
             constraint = self.model.constraint.add()
             constraint.lower_bound = row.lower
             constraint.upper_bound = row.upper
-            # pywraplp keeps no term for a zero coefficient set on a new variable.
-            terms = [(v, c) for v, c in row.terms.items() if c != 0.0]
-            constraint.var_index.extend([v for v, _ in terms])
-            constraint.coefficient.extend([c for _, c in terms])
+            # pywraplp keeps no term for a zero coefficient set on a new variable. Most rows have
+            # none: their terms are handed over as the dict holds them, with no Python loop.
+            if 0.0 in row.terms.values():
+                terms = [(v, c) for v, c in row.terms.items() if c != 0.0]
+                constraint.var_index.extend([v for v, _ in terms])
+                constraint.coefficient.extend([c for _, c in terms])
+            else:
+                constraint.var_index.extend(row.terms.keys())
+                constraint.coefficient.extend(row.terms.values())
         error = lp.LoadModelFromProtoKeepNames(self.model)
         if error:
             raise AssertionError(f"LP relaxation rejected: {error}")
@@ -395,13 +400,19 @@ class _Relaxation:
         self.y = y
 
         # Floors of the more important priorities: loose until ``hold`` sets them.
+        self.of_priority: dict[int, list[int]] = {priority: [] for priority in priorities}
+        """Per priority, its items ascending (what its floor and its objective read)."""
+        for i, item in enumerate(items):
+            self.of_priority[item.priority].append(i)
         self.floors: dict[int, Any] = {}
         for priority in priorities:
             row = lp.Constraint(-infinity, infinity)
-            for i, item in enumerate(items):
-                if item.priority == priority:
-                    row.SetCoefficient(y[i], float(item.value))
+            for i in self.of_priority[priority]:
+                row.SetCoefficient(y[i], float(items[i].value))
             self.floors[priority] = row
+        self.objective_at: int | None = None
+        """The priority whose items the objective last held (None: none yet). A cleared objective
+        (:meth:`maximise_share`) holds none: setting those items to 0 again is then a no-op."""
 
         # The queue fair-share levels (see objectives.fairness, ranked above every priority) keep at
         # least what they found: per level (a queue priority, then a tier of the queues' own job
@@ -487,8 +498,16 @@ class _Relaxation:
 
     def maximise(self, priority: int) -> int:
         objective = self.lp.Objective()
-        for i, item in enumerate(self.items):
-            objective.SetCoefficient(self.y[i], float(item.value) if item.priority == priority else 0.0)
+        # Only the coefficients that change are set: the last priority's items back to 0, this
+        # one's to their values. Setting 0 where the objective holds none, which every other item
+        # was asked before, is a no-op of the solver's (MPObjective::SetCoefficient): the objective
+        # is the one every item set gave.
+        if self.objective_at is not None and self.objective_at != priority:
+            for i in self.of_priority[self.objective_at]:
+                objective.SetCoefficient(self.y[i], 0.0)
+        for i in self.of_priority[priority]:
+            objective.SetCoefficient(self.y[i], float(self.items[i].value))
+        self.objective_at = priority
         objective.SetMaximization()
         everything = sum(item.value * item.pods for item in self.items if item.priority == priority)
         if self.lp.Solve() != pywraplp.Solver.OPTIMAL:
