@@ -1,13 +1,15 @@
-"""The LP bound sets only the objective coefficients that change, and loads rows without a Python loop (session 31).
+"""The LP bound sets only the objective coefficients that change, loads its floors and rows at once (session 31).
 
 :meth:`vcsat.solver.search.bound._Relaxation.maximise` used to set every item's objective
 coefficient for each priority (the priority's items to their values, every other item to 0); it
 now sets the last maximised priority's items back to 0 and this one's to their values, since
-setting 0 where the objective holds nothing is a no-op of the solver's. The floors' rows read each
-priority's items from one list made once. And ``_Builder.solver`` hands a row without a zero
-coefficient to the model as its dict holds it. The references below are the loops as they were:
-after every solve the whole LP (exported as a model, byte for byte) and every bound are the same,
-on shape files in miniature and on generated clusters (Hypothesis).
+setting 0 where the objective holds nothing is a no-op of the solver's. The priorities' floors
+were rows made through the solver's wrapper, a call per coefficient, after the other rows were
+loaded; they are loaded with them now (with a lower bound the loader keeps, loosened after). And
+``_Builder.solver`` hands a row without a zero coefficient to the model as its dict holds it.
+The references below are the loops as they were: after every solve the whole LP (exported as a
+model, byte for byte) and every bound are the same, on shape files in miniature and on generated
+clusters (Hypothesis).
 """
 
 from __future__ import annotations
@@ -57,11 +59,20 @@ def _maximise_every(self: Any, priority: int) -> int:
     return min(everything, math.floor(value + bound.TOLERANCE * (1.0 + abs(value))))
 
 
-def _solver_every(self: Any, *, one_by_one: bool = False) -> pywraplp.Solver:
-    """``_Builder.solver`` as it was: every row's terms read back one by one, zeros left out."""
+def _solver_every(self: Any, *, one_by_one: bool = False, floors: bool = False) -> pywraplp.Solver:
+    """``_Builder.solver`` as it was: every row's terms read back one by one, zeros left out.
+    ``floors``: the relaxation's last rows (those with a lower bound of 0 after the room and
+    capability rows, whose lower bounds are -inf) are its priorities' floors, which were made
+    through the wrapper after the load, without bounds (loosened after the load now)."""
     assert not one_by_one
+    rows = self.rows
+    made: list[Any] = []
+    if floors:
+        loose = next(k for k in range(len(rows), 0, -1) if rows[k - 1].lower != 0.0)
+        assert loose < len(rows) and rows[loose - 1].lower == -math.inf
+        rows, made = rows[:loose], rows[loose:]
     lp = pywraplp.Solver.CreateSolver("GLOP")
-    for row in self.rows:
+    for row in rows:
         constraint = self.model.constraint.add()
         constraint.lower_bound = row.lower
         constraint.upper_bound = row.upper
@@ -69,6 +80,12 @@ def _solver_every(self: Any, *, one_by_one: bool = False) -> pywraplp.Solver:
         constraint.var_index.extend([v for v, _ in terms])
         constraint.coefficient.extend([c for _, c in terms])
     assert not lp.LoadModelFromProtoKeepNames(self.model)
+    variables = lp.variables()
+    for row in made:
+        assert row.upper == math.inf
+        floor = lp.Constraint(-math.inf, math.inf)
+        for v, c in row.terms.items():
+            floor.SetCoefficient(variables[v], c)
     return lp
 
 
@@ -79,7 +96,7 @@ def _run(problem: Problem, monkeypatch: pytest.MonkeyPatch, *, reference: bool) 
     with monkeypatch.context() as patch:
         maximise = _maximise_every if reference else bound._Relaxation.maximise
         if reference:
-            patch.setattr(bound._Builder, "solver", _solver_every)
+            patch.setattr(bound._Builder, "solver", lambda self: _solver_every(self, floors=True))
 
         def recording(self: Any, priority: int) -> int:
             value = maximise(self, priority)

@@ -389,26 +389,30 @@ class _Relaxation:
                     small = [float(units.request(r, items[i].request[r])) for i in asked]
                     add(asked, small, float(units.room(r, max(0, left))))
 
+        # Floors of the more important priorities: loose until ``hold`` sets them. The loader drops
+        # a row without bounds, so each is loaded with a lower bound of 0 and loosened after.
+        self.of_priority: dict[int, list[int]] = {priority: [] for priority in priorities}
+        """Per priority, its items ascending (what its floor and its objective read)."""
+        for i, item in enumerate(items):
+            self.of_priority[item.priority].append(i)
+        floor_rows = []
+        for priority in priorities:
+            at = self.of_priority[priority]
+            floor_rows.append(len(built.rows))
+            built.row(0.0, infinity, [columns[i] for i in at], [float(items[i].value) for i in at])
+
         # The rows above, loaded in one call: the same variables, rows and coefficients, in the
         # same order, as creating each through the solver's wrapper, without a Python-to-C++ call
-        # per coefficient. The rows below go through the wrapper: the loader drops rows without
-        # bounds, as the floors are until ``hold`` sets them.
+        # per coefficient.
         lp = built.solver()
         self.lp = lp
         variables = lp.variables()
         y = [variables[v] for v in columns]
         self.y = y
-
-        # Floors of the more important priorities: loose until ``hold`` sets them.
-        self.of_priority: dict[int, list[int]] = {priority: [] for priority in priorities}
-        """Per priority, its items ascending (what its floor and its objective read)."""
-        for i, item in enumerate(items):
-            self.of_priority[item.priority].append(i)
         self.floors: dict[int, Any] = {}
-        for priority in priorities:
-            row = lp.Constraint(-infinity, infinity)
-            for i in self.of_priority[priority]:
-                row.SetCoefficient(y[i], float(items[i].value))
+        for priority, index in zip(priorities, floor_rows, strict=True):
+            row = lp.constraint(index)
+            row.SetLb(-infinity)
             self.floors[priority] = row
         self.objective_at: int | None = None
         """The priority whose items the objective last held (None: none yet). A cleared objective
