@@ -59,59 +59,35 @@ _last: dict[str, tuple[tuple[object, ...], object]] = {}
 """Per cached part, the objects it was computed from and its value."""
 
 
-Asked = dict[int, tuple[res.Resources, tuple[tuple[int, int], ...]]]
-"""Per requests dict (by id, the dict held so that its id is not reused): its amounts of the
-problem's resources, as (position, amount) in the dict's order."""
-
-
 def node_room(
-    node: Node,
-    bound: Sequence[Pod],
-    resources: Sequence[str],
-    resource_index: Mapping[str, int] | None = None,
-    asked: Asked | None = None,
+    node: Node, bound: Sequence[Pod], resources: Sequence[str], resource_index: Mapping[str, int] | None = None
 ) -> NodeRoom:
     """A node's room, computed afresh. ``resource_index``: each of ``resources`` by its position
-    (made here when not given; a build gives one for all its nodes). ``asked``: the requests read
-    so far (:data:`Asked`), shared by the nodes of one build: bound pods of one spec share their
-    requests dict, which is then read once, not once per pod."""
+    (made here when not given; a build gives one for all its nodes)."""
     if resource_index is None:
         resource_index = {name: i for i, name in enumerate(resources)}
-    if asked is None:
-        asked = {}
     row = [node.allocatable.get(name, 0) for name in resources]
-    gpu_pods = False
     for pod in bound:
-        requests = pod.requests
-        found = asked.get(id(requests))
-        if found is None or found[0] is not requests:
-            found = asked[id(requests)] = (
-                requests,
-                tuple((i, amount) for name, amount in requests.items() if (i := resource_index.get(name)) is not None),
-            )
-        for i, amount in found[1]:
-            row[i] -= amount
-        if pod.gpus or pod.gpu_milli:
-            gpu_pods = True
-    if gpu_pods:
-        holdings = gpu_holdings(node.gpus, bound)
-        # A GPU that holds shares takes no whole-GPU pod (contract §1).
-        free_ids = holdings.free_whole(node.gpus)
-        share_milli = dict(holdings.share_milli)
-    else:
-        # No bound pod holds a GPU or a share: every index is free (what gpu_holdings says then).
-        free_ids, share_milli = tuple(range(node.gpus)), {}
+        for name, amount in pod.requests.items():
+            i = resource_index.get(name)
+            if i is not None:
+                row[i] -= amount
+    holdings = gpu_holdings(node.gpus, bound)
+    # A GPU that holds shares takes no whole-GPU pod (contract §1).
+    free_ids = holdings.free_whole(node.gpus)
     milli_index = resource_index.get(res.GPU_MILLI)
     if milli_index is not None:
         # Room for shares: whole free GPUs (a whole-GPU pod takes 1000 of it per GPU, see
         # problem.request_of) and what the shared GPUs have left. Packing shares onto GPUs is
         # checked exactly by the greedy and the decode; the model sees this sum.
-        row[milli_index] = FULL_GPU_MILLI * len(free_ids) + sum(FULL_GPU_MILLI - used for used in share_milli.values())
+        row[milli_index] = FULL_GPU_MILLI * len(free_ids) + sum(
+            FULL_GPU_MILLI - used for used in holdings.share_milli.values()
+        )
     gpu_index = resource_index.get(res.GPU)
     if gpu_index is not None:
         # Whole GPUs are the free indices, which is stricter than the count when shares hold some.
         row[gpu_index] = min(row[gpu_index], len(free_ids))
-    return NodeRoom(tuple(row), free_ids, share_milli)
+    return NodeRoom(tuple(row), free_ids, dict(holdings.share_milli))
 
 
 def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
@@ -125,7 +101,6 @@ def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
     on_node = snapshot.pods_on_node
     rooms: list[NodeRoom] = []
     index = {name: i for i, name in enumerate(names)}
-    asked: Asked = {}
     if last_snapshot is not None:
         # Every node of the last snapshot has its entry, so a node the change set leaves out is
         # the very node of then with the very pods bound to it: its entry stands.
@@ -137,7 +112,7 @@ def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
             name = node.name
             if name in touched:
                 bound = on_node.get(name, ())
-                entry = kept[name] = _RoomEntry(node, tuple(bound), node_room(node, bound, names, index, asked))
+                entry = kept[name] = _RoomEntry(node, tuple(bound), node_room(node, bound, names, index))
             else:
                 entry = kept[name]
             rooms.append(entry.room)
@@ -146,7 +121,7 @@ def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
     kept = {}  # no last build for these resources: every room afresh
     for node in snapshot.nodes:
         bound = on_node.get(node.name, ())
-        found = kept[node.name] = _RoomEntry(node, tuple(bound), node_room(node, bound, names, index, asked))
+        found = kept[node.name] = _RoomEntry(node, tuple(bound), node_room(node, bound, names, index))
         rooms.append(found.room)
     _rooms = (names, kept, snapshot)
     return rooms
