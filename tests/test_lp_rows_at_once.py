@@ -88,6 +88,10 @@ def _reference_rows(problem: Problem, items: list[Any]) -> list[Row]:
                     [float(units.request(r, items[i].request[r])) for i in asked],
                     float(units.room(r, max(0, left))),
                 )
+    # Then each priority's floor, highest first, loaded with a lower bound of 0 (session 31).
+    for priority in sorted({item.priority for item in items}, reverse=True):
+        at = [i for i, item in enumerate(items) if item.priority == priority]
+        rows.append((0.0, math.inf, at, [float(items[i].value) for i in at]))
     return rows
 
 

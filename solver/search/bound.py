@@ -271,10 +271,15 @@ class _Builder:
             constraint = self.model.constraint.add()
             constraint.lower_bound = row.lower
             constraint.upper_bound = row.upper
-            # pywraplp keeps no term for a zero coefficient set on a new variable.
-            terms = [(v, c) for v, c in row.terms.items() if c != 0.0]
-            constraint.var_index.extend([v for v, _ in terms])
-            constraint.coefficient.extend([c for _, c in terms])
+            # pywraplp keeps no term for a zero coefficient set on a new variable. Most rows have
+            # none: their terms are handed over as the dict holds them, with no Python loop.
+            if 0.0 in row.terms.values():
+                terms = [(v, c) for v, c in row.terms.items() if c != 0.0]
+                constraint.var_index.extend([v for v, _ in terms])
+                constraint.coefficient.extend([c for _, c in terms])
+            else:
+                constraint.var_index.extend(row.terms.keys())
+                constraint.coefficient.extend(row.terms.values())
         error = lp.LoadModelFromProtoKeepNames(self.model)
         if error:
             raise AssertionError(f"LP relaxation rejected: {error}")
@@ -384,24 +389,34 @@ class _Relaxation:
                     small = [float(units.request(r, items[i].request[r])) for i in asked]
                     add(asked, small, float(units.room(r, max(0, left))))
 
+        # Floors of the more important priorities: loose until ``hold`` sets them. The loader drops
+        # a row without bounds, so each is loaded with a lower bound of 0 and loosened after.
+        self.of_priority: dict[int, list[int]] = {priority: [] for priority in priorities}
+        """Per priority, its items ascending (what its floor and its objective read)."""
+        for i, item in enumerate(items):
+            self.of_priority[item.priority].append(i)
+        floor_rows = []
+        for priority in priorities:
+            at = self.of_priority[priority]
+            floor_rows.append(len(built.rows))
+            built.row(0.0, infinity, [columns[i] for i in at], [float(items[i].value) for i in at])
+
         # The rows above, loaded in one call: the same variables, rows and coefficients, in the
         # same order, as creating each through the solver's wrapper, without a Python-to-C++ call
-        # per coefficient. The rows below go through the wrapper: the loader drops rows without
-        # bounds, as the floors are until ``hold`` sets them.
+        # per coefficient.
         lp = built.solver()
         self.lp = lp
         variables = lp.variables()
         y = [variables[v] for v in columns]
         self.y = y
-
-        # Floors of the more important priorities: loose until ``hold`` sets them.
         self.floors: dict[int, Any] = {}
-        for priority in priorities:
-            row = lp.Constraint(-infinity, infinity)
-            for i, item in enumerate(items):
-                if item.priority == priority:
-                    row.SetCoefficient(y[i], float(item.value))
+        for priority, index in zip(priorities, floor_rows, strict=True):
+            row = lp.constraint(index)
+            row.SetLb(-infinity)
             self.floors[priority] = row
+        self.objective_at: int | None = None
+        """The priority whose items the objective last held (None: none yet). A cleared objective
+        (:meth:`maximise_share`) holds none: setting those items to 0 again is then a no-op."""
 
         # The queue fair-share levels (see objectives.fairness, ranked above every priority) keep at
         # least what they found: per level (a queue priority, then a tier of the queues' own job
@@ -487,8 +502,16 @@ class _Relaxation:
 
     def maximise(self, priority: int) -> int:
         objective = self.lp.Objective()
-        for i, item in enumerate(self.items):
-            objective.SetCoefficient(self.y[i], float(item.value) if item.priority == priority else 0.0)
+        # Only the coefficients that change are set: the last priority's items back to 0, this
+        # one's to their values. Setting 0 where the objective holds none, which every other item
+        # was asked before, is a no-op of the solver's (MPObjective::SetCoefficient): the objective
+        # is the one every item set gave.
+        if self.objective_at is not None and self.objective_at != priority:
+            for i in self.of_priority[self.objective_at]:
+                objective.SetCoefficient(self.y[i], 0.0)
+        for i in self.of_priority[priority]:
+            objective.SetCoefficient(self.y[i], float(self.items[i].value))
+        self.objective_at = priority
         objective.SetMaximization()
         everything = sum(item.value * item.pods for item in self.items if item.priority == priority)
         if self.lp.Solve() != pywraplp.Solver.OPTIMAL:

@@ -1,0 +1,167 @@
+"""The LP bound sets only the objective coefficients that change, loads its floors and rows at once (session 31).
+
+:meth:`vcsat.solver.search.bound._Relaxation.maximise` used to set every item's objective
+coefficient for each priority (the priority's items to their values, every other item to 0); it
+now sets the last maximised priority's items back to 0 and this one's to their values, since
+setting 0 where the objective holds nothing is a no-op of the solver's. The priorities' floors
+were rows made through the solver's wrapper, a call per coefficient, after the other rows were
+loaded; they are loaded with them now (with a lower bound the loader keeps, loosened after). And
+``_Builder.solver`` hands a row without a zero coefficient to the model as its dict holds it.
+The references below are the loops as they were: after every solve the whole LP (exported as a
+model, byte for byte) and every bound are the same, on shape files in miniature and on generated
+clusters (Hypothesis).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ortools.linear_solver import linear_solver_pb2, pywraplp
+from scripts import load_script
+from test_greedy_index import generated
+from test_known_not_to_fit import SLOW_OK
+
+from vcsat.adapters.convert import instance_file
+from vcsat.model import Policy
+from vcsat.solver.greedy import greedy
+from vcsat.solver.objectives.fairness import fair_share_values
+from vcsat.solver.objectives.placement import placed_work
+from vcsat.solver.problem import Problem, build_problem
+from vcsat.solver.search import bound
+
+shapes = load_script("benchmarks/shapes.py", "shapes")
+
+ALLOCATE = Policy(preempt=False, reclaim=False, time_limit_s=10)
+
+
+def _model(lp: pywraplp.Solver) -> bytes:
+    """The whole LP (variables with their objective coefficients, rows, bounds), byte for byte."""
+    model = linear_solver_pb2.MPModelProto()
+    lp.ExportModelToProto(model)
+    return bytes(model.SerializeToString(deterministic=True))
+
+
+def _maximise_every(self: Any, priority: int) -> int:
+    """``_Relaxation.maximise`` as it was: every item's coefficient set for each priority."""
+    objective = self.lp.Objective()
+    for i, item in enumerate(self.items):
+        objective.SetCoefficient(self.y[i], float(item.value) if item.priority == priority else 0.0)
+    objective.SetMaximization()
+    everything = sum(item.value * item.pods for item in self.items if item.priority == priority)
+    if self.lp.Solve() != pywraplp.Solver.OPTIMAL:
+        return everything
+    value = float(objective.Value())
+    return min(everything, math.floor(value + bound.TOLERANCE * (1.0 + abs(value))))
+
+
+def _solver_every(self: Any, *, one_by_one: bool = False, floors: bool = False) -> pywraplp.Solver:
+    """``_Builder.solver`` as it was: every row's terms read back one by one, zeros left out.
+    ``floors``: the relaxation's last rows (those with a lower bound of 0 after the room and
+    capability rows, whose lower bounds are -inf) are its priorities' floors, which were made
+    through the wrapper after the load, without bounds (loosened after the load now)."""
+    assert not one_by_one
+    rows = self.rows
+    made: list[Any] = []
+    if floors:
+        loose = next(k for k in range(len(rows), 0, -1) if rows[k - 1].lower != 0.0)
+        assert loose < len(rows) and rows[loose - 1].lower == -math.inf
+        rows, made = rows[:loose], rows[loose:]
+    lp = pywraplp.Solver.CreateSolver("GLOP")
+    for row in rows:
+        constraint = self.model.constraint.add()
+        constraint.lower_bound = row.lower
+        constraint.upper_bound = row.upper
+        terms = [(v, c) for v, c in row.terms.items() if c != 0.0]
+        constraint.var_index.extend([v for v, _ in terms])
+        constraint.coefficient.extend([c for _, c in terms])
+    assert not lp.LoadModelFromProtoKeepNames(self.model)
+    variables = lp.variables()
+    for row in made:
+        assert row.upper == math.inf
+        floor = lp.Constraint(-math.inf, math.inf)
+        for v, c in row.terms.items():
+            floor.SetCoefficient(variables[v], c)
+    return lp
+
+
+def _run(problem: Problem, monkeypatch: pytest.MonkeyPatch, *, reference: bool) -> tuple[list[Any], list[bytes]]:
+    """Every bound a cycle reads (placed work for the greedy's decision, again for an empty one,
+    the fair-share levels), and the LP as a model after each solve."""
+    models: list[bytes] = []
+    with monkeypatch.context() as patch:
+        maximise = _maximise_every if reference else bound._Relaxation.maximise
+        if reference:
+            patch.setattr(bound._Builder, "solver", lambda self: _solver_every(self, floors=True))
+
+        def recording(self: Any, priority: int) -> int:
+            value = maximise(self, priority)
+            models.append(_model(self.lp))
+            return value
+
+        patch.setattr(bound._Relaxation, "maximise", recording)
+        decision = greedy(problem)
+        ranks = {gang.rank for gang in problem.candidates}
+        first = bound.lp_bounds(
+            problem, {r: placed_work(problem, decision, r) for r in ranks}, fair_share_values(problem, decision)
+        )
+        empty = type(decision)()
+        second = first.again({r: placed_work(problem, empty, r) for r in ranks}, fair_share_values(problem, empty))
+        return [first.placed, second.placed, second.fair_bounds()], models
+
+
+def _same(problem: Problem, monkeypatch: pytest.MonkeyPatch) -> int:
+    now, models = _run(problem, monkeypatch, reference=False)
+    then, reference_models = _run(problem, monkeypatch, reference=True)
+    assert now == then
+    assert models == reference_models
+    return len(models)
+
+
+@pytest.mark.parametrize(
+    ("shape", "nodes", "seed"),
+    [("contended", 60, 1), ("capped", 50, 2), ("big-gangs", 40, 3), ("weighted", 50, 4), ("default", 40, 5)],
+)
+def test_bounds_and_lp_as_with_every_coefficient_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str, nodes: int, seed: int
+) -> None:
+    path = tmp_path / f"{shape}-{nodes}-{seed}.json"
+    shapes.main.main([shape, "--nodes", str(nodes), "--seed", str(seed), "-o", str(path)], standalone_mode=False)
+    problem = build_problem(instance_file.read_snapshot(path), ALLOCATE)
+    assert _same(problem, monkeypatch) >= 2  # at least two solves: the objective was changed between them
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=SLOW_OK)
+@given(
+    nodes=st.integers(2, 40),
+    jobs=st.integers(5, 150),
+    seed=st.integers(0, 10_000),
+    busy=st.sampled_from([0.2, 0.6, 0.9]),
+    multi=st.sampled_from([0.1, 0.4]),
+)
+def test_bounds_and_lp_as_with_every_coefficient_set_on_generated_clusters(
+    monkeypatch: pytest.MonkeyPatch, nodes: int, jobs: int, seed: int, busy: float, multi: float
+) -> None:
+    snap = generated(nodes=nodes, pending_jobs=jobs, seed=seed, busy_gpu_fraction=busy, multi_node_job_share=multi)
+    _same(build_problem(snap, ALLOCATE), monkeypatch)
+
+
+@pytest.mark.parametrize(
+    "coefficients",
+    [[1.0, 2.0], [0.0, 3.0], [-0.0, 1.5], [2.0, 0.0], [0.0, 0.0]],
+)
+def test_rows_loaded_as_the_loop_loaded_them(coefficients: list[float]) -> None:
+    """A row with a zero coefficient loses that term, one without keeps its terms in order."""
+    models = []
+    for solver in (bound._Builder.solver, _solver_every):
+        built = bound._Builder()
+        x, y = built.NumVar(0, 1, "x"), built.NumVar(0, 2, "y")
+        built.row(-math.inf, 4.0, [y, x], coefficients)
+        built.row(1.0, math.inf, [x], [1.0])
+        loaded = _model(solver(built))
+        models.append((bytes(built.model.SerializeToString(deterministic=True)), loaded))
+    assert models[0] == models[1]
