@@ -74,11 +74,16 @@ class Room:
         problem: Problem,
         taken: Mapping[tuple[int, int], int] | None = None,
         kept: KeptRankings | None = None,
+        memos: FillMemos | None = None,
     ) -> None:
         """The free room of ``problem``, less ``taken`` when given: pods per (shape, node), none
         asking a GPU share, as :meth:`take` would take them one by one in that order (the room and
         each free-GPU bucket's order come out the same), at once. ``kept``: the scarce-pool rankings
-        an earlier room of the same problem left (:class:`KeptRankings`), carried into this one."""
+        an earlier room of the same problem left (:class:`KeptRankings`), carried into this one.
+        ``memos``: what earlier rooms of the same problem learnt of it alone (:class:`FillMemos`),
+        without ``kept``."""
+        if memos is not None and (kept is not None or memos.problem is not problem):
+            raise ValueError("fill memos are for a room of their own problem, without kept rankings")
         self.free = [list(row) for row in problem.free]
         self.gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
         self.milli = problem.resources.index(res.GPU_MILLI) if res.GPU_MILLI in problem.resources else None
@@ -119,6 +124,8 @@ class Room:
         self.share_free = self.share_free.reshape(count)
         """Per node, the thousandths its shared GPUs have left, summed (the scarce-pool price reads it)."""
         needs = kept.needs if kept is not None and kept.problem is problem else None
+        if memos is not None:
+            needs = memos.needs
         self.rows = NodeRows(free_array, self.whole_array, self.share_free, self.share_room, self.level_rank, needs)
         """The mirrors above again, one row per node: what a test of a few scattered nodes gathers."""
         self.arrival = np.arange(count, dtype=np.int64)
@@ -219,8 +226,14 @@ class Room:
             self.gang_sizes, self._asked, self.class_plans = kept.gang_sizes, kept.asked, kept.class_plans
             self.shape_asks, self._priced, self.plain_keys = kept.shape_asks, kept.priced, kept.plain_keys
             self.packing, self.gang_asks, self.caps_of = kept.packing, kept.gang_asks, kept.caps_of
+        if memos is not None:
+            self.gang_sizes, self._asked, self.class_plans = memos.gang_sizes, memos.asked, memos.class_plans
+            self.shape_asks, self._priced, self.plain_keys = memos.shape_asks, memos.priced, memos.plain_keys
+            self.gang_asks, self.caps_of, self.shape_queries = memos.gang_asks, memos.caps_of, memos.shape_queries
         self.kept = kept
         """The memos and rankings this room shares with the other rooms of its problem, if any."""
+        self.memos = memos
+        """The memos alone this room shares with the other greedy rooms of its problem, if any."""
         self._rank_base = kept.rank_base if kept is not None else int(self.level_array.max(initial=0)) + 1
         """More than any node's free GPUs (room never grows beyond the snapshot's); the problem's
         when rankings are carried between rooms (:class:`KeptRankings`), so that they rank alike."""
@@ -505,6 +518,8 @@ class Room:
         rooms share their memos (it reads the problem alone)."""
         if self._order_read is None and self.kept is not None:
             self._order_read = self.kept.order_read
+        if self._order_read is None and self.memos is not None:
+            self._order_read = self.memos.order_read
         if self._order_read is None:
             least_fragmenting, scarce = self.choosers(problem)
             spread = self.spread.of_class if self.spread is not None else {}
@@ -517,6 +532,8 @@ class Room:
             )
         if self.kept is not None:
             self.kept.order_read = self._order_read
+        if self.memos is not None:
+            self.memos.order_read = self._order_read
         return self._order_read
 
     def holder(self, problem: Problem, gang: Gang) -> _Holder | None:
@@ -819,8 +836,8 @@ class _Ranking:
         self.all_priced = bool(eligible_rates.all())
         """Whether every eligible node has a price (then no node needs telling apart)."""
         self.ranks = np.full(room.count, UNFIT, dtype=np.int64)
-        self.rank(room, np.flatnonzero(self.mask))
-        self.top = int(np.argmin(self.ranks)) if self.ranks.size else -1
+        self.rank(room, self.mask.nonzero()[0])
+        self.top = int(self.ranks.argmin()) if self.ranks.size else -1
         """The node of the lowest rank (the first such when all are :data:`UNFIT`)."""
         self.seen = room.changed
         """How many of :attr:`Room.changes` the ranks reflect."""
@@ -833,7 +850,7 @@ class _Ranking:
         ok, rows = columns.fit(nodes, self.need)
         if self.share > 0:
             ok &= (rows[:, columns.share_room_col] >= self.share) | (rows[:, columns.whole_col] - self.whole >= 1)
-        if not ok.any():
+        if not ok.size or not ok[ok.argmax()]:  # ok.any(), without its Python wrapper (a call per re-ranking)
             # Most re-rankings in the exchange's rooms find no node where the pod fits (the room the
             # trade freed is taken before the shape is asked again): nothing to price.
             self.ranks[nodes] = UNFIT
@@ -887,12 +904,12 @@ class _Ranking:
                         self.ranks[node] = rank
                         if not moved and rank < self.ranks[top]:
                             top = node
-                self.top = int(np.argmin(self.ranks)) if moved else top
+                self.top = int(self.ranks.argmin()) if moved else top
             else:
                 if changed.size * MANY_CHANGED > room.count:  # each node once
                     marks = np.zeros(room.count, dtype=np.bool_)
                     marks[changed] = True
-                    stale = np.flatnonzero(marks & self.mask)
+                    stale = (marks & self.mask).nonzero()[0]
                 else:  # a node changed twice is priced twice, alike
                     stale = changed[self.mask[changed]]
                 self.rank(room, stale)
@@ -1065,6 +1082,47 @@ class KeptRankings:
         return ranking
 
 
+class FillMemos:
+    """What the greedy's rooms learn of their problem alone, whatever their free room: each gang's
+    class plan, sizes and asks, the candidates' packing order, each shape's asks, node query and whether it is
+    priced, the fit layouts (:meth:`NodeRows.need`), and :meth:`Room.order_read`; shared by the
+    rooms of one problem (:meth:`of`).
+
+    Why: a cycle whose first fill is not within its tolerance fills again by gain
+    (:func:`greedy_by_gain`), from a room of the same problem, and learnt all of it again. These are
+    the memos :class:`KeptRankings` shares between the exchange's rooms, without its rankings (a
+    greedy room's end is far from the next room's start): the same values, so the same choices."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.gang_sizes: dict[int, tuple[int, int]] = {}
+        self.asked: dict[tuple[int, ...], tuple[int, int, tuple[int, ...]]] = {}
+        self.class_plans: dict[int, ClassPlan] = {}
+        self.shape_asks: dict[int, dict[str, int]] = {}
+        self.priced: dict[int, bool] = {}
+        self.plain_keys: dict[int, tuple[Hashable, ...]] = {}
+        self.gang_asks: dict[tuple[int, str], int] = {}
+        self.caps_of: dict[str, list[str]] = {}
+        self.shape_queries: dict[int, NodeQuery] = {}
+        self.needs: dict[tuple[int, ...], NDArray[np.int64]] = {}
+        self.order_read: bool | None = None
+        self.order: list[Gang] | None = None
+        """The problem's candidates in packing order (:func:`_packing_order`), once sorted."""
+
+    @staticmethod
+    def of(problem: Problem) -> FillMemos:
+        """The memos of ``problem``: the last ones made when they are its (the cycle's two fills),
+        else new ones, kept in their place (one problem's at a time, as the pricing measures)."""
+        global _last_memos
+        memos = _last_memos
+        if memos is None or memos.problem is not problem:
+            memos = _last_memos = FillMemos(problem)
+        return memos
+
+
+_last_memos: FillMemos | None = None
+
+
 def _share_room(shared: dict[int, int]) -> int:
     """The most thousandths one of these shared GPUs has left, or -1 when there is none."""
     return max((FULL_GPU_MILLI - used for used in shared.values()), default=-1)
@@ -1116,11 +1174,12 @@ def fill(
     held: dict[str, dict[str, int]],
     *,
     by_gain: bool = False,
+    in_order: bool = False,
 ) -> list[Gang]:
     """Place ``gangs`` into ``room`` as the greedy does, adding to ``assignment``: the fair-share
     levels first (:func:`_fill_tier`), then the rest in packing order, which it returns. Also what
     tops up a searched decision with the gangs its room still takes
-    (:mod:`vcsat.solver.search.top_up`)."""
+    (:mod:`vcsat.solver.search.top_up`). ``in_order``: ``gangs`` is a list in packing order already."""
     packing = room.packing
 
     def order_key(gang: Gang) -> tuple[int, bool, float, str]:
@@ -1132,7 +1191,10 @@ def fill(
     # Rooms that share their memos (the exchange's top-ups) order the same gangs again and again:
     # each gang's key made once. A room of its own (the greedy's) orders each gang once.
     shared = room.kept is not None
-    order = sorted(gangs, key=order_key if shared else partial(_packing_order, problem))
+    if in_order and isinstance(gangs, list):
+        order = gangs
+    else:
+        order = sorted(gangs, key=order_key if shared else partial(_packing_order, problem))
     tried: set[int] = set()
     for tier in fair_ranks(problem):
         _fill_tier(problem, tier, order, tried, room, queue_room, assignment, held, by_gain=by_gain)
@@ -1143,11 +1205,14 @@ def fill(
 
 
 def _greedy(problem: Problem, *, by_gain: bool) -> Assignment:
-    room = Room(problem)
+    memos = FillMemos.of(problem)
+    room = Room(problem, memos=memos)
     queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
     assignment = Assignment()
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
-    order = fill(problem, problem.candidates, room, queue_room, assignment, held, by_gain=by_gain)
+    if memos.order is None:
+        memos.order = sorted(problem.candidates, key=partial(_packing_order, problem))
+    order = fill(problem, memos.order, room, queue_room, assignment, held, by_gain=by_gain, in_order=True)
     if problem.interpod is not None and any(need.justifiers for need in problem.interpod.affinity.values()):
         # A gang whose affinity needs another gang of this cycle may have come before it: once
         # more, now that the others are placed (kube-scheduler would retry it likewise).
