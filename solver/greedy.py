@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from fractions import Fraction
 from functools import partial
 from operator import methodcaller
 
@@ -41,6 +40,7 @@ from vcsat.solver.rules.attach import AttachTracker
 from vcsat.solver.rules.interpod_tracker import Tracker
 from vcsat.solver.rules.spread import SpreadState
 from vcsat.solver.shares.level_targets import LevelClaim, level_targets
+from vcsat.solver.shares.ratio import Ratio
 
 Allow = Callable[[int], bool]
 """Whether one more pod may go to a node under the rules between pods."""
@@ -1268,7 +1268,7 @@ def _fill_tier(
         name, deserved = share[queue]
         return held.get(queue, {}).get(name, 0) * (scale // deserved)
 
-    def gain(queue: str) -> Fraction:
+    def gain(queue: str) -> Ratio:
         # The level sums each queue's concave utility of its filled share, so a gang adds the
         # utility's rise over the share it takes, divided by what it takes: a queue that deserves
         # less gains more per unit on the same slope, which filling every queue to equal shares
@@ -1282,7 +1282,7 @@ def _fill_tier(
         # Work that takes none of the resource is ranked by the slope where the queue stands.
         taken = max(1, _gang_asks(problem, room, waiting[queue][0], name))
         rise = _scaled_utility(min(now + taken, deserved), deserved) - _scaled_utility(now, deserved)
-        return Fraction(rise, taken * deserved)
+        return Ratio(-rise, taken * deserved)  # negated: the highest gain orders first
 
     # Filled equally, each queue first goes up to its target, the level's best split of the free
     # room (:mod:`vcsat.solver.shares.level_targets`), in the same order: one queue reaching its
@@ -1296,10 +1296,10 @@ def _fill_tier(
     # Each queue's order key and its name (ties go by name). The key ends with the queue's fill.
     # Filled equally, a queue's key changes only when a gang was placed for it; filled by gain, it
     # also depends on the queue's next gang, so it is made again after every gang.
-    keys: dict[str, tuple[tuple[int | Fraction, ...], str]] = {}
+    keys: dict[str, tuple[tuple[int | Ratio, ...], str]] = {}
 
-    def key(queue: str) -> tuple[tuple[int | Fraction, ...], str]:
-        return ((-gain(queue), fill(queue)) if by_gain else (past_target(queue), fill(queue))), queue
+    def key(queue: str) -> tuple[tuple[int | Ratio, ...], str]:
+        return ((gain(queue), fill(queue)) if by_gain else (past_target(queue), fill(queue))), queue
 
     for queue in waiting:
         keys[queue] = key(queue)
@@ -1379,11 +1379,19 @@ def _gang_asks(problem: Problem, room: Room, gang: Gang, name: str) -> int:
 def _scaled_utility(amount: int, deserved: int) -> int:
     """The concave utility of holding ``amount`` of a share of ``deserved`` (at most all of it),
     times ``deserved``: exact in whole numbers, where the share in thousandths is a fraction."""
-    return min(slope * SHARE_SCALE * amount + offset * deserved for slope, offset in _PIECES)
+    # A loop, not min() over a generator: the fill by gain asks twice for every gang it ranks.
+    lowest = _SCALED_PIECES[0][0] * amount + _SCALED_PIECES[0][1] * deserved
+    for scaled_slope, offset in _SCALED_PIECES:
+        value = scaled_slope * amount + offset * deserved
+        if value < lowest:
+            lowest = value
+    return lowest
 
 
 _PIECES = tuple(utility_pieces())
 """The utility's pieces, made once (the fill by gain reads them for every gang it ranks)."""
+_SCALED_PIECES = tuple((slope * SHARE_SCALE, offset) for slope, offset in _PIECES)
+"""The pieces with each slope times :data:`SHARE_SCALE` (whole numbers: the same products)."""
 
 
 def _place(
