@@ -1296,9 +1296,9 @@ def _fill_tier(
     # Each queue's order key and its name (ties go by name). The key ends with the queue's fill.
     # Filled equally, a queue's key changes only when a gang was placed for it; filled by gain, it
     # also depends on the queue's next gang, so it is made again after every gang.
-    keys: dict[str, tuple[tuple[int | Ratio, ...], str]] = {}
+    keys: dict[str, tuple[tuple[int, int] | tuple[Ratio, int], str]] = {}
 
-    def key(queue: str) -> tuple[tuple[int | Ratio, ...], str]:
+    def key(queue: str) -> tuple[tuple[int, int] | tuple[Ratio, int], str]:
         return ((gain(queue), fill(queue)) if by_gain else (past_target(queue), fill(queue))), queue
 
     for queue in waiting:
