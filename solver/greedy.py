@@ -334,7 +334,6 @@ class Room:
             if amount:
                 row[i] += amount
         self.free_cols[:, node] = row
-        self.rows.set_free(node, row)
         self.negative[node] = min(row, default=0) < 0
         after = max(0, row[gpu]) if gpu is not None else 0
         if after != before:
@@ -342,10 +341,15 @@ class Room:
             self.levels.setdefault(after, {})[node] = None
             self.level_array[node] = after
             self.level_rank[node] = after * self.count + node
-            self.rows.set_level_rank(node, after * self.count + node)
             self.arrival[node] = self._arrivals
             self._arrivals += 1
-        self.level_classes.move(node, (after, self.whole[node]))
+        whole = self.whole[node]
+        # The node's whole row at once (its free GPU devices and shares too: every change of them,
+        # by a take or a give, ends here), one write rather than one per part.
+        self.rows.set_row(
+            node, row, whole, int(self.share_free[node]), int(self.share_room[node]), after * self.count + node
+        )
+        self.level_classes.move(node, (after, whole))
 
     def _add_whole(self, node: int, delta: int) -> None:
         if not delta:  # a pod asking no whole GPU: nothing here changes (shares write their own)
@@ -353,8 +357,7 @@ class Room:
         before = self.whole[node]
         after = before + delta
         self.whole[node] = after
-        self.whole_array[node] = after
-        self.rows.set_gpus(node, after, int(self.share_free[node]), int(self.share_room[node]))
+        self.whole_array[node] = after  # and the rows', when the change ends (:meth:`_shift`)
         counted = max(0, after) - max(0, before)
         if counted:
             for tier, position in self.domain_of[node]:
@@ -417,9 +420,9 @@ class Room:
         self._shift(node, change)
 
     def _shares_changed(self, node: int) -> None:
-        most = self.share_room[node] = _share_room(self.shared[node])
-        left = self.share_free[node] = _share_free(self.shared[node])
-        self.rows.set_gpus(node, self.whole[node], left, most)
+        # the rows' copies when the change ends (:meth:`_shift`)
+        self.share_room[node] = _share_room(self.shared[node])
+        self.share_free[node] = _share_free(self.shared[node])
 
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
         # A plain loop, not all() over a generator: this test runs per node scanned per pod.
