@@ -1532,6 +1532,9 @@ def fit_topology_first(problem: Problem, gang: Gang, room: Room, caps: list[dict
     """A topology gang tries each domain of the finest tier, then of coarser tiers (the fullest
     domain that fits first, to keep roomy ones whole), then anywhere unless its networkTopology is
     hard; other gangs go anywhere."""
+    classes = gang.classes
+    if len(classes) == 1 and len(problem.classes[classes[0]].pods) == 1 and gang.index not in room.topology_gangs:
+        return fit_gang(problem, gang, room, caps)  # one pod, no topology: anywhere, its one trial (_domain_attempts)
     for nodes in _domain_attempts(problem, gang, room):
         taken = fit_gang(problem, gang, room, caps, nodes)
         if taken is not None:
