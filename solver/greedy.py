@@ -876,19 +876,24 @@ class _Ranking:
         """The price of one pod at each node of ``rows`` (priced ones, where it fits), in rank units."""
         fraction: NDArray[np.float64] | None = None
         for column, asked in self.strands:
-            # min(1, asked / free), and 1 where nothing is free: a free amount is a whole number,
-            # so at least 0.5 leaves every positive one as it is.
+            # asked / free, and 1 where nothing is free: a free amount is a whole number, so at
+            # least 0.5 leaves every positive one as it is
             part = np.maximum(rows[:, column], 0.5)
             np.divide(asked, part, out=part)
-            np.minimum(part, 1.0, out=part)
             fraction = part if fraction is None else np.maximum(fraction, part, out=fraction)
         taken: NDArray[np.float64] | int = self.milli
         if fraction is not None:
-            # max(milli, rint(free GPU thousandths × fraction)), in place
+            # min(1, the largest of them), which is the largest of each one's min(1, ...): one
+            # minimum for both; then max(milli, rint(free GPU thousandths × fraction)), in place
+            np.minimum(fraction, 1.0, out=fraction)
             np.multiply(rows[:, columns.gpu_milli_col], fraction, out=fraction)
             taken = np.maximum(np.rint(fraction, out=fraction), self.milli, out=fraction)
-        cost: NDArray[np.int64] = np.rint(rates * taken).astype(np.int64)
-        return cost * self.unit
+            np.multiply(rates, taken, out=taken)
+            cost: NDArray[np.int64] = np.rint(taken, out=taken).astype(np.int64)
+        else:
+            cost = np.rint(rates * taken).astype(np.int64)
+        np.multiply(cost, self.unit, out=cost)
+        return cost
 
     def best(self, room: Room) -> int | None:
         if not self.ranks.size:
