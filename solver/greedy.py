@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from fractions import Fraction
 from functools import partial
 from operator import methodcaller
 
@@ -41,6 +40,7 @@ from vcsat.solver.rules.attach import AttachTracker
 from vcsat.solver.rules.interpod_tracker import Tracker
 from vcsat.solver.rules.spread import SpreadState
 from vcsat.solver.shares.level_targets import LevelClaim, level_targets
+from vcsat.solver.shares.ratio import Ratio
 
 Allow = Callable[[int], bool]
 """Whether one more pod may go to a node under the rules between pods."""
@@ -74,11 +74,16 @@ class Room:
         problem: Problem,
         taken: Mapping[tuple[int, int], int] | None = None,
         kept: KeptRankings | None = None,
+        memos: FillMemos | None = None,
     ) -> None:
         """The free room of ``problem``, less ``taken`` when given: pods per (shape, node), none
         asking a GPU share, as :meth:`take` would take them one by one in that order (the room and
         each free-GPU bucket's order come out the same), at once. ``kept``: the scarce-pool rankings
-        an earlier room of the same problem left (:class:`KeptRankings`), carried into this one."""
+        an earlier room of the same problem left (:class:`KeptRankings`), carried into this one.
+        ``memos``: what earlier rooms of the same problem learnt of it alone (:class:`FillMemos`),
+        without ``kept``."""
+        if memos is not None and (kept is not None or memos.problem is not problem):
+            raise ValueError("fill memos are for a room of their own problem, without kept rankings")
         self.free = [list(row) for row in problem.free]
         self.gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
         self.milli = problem.resources.index(res.GPU_MILLI) if res.GPU_MILLI in problem.resources else None
@@ -119,6 +124,8 @@ class Room:
         self.share_free = self.share_free.reshape(count)
         """Per node, the thousandths its shared GPUs have left, summed (the scarce-pool price reads it)."""
         needs = kept.needs if kept is not None and kept.problem is problem else None
+        if memos is not None:
+            needs = memos.needs
         self.rows = NodeRows(free_array, self.whole_array, self.share_free, self.share_room, self.level_rank, needs)
         """The mirrors above again, one row per node: what a test of a few scattered nodes gathers."""
         self.arrival = np.arange(count, dtype=np.int64)
@@ -219,8 +226,14 @@ class Room:
             self.gang_sizes, self._asked, self.class_plans = kept.gang_sizes, kept.asked, kept.class_plans
             self.shape_asks, self._priced, self.plain_keys = kept.shape_asks, kept.priced, kept.plain_keys
             self.packing, self.gang_asks, self.caps_of = kept.packing, kept.gang_asks, kept.caps_of
+        if memos is not None:
+            self.gang_sizes, self._asked, self.class_plans = memos.gang_sizes, memos.asked, memos.class_plans
+            self.shape_asks, self._priced, self.plain_keys = memos.shape_asks, memos.priced, memos.plain_keys
+            self.gang_asks, self.caps_of, self.shape_queries = memos.gang_asks, memos.caps_of, memos.shape_queries
         self.kept = kept
         """The memos and rankings this room shares with the other rooms of its problem, if any."""
+        self.memos = memos
+        """The memos alone this room shares with the other greedy rooms of its problem, if any."""
         self._rank_base = kept.rank_base if kept is not None else int(self.level_array.max(initial=0)) + 1
         """More than any node's free GPUs (room never grows beyond the snapshot's); the problem's
         when rankings are carried between rooms (:class:`KeptRankings`), so that they rank alike."""
@@ -321,7 +334,6 @@ class Room:
             if amount:
                 row[i] += amount
         self.free_cols[:, node] = row
-        self.rows.set_free(node, row)
         self.negative[node] = min(row, default=0) < 0
         after = max(0, row[gpu]) if gpu is not None else 0
         if after != before:
@@ -329,10 +341,15 @@ class Room:
             self.levels.setdefault(after, {})[node] = None
             self.level_array[node] = after
             self.level_rank[node] = after * self.count + node
-            self.rows.set_level_rank(node, after * self.count + node)
             self.arrival[node] = self._arrivals
             self._arrivals += 1
-        self.level_classes.move(node, (after, self.whole[node]))
+        whole = self.whole[node]
+        # The node's whole row at once (its free GPU devices and shares too: every change of them,
+        # by a take or a give, ends here), one write rather than one per part.
+        self.rows.set_row(
+            node, row, whole, int(self.share_free[node]), int(self.share_room[node]), after * self.count + node
+        )
+        self.level_classes.move(node, (after, whole))
 
     def _add_whole(self, node: int, delta: int) -> None:
         if not delta:  # a pod asking no whole GPU: nothing here changes (shares write their own)
@@ -340,8 +357,7 @@ class Room:
         before = self.whole[node]
         after = before + delta
         self.whole[node] = after
-        self.whole_array[node] = after
-        self.rows.set_gpus(node, after, int(self.share_free[node]), int(self.share_room[node]))
+        self.whole_array[node] = after  # and the rows', when the change ends (:meth:`_shift`)
         counted = max(0, after) - max(0, before)
         if counted:
             for tier, position in self.domain_of[node]:
@@ -404,9 +420,9 @@ class Room:
         self._shift(node, change)
 
     def _shares_changed(self, node: int) -> None:
-        most = self.share_room[node] = _share_room(self.shared[node])
-        left = self.share_free[node] = _share_free(self.shared[node])
-        self.rows.set_gpus(node, self.whole[node], left, most)
+        # the rows' copies when the change ends (:meth:`_shift`)
+        self.share_room[node] = _share_room(self.shared[node])
+        self.share_free[node] = _share_free(self.shared[node])
 
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
         # A plain loop, not all() over a generator: this test runs per node scanned per pod.
@@ -505,6 +521,8 @@ class Room:
         rooms share their memos (it reads the problem alone)."""
         if self._order_read is None and self.kept is not None:
             self._order_read = self.kept.order_read
+        if self._order_read is None and self.memos is not None:
+            self._order_read = self.memos.order_read
         if self._order_read is None:
             least_fragmenting, scarce = self.choosers(problem)
             spread = self.spread.of_class if self.spread is not None else {}
@@ -517,6 +535,8 @@ class Room:
             )
         if self.kept is not None:
             self.kept.order_read = self._order_read
+        if self.memos is not None:
+            self.memos.order_read = self._order_read
         return self._order_read
 
     def holder(self, problem: Problem, gang: Gang) -> _Holder | None:
@@ -819,8 +839,8 @@ class _Ranking:
         self.all_priced = bool(eligible_rates.all())
         """Whether every eligible node has a price (then no node needs telling apart)."""
         self.ranks = np.full(room.count, UNFIT, dtype=np.int64)
-        self.rank(room, np.flatnonzero(self.mask))
-        self.top = int(np.argmin(self.ranks)) if self.ranks.size else -1
+        self.rank(room, self.mask.nonzero()[0])
+        self.top = int(self.ranks.argmin()) if self.ranks.size else -1
         """The node of the lowest rank (the first such when all are :data:`UNFIT`)."""
         self.seen = room.changed
         """How many of :attr:`Room.changes` the ranks reflect."""
@@ -833,7 +853,7 @@ class _Ranking:
         ok, rows = columns.fit(nodes, self.need)
         if self.share > 0:
             ok &= (rows[:, columns.share_room_col] >= self.share) | (rows[:, columns.whole_col] - self.whole >= 1)
-        if not ok.any():
+        if not ok.size or not ok[ok.argmax()]:  # ok.any(), without its Python wrapper (a call per re-ranking)
             # Most re-rankings in the exchange's rooms find no node where the pod fits (the room the
             # trade freed is taken before the shape is asked again): nothing to price.
             self.ranks[nodes] = UNFIT
@@ -856,19 +876,24 @@ class _Ranking:
         """The price of one pod at each node of ``rows`` (priced ones, where it fits), in rank units."""
         fraction: NDArray[np.float64] | None = None
         for column, asked in self.strands:
-            # min(1, asked / free), and 1 where nothing is free: a free amount is a whole number,
-            # so at least 0.5 leaves every positive one as it is.
+            # asked / free, and 1 where nothing is free: a free amount is a whole number, so at
+            # least 0.5 leaves every positive one as it is
             part = np.maximum(rows[:, column], 0.5)
             np.divide(asked, part, out=part)
-            np.minimum(part, 1.0, out=part)
             fraction = part if fraction is None else np.maximum(fraction, part, out=fraction)
         taken: NDArray[np.float64] | int = self.milli
         if fraction is not None:
-            # max(milli, rint(free GPU thousandths × fraction)), in place
+            # min(1, the largest of them), which is the largest of each one's min(1, ...): one
+            # minimum for both; then max(milli, rint(free GPU thousandths × fraction)), in place
+            np.minimum(fraction, 1.0, out=fraction)
             np.multiply(rows[:, columns.gpu_milli_col], fraction, out=fraction)
             taken = np.maximum(np.rint(fraction, out=fraction), self.milli, out=fraction)
-        cost: NDArray[np.int64] = np.rint(rates * taken).astype(np.int64)
-        return cost * self.unit
+            np.multiply(rates, taken, out=taken)
+            cost: NDArray[np.int64] = np.rint(taken, out=taken).astype(np.int64)
+        else:
+            cost = np.rint(rates * taken).astype(np.int64)
+        np.multiply(cost, self.unit, out=cost)
+        return cost
 
     def best(self, room: Room) -> int | None:
         if not self.ranks.size:
@@ -887,12 +912,12 @@ class _Ranking:
                         self.ranks[node] = rank
                         if not moved and rank < self.ranks[top]:
                             top = node
-                self.top = int(np.argmin(self.ranks)) if moved else top
+                self.top = int(self.ranks.argmin()) if moved else top
             else:
                 if changed.size * MANY_CHANGED > room.count:  # each node once
                     marks = np.zeros(room.count, dtype=np.bool_)
                     marks[changed] = True
-                    stale = np.flatnonzero(marks & self.mask)
+                    stale = (marks & self.mask).nonzero()[0]
                 else:  # a node changed twice is priced twice, alike
                     stale = changed[self.mask[changed]]
                 self.rank(room, stale)
@@ -1065,6 +1090,47 @@ class KeptRankings:
         return ranking
 
 
+class FillMemos:
+    """What the greedy's rooms learn of their problem alone, whatever their free room: each gang's
+    class plan, sizes and asks, the candidates' packing order, each shape's asks, node query and whether it is
+    priced, the fit layouts (:meth:`NodeRows.need`), and :meth:`Room.order_read`; shared by the
+    rooms of one problem (:meth:`of`).
+
+    Why: a cycle whose first fill is not within its tolerance fills again by gain
+    (:func:`greedy_by_gain`), from a room of the same problem, and learnt all of it again. These are
+    the memos :class:`KeptRankings` shares between the exchange's rooms, without its rankings (a
+    greedy room's end is far from the next room's start): the same values, so the same choices."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.gang_sizes: dict[int, tuple[int, int]] = {}
+        self.asked: dict[tuple[int, ...], tuple[int, int, tuple[int, ...]]] = {}
+        self.class_plans: dict[int, ClassPlan] = {}
+        self.shape_asks: dict[int, dict[str, int]] = {}
+        self.priced: dict[int, bool] = {}
+        self.plain_keys: dict[int, tuple[Hashable, ...]] = {}
+        self.gang_asks: dict[tuple[int, str], int] = {}
+        self.caps_of: dict[str, list[str]] = {}
+        self.shape_queries: dict[int, NodeQuery] = {}
+        self.needs: dict[tuple[int, ...], NDArray[np.int64]] = {}
+        self.order_read: bool | None = None
+        self.order: list[Gang] | None = None
+        """The problem's candidates in packing order (:func:`_packing_order`), once sorted."""
+
+    @staticmethod
+    def of(problem: Problem) -> FillMemos:
+        """The memos of ``problem``: the last ones made when they are its (the cycle's two fills),
+        else new ones, kept in their place (one problem's at a time, as the pricing measures)."""
+        global _last_memos
+        memos = _last_memos
+        if memos is None or memos.problem is not problem:
+            memos = _last_memos = FillMemos(problem)
+        return memos
+
+
+_last_memos: FillMemos | None = None
+
+
 def _share_room(shared: dict[int, int]) -> int:
     """The most thousandths one of these shared GPUs has left, or -1 when there is none."""
     return max((FULL_GPU_MILLI - used for used in shared.values()), default=-1)
@@ -1116,11 +1182,12 @@ def fill(
     held: dict[str, dict[str, int]],
     *,
     by_gain: bool = False,
+    in_order: bool = False,
 ) -> list[Gang]:
     """Place ``gangs`` into ``room`` as the greedy does, adding to ``assignment``: the fair-share
     levels first (:func:`_fill_tier`), then the rest in packing order, which it returns. Also what
     tops up a searched decision with the gangs its room still takes
-    (:mod:`vcsat.solver.search.top_up`)."""
+    (:mod:`vcsat.solver.search.top_up`). ``in_order``: ``gangs`` is a list in packing order already."""
     packing = room.packing
 
     def order_key(gang: Gang) -> tuple[int, bool, float, str]:
@@ -1132,7 +1199,10 @@ def fill(
     # Rooms that share their memos (the exchange's top-ups) order the same gangs again and again:
     # each gang's key made once. A room of its own (the greedy's) orders each gang once.
     shared = room.kept is not None
-    order = sorted(gangs, key=order_key if shared else partial(_packing_order, problem))
+    if in_order and isinstance(gangs, list):
+        order = gangs
+    else:
+        order = sorted(gangs, key=order_key if shared else partial(_packing_order, problem))
     tried: set[int] = set()
     for tier in fair_ranks(problem):
         _fill_tier(problem, tier, order, tried, room, queue_room, assignment, held, by_gain=by_gain)
@@ -1143,11 +1213,14 @@ def fill(
 
 
 def _greedy(problem: Problem, *, by_gain: bool) -> Assignment:
-    room = Room(problem)
+    memos = FillMemos.of(problem)
+    room = Room(problem, memos=memos)
     queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
     assignment = Assignment()
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
-    order = fill(problem, problem.candidates, room, queue_room, assignment, held, by_gain=by_gain)
+    if memos.order is None:
+        memos.order = sorted(problem.candidates, key=partial(_packing_order, problem))
+    order = fill(problem, memos.order, room, queue_room, assignment, held, by_gain=by_gain, in_order=True)
     if problem.interpod is not None and any(need.justifiers for need in problem.interpod.affinity.values()):
         # A gang whose affinity needs another gang of this cycle may have come before it: once
         # more, now that the others are placed (kube-scheduler would retry it likewise).
@@ -1203,7 +1276,7 @@ def _fill_tier(
         name, deserved = share[queue]
         return held.get(queue, {}).get(name, 0) * (scale // deserved)
 
-    def gain(queue: str) -> Fraction:
+    def gain(queue: str) -> Ratio:
         # The level sums each queue's concave utility of its filled share, so a gang adds the
         # utility's rise over the share it takes, divided by what it takes: a queue that deserves
         # less gains more per unit on the same slope, which filling every queue to equal shares
@@ -1217,7 +1290,7 @@ def _fill_tier(
         # Work that takes none of the resource is ranked by the slope where the queue stands.
         taken = max(1, _gang_asks(problem, room, waiting[queue][0], name))
         rise = _scaled_utility(min(now + taken, deserved), deserved) - _scaled_utility(now, deserved)
-        return Fraction(rise, taken * deserved)
+        return Ratio(-rise, taken * deserved)  # negated: the highest gain orders first
 
     # Filled equally, each queue first goes up to its target, the level's best split of the free
     # room (:mod:`vcsat.solver.shares.level_targets`), in the same order: one queue reaching its
@@ -1231,10 +1304,10 @@ def _fill_tier(
     # Each queue's order key and its name (ties go by name). The key ends with the queue's fill.
     # Filled equally, a queue's key changes only when a gang was placed for it; filled by gain, it
     # also depends on the queue's next gang, so it is made again after every gang.
-    keys: dict[str, tuple[tuple[int | Fraction, ...], str]] = {}
+    keys: dict[str, tuple[tuple[int, int] | tuple[Ratio, int], str]] = {}
 
-    def key(queue: str) -> tuple[tuple[int | Fraction, ...], str]:
-        return ((-gain(queue), fill(queue)) if by_gain else (past_target(queue), fill(queue))), queue
+    def key(queue: str) -> tuple[tuple[int, int] | tuple[Ratio, int], str]:
+        return ((gain(queue), fill(queue)) if by_gain else (past_target(queue), fill(queue))), queue
 
     for queue in waiting:
         keys[queue] = key(queue)
@@ -1314,11 +1387,19 @@ def _gang_asks(problem: Problem, room: Room, gang: Gang, name: str) -> int:
 def _scaled_utility(amount: int, deserved: int) -> int:
     """The concave utility of holding ``amount`` of a share of ``deserved`` (at most all of it),
     times ``deserved``: exact in whole numbers, where the share in thousandths is a fraction."""
-    return min(slope * SHARE_SCALE * amount + offset * deserved for slope, offset in _PIECES)
+    # A loop, not min() over a generator: the fill by gain asks twice for every gang it ranks.
+    lowest = _SCALED_PIECES[0][0] * amount + _SCALED_PIECES[0][1] * deserved
+    for scaled_slope, offset in _SCALED_PIECES:
+        value = scaled_slope * amount + offset * deserved
+        if value < lowest:
+            lowest = value
+    return lowest
 
 
 _PIECES = tuple(utility_pieces())
 """The utility's pieces, made once (the fill by gain reads them for every gang it ranks)."""
+_SCALED_PIECES = tuple((slope * SHARE_SCALE, offset) for slope, offset in _PIECES)
+"""The pieces with each slope times :data:`SHARE_SCALE` (whole numbers: the same products)."""
 
 
 def _place(
@@ -1456,6 +1537,9 @@ def fit_topology_first(problem: Problem, gang: Gang, room: Room, caps: list[dict
     """A topology gang tries each domain of the finest tier, then of coarser tiers (the fullest
     domain that fits first, to keep roomy ones whole), then anywhere unless its networkTopology is
     hard; other gangs go anywhere."""
+    classes = gang.classes
+    if len(classes) == 1 and len(problem.classes[classes[0]].pods) == 1 and gang.index not in room.topology_gangs:
+        return fit_gang(problem, gang, room, caps)  # one pod, no topology: anywhere, its one trial (_domain_attempts)
     for nodes in _domain_attempts(problem, gang, room):
         taken = fit_gang(problem, gang, room, caps, nodes)
         if taken is not None:

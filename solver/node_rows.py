@@ -66,18 +66,19 @@ class NodeRows:
         self._tiled = min(TILED_NODES, count)
         self._needs: dict[tuple[int, ...], NDArray[np.int64]] = {} if needs is None else needs
 
-    def set_free(self, node: int, row: Sequence[int]) -> None:
-        self.rows[node, : self.resources] = row
-
-    def set_level_rank(self, node: int, rank: int) -> None:
-        self.rows[node, self.level_rank_col] = rank
-
-    def set_gpus(self, node: int, whole: int, share_free: int, share_room: int) -> None:
-        """The node's free whole GPU devices and its shared GPUs' room, as they are now."""
-        row = self.rows[node]
-        row[self.whole_col] = whole
-        row[self.gpu_milli_col] = whole * FULL_GPU_MILLI + share_free
-        row[self.share_room_col] = share_room
+    def set_row(
+        self, node: int, free: Sequence[int], whole: int, share_free: int, share_room: int, level_rank: int
+    ) -> None:
+        """The node's row as it is now: its free room, free whole GPU devices, the thousandths free on
+        them and its shared GPUs, the most a shared GPU has left and its unpriced rank, in one
+        write (the room changes a node's row once per take or give)."""
+        self.rows[node, : self.level_rank_col + 1] = [
+            *free,
+            whole,
+            whole * FULL_GPU_MILLI + share_free,
+            share_room,
+            level_rank,
+        ]
 
     def need(self, request: tuple[int, ...], whole: int) -> NDArray[np.int64]:
         """What one pod of ``request`` (``whole`` of it whole GPUs) asks of a row, laid out for

@@ -28,7 +28,10 @@ class ScanRoom:
     GPU shares are placed exactly: onto the shared GPU they fit best, else onto a fresh GPU,
     which whole-GPU pods then no longer get (contract §1)."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, memos: object = None) -> None:
+        """``memos``: what the greedy hands its rooms to share with the problem's other fill
+        (:class:`vcsat.solver.greedy.FillMemos`); the scan learns everything afresh, so it stays
+        the reference for rooms that share them."""
         self.free = [list(row) for row in problem.free]
         self.gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
         self.milli = problem.resources.index(res.GPU_MILLI) if res.GPU_MILLI in problem.resources else None

@@ -383,10 +383,12 @@ def measure(problem: Problem) -> Scarcity | None:
     members = [mask_of(pool_array == p) for p in range(len(pools))]
     size = [0] * len(members)
     free = [0] * len(members)
+    # Each GPU node's free room once: the pools' sums here and the size classes' rooms below.
+    free_milli = [node_gpu_room(problem, i) if node_gpus[i] > 0 else 0 for i in range(len(nodes))]
     for i, pool in enumerate(pool_of):
         if pool >= 0:
             size[pool] += nodes[i].gpus
-            free[pool] += node_gpu_room(problem, i)
+            free[pool] += free_milli[i]
     cluster_free = sum(free)
     future = max(0, cluster_free - pending_total)
     # Per pool, the confined demand seen (bound and pending) and the pending part of it; each key's
@@ -421,7 +423,6 @@ def measure(problem: Problem) -> Scarcity | None:
     pressure = tuple(
         (min(1.0, kept[p] / free[p]) if free[p] > 0 else 1.0) if need[p] > 0 else 0.0 for p in range(len(members))
     )
-    free_milli = [node_gpu_room(problem, i) if node_gpus[i] > 0 else 0 for i in range(len(nodes))]
     rare_kinds = rare_groups(nodes, selecting)
     rare = rare_types(nodes, rare_kinds, free_milli, index.ready_mask)
     room = _node_room(problem, node_gpus, free_milli, cpu, memory)
