@@ -40,7 +40,9 @@ def count(command: list[str], tree: Path | None = None, hash_seed: str = "0") ->
         raise click.ClickException("valgrind is not installed (apt-get install valgrind)")
     # Bytecode is never written by the counted run: the run that writes it would count the
     # compiler and the write, and every later run would not.
-    env = dict(os.environ, PYTHONHASHSEED=hash_seed, PYTHONDONTWRITEBYTECODE="1")
+    # OpenBLAS (numpy's) starts worker threads that spin while idle: valgrind counts their
+    # instructions too, tens of millions that move from run to run. One thread keeps them out.
+    env = dict(os.environ, PYTHONHASHSEED=hash_seed, PYTHONDONTWRITEBYTECODE="1", OPENBLAS_NUM_THREADS="1")
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree.resolve()), env.get("PYTHONPATH")]))
     # sys.executable, not a launcher script (pyenv's shim is a shell script: valgrind would count
