@@ -927,7 +927,32 @@ class _Ranking:
         return None if self.ranks[self.top] == UNFIT else self.top
 
 
-class KeptRankings:
+class ProblemMemos:
+    """What a room learns of its problem alone, whatever its free room, kept to be shared by the
+    rooms of one problem: each gang's class plan, sizes and asks, each shape's asks and whether it
+    is priced, the plain keys, the queues' cap lineages, the fit layouts (:meth:`NodeRows.need`)
+    and :meth:`Room.order_read`. The rooms' own memos of the same names, shared: the same values,
+    so the same choices. :class:`KeptRankings` (the exchange's rooms) and :class:`FillMemos` (the
+    greedy's two fills) add what each carries besides."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        self.gang_sizes: dict[int, tuple[int, int]] = {}
+        self.asked: dict[tuple[int, ...], tuple[int, int, tuple[int, ...]]] = {}
+        self.class_plans: dict[int, ClassPlan] = {}
+        self.shape_asks: dict[int, dict[str, int]] = {}
+        self.priced: dict[int, bool] = {}
+        self.plain_keys: dict[int, tuple[Hashable, ...]] = {}
+        self.gang_asks: dict[tuple[int, str], int] = {}
+        self.caps_of: dict[str, list[str]] = {}
+        self.needs: dict[tuple[int, ...], NDArray[np.int64]] = {}
+        """The rooms' :class:`NodeRows` layouts of what a request asks (:meth:`NodeRows.need`),
+        shared: every room of the problem has the same nodes and resources."""
+        self.order_read: bool | None = None
+        """:meth:`Room.order_read` of the problem, once known."""
+
+
+class KeptRankings(ProblemMemos):
     """The scarce-pool rankings (:class:`_Ranking`) of one problem's rooms, carried from one room to
     the next one made from the same problem.
 
@@ -941,31 +966,17 @@ class KeptRankings:
     problem alone (each gang's class plan and sizes, each shape's asks and whether it is priced)."""
 
     def __init__(self, problem: Problem) -> None:
-        self.problem = problem
+        super().__init__(problem)
         gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
         self.rank_base = 1 + max((max(0, row[gpu]) for row in problem.free), default=0) if gpu is not None else 1
         """More than any node's free GPUs in any room of the problem (:attr:`Room._rank_base`)."""
-        self.gang_sizes: dict[int, tuple[int, int]] = {}
-        self.asked: dict[tuple[int, ...], tuple[int, int, tuple[int, ...]]] = {}
-        self.class_plans: dict[int, ClassPlan] = {}
-        self.shape_asks: dict[int, dict[str, int]] = {}
-        self.priced: dict[int, bool] = {}
-        self.plain_keys: dict[int, tuple[Hashable, ...]] = {}
         self.packing: dict[int, tuple[int, bool, float, str]] = {}
-        self.gang_asks: dict[tuple[int, str], int] = {}
-        self.caps_of: dict[str, list[str]] = {}
-        """The rooms' own memos of the same names that depend on the problem alone, shared."""
         self.class_keys = class_keys(problem)
         """Per pod class, its gang's queue and its shape (:func:`class_keys`), once."""
         self.candidate_set = frozenset(gang.index for gang in problem.candidates)
         """The problem's candidates' indices (:attr:`Problem.candidates`), as a set once."""
-        self.order_read: bool | None = None
-        """:meth:`Room.order_read` of the problem, once known."""
         self.sharing = sharing_shapes(problem)
         """The shapes whose pods ask a GPU share (:func:`sharing_shapes`), looked up once."""
-        self.needs: dict[tuple[int, ...], NDArray[np.int64]] = {}
-        """The rooms' :class:`NodeRows` layouts of what a request asks (:meth:`NodeRows.need`),
-        shared: every room of the problem has the same nodes and resources."""
         self._kept: dict[int, tuple[_Ranking, int, int]] = {}
         """Per shape, its ranking, the number of the room it was kept from (:attr:`_rows`), and how
         many of that room's :attr:`Room.changes` it had read."""
@@ -1090,7 +1101,7 @@ class KeptRankings:
         return ranking
 
 
-class FillMemos:
+class FillMemos(ProblemMemos):
     """What the greedy's rooms learn of their problem alone, whatever their free room: each gang's
     class plan, sizes and asks, the candidates' packing order, each shape's asks, node query and whether it is
     priced, the fit layouts (:meth:`NodeRows.need`), and :meth:`Room.order_read`; shared by the
@@ -1102,18 +1113,8 @@ class FillMemos:
     greedy room's end is far from the next room's start): the same values, so the same choices."""
 
     def __init__(self, problem: Problem) -> None:
-        self.problem = problem
-        self.gang_sizes: dict[int, tuple[int, int]] = {}
-        self.asked: dict[tuple[int, ...], tuple[int, int, tuple[int, ...]]] = {}
-        self.class_plans: dict[int, ClassPlan] = {}
-        self.shape_asks: dict[int, dict[str, int]] = {}
-        self.priced: dict[int, bool] = {}
-        self.plain_keys: dict[int, tuple[Hashable, ...]] = {}
-        self.gang_asks: dict[tuple[int, str], int] = {}
-        self.caps_of: dict[str, list[str]] = {}
+        super().__init__(problem)
         self.shape_queries: dict[int, NodeQuery] = {}
-        self.needs: dict[tuple[int, ...], NDArray[np.int64]] = {}
-        self.order_read: bool | None = None
         self.order: list[Gang] | None = None
         """The problem's candidates in packing order (:func:`_packing_order`), once sorted."""
 
