@@ -87,8 +87,10 @@ def _outcome(identify: Any, raw: Any) -> Any:
         return ("error", str(error))
     if obj is None:
         return None
-    fields = ("raw", "kind", "source", "memo_context", "memo_value", "references", "noticed", "name", "namespace")
-    return (*(getattr(obj, name) for name in fields), obj.key, obj.label)
+    # Every slot of the class and its bases: a slot added later and left unset by the fast path
+    # (which makes the object without ``__init__``) fails here, by an AttributeError.
+    fields = [name for cls in type(obj).__mro__ for name in getattr(cls, "__slots__", ())]
+    return (*(getattr(obj, name) for name in fields), obj.label)
 
 
 IDENTIFY_CASES = [
