@@ -123,9 +123,9 @@ class Room:
         self.share_free = np.array([_share_free(used) if used else 0 for used in self.shared], dtype=np.int64)
         self.share_free = self.share_free.reshape(count)
         """Per node, the thousandths its shared GPUs have left, summed (the scarce-pool price reads it)."""
-        needs = kept.needs if kept is not None and kept.problem is problem else None
-        if memos is not None:
-            needs = memos.needs
+        # What earlier rooms of the problem learnt of it alone (:class:`ProblemMemos`), either kind.
+        learnt: ProblemMemos | None = kept if kept is not None else memos
+        needs = learnt.needs if learnt is not None and learnt.problem is problem else None
         self.rows = NodeRows(free_array, self.whole_array, self.share_free, self.share_room, self.level_rank, needs)
         """The mirrors above again, one row per node: what a test of a few scattered nodes gathers."""
         self.arrival = np.arange(count, dtype=np.int64)
@@ -221,19 +221,19 @@ class Room:
         """Per shape, its pods' node query without rules or a domain (:func:`_node_query`)."""
         if kept is not None and kept.problem is not problem:
             raise ValueError("rankings kept for another problem")
-        if kept is not None:
+        if learnt is not None:
             # What a room learns of its problem alone, whatever its free room: learnt once for all.
-            self.gang_sizes, self._asked, self.class_plans = kept.gang_sizes, kept.asked, kept.class_plans
-            self.shape_asks, self._priced, self.plain_keys = kept.shape_asks, kept.priced, kept.plain_keys
-            self.packing, self.gang_asks, self.caps_of = kept.packing, kept.gang_asks, kept.caps_of
+            self.gang_sizes, self._asked, self.class_plans = learnt.gang_sizes, learnt.asked, learnt.class_plans
+            self.shape_asks, self._priced, self.plain_keys = learnt.shape_asks, learnt.priced, learnt.plain_keys
+            self.gang_asks, self.caps_of = learnt.gang_asks, learnt.caps_of
+        if kept is not None:
+            self.packing = kept.packing
         if memos is not None:
-            self.gang_sizes, self._asked, self.class_plans = memos.gang_sizes, memos.asked, memos.class_plans
-            self.shape_asks, self._priced, self.plain_keys = memos.shape_asks, memos.priced, memos.plain_keys
-            self.gang_asks, self.caps_of, self.shape_queries = memos.gang_asks, memos.caps_of, memos.shape_queries
+            self.shape_queries = memos.shape_queries
         self.kept = kept
         """The memos and rankings this room shares with the other rooms of its problem, if any."""
-        self.memos = memos
-        """The memos alone this room shares with the other greedy rooms of its problem, if any."""
+        self.learnt = learnt
+        """The memos of the problem alone this room shares (``kept``'s or ``memos``), if any."""
         self._rank_base = kept.rank_base if kept is not None else int(self.level_array.max(initial=0)) + 1
         """More than any node's free GPUs (room never grows beyond the snapshot's); the problem's
         when rankings are carried between rooms (:class:`KeptRankings`), so that they rank alike."""
@@ -519,10 +519,8 @@ class Room:
         """Whether a pod of this problem may be placed by :meth:`best_fit`, the one query that
         reads the order in which nodes entered their free-GPU bucket. Once per problem where the
         rooms share their memos (it reads the problem alone)."""
-        if self._order_read is None and self.kept is not None:
-            self._order_read = self.kept.order_read
-        if self._order_read is None and self.memos is not None:
-            self._order_read = self.memos.order_read
+        if self._order_read is None and self.learnt is not None:
+            self._order_read = self.learnt.order_read
         if self._order_read is None:
             least_fragmenting, scarce = self.choosers(problem)
             spread = self.spread.of_class if self.spread is not None else {}
@@ -533,10 +531,8 @@ class Room:
                 for c in problem.classes
                 for shape in (problem.shapes[c.shape],)
             )
-        if self.kept is not None:
-            self.kept.order_read = self._order_read
-        if self.memos is not None:
-            self.memos.order_read = self._order_read
+        if self.learnt is not None:
+            self.learnt.order_read = self._order_read
         return self._order_read
 
     def holder(self, problem: Problem, gang: Gang) -> _Holder | None:
