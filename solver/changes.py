@@ -51,6 +51,24 @@ class Changes:
     """``after``'s PodGroups by id (shared)."""
 
     @cached_property
+    def pods_mostly_kept(self) -> bool:
+        """Whether at most half of the two snapshots' pods are gone or new: then a carry that redoes
+        only those costs less than a fresh pass over ``after``'s pods; otherwise (snapshots read
+        afresh from a file, one after another in one process) a carry costs more, and carries
+        build afresh (the same answer: a carry equals a fresh pass whatever it is given)."""
+        return _mostly_kept(self.pods_gone, self.pods_new, self.before.pods, self.after.pods)
+
+    @cached_property
+    def nodes_mostly_kept(self) -> bool:
+        """:attr:`pods_mostly_kept` of the nodes."""
+        return _mostly_kept(self.nodes_gone, self.nodes_new, self.before.nodes, self.after.nodes)
+
+    @cached_property
+    def groups_mostly_kept(self) -> bool:
+        """:attr:`pods_mostly_kept` of the PodGroups."""
+        return _mostly_kept(self.groups_gone, self.groups_new, self.before.podgroups, self.after.podgroups)
+
+    @cached_property
     def nodes_touched(self) -> frozenset[str]:
         """Names of the nodes whose room may differ: a node gone or new, or one a bound pod gone or
         new is (or was) on (:attr:`Snapshot.pods_on_node`'s pods)."""
@@ -117,6 +135,12 @@ def forget() -> None:
     """Drop the kept pairs (tests; a process that stops scheduling)."""
     global _pairs
     _pairs = []
+
+
+def _mostly_kept(
+    gone: Sequence[object], new: Sequence[object], before: Sequence[object], after: Sequence[object]
+) -> bool:
+    return 2 * (len(gone) + len(new)) <= len(before) + len(after)
 
 
 def _ids(objects: Sequence[_T]) -> dict[int, _T]:
