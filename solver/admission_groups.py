@@ -49,8 +49,8 @@ def needs_and_holdings(
     held: dict[str, dict[str, int]] = {}
     last_snapshot = _last_snapshot
     if last_snapshot is not None and last_snapshot is not snapshot:
-        found = changes.between(last_snapshot, snapshot)
-        if not (found.pods_mostly_kept and found.groups_mostly_kept):
+        diff = changes.between(last_snapshot, snapshot)
+        if not (diff.pods_mostly_kept and diff.groups_mostly_kept):
             last_snapshot = None  # mostly new objects: every group afresh costs less than finding which
     if last_snapshot is not None:
         # A group the change set leaves out is the very group of the last pass, with the very

@@ -102,8 +102,8 @@ def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
     rooms: list[NodeRoom] = []
     index = {name: i for i, name in enumerate(names)}
     if last_snapshot is not None and last_snapshot is not snapshot:
-        found = changes.between(last_snapshot, snapshot)
-        if not (found.pods_mostly_kept and found.nodes_mostly_kept):
+        diff = changes.between(last_snapshot, snapshot)
+        if not (diff.pods_mostly_kept and diff.nodes_mostly_kept):
             last_snapshot = None  # mostly new objects: every room afresh costs less than finding which
     if last_snapshot is not None:
         # Every node of the last snapshot has its entry, so a node the change set leaves out is
