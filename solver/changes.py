@@ -10,7 +10,12 @@ snapshots taken by identity says exactly which objects a carry must take out and
 found here once for a pair of snapshots and read by every carry whose last state is the first one.
 
 It is a pure function of the two snapshots: any snapshot may follow any other (a test, a replay,
-the one-shot ``vcsat solve``), only slower when little is shared. A carry with no last state (a
+the one-shot ``vcsat solve``). When little is shared (files read one after another in one process
+share no object), taking every old object out and putting every new one in costs more than a
+fresh pass, so the change set also says whether most of each kind of object was kept
+(:attr:`Changes.pods_mostly_kept` and its siblings: at most half of the two snapshots' objects
+gone or new), and the carries that run in every process (the node rooms, admission's group
+sums, the pricing tallies) build afresh when it was not. A carry with no last state (a
 one-shot solve) never asks and works as before. Only the last few pairs are kept; each holds
 both snapshots, so the identities it compares cannot be reused while it lives.
 """
