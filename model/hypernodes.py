@@ -33,6 +33,7 @@ every further tier halves again. They are defaults for pricing, not measurements
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -117,18 +118,23 @@ def resolve_hypernodes(
     tier, so that a wider span is never priced as faster.
 
     One cycle asks twice for the same tree (the converter checks the graph, the build reads its
-    domains): the last tree is kept with its inputs and given again for equal inputs. The models
-    are frozen and the tree is read-only, and tuples compare their items by identity first, so the
-    same objects are recognised without reading them.
+    domains): the last tree is kept with its inputs and given again for the very same HyperNode
+    and node objects (the models are frozen and the tree is read-only). Identity, not equality:
+    a snapshot read afresh holds new objects, and comparing each node's fields with the last
+    snapshot's cost more than resolving the tree again.
     """
     global _last
     inputs: _Inputs = (tuple(hypernodes), tuple(nodes), tuple(sorted((tier_bandwidth or {}).items())))
     last = _last
-    if last is not None and last[0] == inputs:
+    if last is not None and _same(last[0][0], inputs[0]) and _same(last[0][1], inputs[1]) and last[0][2] == inputs[2]:
         return last[1]
     tree = _resolve(hypernodes, nodes, tier_bandwidth)
     _last = (inputs, tree)
     return tree
+
+
+def _same(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    return len(before) == len(now) and all(map(operator.is_, before, now))
 
 
 def _resolve(

@@ -47,12 +47,15 @@ def needs_and_holdings(
     kept: dict[str, _Entry] = {}
     need: dict[str, dict[str, int]] = {}
     held: dict[str, dict[str, int]] = {}
-    if _last_snapshot is not None:
+    last_snapshot = _last_snapshot
+    if last_snapshot is not None and last_snapshot is not snapshot:
+        diff = changes.between(last_snapshot, snapshot)
+        if not (diff.pods_mostly_kept and diff.groups_mostly_kept):
+            last_snapshot = None  # mostly new objects: every group afresh costs less than finding which
+    if last_snapshot is not None:
         # A group the change set leaves out is the very group of the last pass, with the very
         # pods: its entry stands.
-        touched = (
-            frozenset() if _last_snapshot is snapshot else changes.between(_last_snapshot, snapshot).groups_touched
-        )
+        touched = frozenset() if last_snapshot is snapshot else changes.between(last_snapshot, snapshot).groups_touched
         for group in snapshot.podgroups:
             key = group.key
             if key in touched:
@@ -63,7 +66,7 @@ def needs_and_holdings(
             kept[key] = entry
             need[key] = entry[2]
             held[key] = entry[3]
-    else:  # no last pass (``_last`` is empty with it): every group summed afresh
+    else:  # no last pass, or one sharing few objects: every group summed afresh
         for group in snapshot.podgroups:
             key = group.key
             pods = pods_of.get(key, ())

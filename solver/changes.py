@@ -10,7 +10,12 @@ snapshots taken by identity says exactly which objects a carry must take out and
 found here once for a pair of snapshots and read by every carry whose last state is the first one.
 
 It is a pure function of the two snapshots: any snapshot may follow any other (a test, a replay,
-the one-shot ``vcsat solve``), only slower when little is shared. A carry with no last state (a
+the one-shot ``vcsat solve``). When little is shared (files read one after another in one process
+share no object), taking every old object out and putting every new one in costs more than a
+fresh pass, so the change set also says whether most of each kind of object was kept
+(:attr:`Changes.pods_mostly_kept` and its siblings: at most half of the two snapshots' objects
+gone or new), and the carries that run in every process (the node rooms, admission's group
+sums, the pricing tallies) build afresh when it was not. A carry with no last state (a
 one-shot solve) never asks and works as before. Only the last few pairs are kept; each holds
 both snapshots, so the identities it compares cannot be reused while it lives.
 """
@@ -49,6 +54,24 @@ class Changes:
     """``after``'s nodes by id (shared)."""
     group_ids: dict[int, PodGroup]
     """``after``'s PodGroups by id (shared)."""
+
+    @cached_property
+    def pods_mostly_kept(self) -> bool:
+        """Whether at most half of the two snapshots' pods are gone or new: then a carry that redoes
+        only those costs less than a fresh pass over ``after``'s pods; otherwise (snapshots read
+        afresh from a file, one after another in one process) a carry costs more, and carries
+        build afresh (the same answer: a carry equals a fresh pass whatever it is given)."""
+        return _mostly_kept(self.pods_gone, self.pods_new, self.before.pods, self.after.pods)
+
+    @cached_property
+    def nodes_mostly_kept(self) -> bool:
+        """:attr:`pods_mostly_kept` of the nodes."""
+        return _mostly_kept(self.nodes_gone, self.nodes_new, self.before.nodes, self.after.nodes)
+
+    @cached_property
+    def groups_mostly_kept(self) -> bool:
+        """:attr:`pods_mostly_kept` of the PodGroups."""
+        return _mostly_kept(self.groups_gone, self.groups_new, self.before.podgroups, self.after.podgroups)
 
     @cached_property
     def nodes_touched(self) -> frozenset[str]:
@@ -117,6 +140,12 @@ def forget() -> None:
     """Drop the kept pairs (tests; a process that stops scheduling)."""
     global _pairs
     _pairs = []
+
+
+def _mostly_kept(
+    gone: Sequence[object], new: Sequence[object], before: Sequence[object], after: Sequence[object]
+) -> bool:
+    return 2 * (len(gone) + len(new)) <= len(before) + len(after)
 
 
 def _ids(objects: Sequence[_T]) -> dict[int, _T]:

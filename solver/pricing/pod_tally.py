@@ -11,7 +11,11 @@ sum falls to zero is dropped, as a fresh count never holds it). It holds the pod
 their identities cannot be reused while it lives; it keeps the last call only. Asked for a
 snapshot's pods (:meth:`Tally.of_snapshot`) after the last call's snapshot, it reads which pods are
 gone and new off the change set of the two (:mod:`vcsat.solver.changes`, found once per cycle for
-every carry) instead of indexing every pod again.
+every carry) instead of indexing every pod again. Pods are counted per contribution object, gone
+and new alike (pods of one spec share one), and when most pods are gone or new
+(:attr:`~vcsat.solver.changes.Changes.pods_mostly_kept` false: files read one after another in one
+process share no object) the new snapshot's pods are counted afresh, which costs half as much as
+taking every old pod out and putting every new one in.
 """
 
 from __future__ import annotations
@@ -53,10 +57,12 @@ class Tally(Generic[K]):
             if pods is not self._pods and last is not None and last.pods is self._pods and self._by_id:
                 found = changes.between(last, snapshot)
                 if len(found.pod_ids) == len(pods):  # else one pod object twice: counted afresh below
-                    for pod in found.pods_gone:
-                        self._add(pod, -1)
-                    for pod in found.pods_new:
-                        self._add(pod, 1)
+                    if found.pods_mostly_kept:
+                        self._count(found.pods_gone, -1)
+                        self._count(found.pods_new)
+                    else:  # mostly new pods: one pass over them costs less than taking out and putting in
+                        self._sums = {}
+                        self._count(pods)
                     self._pods, self._by_id, self._snapshot = pods, found.pod_ids, snapshot
                     return dict(self._sums)
             out = self._sums_of(pods)
@@ -66,33 +72,35 @@ class Tally(Generic[K]):
     def _sums_of(self, pods: Sequence[Pod]) -> dict[K, int]:
         if pods is not self._pods:
             self._snapshot = None
-            by_id = {id(pod): pod for pod in pods}
+            by_id = dict(zip(map(id, pods), pods, strict=True))
             if len(by_id) != len(pods):  # one pod object twice: count afresh, and keep nothing
                 self._pods, self._by_id, self._sums = (), {}, {}
-                for pod in pods:
-                    self._add(pod, 1)
+                self._count(pods)
                 fresh, self._sums = self._sums, {}
                 return fresh
             # The kept pods are alive (held here), so no new pod has the id of one of them: an id
             # in both is the same pod.
             old = self._by_id
-            if not old:  # the first call: every pod adds, in one pass
+            gone = [old[key] for key in old.keys() - by_id.keys()]
+            new = [by_id[key] for key in by_id.keys() - old.keys()]
+            if 2 * (len(gone) + len(new)) <= len(old) + len(by_id) and old:
+                self._count(gone, -1)
+                self._count(new)
+            else:  # the first call, or mostly new pods: every pod adds, in one pass
+                self._sums = {}
                 self._count(pods)
-                self._pods, self._by_id = pods, by_id
-                return dict(self._sums)
-            for key in old.keys() - by_id.keys():
-                self._add(old[key], -1)
-            for key in by_id.keys() - old.keys():
-                self._add(by_id[key], 1)
             self._pods, self._by_id = pods, by_id
         return dict(self._sums)
 
-    def _count(self, pods: Sequence[Pod]) -> None:
+    def _count(self, pods: Sequence[Pod], sign: int = 1) -> None:
+        """Add (``sign`` -1: take out) what ``pods`` add; a kind whose sum falls to zero is dropped."""
         sums = self._sums
         contribution = self._contribution
         # Pods of one spec may share one contribution object: each distinct object is counted
         # once, its amounts times its pods (exact integer sums, the kinds entered in the order of
-        # their first pod, as pod by pod; the entries hold the objects, so no id is reused).
+        # their first pod, as pod by pod; the entries hold the objects, so no id is reused). Which
+        # order a kind is entered in reads nowhere: readers sort or sum (a carried tally already
+        # holds its kinds in another order than a fresh count).
         seen: dict[int, list[Any]] = {}
         for pod in pods:
             added = contribution(pod)
@@ -103,15 +111,6 @@ class Tally(Generic[K]):
                 entry[1] += 1
         for added, times in seen.values():
             for kind, amount in added:
-                sums[kind] = sums.get(kind, 0) + amount * times
+                sums[kind] = sums.get(kind, 0) + sign * amount * times
         for kind in [kind for kind, total in sums.items() if not total]:
             del sums[kind]
-
-    def _add(self, pod: Pod, sign: int) -> None:
-        sums = self._sums
-        for kind, amount in self._contribution(pod):
-            total = sums.get(kind, 0) + sign * amount
-            if total:
-                sums[kind] = total
-            else:
-                sums.pop(kind, None)
