@@ -54,6 +54,13 @@ because the others, on the generated clusters, rank higher within the few trades
 fits (benchmarks/RESULTS.md, session 29), and run only with the fair trades (a replay that skips
 ``exchange_fair`` skips them too).
 
+Right after the first slope trades, the move trades (:mod:`vcsat.solver.search.relocation`): for
+the waiting gangs of the highest rank whose queue no tier can raise, the smaller pods on the nodes
+they need moved elsewhere, none lost; kept on the same terms. They change no tier and raise placed
+work only, so they come after the first slope trades (a kept move before them can take the room a
+slope trade raises a tier with) and before the rest, within the few trades a 1 s cycle fits
+(benchmarks/RESULTS.md, session 32). Looking for them is not a trade; each tried is.
+
 Before all of these, per fair-share tier and per queue it can raise, the slope trades
 (:mod:`vcsat.solver.search.slope_trade`): room taken from the queues at the tier whose next GPU
 gains it less (flatter on the concave utility) as well as from the small pods on the nodes the
@@ -78,7 +85,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Problem
-from vcsat.solver.search.relocation import relocations
+from vcsat.solver.search.relocation import moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.top_up import top_up_in
 
@@ -241,9 +248,10 @@ def exchange(
     go: Callable[[], bool] = _always,
 ) -> Assignment:
     """``assignment`` with, for each of ``tiers`` (:func:`trading_tiers`), the slope trades of each
-    queue that tier can raise, then, for each of ``queues`` (:func:`trading_queues`, made again
-    when a slope trade changed the decision) in turn, its gangs ranked below the queue's best
-    waiting gang traded for the queue's waiting gangs of that rank, then, for each of ``ranks``
+    queue that tier can raise, then, when ``ranks`` were given, the move trades, then, for each of
+    ``queues`` (:func:`trading_queues`, made again when a slope or move trade changed the decision)
+    in turn, its gangs ranked below the queue's best waiting gang traded for the queue's waiting
+    gangs of that rank, then, for each of ``ranks``
     (:func:`trading_ranks`, likewise), the two trades across queues, then, for each of ``tiers``,
     the fair trades then the slope trades once more of each queue that tier can raise, and, when
     those changed it, the queues' trades and those across ranks once more, and last, when
@@ -255,6 +263,11 @@ def exchange(
     # The slope trades first: they raise the fair-share tiers, which rank above all placed work,
     # where the greedy's fill order left them short, and a short cycle has room for a few trades.
     sloped, sloped_rank = _slope_trades(problem, rank, assignment, rank(problem, assignment), tiers or [], run)
+    # Then the move trades, which change no tier: before them, a kept move can leave the room a
+    # slope trade would have raised a tier with taken (benchmarks/RESULTS.md, session 32). They run
+    # with the trades across ranks (a replay that skips ``exchange_across`` skips them too).
+    if ranks:
+        sloped, sloped_rank = _move_trades(problem, rank, sloped, sloped_rank, run)
     if sloped is not assignment:
         queues, ranks = trading_queues(problem, sloped), trading_ranks(problem, sloped)
     best, best_rank = _queue_trades(problem, rank, sloped, sloped_rank, queues, run)
@@ -361,6 +374,37 @@ def _slope_trades(
                 if kept is not best:
                     best, tried = kept, set()
                     trades = [t for t in slope_trades(problem, best, tier, queue, top, first) if t.size not in done]
+    return best, best_rank
+
+
+def _move_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], run: _Run) -> Ranked:
+    """The move trades (:mod:`vcsat.solver.search.relocation`) for the waiting gangs of the highest
+    rank whose queue no fair-share tier can raise (those of a queue it can raise have the slope,
+    fair and relocation trades); after one is kept, those of the decision it leaves. Looking for
+    them is not a trade (a look that finds none changes nothing); each one tried is."""
+    if not _exact(problem, best):
+        return best, best_rank
+    tried: set[tuple[object, ...]] = set()
+    changed = True
+    while changed and not run.stopped:
+        changed = False
+        waiting = [
+            g.rank
+            for g in problem.candidates
+            if g.index not in best.placed and any(problem.classes[c].pods for c in g.classes)
+        ]
+        if not waiting:
+            break
+        # Victims ranked below the gangs moved for only, and only where no fair-share level needs them.
+        raisable = {queue for tier in fair_ranks(problem) for queue, *_ in run.raisable(best, tier)}
+        spare = _not_needed(problem, best, max(waiting))
+        for trade in moves(problem, best, spare, tried, raisable):
+            if run.stopped:
+                break
+            kept, best_rank = _kept(problem, rank, best, best_rank, trade.drop, {trade.gang}, run, then=trade.movers)
+            if kept is not best:
+                best, tried, changed = kept, set(), True
+                break
     return best, best_rank
 
 

@@ -30,11 +30,23 @@ exchange.trading_tiers`: their queue below its deserved share there, counted the
 tier first, then by rank and age; a gang like one already tried on the same decision (same queue,
 rank, pod shape and count) is not tried again. Every list is made in a fixed order, so the same
 decision gives the same trades.
+
+The move trade (:func:`moves`) is the same chain for a gang no fair-share tier can raise: a
+top-priority gang of whole-node pods (8-GPU ones) whose queue is at or above its deserved share
+waits while the whole nodes it needs hold other queues' smaller pods placed this cycle. The trades
+that free whole nodes by taking such pods out lose some of them in the refill and lower a tier, so
+they are refused, and nothing else places it (benchmarks/RESULTS.md, sessions 31 and 32). Here the
+waiting gangs are those of the highest rank any gang waits at, of the queues no tier can raise,
+oldest first; the movers any placed gang with a smaller GPU pod on the chosen nodes (wherever else
+it may go); the second link's gangs only those ranked below the waiting gang that no fair-share
+level needs; and the trade is tried only where the copy of the room finds every mover a place, so
+that it moves work and loses none (a tier can then only stay or rise, and placed work at the
+waiting gang's rank rises). It is kept on the exchange's terms, as every trade.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from vcsat.model import resources as res
@@ -47,6 +59,11 @@ MAX_LOOKS = 48
 its nodes, about a millisecond at 1,000 nodes: 27-55 ms for 48 on the contended and over-served
 1k files): the trades kept on the tuning files were all among the first 50 tried, and a cycle with
 no trade to make stops looking soon (benchmarks/RESULTS.md, session 29)."""
+
+MAX_MOVE_LOOKS = 8
+"""At most this many waiting gangs of the highest rank are looked at for a move trade on one
+decision (a look at 1,000 nodes: 10-20 ms for the room and the first gangs, benchmarks/RESULTS.md,
+session 32)."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +153,44 @@ def relocations(
     """The relocation trades (module docstring) on ``assignment`` for the gangs ``tiers`` can raise,
     in order; ``spare``: the placed gangs no fair-share level needs (the second link's); ``tried``:
     the kinds of waiting gang already tried on this decision, added to as each is yielded."""
+    yield from _trades(problem, assignment, _waiting(problem, assignment, tiers)[:MAX_LOOKS], spare, tried)
+
+
+def moves(
+    problem: Problem,
+    assignment: Assignment,
+    spare: set[int],
+    tried: set[tuple[object, ...]],
+    raisable: Collection[str] = (),
+) -> Iterator[Relocation]:
+    """The move trades (module docstring) on ``assignment``: for the waiting gangs of the highest
+    rank any gang waits at, whatever their queue's share, oldest first, those where the copy of
+    the room finds every mover a place (``spare``: the placed gangs ranked below them that no
+    fair-share level needs, the second link's); ``tried`` as for :func:`relocations`."""
+    waiting = [
+        gang
+        for gang in problem.candidates
+        if gang.index not in assignment.placed and any(problem.classes[c].pods for c in gang.classes)
+    ]
+    if not waiting:
+        return
+    top = max(gang.rank for gang in waiting)
+    first = sorted(
+        (gang for gang in waiting if gang.rank == top and gang.queue not in raisable),
+        key=lambda gang: (gang.created, gang.index),
+    )
+    yield from _trades(problem, assignment, [(gang.index, None) for gang in first[:MAX_MOVE_LOOKS]], spare, tried)
+
+
+def _trades(
+    problem: Problem,
+    assignment: Assignment,
+    waiting: Sequence[tuple[int, int | None]],
+    spare: set[int],
+    tried: set[tuple[object, ...]],
+) -> Iterator[Relocation]:
+    """The trades for ``waiting`` (gang, the fair-share tier that can rise with it; None for a
+    move trade, which tries only where every mover finds a place), in order."""
     if res.GPU not in problem.resources:
         return
     gpu = problem.resource_index(res.GPU)
@@ -149,7 +204,7 @@ def relocations(
         for g, s, k in slots:
             of_gang.setdefault(g, []).append((s, node, k))
     with_room: dict[int, list[int]] = {}  # per shape, its nodes with room for one pod in ``base``
-    for index, tier in _waiting(problem, assignment, tiers)[:MAX_LOOKS]:
+    for index, tier in waiting:
         gang = problem.gangs[index]
         classes = [c for c in gang.classes if problem.classes[c].pods]
         largest = max(classes, key=lambda c: (problem.shapes[problem.classes[c].shape].request[gpu], -c))
@@ -160,11 +215,15 @@ def relocations(
         if size <= 0 or kind in tried:
             continue
         tried.add(kind)
-        trade = _relocation(problem, index, shape.index, need, base, on_node, of_gang, spare, with_room)
+        trade = _relocation(
+            problem, index, shape.index, need, base, on_node, of_gang, spare, with_room, None if tier is not None else 0
+        )
         if trade is None:
             continue
         relocation, lost = trade
         if lost:
+            if tier is None:
+                continue  # a move trade moves, it loses nothing
             # Some movers would find no room: tried only where the tier, with the waiting pods
             # placed and those movers lost, would rise (each queue's utility read where it ends).
             lost[gang.queue] = lost.get(gang.queue, 0) - size * need
@@ -183,14 +242,18 @@ def _relocation(
     of_gang: dict[int, list[tuple[int, int, int]]],
     spare: set[int],
     with_room: dict[int, list[int]],
+    eligible: int | None = None,
 ) -> tuple[Relocation, dict[str, int]] | None:
     """The trade for one waiting gang whose largest pod has shape ``shape_index`` and which needs
     ``need`` pods, with the GPUs per queue of the movers the copy of the room finds no place for;
-    None where its nodes cannot take its pods (module docstring)."""
+    None where its nodes cannot take its pods (module docstring). Movers are the placed gangs with
+    a smaller GPU pod eligible on more than ``eligible`` nodes (the waiting pod's own count when
+    not given)."""
     gpu = problem.resource_index(res.GPU)
     shape = problem.shapes[shape_index]
     size = shape.request[gpu]
-    eligible = len(shape.nodes)
+    if eligible is None:
+        eligible = len(shape.nodes)
     # The nodes that cannot take the pod now but can once their movers go: fewest GPUs to free first.
     chosen: list[tuple[int, int, int]] = []
     for node in shape.nodes:
