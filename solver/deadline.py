@@ -52,7 +52,8 @@ With ``wall=False`` nothing is skipped for time: the deterministic budgets alone
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 SECOND_FILL = "second_fill"
@@ -274,6 +275,20 @@ class WallPlan:
             self.out_of_time = True
         self.skipped.append(trades_cut(self.trades))
         return False
+
+    @contextmanager
+    def not_a_trade(self) -> Iterator[None]:
+        """Work between two trades that is not a trade (a look for trades that may find none, done
+        once per decision, not once per trade) left out of the running trade's measured cost: the
+        pace predicts each next trade at the dearest one so far, and a one-off look counted in one
+        would make every later trade look dearer and fewer start. Its seconds still pass on the
+        clock, which the next trade's question reads."""
+        started = self.cpu()
+        try:
+            yield
+        finally:
+            if self._trade_started is not None:
+                self._trade_started += self.cpu() - started
 
     def set_aside(self, wall: float, cpu: float) -> None:
         """Leave out of this cycle ``wall`` and ``cpu`` seconds just spent on what is not its own

@@ -401,7 +401,9 @@ def _solve(
         tiers = [] if plan.replays(EXCHANGE_FAIR) else trading_tiers(problem, assignment)
         traded = assignment
         if queues or ranks or tiers:
-            traded = exchange(problem, assignment, _lexicographic, queues, ranks, tiers, go=plan.allows_trade)
+            traded = exchange(
+                problem, assignment, _lexicographic, queues, ranks, tiers, go=plan.allows_trade, look=plan.not_a_trade
+            )
         if traded is not assignment:
             assignment, status = traded, "FEASIBLE"
             now = bindings(problem, assignment, assignment.shape_slots)

@@ -226,6 +226,44 @@ def test_the_exchange_runs_trades_while_the_next_ends_in_time(
     assert replayed_trades(plan.skipped) == (None if ran == 7 else allowed)
 
 
+# (deadline in s, after which trade a 0.1 s look runs (0: before the first), whether the look is
+# wrapped in ``not_a_trade``, trades allowed): 1,000 nodes (reserve 0.2 s), trades of 0.05 s, the
+# first predicted at 0.07 s. A wrapped look still passes on the clock but is not a trade's cost.
+LOOKS = [
+    (0.57, 1, True, 5),  # the trades' pace stays 0.05: 0.22, 0.17, 0.12, 0.07 left fit, 0.02 does not
+    (0.57, 1, False, 3),  # counted in the first trade, every later one is predicted at 0.15
+    (0.57, 0, True, 5),  # before any trade: nothing to leave out, the clock alone moves
+    (0.47, 1, True, 3),  # the look's 0.1 s still take the room of two trades
+    (0.47, 1, False, 1),
+]
+
+
+@pytest.mark.parametrize(("deadline_in", "after", "wrapped", "allowed"), LOOKS)
+def test_a_look_between_trades_is_not_a_trade(deadline_in: float, after: int, wrapped: bool, allowed: int) -> None:
+    clock = FakeClock()
+    plan = WallPlan(clock.wall + deadline_in, 1000, now=clock.now, cpu=clock.cpu)
+
+    def look() -> None:
+        clock.wall += 0.1
+        clock.cpu_seconds += 0.1
+
+    ran = 0
+    while ran < 9:
+        if ran == after:
+            if wrapped:
+                with plan.not_a_trade():
+                    look()
+            else:
+                look()
+        if not plan.allows_trade():
+            break
+        ran += 1
+        clock.wall += 0.05
+        clock.cpu_seconds += 0.05
+    assert ran == plan.trades == allowed
+    assert plan.skipped == [trades_cut(allowed)]
+
+
 # (a skipped-steps entry, whether a replay reads it, the trades it says ran)
 ENTRIES = [
     ("exchange", True, None),

@@ -21,6 +21,8 @@ gang of a queue above its deserved share gets a whole node by moving the pods on
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -80,6 +82,28 @@ def _trades(problem: Any, start: Any) -> tuple[list[tuple[str, int]], list[int],
     return trading_queues(problem, start), trading_ranks(problem, start), trading_tiers(problem, start)
 
 
+class _Looks:
+    """The exchange's ``go`` and ``look``: counts the looks and the trades asked inside one."""
+
+    def __init__(self) -> None:
+        self.entered = self.asked = self.asked_inside = 0
+        self._inside = False
+
+    def go(self) -> bool:
+        self.asked += 1
+        self.asked_inside += self._inside
+        return True
+
+    @contextmanager
+    def look(self) -> Iterator[None]:
+        self.entered += 1
+        self._inside = True
+        try:
+            yield
+        finally:
+            self._inside = False
+
+
 # (GPUs q3 runs on n1, q3's weight, whether the move trade places ``whole``, whether it takes
 # ``low`` out to make room for the mover)
 CASES = [
@@ -109,8 +133,13 @@ def test_the_move_trade_moves_pods_off_a_whole_node_for_a_top_priority_gang(
     offered = [(t.gang, set(t.movers), set(t.victims)) for t in moves(problem, start, spare, set())]
     assert offered == ([(whole, {mover}, {low} if ejected else set())] if placed else [])
     before = _levels(problem, start)
-    run = exchange_module._Run(problem, lambda: True)
+    looks = _Looks()
+    run = exchange_module._Run(problem, looks.go, looks.look)
     traded, rank = exchange_module._move_trades(problem, _levels, start, before, run)
+    # The look is wrapped (the cycle leaves it out of the trades' pace); no trade is asked inside it.
+    assert looks.entered >= 1
+    assert looks.asked_inside == 0
+    assert looks.asked == (1 if placed else 0)
     assert (whole in traded.placed) is placed
     assert rank == _levels(problem, traded)
     if placed:

@@ -78,14 +78,15 @@ trade is kept or not on the ranks alone, so the same trades on the same decision
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import AbstractContextManager, nullcontext
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Problem
-from vcsat.solver.search.relocation import moves, relocations
+from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.top_up import top_up_in
 
@@ -108,9 +109,13 @@ class _Run:
     every cycle and the trades in few (at 1 s on 1,000 nodes, none), so the greedy pays nothing
     for them (benchmarks/RESULTS.md, session 20)."""
 
-    def __init__(self, problem: Problem, go: Callable[[], bool]) -> None:
+    def __init__(
+        self, problem: Problem, go: Callable[[], bool], look: Callable[[], AbstractContextManager[object]] = nullcontext
+    ) -> None:
         self.problem = problem
         self.go = go
+        self.look = look
+        """Wraps work between trades that is not a trade (``exchange``'s ``look``)."""
         self.stopped = False
         self._rankings: KeptRankings | None = None
         self._raisable: tuple[Assignment, dict[int, list[tuple[str, int, set[int], int]]]] | None = None
@@ -246,6 +251,7 @@ def exchange(
     ranks: list[int] | None = None,
     tiers: list[int] | None = None,
     go: Callable[[], bool] = _always,
+    look: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> Assignment:
     """``assignment`` with, for each of ``tiers`` (:func:`trading_tiers`), the slope trades of each
     queue that tier can raise, then, when ``ranks`` were given, the move trades, then, for each of
@@ -257,9 +263,11 @@ def exchange(
     those changed it, the queues' trades and those across ranks once more, and last, when
     ``tiers`` were given, the relocation trades on the tiers that can still rise; each where ``rank``
     puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
-    ``go`` is asked before each trade: the first it refuses ends the exchange. The trades' rooms
+    ``go`` is asked before each trade: the first it refuses ends the exchange; ``look`` wraps the
+    looks for move trades, work between trades that is not one (the cycle leaves its time out of
+    the trades' pace: :meth:`vcsat.solver.deadline.WallPlan.not_a_trade`). The trades' rooms
     carry their rankings from one to the next (the same trades, for less work: :class:`_Run`)."""
-    run = _Run(problem, go)
+    run = _Run(problem, go, look)
     # The slope trades first: they raise the fair-share tiers, which rank above all placed work,
     # where the greedy's fill order left them short, and a short cycle has room for a few trades.
     sloped, sloped_rank = _slope_trades(problem, rank, assignment, rank(problem, assignment), tiers or [], run)
@@ -381,31 +389,40 @@ def _move_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
     """The move trades (:mod:`vcsat.solver.search.relocation`) for the waiting gangs of the highest
     rank whose queue no fair-share tier can raise (those of a queue it can raise have the slope,
     fair and relocation trades); after one is kept, those of the decision it leaves. Looking for
-    them is not a trade (a look that finds none changes nothing); each one tried is."""
+    them is not a trade (a look that finds none changes nothing; its time is left out of the
+    trades' pace, ``run.look``); each one tried is."""
     if not _exact(problem, best):
         return best, best_rank
     tried: set[tuple[object, ...]] = set()
     changed = True
     while changed and not run.stopped:
         changed = False
-        waiting = [
-            g.rank
-            for g in problem.candidates
-            if g.index not in best.placed and any(problem.classes[c].pods for c in g.classes)
-        ]
-        if not waiting:
-            break
-        # Victims ranked below the gangs moved for only, and only where no fair-share level needs them.
-        raisable = {queue for tier in fair_ranks(problem) for queue, *_ in run.raisable(best, tier)}
-        spare = _not_needed(problem, best, max(waiting))
-        for trade in moves(problem, best, spare, tried, raisable):
-            if run.stopped:
-                break
+        with run.look():
+            trades = _move_looks(problem, best, tried, run)
+            trade = next(trades, None)
+        while trade is not None and not run.stopped:
             kept, best_rank = _kept(problem, rank, best, best_rank, trade.drop, {trade.gang}, run, then=trade.movers)
             if kept is not best:
                 best, tried, changed = kept, set(), True
                 break
+            with run.look():
+                trade = next(trades, None)
     return best, best_rank
+
+
+def _move_looks(problem: Problem, best: Assignment, tried: set[tuple[object, ...]], run: _Run) -> Iterator[Relocation]:
+    """The move trades to try on ``best``, in order (none where no gang with pods waits)."""
+    waiting = [
+        g.rank
+        for g in problem.candidates
+        if g.index not in best.placed and any(problem.classes[c].pods for c in g.classes)
+    ]
+    if not waiting:
+        return iter(())
+    # Victims ranked below the gangs moved for only, and only where no fair-share level needs them.
+    raisable = {queue for tier in fair_ranks(problem) for queue, *_ in run.raisable(best, tier)}
+    spare = _not_needed(problem, best, max(waiting))
+    return moves(problem, best, spare, tried, raisable)
 
 
 def _relocation_trades(
