@@ -81,9 +81,10 @@ class Tally(Generic[K]):
             # The kept pods are alive (held here), so no new pod has the id of one of them: an id
             # in both is the same pod.
             old = self._by_id
-            gone = [old[key] for key in old.keys() - by_id.keys()]
-            new = [by_id[key] for key in by_id.keys() - old.keys()]
-            if 2 * (len(gone) + len(new)) <= len(old) + len(by_id) and old:
+            # The first call has nothing to take out: no set differences over every pod then.
+            gone = [old[key] for key in old.keys() - by_id.keys()] if old else []
+            new = [by_id[key] for key in by_id.keys() - old.keys()] if old else []
+            if old and 2 * (len(gone) + len(new)) <= len(old) + len(by_id):
                 self._count(gone, -1)
                 self._count(new)
             else:  # the first call, or mostly new pods: every pod adds, in one pass
