@@ -47,11 +47,8 @@ def needs_and_holdings(
     kept: dict[str, _Entry] = {}
     need: dict[str, dict[str, int]] = {}
     held: dict[str, dict[str, int]] = {}
-    last_snapshot = _last_snapshot
-    if last_snapshot is not None and last_snapshot is not snapshot:
-        diff = changes.between(last_snapshot, snapshot)
-        if not (diff.pods_mostly_kept and diff.groups_mostly_kept):
-            last_snapshot = None  # mostly new objects: every group afresh costs less than finding which
+    # Mostly new objects: every group afresh costs less than finding which changed.
+    last_snapshot = changes.worth_carrying(_last_snapshot, snapshot, "groups")
     if last_snapshot is not None:
         # A group the change set leaves out is the very group of the last pass, with the very
         # pods: its entry stands.

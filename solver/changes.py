@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import compress
 from operator import not_
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from vcsat.model import Node, Pod, PodGroup, Snapshot
 
@@ -98,6 +98,17 @@ _KEPT = 3
 pods' sums after a follow-up cycle that solves nothing), so one cycle may ask for two pairs."""
 _pairs: list[Changes] = []
 """The last pairs asked, newest last."""
+
+
+def worth_carrying(last: Snapshot | None, snapshot: Snapshot, kind: Literal["nodes", "groups"]) -> Snapshot | None:
+    """``last`` where a carry from it to ``snapshot`` costs less than a fresh pass: the very
+    snapshot, or one that kept most of the pods and most of ``kind``
+    (:attr:`Changes.pods_mostly_kept` and its siblings); None otherwise, and without a ``last``."""
+    if last is None or last is snapshot:
+        return last
+    found = between(last, snapshot)
+    kept = found.nodes_mostly_kept if kind == "nodes" else found.groups_mostly_kept
+    return last if found.pods_mostly_kept and kept else None
 
 
 def between(before: Snapshot, after: Snapshot) -> Changes:

@@ -101,10 +101,8 @@ def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:
     on_node = snapshot.pods_on_node
     rooms: list[NodeRoom] = []
     index = {name: i for i, name in enumerate(names)}
-    if last_snapshot is not None and last_snapshot is not snapshot:
-        diff = changes.between(last_snapshot, snapshot)
-        if not (diff.pods_mostly_kept and diff.nodes_mostly_kept):
-            last_snapshot = None  # mostly new objects: every room afresh costs less than finding which
+    # Mostly new objects: every room afresh costs less than finding which changed.
+    last_snapshot = changes.worth_carrying(last_snapshot, snapshot, "nodes")
     if last_snapshot is not None:
         # Every node of the last snapshot has its entry, so a node the change set leaves out is
         # the very node of then with the very pods bound to it: its entry stands.
