@@ -61,17 +61,19 @@ class Changes:
         only those costs less than a fresh pass over ``after``'s pods; otherwise (snapshots read
         afresh from a file, one after another in one process) a carry costs more, and carries
         build afresh (the same answer: a carry equals a fresh pass whatever it is given)."""
-        return _mostly_kept(self.pods_gone, self.pods_new, self.before.pods, self.after.pods)
+        return mostly_kept(len(self.pods_gone), len(self.pods_new), len(self.before.pods), len(self.after.pods))
 
     @cached_property
     def nodes_mostly_kept(self) -> bool:
         """:attr:`pods_mostly_kept` of the nodes."""
-        return _mostly_kept(self.nodes_gone, self.nodes_new, self.before.nodes, self.after.nodes)
+        return mostly_kept(len(self.nodes_gone), len(self.nodes_new), len(self.before.nodes), len(self.after.nodes))
 
     @cached_property
     def groups_mostly_kept(self) -> bool:
         """:attr:`pods_mostly_kept` of the PodGroups."""
-        return _mostly_kept(self.groups_gone, self.groups_new, self.before.podgroups, self.after.podgroups)
+        return mostly_kept(
+            len(self.groups_gone), len(self.groups_new), len(self.before.podgroups), len(self.after.podgroups)
+        )
 
     @cached_property
     def nodes_touched(self) -> frozenset[str]:
@@ -153,10 +155,10 @@ def forget() -> None:
     _pairs = []
 
 
-def _mostly_kept(
-    gone: Sequence[object], new: Sequence[object], before: Sequence[object], after: Sequence[object]
-) -> bool:
-    return 2 * (len(gone) + len(new)) <= len(before) + len(after)
+def mostly_kept(gone: int, new: int, before: int, after: int) -> bool:
+    """Whether at most half of two collections' objects (``before`` and ``after`` of them) are
+    ``gone`` or ``new``: where a carry that redoes only those costs less than a fresh pass."""
+    return 2 * (gone + new) <= before + after
 
 
 def _ids(objects: Sequence[_T]) -> dict[int, _T]:

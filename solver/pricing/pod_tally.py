@@ -84,7 +84,7 @@ class Tally(Generic[K]):
             # The first call has nothing to take out: no set differences over every pod then.
             gone = [old[key] for key in old.keys() - by_id.keys()] if old else []
             new = [by_id[key] for key in by_id.keys() - old.keys()] if old else []
-            if old and 2 * (len(gone) + len(new)) <= len(old) + len(by_id):
+            if old and changes.mostly_kept(len(gone), len(new), len(old), len(by_id)):
                 self._count(gone, -1)
                 self._count(new)
             else:  # the first call, or mostly new pods: every pod adds, in one pass
