@@ -19,13 +19,10 @@ usually tight on GPU clusters, where whole GPUs are the scarce resource, and it 
 How much tighter a bound of this kind could be: the same rows with whole pods, whole gangs and
 whole fill points, solved as an integer program (``benchmarks/bound_slack.py``), are the floor
 for any cut valid for whole pods (gang covers, integer rounding of the fair-share rows). On the
-contended benchmark files above 1% it takes 0.13-0.89 points off the gap (contended s221 at 8
-trades 3.15% to 2.26%, s242 7.04% to 6.91%) and brings none within 1%, for 0.5-2.5 CPU-seconds of
-SCIP at 1,000 nodes; what it takes comes from whole fill points meeting pods of several GPUs in the
-fair-share rows, not from gangs (a column per gang bounds the same), and a row per shape of its
-pods' fit counts bites on none of them (no shape has more pods than its nodes fit). The rest of
-those gaps is the decision's: on s242 a valid decision built from this LP's solution ranks higher
-and is within 1.64% (benchmarks/RESULTS.md, session 33).
+contended benchmark files that integer program takes little off the gap, for seconds of MIP
+search, and what it takes comes from whole fill points meeting pods of several GPUs in the
+fair-share rows, not from gangs (a column per gang bounds the same) nor from pods' fit counts:
+the rest of those gaps is the decision's (benchmarks/RESULTS.md, session 33).
 """
 
 from __future__ import annotations
