@@ -16,9 +16,11 @@ Two long searches of the exact model (no wall clock, no tolerance) tell them apa
 nothing held (its fair levels are the best it finds), and one with each fair-share level held at
 least at the decision's value (its placed work, when proven, is the most that can be placed with
 shares no lower than the decision's: what the bound bounds). The held search starts from the
-decision itself (its warm start is the decision, not the greedy's): it can then only place as
-much or more at each priority, so a level where it ends short of its bound within its time is
-the search's time, never a start further from the bound than the decision. Holding the levels
+decision itself (its warm start is the decision, not the greedy's): where it ends at the
+decision's fair levels it places as much or more at each priority, so a level where it ends short
+of its bound within its time is the search's time, never a start further from the bound than the
+decision; where it raises a fair level, it may place less at a priority (the higher level ranks
+first), and its bound is then one at its own levels, not the decision's. Holding the levels
 is done from here: the search's stages are split so that each fair-share level is a stage of its own (held on its
 own, not as one weighted sum in which a higher tier may pay for a lower one), and its "does the
 warm start already meet this stage" question is answered yes, at the decision's value, for each;
