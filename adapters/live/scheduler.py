@@ -87,6 +87,7 @@ from vcsat.adapters.kube.apply_state import REPORT_WORKERS, ApplyReport
 from vcsat.adapters.kube.client import Kube, load_configuration
 from vcsat.adapters.kube.informer import InformerSet
 from vcsat.adapters.live.cycle_cap import DEFAULT_TARGET_S, CycleCap, arrived, defer
+from vcsat.adapters.live.cycle_probe import CycleProbe
 from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 from vcsat.adapters.live.gc_clock import GcClock
 from vcsat.adapters.live.gc_tenure import Tenure
@@ -175,6 +176,11 @@ class CycleResult:
     (``Store.relevant_by_kind``): what woke the loop."""
     waiting: int | None = None
     """Pending pods in ``snapshot``, as the cycle counted them (the log reads it, not a walk again)."""
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Where its wall seconds went, by phase (:mod:`vcsat.adapters.live.cycle_probe`)."""
+    woke_seconds: float | None = None
+    """From the change that woke the loop until this cycle started (the debounce, the rest, the wait
+    for room); None when no change woke it."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
@@ -295,6 +301,8 @@ class Scheduler:
         """The cyclic collector's work in this process since :meth:`start` (logged with each cycle)."""
         self.tenure = Tenure()
         """What survives each of :meth:`run`'s cycles is frozen out of the collector's passes."""
+        self._woke: float | None = None
+        """When a change woke the loop for the cycle about to run (``time.monotonic()``)."""
         if dump_dir is not None:
             dump_dir.mkdir(parents=True, exist_ok=True)
             self.cycles = _last_cycle_number(dump_dir)
@@ -367,6 +375,7 @@ class Scheduler:
                 count = self.store.wait_relevant(seen, min(next_at - now, IDLE_POLL_S))
                 if count == seen:
                     continue  # look at the stop events and the clock again
+                self._woke = time.monotonic()
                 self._debounce(count, stopped)
                 if stopped():
                     break
@@ -530,11 +539,15 @@ class Scheduler:
         # Cycle follows cycle on snapshots that share most objects: the pods' sums are carried.
         pod_sums.carry()
 
+        probe = CycleProbe(gc_cpu=lambda: self.gc.cpu_seconds, events=lambda: self.store.generation)
+        probe.start()
         started = time.monotonic()
+        woke, self._woke = self._woke, None
         cpu_started = time.process_time()
         self._cycle_started = started
         try:
             generation, objects = self.store.snapshot()
+            probe.mark("store")
             counts = self.store.relevant_by_kind()
             changes, self._changes_seen = dict(counts - self._changes_seen), counts
             cap = self.cap
@@ -546,6 +559,7 @@ class Scheduler:
             converted = time.monotonic() - started
             converted_cpu = time.process_time()
             waiting = sum(map(_PENDING, snapshot.pods))  # a C-level walk over every pod
+            probe.mark("convert")
             sure_path = bool(early and self.early_min_pending and waiting >= self.early_min_pending)
             sure_made: list[Decision] = []
 
@@ -570,7 +584,9 @@ class Scheduler:
             decision = self.isolator.decide(snapshot, decide, retry=decide_again)
             sure = decision if sure_made else None
             decided_cpu = time.process_time()
+            probe.mark("decide")
             violations = check(snapshot, decision, self.policy)
+            probe.mark("check")
             self.cycles += 1
             number = self.cycles
             if cap is not None and given is not None:
@@ -603,6 +619,7 @@ class Scheduler:
                 applying = self.applier.submit(
                     _with_admissions(decision, snapshot, self.policy, self._unadmitted), snapshot, stop=stop
                 )
+            probe.mark("submit")
             result = CycleResult(
                 number,
                 snapshot,
@@ -622,6 +639,8 @@ class Scheduler:
                 solve_cpu_seconds=decided_cpu - converted_cpu,
                 changes=changes,
                 waiting=waiting,
+                phases=probe.phases(),
+                woke_seconds=None if woke is None else started - woke,
             )
             self.last = result
         finally:
@@ -723,6 +742,8 @@ class Scheduler:
             "snapshot_cpu_seconds": round(result.snapshot_cpu_seconds or 0.0, 3),
             "solve_cpu_seconds": round(result.solve_cpu_seconds or 0.0, 3),
             "changes": result.changes,
+            "phases": result.phases,
+            "woke_seconds": None if result.woke_seconds is None else round(result.woke_seconds, 3),
             "gc": {**self.gc.totals(), "frozen": self.tenure.frozen, "full": self.tenure.full_collections},
         }
         if report is not None:
