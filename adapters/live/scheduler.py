@@ -303,6 +303,8 @@ class Scheduler:
         """What survives each of :meth:`run`'s cycles is frozen out of the collector's passes."""
         self._woke: float | None = None
         """When a change woke the loop for the cycle about to run (``time.monotonic()``)."""
+        self.primed = False
+        """The carries of a cycle with pending work exist: made by such a cycle, or by :meth:`_prime`."""
         if dump_dir is not None:
             dump_dir.mkdir(parents=True, exist_ok=True)
             self.cycles = _last_cycle_number(dump_dir)
@@ -416,6 +418,7 @@ class Scheduler:
                 )
                 after_capped = result.deferred > 0 and not result.violations
                 failure = ""
+                self._prime(result)
             except Exception as error:
                 # The whole traceback once; the same failure again, every period, in one line.
                 if repr(error) != failure:
@@ -431,6 +434,30 @@ class Scheduler:
             self._rest_until = ended + REST_PER_CYCLE_SECOND * (ended - started)
             if after_early or after_capped:
                 self._rest_until = ended
+
+    def _prime(self, result: CycleResult) -> None:
+        """After the process's first cycle, when it had nothing to place: make what a cycle with
+        pending pods carries to the next (:mod:`vcsat.solver.prime`), so that the first batch of new
+        pods does not wait for that one-off work. It runs between cycles, like the collector's, and
+        changes no decision."""
+        if self.primed:
+            return
+        self.primed = True
+        if result.waiting:  # that cycle built for its pending pods: the carries are made
+            return
+        from vcsat.solver.prime import prime
+
+        started = time.monotonic()
+        cpu_started = time.thread_time()
+        resources = prime(result.snapshot)
+        log.debug(
+            "primed",
+            extra={
+                "resources": resources,
+                "seconds": round(time.monotonic() - started, 3),
+                "cpu_seconds": round(time.thread_time() - cpu_started, 3),
+            },
+        )
 
     def _next_due(self, ended: float, *, failed: bool, reported: int) -> tuple[float, str, str]:
         """When the cycle after the one that ended at ``ended`` is due if nothing changes: see
