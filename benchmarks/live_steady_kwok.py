@@ -22,8 +22,12 @@ baseline are measured alternately on one cluster under the same load.
 
 Each cycle is read from the scheduler's own log (``--log-level debug``: every cycle, busy or not):
 wall seconds (snapshot, decision, until its bindings were queued and until all was applied) and the
-process's CPU seconds over the same span (the ``cpu_seconds`` fields). One JSON line per cycle,
-then per batch the scheduler's and the cluster's CPU seconds from its creation to the next (/proc).
+process's CPU seconds over the same span (the ``cpu_seconds`` fields), and where a tree logs them
+its ``phases`` (adapters/live/cycle_probe.py) and ``woke_seconds``. One JSON line per cycle, then
+per batch the scheduler's and the cluster's CPU seconds from its creation to the next (/proc) and
+the pods' ``latency``: from each pod's creation (its POST answered) to this harness's watch of bound
+pods seeing it bound (:class:`BindWatch`), p50, p99, the largest, and how many were not seen bound
+before the next batch: a cycle made shorter by making pods wait longer shows there.
 
 ``--run EARLY[:TREE]:pin`` pins that process to one CPU and the control plane (kube-apiserver,
 etcd, kwok, kube-controller-manager, every thread of each) and this harness (it creates the batches,

@@ -54,6 +54,13 @@ that arrives during a cycle is then decided within about one short cycle instead
 long one to end and the next long one to decide it. A cycle with no more waiting pods than the
 cap is given everything, as without it.
 
+**Priming.** A scheduler started on a settled cluster has nothing to place in its first cycle,
+which therefore builds none of what a cycle with pending pods carries to the next; after such a
+first cycle the loop makes it once (:mod:`vcsat.solver.prime`), so the first batch of new pods does
+not wait for that one-off work. Each cycle's log line says where its wall time went
+(``phases``: :mod:`vcsat.adapters.live.cycle_probe`) and how long after the change that woke the
+loop it started (``woke_seconds``).
+
 With ``--leader-elect`` (the default) the caches fill at once on every replica, but only the
 replica holding the Lease runs cycles, so a standby takes over with warm caches.
 """
