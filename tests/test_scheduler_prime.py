@@ -84,3 +84,28 @@ def test_the_scheduler_primes_once_after_a_first_cycle_with_nothing_pending(
     assert scheduler.primed
     # What the next build of pods like the bound ones carries (or what the first build made).
     assert carried == resources
+
+
+def test_a_priming_that_fails_is_logged_and_the_loop_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from vcsat.adapters.live.scheduler import Scheduler
+    from vcsat.solver import prime as prime_module
+
+    def broken(snap: Any) -> list[str]:
+        raise RuntimeError("broken")
+
+    monkeypatch.setattr(prime_module, "prime", broken)
+    kube = load_script("benchmarks/live_cycle.py", "live_cycle")._AcceptingKube()
+    scheduler = Scheduler(kube, policy=Policy(time_limit_s=1.0), early_min_pending=0)
+    kube.store = scheduler.store
+    objects = _objects(0)
+    for kind in scheduler.store._kinds:
+        scheduler.store.replace(kind, objects.get(kind, []))
+    try:
+        scheduler._prime(scheduler.run_cycle(wait=True))
+    finally:
+        scheduler.applier.close()
+        node_side.forget()
+    assert scheduler.primed
+    assert any(record.getMessage().startswith("priming failed") for record in caplog.records)

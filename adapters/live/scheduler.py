@@ -425,7 +425,6 @@ class Scheduler:
                 )
                 after_capped = result.deferred > 0 and not result.violations
                 failure = ""
-                self._prime(result)
             except Exception as error:
                 # The whole traceback once; the same failure again, every period, in one line.
                 if repr(error) != failure:
@@ -441,6 +440,10 @@ class Scheduler:
             self._rest_until = ended + REST_PER_CYCLE_SECOND * (ended - started)
             if after_early or after_capped:
                 self._rest_until = ended
+            if not failure:
+                # After the tenure's first full collection: the cold start's objects are frozen by
+                # then, so what priming allocates does not make the collector walk them all.
+                self._prime(result)
 
     def _prime(self, result: CycleResult) -> None:
         """After the process's first cycle, when it had nothing to place: make what a cycle with
@@ -456,7 +459,11 @@ class Scheduler:
 
         started = time.monotonic()
         cpu_started = time.thread_time()
-        resources = prime(result.snapshot)
+        try:
+            resources = prime(result.snapshot)
+        except Exception:  # only a cost moved: the first batch's build makes them afresh
+            log.exception("priming failed; the first cycle with pending pods builds afresh")
+            return
         log.debug(
             "primed",
             extra={
