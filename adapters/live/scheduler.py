@@ -459,6 +459,7 @@ class Scheduler:
 
         started = time.monotonic()
         cpu_started = time.thread_time()
+        gc_started = self.gc.cpu_seconds
         try:
             resources = prime(result.snapshot)
         except Exception:  # only a cost moved: the first batch's build makes them afresh
@@ -470,6 +471,7 @@ class Scheduler:
                 "resources": resources,
                 "seconds": round(time.monotonic() - started, 3),
                 "cpu_seconds": round(time.thread_time() - cpu_started, 3),
+                "gc_seconds": round(self.gc.cpu_seconds - gc_started, 3),
             },
         )
 
