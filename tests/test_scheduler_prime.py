@@ -109,3 +109,36 @@ def test_a_priming_that_fails_is_logged_and_the_loop_goes_on(
         node_side.forget()
     assert scheduler.primed
     assert any(record.getMessage().startswith("priming failed") for record in caplog.records)
+
+
+def test_the_loop_primes_after_its_first_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Scheduler.run`` itself primes, in the iteration of its first cycle (after the tenure)."""
+    import threading
+
+    from vcsat.adapters.live.scheduler import Scheduler
+    from vcsat.solver import prime as prime_module
+
+    made: list[list[str]] = []
+    real = prime_module.prime
+    monkeypatch.setattr(prime_module, "prime", lambda snap: made.append(real(snap)) or made[-1])
+    stop = threading.Event()
+    kube = load_script("benchmarks/live_cycle.py", "live_cycle")._AcceptingKube()
+    scheduler = Scheduler(
+        kube, policy=Policy(time_limit_s=1.0), early_min_pending=0, observers=(lambda result: stop.set(),)
+    )
+    kube.store = scheduler.store
+    objects = _objects(0)
+    for kind in scheduler.store._kinds:
+        scheduler.store.replace(kind, objects.get(kind, []))
+    loop = threading.Thread(target=scheduler.run, args=(stop,), daemon=True)
+    try:
+        loop.start()
+        loop.join(120)
+        assert not loop.is_alive()
+    finally:
+        stop.set()
+        scheduler.applier.close()
+        scheduler.tenure.release()
+        node_side.forget()
+    assert made == [["cpu", "nvidia.com/gpu", "pods"]]
+    assert scheduler.cycles >= 1
