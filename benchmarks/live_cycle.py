@@ -19,6 +19,11 @@ object converted); the later ones are the steady state. Phases are CPU seconds o
 process (the applier's threads included), so on a shared box they say more than wall seconds.
 ``--follow-ups N`` runs N more cycles after each steady one with no new pods (``follow_up`` 1..N in
 its lines): the live loop's follow-ups once a decision is applied, with nothing of ours pending.
+``--cold-idle`` holds every pending job back from the cold cycles, as a scheduler started on a
+settled cluster (and live_steady_kwok.py's) sees it: the first steady cycle is then the first with
+pending pods. After each cycle the loop's own work between cycles runs as the daemon runs it
+(``Scheduler._prime``: once, after a first cycle with nothing pending; ``prime`` in the line, off
+the cycle's ``total``).
 """
 
 from __future__ import annotations
@@ -139,6 +144,7 @@ def run(
     seed_cycles: int,
     profile: Path | None = None,
     follow_ups: int = 0,
+    cold_idle: bool = False,
 ) -> list[dict[str, Any]]:
     from vcsat.adapters.convert import instance_file
     from vcsat.adapters.live import scheduler as scheduler_module
@@ -192,7 +198,9 @@ def run(
         (n, k) for n in range(seed_cycles, seed_cycles + cycles) for k in range(1 + follow_ups)
     ]
     for number, follow_up in plan:
-        for obj in arrivals[number] if number < len(arrivals) and not follow_up else []:
+        # With ``cold_idle`` the cold cycles see nothing pending and the first batch comes after them.
+        arriving = number - seed_cycles if cold_idle else number
+        for obj in arrivals[arriving] if 0 <= arriving < len(arrivals) and not follow_up else []:
             store.apply(obj["kind"], "ADDED", obj)
         cpu.clear()
         kube.writes = 0
@@ -213,6 +221,12 @@ def run(
         cpu["build"] = cpu.get("build", 0.0) - cpu.get("admission", 0.0)
         cpu["other"] = cpu.pop("solve", 0.0) - inside
         cpu["total"] = cpu["cycle"] + time.process_time() - waited
+        # The loop's work after a cycle, off its clock (older trees have none).
+        between = getattr(scheduler, "_prime", None)
+        if between is not None:
+            primed = time.process_time()
+            between(result)
+            cpu["prime"] = time.process_time() - primed
         decision = result.decision
         # The watch confirms the bindings: each pod comes back bound, as its assumed copy shows it.
         _, shown = store.snapshot()
@@ -251,6 +265,12 @@ def run(
 @click.option("--seed-cycles", type=int, default=1, show_default=True, help="Cold cycles before the steady state.")
 @click.option("--profile", type=click.Path(path_type=Path), help="cProfile each steady cycle to PROFILE.<n>[.<k>].")
 @click.option(
+    "--cold-idle",
+    is_flag=True,
+    help="The cold cycles see nothing pending (every pending job held back), as a scheduler started on "
+    "a settled cluster, or live_steady_kwok.py's, sees it; the first batch arrives after them.",
+)
+@click.option(
     "--follow-ups",
     type=int,
     default=0,
@@ -258,9 +278,16 @@ def run(
     help="Cycles after each steady one with no new pods (the live loop's follow-ups once a decision is applied).",
 )
 def main(
-    instance: Path, cycles: int, batch: int, time_limit: float, seed_cycles: int, profile: Path | None, follow_ups: int
+    instance: Path,
+    cycles: int,
+    batch: int,
+    time_limit: float,
+    seed_cycles: int,
+    profile: Path | None,
+    cold_idle: bool,
+    follow_ups: int,
 ) -> None:
-    for report in run(instance, cycles, batch, time_limit, seed_cycles, profile, follow_ups):
+    for report in run(instance, cycles, batch, time_limit, seed_cycles, profile, follow_ups, cold_idle):
         click.echo(json.dumps(report))
 
 

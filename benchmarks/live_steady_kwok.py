@@ -22,8 +22,12 @@ baseline are measured alternately on one cluster under the same load.
 
 Each cycle is read from the scheduler's own log (``--log-level debug``: every cycle, busy or not):
 wall seconds (snapshot, decision, until its bindings were queued and until all was applied) and the
-process's CPU seconds over the same span (the ``cpu_seconds`` fields). One JSON line per cycle,
-then per batch the scheduler's and the cluster's CPU seconds from its creation to the next (/proc).
+process's CPU seconds over the same span (the ``cpu_seconds`` fields), and where a tree logs them
+its ``phases`` (adapters/live/cycle_probe.py) and ``woke_seconds``. One JSON line per cycle, then
+per batch the scheduler's and the cluster's CPU seconds from its creation to the next (/proc) and
+the pods' ``latency``: from each pod's creation (its POST answered) to this harness's watch of bound
+pods seeing it bound (:class:`BindWatch`), p50, p99, the largest, and how many were not seen bound
+before the next batch: a cycle made shorter by making pods wait longer shows there.
 
 ``--run EARLY[:TREE]:pin`` pins that process to one CPU and the control plane (kube-apiserver,
 etcd, kwok, kube-controller-manager, every thread of each) and this harness (it creates the batches,
@@ -40,11 +44,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -127,11 +133,83 @@ def create(kube: Kube, objects: list[dict[str, Any]]) -> None:
             list(pool.map(lambda obj: _post(kube, obj), [o for o in objects if o["kind"] == kind]))
 
 
-def arrive(kube: Kube, batch: list[dict[str, Any]]) -> None:
-    """One batch: its PodGroups, then their pods."""
+def _pod_key(obj: dict[str, Any]) -> str:
+    return f"{obj['metadata'].get('namespace', 'default')}/{obj['metadata']['name']}"
+
+
+def arrive(kube: Kube, batch: list[dict[str, Any]]) -> dict[str, float]:
+    """One batch: its PodGroups, then their pods; when (``time.time()``) each pod's creation was
+    answered, by ``namespace/name`` (from then on a user sees it waiting)."""
+    created: dict[str, float] = {}
+
+    def post_pod(obj: dict[str, Any]) -> None:
+        _post(kube, obj)
+        created[_pod_key(obj)] = time.time()
+
     with ThreadPoolExecutor(WORKERS) as pool:
         list(pool.map(lambda obj: _post(kube, obj), [o for o in batch if o["kind"] == "PodGroup"]))
-        list(pool.map(lambda obj: _post(kube, obj), [o for o in batch if o["kind"] == "Pod"]))
+        list(pool.map(post_pod, [o for o in batch if o["kind"] == "Pod"]))
+    return created
+
+
+class BindWatch:
+    """When (``time.time()``) this harness first saw each pod bound: a watch of the pods that have a
+    node, in a thread of its own, from the moment it starts. What a user of the cluster sees."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self.bound: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._watch: Any = None
+        # The current resourceVersion without listing every pod: a list that matches none.
+        _, self._version = kube.list(PODS, fieldSelector="metadata.name=vcsat-none")
+        self._thread = threading.Thread(target=self._run, name="bind-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._watch = self.kube.watch(
+                    PODS, resource_version=self._version, timeout_s=600, fieldSelector="spec.nodeName!="
+                )
+                for event in self._watch:
+                    obj = event.get("object") or {}
+                    metadata = obj.get("metadata") or {}
+                    if event.get("type") in ("ADDED", "MODIFIED"):
+                        key = f"{metadata.get('namespace', 'default')}/{metadata.get('name')}"
+                        self.bound.setdefault(key, time.time())
+                    self._version = metadata.get("resourceVersion") or self._version
+            except ApiError as error:
+                if self._stop.is_set():
+                    return
+                print(f"# bind watch: {error}; watching again", file=sys.stderr, flush=True)
+                if error.status == 410:
+                    _, self._version = self.kube.list(PODS, fieldSelector="metadata.name=vcsat-none")
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._watch is not None:
+            self._watch.close()
+
+
+def latency(created: dict[str, float], bound: dict[str, float]) -> dict[str, Any]:
+    """Seconds from each pod's creation to its binding seen: p50, p99 and the largest, and how many
+    were not seen bound (the nearest-rank percentiles of the pods seen bound)."""
+    seconds = sorted(bound[key] - at for key, at in created.items() if key in bound)
+    if not seconds:
+        return {"pods": len(created), "unbound": len(created)}
+
+    def rank(q: float) -> float:
+        return round(seconds[min(len(seconds) - 1, max(0, math.ceil(len(seconds) * q) - 1))], 3)
+
+    return {
+        "pods": len(created),
+        "unbound": len(created) - len(seconds),
+        "p50": rank(0.50),
+        "p99": rank(0.99),
+        "max": round(seconds[-1], 3),
+    }
 
 
 def wait_running(kube: Kube, nodes: int, pods: int, timeout_s: float) -> None:
@@ -299,6 +377,8 @@ FIELDS = (
     "failed",
     "unschedulable",
     "changes",
+    "phases",
+    "woke_seconds",
     "gc",
 )
 
@@ -339,6 +419,7 @@ def measure(
             create(kube, start)
             wait_running(kube, nodes, bound, timeout_s)
             emit({"loaded": {"nodes": nodes, "pods": bound, "seconds": round(time.monotonic() - loading, 1)}})
+            binds = BindWatch(kube)
             workdir = Path(tempfile.mkdtemp(prefix="steady-", dir=plane.workdir))
             used = 0
             for run, (early_bind, tree, pin) in enumerate(runs):
@@ -367,7 +448,7 @@ def measure(
                         meter = CpuMeter(pids)
                         load = os.getloadavg()[0]
                         posted = time.monotonic()
-                        arrive(kube, arrivals[used])
+                        created = arrive(kube, arrivals[used])
                         post_s = time.monotonic() - posted
                         pods = sum(1 for o in arrivals[used] if o["kind"] == "Pod")
                         used += 1
@@ -390,12 +471,14 @@ def measure(
                                 "arrived": pods,
                                 "post_seconds": round(post_s, 2),
                                 "quiet": quiet,
+                                "latency": latency(created, binds.bound),
                                 "cpu_s": meter.used(),
                                 "load": [round(load, 1), round(os.getloadavg()[0], 1)],
                             }
                         )
                 if out is not None:  # the scheduler's own log, kept beside the rows
                     shutil.copyfile(log, out.with_name(f"{out.stem}-vcsat-{run}.log"))
+            binds.stop()
     if sink is not None:
         sink.close()
 

@@ -12,7 +12,7 @@ baseline, the CP-SAT model, the decode and the explanations all read one structu
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -368,11 +368,24 @@ def _gang_priority(group: PodGroup | None, pods: list[Pod]) -> int:
     return max(pod.priority for pod in pods)
 
 
+def problem_resources(pending: Sequence[Pod], volume_resources: Iterable[str] = ()) -> list[str]:
+    """The resources a problem over ``pending`` watches: what they request (GPU thousandths only
+    when one shares a GPU), the pod count, and the volume counts they ask (sorted)."""
+    sharing = any(pod.gpu_milli for pod in pending)
+    # Each distinct requests dict read once (pods of one spec share theirs): a set, then sorted.
+    distinct_requests = {id(pod.requests): pod.requests for pod in pending}.values()
+    return sorted(
+        {name for requests in distinct_requests for name in requests if name != res.GPU_MILLI}
+        | {res.PODS}
+        | ({res.GPU_MILLI} if sharing else set())
+        | set(volume_resources)
+    )
+
+
 def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     # A pod whose PodGroup is not (yet) there waits, its gang's rules unknown: it makes a gang of
     # its group's name that is never placed and says so (PodGroupNotFound).
     pending = [pod for pod in snapshot.pods if pod.pending and pod.managed]
-    sharing = any(pod.gpu_milli for pod in pending)
     rules = volumes.VolumeRules(snapshot, pending) if any(pod.claims for pod in pending) else None
     # Volume counts that change as pods land (CSI attach limits, node-local volumes) are resources.
     volume_asked: dict[str, dict[str, int]] = {}
@@ -382,14 +395,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             if asked:
                 volume_asked[pod.key] = asked
     volume_resources = sorted({name for asked in volume_asked.values() for name in asked})
-    # Each distinct requests dict read once (pods of one spec share theirs): a set, then sorted.
-    distinct_requests = {id(pod.requests): pod.requests for pod in pending}.values()
-    resources = sorted(
-        {name for requests in distinct_requests for name in requests if name != res.GPU_MILLI}
-        | {res.PODS}
-        | ({res.GPU_MILLI} if sharing else set())
-        | set(volume_resources)
-    )
+    resources = problem_resources(pending, volume_resources)
     resource_index = {name: i for i, name in enumerate(resources)}
 
     nodes = snapshot.nodes

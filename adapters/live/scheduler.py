@@ -54,6 +54,13 @@ that arrives during a cycle is then decided within about one short cycle instead
 long one to end and the next long one to decide it. A cycle with no more waiting pods than the
 cap is given everything, as without it.
 
+**Priming.** A scheduler started on a settled cluster has nothing to place in its first cycle,
+which therefore builds none of what a cycle with pending pods carries to the next; after such a
+first cycle the loop makes it once (:mod:`vcsat.solver.prime`), so the first batch of new pods does
+not wait for that one-off work. Each cycle's log line says where its wall time went
+(``phases``: :mod:`vcsat.adapters.live.cycle_probe`) and how long after the change that woke the
+loop it started (``woke_seconds``).
+
 With ``--leader-elect`` (the default) the caches fill at once on every replica, but only the
 replica holding the Lease runs cycles, so a standby takes over with warm caches.
 """
@@ -87,6 +94,7 @@ from vcsat.adapters.kube.apply_state import REPORT_WORKERS, ApplyReport
 from vcsat.adapters.kube.client import Kube, load_configuration
 from vcsat.adapters.kube.informer import InformerSet
 from vcsat.adapters.live.cycle_cap import DEFAULT_TARGET_S, CycleCap, arrived, defer
+from vcsat.adapters.live.cycle_probe import CycleProbe
 from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 from vcsat.adapters.live.gc_clock import GcClock
 from vcsat.adapters.live.gc_tenure import Tenure
@@ -175,6 +183,11 @@ class CycleResult:
     (``Store.relevant_by_kind``): what woke the loop."""
     waiting: int | None = None
     """Pending pods in ``snapshot``, as the cycle counted them (the log reads it, not a walk again)."""
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Where its wall seconds went, by phase (:mod:`vcsat.adapters.live.cycle_probe`)."""
+    woke_seconds: float | None = None
+    """From the change that woke the loop until this cycle started (the debounce, the rest, the wait
+    for room); None when no change woke it."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
@@ -295,6 +308,10 @@ class Scheduler:
         """The cyclic collector's work in this process since :meth:`start` (logged with each cycle)."""
         self.tenure = Tenure()
         """What survives each of :meth:`run`'s cycles is frozen out of the collector's passes."""
+        self._woke: float | None = None
+        """When a change woke the loop for the cycle about to run (``time.monotonic()``)."""
+        self.primed = False
+        """The carries of a cycle with pending work exist: made by such a cycle, or by :meth:`_prime`."""
         if dump_dir is not None:
             dump_dir.mkdir(parents=True, exist_ok=True)
             self.cycles = _last_cycle_number(dump_dir)
@@ -367,6 +384,7 @@ class Scheduler:
                 count = self.store.wait_relevant(seen, min(next_at - now, IDLE_POLL_S))
                 if count == seen:
                     continue  # look at the stop events and the clock again
+                self._woke = time.monotonic()
                 self._debounce(count, stopped)
                 if stopped():
                     break
@@ -422,6 +440,40 @@ class Scheduler:
             self._rest_until = ended + REST_PER_CYCLE_SECOND * (ended - started)
             if after_early or after_capped:
                 self._rest_until = ended
+            if not failure:
+                # After the tenure's first full collection: the cold start's objects are frozen by
+                # then, so what priming allocates does not make the collector walk them all.
+                self._prime(result)
+
+    def _prime(self, result: CycleResult) -> None:
+        """After the process's first cycle, when it had nothing to place: make what a cycle with
+        pending pods carries to the next (:mod:`vcsat.solver.prime`), so that the first batch of new
+        pods does not wait for that one-off work. It runs between cycles, like the collector's, and
+        changes no decision."""
+        if self.primed:
+            return
+        self.primed = True
+        if result.waiting:  # that cycle built for its pending pods: the carries are made
+            return
+        from vcsat.solver.prime import prime
+
+        started = time.monotonic()
+        cpu_started = time.thread_time()
+        gc_started = self.gc.cpu_seconds
+        try:
+            resources = prime(result.snapshot)
+        except Exception:  # only a cost moved: the first batch's build makes them afresh
+            log.exception("priming failed; the first cycle with pending pods builds afresh")
+            return
+        log.debug(
+            "primed",
+            extra={
+                "resources": resources,
+                "seconds": round(time.monotonic() - started, 3),
+                "cpu_seconds": round(time.thread_time() - cpu_started, 3),
+                "gc_seconds": round(self.gc.cpu_seconds - gc_started, 3),
+            },
+        )
 
     def _next_due(self, ended: float, *, failed: bool, reported: int) -> tuple[float, str, str]:
         """When the cycle after the one that ended at ``ended`` is due if nothing changes: see
@@ -530,11 +582,15 @@ class Scheduler:
         # Cycle follows cycle on snapshots that share most objects: the pods' sums are carried.
         pod_sums.carry()
 
+        probe = CycleProbe(gc_cpu=lambda: self.gc.cpu_seconds, events=lambda: self.store.generation)
+        probe.start()
         started = time.monotonic()
+        woke, self._woke = self._woke, None
         cpu_started = time.process_time()
         self._cycle_started = started
         try:
             generation, objects = self.store.snapshot()
+            probe.mark("store")
             counts = self.store.relevant_by_kind()
             changes, self._changes_seen = dict(counts - self._changes_seen), counts
             cap = self.cap
@@ -546,6 +602,7 @@ class Scheduler:
             converted = time.monotonic() - started
             converted_cpu = time.process_time()
             waiting = sum(map(_PENDING, snapshot.pods))  # a C-level walk over every pod
+            probe.mark("convert")
             sure_path = bool(early and self.early_min_pending and waiting >= self.early_min_pending)
             sure_made: list[Decision] = []
 
@@ -570,7 +627,9 @@ class Scheduler:
             decision = self.isolator.decide(snapshot, decide, retry=decide_again)
             sure = decision if sure_made else None
             decided_cpu = time.process_time()
+            probe.mark("decide")
             violations = check(snapshot, decision, self.policy)
+            probe.mark("check")
             self.cycles += 1
             number = self.cycles
             if cap is not None and given is not None:
@@ -603,6 +662,7 @@ class Scheduler:
                 applying = self.applier.submit(
                     _with_admissions(decision, snapshot, self.policy, self._unadmitted), snapshot, stop=stop
                 )
+            probe.mark("submit")
             result = CycleResult(
                 number,
                 snapshot,
@@ -622,6 +682,8 @@ class Scheduler:
                 solve_cpu_seconds=decided_cpu - converted_cpu,
                 changes=changes,
                 waiting=waiting,
+                phases=probe.phases(),
+                woke_seconds=None if woke is None else started - woke,
             )
             self.last = result
         finally:
@@ -723,6 +785,8 @@ class Scheduler:
             "snapshot_cpu_seconds": round(result.snapshot_cpu_seconds or 0.0, 3),
             "solve_cpu_seconds": round(result.solve_cpu_seconds or 0.0, 3),
             "changes": result.changes,
+            "phases": result.phases,
+            "woke_seconds": None if result.woke_seconds is None else round(result.woke_seconds, 3),
             "gc": {**self.gc.totals(), "frozen": self.tenure.frozen, "full": self.tenure.full_collections},
         }
         if report is not None:

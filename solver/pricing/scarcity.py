@@ -92,7 +92,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from vcsat.model import Node, Pod
+from vcsat.model import Node, Pod, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pricing.node_masks import flags_of, mask_of
@@ -333,6 +333,11 @@ _DEMAND: Tally[tuple[str, Demand | PodSize]] = Tally(_pod_demand)
 """The workload's demand sums, kept from the last measure (:mod:`vcsat.solver.pricing.pod_tally`)."""
 
 
+def demand_sums(snapshot: Snapshot) -> dict[tuple[str, Demand | PodSize], int]:
+    """The workload's demand sums over ``snapshot``'s pods, per part and kind (kept for the next call)."""
+    return _DEMAND.of_snapshot(snapshot)
+
+
 def measure(problem: Problem) -> Scarcity | None:
     """The pools and pressures of ``problem`` (see the module docstring)."""
     nodes = problem.nodes
@@ -346,7 +351,7 @@ def measure(problem: Problem) -> Scarcity | None:
     pending: dict[Demand, int] = {}
     sizes: list[PodSize] = []
     parts = {"demand": demand, "squares": squares, "pending": pending}
-    for (part, key), amount in _DEMAND.of_snapshot(problem.snapshot).items():
+    for (part, key), amount in demand_sums(problem.snapshot).items():
         if part == "size":
             sizes.append(key)  # type: ignore[arg-type]  # a size's part holds sizes
         else:
