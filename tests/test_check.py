@@ -1183,7 +1183,8 @@ def _gpu_reference(snap: Snapshot, dec: Decision) -> set[tuple[str, str, int]]:
         held: list[tuple[str, int, int]] = []
         bound = [p for p in snap.pods if p.bound and p.node_name == n.name and (p.gpus or p.gpu_milli)]
         for p in bound:
-            for i in p.gpu_ids or ():
+            # A share holds part of the first GPU it lists, whatever else it lists (contract §1).
+            for i in (p.gpu_ids or ()) if p.gpus else (p.gpu_ids or ())[:1]:
                 held.append((p.key, i, 0 if p.gpus else p.gpu_milli))
         for p in sorted((p for p in bound if p.gpu_ids is None), key=lambda p: (p.created, p.key)):
             whole = {i for _, i, m in held if m == 0}
