@@ -86,6 +86,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Problem
+from vcsat.solver.search.chain import chains
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.top_up import top_up_in
@@ -270,7 +271,10 @@ def exchange(
     run = _Run(problem, go, look)
     # The slope trades first: they raise the fair-share tiers, which rank above all placed work,
     # where the greedy's fill order left them short, and a short cycle has room for a few trades.
-    sloped, sloped_rank = _slope_trades(problem, rank, assignment, rank(problem, assignment), tiers or [], run)
+    start, start_rank = assignment, rank(problem, assignment)
+    if tiers:
+        start, start_rank = _chain_trades(problem, rank, start, start_rank, run)
+    sloped, sloped_rank = _slope_trades(problem, rank, start, start_rank, tiers or [], run)
     # Then the move trades, which change no tier: before them, a kept move can leave the room a
     # slope trade would have raised a tier with taken (benchmarks/RESULTS.md, session 32). They run
     # with the trades across ranks (a replay that skips ``exchange_across`` skips them too).
@@ -410,6 +414,38 @@ def _move_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
     return best, best_rank
 
 
+def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], run: _Run) -> Ranked:
+    """The chain trades (:mod:`vcsat.solver.search.chain`) per fair-share tier, most important
+    first, and per queue it can still raise; after one is kept, those of the decision it leaves.
+    Looking for them is not a trade (its time is left out of the trades' pace, ``run.look``);
+    each one tried is."""
+    if not _exact(problem, best):
+        return best, best_rank
+    tried: set[tuple[int, str, frozenset[int]]] = set()
+    changed = True
+    while changed and not run.stopped:
+        changed = False
+        for tier in fair_ranks(problem):
+            for queue, *_ in run.raisable(best, tier):
+                if run.stopped:
+                    return best, best_rank
+                with run.look():
+                    spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1, upto=tier)
+                    trade = next(chains(problem, best, tier, queue, spare), None)
+                if trade is None or (tier, queue, trade.first) in tried:
+                    continue
+                tried.add((tier, queue, trade.first))
+                kept, best_rank = _kept(
+                    problem, rank, best, best_rank, trade.drop, set(trade.first), run, then=trade.movers
+                )
+                if kept is not best:
+                    best, tried, changed = kept, set(), True
+                    break
+            if changed:
+                break
+    return best, best_rank
+
+
 def _move_looks(problem: Problem, best: Assignment, tried: set[tuple[object, ...]], run: _Run) -> Iterator[Relocation]:
     """The move trades to try on ``best``, in order (none where no gang with pods waits)."""
     waiting = [
@@ -481,13 +517,16 @@ def _kept(
     return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
 
 
-def _not_needed(problem: Problem, assignment: Assignment, above: int) -> set[int]:
-    """Placed gangs ranked below ``above``, lowest rank first, that no fair-share level needs: taken
-    out together, each queue still holds at least its deserved share on the level's resource at
-    every level they count in (where the share is capped, so the level's value stays)."""
+def _not_needed(problem: Problem, assignment: Assignment, above: int, upto: int | None = None) -> set[int]:
+    """Placed gangs ranked below ``above``, lowest rank first, that no fair-share level needs (no
+    level as important as ``upto`` or more, when given): taken out together, each queue still holds
+    at least its deserved share on the level's resource at every such level they count in (where
+    the share is capped, so the level's value stays)."""
     slack: dict[tuple[str, int], tuple[int, set[int], int]] = {}
     of_queue: dict[str, list[tuple[str, int]]] = {}
     for level in fair_ranks(problem):
+        if upto is not None and level > upto:
+            break
         for queue, name, deserved, held, asked in fair_terms(problem, level):
             r = problem.resource_index(name)
             added = placed_amount(problem, assignment, asked, r)
