@@ -156,3 +156,51 @@ def test_chain_trades_never_rank_lower_and_the_cycle_validates(small: int, who: 
         patch.setattr(_solve_module, "greedy", lambda problem: _start(problem, small))
         decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL))
     assert check(snap, decision, ALLOCATE) == []
+
+
+_GANG = st.tuples(
+    st.sampled_from(["q1", "q2", "q3"]),
+    st.sampled_from([0, 500, 1000]),
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from([None, {"kind": "big"}, {"pool": "narrow"}]),
+    st.integers(1, 2),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pending=st.lists(_GANG, min_size=2, max_size=9), weights=st.tuples(*[st.integers(1, 4)] * 3))
+def test_chain_trades_on_random_clusters_never_rank_lower_and_keep_room(
+    pending: list[tuple[str, int, int, dict[str, str] | None, int]], weights: tuple[int, int, int]
+) -> None:
+    """The same property from the greedy's decision on random clusters of four 8-GPU nodes (two
+    ``big``, one of them the ``narrow`` pool) and random gangs of three queues."""
+    labels = [{"kind": "big", "pool": "narrow"}, {"kind": "big"}, {"kind": "big"}, {"kind": "other"}]
+    nodes = [node(f"n{i}", cpu=64, memory="512Gi", gpus=8, labels=labels[i]) for i in range(4)]
+    pods: list[Any] = []
+    groups: list[Any] = []
+    for i, (q, priority, gpus, selector, size) in enumerate(pending):
+        p, g = gangs(
+            f"g{i}", 1, queue=q, priority=priority, gpus=gpus, selector=selector, size=size, created=i, cpu="1"
+        )
+        pods += p
+        groups += g
+    snap = snapshot(
+        nodes=nodes, pods=pods, groups=groups, queues=[queue(f"q{i + 1}", weight=w) for i, w in enumerate(weights)]
+    )
+    problem = build_problem(snap, ALLOCATE)
+    start = _solve_module.greedy(problem)
+    before = _levels(problem, start)
+    chained, rank = exchange_module._chain_trades(
+        problem, _levels, start, before, exchange_module._Run(problem, lambda: True)
+    )
+    assert rank == _levels(problem, chained) >= before
+    assert chained is start or rank > before
+    left = problem.room_left(chained.shape_slots)
+    assert all(amount >= 0 for row in left for amount in row)
+    for gang in problem.gangs:
+        counts = [chained.count.get(c, 0) for c in gang.classes]
+        assert all(k == len(problem.classes[c].pods) for c, k in zip(gang.classes, counts, strict=True)) or not any(
+            counts
+        )
+    decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL))
+    assert check(snap, decision, ALLOCATE) == []

@@ -70,6 +70,15 @@ above all placed work, and a short cycle has room for only a few trades: on the 
 clusters where trades run at 1 s, this order ranks higher than the others more often than not
 (benchmarks/RESULTS.md, session 27).
 
+Before the slope trades, first of all, the chain trades (:mod:`vcsat.solver.search.chain`): per
+fair-share tier and per queue it can raise, the whole-node pods and small pods on the narrow pool
+its large waiting pods need moved to their other nodes or taken out (those of other queues no
+level that important needs, and the queue's own lower-ranked smaller gangs), found in a copy of
+the room, tried only where every mover finds a place and the tier would rise; kept on the same
+terms. They go first because on the contended clusters the slope trades before them take the
+few trades a 1 s cycle fits without reaching the tier they raise (benchmarks/RESULTS.md, session
+33). Looking for them is not a trade; each tried is.
+
 Each trade is asked first whether it may start (``go``, the cycle's deadline in
 :func:`vcsat.solver.solve.solve`): the trades run one at a time, in a fixed order, until one is
 refused, and none after it; how many ran is what a replay needs to make the same trades (each
@@ -254,7 +263,8 @@ def exchange(
     go: Callable[[], bool] = _always,
     look: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> Assignment:
-    """``assignment`` with, for each of ``tiers`` (:func:`trading_tiers`), the slope trades of each
+    """``assignment`` with, when ``tiers`` were given, the chain trades, then, for each of ``tiers``
+    (:func:`trading_tiers`), the slope trades of each
     queue that tier can raise, then, when ``ranks`` were given, the move trades, then, for each of
     ``queues`` (:func:`trading_queues`, made again when a slope or move trade changed the decision)
     in turn, its gangs ranked below the queue's best waiting gang traded for the queue's waiting
@@ -272,6 +282,8 @@ def exchange(
     # The slope trades first: they raise the fair-share tiers, which rank above all placed work,
     # where the greedy's fill order left them short, and a short cycle has room for a few trades.
     start, start_rank = assignment, rank(problem, assignment)
+    # The chain trades first: on the contended clusters the slope trades take every trade a 1 s
+    # cycle fits without reaching the tier the chain raises (benchmarks/RESULTS.md, session 33).
     if tiers:
         start, start_rank = _chain_trades(problem, rank, start, start_rank, run)
     sloped, sloped_rank = _slope_trades(problem, rank, start, start_rank, tiers or [], run)
