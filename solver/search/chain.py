@@ -57,6 +57,12 @@ MAX_LOOKS = 16
 its pool's nodes and, where a mover finds no room left, on the mover's eligible nodes)."""
 
 
+NARROW = 0.125
+"""A pool is narrow where its pod may use at most this share of the nodes (the pools the long
+search's chains free on the contended 1,000-node files: 22-71 nodes; a pod eligible on hundreds
+of nodes is the other trades' to place, and looking over its nodes costs the look its time)."""
+
+
 @dataclass(frozen=True)
 class Chain:
     """One trade: the waiting gangs placed first, the gangs moved (placed second) and those taken out."""
@@ -128,7 +134,7 @@ def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spar
         size = shape.request[gpu]
         need = gang.need or sum(len(problem.classes[c].pods) for c in classes)
         kind = (gang.rank, shape.index, need)
-        if size <= 0 or kind in failed:
+        if size <= 0 or kind in failed or len(shape.nodes) > len(problem.nodes) * NARROW:
             continue
         failed.add(kind)  # taken out again where the gang joins the trade
 
