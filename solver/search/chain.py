@@ -14,8 +14,9 @@ other nodes of their own eligible ones, which are freed by taking out small pods
 that important needs, or Q's own smaller gangs of its rank or lower (Q's tier counts its large pods
 more than the small ones it loses).
 
-So, per fair-share tier and per queue Q it can raise, Q's waiting gangs counted there (highest
-rank, then oldest, first; at most :data:`MAX_LOOKS`), each in turn, in one copy of the room:
+So, per fair-share tier and per queue Q it can raise, Q's waiting gangs counted there whose largest
+pod is confined to a narrow pool (:data:`NARROW`; highest rank, then oldest, first; at most
+:data:`MAX_LOOKS`), each in turn, in one copy of the room:
 
 - the pool nodes that could take the waiting pod before the cycle and can once their occupants
   holding GPUs go, one per pod: those the copy already has room on first, then those freed by
@@ -61,6 +62,9 @@ NARROW = 0.125
 """A pool is narrow where its pod may use at most this share of the nodes (the pools the long
 search's chains free on the contended 1,000-node files: 22-71 nodes; a pod eligible on hundreds
 of nodes is the other trades' to place, and looking over its nodes costs the look its time)."""
+
+NARROW_NODES = 16
+"""On a small cluster, a pool of at most this many nodes is narrow whatever its share."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,7 @@ def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spar
         size = shape.request[gpu]
         need = gang.need or sum(len(problem.classes[c].pods) for c in classes)
         kind = (gang.rank, shape.index, need)
-        if size <= 0 or kind in failed or len(shape.nodes) > len(problem.nodes) * NARROW:
+        if size <= 0 or kind in failed or len(shape.nodes) > max(NARROW_NODES, len(problem.nodes) * NARROW):
             continue
         failed.add(kind)  # taken out again where the gang joins the trade
 
