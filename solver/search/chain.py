@@ -11,8 +11,8 @@ the greedy refill that follows loses some of it and lowers a tier; the relocatio
 move only pods smaller than the waiting one, so the pool's whole-node pods never move. The long
 search raises the tier with a chain: the whole-node pods leave the pool nodes Q's pods need for
 other nodes of their own eligible ones, which are freed by taking out small pods that no tier
-that important needs, or Q's own smaller gangs of its rank or lower (Q's tier counts its large pods
-more than the small ones it loses).
+that important needs, or Q's own smaller, lower-ranked gangs (Q's tier counts its large pods more
+than the small ones it loses).
 
 So, per fair-share tier and per queue Q it can raise, Q's waiting gangs counted there whose largest
 pod is confined to a narrow pool (:data:`NARROW`; highest rank, then oldest, first; at most
@@ -21,15 +21,13 @@ pod is confined to a narrow pool (:data:`NARROW`; highest rank, then oldest, fir
 - the pool nodes that could take the waiting pod before the cycle and can once their occupants
   holding GPUs go, one per pod: those the copy already has room on first, then those freed by
   taking out the fewest of Q's counted GPUs, then by moving the fewest GPUs; a node's occupants go
-  whole: the **victims** (placed gangs of other queues ranked below the waiting gang that no
-  fair-share level as important as the tier needs, handed in as ``spare``; and Q's own gangs of
-  the waiting gang's rank or lower whose pods are all smaller than the waiting pod: the tiers
-  count a queue's work of its highest priorities, so those of its own rank count with it) and
-  the **movers** (every other gang whose pods are no larger than the waiting pod, of any queue and
-  rank);
+  whole: the **victims** (placed gangs ranked below the waiting gang that no fair-share level as
+  important as the tier needs, handed in as ``spare``, and Q's own lower-ranked gangs whose pods
+  are all smaller than the waiting pod; Q's own of the waiting gang's rank are not: the tiers
+  count a queue's work of its highest priorities, so those count with it) and the **movers**
+  (every other gang whose pods are no larger than the waiting pod, of any queue and rank);
 - each mover's pods placed in the copy by first fit over their eligible nodes, or, where none has
-  room, on a node freed by taking out victims there, other queues' first, then Q's own too (the
-  second link of the chain);
+  room, on a node freed by taking out victims there (the second link of the chain);
 - the gang is taken into the trade only where every mover finds a place and the tier, read with
   the trade's pods of Q placed and its victims of Q lost (:func:`vcsat.solver.search.relocation.
   tier_change`), rises more than without it.
