@@ -72,8 +72,8 @@ clusters where trades run at 1 s, this order ranks higher than the others more o
 
 Before the slope trades, first of all, the chain trades (:mod:`vcsat.solver.search.chain`): per
 fair-share tier and per queue it can raise, the whole-node pods and small pods on the narrow pool
-its large waiting pods need moved to their other nodes or taken out (those of other queues no
-level that important needs, and the queue's own lower-ranked smaller gangs), found in a copy of
+its large waiting pods need moved to their other nodes or taken out (lower-ranked ones no level
+that important needs, and the queue's own lower-ranked smaller gangs), found in a copy of
 the room, tried only where every mover finds a place and the tier would rise; kept on the same
 terms. They go first because on the contended clusters the slope trades before them take the
 few trades a 1 s cycle fits without reaching the tier they raise (benchmarks/RESULTS.md, session
