@@ -70,6 +70,15 @@ above all placed work, and a short cycle has room for only a few trades: on the 
 clusters where trades run at 1 s, this order ranks higher than the others more often than not
 (benchmarks/RESULTS.md, session 27).
 
+Before the slope trades, first of all, the chain trades (:mod:`vcsat.solver.search.chain`): per
+fair-share tier and per queue it can raise, the whole-node pods and small pods on the narrow pool
+its large waiting pods need moved to their other nodes or taken out (lower-ranked ones no level
+that important needs, and the queue's own lower-ranked smaller gangs), found in a copy of
+the room, tried only where every mover finds a place and the tier would rise; kept on the same
+terms. They go first because on the contended clusters the slope trades before them take the
+few trades a 1 s cycle fits without reaching the tier they raise (benchmarks/RESULTS.md, session
+33). Looking for them is not a trade; each tried is.
+
 Each trade is asked first whether it may start (``go``, the cycle's deadline in
 :func:`vcsat.solver.solve.solve`): the trades run one at a time, in a fixed order, until one is
 refused, and none after it; how many ran is what a replay needs to make the same trades (each
@@ -86,6 +95,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Problem
+from vcsat.solver.search.chain import chains
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.top_up import top_up_in
@@ -253,7 +263,8 @@ def exchange(
     go: Callable[[], bool] = _always,
     look: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> Assignment:
-    """``assignment`` with, for each of ``tiers`` (:func:`trading_tiers`), the slope trades of each
+    """``assignment`` with, when ``tiers`` were given, the chain trades, then, for each of ``tiers``
+    (:func:`trading_tiers`), the slope trades of each
     queue that tier can raise, then, when ``ranks`` were given, the move trades, then, for each of
     ``queues`` (:func:`trading_queues`, made again when a slope or move trade changed the decision)
     in turn, its gangs ranked below the queue's best waiting gang traded for the queue's waiting
@@ -270,7 +281,12 @@ def exchange(
     run = _Run(problem, go, look)
     # The slope trades first: they raise the fair-share tiers, which rank above all placed work,
     # where the greedy's fill order left them short, and a short cycle has room for a few trades.
-    sloped, sloped_rank = _slope_trades(problem, rank, assignment, rank(problem, assignment), tiers or [], run)
+    start, start_rank = assignment, rank(problem, assignment)
+    # The chain trades first: on the contended clusters the slope trades take every trade a 1 s
+    # cycle fits without reaching the tier the chain raises (benchmarks/RESULTS.md, session 33).
+    if tiers:
+        start, start_rank = _chain_trades(problem, rank, start, start_rank, run)
+    sloped, sloped_rank = _slope_trades(problem, rank, start, start_rank, tiers or [], run)
     # Then the move trades, which change no tier: before them, a kept move can leave the room a
     # slope trade would have raised a tier with taken (benchmarks/RESULTS.md, session 32). They run
     # with the trades across ranks (a replay that skips ``exchange_across`` skips them too).
@@ -410,6 +426,38 @@ def _move_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
     return best, best_rank
 
 
+def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], run: _Run) -> Ranked:
+    """The chain trades (:mod:`vcsat.solver.search.chain`) per fair-share tier, most important
+    first, and per queue it can still raise; after one is kept, those of the decision it leaves.
+    Looking for them is not a trade (its time is left out of the trades' pace, ``run.look``);
+    each one tried is."""
+    if not _exact(problem, best):
+        return best, best_rank
+    tried: set[tuple[int, str, frozenset[int]]] = set()
+    changed = True
+    while changed and not run.stopped:
+        changed = False
+        for tier in fair_ranks(problem):
+            for queue, *_ in run.raisable(best, tier):
+                if run.stopped:
+                    return best, best_rank
+                with run.look():
+                    spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1, upto=tier)
+                    trade = next(chains(problem, best, tier, queue, spare), None)
+                if trade is None or (tier, queue, trade.first) in tried:
+                    continue
+                tried.add((tier, queue, trade.first))
+                kept, best_rank = _kept(
+                    problem, rank, best, best_rank, trade.drop, set(trade.first), run, then=trade.movers
+                )
+                if kept is not best:
+                    best, tried, changed = kept, set(), True
+                    break
+            if changed:
+                break
+    return best, best_rank
+
+
 def _move_looks(problem: Problem, best: Assignment, tried: set[tuple[object, ...]], run: _Run) -> Iterator[Relocation]:
     """The move trades to try on ``best``, in order (none where no gang with pods waits)."""
     waiting = [
@@ -481,13 +529,16 @@ def _kept(
     return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
 
 
-def _not_needed(problem: Problem, assignment: Assignment, above: int) -> set[int]:
-    """Placed gangs ranked below ``above``, lowest rank first, that no fair-share level needs: taken
-    out together, each queue still holds at least its deserved share on the level's resource at
-    every level they count in (where the share is capped, so the level's value stays)."""
+def _not_needed(problem: Problem, assignment: Assignment, above: int, upto: int | None = None) -> set[int]:
+    """Placed gangs ranked below ``above``, lowest rank first, that no fair-share level needs (no
+    level as important as ``upto`` or more, when given): taken out together, each queue still holds
+    at least its deserved share on the level's resource at every such level they count in (where
+    the share is capped, so the level's value stays)."""
     slack: dict[tuple[str, int], tuple[int, set[int], int]] = {}
     of_queue: dict[str, list[tuple[str, int]]] = {}
     for level in fair_ranks(problem):
+        if upto is not None and level > upto:
+            break
         for queue, name, deserved, held, asked in fair_terms(problem, level):
             r = problem.resource_index(name)
             added = placed_amount(problem, assignment, asked, r)

@@ -81,12 +81,18 @@ class Relocation:
         return sorted(self.movers | self.victims)
 
 
-class _Room:
+class Room:
     """The room a decision leaves, per node, with changes kept aside (a trial's copy)."""
 
     def __init__(self, base: list[list[int]]) -> None:
         self.base = base
         self.changed: dict[int, list[int]] = {}
+
+    def copy(self) -> Room:
+        """A copy to try changes on, leaving this one as it is."""
+        out = Room(self.base)
+        out.changed = {node: list(row) for node, row in self.changed.items()}
+        return out
 
     def row(self, node: int) -> list[int]:
         return self.changed.get(node) or self.base[node]
@@ -277,7 +283,7 @@ def _relocation(
         for g, s, _k in on_node.get(node, ())
         if 0 < problem.shapes[s].request[gpu] < size and len(problem.shapes[s].nodes) > eligible
     }
-    room = _Room(base)
+    room = Room(base)
     for g in sorted(movers):
         for s, node, k in of_gang.get(g, ()):
             room.add(node, problem.shapes[s].request, k)
@@ -293,9 +299,9 @@ def _relocation(
         for s, _node, k in of_gang.get(g, ()):
             mover = problem.shapes[s]
             for _ in range(k):
-                spot = _first_fit(problem, mover.index, room, with_room)
+                spot = first_fit(problem, mover.index, room, with_room)
                 if spot is None:
-                    spot = _eject(problem, mover.index, room, on_node, of_gang, spare - movers, victims)
+                    spot = eject(problem, mover.index, room, on_node, of_gang, spare - movers, victims)
                 if spot is None:
                     lost[queue] = lost.get(queue, 0) + mover.request[gpu]
                 else:
@@ -303,7 +309,7 @@ def _relocation(
     return Relocation(gang, frozenset(movers), frozenset(victims)), lost
 
 
-def _first_fit(problem: Problem, shape_index: int, room: _Room, with_room: dict[int, list[int]]) -> int | None:
+def first_fit(problem: Problem, shape_index: int, room: Room, with_room: dict[int, list[int]]) -> int | None:
     """The first node (by index) among the shape's eligible ones with room for one of its pods in
     ``room``: those with room before the trade, then those the trade changed (the waiting gang's
     pods already taken there)."""
@@ -321,10 +327,10 @@ def _first_fit(problem: Problem, shape_index: int, room: _Room, with_room: dict[
     return None
 
 
-def _eject(
+def eject(
     problem: Problem,
     shape_index: int,
-    room: _Room,
+    room: Room,
     on_node: dict[int, list[tuple[int, int, int]]],
     of_gang: dict[int, list[tuple[int, int, int]]],
     spare: set[int],
