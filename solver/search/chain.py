@@ -42,14 +42,14 @@ decision gives the same trades.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.objectives.fairness import fair_terms
-from vcsat.solver.problem import Problem
-from vcsat.solver.search.relocation import Room, eject, first_fit, tier_change
+from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.search.relocation import Room, eject, first_fit, row_without, tier_change
 
 MAX_LOOKS = 16
 """At most this many of a queue's waiting gangs are looked at for one chain (each reads the room on
@@ -79,6 +79,18 @@ class Chain:
         return sorted(self.movers | self.victims)
 
 
+def waiting_counted(problem: Problem, assignment: Assignment, queue: str, counted: Collection[int]) -> list[Gang]:
+    """``queue``'s gangs ``assignment`` leaves waiting with pods in a class ``counted`` (the classes a
+    fair-share tier counts), in the problem's order."""
+    return [
+        gang
+        for gang in problem.candidates
+        if gang.queue == queue
+        and gang.index not in assignment.placed
+        and any(c in counted and problem.classes[c].pods for c in gang.classes)
+    ]
+
+
 def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spare: set[int]) -> Iterator[Chain]:
     """The chain trade (module docstring) for ``queue`` at fair-share ``tier``, if the copy of the
     room finds one that raises the tier; ``spare``: the placed gangs no fair-share level as
@@ -91,13 +103,7 @@ def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spar
     )
     if counted is None:
         return
-    waiting = [
-        gang
-        for gang in problem.candidates
-        if gang.queue == queue
-        and gang.index not in assignment.placed
-        and any(c in counted and problem.classes[c].pods for c in gang.classes)
-    ]
+    waiting = waiting_counted(problem, assignment, queue, counted)
     if not waiting:
         return
 
@@ -179,12 +185,7 @@ def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spar
             if len(targets) == need:
                 break
             going = [g for g in there if g not in out_movers and g not in out_victims]
-            row = list(trial.row(node))
-            for g in going:
-                for s, n, k in of_gang[g]:
-                    if n == node:
-                        for r, amount in enumerate(problem.shapes[s].request):
-                            row[r] += k * amount
+            row = row_without(problem, trial, node, going, of_gang)
             if any(row[r] < amount for r, amount in enumerate(shape.request)):
                 continue  # not room even with them gone (memory, cpu)
             for g in going:

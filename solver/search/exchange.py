@@ -95,7 +95,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Problem
-from vcsat.solver.search.chain import chains
+from vcsat.solver.search.chain import chains, waiting_counted
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.top_up import top_up_in
@@ -220,13 +220,7 @@ def _raisable(problem: Problem, assignment: Assignment, tier: int) -> list[tuple
         added = placed_amount(problem, assignment, asked, gpu)
         if held + added >= deserved:
             continue
-        waiting = [
-            gang
-            for gang in problem.candidates
-            if gang.queue == queue
-            and gang.index not in assignment.placed
-            and any(c in counted and problem.classes[c].pods for c in gang.classes)
-        ]
+        waiting = waiting_counted(problem, assignment, queue, counted)
         if not waiting:
             continue
         top = max(gang.rank for gang in waiting)

@@ -327,6 +327,19 @@ def first_fit(problem: Problem, shape_index: int, room: Room, with_room: dict[in
     return None
 
 
+def row_without(
+    problem: Problem, room: Room, node: int, gangs: Collection[int], of_gang: dict[int, list[tuple[int, int, int]]]
+) -> list[int]:
+    """``node``'s room left in ``room`` with ``gangs``' pods on it taken out (per resource)."""
+    row = list(room.row(node))
+    for g in gangs:
+        for s, n, k in of_gang[g]:
+            if n == node:
+                for r, amount in enumerate(problem.shapes[s].request):
+                    row[r] += k * amount
+    return row
+
+
 def eject(
     problem: Problem,
     shape_index: int,
@@ -343,12 +356,7 @@ def eject(
         there = sorted({g for g, _s, _k in on_node.get(node, ()) if g in spare and g not in victims})
         if not there:
             continue
-        row = list(room.row(node))
-        for g in there:
-            for s, n, k in of_gang[g]:
-                if n == node:
-                    for r, amount in enumerate(problem.shapes[s].request):
-                        row[r] += k * amount
+        row = row_without(problem, room, node, there, of_gang)
         if all(row[r] >= amount for r, amount in enumerate(shape.request)):
             for g in there:
                 victims.add(g)
