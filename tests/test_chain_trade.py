@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_exchange import _placed
 from test_gap_bound import ALLOCATE
+from trade_checks import assert_a_kept_trade
 
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
@@ -143,15 +144,7 @@ def test_chain_trades_never_rank_lower_and_the_cycle_validates(small: int, who: 
     )
     traded = exchange(problem, start, _levels, queues, ranks, tiers)
     for result in (chained, traded):
-        assert _levels(problem, result) >= before
-        assert result is start or _levels(problem, result) > before  # kept only where strictly higher
-        left = problem.room_left(result.shape_slots)
-        assert all(amount >= 0 for row in left for amount in row)
-        for gang in problem.gangs:
-            counts = [result.count.get(c, 0) for c in gang.classes]
-            whole = all(k == len(problem.classes[c].pods) for c, k in zip(gang.classes, counts, strict=True))
-            assert whole or not any(counts)
-            assert (gang.index in result.placed) == any(counts)
+        assert_a_kept_trade(problem, start, result, _levels)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_solve_module, "greedy", lambda problem: _start(problem, small))
         decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL))
