@@ -6,9 +6,8 @@ snapshot to the next (:mod:`vcsat.solver.node_side`'s node rooms, the pricing ta
 scheduler that starts on a cluster with nothing pending decides its first cycles without building
 those parts for pending work: the build over no pending pod watches only the pod count, and the
 greedy, which reads the fragmentation tally, never runs. The first batch of new pods then pays for
-them all afresh (every node's room, every pod's task type: about a quarter more instructions than
-the steady cycles after it, at 5,000 nodes; benchmarks/RESULTS.md, session 33), in the cycle its
-pods wait for.
+them all afresh (every node's room, every pod's task type; benchmarks/RESULTS.md, session 33),
+in the cycle its pods wait for.
 
 :func:`prime` makes them once, at start-up, from the snapshot with nothing pending, so the first
 batch's cycle carries them like any later one. The node rooms need the problem's resources, which
