@@ -273,13 +273,13 @@ def exchange(
     the trades' pace: :meth:`vcsat.solver.deadline.WallPlan.not_a_trade`). The trades' rooms
     carry their rankings from one to the next (the same trades, for less work: :class:`_Run`)."""
     run = _Run(problem, go, look)
-    # The slope trades first: they raise the fair-share tiers, which rank above all placed work,
-    # where the greedy's fill order left them short, and a short cycle has room for a few trades.
     start, start_rank = assignment, rank(problem, assignment)
     # The chain trades first: on the contended clusters the slope trades take every trade a 1 s
     # cycle fits without reaching the tier the chain raises (benchmarks/RESULTS.md, session 33).
     if tiers:
         start, start_rank = _chain_trades(problem, rank, start, start_rank, run)
+    # Then the slope trades: they raise the fair-share tiers, which rank above all placed work,
+    # where the greedy's fill order left them short, and a short cycle has room for a few trades.
     sloped, sloped_rank = _slope_trades(problem, rank, start, start_rank, tiers or [], run)
     # Then the move trades, which change no tier: before them, a kept move can leave the room a
     # slope trade would have raised a tier with taken (benchmarks/RESULTS.md, session 32). They run
