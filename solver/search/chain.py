@@ -198,16 +198,14 @@ def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spar
             continue
         # Each mover's pods into room elsewhere, or where victims there make room.
         placed_all = True
-        pools: list[set[int]] = []  # made when a mover first finds no room left
+        pool: set[int] | None = None  # the victims a mover may take out, made when one first needs them
         for g in sorted(out_movers):
             for s, _node, k in of_gang[g]:
                 for _ in range(k):
                     spot = first_fit(problem, s, trial, with_room)
-                    if spot is None and not pools:
-                        pools = [{g for g in owners if victim(g)} - movers - out_movers]
-                    for pool in pools:
-                        if spot is not None:
-                            break
+                    if spot is None:
+                        if pool is None:
+                            pool = {other for other in owners if victim(other)} - movers - out_movers
                         taken: set[int] = set()
                         spot = eject(problem, s, trial, on_node, of_gang, pool - victims - out_victims, taken)
                         out_victims |= taken

@@ -432,11 +432,13 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
     while changed and not run.stopped:
         changed = False
         for tier in fair_ranks(problem):
+            spare: set[int] | None = None  # the same for every queue of the tier while ``best`` stands
             for queue, *_ in run.raisable(best, tier):
                 if run.stopped:
                     return best, best_rank
                 with run.look():
-                    spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1, upto=tier)
+                    if spare is None:
+                        spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1, upto=tier)
                     trade = next(chains(problem, best, tier, queue, spare), None)
                 if trade is None or (tier, queue, trade.first) in tried:
                     continue
