@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 
 import builders as b
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,3 +126,38 @@ def test_groups_sharing_min_resources_share_one_need() -> None:
 def _same(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
     """The very objects, in the same order."""
     return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
+
+
+# --- small sequences: the carried tables (copied, touched keys summed again or dropped) ----------
+
+G0 = b.group("ns/g0", min_member=1, queue="q")
+G1 = b.group("ns/g1", min_member=2, queue="r")
+P0 = b.pod("ns/g0-0", group="ns/g0", node="n0")
+P1 = b.pod("ns/g1-0", group="ns/g1")
+P2 = b.pod("ns/g1-1", group="ns/g1", node="n1")
+START = ([G0, G1], [P0, P1, P2])
+
+SEQUENCES: list[tuple[str, list[tuple[list[PodGroup], list[Pod]]]]] = [
+    # (what, the (groups, pods) after START's, each passed in turn)
+    ("nothing changed", [START]),
+    (
+        "a group added before the others",
+        [([b.group("ns/a", queue="q"), G0, G1], [b.pod("ns/a-0", group="ns/a"), P0, P1, P2])],
+    ),
+    ("a group removed with its pods", [([G1], [P1, P2])]),
+    ("a group removed, its pods left", [([G1], [P0, P1, P2])]),
+    ("a pod bound", [([G0, G1], [P0, b.pod("ns/g1-0", group="ns/g1", node="n2"), P2])]),
+    ("a group replaced by an equal copy", [([G0.model_copy(), G1], [P0, P1, P2])]),
+    ("a pod naming no group added", [([G0, G1], [P0, P1, P2, b.pod("ns/x-0", group="ns/x", node="n0")])]),
+    ("two groups of one key", [([G0, G1, b.group("ns/g1", min_member=3, queue="q")], [P0, P1, P2])]),
+    ("removed, then back", [([G1], [P1, P2]), START, ([G0], [P0])]),
+]
+
+
+@pytest.mark.parametrize(("what", "sequence"), SEQUENCES, ids=[s[0] for s in SEQUENCES])
+def test_carried_tables_equal_a_fresh_pass(what: str, sequence: list[tuple[list[PodGroup], list[Pod]]]) -> None:
+    admission_groups.forget()
+    changes.forget()
+    for groups, pods in [START, *sequence]:
+        snap = b.snapshot(nodes=NODES, pods=pods, groups=groups, queues=QUEUES)
+        assert admission_groups.needs_and_holdings(snap, group_need) == _fresh(snap), what

@@ -304,6 +304,10 @@ SEQUENCES: dict[str, list[list[tuple[Any, ...]]]] = {
     "node-modified": [[("node", "a", "4")]],
     "podgroup-added": [[("pod", "p3", "h", None, 0)], [("podgroup", "h", "q")]],
     "podgroup-deleted": [[("podgroup", "g", None)]],
+    # carried pods naming a PodGroup and a node that both came in one call (both name sets read)
+    "podgroup-and-node-added-at-once": [[("pod", "p3", "h", "c", 0)], [("podgroup", "h", "q"), ("node", "c", "8")]],
+    # the node of a carried pod goes while a PodGroup comes: that pod is read again, others carried
+    "node-gone-podgroup-added": [[("pod", "p3", "h", None, 0)], [("node", "a", None), ("podgroup", "h", "q")]],
     "queue-deleted": [[("queue", "q", False)]],
     "class-changed": [[("class", 1)]],
     "class-deleted": [[("class", None)]],
@@ -412,3 +416,21 @@ def test_a_call_with_new_podgroups_rereads_only_the_pods_that_name_them(monkeypa
     assert sorted(looked_at) == ["None@c", "ns/g@None", "ns/h@None"]  # p4, p0 (new), p3
     assert converted == _fresh(objects)
     assert "ns/p4" in {pod.key for pod in converted.pods}
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_object_listed_twice_fails_with_a_memo_as_without(strict: bool) -> None:
+    # The memo identifies and sorts the objects by kind in one walk: a key met twice (a second
+    # dict of one pod) is refused there as the walk without a memo refuses it.
+    memo = ConversionMemo()
+    objects = _start()
+    snapshot_from_objects(objects, strict=strict, now=1.0, memo=memo)
+    twice = [*objects, _pod("p2", 7, node="a")]
+    with pytest.raises(InputError, match="duplicate object") as fresh_error:
+        snapshot_from_objects(twice, strict=strict, now=1.0)
+    with pytest.raises(InputError) as memo_error:
+        snapshot_from_objects(twice, strict=strict, now=1.0, memo=memo)
+    assert str(memo_error.value) == str(fresh_error.value)
+    # and the next call, with the duplicate gone, is a fresh conversion's
+    again = snapshot_from_objects(objects, strict=strict, now=1.0, memo=memo)
+    assert again == snapshot_from_objects(objects, strict=strict, now=1.0)

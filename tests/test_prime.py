@@ -26,6 +26,7 @@ from vcsat.solver import (
     changes,
     idle,
     node_side,
+    pod_facts,
     pod_indexes,
     pod_sums,
     solve,
@@ -36,7 +37,17 @@ from vcsat.solver.prime import likely_resources, prime
 from vcsat.solver.problem import build_problem, problem_resources
 
 POLICY = Policy(time_limit_s=1.0)
-CARRIED = (changes, node_side, admission_groups, admission_commitments, admission_ours, pod_sums, pod_indexes, idle)
+CARRIED = (
+    changes,
+    node_side,
+    admission_groups,
+    admission_commitments,
+    admission_ours,
+    pod_sums,
+    pod_indexes,
+    pod_facts,
+    idle,
+)
 
 
 def _forget_all() -> None:

@@ -53,6 +53,7 @@ from vcsat.adapters.convert.fields import MAPPING_TYPES
 
 _T = TypeVar("_T")
 _C = TypeVar("_C")
+_M = TypeVar("_M", bound="Memoized")
 
 UNSET: Any = object()
 """An object's ``memo_context`` before any conversion of it: equal to no context."""
@@ -72,7 +73,7 @@ class Memoized(Protocol):
 class ConversionMemo:
     """What the calls of the converter read, for the next call with the same options.
 
-    Each raw dict seen is identified once (:meth:`identify`) into one object that lives as long as
+    Each raw dict seen is identified once (:meth:`identify_by_kind`) into one object that lives as long as
     the dict keeps coming back; that object carries its last conversion and the context it was
     made in, so an unchanged object costs one lookup and one comparison per call. The tables are
     kept across calls and only pruned (after a complete call) when the call saw fewer objects than
@@ -127,22 +128,36 @@ class ConversionMemo:
         obj.memo_value = value
         return value  # type: ignore[no-any-return]
 
-    def identify(self, objects: Iterable[Any], make: Callable[[Any, int], _T]) -> list[_T]:
-        """What identifying each raw object gave in an earlier call (the same dict), or
-        ``make(raw, index)``, in the order of ``objects``."""
+    def identify_by_kind(
+        self,
+        objects: Iterable[Any],
+        make: Callable[[Any, int], _M | None],
+        by_kind: Mapping[str, dict[str, _M]],
+        twice: Callable[[_M], object],
+    ) -> None:
+        """Each raw object identified: what identifying it gave in an earlier call (the same dict),
+        or ``make(raw, index)``; put (unless None) in ``by_kind`` under its kind and key, in the
+        order of ``objects``, in the same walk (a second walk over every object of the cluster
+        would cost a step per object every cycle). ``twice(obj)`` is called for a key met a second
+        time (it raises)."""
         table = self.identified
         call = self._call
-        out: list[_T] = []
-        append = out.append
+        index = -1
         for index, raw in enumerate(objects):
             found = table.get(id(raw))
             if found is None or found[0] is not raw:
                 found = table[id(raw)] = [raw, make(raw, index), call]
             else:
                 found[2] = call
-            append(found[1])
-        self._identified_now += len(out)
-        return out
+            obj = found[1]
+            if obj is None:
+                continue
+            seen = by_kind[obj.kind]
+            key = obj.key
+            if key in seen:
+                twice(obj)
+            seen[key] = obj
+        self._identified_now += index + 1
 
     def pod_keys_changed(
         self, contexts: tuple[Any, ...], podgroups: Mapping[str, Any], nodes: Mapping[str, Any]

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from itertools import count
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from vcsat.adapters.convert import storage_objects as storage
 from vcsat.adapters.convert.fields import MAPPING_TYPES, type_name
@@ -82,6 +82,8 @@ _GROUPS: dict[str, str] = {}
 """apiVersion -> its API group (``scheduling.volcano.sh/v1beta1`` -> ``scheduling.volcano.sh``), as met."""
 _T = TypeVar("_T")
 _new = object.__new__
+_NO_CONTEXT: tuple[()] = ()
+"""The context of a node's reading (it reads nothing besides the node), one object for every call."""
 
 
 def snapshot_from_objects(
@@ -119,18 +121,21 @@ class _SnapshotConverter(Conversion):
         by_kind: dict[str, dict[str, KubeObject]] = {kind: {} for kind in _KINDS}
         memo = self.memo
         identify = self._identify
-        for obj in map(identify, objects, count()) if memo is None else memo.identify(objects, identify):
-            if obj is None:
-                continue
-            seen = by_kind[obj.kind]
-            key = obj.key
-            if key in seen:
-                obj.fail("metadata.name", "duplicate object (listed twice)")
-            seen[key] = obj
+        if memo is None:
+            for obj in map(identify, objects, count()):
+                if obj is None:
+                    continue
+                seen = by_kind[obj.kind]
+                key = obj.key
+                if key in seen:
+                    _twice(obj)
+                seen[key] = obj
+        else:
+            memo.identify_by_kind(objects, identify, by_kind, _twice)
 
         classes = read_priority_classes(self, by_kind["PriorityClass"].values())
         queues = read_queues(self, by_kind["Queue"].values())
-        nodes = {key: self.reuse(obj, (), read_node, self, obj) for key, obj in _by_key(by_kind["Node"])}
+        nodes = self._nodes(by_kind["Node"])
         podgroups: dict[str, PodGroup] = {}
         pods: list[Pod | None]
         if memo is None:  # nothing to reuse: no context to compare either
@@ -174,19 +179,27 @@ class _SnapshotConverter(Conversion):
             unset = UNSET
             append = pods.append
             carried = 0
-            for _, obj in _by_key(by_kind["Pod"]):
+            pod_objects = by_kind["Pod"]
+            # Each pod's step is a few attribute reads, tens of thousands of times a cycle, so the
+            # test of its names is written out here, not called. A carried pod is read again when
+            # its PodGroup or node came or went; a name that is no string is not looked up (what
+            # ``pod_context`` reads of it does not depend on which exist).
+            for obj in map(pod_objects.__getitem__, sorted(pod_objects)):
                 references = obj.references
-                if (
-                    changed is not None
-                    and obj.memo_context is not unset
-                    and (
-                        not names_changed
-                        or (references is not None and not _names_any(references, groups_changed, nodes_changed))
-                    )
-                ):
-                    append(obj.memo_value)
-                    carried += 1
-                    continue
+                if changed is not None and obj.memo_context is not unset:
+                    if not names_changed:
+                        append(obj.memo_value)
+                        carried += 1
+                        continue
+                    if references is not None:
+                        group, node_name = references
+                        if not (
+                            (isinstance(group, str) and group in groups_changed)
+                            or (isinstance(node_name, str) and node_name in nodes_changed)
+                        ):
+                            append(obj.memo_value)
+                            carried += 1
+                            continue
                 if references is None:
                     references = obj.references = pod_references(obj)
                 context = pod_contexts[pod_context(references, podgroups, nodes)]
@@ -239,6 +252,25 @@ class _SnapshotConverter(Conversion):
         )
         notices = conversion_notices(by_kind, snapshot, self.scheduler_name, strict=self.strict)
         return snapshot.model_copy(update={"notices": notices}) if notices else snapshot
+
+    def _nodes(self, objects: Mapping[str, KubeObject]) -> dict[str, Node]:
+        """The nodes by name, in name order. With a memo, a node object the last call read keeps its
+        value without a call (:meth:`ConversionMemo.reuse`'s first step, five thousand times a
+        cycle at 5,000 nodes: a node's reading depends on nothing else)."""
+        memo = self.memo
+        if memo is None:
+            return {key: read_node(self, obj) for key, obj in _by_key(objects)}
+        nodes: dict[str, Node] = {}
+        carried = 0
+        for key in sorted(objects):
+            obj = objects[key]
+            if obj.memo_context is _NO_CONTEXT:
+                nodes[key] = obj.memo_value
+                carried += 1
+            else:
+                nodes[key] = memo.reuse(obj, _NO_CONTEXT, read_node, self, obj)
+        memo.count_reused(carried)
+        return nodes
 
     def _storage(self, objects: Mapping[str, KubeObject], read: Callable[[KubeObject], _T]) -> tuple[_T, ...]:
         """Storage objects and budgets (``adapters/convert/storage_objects.py``), in key order, each converted
@@ -307,11 +339,9 @@ class _SnapshotConverter(Conversion):
         return KubeObject(raw, kind, self.source, index)
 
 
-def _names_any(references: tuple[Any, Any], groups: set[str], nodes: set[str]) -> bool:
-    """Whether a pod's PodGroup or node (:func:`~.pods.pod_references`) is one of these: what
-    :func:`~.pods.pod_context` reads of a name that is no string does not depend on them."""
-    group, node_name = references
-    return (isinstance(group, str) and group in groups) or (isinstance(node_name, str) and node_name in nodes)
+def _twice(obj: KubeObject) -> NoReturn:
+    """An object whose kind and key were met already."""
+    obj.fail("metadata.name", "duplicate object (listed twice)")
 
 
 def _by_key(objects: Mapping[str, _T]) -> list[tuple[str, _T]]:

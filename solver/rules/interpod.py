@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 from vcsat.model import Node, Pod, Snapshot
 from vcsat.model.cluster import HostPort, PodAffinityTerm
+from vcsat.solver import pod_facts
 from vcsat.solver.rules.isolation import Interaction
 
 INTERPOD = "interpod"
@@ -451,10 +452,8 @@ class InterPod:
 
 def interpod_interaction(snapshot: Snapshot, pending: Sequence[Pod]) -> Interaction | None:
     """The isolation hook (:mod:`vcsat.solver.rules.isolation`) for inter-pod affinity and host ports."""
-    if not any(map(has_rules, pending)) and not any(
-        not p.pod_affinity.empty or not p.pod_anti_affinity.empty for p in snapshot.pods if p.bound
-    ):
-        return None  # the common case, decided by one cheap scan
+    if not any(map(has_rules, pending)) and not pod_facts.count(snapshot, pod_facts.bound_with_pod_terms):
+        return None  # the common case: no pending pod with rules, no bound pod with terms (carried)
     state = InterPod(snapshot, pending)
     if not state.active:
         return None
