@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import partial
 from operator import methodcaller
 
@@ -150,37 +151,30 @@ class Room:
         self._arrivals = count + len(moved)
         """Per node, the most thousandths any one of its shared GPUs has left (-1: none is shared)."""
         self.domains = problem.domains
-        self.tier_names: dict[int, list[str]] = {}
+        # The topology tables depend on the problem alone: made once and shared by the rooms that
+        # share their memos (read only), else made for this room.
+        learnt_early: ProblemMemos | None = kept if kept is not None else memos
+        tables = learnt_early.domain_tables() if learnt_early is not None else DomainTables.of(problem)
+        self.tier_names: dict[int, list[str]] = tables.tier_names
         """Per tier, its named topology domains in name order."""
+        self.tier_nodes: dict[int, list[list[int]]] = tables.tier_nodes
+        self.domain_of: list[list[tuple[int, int]]] = tables.domain_of
+        """Per node, (tier, position in :attr:`tier_names`) of each domain holding it."""
+        self.tier_position: dict[int, dict[str, int]] = tables.tier_position
+        self.tier_slot: dict[int, NDArray[np.int64]] = tables.tier_slot
+        """Per tier, per node the position of its named domain (the number of domains when none holds it)."""
+        self.domain_at: dict[int, tuple[int, int]] = tables.domain_at
+        """Per node list of :attr:`tier_nodes` (by ``id``), its (tier, position)."""
         self.tier_free: dict[int, NDArray[np.int64]] = {}
         """Per tier, the free whole GPUs of each domain (as :attr:`tier_names`), kept up to date."""
-        self.tier_nodes: dict[int, list[list[int]]] = {}
-        self.domain_of: list[list[tuple[int, int]]] = [[] for _ in range(count)]
-        """Per node, (tier, position in :attr:`tier_names`) of each domain holding it."""
-        if self.domains is not None:
-            for tier in self.domains.tiers:
-                names = [name for name in self.domains.domains(tier) if name]
-                self.tier_names[tier] = names
-                self.tier_nodes[tier] = [self.domains.nodes_in(tier, name) for name in names]
-                self.tier_free[tier] = np.array(
-                    [sum(max(0, self.whole[n]) for n in nodes) for nodes in self.tier_nodes[tier]], dtype=np.int64
-                )
-                for position, nodes in enumerate(self.tier_nodes[tier]):
-                    for n in nodes:
-                        self.domain_of[n].append((tier, position))
-        self.tier_position = {
-            tier: {name: i for i, name in enumerate(names)} for tier, names in self.tier_names.items()
-        }
-        self.tier_slot: dict[int, NDArray[np.int64]] = {}
-        """Per tier, per node the position of its named domain (the number of domains when none holds it)."""
-        self.domain_at: dict[int, tuple[int, int]] = {}
-        """Per node list of :attr:`tier_nodes` (by ``id``), its (tier, position)."""
-        for tier, lists in self.tier_nodes.items():
-            slot = np.full(count, len(lists), dtype=np.int64)
-            for position, nodes in enumerate(lists):
-                slot[nodes] = position
-                self.domain_at[id(nodes)] = (tier, position)
-            self.tier_slot[tier] = slot
+        if self.tier_nodes:
+            # Each node's free whole GPUs (at least 0) summed per domain in one pass a tier: a
+            # node is in at most one domain of a tier, and nodes in none go to the last slot.
+            counted = np.maximum(whole_array, 0)
+            for tier, lists in self.tier_nodes.items():
+                per_domain = np.zeros(len(lists) + 1, dtype=np.int64)
+                np.add.at(per_domain, self.tier_slot[tier], counted)
+                self.tier_free[tier] = per_domain[: len(lists)].copy()
         self._order_read: bool | None = None
         self.topology_gangs = frozenset(problem.topology_gangs)
         self._masks: dict[int, tuple[object, NDArray[np.bool_]]] = {}
@@ -910,6 +904,47 @@ class _Ranking:
         return None if self.ranks[self.top] == UNFIT else self.top
 
 
+@dataclass(frozen=True)
+class DomainTables:
+    """A problem's topology domains as a room reads them, per tier: the named domains in name
+    order, their node lists (the problem's own), each node's (tier, position) pairs, each name's
+    position, each node's position (the number of domains when none holds it), and each node
+    list's (tier, position) by ``id``. They depend on the problem alone; read only."""
+
+    tier_names: dict[int, list[str]]
+    tier_nodes: dict[int, list[list[int]]]
+    domain_of: list[list[tuple[int, int]]]
+    tier_position: dict[int, dict[str, int]]
+    tier_slot: dict[int, NDArray[np.int64]]
+    domain_at: dict[int, tuple[int, int]]
+
+    @staticmethod
+    def of(problem: Problem) -> DomainTables:
+        count = len(problem.free)
+        tier_names: dict[int, list[str]] = {}
+        tier_nodes: dict[int, list[list[int]]] = {}
+        domain_of: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+        domains = problem.domains
+        if domains is not None:
+            for tier in domains.tiers:
+                names = [name for name in domains.domains(tier) if name]
+                tier_names[tier] = names
+                tier_nodes[tier] = [domains.nodes_in(tier, name) for name in names]
+                for position, nodes in enumerate(tier_nodes[tier]):
+                    for n in nodes:
+                        domain_of[n].append((tier, position))
+        tier_position = {tier: {name: i for i, name in enumerate(names)} for tier, names in tier_names.items()}
+        tier_slot: dict[int, NDArray[np.int64]] = {}
+        domain_at: dict[int, tuple[int, int]] = {}
+        for tier, lists in tier_nodes.items():
+            slot = np.full(count, len(lists), dtype=np.int64)
+            for position, nodes in enumerate(lists):
+                slot[nodes] = position
+                domain_at[id(nodes)] = (tier, position)
+            tier_slot[tier] = slot
+        return DomainTables(tier_names, tier_nodes, domain_of, tier_position, tier_slot, domain_at)
+
+
 class ProblemMemos:
     """What a room learns of its problem alone, whatever its free room, kept to be shared by the
     rooms of one problem: each gang's class plan, sizes and asks, each shape's asks and whether it
@@ -933,7 +968,14 @@ class ProblemMemos:
         shared: every room of the problem has the same nodes and resources."""
         self.order_read: bool | None = None
         """:meth:`Room.order_read` of the problem, once known."""
+        self._domain_tables: DomainTables | None = None
         self._snapshot_room: tuple[NDArray[np.int64], NDArray[np.int64], Requests] | None = None
+
+    def domain_tables(self) -> DomainTables:
+        """The problem's topology tables (:class:`DomainTables`), made once."""
+        if self._domain_tables is None:
+            self._domain_tables = DomainTables.of(self.problem)
+        return self._domain_tables
 
     def snapshot_room(self) -> tuple[NDArray[np.int64], NDArray[np.int64], Requests]:
         """The snapshot's free room (a row per node) and free whole GPUs per node, in arrays, and
