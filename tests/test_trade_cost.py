@@ -7,6 +7,8 @@ against the one it replaced, kept here as the reference.
   dropped classes are :func:`vcsat.solver.search.top_up.charged` of the decision without them.
 - :meth:`vcsat.solver.problem.Problem.room_left` in arrays: the same rows as the loop over slots.
 - A room's free whole GPUs per topology domain, summed in one array pass a tier: the per-list sums.
+- :func:`vcsat.solver.search.exchange.without` makes its tables for unpinned pods only when one is
+  dropped: the same decision left as the scan it replaced, on partly pinned decisions.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_exchange_cuts import _without_scan
 from test_exchange_one_room import _shape_problem
-from test_known_not_to_fit import SLOW_OK
+from test_greedy_index import generated
+from test_known_not_to_fit import POLICY, SLOW_OK, _facts
 from test_room_taken import problem_of
 
+from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, Room, greedy, shares_gpu
-from vcsat.solver.problem import Problem
+from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.room_taken import Requests, take_all
 from vcsat.solver.search.exchange import without
 from vcsat.solver.search.top_up import charged, charged_less, charges
@@ -200,3 +205,30 @@ def test_a_rooms_free_gpus_per_domain_are_the_per_list_sums(seed: int, busy: flo
         for tier, lists in room.tier_nodes.items():
             want = [sum(max(0, room.whole[n]) for n in nodes) for nodes in lists]
             assert room.tier_free[tier].tolist() == want
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=SLOW_OK)
+@given(
+    nodes=st.integers(2, 30),
+    jobs=st.integers(5, 120),
+    seed=st.integers(0, 10_000),
+    busy=st.sampled_from([0.2, 0.6, 0.9]),
+)
+def test_without_on_a_partly_pinned_decision_drops_as_the_scan(nodes: int, jobs: int, seed: int, busy: float) -> None:
+    """Some gangs' pods pinned by their gang slots, the others' not (the tables for unpinned pods
+    are made only when one is dropped): the same decision left as the scan it replaced."""
+    snap = generated(nodes=nodes, pending_jobs=jobs, seed=seed, busy_gpu_fraction=busy, multi_node_job_share=0.3)
+    problem = build_problem(snap, POLICY)
+    first = greedy(problem)
+    rng = random.Random(seed)
+    named = {g for g in first.placed if rng.random() < 0.5}
+    decision = Assignment(
+        placed=set(first.placed),
+        count=dict(first.count),
+        shape_slots=dict(first.shape_slots),
+        gang_slots={key: k for key, k in first.gang_slots.items() if key[0] in named},
+        domain_counts=dict(first.domain_counts),
+    )
+    for _ in range(4):
+        drop = rng.sample(sorted(decision.placed), rng.randint(0, len(decision.placed)))
+        assert _facts(without(problem, decision, drop)) == _facts(_without_scan(problem, decision, drop))
