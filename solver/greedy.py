@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import partial
 from operator import methodcaller
 
@@ -36,6 +37,7 @@ from vcsat.solver.pricing.fragmentation import greedy_chooser
 from vcsat.solver.problem import Domains, Gang, PodClass, Problem, Shape
 from vcsat.solver.room_classes import NodeClasses
 from vcsat.solver.room_classes import fullest_with as fullest_in_classes
+from vcsat.solver.room_taken import Requests, take_all
 from vcsat.solver.rules.attach import AttachTracker
 from vcsat.solver.rules.interpod_tracker import Tracker
 from vcsat.solver.rules.spread import SpreadState
@@ -84,14 +86,30 @@ class Room:
         without ``kept``."""
         if memos is not None and (kept is not None or memos.problem is not problem):
             raise ValueError("fill memos are for a room of their own problem, without kept rankings")
-        self.free = [list(row) for row in problem.free]
         self.gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
         self.milli = problem.resources.index(res.GPU_MILLI) if res.GPU_MILLI in problem.resources else None
-        self.whole = [len(ids) for ids in problem.free_gpu_ids]
+        count = len(problem.free)
+        moved: dict[int, None] = {}
+        self.free: list[list[int]]
+        self.whole: list[int]
+        if taken:
+            # The decision's pods at once, in arrays (:mod:`vcsat.solver.room_taken`): the same
+            # room, and the same order of bucket changes, as taking them slot by slot.
+            start = (kept if kept is not None else memos) or ProblemMemos(problem)
+            snapshot, whole_gpus, requests = start.snapshot_room()
+            free_array = snapshot.copy()
+            whole_array = whole_gpus.copy()
+            moved = dict.fromkeys(take_all(free_array, whole_array, taken, requests, self.gpu))
+            self.free = free_array.tolist()
+            self.whole = whole_array.tolist()
+        else:
+            self.free = [list(row) for row in problem.free]
+            self.whole = [len(ids) for ids in problem.free_gpu_ids]
+            free_array = np.array(self.free, dtype=np.int64).reshape(count, len(problem.resources))
+            whole_array = np.array(self.whole, dtype=np.int64).reshape(count)
         self.shared = [dict(used) for used in problem.shared_milli]
         self.opened: list[list[tuple[int, bool]]] = [[] for _ in problem.free]
         """Per node, the shares placed: (GPU, whether it was opened for them), newest last."""
-        moved = self._take_all(problem, taken) if taken else {}
         # Each node's free-GPU bucket (:meth:`_level`), read once for the indexes below.
         gpu = self.gpu
         level = [0] * len(self.free) if gpu is None else [max(0, row[gpu]) for row in self.free]
@@ -101,15 +119,13 @@ class Room:
                 self.levels.setdefault(at, {})[node] = None
         for node in moved:  # each joined its bucket when it last changed bucket
             self.levels.setdefault(level[node], {})[node] = None
-        count = len(self.free)
-        free_array = np.array(self.free, dtype=np.int64).reshape(count, len(problem.resources))
         self.free_cols = np.ascontiguousarray(free_array.T)
         """The free room again, one contiguous row per resource (a query reads only the resources it
         asks), kept equal to :attr:`free`."""
         self.negative = np.any(free_array < 0, axis=1)
         """Per node, whether some resource is overcommitted (then nothing fits there)."""
         self.count = count
-        self.whole_array = np.array(self.whole, dtype=np.int64).reshape(count)
+        self.whole_array = whole_array
         self.level_array = np.array(level, dtype=np.int64).reshape(count)
         self.level_rank = self.level_array * count + np.arange(count, dtype=np.int64)
         """Per node, (free GPUs, node) as one number: an unpriced pod's rank (:class:`_Ranking`), kept
@@ -135,37 +151,30 @@ class Room:
         self._arrivals = count + len(moved)
         """Per node, the most thousandths any one of its shared GPUs has left (-1: none is shared)."""
         self.domains = problem.domains
-        self.tier_names: dict[int, list[str]] = {}
+        # The topology tables depend on the problem alone: made once and shared by the rooms that
+        # share their memos (read only), else made for this room.
+        learnt_early: ProblemMemos | None = kept if kept is not None else memos
+        tables = learnt_early.domain_tables() if learnt_early is not None else DomainTables.of(problem)
+        self.tier_names: dict[int, list[str]] = tables.tier_names
         """Per tier, its named topology domains in name order."""
+        self.tier_nodes: dict[int, list[list[int]]] = tables.tier_nodes
+        self.domain_of: list[list[tuple[int, int]]] = tables.domain_of
+        """Per node, (tier, position in :attr:`tier_names`) of each domain holding it."""
+        self.tier_position: dict[int, dict[str, int]] = tables.tier_position
+        self.tier_slot: dict[int, NDArray[np.int64]] = tables.tier_slot
+        """Per tier, per node the position of its named domain (the number of domains when none holds it)."""
+        self.domain_at: dict[int, tuple[int, int]] = tables.domain_at
+        """Per node list of :attr:`tier_nodes` (by ``id``), its (tier, position)."""
         self.tier_free: dict[int, NDArray[np.int64]] = {}
         """Per tier, the free whole GPUs of each domain (as :attr:`tier_names`), kept up to date."""
-        self.tier_nodes: dict[int, list[list[int]]] = {}
-        self.domain_of: list[list[tuple[int, int]]] = [[] for _ in range(count)]
-        """Per node, (tier, position in :attr:`tier_names`) of each domain holding it."""
-        if self.domains is not None:
-            for tier in self.domains.tiers:
-                names = [name for name in self.domains.domains(tier) if name]
-                self.tier_names[tier] = names
-                self.tier_nodes[tier] = [self.domains.nodes_in(tier, name) for name in names]
-                self.tier_free[tier] = np.array(
-                    [sum(max(0, self.whole[n]) for n in nodes) for nodes in self.tier_nodes[tier]], dtype=np.int64
-                )
-                for position, nodes in enumerate(self.tier_nodes[tier]):
-                    for n in nodes:
-                        self.domain_of[n].append((tier, position))
-        self.tier_position = {
-            tier: {name: i for i, name in enumerate(names)} for tier, names in self.tier_names.items()
-        }
-        self.tier_slot: dict[int, NDArray[np.int64]] = {}
-        """Per tier, per node the position of its named domain (the number of domains when none holds it)."""
-        self.domain_at: dict[int, tuple[int, int]] = {}
-        """Per node list of :attr:`tier_nodes` (by ``id``), its (tier, position)."""
-        for tier, lists in self.tier_nodes.items():
-            slot = np.full(count, len(lists), dtype=np.int64)
-            for position, nodes in enumerate(lists):
-                slot[nodes] = position
-                self.domain_at[id(nodes)] = (tier, position)
-            self.tier_slot[tier] = slot
+        if self.tier_nodes:
+            # Each node's free whole GPUs (at least 0) summed per domain in one pass a tier: a
+            # node is in at most one domain of a tier, and nodes in none go to the last slot.
+            counted = np.maximum(whole_array, 0)
+            for tier, lists in self.tier_nodes.items():
+                per_domain = np.zeros(len(lists) + 1, dtype=np.int64)
+                np.add.at(per_domain, self.tier_slot[tier], counted)
+                self.tier_free[tier] = per_domain[: len(lists)].copy()
         self._order_read: bool | None = None
         self.topology_gangs = frozenset(problem.topology_gangs)
         self._masks: dict[int, tuple[object, NDArray[np.bool_]]] = {}
@@ -239,34 +248,6 @@ class Room:
         when rankings are carried between rooms (:class:`KeptRankings`), so that they rank alike."""
         if kept is not None:
             self.full.update(kept.still_full(self))
-
-    def _take_all(self, problem: Problem, taken: Mapping[tuple[int, int], int]) -> dict[int, None]:
-        """Take ``taken`` from :attr:`free` and :attr:`whole` (before the indexes are made); the
-        nodes whose free-GPU bucket changed, in the order of their last change."""
-        moved: dict[int, None] = {}
-        parts: dict[int, tuple[int, int]] = {}
-        gpu = self.gpu
-        for (s, node), k in taken.items():
-            if k <= 0:
-                continue
-            request = problem.shapes[s].request
-            split = parts.get(s)
-            if split is None:  # per shape once: a decision's slots hold few shapes on many nodes
-                split = parts[s] = self.parts(request)
-            whole, share = split
-            if share > 0:
-                raise ValueError("GPU shares are placed one by one (Room.take)")
-            row = self.free[node]
-            before = max(0, row[gpu]) if gpu is not None else 0  # self._level, inline
-            for i, amount in enumerate(request):
-                if amount:
-                    row[i] -= k * amount
-            self.whole[node] -= k * whole
-            if gpu is not None and max(0, row[gpu]) != before:
-                # requests only take: a bucket left is never come back to
-                moved.pop(node, None)
-                moved[node] = None
-        return moved
 
     def choosers(self, problem: Problem) -> tuple[Callable[[Room, Shape], int | None] | None, scarcity.Scarcity | None]:
         """FGD's choice of node (GPU-sharing workloads, :func:`greedy_chooser`) and the scarce
@@ -923,6 +904,47 @@ class _Ranking:
         return None if self.ranks[self.top] == UNFIT else self.top
 
 
+@dataclass(frozen=True)
+class DomainTables:
+    """A problem's topology domains as a room reads them, per tier: the named domains in name
+    order, their node lists (the problem's own), each node's (tier, position) pairs, each name's
+    position, each node's position (the number of domains when none holds it), and each node
+    list's (tier, position) by ``id``. They depend on the problem alone; read only."""
+
+    tier_names: dict[int, list[str]]
+    tier_nodes: dict[int, list[list[int]]]
+    domain_of: list[list[tuple[int, int]]]
+    tier_position: dict[int, dict[str, int]]
+    tier_slot: dict[int, NDArray[np.int64]]
+    domain_at: dict[int, tuple[int, int]]
+
+    @staticmethod
+    def of(problem: Problem) -> DomainTables:
+        count = len(problem.free)
+        tier_names: dict[int, list[str]] = {}
+        tier_nodes: dict[int, list[list[int]]] = {}
+        domain_of: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+        domains = problem.domains
+        if domains is not None:
+            for tier in domains.tiers:
+                names = [name for name in domains.domains(tier) if name]
+                tier_names[tier] = names
+                tier_nodes[tier] = [domains.nodes_in(tier, name) for name in names]
+                for position, nodes in enumerate(tier_nodes[tier]):
+                    for n in nodes:
+                        domain_of[n].append((tier, position))
+        tier_position = {tier: {name: i for i, name in enumerate(names)} for tier, names in tier_names.items()}
+        tier_slot: dict[int, NDArray[np.int64]] = {}
+        domain_at: dict[int, tuple[int, int]] = {}
+        for tier, lists in tier_nodes.items():
+            slot = np.full(count, len(lists), dtype=np.int64)
+            for position, nodes in enumerate(lists):
+                slot[nodes] = position
+                domain_at[id(nodes)] = (tier, position)
+            tier_slot[tier] = slot
+        return DomainTables(tier_names, tier_nodes, domain_of, tier_position, tier_slot, domain_at)
+
+
 class ProblemMemos:
     """What a room learns of its problem alone, whatever its free room, kept to be shared by the
     rooms of one problem: each gang's class plan, sizes and asks, each shape's asks and whether it
@@ -946,6 +968,36 @@ class ProblemMemos:
         shared: every room of the problem has the same nodes and resources."""
         self.order_read: bool | None = None
         """:meth:`Room.order_read` of the problem, once known."""
+        self._domain_tables: DomainTables | None = None
+        self._snapshot_room: tuple[NDArray[np.int64], NDArray[np.int64], Requests] | None = None
+
+    def domain_tables(self) -> DomainTables:
+        """The problem's topology tables (:class:`DomainTables`), made once."""
+        if self._domain_tables is None:
+            self._domain_tables = DomainTables.of(self.problem)
+        return self._domain_tables
+
+    def snapshot_room(self) -> tuple[NDArray[np.int64], NDArray[np.int64], Requests]:
+        """The snapshot's free room (a row per node) and free whole GPUs per node, in arrays, and
+        the shapes' requests (:class:`vcsat.solver.room_taken.Requests`): what a room made with
+        pods taken starts from (:func:`vcsat.solver.room_taken.take_all`); made once, read only."""
+        if self._snapshot_room is None:
+            problem = self.problem
+            count, width = len(problem.free), len(problem.resources)
+            free = np.array(problem.free, dtype=np.int64).reshape(count, width)
+            whole = np.array([len(ids) for ids in problem.free_gpu_ids], dtype=np.int64).reshape(count)
+            gpu = problem.resources.index(res.GPU) if res.GPU in problem.resources else None
+            milli = problem.resources.index(res.GPU_MILLI) if res.GPU_MILLI in problem.resources else None
+            shapes = problem.shapes
+            amounts = np.array([shape.request for shape in shapes], dtype=np.int64).reshape(len(shapes), width)
+            wholes = amounts[:, gpu] if gpu is not None else np.zeros(len(shapes), dtype=np.int64)
+            shares = (
+                amounts[:, milli] - FULL_GPU_MILLI * wholes > 0
+                if milli is not None
+                else np.zeros(len(shapes), dtype=np.bool_)
+            )
+            self._snapshot_room = (free, whole, Requests(amounts, wholes.copy(), shares))
+        return self._snapshot_room
 
 
 class KeptRankings(ProblemMemos):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain as chained
 
 import numpy as np
 from numpy.typing import NDArray
@@ -231,6 +232,8 @@ class Problem:
     fair_levels: list[tuple[int, int]] | None = None
     """(queue priority, tier) of each queue fair-share level, most important first (filled on first use)."""
     _candidates: list[Gang] | None = None
+    _room_arrays: tuple[NDArray[np.int64], NDArray[np.int64]] | None = field(default=None, compare=False, repr=False)
+    """Per node its free room, and per shape its request, in arrays (:meth:`room_left`), made once."""
     fair_terms: dict[int, list[tuple[str, str, int, int, list[int]]]] = field(default_factory=dict)
     """Per queue fair-share level: its terms (:func:`vcsat.solver.objectives.fairness.fair_terms`),
     filled on first use: the greedy, the LP bound, the model and every measure of a decision read
@@ -308,12 +311,28 @@ class Problem:
         return self.resources.index(name)
 
     def room_left(self, shape_slots: Mapping[tuple[int, int], int]) -> list[list[int]]:
-        """Per node, its free room (:attr:`free`) less what the resolved ``shape_slots`` take."""
-        room = [list(row) for row in self.free]
-        for (s, node), k in shape_slots.items():
-            for r, amount in enumerate(self.shapes[s].request):
-                room[node][r] -= k * amount
-        return room
+        """Per node, its free room (:attr:`free`) less what the resolved ``shape_slots`` take.
+
+        In arrays, every slot at once: whole numbers (int64, no rounding), so the same sums as
+        slot by slot, resource by resource. Why: the exchange's looks read the room a decision
+        leaves once a look (thousands of slots at 1,000 nodes; benchmarks/RESULTS.md, session 34)."""
+        size = len(shape_slots)
+        if not size or not self.free:
+            return [list(row) for row in self.free]
+        if self._room_arrays is None:
+            width = len(self.resources)
+            rows = [shape.request for shape in self.shapes]
+            self._room_arrays = (
+                np.array(self.free, dtype=np.int64).reshape(len(self.free), width),
+                np.array(rows, dtype=np.int64).reshape(len(rows), width),
+            )
+        free, requests = self._room_arrays
+        slots = np.fromiter(chained.from_iterable(shape_slots), dtype=np.int64, count=2 * size).reshape(size, 2)
+        counts = np.fromiter(shape_slots.values(), dtype=np.int64, count=size)
+        room = free.copy()
+        np.subtract.at(room, slots[:, 1], requests[slots[:, 0]] * counts[:, None])
+        left: list[list[int]] = room.tolist()
+        return left
 
     def preference(self, bucket: Bucket, node: int) -> int:
         """A bucket's pods' node-preference score on a node (its shapes share one preference key)."""

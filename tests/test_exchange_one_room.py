@@ -48,9 +48,10 @@ from vcsat.solver.solve import _lexicographic, _placed
 
 
 def _fresh(
-    problem: Problem, assignment: Assignment, *, filled: Filled | None = None, **options: Any
+    problem: Problem, assignment: Assignment, *, filled: Filled | None = None, less: Any = None, **options: Any
 ) -> tuple[Assignment, Filled | None]:
-    """The reference: every top-up makes its own room and keeps its rankings (as before)."""
+    """The reference: every top-up makes its own room, counts the queues' room and held work
+    afresh and keeps its rankings (as before)."""
     return top_up(problem, assignment, **options), None
 
 

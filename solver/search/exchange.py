@@ -83,6 +83,9 @@ Each trade is asked first whether it may start (``go``, the cycle's deadline in
 :func:`vcsat.solver.solve.solve`): the trades run one at a time, in a fixed order, until one is
 refused, and none after it; how many ran is what a replay needs to make the same trades (each
 trade is kept or not on the ranks alone, so the same trades on the same decision decide the same).
+A trade's cost is mostly its top-ups' fill (the waiting gangs tried in the room the drop leaves);
+what is made once per standing decision rather than per trade (the raisable queues, the charges
+the first room starts from: :meth:`_Run.charges`) is kept in :class:`_Run` while it stands.
 """
 
 from __future__ import annotations
@@ -98,11 +101,14 @@ from vcsat.solver.problem import Problem
 from vcsat.solver.search.chain import chains, waiting_counted
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
-from vcsat.solver.search.top_up import top_up_in
+from vcsat.solver.search.top_up import Charges, charges, top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
 Ranked = tuple[Assignment, tuple[int, ...]]
 """A decision and its rank (the objective's first levels, :data:`Rank`)."""
+Less = tuple[Charges, dict[int, int]]
+"""A standing decision's charges and the classes a trade's drop takes out of its count, with their
+counts there (:func:`vcsat.solver.search.top_up.charged_less`)."""
 
 
 def _always() -> bool:
@@ -129,6 +135,7 @@ class _Run:
         self.stopped = False
         self._rankings: KeptRankings | None = None
         self._raisable: tuple[Assignment, dict[int, list[tuple[str, int, set[int], int]]]] | None = None
+        self._charges: tuple[Assignment, Charges] | None = None
 
     @property
     def rankings(self) -> KeptRankings:
@@ -148,6 +155,15 @@ class _Run:
         if found is None:
             found = kept[1][tier] = _raisable(self.problem, assignment, tier)
         return found
+
+    def charges(self, assignment: Assignment) -> Charges:
+        """:func:`vcsat.solver.search.top_up.charges` of the decision that stands, made once while
+        it stands: each trade's first top-up starts from it less the gangs the trade drops
+        (:func:`vcsat.solver.search.top_up.charged_less`)."""
+        kept = self._charges
+        if kept is None or kept[0] is not assignment:
+            kept = self._charges = (assignment, charges(self.problem, assignment, self.rankings))
+        return kept[1]
 
     def __call__(self) -> bool:
         if not self.stopped and not self.go():
@@ -515,14 +531,24 @@ def _kept(
     kept = run.rankings
     # The top-ups fill on in one room where that is the same (:func:`top_up_in`): a room less to
     # make a top-up, and the rankings the first read need not be carried into the next.
-    trial, filled = top_up_in(problem, rest, only=first, kept=kept)
+    # The queues' room and held work the first room starts from: the decision's, counted once
+    # while it stands, less the dropped gangs' classes (``without`` takes them out of the count).
+    count = best.count
+    less = (run.charges(best), {c: count[c] for g in drop for c in problem.gangs[g].classes if c in count})
+    trial, filled = top_up_in(problem, rest, only=first, kept=kept, less=less)
     if then:
-        trial, filled = top_up_in(problem, trial, only=then, kept=kept, filled=filled)
-    trial, filled = top_up_in(problem, trial, kept=kept, filled=filled)
+        trial, filled = top_up_in(problem, trial, only=then, kept=kept, filled=filled, less=_still(less, trial, rest))
+    trial, filled = top_up_in(problem, trial, kept=kept, filled=filled, less=_still(less, trial, rest))
     if filled is not None:
         filled.room.keep_rankings()
     trial_rank = rank(problem, trial)
     return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
+
+
+def _still(less: Less, trial: Assignment, rest: Assignment) -> Less | None:
+    """``less`` while it is still true of ``trial`` (a top-up that placed nothing hands back its
+    input: the decision without the drop), else None (its pods are counted afresh)."""
+    return less if trial is rest else None
 
 
 def _not_needed(problem: Problem, assignment: Assignment, above: int, upto: int | None = None) -> set[int]:
@@ -640,29 +666,26 @@ def without(problem: Problem, assignment: Assignment, gangs: list[int]) -> Assig
     None when a pod has no such slot (the slots do not account for the counts)."""
     dropped = set(gangs)
     shape_slots = dict(assignment.shape_slots)
-    gang_slots: dict[tuple[int, int, int], int] = {}
-    pinned: dict[tuple[int, int], int] = {}
+    gang_slots = {key: k for key, k in assignment.gang_slots.items() if key[0] not in dropped}
+    # One walk over the dropped gangs' slots only (a decision holds thousands, a trade drops a few
+    # hundred): what they leave of each shape's slots, and per (gang, shape) how many they held.
+    by_gang: dict[tuple[int, int], int] = {}
     for (g, s, node), k in assignment.gang_slots.items():
         if g in dropped:
             shape_slots[(s, node)] -= k
-        else:
-            gang_slots[(g, s, node)] = k
-            pinned[(s, node)] = pinned.get((s, node), 0) + k
-    by_gang: dict[tuple[int, int], int] = {}
-    for (g, s, _node), k in assignment.gang_slots.items():
-        if g in dropped:
             by_gang[(g, s)] = by_gang.get((g, s), 0) + k
     gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
-    # The room left per node orders the unpinned slots a pod leaves: made when first needed (a
-    # decision the greedy or a trade made pins every pod to its gang's slots, and needs none).
+    # What only a dropped pod that no gang slot holds reads, made when first needed (a decision
+    # the greedy or a trade made pins every pod to its gang's slots, and needs none of them): per
+    # (shape, node) the pods the other gangs' slots pin there; the room left per node, which
+    # orders the unpinned slots a pod leaves; and per shape, the nodes with slots of it (a dropped
+    # pod's candidates are read from its shape's nodes, not from every slot of the decision: tens
+    # of thousands at 10,000 nodes, once per dropped class). The slots' keys are all made above
+    # and only their counts shrink below, so each list is the same whenever it is made.
+    pinned: dict[tuple[int, int], int] | None = None
     left: list[list[int]] | None = None
-    count = dict(assignment.count)
-    # Per shape, the nodes with slots of it: a dropped pod's candidates are read from its shape's
-    # nodes, not from every slot of the decision (tens of thousands at 10,000 nodes, once per
-    # dropped class). The slots only shrink below, so no node is added to a shape's list.
     of_shape: dict[int, list[int]] = {}
-    for s, node in shape_slots:
-        of_shape.setdefault(s, []).append(node)
+    count = dict(assignment.count)
     for g in sorted(dropped):
         for c in problem.gangs[g].classes:
             k = count.pop(c, 0)
@@ -672,6 +695,12 @@ def without(problem: Problem, assignment: Assignment, gangs: list[int]) -> Assig
             k -= taken
             if k <= 0:
                 continue
+            if pinned is None:
+                pinned = {}
+                for (_g, s_, node_), k_ in gang_slots.items():
+                    pinned[(s_, node_)] = pinned.get((s_, node_), 0) + k_
+                for s_, node_ in shape_slots:
+                    of_shape.setdefault(s_, []).append(node_)
             nodes = [node for node in of_shape.get(s, ()) if shape_slots[(s, node)] > pinned.get((s, node), 0)]
             if left is None:
                 left = problem.room_left(shape_slots)  # what the frees below added, already in

@@ -17,7 +17,7 @@ decision is returned as it is.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from vcsat.solver.assignment import Assignment
@@ -66,6 +66,7 @@ def top_up_in(
     only: Collection[int] | None = None,
     kept: KeptRankings | None = None,
     filled: Filled | None = None,
+    less: tuple[Charges, Mapping[int, int]] | None = None,
 ) -> tuple[Assignment, Filled | None]:
     """:func:`top_up`, and the room it filled, whose free room is then the result's: the next
     top-up of the result (the exchange makes two or three a trade) fills on in it, given as
@@ -80,7 +81,12 @@ def top_up_in(
     Why it is the same: every other part of a room is its free room per node (the free amounts,
     devices, domains' GPUs, the rows the rankings read), the same either way; its rankings are
     exact for the room they read (:class:`vcsat.solver.greedy.KeptRankings`); and what it knows to
-    find no node stays true while room only shrinks, which a fill's kept gangs make it do."""
+    find no node stays true while room only shrinks, which a fill's kept gangs make it do.
+
+    ``less``: where ``assignment`` is a decision whose :func:`charges` are known less some of its
+    pod classes (with their counts there), as a trade's decision without its dropped gangs is:
+    the queues' room and held work the room starts from are those less the classes' pods
+    (:func:`charged_less`), not counted again over every placed class."""
     waiting = waiting_gangs(problem, assignment, only, kept)
     if not waiting or problem.interpod is not None or problem.spread or problem.attach is not None:
         return assignment, filled
@@ -88,7 +94,8 @@ def top_up_in(
     if sharing and any(k > 0 and s in sharing for (s, _), k in assignment.shape_slots.items()):
         return assignment, filled  # a GPU share: the decode's devices, not the greedy's
     if filled is None:
-        filled = Filled(Room(problem, assignment.shape_slots, kept), *charged(problem, assignment, kept))
+        counted = charged(problem, assignment, kept) if less is None else charged_less(problem, *less, kept)
+        filled = Filled(Room(problem, assignment.shape_slots, kept), *counted)
     room, caps, held = filled.room, filled.caps, filled.held
     out = Assignment(
         placed=set(assignment.placed),
@@ -142,3 +149,62 @@ def charged(
         charge(problem, problem.shapes[s].request, k, held.setdefault(queue, {}), lineage)
     return caps, held
 
+
+@dataclass(frozen=True)
+class Charges:
+    """What :func:`charged` makes of one decision (the capped queues' room left, each queue's held
+    work), and per queue how many pod classes the decision's count names: what
+    :func:`charged_less` starts from (read only)."""
+
+    caps: dict[str, dict[str, int]]
+    held: dict[str, dict[str, int]]
+    entries: dict[str, int]
+
+
+def charges(problem: Problem, assignment: Assignment, kept: KeptRankings | None = None) -> Charges:
+    """:func:`charged` of ``assignment``, with the count's classes per queue (:class:`Charges`)."""
+    caps, held = charged(problem, assignment, kept)
+    keys = kept.class_keys if kept is not None else class_keys(problem)
+    entries: dict[str, int] = {}
+    for c in assignment.count:
+        queue = keys[c][0]
+        entries[queue] = entries.get(queue, 0) + 1
+    return Charges(caps, held, entries)
+
+
+def charged_less(
+    problem: Problem, base: Charges, less: Mapping[int, int], kept: KeptRankings | None = None
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """:func:`charged` of a decision whose count is that of the decision ``base`` was made of,
+    without the pod classes ``less`` (each with its count there): ``base`` less those classes' pods,
+    charged back per (queue, shape).
+
+    Why it is the same: every charge adds whole numbers to a queue's held work and takes them
+    from its lineage's room (:func:`vcsat.solver.greedy.charge`), so a count's charges less some
+    classes' are the sums :func:`charged` makes of the count without them, in any order; the
+    capped queues' room has the same keys either way (the problem's). One difference is put
+    right: :func:`charged` gives a queue held work (each resource named) only where the count names
+    a class of it, so a queue none of whose classes is left gets the problem's held work back (or
+    none) as there. The queues' order in the held work can differ, which nothing reads (the fill
+    asks it queue by queue). Why: a trade's first top-up counted every placed class of the
+    decision left (thousands) where the trade drops a few hundred, once a trade."""
+    caps = {name: dict(left) for name, left in base.caps.items()}
+    held = {queue: dict(usage) for queue, usage in base.held.items()}
+    keys = kept.class_keys if kept is not None else class_keys(problem)
+    pods: dict[tuple[str, int], int] = {}
+    gone: dict[str, int] = {}
+    for c, k in less.items():
+        key = keys[c]
+        pods[key] = pods.get(key, 0) + k
+        gone[key[0]] = gone.get(key[0], 0) + 1
+    for (queue, s), k in pods.items():
+        lineage = [caps[name] for name in problem.caps_of(queue)]
+        charge(problem, problem.shapes[s].request, -k, held.setdefault(queue, {}), lineage)
+    for queue, classes in gone.items():
+        if classes == base.entries.get(queue, 0):  # no class of the queue left in the count
+            usage = problem.queue_usage.get(queue)
+            if usage is None:
+                held.pop(queue, None)
+            else:
+                held[queue] = dict(usage)
+    return caps, held
