@@ -440,6 +440,9 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
                     if spare is None:
                         spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1, upto=tier)
                     trade = next(chains(problem, best, tier, queue, spare), None)
+                    if trade is None:
+                        # None without them: the flatter queues' work at the tier may go too.
+                        trade = next(chains(problem, best, tier, queue, spare, flatter=True), None)
                 if trade is None or (tier, queue, trade.first) in tried:
                     continue
                 tried.add((tier, queue, trade.first))
