@@ -32,6 +32,19 @@ pod is confined to a narrow pool (:data:`NARROW`; highest rank, then oldest, fir
   the trade's pods of Q placed and its victims of Q lost (:func:`vcsat.solver.search.relocation.
   tier_change`), rises more than without it.
 
+Where that finds no chain for the queue, a second look (``flatter``) may take one more kind of
+victim: the placed work, of the waiting gang's rank or below, of the queues at the tier whose next
+GPU gains the tier less than Q's does (flatter: :func:`vcsat.solver.search.slope_trade.gains`; a
+queue with a larger deserved share, or one at its share), counted at this tier and at no more
+important one. On the contended files a queue a few GPUs short of its share waits with 8- and
+4-GPU pods on a pool whose whole-node pods have nowhere to go but nodes held by a queue further
+below its share with a larger deserved share (benchmarks/RESULTS.md, session 34): the long search
+gives that queue's GPUs to the nearer one, which raises the tier. The movers' second link then
+takes, on the node where they cost the tier least, only as many victims as the pod needs
+(:func:`_cheapest`), and a gang joins only where the tier, read with Q's change and every flatter
+queue's loss, rises. The first look runs first so that where it finds a chain, the trades are
+those it finds.
+
 The trade is the exchange's: the decision without the movers and victims, Q's chosen waiting
 gangs placed first, then the movers, then everything left out as the greedy would (victims
 included, into whatever room is left), kept only where the objective's first levels rank it
