@@ -32,6 +32,19 @@ pod is confined to a narrow pool (:data:`NARROW`; highest rank, then oldest, fir
   the trade's pods of Q placed and its victims of Q lost (:func:`vcsat.solver.search.relocation.
   tier_change`), rises more than without it.
 
+Where that finds no chain for the queue, a second look (``flatter``) may take one more kind of
+victim: the placed work, of the waiting gang's rank or below, of the queues at the tier whose next
+GPU gains the tier less than Q's does (flatter: :func:`vcsat.solver.search.slope_trade.gains`; a
+queue with a larger deserved share, or one at its share), counted at this tier and at no more
+important one. On the contended files a queue a few GPUs short of its share waits with 8- and
+4-GPU pods on a pool whose whole-node pods have nowhere to go but nodes held by a queue further
+below its share with a larger deserved share (benchmarks/RESULTS.md, session 34): the long search
+gives that queue's GPUs to the nearer one, which raises the tier. The movers' second link then
+takes, on the node where they cost the tier least, only as many victims as the pod needs
+(:func:`_cheapest`), and a gang joins only where the tier, read with Q's change and every flatter
+queue's loss, rises. The first look runs first so that where it finds a chain, the trades are
+those it finds.
+
 The trade is the exchange's: the decision without the movers and victims, Q's chosen waiting
 gangs placed first, then the movers, then everything left out as the greedy would (victims
 included, into whatever room is left), kept only where the objective's first levels rank it
@@ -42,14 +55,15 @@ decision gives the same trades.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.objectives.fairness import fair_terms
+from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.relocation import Room, eject, first_fit, row_without, tier_change
+from vcsat.solver.search.slope_trade import gains
 
 MAX_LOOKS = 16
 """At most this many of a queue's waiting gangs are looked at for one chain (each reads the room on
@@ -91,17 +105,22 @@ def waiting_counted(problem: Problem, assignment: Assignment, queue: str, counte
     ]
 
 
-def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spare: set[int]) -> Iterator[Chain]:
+def chains(
+    problem: Problem, assignment: Assignment, tier: int, queue: str, spare: set[int], *, flatter: bool = False
+) -> Iterator[Chain]:
     """The chain trade (module docstring) for ``queue`` at fair-share ``tier``, if the copy of the
     room finds one that raises the tier; ``spare``: the placed gangs no fair-share level as
-    important as ``tier`` needs (each used only where ranked below the waiting gang)."""
+    important as ``tier`` needs (each used only where ranked below the waiting gang); ``flatter``:
+    the flatter queues' work counted at the tier may be taken out too (module docstring)."""
     if res.GPU not in problem.resources:
         return
     gpu = problem.resource_index(res.GPU)
-    counted = next(
-        (set(asked) for q, name, _d, _h, asked in fair_terms(problem, tier) if q == queue and name == res.GPU), None
-    )
+    of_queue = {q: set(asked) for q, name, _d, _h, asked in fair_terms(problem, tier) if name == res.GPU}
+    counted = of_queue.get(queue)
     if counted is None:
+        return
+    flat = _flatter(problem, assignment, tier, queue, of_queue) if flatter else {}
+    if flatter and not flat:
         return
     waiting = waiting_counted(problem, assignment, queue, counted)
     if not waiting:
@@ -119,12 +138,21 @@ def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spar
         g: max((problem.shapes[s].request[gpu] for s, _n, _k in slots), default=0) for g, slots in of_gang.items()
     }
 
-    def counted_gpus(g: int) -> int:
+    def counted_gpus(g: int, counted: Collection[int] = counted) -> int:
         return sum(
             assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[gpu]
             for c in problem.gangs[g].classes
             if c in counted
         )
+
+    def cost(g: int) -> int:
+        """What taking victim ``g`` out costs the tier's counted GPUs (its queue's, ``queue``'s or a flatter one's)."""
+        return counted_gpus(g) if problem.gangs[g].queue == queue else flat_gpus(g)
+
+    def flat_gpus(g: int) -> int:
+        """What taking ``g`` out costs a flatter queue's term at the tier (0 where it is no flat victim)."""
+        of = flat.get(problem.gangs[g].queue)
+        return counted_gpus(g, of) if of is not None else 0
 
     owners = {g: (problem.gangs[g].queue, problem.gangs[g].rank) for g in of_gang}
     failed: set[tuple[int, int, int]] = set()  # gangs like one that found no chain: not looked at again
@@ -134,6 +162,7 @@ def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spar
     movers: set[int] = set()
     victims: set[int] = set()
     gained = lost = 0
+    flat_lost: dict[str, int] = {}  # per flatter queue, the GPUs its victims take from its term (negative)
     change = 0
     for gang in waiting:
         classes = [c for c in gang.classes if problem.classes[c].pods]
@@ -148,6 +177,8 @@ def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spar
 
         def victim(g: int, size: int = size, rank: int = gang.rank) -> bool:
             other = problem.gangs[g]
+            if other.queue in flat and other.rank <= rank and flat_gpus(g) > 0:
+                return True  # a flatter queue's work of the waiting gang's rank or below, counted here only
             if other.rank >= rank:
                 return False
             return g in spare or (other.queue == queue and largest.get(g, 0) < size)
@@ -176,7 +207,7 @@ def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spar
                 continue
             if any(g in first for g in there):
                 continue
-            own = sum(counted_gpus(g) for g in there if victim(g) and problem.gangs[g].queue == queue)
+            own = sum(cost(g) for g in there if victim(g))
             moved = sum(largest.get(g, 0) for g in there if not victim(g))
             options.append((own, moved, node, there))
         options.sort(key=lambda o: (o[0], o[1], o[2]))
@@ -207,7 +238,11 @@ def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spar
                         if pool is None:
                             pool = {other for other in owners if victim(other)} - movers - out_movers
                         taken: set[int] = set()
-                        spot = eject(problem, s, trial, on_node, of_gang, pool - victims - out_victims, taken)
+                        free = pool - victims - out_victims
+                        if flat:
+                            spot = _cheapest(problem, s, trial, on_node, of_gang, free, taken, cost)
+                        else:
+                            spot = eject(problem, s, trial, on_node, of_gang, free, taken)
                         out_victims |= taken
                     if spot is None:
                         placed_all = False
@@ -221,13 +256,87 @@ def chains(problem: Problem, assignment: Assignment, tier: int, queue: str, spar
             continue
         now_gained = gained + size * need
         now_lost = lost + sum(counted_gpus(g) for g in out_victims if problem.gangs[g].queue == queue)
-        now = tier_change(problem, assignment, tier, {queue: now_gained - now_lost})
+        now_flat = dict(flat_lost)
+        for g in out_victims:
+            if problem.gangs[g].queue in flat:
+                now_flat[problem.gangs[g].queue] = now_flat.get(problem.gangs[g].queue, 0) - flat_gpus(g)
+        now = tier_change(problem, assignment, tier, {**now_flat, queue: now_gained - now_lost})
         if now <= change:
             continue
-        room, gained, lost, change = trial, now_gained, now_lost, now
+        room, gained, lost, change, flat_lost = trial, now_gained, now_lost, now, now_flat
         first.add(gang.index)
         failed.discard(kind)
         movers |= out_movers
         victims |= out_victims
     if first:
         yield Chain(frozenset(first), frozenset(movers), frozenset(victims))
+
+
+def _flatter(
+    problem: Problem, assignment: Assignment, tier: int, queue: str, of_queue: dict[str, set[int]]
+) -> dict[str, set[int]]:
+    """Per queue at ``tier`` whose next GPU gains the tier less than ``queue``'s does (flatter:
+    :func:`vcsat.solver.search.slope_trade.gains`), the classes the tier counts and no more
+    important fair-share level does: the flatter queue's work taking which lowers no level above."""
+    slopes = gains(problem, assignment, tier)
+    mine = slopes.get(queue)
+    if mine is None:
+        return {}
+    flatter = sorted(other for other, gain in slopes.items() if other != queue and gain < mine)
+    if not flatter:
+        return {}
+    above: dict[str, set[int]] = {}
+    for level in fair_ranks(problem):
+        if level >= tier:
+            break
+        for q, _name, _d, _h, asked in fair_terms(problem, level):
+            above.setdefault(q, set()).update(asked)
+    return {other: of_queue[other] - above.get(other, set()) for other in flatter if other in of_queue}
+
+
+def _cheapest(
+    problem: Problem,
+    shape_index: int,
+    room: Room,
+    on_node: dict[int, list[tuple[int, int, int]]],
+    of_gang: dict[int, list[tuple[int, int, int]]],
+    pool: set[int],
+    victims: set[int],
+    cost: Callable[[int], int],
+) -> int | None:
+    """Like :func:`vcsat.solver.search.relocation.eject`, for victims that cost the tier: the node
+    among the shape's eligible ones where one of its pods fits once the cheapest victims there go
+    (cheapest first, only as many as the pod needs), the node whose victims cost least (the first
+    such); those victims added to ``victims``, their room freed in ``room``. None if there is none."""
+    shape = problem.shapes[shape_index]
+    best: tuple[int, int, list[int]] | None = None
+    for node in shape.nodes:
+        there = sorted(
+            {g for g, _s, _k in on_node.get(node, ()) if g in pool and g not in victims}, key=lambda g: (cost(g), g)
+        )
+        if not there:
+            continue
+        row = list(room.row(node))
+        going: list[int] = []
+        spent = 0
+        for g in there:
+            if all(row[r] >= amount for r, amount in enumerate(shape.request)):
+                break
+            going.append(g)
+            spent += cost(g)
+            for s, n, k in of_gang[g]:
+                if n == node:
+                    for r, amount in enumerate(problem.shapes[s].request):
+                        row[r] += k * amount
+        fits = all(row[r] >= amount for r, amount in enumerate(shape.request))
+        if going and fits and (best is None or spent < best[1]):
+            best = (node, spent, going)
+            if spent == 0:
+                break  # none cheaper
+    if best is None:
+        return None
+    for g in best[2]:
+        victims.add(g)
+        for s, n, k in of_gang[g]:
+            room.add(n, problem.shapes[s].request, k)
+    return best[0]

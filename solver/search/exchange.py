@@ -74,10 +74,12 @@ Before the slope trades, first of all, the chain trades (:mod:`vcsat.solver.sear
 fair-share tier and per queue it can raise, the whole-node pods and small pods on the narrow pool
 its large waiting pods need moved to their other nodes or taken out (lower-ranked ones no level
 that important needs, and the queue's own lower-ranked smaller gangs), found in a copy of
-the room, tried only where every mover finds a place and the tier would rise; kept on the same
-terms. They go first because on the contended clusters the slope trades before them take the
-few trades a 1 s cycle fits without reaching the tier they raise (benchmarks/RESULTS.md, session
-33). Looking for them is not a trade; each tried is.
+the room, tried only where every mover finds a place and the tier would rise; where none is
+found, a second look that may also take the flatter queues' work at the tier (of the waiting
+gang's rank or below; the tier read with their loss); kept on the same terms. They go first
+because on the contended clusters the slope trades before them take the few trades a 1 s cycle
+fits without reaching the tier they raise (benchmarks/RESULTS.md, session 33). Looking for them
+is not a trade; each tried is.
 
 Each trade is asked first whether it may start (``go``, the cycle's deadline in
 :func:`vcsat.solver.solve.solve`): the trades run one at a time, in a fixed order, until one is
@@ -456,6 +458,9 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
                     if spare is None:
                         spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1, upto=tier)
                     trade = next(chains(problem, best, tier, queue, spare), None)
+                    if trade is None:
+                        # None without them: the flatter queues' work at the tier may go too.
+                        trade = next(chains(problem, best, tier, queue, spare, flatter=True), None)
                 if trade is None or (tier, queue, trade.first) in tried:
                     continue
                 tried.add((tier, queue, trade.first))
