@@ -93,6 +93,41 @@ class Chain:
         return sorted(self.movers | self.victims)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where a decision's pods are, as the chain's looks read it: the room each node has left, the
+    placed pods per node and per gang, and each placed gang's largest pod's GPUs. It depends on the
+    decision alone, so the exchange makes it once per decision and every look on that decision (per
+    tier, per queue, and the second look with the flatter queues' work) reads it: made per look, it
+    was most of a look's time on a large cluster. Read only (a look's trial room keeps its changes
+    aside, :class:`~vcsat.solver.search.relocation.Room`)."""
+
+    base: list[list[int]]
+    on_node: dict[int, list[tuple[int, int, int]]]
+    of_gang: dict[int, list[tuple[int, int, int]]]
+    largest: dict[int, int]
+
+    @staticmethod
+    def of(problem: Problem, assignment: Assignment) -> Layout:
+        """``assignment``'s layout (GPU sizes read only where the problem has GPUs)."""
+        on_node: dict[int, list[tuple[int, int, int]]] = {}
+        of_gang: dict[int, list[tuple[int, int, int]]] = {}
+        for (g, s, node), k in sorted(assignment.gang_slots.items()):
+            if k > 0:
+                on_node.setdefault(node, []).append((g, s, k))
+                of_gang.setdefault(g, []).append((s, node, k))
+        gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
+        largest = (
+            {
+                g: max((problem.shapes[s].request[gpu] for s, _n, _k in slots), default=0)
+                for g, slots in of_gang.items()
+            }
+            if gpu is not None
+            else {}
+        )
+        return Layout(problem.room_left(assignment.shape_slots), on_node, of_gang, largest)
+
+
 def waiting_counted(problem: Problem, assignment: Assignment, queue: str, counted: Collection[int]) -> list[Gang]:
     """``queue``'s gangs ``assignment`` leaves waiting with pods in a class ``counted`` (the classes a
     fair-share tier counts), in the problem's order."""
@@ -106,12 +141,20 @@ def waiting_counted(problem: Problem, assignment: Assignment, queue: str, counte
 
 
 def chains(
-    problem: Problem, assignment: Assignment, tier: int, queue: str, spare: set[int], *, flatter: bool = False
+    problem: Problem,
+    assignment: Assignment,
+    tier: int,
+    queue: str,
+    spare: set[int],
+    *,
+    flatter: bool = False,
+    layout: Callable[[], Layout] | None = None,
 ) -> Iterator[Chain]:
     """The chain trade (module docstring) for ``queue`` at fair-share ``tier``, if the copy of the
     room finds one that raises the tier; ``spare``: the placed gangs no fair-share level as
     important as ``tier`` needs (each used only where ranked below the waiting gang); ``flatter``:
-    the flatter queues' work counted at the tier may be taken out too (module docstring)."""
+    the flatter queues' work counted at the tier may be taken out too (module docstring);
+    ``layout``: gives :meth:`Layout.of` ``assignment`` where the caller keeps it (made here otherwise)."""
     if res.GPU not in problem.resources:
         return
     gpu = problem.resource_index(res.GPU)
@@ -127,16 +170,8 @@ def chains(
         return
 
     waiting = sorted(waiting, key=lambda gang: (-gang.rank, gang.created, gang.index))[:MAX_LOOKS]
-    base = problem.room_left(assignment.shape_slots)
-    on_node: dict[int, list[tuple[int, int, int]]] = {}
-    of_gang: dict[int, list[tuple[int, int, int]]] = {}
-    for (g, s, node), k in sorted(assignment.gang_slots.items()):
-        if k > 0:
-            on_node.setdefault(node, []).append((g, s, k))
-            of_gang.setdefault(g, []).append((s, node, k))
-    largest = {
-        g: max((problem.shapes[s].request[gpu] for s, _n, _k in slots), default=0) for g, slots in of_gang.items()
-    }
+    found = layout() if layout is not None else Layout.of(problem, assignment)
+    base, on_node, of_gang, largest = found.base, found.on_node, found.of_gang, found.largest
 
     def counted_gpus(g: int, counted: Collection[int] = counted) -> int:
         return sum(
@@ -154,7 +189,6 @@ def chains(
         of = flat.get(problem.gangs[g].queue)
         return counted_gpus(g, of) if of is not None else 0
 
-    owners = {g: (problem.gangs[g].queue, problem.gangs[g].rank) for g in of_gang}
     failed: set[tuple[int, int, int]] = set()  # gangs like one that found no chain: not looked at again
     room = Room(base)
     with_room: dict[int, list[int]] = {}
@@ -236,7 +270,7 @@ def chains(
                     spot = first_fit(problem, s, trial, with_room)
                     if spot is None:
                         if pool is None:
-                            pool = {other for other in owners if victim(other)} - movers - out_movers
+                            pool = {other for other in of_gang if victim(other)} - movers - out_movers
                         taken: set[int] = set()
                         free = pool - victims - out_victims
                         if flat:

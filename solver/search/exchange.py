@@ -100,7 +100,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Problem
-from vcsat.solver.search.chain import chains, waiting_counted
+from vcsat.solver.search.chain import Layout, chains, waiting_counted
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
@@ -446,6 +446,14 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
     if not _exact(problem, best):
         return best, best_rank
     tried: set[tuple[int, str, frozenset[int]]] = set()
+    made: list[tuple[Assignment, Layout]] = []  # the layout of the decision it was made of
+
+    def layout() -> Layout:
+        """``best``'s layout, made when a look first needs it and read by every look on ``best``."""
+        if not made or made[0][0] is not best:
+            made[:] = [(best, Layout.of(problem, best))]
+        return made[0][1]
+
     changed = True
     while changed and not run.stopped:
         changed = False
@@ -457,10 +465,10 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
                 with run.look():
                     if spare is None:
                         spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1, upto=tier)
-                    trade = next(chains(problem, best, tier, queue, spare), None)
+                    trade = next(chains(problem, best, tier, queue, spare, layout=layout), None)
                     if trade is None:
                         # None without them: the flatter queues' work at the tier may go too.
-                        trade = next(chains(problem, best, tier, queue, spare, flatter=True), None)
+                        trade = next(chains(problem, best, tier, queue, spare, flatter=True, layout=layout), None)
                 if trade is None or (tier, queue, trade.first) in tried:
                     continue
                 tried.add((tier, queue, trade.first))
