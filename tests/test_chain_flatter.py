@@ -127,14 +127,18 @@ def test_the_second_look_takes_a_flatter_queues_work_and_raises_the_tier(
         assert traded is start
 
 
+CLUSTERS = {
+    "prio": st.sampled_from([0, 500, 1000]),
+    "wish": st.booleans(),
+    "run3": st.integers(0, 8),
+    "small": st.integers(0, 8),
+    "weights": st.tuples(*[st.integers(1, 4)] * 3),
+}
+"""The module docstring's clusters, as Hypothesis draws them (``_case``'s arguments)."""
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    prio=st.sampled_from([0, 500, 1000]),
-    wish=st.booleans(),
-    run3=st.integers(0, 8),
-    small=st.integers(0, 8),
-    weights=st.tuples(*[st.integers(1, 4)] * 3),
-)
+@given(**CLUSTERS)
 def test_second_looks_never_rank_lower_and_the_cycle_validates(
     prio: int, wish: bool, run3: int, small: int, weights: tuple[int, int, int]
 ) -> None:

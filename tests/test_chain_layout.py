@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from test_chain_flatter import CASES, _case, _levels, _start
+from test_chain_flatter import CASES, CLUSTERS, _case, _levels, _start
 from test_gap_bound import ALLOCATE
 
 from vcsat.solver.problem import build_problem
@@ -70,13 +69,7 @@ def test_the_layout_is_the_decisions_own() -> None:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    prio=st.sampled_from([0, 500, 1000]),
-    wish=st.booleans(),
-    run3=st.integers(0, 8),
-    small=st.integers(0, 8),
-    weights=st.tuples(*[st.integers(1, 4)] * 3),
-)
+@given(**CLUSTERS)
 def test_the_chain_trades_with_one_layout_a_decision_keep_what_fresh_looks_keep(
     prio: int, wish: bool, run3: int, small: int, weights: tuple[int, int, int]
 ) -> None:
@@ -93,13 +86,7 @@ def test_the_chain_trades_with_one_layout_a_decision_keep_what_fresh_looks_keep(
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
-@given(
-    prio=st.sampled_from([0, 500, 1000]),
-    wish=st.booleans(),
-    run3=st.integers(0, 8),
-    small=st.integers(0, 8),
-    weights=st.tuples(*[st.integers(1, 4)] * 3),
-)
+@given(**CLUSTERS)
 def test_every_look_reads_the_layout_of_the_decision_it_looks_at(
     prio: int, wish: bool, run3: int, small: int, weights: tuple[int, int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
