@@ -59,8 +59,8 @@ def needs_and_holdings(
     if last_snapshot is not None and tables[0] is last_snapshot:
         # A group the change set leaves out is the very group of the last pass, with the very
         # pods: its entry stands. The last pass's tables are copied (at C speed) and only the
-        # touched keys are summed again or dropped: a walk over every group (10,000-12,000 at
-        # 5,000 nodes) cost more than the few hundred a cycle changes. Readers look groups up by key,
+        # touched keys are summed again or dropped: a walk over every group (every PodGroup
+        # of the cluster) cost more than the few hundred a cycle changes. Readers look groups up by key,
         # so the tables' order (new keys last) is read nowhere; of two groups of one key the
         # lookup gives the last, as the walk keeps it.
         touched = frozenset() if last_snapshot is snapshot else changes.between(last_snapshot, snapshot).groups_touched

@@ -4,11 +4,11 @@ change set.
 Why: some questions a cycle asks of the whole cluster are a walk over every pod to learn one count,
 and the answer almost never changes. The inter-pod isolation hook
 (:func:`vcsat.solver.rules.interpod.interpod_interaction`) asks whether any bound pod has an
-inter-pod term: a walk over the 16,000-20,000 pods of a 5,000-node cluster, about 6 ms every
-live cycle, to find none. Between two live cycles only the pods the change set
-(:func:`vcsat.solver.changes.between`) names as gone or new differ (every other pod is the very
-model object of the last snapshot, and model objects are immutable), so the count is the last one
-less the gone pods that had the property plus the new ones that have it.
+inter-pod term: a walk over every pod of the cluster, every live cycle, to find none. Between
+two live cycles only the pods the change set (:func:`vcsat.solver.changes.between`) names as
+gone or new differ (every other pod is the very model object of the last snapshot, and model
+objects are immutable), so the count is the last one less the gone pods that had the property
+plus the new ones that have it.
 
 A property (a :data:`Fact`) must be a pure function of the pod. Only the live scheduler carries
 (:func:`vcsat.solver.pod_sums.carrying`); a one-shot solve, a replay or a test counts afresh, and

@@ -3,7 +3,7 @@ starts from (:class:`vcsat.solver.greedy.Room`).
 
 The exchange makes a room from its decision's slots once a trade (thousands of (shape, node)
 slots at 1,000 nodes); taking them slot by slot in Python, each request resource by resource, was
-a twentieth of a trade's instructions (benchmarks/RESULTS.md, session 34). Here every slot is
+a measurable part of a trade's instructions (benchmarks/RESULTS.md, session 34). Here every slot is
 taken in a few array operations, with the same outcome as the loop it replaces:
 
 - the room left and the free whole GPUs per node are the same whole numbers (int64 sums of whole
