@@ -99,8 +99,8 @@ from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
-from vcsat.solver.problem import Problem
-from vcsat.solver.search.chain import Layout, chains, waiting_counted
+from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.search.chain import Layout, chains, queued, waiting_counted
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
@@ -138,6 +138,15 @@ class _Run:
         self._rankings: KeptRankings | None = None
         self._raisable: tuple[Assignment, dict[int, list[tuple[str, int, set[int], int]]]] | None = None
         self._charges: tuple[Assignment, Charges] | None = None
+        self._queued: dict[str, list[Gang]] | None = None
+
+    @property
+    def queued(self) -> dict[str, list[Gang]]:
+        """:func:`vcsat.solver.search.chain.queued` of the problem, made when a look first asks: every
+        waiting gangs' walk of this exchange reads a queue's own gangs off it."""
+        if self._queued is None:
+            self._queued = queued(self.problem)
+        return self._queued
 
     @property
     def rankings(self) -> KeptRankings:
@@ -155,7 +164,7 @@ class _Run:
             kept = self._raisable = (assignment, {})
         found = kept[1].get(tier)
         if found is None:
-            found = kept[1][tier] = _raisable(self.problem, assignment, tier)
+            found = kept[1][tier] = _raisable(self.problem, assignment, tier, self.queued)
         return found
 
     def charges(self, assignment: Assignment) -> Charges:
@@ -222,11 +231,13 @@ def _tiers_still(problem: Problem, assignment: Assignment, run: _Run) -> list[in
     return [tier for tier in fair_ranks(problem) if run.raisable(assignment, tier)]
 
 
-def _raisable(problem: Problem, assignment: Assignment, tier: int) -> list[tuple[str, int, set[int], int]]:
+def _raisable(
+    problem: Problem, assignment: Assignment, tier: int, of_queue: dict[str, list[Gang]] | None = None
+) -> list[tuple[str, int, set[int], int]]:
     """Per queue the fair-share ``tier`` can still raise: (queue, the rank of its best waiting gang
     counted there, its waiting gangs of that rank, the most GPUs one pod of its waiting gangs
     counted there asks), for the queues below their deserved share on GPUs with such a gang
-    waiting."""
+    waiting; ``of_queue``: :func:`vcsat.solver.search.chain.queued` of the problem, when kept."""
     if res.GPU not in problem.resources:
         return []
     gpu = problem.resource_index(res.GPU)
@@ -238,7 +249,7 @@ def _raisable(problem: Problem, assignment: Assignment, tier: int) -> list[tuple
         added = placed_amount(problem, assignment, asked, gpu)
         if held + added >= deserved:
             continue
-        waiting = waiting_counted(problem, assignment, queue, counted)
+        waiting = waiting_counted(problem, assignment, queue, counted, of_queue)
         if not waiting:
             continue
         top = max(gang.rank for gang in waiting)
@@ -451,7 +462,7 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
     def layout() -> Layout:
         """``best``'s layout, made when a look first needs it and read by every look on ``best``."""
         if not made or made[0][0] is not best:
-            made[:] = [(best, Layout.of(problem, best))]
+            made[:] = [(best, Layout.of(problem, best, run.queued))]
         return made[0][1]
 
     changed = True
