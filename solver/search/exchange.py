@@ -128,12 +128,18 @@ class _Run:
     for them (benchmarks/RESULTS.md, session 20)."""
 
     def __init__(
-        self, problem: Problem, go: Callable[[], bool], look: Callable[[], AbstractContextManager[object]] = nullcontext
+        self,
+        problem: Problem,
+        go: Callable[[], bool],
+        look: Callable[[], AbstractContextManager[object]] = nullcontext,
+        may_look: Callable[[], bool] = _always,
     ) -> None:
         self.problem = problem
         self.go = go
         self.look = look
         """Wraps work between trades that is not a trade (``exchange``'s ``look``)."""
+        self.may_look = may_look
+        """Asked before each look (``exchange``'s ``may_look``): the first refused ends the run."""
         self.stopped = False
         self._rankings: KeptRankings | None = None
         self._raisable: tuple[Assignment, dict[int, list[tuple[str, int, set[int], int]]]] | None = None
@@ -178,6 +184,14 @@ class _Run:
 
     def __call__(self) -> bool:
         if not self.stopped and not self.go():
+            self.stopped = True
+        return not self.stopped
+
+    def looks(self) -> bool:
+        """Whether the next look may start: not after a refused trade or look, and ``may_look``
+        allows it; the first refused ends the run, as a refused trade does (a look's only use is
+        the trade after it)."""
+        if not self.stopped and not self.may_look():
             self.stopped = True
         return not self.stopped
 
@@ -285,6 +299,7 @@ def exchange(
     tiers: list[int] | None = None,
     go: Callable[[], bool] = _always,
     look: Callable[[], AbstractContextManager[object]] = nullcontext,
+    may_look: Callable[[], bool] = _always,
 ) -> Assignment:
     """``assignment`` with, when ``tiers`` were given, the chain trades, then, for each of ``tiers``
     (:func:`trading_tiers`), the slope trades of each
@@ -299,9 +314,11 @@ def exchange(
     puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
     ``go`` is asked before each trade: the first it refuses ends the exchange; ``look`` wraps the
     looks for move trades, work between trades that is not one (the cycle leaves its time out of
-    the trades' pace: :meth:`vcsat.solver.deadline.WallPlan.not_a_trade`). The trades' rooms
+    the trades' pace: :meth:`vcsat.solver.deadline.WallPlan.not_a_trade`); ``may_look`` is asked
+    before each look, the first it refuses ending the exchange too (the cycle's deadline:
+    :meth:`vcsat.solver.deadline.WallPlan.allows_look`). The trades' rooms
     carry their rankings from one to the next (the same trades, for less work: :class:`_Run`)."""
-    run = _Run(problem, go, look)
+    run = _Run(problem, go, look, may_look)
     start, start_rank = assignment, rank(problem, assignment)
     # The chain trades first: on the contended clusters the slope trades take every trade a 1 s
     # cycle fits without reaching the tier the chain raises (benchmarks/RESULTS.md, session 33).
@@ -434,7 +451,7 @@ def _move_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
         return best, best_rank
     tried: set[tuple[object, ...]] = set()
     changed = True
-    while changed and not run.stopped:
+    while changed and run.looks():
         changed = False
         with run.look():
             trades = _move_looks(problem, best, tried, run)
@@ -443,6 +460,8 @@ def _move_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
             kept, best_rank = _kept(problem, rank, best, best_rank, trade.drop, {trade.gang}, run, then=trade.movers)
             if kept is not best:
                 best, tried, changed = kept, set(), True
+                break
+            if not run.looks():
                 break
             with run.look():
                 trade = next(trades, None)
@@ -469,9 +488,13 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
     while changed and not run.stopped:
         changed = False
         for tier in fair_ranks(problem):
+            if not run.looks():
+                return best, best_rank
+            with run.look():
+                raisable = run.raisable(best, tier)
             spare: set[int] | None = None  # the same for every queue of the tier while ``best`` stands
-            for queue, *_ in run.raisable(best, tier):
-                if run.stopped:
+            for queue, *_ in raisable:
+                if not run.looks():
                     return best, best_rank
                 with run.look():
                     if spare is None:
