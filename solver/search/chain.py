@@ -202,15 +202,14 @@ def chains(
     counted = of_queue.get(queue)
     if counted is None:
         return
+    found = layout() if layout is not None else Layout.of(problem, assignment)
+    waiting = found.waiting_at(problem, assignment, tier, queue, counted)
+    waiting = sorted(waiting, key=lambda gang: (-gang.rank, gang.created, gang.index))[:MAX_LOOKS]
+    if not any(_looked_at(problem, gang, gpu) for gang in waiting):
+        return  # no gang the loop below would look at: nothing for either look, the flatter queues unread
     flat = _flatter(problem, assignment, tier, queue, of_queue) if flatter else {}
     if flatter and not flat:
         return
-    found = layout() if layout is not None else Layout.of(problem, assignment)
-    waiting = found.waiting_at(problem, assignment, tier, queue, counted)
-    if not waiting:
-        return
-
-    waiting = sorted(waiting, key=lambda gang: (-gang.rank, gang.created, gang.index))[:MAX_LOOKS]
     base, on_node, of_gang, largest = found.base, found.on_node, found.of_gang, found.largest
 
     def counted_gpus(g: int, counted: Collection[int] = counted) -> int:
@@ -230,6 +229,7 @@ def chains(
         return counted_gpus(g, of) if of is not None else 0
 
     failed: set[tuple[int, int, int]] = set()  # gangs like one that found no chain: not looked at again
+    pools: dict[tuple[int, int], set[int]] = {}  # per (size, rank) of a waiting gang, its movers' victims
     room = Room(base)
     with_room = found.with_room  # of ``base``, which no look changes: shared by every look on it
     first: set[int] = set()
@@ -304,7 +304,12 @@ def chains(
                     spot = first_fit(problem, s, trial, with_room)
                     if spot is None:
                         if pool is None:
-                            pool = {other for other in of_gang if victim(other)} - movers - out_movers
+                            # The victims of a gang of this size and rank are those of the gangs
+                            # before of the same (``victim`` reads nothing else that changes).
+                            of_kind = pools.get((size, gang.rank))
+                            if of_kind is None:
+                                of_kind = pools[(size, gang.rank)] = {other for other in of_gang if victim(other)}
+                            pool = of_kind - movers - out_movers
                         taken: set[int] = set()
                         free = pool - victims - out_victims
                         if flat:
@@ -338,6 +343,17 @@ def chains(
         victims |= out_victims
     if first:
         yield Chain(frozenset(first), frozenset(movers), frozenset(victims))
+
+
+def _looked_at(problem: Problem, gang: Gang, gpu: int) -> bool:
+    """Whether :func:`chains` looks at waiting ``gang`` whatever the decision: its largest pod asks
+    GPUs and is confined to a narrow pool (:data:`NARROW`)."""
+    classes = [c for c in gang.classes if problem.classes[c].pods]
+    if not classes:
+        return False
+    top = max(classes, key=lambda c: (problem.shapes[problem.classes[c].shape].request[gpu], -c))
+    shape = problem.shapes[problem.classes[top].shape]
+    return shape.request[gpu] > 0 and len(shape.nodes) <= max(NARROW_NODES, len(problem.nodes) * NARROW)
 
 
 def _flatter(
