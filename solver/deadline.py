@@ -27,6 +27,14 @@ cycle ran), and the first refused ends it. Each trade is kept only where it rank
 so every trade that runs can only help, and a short limit gets the first few instead of none. How
 many ran is recorded as ``exchange_trades=N`` among the skipped steps (:func:`trades_cut`), and a
 replay given it runs the same N trades, whatever its clock, so it trades as the live cycle did.
+The exchange's looks between trades (:meth:`WallPlan.not_a_trade`: the chain and move looks, which
+read the decision and may find nothing) are asked too (:meth:`WallPlan.allows_look`): a look starts
+only where it ends before the deadline less the reserve, predicted at the dearest look this cycle
+ran (:data:`LOOK_SECONDS` and :data:`LOOK_PER_NODE` for the first), and the first refused ends the
+exchange as a refused trade does, recorded the same way; so the exchange overruns the deadline by
+at most one look (at 10,000 nodes a chain look is about 0.1 s), where looks between trades were
+asked nothing and a cycle whose deadline passed during them ran them all before the next trade's
+question. A look changes no decision, so a replay of N trades decides the same whatever its looks.
 (The names of the
 exchange's three kinds of trades, :data:`EXCHANGE`, :data:`EXCHANGE_ACROSS` and
 :data:`EXCHANGE_FAIR`, stay steps: a dump of an older cycle that skipped one whole replays it so.)

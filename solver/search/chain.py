@@ -43,7 +43,11 @@ gives that queue's GPUs to the nearer one, which raises the tier. The movers' se
 takes, on the node where they cost the tier least, only as many victims as the pod needs
 (:func:`_cheapest`), and a gang joins only where the tier, read with Q's change and every flatter
 queue's loss, rises. The first look runs first so that where it finds a chain, the trades are
-those it finds.
+those it finds. The two looks read once what they share (:class:`Layout`: the decision's room and
+pods, each queue's waiting gangs at a tier, the nodes with room per shape), and a queue with no
+waiting gang a look would look at (none with a GPU pod on a narrow pool) stops both before the
+flatter queues are read: the second look cost about 0.1 s at 10,000 nodes before the first trade
+(benchmarks/RESULTS.md, sessions 34-35).
 
 The trade is the exchange's: the decision without the movers and victims, Q's chosen waiting
 gangs placed first, then the movers, then everything left out as the greedy would (victims

@@ -83,8 +83,10 @@ is not a trade; each tried is.
 
 Each trade is asked first whether it may start (``go``, the cycle's deadline in
 :func:`vcsat.solver.solve.solve`): the trades run one at a time, in a fixed order, until one is
-refused, and none after it; how many ran is what a replay needs to make the same trades (each
-trade is kept or not on the ranks alone, so the same trades on the same decision decide the same).
+refused, and none after it; each chain and move look likewise (``may_look``), the first refused
+ending the exchange too (a look's only use is the trade after it); how many ran is what a replay
+needs to make the same trades (each trade is kept or not on the ranks alone, so the same trades on
+the same decision decide the same).
 A trade's cost is mostly its top-ups' fill (the waiting gangs tried in the room the drop leaves);
 what is made once per standing decision rather than per trade (the raisable queues, the charges
 the first room starts from: :meth:`_Run.charges`) is kept in :class:`_Run` while it stands.
