@@ -27,6 +27,14 @@ cycle ran), and the first refused ends it. Each trade is kept only where it rank
 so every trade that runs can only help, and a short limit gets the first few instead of none. How
 many ran is recorded as ``exchange_trades=N`` among the skipped steps (:func:`trades_cut`), and a
 replay given it runs the same N trades, whatever its clock, so it trades as the live cycle did.
+The exchange's looks between trades (:meth:`WallPlan.not_a_trade`: the chain and move looks, which
+read the decision and may find nothing) are asked too (:meth:`WallPlan.allows_look`): a look starts
+only where it ends before the deadline less the reserve, predicted at the dearest look this cycle
+ran (:data:`LOOK_SECONDS` and :data:`LOOK_PER_NODE` for the first), and the first refused ends the
+exchange as a refused trade does, recorded the same way; so the exchange overruns the deadline by
+at most one look (at 10,000 nodes a chain look is about 0.1 s), where looks between trades were
+asked nothing and a cycle whose deadline passed during them ran them all before the next trade's
+question. A look changes no decision, so a replay of N trades decides the same whatever its looks.
 (The names of the
 exchange's three kinds of trades, :data:`EXCHANGE`, :data:`EXCHANGE_ACROSS` and
 :data:`EXCHANGE_FAIR`, stay steps: a dump of an older cycle that skipped one whole replays it so.)
@@ -127,6 +135,15 @@ measured to take on the 1,000-node shapes (23-64 ms) and about one and a half ti
 alone, made to cover 1,000 nodes, kept back three times what a trade takes at 10,000; made higher,
 the first trade does not fit a short limit after the second fill, and on a 1 s cycle the exchange,
 which alone places what the fills leave out on several shapes, never runs."""
+LOOK_SECONDS = 0.01
+"""CPU seconds of one exchange look (:meth:`WallPlan.allows_look`) that do not grow with the cluster."""
+LOOK_PER_NODE = 1.5e-5
+"""CPU seconds per node of one exchange look besides :data:`LOOK_SECONDS`: a chain look (both looks
+of a queue) reads the decision's layout and the waiting gangs' pools. The prediction is the first
+look's (later ones are predicted at the dearest that ran); the two constants give 0.025 s at 1,000
+nodes and 0.16 s at 10,000, about what the dearest look was measured to take there (up to 0.025 s
+on the 1,000-node contended and over-served shapes, 0.10-0.13 s on the 10,000-node contended
+shape; benchmarks/RESULTS.md, session 35)."""
 RESERVE_PER_NODE = 2e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out. About one and a half to two times what those steps
@@ -186,6 +203,8 @@ class WallPlan:
     """The exchange's trades :meth:`allows_trade` let start so far."""
     trade_cpu: float = 0.0
     """The CPU seconds of the dearest of those trades so far (0 before the first has ended)."""
+    look_cpu: float = 0.0
+    """The CPU seconds of the dearest exchange look (:meth:`not_a_trade`) so far (0 before the first)."""
     _wall_start: float = 0.0
     _cpu_start: float = 0.0
     _trade_started: float | None = None
@@ -276,19 +295,45 @@ class WallPlan:
         self.skipped.append(trades_cut(self.trades))
         return False
 
+    def look_cost(self) -> float:
+        """Predicted CPU seconds of the exchange's first look (:data:`LOOK_SECONDS` and
+        :data:`LOOK_PER_NODE`)."""
+        return LOOK_SECONDS + LOOK_PER_NODE * self.nodes
+
+    def allows_look(self) -> bool:
+        """Whether the exchange's next look (work between trades that is not a trade:
+        :meth:`not_a_trade`) may start: (with a deadline) ending before it less the reserve at this
+        cycle's pace, predicted at the dearest look this cycle ran so far (:meth:`look_cost` before
+        the first). So a look never starts past the deadline, and the cycle overruns it by at most
+        one look, the one dearer than any before it. The first refused ends the exchange as a
+        refused trade does (recorded as :func:`trades_cut` of the trades that ran): a look's only
+        use is the trade after it, and that trade, dearer than a look, would not end in time either.
+        Not asked of a replay's count: a look changes no decision, so a replay of N trades decides
+        as the cycle that ran N and then ran out of time looking. Without a deadline, always."""
+        left = self.left()
+        cost = self.look_cpu or self.look_cost()
+        if left is None or cost * self.slowdown() <= left:
+            return True
+        self.out_of_time = True
+        self.skipped.append(trades_cut(self.trades))
+        return False
+
     @contextmanager
     def not_a_trade(self) -> Iterator[None]:
         """Work between two trades that is not a trade (a look for trades that may find none, done
         once per decision, not once per trade) left out of the running trade's measured cost: the
         pace predicts each next trade at the dearest one so far, and a one-off look counted in one
         would make every later trade look dearer and fewer start. Its seconds still pass on the
-        clock, which the next trade's question reads."""
+        clock, which the next trade's question reads, and set the looks' own pace (:attr:`look_cpu`,
+        which :meth:`allows_look` reads)."""
         started = self.cpu()
         try:
             yield
         finally:
+            spent = self.cpu() - started
+            self.look_cpu = max(self.look_cpu, spent)
             if self._trade_started is not None:
-                self._trade_started += self.cpu() - started
+                self._trade_started += spent
 
     def set_aside(self, wall: float, cpu: float) -> None:
         """Leave out of this cycle ``wall`` and ``cpu`` seconds just spent on what is not its own

@@ -402,7 +402,15 @@ def _solve(
         traded = assignment
         if queues or ranks or tiers:
             traded = exchange(
-                problem, assignment, _lexicographic, queues, ranks, tiers, go=plan.allows_trade, look=plan.not_a_trade
+                problem,
+                assignment,
+                _lexicographic,
+                queues,
+                ranks,
+                tiers,
+                go=plan.allows_trade,
+                look=plan.not_a_trade,
+                may_look=plan.allows_look,
             )
         if traded is not assignment:
             assignment, status = traded, "FEASIBLE"

@@ -139,9 +139,9 @@ def test_kept_raisable_decides_as_made_afresh(
     asked: list[int] = []
     raisable = exchange_module._raisable
 
-    def counting(problem: Problem, assignment: Assignment, tier: int) -> Any:
+    def counting(problem: Problem, assignment: Assignment, tier: int, *of_queue: Any) -> Any:
         asked.append(tier)
-        return raisable(problem, assignment, tier)
+        return raisable(problem, assignment, tier, *of_queue)
 
     with monkeypatch.context() as patch:
         patch.setattr(exchange_module, "_raisable", counting)
@@ -171,9 +171,9 @@ def test_the_kept_raisable_is_read_again_and_let_go_when_a_trade_is_kept(
 
     plain = exchange_module._raisable
 
-    def making(problem: Problem, assignment: Assignment, tier: int) -> Any:
+    def making(problem: Problem, assignment: Assignment, tier: int, *of_queue: Any) -> Any:
         made.append(id(assignment))
-        return plain(problem, assignment, tier)
+        return plain(problem, assignment, tier, *of_queue)
 
     problem = _contended(tmp_path, 80, 1)
     start = greedy(problem)

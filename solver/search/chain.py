@@ -43,7 +43,11 @@ gives that queue's GPUs to the nearer one, which raises the tier. The movers' se
 takes, on the node where they cost the tier least, only as many victims as the pod needs
 (:func:`_cheapest`), and a gang joins only where the tier, read with Q's change and every flatter
 queue's loss, rises. The first look runs first so that where it finds a chain, the trades are
-those it finds.
+those it finds. The two looks read once what they share (:class:`Layout`: the decision's room and
+pods, each queue's waiting gangs at a tier, the nodes with room per shape), and a queue with no
+waiting gang a look would look at (none with a GPU pod on a narrow pool) stops both before the
+flatter queues are read: the second look cost about 0.1 s at 10,000 nodes before the first trade
+(benchmarks/RESULTS.md, sessions 34-35).
 
 The trade is the exchange's: the decision without the movers and victims, Q's chosen waiting
 gangs placed first, then the movers, then everything left out as the greedy would (victims
@@ -56,7 +60,7 @@ decision gives the same trades.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
@@ -96,20 +100,33 @@ class Chain:
 @dataclass(frozen=True)
 class Layout:
     """Where a decision's pods are, as the chain's looks read it: the room each node has left, the
-    placed pods per node and per gang, and each placed gang's largest pod's GPUs. It depends on the
-    decision alone, so the exchange makes it once per decision and every look on that decision (per
-    tier, per queue, and the second look with the flatter queues' work) reads it: made per look, it
-    was most of a look's time on a large cluster. Read only (a look's trial room keeps its changes
-    aside, :class:`~vcsat.solver.search.relocation.Room`)."""
+    placed pods per node and per gang, each placed gang's largest pod's GPUs, and per node the
+    gangs there holding GPUs. It depends on the decision alone, so the exchange makes it once per
+    decision and every look on that decision (per tier, per queue, and the second look with the
+    flatter queues' work) reads it: made per look, it was most of a look's time on a large cluster.
+    What the looks derive from it alone is kept with it as they first ask (the nodes with room for
+    each shape, each queue's waiting gangs counted at a tier), so the second look reads what the
+    first made. Read only (a look's trial room keeps its changes aside,
+    :class:`~vcsat.solver.search.relocation.Room`)."""
 
     base: list[list[int]]
     on_node: dict[int, list[tuple[int, int, int]]]
     of_gang: dict[int, list[tuple[int, int, int]]]
     largest: dict[int, int]
+    holding: dict[int, list[int]] = field(default_factory=dict)
+    """Per node, the gangs with a pod holding GPUs there, in index order."""
+    queued: dict[str, list[Gang]] | None = None
+    """:func:`queued` of the problem, when the caller keeps it (made per call otherwise)."""
+    with_room: dict[int, list[int]] = field(default_factory=dict)
+    """Per shape, its eligible nodes with room for one of its pods in :attr:`base`
+    (:func:`~vcsat.solver.search.relocation.first_fit`'s, made as the looks first ask)."""
+    waiting: dict[tuple[int, str], list[Gang]] = field(default_factory=dict)
+    """Per (tier, queue), :func:`waiting_counted` of the decision, made as the looks first ask."""
 
     @staticmethod
-    def of(problem: Problem, assignment: Assignment) -> Layout:
-        """``assignment``'s layout (GPU sizes read only where the problem has GPUs)."""
+    def of(problem: Problem, assignment: Assignment, queued: dict[str, list[Gang]] | None = None) -> Layout:
+        """``assignment``'s layout (GPU sizes read only where the problem has GPUs); ``queued``:
+        :func:`queued` of ``problem``, shared by every layout of one exchange."""
         on_node: dict[int, list[tuple[int, int, int]]] = {}
         of_gang: dict[int, list[tuple[int, int, int]]] = {}
         for (g, s, node), k in sorted(assignment.gang_slots.items()):
@@ -118,22 +135,49 @@ class Layout:
                 of_gang.setdefault(g, []).append((s, node, k))
         gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
         largest = (
-            {
-                g: max((problem.shapes[s].request[gpu] for s, _n, _k in slots), default=0)
-                for g, slots in of_gang.items()
-            }
+            {g: max((problem.shapes[s].request[gpu] for s, _n, _k in slots), default=0) for g, slots in of_gang.items()}
             if gpu is not None
             else {}
         )
-        return Layout(problem.room_left(assignment.shape_slots), on_node, of_gang, largest)
+        holding = {node: sorted({g for g, _s, _k in there if largest.get(g, 0) > 0}) for node, there in on_node.items()}
+        return Layout(problem.room_left(assignment.shape_slots), on_node, of_gang, largest, holding, queued)
+
+    def waiting_at(
+        self, problem: Problem, assignment: Assignment, tier: int, queue: str, counted: Collection[int]
+    ) -> list[Gang]:
+        """:func:`waiting_counted` of the layout's decision for ``queue`` at ``tier`` (whose counted
+        classes are ``counted``), made once and read by every look. Callers only read it."""
+        found = self.waiting.get((tier, queue))
+        if found is None:
+            found = self.waiting[(tier, queue)] = waiting_counted(problem, assignment, queue, counted, self.queued)
+        return found
 
 
-def waiting_counted(problem: Problem, assignment: Assignment, queue: str, counted: Collection[int]) -> list[Gang]:
+def queued(problem: Problem) -> dict[str, list[Gang]]:
+    """Per queue, its candidate gangs with pods to place, in the problem's order: what
+    :func:`waiting_counted` walks, instead of every candidate of every queue (tens of thousands at
+    10,000 nodes) on each call."""
+    out: dict[str, list[Gang]] = {}
+    for gang in problem.candidates:
+        if any(problem.classes[c].pods for c in gang.classes):
+            out.setdefault(gang.queue, []).append(gang)
+    return out
+
+
+def waiting_counted(
+    problem: Problem,
+    assignment: Assignment,
+    queue: str,
+    counted: Collection[int],
+    of_queue: dict[str, list[Gang]] | None = None,
+) -> list[Gang]:
     """``queue``'s gangs ``assignment`` leaves waiting with pods in a class ``counted`` (the classes a
-    fair-share tier counts), in the problem's order."""
+    fair-share tier counts), in the problem's order; ``of_queue``: :func:`queued` of the problem,
+    when the caller keeps it (the same gangs, read off the queue's own)."""
+    gangs = of_queue.get(queue, []) if of_queue is not None else problem.candidates
     return [
         gang
-        for gang in problem.candidates
+        for gang in gangs
         if gang.queue == queue
         and gang.index not in assignment.placed
         and any(c in counted and problem.classes[c].pods for c in gang.classes)
@@ -162,15 +206,14 @@ def chains(
     counted = of_queue.get(queue)
     if counted is None:
         return
+    found = layout() if layout is not None else Layout.of(problem, assignment)
+    waiting = found.waiting_at(problem, assignment, tier, queue, counted)
+    waiting = sorted(waiting, key=lambda gang: (-gang.rank, gang.created, gang.index))[:MAX_LOOKS]
+    if not any(_looked_at(problem, gang, gpu) for gang in waiting):
+        return  # no gang the loop below would look at: nothing for either look, the flatter queues unread
     flat = _flatter(problem, assignment, tier, queue, of_queue) if flatter else {}
     if flatter and not flat:
         return
-    waiting = waiting_counted(problem, assignment, queue, counted)
-    if not waiting:
-        return
-
-    waiting = sorted(waiting, key=lambda gang: (-gang.rank, gang.created, gang.index))[:MAX_LOOKS]
-    found = layout() if layout is not None else Layout.of(problem, assignment)
     base, on_node, of_gang, largest = found.base, found.on_node, found.of_gang, found.largest
 
     def counted_gpus(g: int, counted: Collection[int] = counted) -> int:
@@ -190,8 +233,9 @@ def chains(
         return counted_gpus(g, of) if of is not None else 0
 
     failed: set[tuple[int, int, int]] = set()  # gangs like one that found no chain: not looked at again
+    pools: dict[tuple[int, int], set[int]] = {}  # per (size, rank) of a waiting gang, its movers' victims
     room = Room(base)
-    with_room: dict[int, list[int]] = {}
+    with_room = found.with_room  # of ``base``, which no look changes: shared by every look on it
     first: set[int] = set()
     movers: set[int] = set()
     victims: set[int] = set()
@@ -230,13 +274,7 @@ def chains(
                 continue
             # Only the pods holding GPUs go: pods of no GPU stay where they are (where they leave
             # too little cpu or memory, the node is not one of the options).
-            there = sorted(
-                {
-                    g
-                    for g, _s, _k in on_node.get(node, ())
-                    if largest.get(g, 0) > 0 and g not in movers and g not in victims
-                }
-            )
+            there = [g for g in found.holding.get(node, ()) if g not in movers and g not in victims]
             if not there or any(not victim(g) and largest.get(g, 0) > size for g in there):
                 continue
             if any(g in first for g in there):
@@ -270,7 +308,12 @@ def chains(
                     spot = first_fit(problem, s, trial, with_room)
                     if spot is None:
                         if pool is None:
-                            pool = {other for other in of_gang if victim(other)} - movers - out_movers
+                            # The victims of a gang of this size and rank are those of the gangs
+                            # before of the same (``victim`` reads nothing else that changes).
+                            of_kind = pools.get((size, gang.rank))
+                            if of_kind is None:
+                                of_kind = pools[(size, gang.rank)] = {other for other in of_gang if victim(other)}
+                            pool = of_kind - movers - out_movers
                         taken: set[int] = set()
                         free = pool - victims - out_victims
                         if flat:
@@ -304,6 +347,17 @@ def chains(
         victims |= out_victims
     if first:
         yield Chain(frozenset(first), frozenset(movers), frozenset(victims))
+
+
+def _looked_at(problem: Problem, gang: Gang, gpu: int) -> bool:
+    """Whether :func:`chains` looks at waiting ``gang`` whatever the decision: its largest pod asks
+    GPUs and is confined to a narrow pool (:data:`NARROW`)."""
+    classes = [c for c in gang.classes if problem.classes[c].pods]
+    if not classes:
+        return False
+    top = max(classes, key=lambda c: (problem.shapes[problem.classes[c].shape].request[gpu], -c))
+    shape = problem.shapes[problem.classes[top].shape]
+    return shape.request[gpu] > 0 and len(shape.nodes) <= max(NARROW_NODES, len(problem.nodes) * NARROW)
 
 
 def _flatter(

@@ -83,8 +83,10 @@ is not a trade; each tried is.
 
 Each trade is asked first whether it may start (``go``, the cycle's deadline in
 :func:`vcsat.solver.solve.solve`): the trades run one at a time, in a fixed order, until one is
-refused, and none after it; how many ran is what a replay needs to make the same trades (each
-trade is kept or not on the ranks alone, so the same trades on the same decision decide the same).
+refused, and none after it; each chain and move look likewise (``may_look``), the first refused
+ending the exchange too (a look's only use is the trade after it); how many ran is what a replay
+needs to make the same trades (each trade is kept or not on the ranks alone, so the same trades on
+the same decision decide the same).
 A trade's cost is mostly its top-ups' fill (the waiting gangs tried in the room the drop leaves);
 what is made once per standing decision rather than per trade (the raisable queues, the charges
 the first room starts from: :meth:`_Run.charges`) is kept in :class:`_Run` while it stands.
@@ -99,8 +101,8 @@ from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
-from vcsat.solver.problem import Problem
-from vcsat.solver.search.chain import Layout, chains, waiting_counted
+from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.search.chain import Layout, chains, queued, waiting_counted
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
@@ -128,16 +130,31 @@ class _Run:
     for them (benchmarks/RESULTS.md, session 20)."""
 
     def __init__(
-        self, problem: Problem, go: Callable[[], bool], look: Callable[[], AbstractContextManager[object]] = nullcontext
+        self,
+        problem: Problem,
+        go: Callable[[], bool],
+        look: Callable[[], AbstractContextManager[object]] = nullcontext,
+        may_look: Callable[[], bool] = _always,
     ) -> None:
         self.problem = problem
         self.go = go
         self.look = look
         """Wraps work between trades that is not a trade (``exchange``'s ``look``)."""
+        self.may_look = may_look
+        """Asked before each look (``exchange``'s ``may_look``): the first refused ends the run."""
         self.stopped = False
         self._rankings: KeptRankings | None = None
         self._raisable: tuple[Assignment, dict[int, list[tuple[str, int, set[int], int]]]] | None = None
         self._charges: tuple[Assignment, Charges] | None = None
+        self._queued: dict[str, list[Gang]] | None = None
+
+    @property
+    def queued(self) -> dict[str, list[Gang]]:
+        """:func:`vcsat.solver.search.chain.queued` of the problem, made when a look first asks: every
+        waiting gangs' walk of this exchange reads a queue's own gangs off it."""
+        if self._queued is None:
+            self._queued = queued(self.problem)
+        return self._queued
 
     @property
     def rankings(self) -> KeptRankings:
@@ -155,7 +172,7 @@ class _Run:
             kept = self._raisable = (assignment, {})
         found = kept[1].get(tier)
         if found is None:
-            found = kept[1][tier] = _raisable(self.problem, assignment, tier)
+            found = kept[1][tier] = _raisable(self.problem, assignment, tier, self.queued)
         return found
 
     def charges(self, assignment: Assignment) -> Charges:
@@ -169,6 +186,14 @@ class _Run:
 
     def __call__(self) -> bool:
         if not self.stopped and not self.go():
+            self.stopped = True
+        return not self.stopped
+
+    def looks(self) -> bool:
+        """Whether the next look may start: not after a refused trade or look, and ``may_look``
+        allows it; the first refused ends the run, as a refused trade does (a look's only use is
+        the trade after it)."""
+        if not self.stopped and not self.may_look():
             self.stopped = True
         return not self.stopped
 
@@ -222,11 +247,13 @@ def _tiers_still(problem: Problem, assignment: Assignment, run: _Run) -> list[in
     return [tier for tier in fair_ranks(problem) if run.raisable(assignment, tier)]
 
 
-def _raisable(problem: Problem, assignment: Assignment, tier: int) -> list[tuple[str, int, set[int], int]]:
+def _raisable(
+    problem: Problem, assignment: Assignment, tier: int, of_queue: dict[str, list[Gang]] | None = None
+) -> list[tuple[str, int, set[int], int]]:
     """Per queue the fair-share ``tier`` can still raise: (queue, the rank of its best waiting gang
     counted there, its waiting gangs of that rank, the most GPUs one pod of its waiting gangs
     counted there asks), for the queues below their deserved share on GPUs with such a gang
-    waiting."""
+    waiting; ``of_queue``: :func:`vcsat.solver.search.chain.queued` of the problem, when kept."""
     if res.GPU not in problem.resources:
         return []
     gpu = problem.resource_index(res.GPU)
@@ -238,7 +265,7 @@ def _raisable(problem: Problem, assignment: Assignment, tier: int) -> list[tuple
         added = placed_amount(problem, assignment, asked, gpu)
         if held + added >= deserved:
             continue
-        waiting = waiting_counted(problem, assignment, queue, counted)
+        waiting = waiting_counted(problem, assignment, queue, counted, of_queue)
         if not waiting:
             continue
         top = max(gang.rank for gang in waiting)
@@ -274,6 +301,7 @@ def exchange(
     tiers: list[int] | None = None,
     go: Callable[[], bool] = _always,
     look: Callable[[], AbstractContextManager[object]] = nullcontext,
+    may_look: Callable[[], bool] = _always,
 ) -> Assignment:
     """``assignment`` with, when ``tiers`` were given, the chain trades, then, for each of ``tiers``
     (:func:`trading_tiers`), the slope trades of each
@@ -288,9 +316,11 @@ def exchange(
     puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
     ``go`` is asked before each trade: the first it refuses ends the exchange; ``look`` wraps the
     looks for move trades, work between trades that is not one (the cycle leaves its time out of
-    the trades' pace: :meth:`vcsat.solver.deadline.WallPlan.not_a_trade`). The trades' rooms
+    the trades' pace: :meth:`vcsat.solver.deadline.WallPlan.not_a_trade`); ``may_look`` is asked
+    before each look, the first it refuses ending the exchange too (the cycle's deadline:
+    :meth:`vcsat.solver.deadline.WallPlan.allows_look`). The trades' rooms
     carry their rankings from one to the next (the same trades, for less work: :class:`_Run`)."""
-    run = _Run(problem, go, look)
+    run = _Run(problem, go, look, may_look)
     start, start_rank = assignment, rank(problem, assignment)
     # The chain trades first: on the contended clusters the slope trades take every trade a 1 s
     # cycle fits without reaching the tier the chain raises (benchmarks/RESULTS.md, session 33).
@@ -423,7 +453,7 @@ def _move_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
         return best, best_rank
     tried: set[tuple[object, ...]] = set()
     changed = True
-    while changed and not run.stopped:
+    while changed and run.looks():
         changed = False
         with run.look():
             trades = _move_looks(problem, best, tried, run)
@@ -432,6 +462,8 @@ def _move_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
             kept, best_rank = _kept(problem, rank, best, best_rank, trade.drop, {trade.gang}, run, then=trade.movers)
             if kept is not best:
                 best, tried, changed = kept, set(), True
+                break
+            if not run.looks():
                 break
             with run.look():
                 trade = next(trades, None)
@@ -451,16 +483,20 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
     def layout() -> Layout:
         """``best``'s layout, made when a look first needs it and read by every look on ``best``."""
         if not made or made[0][0] is not best:
-            made[:] = [(best, Layout.of(problem, best))]
+            made[:] = [(best, Layout.of(problem, best, run.queued))]
         return made[0][1]
 
     changed = True
     while changed and not run.stopped:
         changed = False
         for tier in fair_ranks(problem):
+            if not run.looks():
+                return best, best_rank
+            with run.look():
+                raisable = run.raisable(best, tier)
             spare: set[int] | None = None  # the same for every queue of the tier while ``best`` stands
-            for queue, *_ in run.raisable(best, tier):
-                if run.stopped:
+            for queue, *_ in raisable:
+                if not run.looks():
                     return best, best_rank
                 with run.look():
                     if spare is None:

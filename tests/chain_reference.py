@@ -1,0 +1,324 @@
+"""The chain looks as they were before their reads were shared (main ``9e5da94``'s
+``vcsat.solver.search.chain``, verbatim below this docstring): the reference
+``test_chain_shared`` holds the shared looks to, answer for answer."""
+
+# ruff: noqa
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
+
+from vcsat.model import resources as res
+from vcsat.solver.assignment import Assignment
+from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
+from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.search.relocation import Room, eject, first_fit, row_without, tier_change
+from vcsat.solver.search.slope_trade import gains
+
+MAX_LOOKS = 16
+"""At most this many of a queue's waiting gangs are looked at for one chain (each reads the room on
+its pool's nodes and, where a mover finds no room left, on the mover's eligible nodes)."""
+
+
+NARROW = 0.125
+"""A pool is narrow where its pod may use at most this share of the nodes (the pools the long
+search's chains free on the contended 1,000-node files: 22-71 nodes; a pod eligible on hundreds
+of nodes is the other trades' to place, and looking over its nodes costs the look its time)."""
+
+NARROW_NODES = 16
+"""On a small cluster, a pool of at most this many nodes is narrow whatever its share."""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One trade: the waiting gangs placed first, the gangs moved (placed second) and those taken out."""
+
+    first: frozenset[int]
+    movers: frozenset[int]
+    victims: frozenset[int]
+
+    @property
+    def drop(self) -> list[int]:
+        """Every gang taken out, in order."""
+        return sorted(self.movers | self.victims)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a decision's pods are, as the chain's looks read it: the room each node has left, the
+    placed pods per node and per gang, and each placed gang's largest pod's GPUs. It depends on the
+    decision alone, so the exchange makes it once per decision and every look on that decision (per
+    tier, per queue, and the second look with the flatter queues' work) reads it: made per look, it
+    was most of a look's time on a large cluster. Read only (a look's trial room keeps its changes
+    aside, :class:`~vcsat.solver.search.relocation.Room`)."""
+
+    base: list[list[int]]
+    on_node: dict[int, list[tuple[int, int, int]]]
+    of_gang: dict[int, list[tuple[int, int, int]]]
+    largest: dict[int, int]
+
+    @staticmethod
+    def of(problem: Problem, assignment: Assignment) -> Layout:
+        """``assignment``'s layout (GPU sizes read only where the problem has GPUs)."""
+        on_node: dict[int, list[tuple[int, int, int]]] = {}
+        of_gang: dict[int, list[tuple[int, int, int]]] = {}
+        for (g, s, node), k in sorted(assignment.gang_slots.items()):
+            if k > 0:
+                on_node.setdefault(node, []).append((g, s, k))
+                of_gang.setdefault(g, []).append((s, node, k))
+        gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
+        largest = (
+            {g: max((problem.shapes[s].request[gpu] for s, _n, _k in slots), default=0) for g, slots in of_gang.items()}
+            if gpu is not None
+            else {}
+        )
+        return Layout(problem.room_left(assignment.shape_slots), on_node, of_gang, largest)
+
+
+def waiting_counted(problem: Problem, assignment: Assignment, queue: str, counted: Collection[int]) -> list[Gang]:
+    """``queue``'s gangs ``assignment`` leaves waiting with pods in a class ``counted`` (the classes a
+    fair-share tier counts), in the problem's order."""
+    return [
+        gang
+        for gang in problem.candidates
+        if gang.queue == queue
+        and gang.index not in assignment.placed
+        and any(c in counted and problem.classes[c].pods for c in gang.classes)
+    ]
+
+
+def chains(
+    problem: Problem,
+    assignment: Assignment,
+    tier: int,
+    queue: str,
+    spare: set[int],
+    *,
+    flatter: bool = False,
+    layout: Callable[[], Layout] | None = None,
+) -> Iterator[Chain]:
+    """The chain trade (module docstring) for ``queue`` at fair-share ``tier``, if the copy of the
+    room finds one that raises the tier; ``spare``: the placed gangs no fair-share level as
+    important as ``tier`` needs (each used only where ranked below the waiting gang); ``flatter``:
+    the flatter queues' work counted at the tier may be taken out too (module docstring);
+    ``layout``: gives :meth:`Layout.of` ``assignment`` where the caller keeps it (made here otherwise)."""
+    if res.GPU not in problem.resources:
+        return
+    gpu = problem.resource_index(res.GPU)
+    of_queue = {q: set(asked) for q, name, _d, _h, asked in fair_terms(problem, tier) if name == res.GPU}
+    counted = of_queue.get(queue)
+    if counted is None:
+        return
+    flat = _flatter(problem, assignment, tier, queue, of_queue) if flatter else {}
+    if flatter and not flat:
+        return
+    waiting = waiting_counted(problem, assignment, queue, counted)
+    if not waiting:
+        return
+
+    waiting = sorted(waiting, key=lambda gang: (-gang.rank, gang.created, gang.index))[:MAX_LOOKS]
+    found = layout() if layout is not None else Layout.of(problem, assignment)
+    base, on_node, of_gang, largest = found.base, found.on_node, found.of_gang, found.largest
+
+    def counted_gpus(g: int, counted: Collection[int] = counted) -> int:
+        return sum(
+            assignment.count.get(c, 0) * problem.shapes[problem.classes[c].shape].request[gpu]
+            for c in problem.gangs[g].classes
+            if c in counted
+        )
+
+    def cost(g: int) -> int:
+        """What taking victim ``g`` out costs the tier's counted GPUs (its queue's, ``queue``'s or a flatter one's)."""
+        return counted_gpus(g) if problem.gangs[g].queue == queue else flat_gpus(g)
+
+    def flat_gpus(g: int) -> int:
+        """What taking ``g`` out costs a flatter queue's term at the tier (0 where it is no flat victim)."""
+        of = flat.get(problem.gangs[g].queue)
+        return counted_gpus(g, of) if of is not None else 0
+
+    failed: set[tuple[int, int, int]] = set()  # gangs like one that found no chain: not looked at again
+    room = Room(base)
+    with_room: dict[int, list[int]] = {}
+    first: set[int] = set()
+    movers: set[int] = set()
+    victims: set[int] = set()
+    gained = lost = 0
+    flat_lost: dict[str, int] = {}  # per flatter queue, the GPUs its victims take from its term (negative)
+    change = 0
+    for gang in waiting:
+        classes = [c for c in gang.classes if problem.classes[c].pods]
+        top = max(classes, key=lambda c: (problem.shapes[problem.classes[c].shape].request[gpu], -c))
+        shape = problem.shapes[problem.classes[top].shape]
+        size = shape.request[gpu]
+        need = gang.need or sum(len(problem.classes[c].pods) for c in classes)
+        kind = (gang.rank, shape.index, need)
+        if size <= 0 or kind in failed or len(shape.nodes) > max(NARROW_NODES, len(problem.nodes) * NARROW):
+            continue
+        failed.add(kind)  # taken out again where the gang joins the trade
+
+        def victim(g: int, size: int = size, rank: int = gang.rank) -> bool:
+            other = problem.gangs[g]
+            if other.queue in flat and other.rank <= rank and flat_gpus(g) > 0:
+                return True  # a flatter queue's work of the waiting gang's rank or below, counted here only
+            if other.rank >= rank:
+                return False
+            return g in spare or (other.queue == queue and largest.get(g, 0) < size)
+
+        trial = room.copy()
+        out_movers: set[int] = set()
+        out_victims: set[int] = set()
+        # The pool nodes that can take the pod once their occupants go, cheapest first.
+        options: list[tuple[int, int, int, list[int]]] = []
+        for node in shape.nodes:
+            if problem.free[node][gpu] < size:
+                continue
+            if trial.fits(node, shape.request):
+                options.append((0, 0, node, []))
+                continue
+            # Only the pods holding GPUs go: pods of no GPU stay where they are (where they leave
+            # too little cpu or memory, the node is not one of the options).
+            there = sorted(
+                {
+                    g
+                    for g, _s, _k in on_node.get(node, ())
+                    if largest.get(g, 0) > 0 and g not in movers and g not in victims
+                }
+            )
+            if not there or any(not victim(g) and largest.get(g, 0) > size for g in there):
+                continue
+            if any(g in first for g in there):
+                continue
+            own = sum(cost(g) for g in there if victim(g))
+            moved = sum(largest.get(g, 0) for g in there if not victim(g))
+            options.append((own, moved, node, there))
+        options.sort(key=lambda o: (o[0], o[1], o[2]))
+        targets: list[int] = []
+        for _own, _moved, node, there in options:
+            if len(targets) == need:
+                break
+            going = [g for g in there if g not in out_movers and g not in out_victims]
+            row = row_without(problem, trial, node, going, of_gang)
+            if any(row[r] < amount for r, amount in enumerate(shape.request)):
+                continue  # not room even with them gone (memory, cpu)
+            for g in going:
+                for s, n, k in of_gang[g]:
+                    trial.add(n, problem.shapes[s].request, k)
+                (out_victims if victim(g) else out_movers).add(g)
+            trial.add(node, tuple(-a for a in shape.request), 1)
+            targets.append(node)
+        if len(targets) < need:
+            continue
+        # Each mover's pods into room elsewhere, or where victims there make room.
+        placed_all = True
+        pool: set[int] | None = None  # the victims a mover may take out, made when one first needs them
+        for g in sorted(out_movers):
+            for s, _node, k in of_gang[g]:
+                for _ in range(k):
+                    spot = first_fit(problem, s, trial, with_room)
+                    if spot is None:
+                        if pool is None:
+                            pool = {other for other in of_gang if victim(other)} - movers - out_movers
+                        taken: set[int] = set()
+                        free = pool - victims - out_victims
+                        if flat:
+                            spot = _cheapest(problem, s, trial, on_node, of_gang, free, taken, cost)
+                        else:
+                            spot = eject(problem, s, trial, on_node, of_gang, free, taken)
+                        out_victims |= taken
+                    if spot is None:
+                        placed_all = False
+                        break
+                    trial.add(spot, tuple(-a for a in problem.shapes[s].request), 1)
+                if not placed_all:
+                    break
+            if not placed_all:
+                break
+        if not placed_all:
+            continue
+        now_gained = gained + size * need
+        now_lost = lost + sum(counted_gpus(g) for g in out_victims if problem.gangs[g].queue == queue)
+        now_flat = dict(flat_lost)
+        for g in out_victims:
+            if problem.gangs[g].queue in flat:
+                now_flat[problem.gangs[g].queue] = now_flat.get(problem.gangs[g].queue, 0) - flat_gpus(g)
+        now = tier_change(problem, assignment, tier, {**now_flat, queue: now_gained - now_lost})
+        if now <= change:
+            continue
+        room, gained, lost, change, flat_lost = trial, now_gained, now_lost, now, now_flat
+        first.add(gang.index)
+        failed.discard(kind)
+        movers |= out_movers
+        victims |= out_victims
+    if first:
+        yield Chain(frozenset(first), frozenset(movers), frozenset(victims))
+
+
+def _flatter(
+    problem: Problem, assignment: Assignment, tier: int, queue: str, of_queue: dict[str, set[int]]
+) -> dict[str, set[int]]:
+    """Per queue at ``tier`` whose next GPU gains the tier less than ``queue``'s does (flatter:
+    :func:`vcsat.solver.search.slope_trade.gains`), the classes the tier counts and no more
+    important fair-share level does: the flatter queue's work taking which lowers no level above."""
+    slopes = gains(problem, assignment, tier)
+    mine = slopes.get(queue)
+    if mine is None:
+        return {}
+    flatter = sorted(other for other, gain in slopes.items() if other != queue and gain < mine)
+    if not flatter:
+        return {}
+    above: dict[str, set[int]] = {}
+    for level in fair_ranks(problem):
+        if level >= tier:
+            break
+        for q, _name, _d, _h, asked in fair_terms(problem, level):
+            above.setdefault(q, set()).update(asked)
+    return {other: of_queue[other] - above.get(other, set()) for other in flatter if other in of_queue}
+
+
+def _cheapest(
+    problem: Problem,
+    shape_index: int,
+    room: Room,
+    on_node: dict[int, list[tuple[int, int, int]]],
+    of_gang: dict[int, list[tuple[int, int, int]]],
+    pool: set[int],
+    victims: set[int],
+    cost: Callable[[int], int],
+) -> int | None:
+    """Like :func:`vcsat.solver.search.relocation.eject`, for victims that cost the tier: the node
+    among the shape's eligible ones where one of its pods fits once the cheapest victims there go
+    (cheapest first, only as many as the pod needs), the node whose victims cost least (the first
+    such); those victims added to ``victims``, their room freed in ``room``. None if there is none."""
+    shape = problem.shapes[shape_index]
+    best: tuple[int, int, list[int]] | None = None
+    for node in shape.nodes:
+        there = sorted(
+            {g for g, _s, _k in on_node.get(node, ()) if g in pool and g not in victims}, key=lambda g: (cost(g), g)
+        )
+        if not there:
+            continue
+        row = list(room.row(node))
+        going: list[int] = []
+        spent = 0
+        for g in there:
+            if all(row[r] >= amount for r, amount in enumerate(shape.request)):
+                break
+            going.append(g)
+            spent += cost(g)
+            for s, n, k in of_gang[g]:
+                if n == node:
+                    for r, amount in enumerate(problem.shapes[s].request):
+                        row[r] += k * amount
+        fits = all(row[r] >= amount for r, amount in enumerate(shape.request))
+        if going and fits and (best is None or spent < best[1]):
+            best = (node, spent, going)
+            if spent == 0:
+                break  # none cheaper
+    if best is None:
+        return None
+    for g in best[2]:
+        victims.add(g)
+        for s, n, k in of_gang[g]:
+            room.add(n, problem.shapes[s].request, k)
+    return best[0]
