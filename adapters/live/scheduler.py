@@ -95,6 +95,7 @@ from vcsat.adapters.kube.client import Kube, load_configuration
 from vcsat.adapters.kube.informer import InformerSet
 from vcsat.adapters.live.cycle_cap import DEFAULT_TARGET_S, CycleCap, arrived, defer
 from vcsat.adapters.live.cycle_probe import CycleProbe
+from vcsat.adapters.live.cycle_threads import CycleThreads
 from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 from vcsat.adapters.live.gc_clock import GcClock
 from vcsat.adapters.live.gc_tenure import Tenure
@@ -188,6 +189,10 @@ class CycleResult:
     woke_seconds: float | None = None
     """From the change that woke the loop until this cycle started (the debounce, the rest, the wait
     for room); None when no change woke it."""
+    threads: dict[str, Any] | None = None
+    """From its start until its bindings were queued, the CPU of the process's other threads by name
+    and of the machine's other processes (:mod:`vcsat.adapters.live.cycle_threads`); None unless the
+    debug log is on."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
@@ -584,6 +589,10 @@ class Scheduler:
 
         probe = CycleProbe(gc_cpu=lambda: self.gc.cpu_seconds, events=lambda: self.store.generation)
         probe.start()
+        # Which other threads and processes ran meanwhile: a millisecond of /proc reads, for the debug log only.
+        threads = CycleThreads() if log.isEnabledFor(logging.DEBUG) else None
+        if threads is not None:
+            threads.start()
         started = time.monotonic()
         woke, self._woke = self._woke, None
         cpu_started = time.process_time()
@@ -663,6 +672,7 @@ class Scheduler:
                     _with_admissions(decision, snapshot, self.policy, self._unadmitted), snapshot, stop=stop
                 )
             probe.mark("submit")
+            ran = threads.end() if threads is not None else None
             result = CycleResult(
                 number,
                 snapshot,
@@ -684,6 +694,7 @@ class Scheduler:
                 waiting=waiting,
                 phases=probe.phases(),
                 woke_seconds=None if woke is None else started - woke,
+                threads=ran,
             )
             self.last = result
         finally:
@@ -787,6 +798,7 @@ class Scheduler:
             "changes": result.changes,
             "phases": result.phases,
             "woke_seconds": None if result.woke_seconds is None else round(result.woke_seconds, 3),
+            "threads": result.threads,
             "gc": {**self.gc.totals(), "frozen": self.tenure.frozen, "full": self.tenure.full_collections},
         }
         if report is not None:
