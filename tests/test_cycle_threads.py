@@ -80,6 +80,14 @@ def test_split(start: Reading, end: Reading, threads: dict[str, float], others: 
     assert out["process_cpu"] == round(end.process_cpu - start.process_cpu, 3)
 
 
+def test_totals_since_start_by_name() -> None:
+    """Each name's CPU since its threads started (a pool summed, the cycle's thread as ``cycle``)."""
+    start = _reading(0.0, {1: 1.0, 3: 1.0})
+    end = _reading(1.0, {1: 1.5, 3: 1.25, 4: 0.5, 2: 0.125})
+    out = split(start, end, NAMES, CYCLE, cpus=2)
+    assert out["threads_total"] == {"cycle": 1.5, "informer-pods": 0.125, "vcsat-apply": 1.75}
+
+
 @pytest.mark.parametrize(
     ("name", "reported"),
     [("vcsat-apply_12", "vcsat-apply"), ("informer-pods", "informer-pods"), ("metrics-8080", "metrics-8080")],

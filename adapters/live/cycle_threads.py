@@ -80,22 +80,24 @@ class Reading:
         return cls(time.monotonic(), task_times(), time.process_time(), box_busy())
 
 
-def split(
-    start: Reading, end: Reading, names: dict[int, str], cycle_thread: int, cpus: int
-) -> dict[str, object]:
+def split(start: Reading, end: Reading, names: dict[int, str], cycle_thread: int, cpus: int) -> dict[str, object]:
     """What ran from ``start`` to ``end``, rounded to the millisecond: ``threads`` (CPU seconds of
     each named thread but the cycle's, the busiest first, those that ran), ``process_cpu`` (every
     thread, the cycle's included), ``others_cpu`` (the machine's busy seconds less the process's:
-    other processes), ``capacity`` (the wall times the CPUs) and ``load`` (the one-minute load
-    average at the end). ``names``: thread id -> Python thread name (unknown ids count as ``other``)."""
+    other processes), ``capacity`` (the wall times the CPUs), ``load`` (the one-minute load
+    average at the end) and ``threads_total`` (each name's CPU seconds since it started, the cycle's
+    thread as ``cycle``: two cycles' totals tell what each thread used between them). ``names``:
+    thread id -> Python thread name (unknown ids count as ``other``)."""
     wall = end.wall - start.wall
     threads: dict[str, float] = {}
+    total: dict[str, float] = {}
     for tid, (cpu, _) in end.tasks.items():
+        name = "cycle" if tid == cycle_thread else thread_name(names.get(tid, "other"))
+        total[name] = total.get(name, 0.0) + cpu
         if tid == cycle_thread:
             continue
         used = cpu - start.tasks.get(tid, (0.0, 0.0))[0]
         if used > 0:
-            name = thread_name(names.get(tid, "other"))
             threads[name] = threads.get(name, 0.0) + used
     process = end.process_cpu - start.process_cpu
     others = None
@@ -114,6 +116,7 @@ def split(
         "others_cpu": others,
         "capacity": round(wall * cpus, 3),
         "load": load,
+        "threads_total": {name: round(cpu, 3) for name, cpu in sorted(total.items())},
     }
 
 
