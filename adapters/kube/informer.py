@@ -63,6 +63,16 @@ class _Expected:
     unchanged, so the converter can reuse its conversion."""
 
 
+@dataclass(frozen=True)
+class StoreChanges:
+    """What a snapshot may show differently from an earlier one (:meth:`Store.snapshot_changes`)."""
+
+    by_kind: dict[str, dict[str, dict[str, Any] | None]] | None
+    """Per kind, each key that may differ and its object as shown now (None: gone); None: unknown."""
+    assumed: frozenset[str]
+    """The pods this snapshot shows as bound by a binding in flight: the next call's ``assumed``."""
+
+
 class Store:
     """The objects of every informer, a change counter, and the bindings in flight. Thread-safe."""
 
@@ -268,6 +278,47 @@ class Store:
                     expected = self._expected.get(key)
                     out.append(obj if expected is None or _node_name(obj) else _assumed(obj, expected))
             return generation, out
+
+    def snapshot_changes(
+        self, since: int | None, assumed: frozenset[str]
+    ) -> tuple[int, list[dict[str, Any]], StoreChanges]:
+        """:meth:`snapshot`, and what in it may differ from the snapshot taken at generation
+        ``since`` that showed the pods ``assumed`` as bound (bindings in flight): per kind, each
+        key touched since then (:meth:`touched_since`) or shown assumed in either snapshot, with
+        its object as shown now (None: gone). Every other key's object is the very one shown then
+        (the store replaces objects, never changes one in place). ``by_kind`` None when that cannot
+        be told (``since`` None, or deletions since then forgotten): the caller reads every object.
+        One hold of the lock: no event lands between the snapshot and its changes."""
+        with self._cond:
+            generation, out = self.snapshot()
+            shown = frozenset(key for key, e in self._expected.items() if key in self._objects["Pod"])
+            if since is None or any(since < floor for floor in self._touched_floor.values()):
+                return generation, out, StoreChanges(None, shown)
+            changed: dict[str, dict[str, dict[str, Any] | None]] = {}
+            for kind in self._kinds:
+                objects = self._objects[kind]
+                keys: Iterable[str] = self._touched_since(kind, since, generation)
+                if kind == "Pod":
+                    keys = {*keys, *assumed, *shown}
+                entries = {key: objects.get(key) for key in keys}
+                if kind == "Pod":
+                    for key, obj in entries.items():
+                        expected = self._expected.get(key)
+                        if obj is not None and expected is not None and not _node_name(obj):
+                            entries[key] = _assumed(obj, expected)
+                if entries:
+                    changed[kind] = entries
+            return generation, out, StoreChanges(changed, shown)
+
+    def _touched_since(self, kind: str, since: int, until: int) -> list[str]:
+        """Keys of ``kind`` touched after ``since`` and at or before ``until`` (lock held)."""
+        out: list[str] = []
+        for key, at in reversed(self._touched[kind].items()):
+            if at <= since:
+                break
+            if at <= until:
+                out.append(key)
+        return out
 
     def touched_since(self, kind: str, generation: int) -> list[str] | None:
         """Keys of the ``kind`` objects added, replaced (a change of any field) or deleted after

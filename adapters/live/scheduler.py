@@ -306,6 +306,9 @@ class Scheduler:
         self._noticed: set[str] = set()
         """The notices of the last cycle, each logged once when it first showed."""
         self._conversions = ConversionMemo()
+        self._converted: tuple[int, frozenset[str]] | None = None
+        """The store generation of the last snapshot converted whole, and the pods it showed bound by
+        a binding in flight: what the next snapshot's changes are counted from."""
         """Last cycle's converted nodes and pods, reused for the objects that did not change."""
         self._changes_seen: collections.Counter[str] = collections.Counter()
         """``Store.relevant_by_kind`` at the last cycle's snapshot."""
@@ -598,14 +601,20 @@ class Scheduler:
         cpu_started = time.process_time()
         self._cycle_started = started
         try:
-            generation, objects = self.store.snapshot()
+            last_whole, self._converted = self._converted, None
+            generation, objects, delta = self.store.snapshot_changes(*(last_whole or (None, frozenset())))
             probe.mark("store")
             counts = self.store.relevant_by_kind()
             changes, self._changes_seen = dict(counts - self._changes_seen), counts
             cap = self.cap
             # Off by default: then the cycle is given every object as the store holds them.
             given = defer(objects, self.policy.scheduler_name, cap.cap, self._tried) if cap is not None else None
-            snapshot, objects = self._convert(given.objects if given is not None else objects, generation)
+            if given is not None:
+                snapshot, objects, _ = self._convert(given.objects, generation)
+            else:
+                snapshot, objects, whole = self._convert(objects, generation, delta.by_kind, last_whole)
+                if whole:  # the store's snapshot as it is: the next one's changes count from here
+                    self._converted = (generation, delta.assumed)
             # Before anything reads them: the pod indexes carried from the last cycle's snapshot.
             pod_indexes.carry(snapshot)
             converted = time.monotonic() - started
@@ -714,8 +723,18 @@ class Scheduler:
         result.bind_seconds = answered - started if answered is not None else None
         self._observe(result)
 
-    def _convert(self, objects: list[dict[str, Any]], generation: int) -> tuple[Snapshot, list[dict[str, Any]]]:
-        """The snapshot; an object the converter refuses is left out of this cycle (and logged once)."""
+    def _convert(
+        self,
+        objects: list[dict[str, Any]],
+        generation: int,
+        changed: dict[str, dict[str, Any]] | None = None,
+        converted: tuple[int, frozenset[str]] | None = None,
+    ) -> tuple[Snapshot, list[dict[str, Any]], bool]:
+        """The snapshot, the objects it was made of, and whether they are all of ``objects``; an
+        object the converter refuses is left out of this cycle (and logged once). ``changed``:
+        what may differ since the snapshot converted at ``converted`` (read instead of every
+        object), on the first try only (a retry without a refused object reads them all)."""
+        whole = True
         for _ in range(MAX_QUARANTINED):
             try:
                 snapshot = snapshot_from_objects(
@@ -726,9 +745,11 @@ class Scheduler:
                     generation=generation,
                     memo=self._conversions,
                     now=wall_clock(),  # the cycle's clock (admission's timeout), recorded in its dump
+                    changes=changed,
+                    since=None if converted is None else converted[0],
                 )
                 self._log_notices(snapshot)
-                return snapshot, objects
+                return snapshot, objects, whole
             except InputError as error:
                 kind, _, key = (error.obj or "").partition(" ")
                 kept = [obj for obj in objects if not _is(obj, kind, key)]
@@ -741,6 +762,7 @@ class Scheduler:
                         extra={"object": error.obj, "error": str(error)},
                     )
                 objects = kept
+                whole, changed = False, None
         raise RuntimeError(f"more than {MAX_QUARANTINED} malformed objects")
 
     def _log_notices(self, snapshot: Snapshot) -> None:
