@@ -39,6 +39,13 @@ contexts are the very objects of this one, a pod object that call saw is not loo
 it names a PodGroup or node that came or went; its value is the one :meth:`~ConversionMemo.reuse`
 would give. A failed call drops this, and the next one reads every pod.
 
+Nor need a call walk every raw object to identify it (:meth:`ConversionMemo.changed_by_kind`): a
+caller that knows which keys may show another object than in the last complete call (the live
+store, ``Store.snapshot_changes``) gives them, and the memo patches that call's objects by kind and
+their sorted keys with those alone; every other key's object is the very dict that call saw, so its
+identification and value stand. The memo holds that call's objects only while it completes, and
+only for the generation it was made at: otherwise every object is walked.
+
 Memory stays bounded: a complete call forgets every object it did not see, so deleted objects
 are forgotten at the next cycle (the dicts a call found replaced first, without a walk).
 """
