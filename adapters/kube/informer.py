@@ -17,6 +17,9 @@ breaks. All informers feed one :class:`Store`, which:
   counts apart (``reported``) the changes that alter only what a cycle writes back (a pod's phase,
   which a PodGroup's status counts; a PodScheduled condition; a PodGroup's status), so the loop
   knows when repeating the last cycle would write nothing new;
+- says with a snapshot which keys may show another object than an earlier snapshot did
+  (``snapshot_changes``: touched since, or shown bound by a binding in flight in either), so the
+  converter identifies only those, not every object of the cluster;
 - remembers the bindings the applier sent (``expect_binding``) until the watch confirms them, and
   shows those pods as bound in the next snapshot meanwhile, as kube-scheduler "assumes" pods:
   otherwise a cycle that starts before the confirmations arrive would see their room as free.
