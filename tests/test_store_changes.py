@@ -305,3 +305,60 @@ def test_changes_counted_from_another_conversion_than_the_memos_are_not_used(mon
     )
     assert converted == snapshot_from_objects(copy.deepcopy(objects), strict=False, now=1.0, generation=generation)
     assert ways == ["walk", "walk", "walk"]
+
+
+# --- the scheduler's cycles: the changed way after a whole conversion, never after a part -------
+
+
+def _scheduler_ways(monkeypatch: pytest.MonkeyPatch, cycle_target_s: float, malformed: bool = False) -> list[str]:
+    """The ways the conversions of four cycles of a live scheduler took (a pod arriving before
+    each), the third also given a malformed pod when ``malformed`` (refused, left out)."""
+    from tests.scripts import load_script
+    from vcsat.adapters.live.scheduler import Scheduler
+    from vcsat.model import Policy
+
+    _, ways = _spy(monkeypatch)
+    kube = load_script("benchmarks/live_cycle.py", "live_cycle")._AcceptingKube()
+    scheduler = Scheduler(kube, policy=Policy(time_limit_s=1.0), early_min_pending=0, cycle_target_s=cycle_target_s)
+    kube.store = scheduler.store
+    store = scheduler.store
+    live = _Live()
+    for kind in store._kinds:
+        store.replace(kind, live.store.objects(kind) if kind in KINDS else [])
+    try:
+        for number in range(4):
+            store.apply("Pod", "ADDED", _pod(f"n{number}", 1, group="g"))
+            if malformed and number == 2:
+                broken = _pod("bad", 1)
+                broken["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+                store.apply("Pod", "ADDED", broken)
+            result = scheduler.run_cycle(wait=True)
+            # The snapshot a fresh conversion of what the cycle converted gives.
+            assert [obj["metadata"]["name"] for obj in result.objects].count("bad") == 0
+            fresh = snapshot_from_objects(
+                copy.deepcopy(result.objects),
+                strict=False,
+                now=result.snapshot.now,
+                generation=result.snapshot.generation,
+            )
+            assert result.snapshot == fresh
+    finally:
+        scheduler.applier.close()
+    return ways
+
+
+def test_the_scheduler_converts_the_changes_after_its_first_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _scheduler_ways(monkeypatch, 0.0) == ["walk", "changed", "changed", "changed"]
+
+
+def test_a_capped_scheduler_walks_every_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cycle given part of the store converts that part: the next one cannot count from it."""
+    assert _scheduler_ways(monkeypatch, 0.5) == ["walk", "walk", "walk", "walk"]
+
+
+def test_after_a_refused_object_the_retry_and_the_next_cycle_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The third cycle's changes hold a malformed pod: refused on the changed way, the retry without
+    it walks; the next cycle walks too (the last conversion was of part of the store), is refused
+    again while the pod stays, and its retry walks."""
+    ways = _scheduler_ways(monkeypatch, 0.0, malformed=True)
+    assert ways == ["walk", "changed", "changed", "walk", "walk", "walk"]
