@@ -379,6 +379,7 @@ FIELDS = (
     "changes",
     "phases",
     "woke_seconds",
+    "threads",
     "gc",
 )
 

@@ -39,12 +39,20 @@ contexts are the very objects of this one, a pod object that call saw is not loo
 it names a PodGroup or node that came or went; its value is the one :meth:`~ConversionMemo.reuse`
 would give. A failed call drops this, and the next one reads every pod.
 
+Nor need a call walk every raw object to identify it (:meth:`ConversionMemo.changed_by_kind`): a
+caller that knows which keys may show another object than in the last complete call (the live
+store, ``Store.snapshot_changes``) gives them, and the memo patches that call's objects by kind and
+their sorted keys with those alone; every other key's object is the very dict that call saw, so its
+identification and value stand. The memo holds that call's objects only while it completes, and
+only for the generation it was made at: otherwise every object is walked.
+
 Memory stays bounded: a complete call forgets every object it did not see, so deleted objects
 are forgotten at the next cycle (the dicts a call found replaced first, without a walk).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import is_
 from typing import Any, Protocol, TypeVar
@@ -99,6 +107,13 @@ class ConversionMemo:
         """The last complete call's pod contexts, PodGroups and nodes (:meth:`pod_keys_changed`)."""
         self._pod_contexts_last: tuple[tuple[Any, ...], Mapping[str, Any], Mapping[str, Any]] | None = None
         self._pod_contexts_next: tuple[tuple[Any, ...], Mapping[str, Any], Mapping[str, Any]] | None = None
+        self.by_kind: tuple[int, dict[str, dict[str, Any]], dict[str, list[str]]] | None = None
+        """The last complete call's generation, its objects by kind and key, and the keys of the
+        kinds it sorted (:meth:`changed_by_kind`, :meth:`sorted_keys`)."""
+        self._by_kind_last: tuple[int, dict[str, dict[str, Any]], dict[str, list[str]]] | None = None
+        self._by_kind_next: tuple[int, dict[str, dict[str, Any]]] | None = None
+        self._sorted_now: dict[str, list[str]] = {}
+        self._sorted_given: dict[str, list[str]] = {}
         self._call = 0
         self._replaced: list[int] = []
         """Ids of the raw objects a :meth:`reuse` of this call found replaced by another of their key."""
@@ -158,6 +173,88 @@ class ConversionMemo:
                 twice(obj)
             seen[key] = obj
         self._identified_now += index + 1
+
+    def changed_by_kind(
+        self,
+        since: int,
+        changed: Mapping[str, Mapping[str, Any]],
+        make: Callable[[Any, int], _M | None],
+        kinds: Iterable[str],
+    ) -> dict[str, dict[str, _M]] | None:
+        """The objects by kind and key without a walk over all of them: the last complete call's
+        (which converted the objects as of generation ``since``), with ``changed`` put in (per
+        kind, each key whose raw object may differ, and that object, None when gone), each
+        changed object identified as :meth:`identify_by_kind` does; None when that call is not
+        there or a changed object does not fit (an object that identifies as another kind or key,
+        or a gone key that call did not hold): then the caller identifies every object. Every
+        other key's object is the very one that call saw, and so its identification.
+
+        The sorted keys of the kinds that call sorted (:meth:`sorted_keys`) are patched too:
+        gone keys taken out, new ones merged in (a sort of two sorted runs)."""
+        last = self._by_kind_last
+        self._by_kind_last = None  # its dicts are patched in place: they are this call's now
+        if last is None or last[0] != since or set(kinds) != set(last[1]):
+            return None
+        _, by_kind, sorted_last = last
+        table = self.identified
+        call = self._call
+        for kind, entries in changed.items():
+            seen = by_kind.get(kind)
+            if seen is None:
+                continue  # a kind the converter does not read
+            added: list[str] = []
+            gone: list[str] = []
+            for key, raw in entries.items():
+                old = seen.get(key)
+                if raw is None:
+                    if old is None:
+                        return None
+                    del seen[key]
+                    gone.append(key)
+                else:
+                    found = table.get(id(raw))
+                    if found is None or found[0] is not raw:
+                        found = table[id(raw)] = [raw, make(raw, -1), call]
+                    obj = found[1]
+                    if obj is None or obj.kind != kind or obj.key != key:
+                        return None
+                    if old is obj:
+                        continue
+                    if old is None:
+                        added.append(key)
+                    seen[key] = obj
+                if old is not None:
+                    at = id(old.raw)
+                    entry = table.get(at)
+                    if entry is not None and entry[0] is old.raw and entry[1] is old:
+                        del table[at]
+            keys = sorted_last.get(kind)
+            if keys is not None and (added or gone):
+                for key in gone:
+                    index = bisect_left(keys, key)
+                    if index == len(keys) or keys[index] != key:
+                        return None
+                    del keys[index]
+                keys.extend(added)
+                keys.sort()  # the old keys are one sorted run: a merge, not a sort
+        # Every raw object in the table is one of this call's (the replaced and gone ones are out):
+        # nothing for :meth:`keep` to prune by its stamps.
+        self._identified_now = len(table)
+        self._sorted_given = sorted_last
+        return by_kind
+
+    def sorted_keys(self, kind: str, objects: Mapping[str, Any]) -> list[str]:
+        """``sorted(objects)`` (the ``kind`` objects of this call), from :meth:`changed_by_kind`'s
+        patched keys when it gave them; kept for the next call's patch."""
+        keys = self._sorted_given.get(kind)
+        if keys is None or len(keys) != len(objects):
+            keys = sorted(objects)
+        self._sorted_now[kind] = keys
+        return keys
+
+    def converted_by_kind(self, generation: int, by_kind: dict[str, dict[str, Any]]) -> None:
+        """This call's objects by kind (kept by :meth:`keep` if it completes)."""
+        self._by_kind_next = (generation, by_kind)
 
     def pod_keys_changed(
         self, contexts: tuple[Any, ...], podgroups: Mapping[str, Any], nodes: Mapping[str, Any]
@@ -244,6 +341,10 @@ class ConversionMemo:
             }
         self.contexts, self._contexts_next = self._contexts_next, {}
         self.pod_contexts, self._pod_contexts_next = self._pod_contexts_next, None
+        following = self._by_kind_next
+        self.by_kind = None if following is None else (following[0], following[1], self._sorted_now)
+        self._by_kind_next = None
+        self._sorted_now, self._sorted_given = {}, {}
 
     def drop_pending(self) -> None:
         """At the start of a call (the last one may have failed): count this call's objects afresh."""
@@ -253,6 +354,10 @@ class ConversionMemo:
         # may have read some pods in other contexts) every pod is read again.
         self._pod_contexts_last, self.pod_contexts = self.pod_contexts, None
         self._pod_contexts_next = None
+        # Likewise the objects by kind: this call patches them in place, so a failed call leaves none.
+        self._by_kind_last, self.by_kind = self.by_kind, None
+        self._by_kind_next = None
+        self._sorted_now, self._sorted_given = {}, {}
         self._identified_now = 0
         self._reused_now = 0
         self._contexts_next = {}

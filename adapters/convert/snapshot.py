@@ -95,6 +95,8 @@ def snapshot_from_objects(
     generation: int = 0,
     memo: ConversionMemo | None = None,
     now: float | None = None,
+    changes: Mapping[str, Mapping[str, Any]] | None = None,
+    since: int | None = None,
 ) -> Snapshot:
     """The snapshot of these objects; objects of other kinds are ignored (contract §1).
 
@@ -102,6 +104,11 @@ def snapshot_from_objects(
     objects unchanged since the last call, in an unchanged context, are not converted again
     (:mod:`vcsat.adapters.convert.reuse`); the snapshot is the one a fresh conversion gives.
     ``now``: the cycle's clock (``Snapshot.now``; see :mod:`vcsat.adapters.convert.clock`).
+    ``changes`` (with ``memo``): per kind, each key whose object may differ from those of the
+    memo's last complete call, made at generation ``since``, and its object now (None: gone); every
+    other key's object is the very one that call saw (the live store's
+    :meth:`~vcsat.adapters.kube.informer.Store.snapshot_changes`). Then only those are identified
+    (:meth:`ConversionMemo.changed_by_kind`), not every object; ``objects`` must still be all of them.
     """
     from vcsat.solver.pauses import no_gc_pauses  # here: the solver package loads OR-Tools
 
@@ -111,17 +118,28 @@ def snapshot_from_objects(
     # Tens of thousands of new objects and no reference cycles among them: the cyclic garbage
     # collector would only rescan the (large) input again and again, about 40% of the time.
     with no_gc_pauses():
-        return converter.convert(objects, generation, now)
+        return converter.convert(objects, generation, now, changes, since)
 
 
 class _SnapshotConverter(Conversion):
     """A conversion that assembles a Snapshot from every kind's reader."""
 
-    def convert(self, objects: Iterable[Mapping[str, Any]], generation: int, now: float | None = None) -> Snapshot:
-        by_kind: dict[str, dict[str, KubeObject]] = {kind: {} for kind in _KINDS}
+    def convert(
+        self,
+        objects: Iterable[Mapping[str, Any]],
+        generation: int,
+        now: float | None = None,
+        changes: Mapping[str, Mapping[str, Any]] | None = None,
+        since: int | None = None,
+    ) -> Snapshot:
         memo = self.memo
         identify = self._identify
-        if memo is None:
+        # A steady live cycle: the last call's objects with only the changed ones identified.
+        patched = None
+        if memo is not None and changes is not None and since is not None:
+            patched = memo.changed_by_kind(since, changes, identify, _KINDS)
+        by_kind: dict[str, dict[str, KubeObject]] = {kind: {} for kind in _KINDS} if patched is None else patched
+        if patched is None and memo is None:
             for obj in map(identify, objects, count()):
                 if obj is None:
                     continue
@@ -130,8 +148,10 @@ class _SnapshotConverter(Conversion):
                 if key in seen:
                     _twice(obj)
                 seen[key] = obj
-        else:
+        elif patched is None and memo is not None:
             memo.identify_by_kind(objects, identify, by_kind, _twice)
+        if memo is not None:
+            memo.converted_by_kind(generation, by_kind)
 
         classes = read_priority_classes(self, by_kind["PriorityClass"].values())
         queues = read_queues(self, by_kind["Queue"].values())
@@ -160,7 +180,9 @@ class _SnapshotConverter(Conversion):
             }
             reuse = memo.reuse
             carried = 0
-            for key, obj in _by_key(by_kind["PodGroup"]):
+            group_objects = by_kind["PodGroup"]
+            for key in memo.sorted_keys("PodGroup", group_objects):
+                obj = group_objects[key]
                 if obj.memo_context is group_context:  # reuse's first step, without the call
                     group = obj.memo_value
                     carried += 1
@@ -184,7 +206,7 @@ class _SnapshotConverter(Conversion):
             # test of its names is written out here, not called. A carried pod is read again when
             # its PodGroup or node came or went; a name that is no string is not looked up (what
             # ``pod_context`` reads of it does not depend on which exist).
-            for obj in map(pod_objects.__getitem__, sorted(pod_objects)):
+            for obj in map(pod_objects.__getitem__, memo.sorted_keys("Pod", pod_objects)):
                 references = obj.references
                 if changed is not None and obj.memo_context is not unset:
                     if not names_changed:
@@ -262,7 +284,7 @@ class _SnapshotConverter(Conversion):
             return {key: read_node(self, obj) for key, obj in _by_key(objects)}
         nodes: dict[str, Node] = {}
         carried = 0
-        for key in sorted(objects):
+        for key in memo.sorted_keys("Node", objects):
             obj = objects[key]
             if obj.memo_context is _NO_CONTEXT:
                 nodes[key] = obj.memo_value

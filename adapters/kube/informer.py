@@ -17,6 +17,9 @@ breaks. All informers feed one :class:`Store`, which:
   counts apart (``reported``) the changes that alter only what a cycle writes back (a pod's phase,
   which a PodGroup's status counts; a PodScheduled condition; a PodGroup's status), so the loop
   knows when repeating the last cycle would write nothing new;
+- says with a snapshot which keys may show another object than an earlier snapshot did
+  (``snapshot_changes``: touched since, or shown bound by a binding in flight in either), so the
+  converter identifies only those, not every object of the cluster;
 - remembers the bindings the applier sent (``expect_binding``) until the watch confirms them, and
   shows those pods as bound in the next snapshot meanwhile, as kube-scheduler "assumes" pods:
   otherwise a cycle that starts before the confirmations arrive would see their room as free.
@@ -61,6 +64,16 @@ class _Expected:
     shown: tuple[dict[str, Any], dict[str, Any]] | None = None
     """The cached pod and its assumed copy: every snapshot shows the same copy while the pod is
     unchanged, so the converter can reuse its conversion."""
+
+
+@dataclass(frozen=True)
+class StoreChanges:
+    """What a snapshot may show differently from an earlier one (:meth:`Store.snapshot_changes`)."""
+
+    by_kind: dict[str, dict[str, dict[str, Any] | None]] | None
+    """Per kind, each key that may differ and its object as shown now (None: gone); None: unknown."""
+    assumed: frozenset[str]
+    """The pods this snapshot shows as bound by a binding in flight: the next call's ``assumed``."""
 
 
 class Store:
@@ -268,6 +281,47 @@ class Store:
                     expected = self._expected.get(key)
                     out.append(obj if expected is None or _node_name(obj) else _assumed(obj, expected))
             return generation, out
+
+    def snapshot_changes(
+        self, since: int | None, assumed: frozenset[str]
+    ) -> tuple[int, list[dict[str, Any]], StoreChanges]:
+        """:meth:`snapshot`, and what in it may differ from the snapshot taken at generation
+        ``since`` that showed the pods ``assumed`` as bound (bindings in flight): per kind, each
+        key touched since then (:meth:`touched_since`) or shown assumed in either snapshot, with
+        its object as shown now (None: gone). Every other key's object is the very one shown then
+        (the store replaces objects, never changes one in place). ``by_kind`` None when that cannot
+        be told (``since`` None, or deletions since then forgotten): the caller reads every object.
+        One hold of the lock: no event lands between the snapshot and its changes."""
+        with self._cond:
+            generation, out = self.snapshot()
+            shown = frozenset(key for key, e in self._expected.items() if key in self._objects["Pod"])
+            if since is None or any(since < floor for floor in self._touched_floor.values()):
+                return generation, out, StoreChanges(None, shown)
+            changed: dict[str, dict[str, dict[str, Any] | None]] = {}
+            for kind in self._kinds:
+                objects = self._objects[kind]
+                keys: Iterable[str] = self._touched_since(kind, since, generation)
+                if kind == "Pod":
+                    keys = {*keys, *assumed, *shown}
+                entries = {key: objects.get(key) for key in keys}
+                if kind == "Pod":
+                    for key, obj in entries.items():
+                        expected = self._expected.get(key)
+                        if obj is not None and expected is not None and not _node_name(obj):
+                            entries[key] = _assumed(obj, expected)
+                if entries:
+                    changed[kind] = entries
+            return generation, out, StoreChanges(changed, shown)
+
+    def _touched_since(self, kind: str, since: int, until: int) -> list[str]:
+        """Keys of ``kind`` touched after ``since`` and at or before ``until`` (lock held)."""
+        out: list[str] = []
+        for key, at in reversed(self._touched[kind].items()):
+            if at <= since:
+                break
+            if at <= until:
+                out.append(key)
+        return out
 
     def touched_since(self, kind: str, generation: int) -> list[str] | None:
         """Keys of the ``kind`` objects added, replaced (a change of any field) or deleted after

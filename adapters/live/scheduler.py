@@ -95,6 +95,7 @@ from vcsat.adapters.kube.client import Kube, load_configuration
 from vcsat.adapters.kube.informer import InformerSet
 from vcsat.adapters.live.cycle_cap import DEFAULT_TARGET_S, CycleCap, arrived, defer
 from vcsat.adapters.live.cycle_probe import CycleProbe
+from vcsat.adapters.live.cycle_threads import CycleThreads
 from vcsat.adapters.live.daemon import daemon_options, default_lease_namespace, leader_timing, stop_on_signals
 from vcsat.adapters.live.gc_clock import GcClock
 from vcsat.adapters.live.gc_tenure import Tenure
@@ -188,6 +189,10 @@ class CycleResult:
     woke_seconds: float | None = None
     """From the change that woke the loop until this cycle started (the debounce, the rest, the wait
     for room); None when no change woke it."""
+    threads: dict[str, Any] | None = None
+    """From its start until its bindings were queued, the CPU of the process's other threads by name
+    and of the machine's other processes (:mod:`vcsat.adapters.live.cycle_threads`); None unless the
+    debug log is on."""
 
 
 TRIGGERS = ("start", "change", "follow-up", "resync", "deadline")
@@ -301,6 +306,9 @@ class Scheduler:
         self._noticed: set[str] = set()
         """The notices of the last cycle, each logged once when it first showed."""
         self._conversions = ConversionMemo()
+        self._converted: tuple[int, frozenset[str]] | None = None
+        """The store generation of the last snapshot converted whole, and the pods it showed bound by
+        a binding in flight: what the next snapshot's changes are counted from."""
         """Last cycle's converted nodes and pods, reused for the objects that did not change."""
         self._changes_seen: collections.Counter[str] = collections.Counter()
         """``Store.relevant_by_kind`` at the last cycle's snapshot."""
@@ -584,19 +592,29 @@ class Scheduler:
 
         probe = CycleProbe(gc_cpu=lambda: self.gc.cpu_seconds, events=lambda: self.store.generation)
         probe.start()
+        # Which other threads and processes ran meanwhile: a millisecond of /proc reads, for the debug log only.
+        threads = CycleThreads() if log.isEnabledFor(logging.DEBUG) else None
+        if threads is not None:
+            threads.start()
         started = time.monotonic()
         woke, self._woke = self._woke, None
         cpu_started = time.process_time()
         self._cycle_started = started
         try:
-            generation, objects = self.store.snapshot()
+            last_whole, self._converted = self._converted, None
+            generation, objects, delta = self.store.snapshot_changes(*(last_whole or (None, frozenset())))
             probe.mark("store")
             counts = self.store.relevant_by_kind()
             changes, self._changes_seen = dict(counts - self._changes_seen), counts
             cap = self.cap
             # Off by default: then the cycle is given every object as the store holds them.
             given = defer(objects, self.policy.scheduler_name, cap.cap, self._tried) if cap is not None else None
-            snapshot, objects = self._convert(given.objects if given is not None else objects, generation)
+            if given is not None:
+                snapshot, objects, _ = self._convert(given.objects, generation)
+            else:
+                snapshot, objects, whole = self._convert(objects, generation, delta.by_kind, last_whole)
+                if whole:  # the store's snapshot as it is: the next one's changes count from here
+                    self._converted = (generation, delta.assumed)
             # Before anything reads them: the pod indexes carried from the last cycle's snapshot.
             pod_indexes.carry(snapshot)
             converted = time.monotonic() - started
@@ -663,6 +681,7 @@ class Scheduler:
                     _with_admissions(decision, snapshot, self.policy, self._unadmitted), snapshot, stop=stop
                 )
             probe.mark("submit")
+            ran = threads.end() if threads is not None else None
             result = CycleResult(
                 number,
                 snapshot,
@@ -684,6 +703,7 @@ class Scheduler:
                 waiting=waiting,
                 phases=probe.phases(),
                 woke_seconds=None if woke is None else started - woke,
+                threads=ran,
             )
             self.last = result
         finally:
@@ -703,8 +723,18 @@ class Scheduler:
         result.bind_seconds = answered - started if answered is not None else None
         self._observe(result)
 
-    def _convert(self, objects: list[dict[str, Any]], generation: int) -> tuple[Snapshot, list[dict[str, Any]]]:
-        """The snapshot; an object the converter refuses is left out of this cycle (and logged once)."""
+    def _convert(
+        self,
+        objects: list[dict[str, Any]],
+        generation: int,
+        changed: dict[str, dict[str, Any]] | None = None,
+        converted: tuple[int, frozenset[str]] | None = None,
+    ) -> tuple[Snapshot, list[dict[str, Any]], bool]:
+        """The snapshot, the objects it was made of, and whether they are all of ``objects``; an
+        object the converter refuses is left out of this cycle (and logged once). ``changed``:
+        what may differ since the snapshot converted at ``converted`` (read instead of every
+        object), on the first try only (a retry without a refused object reads them all)."""
+        whole = True
         for _ in range(MAX_QUARANTINED):
             try:
                 snapshot = snapshot_from_objects(
@@ -715,9 +745,11 @@ class Scheduler:
                     generation=generation,
                     memo=self._conversions,
                     now=wall_clock(),  # the cycle's clock (admission's timeout), recorded in its dump
+                    changes=changed,
+                    since=None if converted is None else converted[0],
                 )
                 self._log_notices(snapshot)
-                return snapshot, objects
+                return snapshot, objects, whole
             except InputError as error:
                 kind, _, key = (error.obj or "").partition(" ")
                 kept = [obj for obj in objects if not _is(obj, kind, key)]
@@ -730,6 +762,7 @@ class Scheduler:
                         extra={"object": error.obj, "error": str(error)},
                     )
                 objects = kept
+                whole, changed = False, None
         raise RuntimeError(f"more than {MAX_QUARANTINED} malformed objects")
 
     def _log_notices(self, snapshot: Snapshot) -> None:
@@ -787,6 +820,7 @@ class Scheduler:
             "changes": result.changes,
             "phases": result.phases,
             "woke_seconds": None if result.woke_seconds is None else round(result.woke_seconds, 3),
+            "threads": result.threads,
             "gc": {**self.gc.totals(), "frozen": self.tenure.frozen, "full": self.tenure.full_collections},
         }
         if report is not None:
