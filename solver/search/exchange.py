@@ -469,6 +469,10 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
                     if trade is None:
                         # None without them: the flatter queues' work at the tier may go too.
                         trade = next(chains(problem, best, tier, queue, spare, flatter=True, layout=layout), None)
+                    if trade is None:
+                        # Nor with them: a queue at its share may give up its work where its own
+                        # waiting gangs take its place.
+                        trade = next(chains(problem, best, tier, queue, spare, swap=True, layout=layout), None)
                 if trade is None or (tier, queue, trade.first) in tried:
                     continue
                 tried.add((tier, queue, trade.first))
