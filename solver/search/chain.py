@@ -45,6 +45,21 @@ takes, on the node where they cost the tier least, only as many victims as the p
 queue's loss, rises. The first look runs first so that where it finds a chain, the trades are
 those it finds.
 
+Where neither finds one, a third look (``swap``) may take the placed work, of any rank, of the
+queues at their deserved share at the tier and at every more important level counting them
+(:func:`_at_share`: their share is capped there, so GPUs beyond it add nothing): a victim ranked
+above the waiting gang, which no look before takes. On the contended files such a queue holds
+whole-node pods of its top priority on the pool the waiting pods need while its own small gangs
+of the same rank wait; the long search drops the former, places the latter, and the queue below
+its share takes the pool (benchmarks/RESULTS.md, session 35). A gang joins only where the at-share
+queues it takes from are made up (:func:`_refill`): their own waiting gangs counted at the tier,
+highest rank first, placed whole in the copy of the room (into room left, or room that victims of
+the first look's kinds give up, the cheapest first) until, at every level up to the tier, what
+they lose is within what they held beyond their share plus what is placed back; the tier is then
+read with the waiting queue's gain alone (the at-share queues' terms stay capped). Target nodes
+freed by victims alone go before those whose occupants must move (a mover needs room the refill
+needs too).
+
 The trade is the exchange's: the decision without the movers and victims, Q's chosen waiting
 gangs placed first, then the movers, then everything left out as the greedy would (victims
 included, into whatever room is left), kept only where the objective's first levels rank it
