@@ -85,6 +85,12 @@ MAX_LOOKS = 16
 its pool's nodes and, where a mover finds no room left, on the mover's eligible nodes)."""
 
 
+REFILL_PODS = 128
+"""The third look (``swap``) places at most this many pods of the at-share queues' waiting gangs
+in its copy of the room, over all the waiting gangs it looks at: each reads the room over the pod's
+eligible nodes (hundreds for the small pods that refill), and a look is not a trade (not asked of
+the deadline); where they run out, the look offers what it has found."""
+
 NARROW = 0.125
 """A pool is narrow where its pod may use at most this share of the nodes (the pools the long
 search's chains free on the contended 1,000-node files: 22-71 nodes; a pod eligible on hundreds
@@ -226,8 +232,11 @@ def chains(
     # victims take, plus what its own waiting gangs placed in the copy of the room give back.
     slack = {other: [left for _counted, left in levels] for other, levels in swaps.items()}
     refilled: set[int] = set()  # the at-share queues' waiting gangs placed in the copy
+    budget = [REFILL_PODS]  # the refill pods the look may still place (:data:`REFILL_PODS`)
     change = 0
     for gang in waiting:
+        if swaps and budget[0] <= 0:
+            break
         classes = [c for c in gang.classes if problem.classes[c].pods]
         top = max(classes, key=lambda c: (problem.shapes[problem.classes[c].shape].request[gpu], -c))
         shape = problem.shapes[problem.classes[top].shape]
@@ -338,7 +347,11 @@ def chains(
                 refill_pool: list[set[int]] = refill_pool,
             ) -> int | None:
                 """A node for one of a queue at its share's own waiting pods: room left, or room
-                the victims no more important level needs leave (not the queues at their share's)."""
+                the victims no more important level needs leave (not the queues at their share's);
+                none once the look's refill pods are spent."""
+                if budget[0] <= 0:
+                    return None
+                budget[0] -= 1
                 spot = first_fit(problem, s, trial, with_room)
                 if spot is None:
                     if not refill_pool:
@@ -456,16 +469,31 @@ def _refill(
             ),
             key=lambda gang: (-gang.rank, gang.created, gang.index),
         )
+
+        def gives(gang: Gang, counted: set[int]) -> int:
+            return sum(
+                len(problem.classes[c].pods) * problem.shapes[problem.classes[c].shape].request[gpu]
+                for c in gang.classes
+                if c in counted
+            )
+
+        # All of them placed would not make it up: no refill tried (most looks end here, cheaply).
+        if any(left[i] + sum(gives(gang, counted) for gang in waiting) < 0 for i, (counted, _l) in enumerate(levels)):
+            return None
+        full: set[int] = set()  # shapes a pod found no node for: later pods of them are not tried
         for gang in waiting:
             pods = [(c, pod) for c in gang.classes for pod in problem.classes[c].pods]
             # Only gangs that give back at a level still short: the others would take room for nothing.
             if not any(left[i] < 0 and any(c in counted for c, _pod in pods) for i, (counted, _l) in enumerate(levels)):
+                continue
+            if any(problem.classes[c].shape in full for c, _pod in pods):
                 continue
             spots: list[tuple[int, int]] = []
             for c, _pod in pods:
                 s = problem.classes[c].shape
                 spot = spot_for(s)
                 if spot is None:
+                    full.add(s)
                     break
                 trial.add(spot, tuple(-a for a in problem.shapes[s].request), 1)
                 spots.append((s, spot))
