@@ -333,7 +333,6 @@ def chains(
         now_slack = slack
         now_refilled: set[int] = set()
         if swaps:
-
             # The victims a refill pod may take out, made when one first needs them.
             refill_pool: list[set[int]] = []
             taken_before = movers | out_movers | victims
@@ -462,11 +461,7 @@ def _refill(
         if min(left) >= 0:
             continue
         waiting = sorted(
-            (
-                gang
-                for gang in waiting_counted(problem, assignment, other, levels[-1][0])
-                if gang.index not in refilled
-            ),
+            (gang for gang in waiting_counted(problem, assignment, other, levels[-1][0]) if gang.index not in refilled),
             key=lambda gang: (-gang.rank, gang.created, gang.index),
         )
 
