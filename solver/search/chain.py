@@ -49,6 +49,21 @@ waiting gang a look would look at (none with a GPU pod on a narrow pool) stops b
 flatter queues are read: the second look cost about 0.1 s at 10,000 nodes before the first trade
 (benchmarks/RESULTS.md, sessions 34-35).
 
+Where neither finds one, a third look (``swap``) may take the placed work, of any rank, of the
+queues at their deserved share at the tier and at every more important level counting them
+(:func:`_at_share`: their share is capped there, so GPUs beyond it add nothing): a victim ranked
+above the waiting gang, which no look before takes. On the contended files such a queue holds
+whole-node pods of its top priority on the pool the waiting pods need while its own small gangs
+of the same rank wait; the long search drops the former, places the latter, and the queue below
+its share takes the pool (benchmarks/RESULTS.md, session 35). A gang joins only where the at-share
+queues it takes from are made up (:func:`_refill`): their own waiting gangs counted at the tier,
+highest rank first, placed whole in the copy of the room (into room left, or room that victims of
+the first look's kinds give up, the cheapest first) until, at every level up to the tier, what
+they lose is within what they held beyond their share plus what is placed back; the tier is then
+read with the waiting queue's gain alone (the at-share queues' terms stay capped). Target nodes
+freed by victims alone go before those whose occupants must move (a mover needs room the refill
+needs too).
+
 The trade is the exchange's: the decision without the movers and victims, Q's chosen waiting
 gangs placed first, then the movers, then everything left out as the greedy would (victims
 included, into whatever room is left), kept only where the objective's first levels rank it
@@ -64,7 +79,7 @@ from dataclasses import dataclass, field
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
+from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.relocation import Room, eject, first_fit, row_without, tier_change
 from vcsat.solver.search.slope_trade import gains
@@ -73,6 +88,12 @@ MAX_LOOKS = 16
 """At most this many of a queue's waiting gangs are looked at for one chain (each reads the room on
 its pool's nodes and, where a mover finds no room left, on the mover's eligible nodes)."""
 
+
+REFILL_PODS = 128
+"""The third look (``swap``) places at most this many pods of the at-share queues' waiting gangs
+in its copy of the room, over all the waiting gangs it looks at: each reads the room over the pod's
+eligible nodes (hundreds for the small pods that refill), and a look is not a trade (not asked of
+the deadline); where they run out, the look offers what it has found."""
 
 NARROW = 0.125
 """A pool is narrow where its pod may use at most this share of the nodes (the pools the long
@@ -192,13 +213,16 @@ def chains(
     spare: set[int],
     *,
     flatter: bool = False,
+    swap: bool = False,
     layout: Callable[[], Layout] | None = None,
 ) -> Iterator[Chain]:
     """The chain trade (module docstring) for ``queue`` at fair-share ``tier``, if the copy of the
     room finds one that raises the tier; ``spare``: the placed gangs no fair-share level as
     important as ``tier`` needs (each used only where ranked below the waiting gang); ``flatter``:
-    the flatter queues' work counted at the tier may be taken out too (module docstring);
-    ``layout``: gives :meth:`Layout.of` ``assignment`` where the caller keeps it (made here otherwise)."""
+    the flatter queues' work counted at the tier may be taken out too (module docstring); ``swap``:
+    the work of the queues at their share may be taken out where their own waiting gangs take its
+    place (module docstring); ``layout``: gives :meth:`Layout.of` ``assignment`` where the caller
+    keeps it (made here otherwise)."""
     if res.GPU not in problem.resources:
         return
     gpu = problem.resource_index(res.GPU)
@@ -214,6 +238,9 @@ def chains(
     flat = _flatter(problem, assignment, tier, queue, of_queue) if flatter else {}
     if flatter and not flat:
         return
+    swaps = _at_share(problem, assignment, tier, queue) if swap else {}
+    if swap and not swaps:
+        return
     base, on_node, of_gang, largest = found.base, found.on_node, found.of_gang, found.largest
 
     def counted_gpus(g: int, counted: Collection[int] = counted) -> int:
@@ -224,8 +251,12 @@ def chains(
         )
 
     def cost(g: int) -> int:
-        """What taking victim ``g`` out costs the tier's counted GPUs (its queue's, ``queue``'s or a flatter one's)."""
-        return counted_gpus(g) if problem.gangs[g].queue == queue else flat_gpus(g)
+        """What taking victim ``g`` out costs the tier's counted GPUs (its queue's, ``queue``'s or a
+        flatter one's); for a queue at its share, its GPUs (its own waiting gangs must make them up)."""
+        if problem.gangs[g].queue == queue:
+            return counted_gpus(g)
+        levels = swaps.get(problem.gangs[g].queue)
+        return counted_gpus(g, levels[-1][0]) if levels else flat_gpus(g)
 
     def flat_gpus(g: int) -> int:
         """What taking ``g`` out costs a flatter queue's term at the tier (0 where it is no flat victim)."""
@@ -241,8 +272,15 @@ def chains(
     victims: set[int] = set()
     gained = lost = 0
     flat_lost: dict[str, int] = {}  # per flatter queue, the GPUs its victims take from its term (negative)
+    # Per queue at its share, per level it is counted at: its share's slack there less what its
+    # victims take, plus what its own waiting gangs placed in the copy of the room give back.
+    slack = {other: [left for _counted, left in levels] for other, levels in swaps.items()}
+    refilled: set[int] = set()  # the at-share queues' waiting gangs placed in the copy
+    budget = [REFILL_PODS]  # the refill pods the look may still place (:data:`REFILL_PODS`)
     change = 0
     for gang in waiting:
+        if swaps and budget[0] <= 0:
+            break
         classes = [c for c in gang.classes if problem.classes[c].pods]
         top = max(classes, key=lambda c: (problem.shapes[problem.classes[c].shape].request[gpu], -c))
         shape = problem.shapes[problem.classes[top].shape]
@@ -255,6 +293,8 @@ def chains(
 
         def victim(g: int, size: int = size, rank: int = gang.rank) -> bool:
             other = problem.gangs[g]
+            if other.queue in swaps:
+                return True  # a queue at its share: its own waiting gangs must make up what it loses
             if other.queue in flat and other.rank <= rank and flat_gpus(g) > 0:
                 return True  # a flatter queue's work of the waiting gang's rank or below, counted here only
             if other.rank >= rank:
@@ -282,7 +322,9 @@ def chains(
             own = sum(cost(g) for g in there if victim(g))
             moved = sum(largest.get(g, 0) for g in there if not victim(g))
             options.append((own, moved, node, there))
-        options.sort(key=lambda o: (o[0], o[1], o[2]))
+        # A queue at its share is made up by its own waiting gangs, where a mover must find room:
+        # the nodes its victims free go first.
+        options.sort(key=(lambda o: (o[1], o[0], o[2])) if swaps else (lambda o: (o[0], o[1], o[2])))
         targets: list[int] = []
         for _own, _moved, node, there in options:
             if len(targets) == need:
@@ -316,7 +358,7 @@ def chains(
                             pool = of_kind - movers - out_movers
                         taken: set[int] = set()
                         free = pool - victims - out_victims
-                        if flat:
+                        if flat or swaps:
                             spot = _cheapest(problem, s, trial, on_node, of_gang, free, taken, cost)
                         else:
                             spot = eject(problem, s, trial, on_node, of_gang, free, taken)
@@ -331,6 +373,44 @@ def chains(
                 break
         if not placed_all:
             continue
+        now_slack = slack
+        now_refilled: set[int] = set()
+        if swaps:
+            # The victims a refill pod may take out, made when one first needs them.
+            refill_pool: list[set[int]] = []
+            taken_before = movers | out_movers | victims
+
+            def spot_for(
+                s: int,
+                trial: Room = trial,
+                out_victims: set[int] = out_victims,
+                victim: Callable[[int], bool] = victim,
+                taken_before: set[int] = taken_before,
+                refill_pool: list[set[int]] = refill_pool,
+            ) -> int | None:
+                """A node for one of a queue at its share's own waiting pods: room left, or room
+                the victims no more important level needs leave (not the queues at their share's);
+                none once the look's refill pods are spent."""
+                if budget[0] <= 0:
+                    return None
+                budget[0] -= 1
+                spot = first_fit(problem, s, trial, with_room)
+                if spot is None:
+                    if not refill_pool:
+                        refill_pool.append(
+                            {g for g in of_gang if problem.gangs[g].queue not in swaps and victim(g)} - taken_before
+                        )
+                    taken: set[int] = set()
+                    spot = _cheapest(problem, s, trial, on_node, of_gang, refill_pool[0] - out_victims, taken, cost)
+                    out_victims |= taken
+                return spot
+
+            found_back = _refill(
+                problem, assignment, trial, spot_for, swaps, slack, out_victims, refilled, counted_gpus
+            )
+            if found_back is None:
+                continue  # a queue at its share would fall below it at a level as important as the tier
+            now_slack, now_refilled = found_back
         now_gained = gained + size * need
         now_lost = lost + sum(counted_gpus(g) for g in out_victims if problem.gangs[g].queue == queue)
         now_flat = dict(flat_lost)
@@ -341,6 +421,8 @@ def chains(
         if now <= change:
             continue
         room, gained, lost, change, flat_lost = trial, now_gained, now_lost, now, now_flat
+        slack = now_slack
+        refilled |= now_refilled
         first.add(gang.index)
         failed.discard(kind)
         movers |= out_movers
@@ -380,6 +462,104 @@ def _flatter(
         for q, _name, _d, _h, asked in fair_terms(problem, level):
             above.setdefault(q, set()).update(asked)
     return {other: of_queue[other] - above.get(other, set()) for other in flatter if other in of_queue}
+
+
+def _at_share(problem: Problem, assignment: Assignment, tier: int, queue: str) -> dict[str, list[tuple[set[int], int]]]:
+    """Per queue other than ``queue`` that ``tier`` counts on GPUs and that holds at least its
+    deserved GPUs at ``tier`` and at every more important fair-share level counting it (where its
+    share is capped: GPUs it holds beyond it add nothing), each such level's counted classes and
+    slack (the GPUs held beyond the deserved ones), most important first, ``tier`` last."""
+    gpu = problem.resource_index(res.GPU)
+    out: dict[str, list[tuple[set[int], int]]] = {}
+    short: set[str] = set()
+    for level in fair_ranks(problem):
+        if level > tier:
+            break
+        for other, name, deserved, held, asked in fair_terms(problem, level):
+            if other == queue or other in short:
+                continue
+            left = held + placed_amount(problem, assignment, asked, gpu) - deserved if name == res.GPU else -1
+            if left < 0:
+                short.add(other)
+                out.pop(other, None)
+                continue
+            out.setdefault(other, []).append((set(asked), left))
+    at_tier = {other for other, name, _d, _h, _a in fair_terms(problem, tier) if name == res.GPU}
+    return {other: levels for other, levels in out.items() if other in at_tier}
+
+
+def _refill(
+    problem: Problem,
+    assignment: Assignment,
+    trial: Room,
+    spot_for: Callable[[int], int | None],
+    swaps: dict[str, list[tuple[set[int], int]]],
+    slack: dict[str, list[int]],
+    victims: Collection[int],
+    refilled: set[int],
+    counted_gpus: Callable[[int, Collection[int]], int],
+) -> tuple[dict[str, list[int]], set[int]] | None:
+    """Whether the queues at their share that lose ``victims`` stay at it: per such queue, its own
+    waiting gangs counted at the tier (highest rank, then oldest, first; whole, each pod by first fit
+    in ``trial``, which keeps them) placed until, at every level it is counted at (``swaps``), what
+    its victims take is within the slack left (``slack``) plus what they give back. The slack left
+    after and the gangs placed; None where a queue stays short at some level."""
+    gpu = problem.resource_index(res.GPU)
+    now = {other: list(left) for other, left in slack.items()}
+    placed: set[int] = set()
+    for other in sorted({problem.gangs[g].queue for g in victims} & swaps.keys()):
+        levels = swaps[other]
+        left = now[other]
+        for i, (counted, _left) in enumerate(levels):
+            left[i] -= sum(counted_gpus(g, counted) for g in victims if problem.gangs[g].queue == other)
+        if min(left) >= 0:
+            continue
+        waiting = sorted(
+            (gang for gang in waiting_counted(problem, assignment, other, levels[-1][0]) if gang.index not in refilled),
+            key=lambda gang: (-gang.rank, gang.created, gang.index),
+        )
+
+        def gives(gang: Gang, counted: set[int]) -> int:
+            return sum(
+                len(problem.classes[c].pods) * problem.shapes[problem.classes[c].shape].request[gpu]
+                for c in gang.classes
+                if c in counted
+            )
+
+        # All of them placed would not make it up: no refill tried (most looks end here, cheaply).
+        if any(left[i] + sum(gives(gang, counted) for gang in waiting) < 0 for i, (counted, _l) in enumerate(levels)):
+            return None
+        full: set[int] = set()  # shapes a pod found no node for: later pods of them are not tried
+        for gang in waiting:
+            pods = [(c, pod) for c in gang.classes for pod in problem.classes[c].pods]
+            # Only gangs that give back at a level still short: the others would take room for nothing.
+            if not any(left[i] < 0 and any(c in counted for c, _pod in pods) for i, (counted, _l) in enumerate(levels)):
+                continue
+            if any(problem.classes[c].shape in full for c, _pod in pods):
+                continue
+            spots: list[tuple[int, int]] = []
+            for c, _pod in pods:
+                s = problem.classes[c].shape
+                spot = spot_for(s)
+                if spot is None:
+                    full.add(s)
+                    break
+                trial.add(spot, tuple(-a for a in problem.shapes[s].request), 1)
+                spots.append((s, spot))
+            if len(spots) < len(pods):
+                for s, spot in spots:  # not whole: its pods taken back out
+                    trial.add(spot, problem.shapes[s].request, 1)
+                continue
+            placed.add(gang.index)
+            for i, (counted, _left) in enumerate(levels):
+                left[i] += sum(
+                    problem.shapes[problem.classes[c].shape].request[gpu] for c, _pod in pods if c in counted
+                )
+            if min(left) >= 0:
+                break
+        if min(left) < 0:
+            return None
+    return now, placed
 
 
 def _cheapest(

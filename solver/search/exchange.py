@@ -76,7 +76,9 @@ its large waiting pods need moved to their other nodes or taken out (lower-ranke
 that important needs, and the queue's own lower-ranked smaller gangs), found in a copy of
 the room, tried only where every mover finds a place and the tier would rise; where none is
 found, a second look that may also take the flatter queues' work at the tier (of the waiting
-gang's rank or below; the tier read with their loss); kept on the same terms. They go first
+gang's rank or below; the tier read with their loss); where neither finds one, a third that may
+take the work of the queues at their share where their own waiting gangs make it up (any rank:
+a queue at its share trading its whole-node pods for its small ones); kept on the same terms. They go first
 because on the contended clusters the slope trades before them take the few trades a 1 s cycle
 fits without reaching the tier they raise (benchmarks/RESULTS.md, session 33). Looking for them
 is not a trade; each tried is.
@@ -505,6 +507,13 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
                     if trade is None:
                         # None without them: the flatter queues' work at the tier may go too.
                         trade = next(chains(problem, best, tier, queue, spare, flatter=True, layout=layout), None)
+                if trade is None:
+                    # Nor with them: a queue at its share may give up its work where its own
+                    # waiting gangs take its place (the dearest look: asked of the clock apart).
+                    if not run.looks():
+                        return best, best_rank
+                    with run.look():
+                        trade = next(chains(problem, best, tier, queue, spare, swap=True, layout=layout), None)
                 if trade is None or (tier, queue, trade.first) in tried:
                     continue
                 tried.add((tier, queue, trade.first))
