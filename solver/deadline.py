@@ -32,7 +32,7 @@ read the decision and may find nothing) are asked too (:meth:`WallPlan.allows_lo
 only where it ends before the deadline less the reserve, predicted at the dearest look this cycle
 ran (:data:`LOOK_SECONDS` and :data:`LOOK_PER_NODE` for the first), and the first refused ends the
 exchange as a refused trade does, recorded the same way; so the exchange overruns the deadline by
-at most one look (at 10,000 nodes a chain look is about 0.1 s), where looks between trades were
+at most one look, where looks between trades were
 asked nothing and a cycle whose deadline passed during them ran them all before the next trade's
 question. A look changes no decision, so a replay of N trades decides the same whatever its looks.
 (The names of the
@@ -141,9 +141,8 @@ LOOK_PER_NODE = 1.5e-5
 """CPU seconds per node of one exchange look besides :data:`LOOK_SECONDS`: a chain look (both looks
 of a queue) reads the decision's layout and the waiting gangs' pools. The prediction is the first
 look's (later ones are predicted at the dearest that ran); the two constants give 0.025 s at 1,000
-nodes and 0.16 s at 10,000, about what the dearest look was measured to take there (up to 0.025 s
-on the 1,000-node contended and over-served shapes, 0.10-0.13 s on the 10,000-node contended
-shape; benchmarks/RESULTS.md, session 35)."""
+nodes and 0.16 s at 10,000, about what the dearest look takes there on the contended and
+over-served shapes (benchmarks/RESULTS.md, session 35)."""
 RESERVE_PER_NODE = 2e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out. About one and a half to two times what those steps

@@ -46,8 +46,8 @@ queue's loss, rises. The first look runs first so that where it finds a chain, t
 those it finds. The two looks read once what they share (:class:`Layout`: the decision's room and
 pods, each queue's waiting gangs at a tier, the nodes with room per shape), and a queue with no
 waiting gang a look would look at (none with a GPU pod on a narrow pool) stops both before the
-flatter queues are read: the second look cost about 0.1 s at 10,000 nodes before the first trade
-(benchmarks/RESULTS.md, sessions 34-35).
+flatter queues are read (the second look's walk over them is its dear part at 10,000 nodes:
+benchmarks/RESULTS.md, sessions 34-35).
 
 Where neither finds one, a third look (``swap``) may take the placed work, of any rank, of the
 queues at their deserved share at the tier and at every more important level counting them
