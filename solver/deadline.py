@@ -32,12 +32,11 @@ read the decision and may find nothing) are asked too (:meth:`WallPlan.allows_lo
 only where it ends before the deadline less the reserve, predicted at the dearest look this cycle
 ran (:data:`LOOK_SECONDS` and :data:`LOOK_PER_NODE` for the first), and the first refused ends the
 exchange as a refused trade does, recorded the same way; so the exchange overruns the deadline by
-at most one look, where looks between trades were
-asked nothing and a cycle whose deadline passed during them ran them all before the next trade's
-question. A look changes no decision, so a replay of N trades decides the same whatever its looks.
-(The names of the
-exchange's three kinds of trades, :data:`EXCHANGE`, :data:`EXCHANGE_ACROSS` and
-:data:`EXCHANGE_FAIR`, stay steps: a dump of an older cycle that skipped one whole replays it so.)
+at most one look, where looks between trades were asked nothing and a cycle whose deadline passed
+during them ran them all before the next trade's question. A look changes no decision, so a
+replay of N trades decides the same whatever its looks. (The names of the exchange's three kinds
+of trades, :data:`EXCHANGE`, :data:`EXCHANGE_ACROSS` and :data:`EXCHANGE_FAIR`, stay steps: a dump
+of an older cycle that skipped one whole replays it so.)
 When the warm start is outside the tolerance and has trades to try, the steps before the
 exchange (the search, its top-up, the neighbourhood rounds, and the search's own wall deadline;
 not the greedy's second fill, which often brings the warm start within the tolerance) also keep

@@ -92,8 +92,8 @@ its pool's nodes and, where a mover finds no room left, on the mover's eligible 
 REFILL_PODS = 128
 """The third look (``swap``) places at most this many pods of the at-share queues' waiting gangs
 in its copy of the room, over all the waiting gangs it looks at: each reads the room over the pod's
-eligible nodes (hundreds for the small pods that refill), and a look is not a trade (not asked of
-the deadline); where they run out, the look offers what it has found."""
+eligible nodes (hundreds for the small pods that refill), and a look is asked of the deadline
+only before it starts; where they run out, the look offers what it has found."""
 
 NARROW = 0.125
 """A pool is narrow where its pod may use at most this share of the nodes (the pools the long
@@ -406,7 +406,7 @@ def chains(
                 return spot
 
             found_back = _refill(
-                problem, assignment, trial, spot_for, swaps, slack, out_victims, refilled, counted_gpus
+                problem, assignment, trial, spot_for, swaps, slack, out_victims, refilled, counted_gpus, found.queued
             )
             if found_back is None:
                 continue  # a queue at its share would fall below it at a level as important as the tier
@@ -498,12 +498,14 @@ def _refill(
     victims: Collection[int],
     refilled: set[int],
     counted_gpus: Callable[[int, Collection[int]], int],
+    of_queue: dict[str, list[Gang]] | None = None,
 ) -> tuple[dict[str, list[int]], set[int]] | None:
     """Whether the queues at their share that lose ``victims`` stay at it: per such queue, its own
     waiting gangs counted at the tier (highest rank, then oldest, first; whole, each pod by first fit
     in ``trial``, which keeps them) placed until, at every level it is counted at (``swaps``), what
     its victims take is within the slack left (``slack``) plus what they give back. The slack left
-    after and the gangs placed; None where a queue stays short at some level."""
+    after and the gangs placed; None where a queue stays short at some level. ``of_queue``:
+    :func:`queued` of the problem, when the caller keeps it (each queue's own gangs walked, not all)."""
     gpu = problem.resource_index(res.GPU)
     now = {other: list(left) for other, left in slack.items()}
     placed: set[int] = set()
@@ -515,7 +517,11 @@ def _refill(
         if min(left) >= 0:
             continue
         waiting = sorted(
-            (gang for gang in waiting_counted(problem, assignment, other, levels[-1][0]) if gang.index not in refilled),
+            (
+                gang
+                for gang in waiting_counted(problem, assignment, other, levels[-1][0], of_queue)
+                if gang.index not in refilled
+            ),
             key=lambda gang: (-gang.rank, gang.created, gang.index),
         )
 
