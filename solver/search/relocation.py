@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
+from operator import ge
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
@@ -103,8 +104,8 @@ class Room:
             row[r] += k * amount
 
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
-        row = self.row(node)
-        return all(row[r] >= amount for r, amount in enumerate(request))
+        # Pairwise in C (``map``): the looks and moves ask this tens of thousands of times a decision.
+        return all(map(ge, self.row(node), request))
 
 
 def tier_change(problem: Problem, assignment: Assignment, tier: int, gpus: dict[str, int]) -> int:
@@ -317,11 +318,19 @@ def first_fit(problem: Problem, shape_index: int, room: Room, with_room: dict[in
     nodes = with_room.get(shape_index)
     if nodes is None:
         base = room.base
-        nodes = [node for node in shape.nodes if all(base[node][r] >= a for r, a in enumerate(shape.request))]
+        nodes = [node for node in shape.nodes if all(map(ge, base[node], shape.request))]
         with_room[shape_index] = nodes
+    for node in nodes:
+        if room.fits(node, shape.request):
+            return node
+    # The changed nodes are read only where none of those fits: the set of the shape's nodes (up
+    # to every node) made on every call was most of a call's cost in the chain looks, which ask
+    # thousands of times a decision, and the first node with room before the trade that the
+    # trade left alone fits (benchmarks/RESULTS.md, session 36).
+    if not room.changed:
+        return None
     eligible = set(shape.nodes)
-    extra = sorted(node for node in room.changed if node in eligible)
-    for node in [*nodes, *extra]:
+    for node in sorted(node for node in room.changed if node in eligible):
         if room.fits(node, shape.request):
             return node
     return None
