@@ -47,7 +47,10 @@ those it finds. The two looks read once what they share (:class:`Layout`: the de
 pods, each queue's waiting gangs at a tier, the nodes with room per shape), and a queue with no
 waiting gang a look would look at (none with a GPU pod on a narrow pool) stops both before the
 flatter queues are read (the second look's walk over them is its dear part at 10,000 nodes:
-benchmarks/RESULTS.md, sessions 34-35).
+benchmarks/RESULTS.md, sessions 34-35). A look's victims for a pod that finds no room
+(:func:`_cheapest`) are read only on the nodes holding one (a refill pod's shape spans hundreds of
+nodes, a few of which hold a victim), and each victim's cost once per look (:func:`_memo`):
+those reads were most of the second and third looks' time at 1,000 nodes (session 36).
 
 Where neither finds one, a third look (``swap``) may take the placed work, of any rank, of the
 queues at their deserved share at the tier and at every more important level counting them
