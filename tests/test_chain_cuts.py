@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vcsat.solver.search.chain import _cheapest, _memo
-from vcsat.solver.search.relocation import Room, first_fit
+from vcsat.solver.search.relocation import Room, eject, first_fit, row_without
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,31 @@ def _cheapest_before(
         for s, n, k in of_gang[g]:
             room.add(n, problem.shapes[s].request, k)
     return best[0]
+
+
+def _eject_before(
+    problem: _Problem,
+    shape_index: int,
+    room: Room,
+    on_node: dict[int, list[tuple[int, int, int]]],
+    of_gang: dict[int, list[tuple[int, int, int]]],
+    spare: set[int],
+    victims: set[int],
+) -> int | None:
+    """main ``1a3915e``'s ``eject``, verbatim."""
+    shape = problem.shapes[shape_index]
+    for node in shape.nodes:
+        there = sorted({g for g, _s, _k in on_node.get(node, ()) if g in spare and g not in victims})
+        if not there:
+            continue
+        row = row_without(problem, room, node, there, of_gang)  # type: ignore[arg-type]
+        if all(row[r] >= amount for r, amount in enumerate(shape.request)):
+            for g in there:
+                victims.add(g)
+                for s, n, k in of_gang[g]:
+                    room.add(n, problem.shapes[s].request, k)
+            return node
+    return None
 
 
 @dataclass(frozen=True)
@@ -221,6 +246,15 @@ def _run_cheapest(fn: Callable[..., int | None], case: _Case) -> tuple[int | Non
     return got, victims, room.changed
 
 
+def _run_eject(fn: Callable[..., int | None], case: _Case) -> tuple[int | None, set[int], dict[int, list[int]]]:
+    problem = _Problem(case.shapes)
+    on_node, of_gang = case.layout()
+    room = case.room()
+    victims = set(case.victims)
+    got = fn(problem, 0, room, on_node, of_gang, set(case.pool), victims)
+    return got, victims, room.changed
+
+
 @pytest.mark.parametrize("name", list(CHEAPEST))
 def test_cheapest_table(name: str) -> None:
     case, node, victims = CHEAPEST[name]
@@ -228,6 +262,23 @@ def test_cheapest_table(name: str) -> None:
     assert got[0] == node
     assert got[1] == victims
     assert got == _run_cheapest(_cheapest_before, case)
+
+
+# eject takes every spare gang on the first node where that makes room: the cases above, by node order.
+EJECT = {
+    "cheapest victim": 0,
+    "fewer, cheaper": 0,
+    "taken before": 0,
+    "no victim": None,
+}
+
+
+@pytest.mark.parametrize("name", list(EJECT))
+def test_eject_table(name: str) -> None:
+    case = CHEAPEST[name][0]
+    got = _run_eject(eject, case)
+    assert got[0] == EJECT[name]
+    assert got == _run_eject(_eject_before, case)
 
 
 @st.composite
@@ -275,6 +326,12 @@ def test_first_fit_as_before(case: _Case) -> None:
 @given(_cases())
 def test_cheapest_as_before(case: _Case) -> None:
     assert _run_cheapest(_cheapest, case) == _run_cheapest(_cheapest_before, case)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_cases())
+def test_eject_as_before(case: _Case) -> None:
+    assert _run_eject(eject, case) == _run_eject(_eject_before, case)
 
 
 @settings(max_examples=200, deadline=None)

@@ -361,12 +361,21 @@ def eject(
     """A node among the shape's eligible ones where one of its pods fits once the ``spare`` gangs
     there are taken out (added to ``victims``, their room freed in ``room``); None if there is none."""
     shape = problem.shapes[shape_index]
+    # The nodes holding a ``spare`` gang, where those are fewer than the shape's nodes: the others
+    # are passed over without reading their pods (as :func:`vcsat.solver.search.chain._cheapest`).
+    marked = (
+        {n for g in spare if g not in victims for _s, n, _k in of_gang.get(g, ())}
+        if len(spare) < len(shape.nodes)
+        else None
+    )
     for node in shape.nodes:
+        if marked is not None and node not in marked:
+            continue
         there = sorted({g for g, _s, _k in on_node.get(node, ()) if g in spare and g not in victims})
         if not there:
             continue
         row = row_without(problem, room, node, there, of_gang)
-        if all(row[r] >= amount for r, amount in enumerate(shape.request)):
+        if all(map(ge, row, shape.request)):
             for g in there:
                 victims.add(g)
                 for s, n, k in of_gang[g]:
