@@ -47,7 +47,10 @@ those it finds. The two looks read once what they share (:class:`Layout`: the de
 pods, each queue's waiting gangs at a tier, the nodes with room per shape), and a queue with no
 waiting gang a look would look at (none with a GPU pod on a narrow pool) stops both before the
 flatter queues are read (the second look's walk over them is its dear part at 10,000 nodes:
-benchmarks/RESULTS.md, sessions 34-35).
+benchmarks/RESULTS.md, sessions 34-35). A look's victims for a pod that finds no room
+(:func:`_cheapest`) are read only on the nodes holding one (a refill pod's shape spans hundreds of
+nodes, a few of which hold a victim), and each victim's cost once per look (:func:`_memo`):
+those reads were most of the second and third looks' time at 1,000 nodes (session 36).
 
 Where neither finds one, a third look (``swap``) may take the placed work, of any rank, of the
 queues at their deserved share at the tier and at every more important level counting them
@@ -76,6 +79,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
+from operator import ge
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
@@ -250,13 +254,15 @@ def chains(
             if c in counted
         )
 
-    def cost(g: int) -> int:
+    def cost_of(g: int) -> int:
         """What taking victim ``g`` out costs the tier's counted GPUs (its queue's, ``queue``'s or a
         flatter one's); for a queue at its share, its GPUs (its own waiting gangs must make them up)."""
         if problem.gangs[g].queue == queue:
             return counted_gpus(g)
         levels = swaps.get(problem.gangs[g].queue)
         return counted_gpus(g, levels[-1][0]) if levels else flat_gpus(g)
+
+    cost = _memo(cost_of)
 
     def flat_gpus(g: int) -> int:
         """What taking ``g`` out costs a flatter queue's term at the tier (0 where it is no flat victim)."""
@@ -431,6 +437,21 @@ def chains(
         yield Chain(frozenset(first), frozenset(movers), frozenset(victims))
 
 
+def _memo(read: Callable[[int], int]) -> Callable[[int], int]:
+    """``read`` remembered per gang: a look asks a victim's cost again for every pod it weighs that
+    victim for (:func:`_cheapest`, per node of each pod's shape), and what the cost reads (the
+    decision, the tier's counted classes, the flatter and at-share queues) stays while the look runs."""
+    known: dict[int, int] = {}
+
+    def remembered(g: int) -> int:
+        value = known.get(g)
+        if value is None:
+            value = known[g] = read(g)
+        return value
+
+    return remembered
+
+
 def _looked_at(problem: Problem, gang: Gang, gpu: int) -> bool:
     """Whether :func:`chains` looks at waiting ``gang`` whatever the decision: its largest pod asks
     GPUs and is confined to a narrow pool (:data:`NARROW`)."""
@@ -584,7 +605,16 @@ def _cheapest(
     such); those victims added to ``victims``, their room freed in ``room``. None if there is none."""
     shape = problem.shapes[shape_index]
     best: tuple[int, int, list[int]] | None = None
+    # The nodes holding a victim of ``pool`` (a few of the shape's hundreds on the contended files),
+    # where the pool is the smaller: the others are passed over without reading their pods.
+    marked = (
+        {n for g in pool if g not in victims for _s, n, _k in of_gang.get(g, ())}
+        if len(pool) < len(shape.nodes)
+        else None
+    )
     for node in shape.nodes:
+        if marked is not None and node not in marked:
+            continue
         there = sorted(
             {g for g, _s, _k in on_node.get(node, ()) if g in pool and g not in victims}, key=lambda g: (cost(g), g)
         )
@@ -594,15 +624,17 @@ def _cheapest(
         going: list[int] = []
         spent = 0
         for g in there:
-            if all(row[r] >= amount for r, amount in enumerate(shape.request)):
+            if all(map(ge, row, shape.request)):
                 break
+            if best is not None and spent >= best[1]:
+                break  # costs are never negative: this node can no longer cost less than the best
             going.append(g)
             spent += cost(g)
             for s, n, k in of_gang[g]:
                 if n == node:
                     for r, amount in enumerate(problem.shapes[s].request):
                         row[r] += k * amount
-        fits = all(row[r] >= amount for r, amount in enumerate(shape.request))
+        fits = all(map(ge, row, shape.request))
         if going and fits and (best is None or spent < best[1]):
             best = (node, spent, going)
             if spent == 0:

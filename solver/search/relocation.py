@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
+from operator import ge
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
@@ -103,8 +104,8 @@ class Room:
             row[r] += k * amount
 
     def fits(self, node: int, request: tuple[int, ...]) -> bool:
-        row = self.row(node)
-        return all(row[r] >= amount for r, amount in enumerate(request))
+        # Pairwise in C (``map``): the looks and moves ask this tens of thousands of times a decision.
+        return all(map(ge, self.row(node), request))
 
 
 def tier_change(problem: Problem, assignment: Assignment, tier: int, gpus: dict[str, int]) -> int:
@@ -317,11 +318,19 @@ def first_fit(problem: Problem, shape_index: int, room: Room, with_room: dict[in
     nodes = with_room.get(shape_index)
     if nodes is None:
         base = room.base
-        nodes = [node for node in shape.nodes if all(base[node][r] >= a for r, a in enumerate(shape.request))]
+        nodes = [node for node in shape.nodes if all(map(ge, base[node], shape.request))]
         with_room[shape_index] = nodes
+    for node in nodes:
+        if room.fits(node, shape.request):
+            return node
+    # The changed nodes are read only where none of those fits: the set of the shape's nodes (up
+    # to every node) made on every call was most of a call's cost in the chain looks, which ask
+    # thousands of times a decision, and the first node with room before the trade that the
+    # trade left alone fits (benchmarks/RESULTS.md, session 36).
+    if not room.changed:
+        return None
     eligible = set(shape.nodes)
-    extra = sorted(node for node in room.changed if node in eligible)
-    for node in [*nodes, *extra]:
+    for node in sorted(node for node in room.changed if node in eligible):
         if room.fits(node, shape.request):
             return node
     return None
@@ -352,12 +361,21 @@ def eject(
     """A node among the shape's eligible ones where one of its pods fits once the ``spare`` gangs
     there are taken out (added to ``victims``, their room freed in ``room``); None if there is none."""
     shape = problem.shapes[shape_index]
+    # The nodes holding a ``spare`` gang, where those are fewer than the shape's nodes: the others
+    # are passed over without reading their pods (as :func:`vcsat.solver.search.chain._cheapest`).
+    marked = (
+        {n for g in spare if g not in victims for _s, n, _k in of_gang.get(g, ())}
+        if len(spare) < len(shape.nodes)
+        else None
+    )
     for node in shape.nodes:
+        if marked is not None and node not in marked:
+            continue
         there = sorted({g for g, _s, _k in on_node.get(node, ()) if g in spare and g not in victims})
         if not there:
             continue
         row = row_without(problem, room, node, there, of_gang)
-        if all(row[r] >= amount for r, amount in enumerate(shape.request)):
+        if all(map(ge, row, shape.request)):
             for g in there:
                 victims.add(g)
                 for s, n, k in of_gang[g]:
