@@ -9,6 +9,7 @@ the peak RSS.
     python benchmarks/phases.py my.json --json --profile /tmp/cycle.prof   # and a cProfile dump
     python benchmarks/phases.py my.json --time-limit 2 --cpu-clock   # the deadline as if idle
     python benchmarks/phases.py 1k.json --time-limit 1 --json --counters   # and why a run was slow
+    python benchmarks/phases.py 1k.json --time-limit 1 --slow-host 1.5   # as on a host 1.5x slower
 
 ``--counters`` adds the process's counters over the cycle (user and kernel CPU, page faults,
 context switches, the collector's passes, the hypervisor's steal) and the host's pace measured
@@ -157,6 +158,13 @@ def run(path: Path, time_limit_s: float, workers: int | None, counters: bool = F
     "wall limits excepted).",
 )
 @click.option(
+    "--slow-host",
+    type=click.FloatRange(min=1.0),
+    default=None,
+    help="Run as on a host this many times slower, CPU equal to wall: every Python clock reads this "
+    "process's CPU seconds times the factor (benchmarks/slow_host.py; implies --cpu-clock).",
+)
+@click.option(
     "--counters",
     is_flag=True,
     help="Also report the process's counters over the cycle and the host's pace just before it "
@@ -169,9 +177,14 @@ def main(
     profile: Path | None,
     as_json: bool,
     cpu_clock: bool,
+    slow_host: float | None,
     counters: bool,
 ) -> None:
-    if cpu_clock:
+    if slow_host is not None:
+        import slow_host as slowing
+
+        slowing.slow_the_clocks(slow_host)
+    elif cpu_clock:
         # Before the solver is imported: its clocks (and their defaults) read time.monotonic.
         time.monotonic = time.process_time
     if profile is not None:
