@@ -17,16 +17,21 @@ Taken before and after the cycle, these say which:
   pauses the collector: none expected).
 - ``steal``: the ticks ``/proc/stat`` counts as taken by the hypervisor, over all CPUs.
 
-And two paces measured just before the cycle, in the same process:
+And paces measured in the same process, just before the cycle and again just after it
+(``_after``):
 
-- ``python_ms``: CPU milliseconds of a fixed pure-Python loop that touches no new memory (the
-  host's pace at interpreting);
+- ``python_ms``: CPU milliseconds of a fixed pure-Python loop over a small table (in the core's
+  own caches: the host's pace at interpreting);
 - ``fault_us``: CPU microseconds per page to first-touch fresh anonymous memory (the host's pace
-  at giving the process memory; the cycle at 1,000 nodes takes about 26,000 such faults).
+  at giving the process memory; the cycle at 1,000 nodes takes about 18,000 such faults);
+- ``heap_ms`` (after the cycle only): CPU milliseconds to walk the snapshot's objects (pods, nodes,
+  PodGroups) a fixed number of times, reading each one's attribute dict: the cycle's own objects,
+  spread over megabytes, so the pace of the caches and memory the cycle reads through. Comparable
+  between runs of one file only.
 
-A slow run with the same ``minflt`` and no collector pass but a slower ``python_ms`` is the host's
-pace; a slower ``fault_us`` and a higher ``stime`` point at memory; more faults or passes at the
-process. Used by ``phases.py --counters``.
+A slow run with the same ``minflt`` and no collector pass is the host's; ``python_ms`` slower too
+points at the core, ``heap_ms`` alone at the caches and memory, ``fault_us`` and ``stime`` at new
+memory; more faults or passes at the process. Used by ``phases.py --counters``.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import gc
 import mmap
 import resource
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
@@ -151,3 +156,21 @@ def fault_pace(mib: int = 16) -> float:
     finally:
         region.close()
     return round(spent / (size // PAGE) * 1e6, 3)
+
+
+def heap_pace(objects: Sequence[object], rounds: int = 10) -> float:
+    """CPU milliseconds to read the attribute dict of each of ``objects``, ``rounds`` times over
+    (the collector paused): a walk over memory the process already holds, at its caches' pace."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        started = time.process_time()
+        total = 0
+        for _ in range(rounds):
+            for obj in objects:
+                total += len(obj.__dict__)
+        spent = time.process_time() - started
+    finally:
+        if enabled:
+            gc.enable()
+    return round(spent * 1000, 2)

@@ -12,9 +12,9 @@ the peak RSS.
     python benchmarks/phases.py 1k.json --time-limit 1 --slow-host 1.5   # as on a host 1.5x slower
 
 ``--counters`` adds the process's counters over the cycle (user and kernel CPU, page faults,
-context switches, the collector's passes, the hypervisor's steal) and the host's pace measured
-just before it (benchmarks/host_counters.py): a slow run with the same work and a slower pace is
-the machine's, more faults or passes the process's.
+context switches, the collector's passes, the hypervisor's steal) and the host's paces measured
+just before and after it (benchmarks/host_counters.py): a slow run with the same work and slower
+paces is the machine's, more faults or passes the process's.
 
 The box the benchmarks run on is shared: say its load next to the numbers.
 """
@@ -112,6 +112,9 @@ def run(path: Path, time_limit_s: float, workers: int | None, counters: bool = F
         total, cpu_total = time.perf_counter() - started, time.process_time() - cpu_started
         if counters:
             counted = {**host_counters.difference(before, host_counters.take()), **paces}
+            counted["python_ms_after"] = host_counters.python_pace()
+            counted["fault_us_after"] = host_counters.fault_pace()
+            counted["heap_ms"] = host_counters.heap_pace([*snapshot.pods, *snapshot.nodes, *snapshot.podgroups])
     finally:
         if counters:
             collector.__exit__(None, None, None)

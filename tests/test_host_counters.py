@@ -99,6 +99,24 @@ def test_paces_are_measured() -> None:
     assert host_counters.difference(between, after)["minflt"] >= (1 << 20) // host_counters.PAGE
 
 
+class Counted:
+    """An object that counts the reads of its attribute dict."""
+
+    reads = 0
+
+    def __getattribute__(self, name: str) -> object:
+        if name == "__dict__":
+            Counted.reads += 1
+        return object.__getattribute__(self, name)
+
+
+def test_heap_pace_reads_every_object_every_round() -> None:
+    Counted.reads = 0
+    objects = [Counted() for _ in range(7)]
+    assert host_counters.heap_pace(objects, rounds=3) >= 0
+    assert Counted.reads == 21
+
+
 def test_a_cycle_reports_its_counters_and_no_collector_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # phases.py imports host_counters as a script does
     instance = tmp_path / "cluster.json"
@@ -118,6 +136,9 @@ def test_a_cycle_reports_its_counters_and_no_collector_pass(tmp_path: Path, monk
         "steal",
         "python_ms",
         "fault_us",
+        "python_ms_after",
+        "fault_us_after",
+        "heap_ms",
         "gc",
     }
     assert counters["utime"] + counters["stime"] >= 0
