@@ -8,6 +8,13 @@ the peak RSS.
     python benchmarks/phases.py /tmp/10k.json --time-limit 10
     python benchmarks/phases.py my.json --json --profile /tmp/cycle.prof   # and a cProfile dump
     python benchmarks/phases.py my.json --time-limit 2 --cpu-clock   # the deadline as if idle
+    python benchmarks/phases.py 1k.json --time-limit 1 --json --counters   # and why a run was slow
+    python benchmarks/phases.py 1k.json --time-limit 1 --slow-host 1.5   # as on a host 1.5x slower
+
+``--counters`` adds the process's counters over the cycle (user and kernel CPU, page faults,
+context switches, the collector's passes, the hypervisor's steal) and the host's paces measured
+just before and after it (benchmarks/host_counters.py): a slow run with the same work and slower
+paces is the machine's, more faults or passes the process's.
 
 The box the benchmarks run on is shared: say its load next to the numbers.
 """
@@ -37,7 +44,7 @@ def _peak_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def run(path: Path, time_limit_s: float, workers: int | None) -> dict[str, Any]:
+def run(path: Path, time_limit_s: float, workers: int | None, counters: bool = False) -> dict[str, Any]:
     import importlib
 
     from vcsat.adapters.convert import instance_file
@@ -83,6 +90,14 @@ def run(path: Path, time_limit_s: float, workers: int | None) -> dict[str, Any]:
         setattr(solve_module, name, timed(labels[name], function))
     read_objects = instance_file.read_objects
     instance_file.read_objects = timed("read", read_objects)  # type: ignore[assignment]
+    if counters:
+        import host_counters
+
+        # Before the cycle, and not inside it: the paces' own faults and loops are not the cycle's.
+        paces = {"python_ms": host_counters.python_pace(), "fault_us": host_counters.fault_pace()}
+        collector = host_counters.collector_passes()
+        passes = collector.__enter__()
+        before = host_counters.take()
     try:
         started, cpu_started = time.perf_counter(), time.process_time()
         cycle_started = time.monotonic()
@@ -95,7 +110,14 @@ def run(path: Path, time_limit_s: float, workers: int | None) -> dict[str, Any]:
         with phase("check"):
             violations = check(snapshot, decision, policy)
         total, cpu_total = time.perf_counter() - started, time.process_time() - cpu_started
+        if counters:
+            counted = {**host_counters.difference(before, host_counters.take()), **paces}
+            counted["python_ms_after"] = host_counters.python_pace()
+            counted["fault_us_after"] = host_counters.fault_pace()
+            counted["heap_ms"] = host_counters.heap_pace([*snapshot.pods, *snapshot.nodes, *snapshot.podgroups])
     finally:
+        if counters:
+            collector.__exit__(None, None, None)
         for name, function in originals.items():
             setattr(solve_module, name, function)
         instance_file.read_objects = read_objects  # type: ignore[assignment]
@@ -121,6 +143,7 @@ def run(path: Path, time_limit_s: float, workers: int | None) -> dict[str, Any]:
         "pods_bound": len(decision.bindings),
         "violations": len(violations),
         "peak_rss_mib": _peak_mib(),
+        **({"counters": {**counted, "gc": passes}} if counters else {}),
     }
 
 
@@ -137,18 +160,42 @@ def run(path: Path, time_limit_s: float, workers: int | None) -> dict[str, Any]:
     "on a machine busy with other work the cycle's deadline then acts as on an idle one (CP-SAT's own "
     "wall limits excepted).",
 )
+@click.option(
+    "--slow-host",
+    type=click.FloatRange(min=1.0),
+    default=None,
+    help="Run as on a host this many times slower, CPU equal to wall: every Python clock reads this "
+    "process's CPU seconds times the factor (benchmarks/slow_host.py; implies --cpu-clock).",
+)
+@click.option(
+    "--counters",
+    is_flag=True,
+    help="Also report the process's counters over the cycle and the host's pace just before it "
+    "(benchmarks/host_counters.py).",
+)
 def main(
-    instance: Path, time_limit: float, workers: int | None, profile: Path | None, as_json: bool, cpu_clock: bool
+    instance: Path,
+    time_limit: float,
+    workers: int | None,
+    profile: Path | None,
+    as_json: bool,
+    cpu_clock: bool,
+    slow_host: float | None,
+    counters: bool,
 ) -> None:
-    if cpu_clock:
+    if slow_host is not None:
+        import slow_host as slowing
+
+        slowing.slow_the_clocks(slow_host)
+    elif cpu_clock:
         # Before the solver is imported: its clocks (and their defaults) read time.monotonic.
         time.monotonic = time.process_time
     if profile is not None:
         profiler = cProfile.Profile()
-        report = profiler.runcall(run, instance, time_limit, workers)
+        report = profiler.runcall(run, instance, time_limit, workers, counters)
         profiler.dump_stats(profile)
     else:
-        report = run(instance, time_limit, workers)
+        report = run(instance, time_limit, workers, counters)
     if as_json:
         click.echo(json.dumps(report))
         return
