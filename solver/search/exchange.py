@@ -107,6 +107,7 @@ from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.chain import Layout, chains, queued, waiting_counted
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
+from vcsat.solver.search.step_trade import step_trades
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
@@ -330,6 +331,10 @@ def exchange(
         start, start_rank = _chain_trades(problem, rank, start, start_rank, run)
     # Then the slope trades: they raise the fair-share tiers, which rank above all placed work,
     # where the greedy's fill order left them short, and a short cycle has room for a few trades.
+    # Then the step trades: a few GPUs between the queues of a tier, onto the steps of their
+    # shares; cheap and narrow, and the contended files' tiers short by a point or a few once the
+    # others are done are short by these (benchmarks/RESULTS.md, session 36).
+    start, start_rank = _step_trades(problem, rank, start, start_rank, tiers or [], run)
     sloped, sloped_rank = _slope_trades(problem, rank, start, start_rank, tiers or [], run)
     # Then the move trades, which change no tier: before them, a kept move can leave the room a
     # slope trade would have raised a tier with taken (benchmarks/RESULTS.md, session 32). They run
@@ -442,6 +447,41 @@ def _slope_trades(
                 if kept is not best:
                     best, tried = kept, set()
                     trades = [t for t in slope_trades(problem, best, tier, queue, top, first) if t.size not in done]
+    return best, best_rank
+
+
+def _step_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
+) -> Ranked:
+    """Per fair-share tier, most important first, the step trades
+    (:mod:`vcsat.solver.search.step_trade`), the most expected rise first; after one is kept, those
+    of the decision it leaves, from the first tier again. Looking for them is not a trade (its time
+    is left out of the trades' pace, ``run.look``); each one tried is. A trade already tried on the
+    decision that stands (tiers counting the same work name the same) is not tried again."""
+    if not tiers or not _exact(problem, best):
+        return best, best_rank
+    ranks = fair_ranks(problem)
+    tried: set[tuple[frozenset[int], frozenset[int]]] = set()
+    changed = True
+    while changed and not run.stopped:
+        changed = False
+        for tier in tiers:
+            if not run.looks():
+                return best, best_rank
+            with run.look():
+                trades = step_trades(problem, best, tier, ranks[: ranks.index(tier)], run.queued)
+            for trade in trades:
+                if (trade.drop, trade.first) in tried:
+                    continue
+                if run.stopped:
+                    return best, best_rank
+                tried.add((trade.drop, trade.first))
+                kept, best_rank = _kept(problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run)
+                if kept is not best:
+                    best, tried, changed = kept, set(), True
+                    break
+            if changed:
+                break
     return best, best_rank
 
 
