@@ -14,6 +14,9 @@ where the tier, counting whole thousandths of each share, rises.
   where q2's ``give`` pods count at a more important tier (q1's ``held`` pods of priority 1000:
   the tier of each queue's highest priority counts ``give`` but not ``want``), ``low`` goes rather
   than a ``give`` pod that tier would miss.
+- Asked only for trades whose giving queue loses nothing (``spare_only``, before the slope trades),
+  a GPU beyond q2's share goes, and one of a q2 at its share does not, though q1 (holding 1 of 4,
+  on a steeper piece) would gain more than q2 loses.
 - A Hypothesis property over such clusters: the step trades rank at least as high as the decision
   they start from (strictly, where they change it), keep every node's room and every gang whole or
   nothing, and the cycle from that start passes the validator.
@@ -167,3 +170,21 @@ def test_step_trades_never_rank_lower_and_the_cycle_validates(
         patch.setattr(_solve_module, "greedy", lambda problem: _start(problem))
         decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL))
     assert check(snap, decision, ALLOCATE) == []
+
+
+# (q1's running GPUs, q2's placed 1-GPU pods, whether a trade is offered when q2 may lose nothing)
+SPARE = [
+    (3, 5, True),  # the GPU q2 gives is one beyond its share: it loses nothing
+    (1, 4, False),  # q2 at its share gives a GPU q1 gains more with (a steeper piece): q2 loses a step
+]
+
+
+@pytest.mark.parametrize(("held", "give", "offered"), SPARE)
+def test_spare_only_step_trades_take_only_what_the_giving_share_does_not_count(
+    held: int, give: int, offered: bool
+) -> None:
+    problem = build_problem(_case(held, give, 1), ALLOCATE)
+    start = _start(problem)
+    ranks = fair_ranks(problem)
+    assert step_trades(problem, start, ranks[0], [])  # a trade either way when q2 may lose
+    assert bool(step_trades(problem, start, ranks[0], [], spare_only=True)) is offered

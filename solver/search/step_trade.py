@@ -23,6 +23,13 @@ fall. The trade takes out those gangs of D and places Q's waiting gangs of that 
 the rest as the greedy would (:func:`vcsat.solver.search.exchange`); trades with the most
 expected (gain less loss) first. The exchange keeps it only where the objective's first levels
 rank it strictly higher; the arithmetic here only chooses which to try.
+
+The exchange asks for them twice: right after the chain trades, only those whose giving queue loses
+nothing (``spare_only``: GPUs its share does not count), which change no queue's utility but the
+raised one's and so leave the room the slope trades then raise a tier with; and after the first
+slope trades, all of them. Tried before the slope trades, a trade whose giving queue loses a step
+can leave the slope trade that follows a point lower than it reaches without it (a path effect:
+benchmarks/RESULTS.md, session 36).
 """
 
 from __future__ import annotations
@@ -95,11 +102,12 @@ def step_trades(
     tier: int,
     more_important: list[int],
     of_queue: dict[str, list[Gang]] | None = None,
+    spare_only: bool = False,
 ) -> list[StepTrade]:
     """The step trades (module docstring) at fair-share ``tier``, the most expected rise first;
     ``more_important``: the fair-share tiers ranked above it, whose every queue's utility a trade
     must leave as it is; ``of_queue``: :func:`vcsat.solver.search.chain.queued` of the problem, when
-    kept."""
+    kept; ``spare_only``: only GPUs the giving queue's share does not count (its loss nothing)."""
     if res.GPU not in problem.resources:
         return []
     gpu = problem.resource_index(res.GPU)
@@ -155,6 +163,7 @@ def step_trades(
                     size,
                     gain,
                     above,
+                    spare_only,
                 )
                 if trade is not None and (best is None or trade[1] > best.rise):
                     first = frozenset(g.index for g in sized[size])
@@ -187,11 +196,12 @@ def _donation(
     size: int,
     gain: int,
     above: list[dict[str, _Term]],
+    spare_only: bool,
 ) -> tuple[list[int], int] | None:
     """``donor``'s gangs (of ``gangs``, in order) on ``eligible`` nodes taken out until they free
-    ``size`` GPUs, each only while the donor's loss at the tier stays below ``gain`` and its
-    utility at every tier of ``above`` stays; with the tier's expected rise. None where they do
-    not reach ``size``."""
+    ``size`` GPUs, each only while the donor's loss at the tier stays below ``gain`` (nothing, with
+    ``spare_only``) and its utility at every tier of ``above`` stays; with the tier's expected rise.
+    None where they do not reach ``size``."""
     gpu = problem.resource_index(res.GPU)
     drop: list[int] = []
     freed = 0
@@ -200,7 +210,7 @@ def _donation(
         if not nodes_of[g] <= eligible:
             continue
         loss = given.utility() - given.utility(-(freed + gpus))
-        if loss >= gain:
+        if loss >= gain or (spare_only and loss > 0):
             break  # the gangs come smallest first: a larger one loses as much or more
         gang = problem.gangs[g]
         more = []
