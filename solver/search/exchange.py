@@ -70,6 +70,16 @@ above all placed work, and a short cycle has room for only a few trades: on the 
 clusters where trades run at 1 s, this order ranks higher than the others more often than not
 (benchmarks/RESULTS.md, session 27).
 
+Around the first slope trades, the step trades (:mod:`vcsat.solver.search.step_trade`): a tier
+counts each queue's share in whole thousandths, rounded down, so per tier a queue a GPU or two
+short of its next thousandth takes the room of another queue's smallest counted gangs on nodes its
+waiting pods may use, where the other loses less at the tier than it gains and nothing at a more
+important one; its waiting gangs of that size are placed first, then the rest as the greedy would;
+kept on the same terms. Before the slope trades only those whose giving queue loses nothing (GPUs
+its share does not count); after them, all (before them, one whose giving queue loses a step can
+leave a slope trade a point short: benchmarks/RESULTS.md, session 36). Looking for them is not a
+trade; each tried is.
+
 Before the slope trades, first of all, the chain trades (:mod:`vcsat.solver.search.chain`): per
 fair-share tier and per queue it can raise, the whole-node pods and small pods on the narrow pool
 its large waiting pods need moved to their other nodes or taken out (lower-ranked ones no level
@@ -107,6 +117,7 @@ from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.chain import Layout, chains, queued, waiting_counted
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
+from vcsat.solver.search.step_trade import step_trades
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
@@ -330,7 +341,14 @@ def exchange(
         start, start_rank = _chain_trades(problem, rank, start, start_rank, run)
     # Then the slope trades: they raise the fair-share tiers, which rank above all placed work,
     # where the greedy's fill order left them short, and a short cycle has room for a few trades.
+    # Then the step trades whose giving queue loses nothing: GPUs a queue's share does not count
+    # given to one a GPU or two short of its next step, which moves no other queue's utility and
+    # so leaves the slope trades their room (benchmarks/RESULTS.md, session 36).
+    start, start_rank = _step_trades(problem, rank, start, start_rank, tiers or [], run, spare_only=True)
     sloped, sloped_rank = _slope_trades(problem, rank, start, start_rank, tiers or [], run)
+    # Then every step trade, on the tiers the slope trades leave: before them, one whose giving
+    # queue loses a step can leave a slope trade a point short (benchmarks/RESULTS.md, session 36).
+    sloped, sloped_rank = _step_trades(problem, rank, sloped, sloped_rank, tiers or [], run)
     # Then the move trades, which change no tier: before them, a kept move can leave the room a
     # slope trade would have raised a tier with taken (benchmarks/RESULTS.md, session 32). They run
     # with the trades across ranks (a replay that skips ``exchange_across`` skips them too).
@@ -442,6 +460,49 @@ def _slope_trades(
                 if kept is not best:
                     best, tried = kept, set()
                     trades = [t for t in slope_trades(problem, best, tier, queue, top, first) if t.size not in done]
+    return best, best_rank
+
+
+def _step_trades(
+    problem: Problem,
+    rank: Rank,
+    best: Assignment,
+    best_rank: tuple[int, ...],
+    tiers: list[int],
+    run: _Run,
+    *,
+    spare_only: bool = False,
+) -> Ranked:
+    """Per fair-share tier, most important first, the step trades
+    (:mod:`vcsat.solver.search.step_trade`; ``spare_only``: those whose giving queue loses nothing),
+    the most expected rise first; after one is kept, those of the decision it leaves, from the
+    first tier again. Looking for them is not a trade (its time
+    is left out of the trades' pace, ``run.look``); each one tried is. A trade already tried on the
+    decision that stands (tiers counting the same work name the same) is not tried again."""
+    if not tiers or not _exact(problem, best):
+        return best, best_rank
+    ranks = fair_ranks(problem)
+    tried: set[tuple[frozenset[int], frozenset[int]]] = set()
+    changed = True
+    while changed and not run.stopped:
+        changed = False
+        for tier in tiers:
+            if not run.looks():
+                return best, best_rank
+            with run.look():
+                trades = step_trades(problem, best, tier, ranks[: ranks.index(tier)], run.queued, spare_only)
+            for trade in trades:
+                if (trade.drop, trade.first) in tried:
+                    continue
+                if run.stopped:
+                    return best, best_rank
+                tried.add((trade.drop, trade.first))
+                kept, best_rank = _kept(problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run)
+                if kept is not best:
+                    best, tried, changed = kept, set(), True
+                    break
+            if changed:
+                break
     return best, best_rank
 
 
