@@ -161,9 +161,7 @@ def gpu_topology(annotation: str | None, gpus: int) -> GpuTopology:
         return uniform_topology(gpus)
     topology = parse_gpu_topology(annotation)
     if topology.gpu_count < gpus:
-        raise ValueError(
-            f"describes {topology.gpu_count} GPU(s) but the node has {gpus} allocatable nvidia.com/gpu"
-        )
+        raise ValueError(f"describes {topology.gpu_count} GPU(s) but the node has {gpus} allocatable nvidia.com/gpu")
     return topology
 
 
@@ -180,8 +178,7 @@ def parse_gpu_topology(annotation: str) -> GpuTopology:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(
-            f"neither {PRESET_PREFIX}<name> nor JSON "
-            f"({error.msg} at line {error.lineno} column {error.colno})"
+            f"neither {PRESET_PREFIX}<name> nor JSON ({error.msg} at line {error.lineno} column {error.colno})"
         ) from None
     return from_node_link(data, source="annotation")
 
@@ -203,9 +200,7 @@ def uniform_topology(gpus: int) -> GpuTopology:
     """``gpus`` GPUs all equally connected: one switch, :data:`UNIFORM_BANDWIDTH` to each, so
     :data:`UNIFORM_BANDWIDTH` between every two (the widest path through the switch); the graph
     itself is built only if asked for."""
-    matrix = tuple(
-        tuple(math.inf if a == b else UNIFORM_BANDWIDTH for b in range(gpus)) for a in range(gpus)
-    )
+    matrix = tuple(tuple(math.inf if a == b else UNIFORM_BANDWIDTH for b in range(gpus)) for a in range(gpus))
     return GpuTopology(source="uniform", bandwidths=matrix, key=_digest(matrix))
 
 
@@ -215,9 +210,7 @@ def uniform_node_link(gpus: int) -> dict[str, Any]:
     edges: list[dict[str, Any]] = []
     if gpus > 1:
         vertices.append({"id": "switch", "kind": "pcie-switch"})
-        edges = [
-            {"source": f"gpu{i}", "target": "switch", "bandwidth": UNIFORM_BANDWIDTH} for i in range(gpus)
-        ]
+        edges = [{"source": f"gpu{i}", "target": "switch", "bandwidth": UNIFORM_BANDWIDTH} for i in range(gpus)]
     return {"nodes": vertices, "edges": edges}
 
 
@@ -229,9 +222,7 @@ def to_annotation(topology: GpuTopology) -> str:
     """The topology as annotation JSON (node-link, edges under ``edges``), e.g. to write a preset out."""
     graph = topology.graph
     vertices = [{"id": vertex, **dict(graph.nodes[vertex])} for vertex in graph.nodes]
-    edges = [
-        {"source": a, "target": b, "bandwidth": data["bandwidth"]} for a, b, data in graph.edges(data=True)
-    ]
+    edges = [{"source": a, "target": b, "bandwidth": data["bandwidth"]} for a, b, data in graph.edges(data=True)]
     return json.dumps(
         {"directed": False, "multigraph": False, "graph": {}, "nodes": vertices, "edges": edges},
         separators=(",", ":"),
@@ -243,9 +234,7 @@ def from_node_link(data: object, *, source: str) -> GpuTopology:
     if not isinstance(data, dict):
         raise ValueError("must be a JSON object in networkx node-link form (keys nodes and edges)")
     if data.get("directed", False) not in (False, None):
-        raise ValueError(
-            "directed graphs are not supported: give each link once, with its per-direction bandwidth"
-        )
+        raise ValueError("directed graphs are not supported: give each link once, with its per-direction bandwidth")
     multigraph = data.get("multigraph", False)
     if not isinstance(multigraph, bool):
         raise ValueError(f"multigraph must be true or false, not {multigraph!r}")
@@ -279,9 +268,7 @@ def from_node_link(data: object, *, source: str) -> GpuTopology:
         if kind == GPU_KIND:
             index = vertex.get("index")
             if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-                raise ValueError(
-                    f"{where}.index: a GPU needs its device index (an integer ≥ 0), not {index!r}"
-                )
+                raise ValueError(f"{where}.index: a GPU needs its device index (an integer ≥ 0), not {index!r}")
             if index in gpu_of_index:
                 raise ValueError(
                     f"{where}.index: GPU index {index} appears twice "
@@ -314,9 +301,7 @@ def from_node_link(data: object, *, source: str) -> GpuTopology:
             raise ValueError(f"{where}.bandwidth: must be a positive number of GB/s, not {bandwidth!r}")
         if graph.has_edge(a, b):
             if not multigraph:
-                raise ValueError(
-                    f"{where}: repeats the link {a!r}–{b!r}; set multigraph: true for parallel links"
-                )
+                raise ValueError(f"{where}: repeats the link {a!r}–{b!r}; set multigraph: true for parallel links")
             graph.edges[a, b]["bandwidth"] += float(bandwidth)
         else:
             graph.add_edge(a, b, bandwidth=float(bandwidth))
@@ -324,9 +309,7 @@ def from_node_link(data: object, *, source: str) -> GpuTopology:
     count = len(gpu_of_index)
     missing = sorted(set(range(count)) - set(gpu_of_index))
     if missing:
-        raise ValueError(
-            f"GPU indices must be 0..{count - 1} without gaps; missing {', '.join(map(str, missing))}"
-        )
+        raise ValueError(f"GPU indices must be 0..{count - 1} without gaps; missing {', '.join(map(str, missing))}")
     order = [gpu_of_index[i] for i in range(count)]
     bandwidths = _pair_bandwidths(graph, order)
     for a in range(count):
@@ -382,9 +365,7 @@ def _digest(matrix: tuple[tuple[float, ...], ...]) -> str:
 # --- presets --------------------------------------------------------------------------------------
 
 
-def _graph_data(
-    gpus: int, others: Mapping[str, str], links: Iterable[tuple[str, str, float]]
-) -> dict[str, Any]:
+def _graph_data(gpus: int, others: Mapping[str, str], links: Iterable[tuple[str, str, float]]) -> dict[str, Any]:
     vertices: list[dict[str, Any]] = [{"id": f"gpu{i}", "kind": GPU_KIND, "index": i} for i in range(gpus)]
     vertices += [{"id": vertex, "kind": kind} for vertex, kind in others.items()]
     edges = [{"source": a, "target": b, "bandwidth": bandwidth} for a, b, bandwidth in links]

@@ -65,11 +65,7 @@ def gpu_holdings(gpus: int, bound: Iterable[Pod]) -> GpuHoldings:
                 continue
             out.whole[pod.key] = tuple(free[: pod.gpus])
             continue
-        room = [
-            i
-            for i in range(gpus)
-            if i not in held and out.share_milli.get(i, 0) + pod.gpu_milli <= FULL_GPU_MILLI
-        ]
+        room = [i for i in range(gpus) if i not in held and out.share_milli.get(i, 0) + pod.gpu_milli <= FULL_GPU_MILLI]
         if not room:
             out.unplaceable.append(pod.key)
             continue

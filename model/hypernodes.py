@@ -146,8 +146,7 @@ def _resolve(
             raise ValueError(f"HyperNode {hypernode.name}: defined twice")
         if hypernode.tier < 1:
             raise ValueError(
-                f"HyperNode {hypernode.name}: tier must be at least 1 (tier 0 is one node), "
-                f"not {hypernode.tier}"
+                f"HyperNode {hypernode.name}: tier must be at least 1 (tier 0 is one node), not {hypernode.tier}"
             )
         by_name[hypernode.name] = hypernode
 
@@ -224,9 +223,7 @@ def _check_selector(member: HyperNodeMember, where: str) -> None:
     )
     chosen = [name for name, value in selectors if value is not None]
     if len(chosen) != 1:
-        raise ValueError(
-            f"{where}: needs exactly one of exactMatch, regexMatch, labelMatch, not {chosen or 'none'}"
-        )
+        raise ValueError(f"{where}: needs exactly one of exactMatch, regexMatch, labelMatch, not {chosen or 'none'}")
 
 
 def _matching_nodes(
@@ -290,13 +287,9 @@ def _tier_bandwidths(tiers: Sequence[int], overrides: Mapping[int, float]) -> di
         if tier < 1:
             raise ValueError(f"tier bandwidth for tier {tier}: tiers start at 1 (tier 0 is one node)")
         if isinstance(value, bool) or not math.isfinite(value) or value <= 0:
-            raise ValueError(
-                f"tier bandwidth for tier {tier}: must be a positive number of GB/s, not {value!r}"
-            )
+            raise ValueError(f"tier bandwidth for tier {tier}: must be a positive number of GB/s, not {value!r}")
     every = sorted(set(tiers) | set(overrides))
-    values = {
-        tier: float(overrides[tier]) if tier in overrides else default_tier_bandwidth(tier) for tier in every
-    }
+    values = {tier: float(overrides[tier]) if tier in overrides else default_tier_bandwidth(tier) for tier in every}
     for lower, upper in pairwise(every):
         if values[upper] > values[lower]:
             raise ValueError(

@@ -75,11 +75,7 @@ def fits(request: Resources, free: Resources) -> bool:
 
 def shortfall(request: Resources, free: Resources) -> dict[str, int]:
     """The amounts by which a request exceeds what is free, per resource; empty when it fits."""
-    return {
-        name: amount - free.get(name, 0)
-        for name, amount in sorted(request.items())
-        if amount > free.get(name, 0)
-    }
+    return {name: amount - free.get(name, 0) for name, amount in sorted(request.items()) if amount > free.get(name, 0)}
 
 
 def format_quantity(name: str, amount: int) -> str:

@@ -271,9 +271,7 @@ def test_demand_is_what_is_held_plus_what_pending_pods_ask() -> None:
 
 
 def test_closed_queue_demands_only_what_it_holds() -> None:
-    snap = demand_snapshot(
-        [queue("a", open=False), queue("b")], {"a": 50_000, "b": 50_000}, cpu_held={"a": 1000}
-    )
+    snap = demand_snapshot([queue("a", open=False), queue("b")], {"a": 50_000, "b": 50_000}, cpu_held={"a": 1000})
     assert queue_demand(snap)["a"][CPU] == 1000
     assert cpu_shares(snap, 8000) == {"a": 1000, "b": 7000, "default": 0}
 
@@ -340,9 +338,7 @@ def test_subtree_usage_adds_descendants() -> None:
 
 
 def test_tree_lists_children_after_descendants() -> None:
-    snap = snapshot(
-        queues=[queue("a"), queue("b", parent="a"), queue("c", parent="b"), queue("d", parent="a")]
-    )
+    snap = snapshot(queues=[queue("a"), queue("b", parent="a"), queue("c", parent="b"), queue("d", parent="a")])
     tree = QueueTree.of(snap)
     order = tree.bottom_up()
     assert order.index("c") < order.index("b") < order.index("a")
@@ -361,9 +357,7 @@ def test_tree_lists_children_after_descendants() -> None:
         (7, [1, 1], [3, 4], [3, 4], [3, 4]),
     ],
 )
-def test_water_fill(
-    amount: int, weights: list[int], floors: list[int], caps: list[int], expected: list[int]
-) -> None:
+def test_water_fill(amount: int, weights: list[int], floors: list[int], caps: list[int], expected: list[int]) -> None:
     assert water_fill(amount, weights, floors, caps) == expected
 
 
@@ -384,11 +378,7 @@ claims_strategy = st.lists(
     ),
     min_size=1,
     max_size=6,
-).map(
-    lambda claims: [
-        Claim(f"q{i}", c.weight, c.capped_demand, c.guarantee, c.explicit) for i, c in enumerate(claims)
-    ]
-)
+).map(lambda claims: [Claim(f"q{i}", c.weight, c.capped_demand, c.guarantee, c.explicit) for i, c in enumerate(claims)])
 
 
 @settings(max_examples=300, deadline=None)

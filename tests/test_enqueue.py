@@ -21,9 +21,7 @@ def pg(key: str, phase: str = "Pending", created: float = 0.0, **kwargs: Any) ->
     return group(key, **kwargs).model_copy(update={"phase": phase, "created": created})
 
 
-def cluster(
-    *groups: PodGroup, pods: tuple[Any, ...] = (), queues: tuple[Any, ...] = (), cpu: str = "8"
-) -> Snapshot:
+def cluster(*groups: PodGroup, pods: tuple[Any, ...] = (), queues: tuple[Any, ...] = (), cpu: str = "8") -> Snapshot:
     return snapshot(nodes=[node("n1", cpu=cpu, memory="64Gi")], pods=pods, groups=groups, queues=queues)
 
 
@@ -343,9 +341,7 @@ def test_result_is_in_key_order() -> None:
     ),
     st.integers(1, 12),
 )
-def test_admission_keeps_commitments_within_capability(
-    specs: list[tuple[str, int, int]], capability_cpu: int
-) -> None:
+def test_admission_keeps_commitments_within_capability(specs: list[tuple[str, int, int]], capability_cpu: int) -> None:
     """Σ needs of the groups admitted in a queue never exceeds its capability when what was already
     committed did not; and every refusal for queue room is one that would have exceeded it. (The
     Running groups here have no bound pods, so, as in Volcano, they commit nothing: a finished job

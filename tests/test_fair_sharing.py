@@ -48,9 +48,7 @@ def reasons(decision: Decision) -> dict[str, tuple[str, str]]:
     return {o.podgroup: (o.reason, o.message) for o in decision.podgroups if o.phase != "Running"}
 
 
-def demand(
-    per_queue: dict[str, int], *, cpu: str = "1", created: float = 0.0
-) -> tuple[list[Pod], list[PodGroup]]:
+def demand(per_queue: dict[str, int], *, cpu: str = "1", created: float = 0.0) -> tuple[list[Pod], list[PodGroup]]:
     """``per_queue[q]`` pending one-pod jobs ``ns/<q>-<j>`` in each queue ``q``."""
     pods: list[Pod] = []
     groups: list[PodGroup] = []
@@ -105,9 +103,7 @@ def test_allocate_shares_one_node_by_weight(weights: tuple[int, int], expected: 
 def test_idle_room_is_lent(policy: Policy, wants: dict[str, int], expected: dict[str, int]) -> None:
     """Work-conserving: qb weighs 3 to qa's 1, but what a queue does not ask for goes to the other."""
     pods, groups = demand(wants)
-    snap = snapshot(
-        nodes=one_node(), pods=pods, groups=groups, queues=[queue("qa", weight=1), queue("qb", weight=3)]
-    )
+    snap = snapshot(nodes=one_node(), pods=pods, groups=groups, queues=[queue("qa", weight=1), queue("qb", weight=3)])
     decision = solved(snap, policy)
     assert placed_per_queue(snap, decision) == expected
     assert not decision.evictions
@@ -161,15 +157,11 @@ def test_closed_queue_gets_nothing_and_the_other_takes_the_node(policy: Policy) 
     """qa is Closed (and weighs 3): none of its jobs is placed, each waits with QueueClosed, and qb
     takes the whole node."""
     pods, groups = demand({"qa": 4, "qb": 4})
-    snap = snapshot(
-        nodes=one_node(), pods=pods, groups=groups, queues=[queue("qa", weight=3, open=False), queue("qb")]
-    )
+    snap = snapshot(nodes=one_node(), pods=pods, groups=groups, queues=[queue("qa", weight=3, open=False), queue("qb")])
     decision = solved(snap, policy)
     assert placed_per_queue(snap, decision) == {"qb": 4}
     waiting = reasons(decision)
-    assert {key for key, (reason, _) in waiting.items() if reason == "QueueClosed"} == {
-        f"ns/qa-{j}" for j in range(4)
-    }
+    assert {key for key, (reason, _) in waiting.items() if reason == "QueueClosed"} == {f"ns/qa-{j}" for j in range(4)}
     assert all("qa" in message for reason, message in waiting.values() if reason == "QueueClosed")
 
 
@@ -258,9 +250,7 @@ def test_an_older_gang_too_big_for_the_node_does_not_block_younger_jobs_of_its_q
     of the same queue run."""
     gang, gang_groups = gangs("gang", queue="qa", size=4, cpu="2")
     small, small_groups = gangs("small", 2, queue="qa", created=10)
-    snap = snapshot(
-        nodes=one_node(), pods=gang + small, groups=gang_groups + small_groups, queues=[queue("qa")]
-    )
+    snap = snapshot(nodes=one_node(), pods=gang + small, groups=gang_groups + small_groups, queues=[queue("qa")])
     decision = solved(snap, policy)
     assert {b.pod for b in decision.bindings} == {"ns/small-0-0", "ns/small-1-0"}
     reason, message = reasons(decision)["ns/gang-0"]
@@ -332,9 +322,7 @@ def _explained_cases() -> dict[str, tuple[Snapshot, Policy, str, str, tuple[str,
     more, more_groups = gangs("more", queue="qz", cpu="3", node="n2")
     frag, frag_groups = gangs("frag", size=2, cpu="2", phase="Inqueue")
     cases["fragmented"] = (
-        snapshot(
-            two, load + more + frag, load_groups + more_groups + frag_groups, [queue("qz", reclaimable=False)]
-        ),
+        snapshot(two, load + more + frag, load_groups + more_groups + frag_groups, [queue("qz", reclaimable=False)]),
         DEFAULT,
         "ns/frag-0",
         "Fragmented",

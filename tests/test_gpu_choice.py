@@ -51,9 +51,7 @@ PCIE = preset("pcie-2x4")
         (DGX1, [], [], []),
     ],
 )
-def test_choice(
-    topology: GpuTopology, free: Sequence[int], counts: list[int], expected: list[tuple[int, ...]]
-) -> None:
+def test_choice(topology: GpuTopology, free: Sequence[int], counts: list[int], expected: list[tuple[int, ...]]) -> None:
     assert choose_gpus(topology, free, counts) == expected
 
 
@@ -77,9 +75,7 @@ def test_joint_choice_keeps_the_remainder_well_connected() -> None:
         (DGX1, [], math.inf, 0.0),
     ],
 )
-def test_bottleneck_and_total(
-    topology: GpuTopology, gpus: Sequence[int], slowest: float, total: float
-) -> None:
+def test_bottleneck_and_total(topology: GpuTopology, gpus: Sequence[int], slowest: float, total: float) -> None:
     assert bottleneck(topology, gpus) == slowest
     assert total_bandwidth(topology, gpus) == total
 
@@ -217,9 +213,7 @@ def _value(topology: GpuTopology, free: list[int], sizes: list[int], sets: Seque
     quality = []
     for k in range(len(left), 1, -1):
         options = itertools.combinations(left, k)
-        quality.append(
-            max((bottleneck(topology, c), round(total_bandwidth(topology, c), 6)) for c in options)
-        )
+        quality.append(max((bottleneck(topology, c), round(total_bandwidth(topology, c), 6)) for c in options))
     return (*own, *quality)
 
 

@@ -91,9 +91,7 @@ def test_fresh_gpus_needed_within_a_limit(requests: list[int], limit: int | None
         ([500], {}, [1, 1], "free GPUs listed twice"),
     ],
 )
-def test_bad_share_input(
-    requests: list[int], shared: Mapping[int, int], free: list[int], reason: str
-) -> None:
+def test_bad_share_input(requests: list[int], shared: Mapping[int, int], free: list[int], reason: str) -> None:
     with pytest.raises(ValueError, match=reason):
         place_shares(requests, shared=shared, free=free)
 
@@ -174,9 +172,7 @@ def test_a_fresh_gpu_is_opened_only_when_no_shared_gpu_has_room(
 
 @settings(max_examples=60, deadline=None)
 @given(share_cases(), st.integers(0, 3))
-def test_joint_plan_never_gives_a_gpu_twice(
-    case: tuple[list[int], dict[int, int], list[int]], whole: int
-) -> None:
+def test_joint_plan_never_gives_a_gpu_twice(case: tuple[list[int], dict[int, int], list[int]], whole: int) -> None:
     requests, shared, free = case
     count = min(whole, len(free))
     topology = gpu_topology("preset:dgx1-v100", 8)

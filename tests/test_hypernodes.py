@@ -117,9 +117,7 @@ def test_label_match_needs_every_label_and_an_empty_one_matches_nothing() -> Non
 
 
 def test_a_tier_may_be_skipped_on_a_path() -> None:
-    found = resolve_hypernodes(
-        [hn("rack", 1, regex("^r1-")), hn("pod", 3, child("rack"), exact("r2-n1"))], CLUSTER
-    )
+    found = resolve_hypernodes([hn("rack", 1, regex("^r1-")), hn("pod", 3, child("rack"), exact("r2-n1"))], CLUSTER)
     assert found.domain_of("r1-n1", 2) is None
     assert found.domain_of("r1-n1", 3) == "pod"
     assert found.span_tier(["r1-n1", "r2-n1"]) == 3

@@ -58,9 +58,7 @@ spec: {schedulerName: vcsat, containers: [{name: c}]}
 
 GOOD = [
     pytest.param("in.yaml", V1_LIST_YAML, id="v1 List in YAML"),
-    pytest.param(
-        "in.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": [NODE, POD]}), id="List in JSON"
-    ),
+    pytest.param("in.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": [NODE, POD]}), id="List in JSON"),
     pytest.param(
         "in.txt",
         json.dumps({"apiVersion": "v1", "kind": "List", "items": [NODE, POD]}),
@@ -119,9 +117,7 @@ BAD = [
     pytest.param(b"# only a comment\n", "holds no YAML document", id="only a comment"),
     pytest.param(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary data", id="binary with NUL"),
     pytest.param(b"\xff\xfe\xfa garbage", "not UTF-8 text", id="not UTF-8"),
-    pytest.param(
-        b"kind: List\nitems:\n  - a: [1, 2\n", "invalid YAML at line 4, column 1", id="unclosed flow"
-    ),
+    pytest.param(b"kind: List\nitems:\n  - a: [1, 2\n", "invalid YAML at line 4, column 1", id="unclosed flow"),
     pytest.param(b"a: b\n c: d\n", "invalid YAML at line 2, column 3", id="bad indentation"),
     pytest.param(b"kind: List\nitems: {a: 1}\n", "items: must be a list, not dict", id="items not a list"),
     pytest.param(
@@ -129,16 +125,12 @@ BAD = [
         "items[0]: must be an object (a mapping), not int",
         id="item not a mapping",
     ),
-    pytest.param(
-        b"just some words\n", "the top level must be a List or an object, not the text", id="top level text"
-    ),
+    pytest.param(b"just some words\n", "the top level must be a List or an object, not the text", id="top level text"),
     pytest.param(b"42\n", "the top level must be a List or an object, not int", id="top level number"),
     pytest.param(b"kind: List\nitems:\n- metadata: {name: x}\n", "x: items[0].kind: missing", id="no kind"),
     pytest.param(b"kind: List\nitems:\n- kind: Pod\n", "items[0].apiVersion: missing", id="no apiVersion"),
     pytest.param(b"kind: 3\napiVersion: v1\n", "kind: must be a non-empty string", id="kind not a string"),
-    pytest.param(
-        b"kind: Node\napiVersion: v1\n---\n- 1\n", "document 2, [0]: must be an object", id="second document"
-    ),
+    pytest.param(b"kind: Node\napiVersion: v1\n---\n- 1\n", "document 2, [0]: must be an object", id="second document"),
     pytest.param(b'{"kind": "List", "items": [}', "invalid JSON at line 1, column 28", id="bad JSON"),
 ]
 

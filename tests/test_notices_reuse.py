@@ -113,8 +113,10 @@ def test_each_case_gives_a_fresh_conversions_notices() -> None:
             live = _live(objects, memo)
             assert live == _fresh(objects), name
             kinds |= {reason for _, _, reason, _ in live}
-        assert kinds or name in ("a valid annotation goes", "nothing changes", "everything relisted") or (
-            "another scheduler" in name or "bound pod" in name
+        assert (
+            kinds
+            or name in ("a valid annotation goes", "nothing changes", "everything relisted")
+            or ("another scheduler" in name or "bound pod" in name)
         ), f"{name}: no notice ever seen, the case tests nothing"
 
 

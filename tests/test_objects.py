@@ -57,9 +57,7 @@ def k8s_pod(
         metadata["annotations"]["scheduling.k8s.io/group-name"] = group
     if created is not None:
         metadata["creationTimestamp"] = created
-    spec: dict[str, Any] = {
-        "containers": [{"name": "main", "resources": {"requests": requests, "limits": limits}}]
-    }
+    spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": requests, "limits": limits}}]}
     if scheduler is not None:
         spec["schedulerName"] = scheduler
     if node is not None:
@@ -218,9 +216,7 @@ def test_pod_requests_as_kubernetes_counts_them(spec: Obj, expected: dict[str, i
 
 
 def test_gpu_share_is_a_request() -> None:
-    raw = k8s_pod(
-        cpu=None, spec={"containers": [{"name": "c", "resources": {"limits": {"vcsat.io/gpu-milli": 250}}}]}
-    )
+    raw = k8s_pod(cpu=None, spec={"containers": [{"name": "c", "resources": {"limits": {"vcsat.io/gpu-milli": 250}}}]})
     assert only_pod(raw).gpu_milli == 250
 
 
@@ -228,9 +224,7 @@ def test_gpu_share_is_a_request() -> None:
 
 PRIORITY_CASES = [
     pytest.param({"spec__priority": 7}, [], 7, id="spec.priority"),
-    pytest.param(
-        {"spec__priorityClassName": "high"}, [k8s_priority_class("high", 1000)], 1000, id="class value"
-    ),
+    pytest.param({"spec__priorityClassName": "high"}, [k8s_priority_class("high", 1000)], 1000, id="class value"),
     pytest.param(
         {"spec__priority": 5, "spec__priorityClassName": "high"},
         [k8s_priority_class("high", 1000)],
@@ -303,9 +297,7 @@ def test_affinity_taints_tolerations_and_selector() -> None:
                 NodeSelectorRequirement(key="cores", operator="Gt", values=("16",)),
             )
         ),
-        NodeSelectorTerm(
-            match_fields=(NodeSelectorRequirement(key="metadata.name", operator="In", values=("n1",)),)
-        ),
+        NodeSelectorTerm(match_fields=(NodeSelectorRequirement(key="metadata.name", operator="In", values=("n1",)),)),
     )
     assert pod.tolerations == (
         Toleration(key="gpu", operator="Exists", effect="NoSchedule"),
@@ -316,9 +308,7 @@ def test_affinity_taints_tolerations_and_selector() -> None:
 
 
 def test_only_empty_affinity_terms_match_no_node() -> None:
-    affinity = {
-        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}
-    }
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}}
     (term,) = only_pod(k8s_pod(spec__affinity=affinity)).affinity
     assert term.match_fields == (NodeSelectorRequirement(key="metadata.name", operator="In", values=()),)
 
@@ -648,8 +638,7 @@ def test_the_snapshot_is_what_pydantic_validation_makes_of_it() -> None:
 REFERENCE_CASES = [
     pytest.param(
         [k8s_pod(group="missing")],
-        "test.yaml: Pod ns/p1: metadata.annotations"
-        "[\"scheduling.k8s.io/group-name\"]: unknown PodGroup 'ns/missing'",
+        "test.yaml: Pod ns/p1: metadata.annotations[\"scheduling.k8s.io/group-name\"]: unknown PodGroup 'ns/missing'",
         id="podgroup",
     ),
     pytest.param(
@@ -758,9 +747,7 @@ BAD_INPUT = [
     ),
     pytest.param(
         k8s_pod(
-            spec__containers=[
-                {"name": "c", "resources": {"limits": {"vcsat.io/gpu-milli": 1, "nvidia.com/gpu": 1}}}
-            ]
+            spec__containers=[{"name": "c", "resources": {"limits": {"vcsat.io/gpu-milli": 1, "nvidia.com/gpu": 1}}}]
         ),
         "cannot be asked together with nvidia.com/gpu",
         id="share and whole GPU",
@@ -824,9 +811,7 @@ BAD_INPUT = [
             spec__affinity={
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [
-                            {"matchExpressions": [{"key": "a", "operator": "Near", "values": ["x"]}]}
-                        ]
+                        "nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Near", "values": ["x"]}]}]
                     }
                 }
             }
@@ -866,8 +851,7 @@ BAD_INPUT = [
     ),
     pytest.param(
         k8s_node(spec__taints=[{"key": "a", "effect": "Sometimes"}]),
-        "Node n1: spec.taints[0].effect: must be one of NoSchedule, PreferNoSchedule, NoExecute, "
-        "not 'Sometimes'",
+        "Node n1: spec.taints[0].effect: must be one of NoSchedule, PreferNoSchedule, NoExecute, not 'Sometimes'",
         id="taint effect",
     ),
     pytest.param(
@@ -963,8 +947,7 @@ def test_duplicates_are_errors() -> None:
 
 def _cluster(nodes: int, pods: int) -> list[Obj]:
     objects: list[Obj] = [
-        k8s_node(f"node-{index:04d}", gpus=8, metadata__labels={"zone": f"z{index % 4}"})
-        for index in range(nodes)
+        k8s_node(f"node-{index:04d}", gpus=8, metadata__labels={"zone": f"z{index % 4}"}) for index in range(nodes)
     ]
     objects += [k8s_podgroup(f"job-{index}", minMember=10) for index in range(pods // 10)]
     tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]

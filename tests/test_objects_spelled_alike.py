@@ -92,8 +92,14 @@ def test_pods_spelled_alike_share_their_spec_dicts_and_keep_their_own_labels() -
 
 def test_pod_affinity_terms_are_read_with_each_pods_own_labels() -> None:
     term = {"labelSelector": {}, "topologyKey": "kubernetes.io/hostname", "matchLabelKeys": ["app"]}
-    pods = [_pod(name, metadata__labels={"app": name}, spec__affinity={"podAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": [term]}}) for name in ("a", "b")]
+    pods = [
+        _pod(
+            name,
+            metadata__labels={"app": name},
+            spec__affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+        )
+        for name in ("a", "b")
+    ]
     together = snapshot_from_objects([*CONTEXT, *copy.deepcopy(pods)], source="t.yaml")
     for raw in pods:
         alone = snapshot_from_objects([*CONTEXT, copy.deepcopy(raw)], source="t.yaml")
@@ -136,8 +142,15 @@ def test_podgroups_spelled_alike_come_out_as_each_read_alone() -> None:
                 "conditions": [{"type": "Inqueued", "status": "True", "lastTransitionTime": "2025-06-01T08:00:00Z"}],
             },
         },
-        _with(k8s_podgroup("d", queue="q", minMember=2), metadata={"name": "d", "namespace": "other",
-              "annotations": {"vcsat.io/scheduler-name": "other"}, "creationTimestamp": "2025-06-01T09:00:00Z"}),
+        _with(
+            k8s_podgroup("d", queue="q", minMember=2),
+            metadata={
+                "name": "d",
+                "namespace": "other",
+                "annotations": {"vcsat.io/scheduler-name": "other"},
+                "creationTimestamp": "2025-06-01T09:00:00Z",
+            },
+        ),
     ]
     together = snapshot_from_objects([k8s_queue("q"), *copy.deepcopy(groups)], source="t.yaml")
     for raw in groups:
@@ -178,7 +191,7 @@ def test_nodes_spelled_alike_come_out_as_each_read_alone() -> None:
 @pytest.mark.parametrize(
     ("allocatable", "field"),
     [
-        pytest.param({"cpu": "eight"}, 'status.allocatable.cpu: not a quantity', id="quantity"),
+        pytest.param({"cpu": "eight"}, "status.allocatable.cpu: not a quantity", id="quantity"),
         pytest.param({"cpu": "-1"}, "status.allocatable.cpu: must not be negative", id="negative"),
         pytest.param(["cpu"], "status.allocatable: must be a mapping", id="not a mapping"),
     ],

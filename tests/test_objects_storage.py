@@ -173,9 +173,7 @@ def test_disruption_budget() -> None:
         status={"disruptionsAllowed": 1},
     )
     assert convert(budget).disruption_budgets == (
-        PodDisruptionBudget(
-            namespace="ns", name="pdb", selector=label_selector({"app": "db"}), disruptions_allowed=1
-        ),
+        PodDisruptionBudget(namespace="ns", name="pdb", selector=label_selector({"app": "db"}), disruptions_allowed=1),
     )
 
 

@@ -267,9 +267,7 @@ def test_failure_message_names_the_label_or_taint(p: Pod, n: Node, named: str) -
 
 
 def test_eligibility_key_ignores_what_does_not_filter() -> None:
-    a = pod(
-        "ns/a", cpu="1", priority=1, selector={"zone": "a", "disk": "ssd"}, tolerations=["x", "y:NoSchedule"]
-    )
+    a = pod("ns/a", cpu="1", priority=1, selector={"zone": "a", "disk": "ssd"}, tolerations=["x", "y:NoSchedule"])
     b = pod(
         "ns/b",
         cpu="3",
@@ -278,9 +276,7 @@ def test_eligibility_key_ignores_what_does_not_filter() -> None:
         selector={"disk": "ssd", "zone": "a"},
         tolerations=["y:NoSchedule", "x"],
     )
-    c = pod(
-        "ns/c", selector={"disk": "ssd", "zone": "a"}, tolerations=["x", "y:NoSchedule", "z:PreferNoSchedule"]
-    )
+    c = pod("ns/c", selector={"disk": "ssd", "zone": "a"}, tolerations=["x", "y:NoSchedule", "z:PreferNoSchedule"])
     assert eligibility_key(a) == eligibility_key(b) == eligibility_key(c)
     assert hash(eligibility_key(a)) == hash(eligibility_key(b))
 
@@ -408,9 +404,7 @@ def nodes_st(draw: st.DrawFn) -> list[Node]:
     count = draw(st.integers(0, 6))
     out = []
     for i in range(count):
-        labels = {
-            key: draw(st.sampled_from(values)) for key, values in LABEL_VALUES.items() if draw(st.booleans())
-        }
+        labels = {key: draw(st.sampled_from(values)) for key, values in LABEL_VALUES.items() if draw(st.booleans())}
         out.append(
             node(
                 f"n{i}",
@@ -436,9 +430,7 @@ def pods_st(draw: st.DrawFn) -> Pod:
         )
     )
     selector = {
-        key: draw(st.sampled_from(values))
-        for key, values in LABEL_VALUES.items()
-        if draw(st.integers(0, 3)) == 0
+        key: draw(st.sampled_from(values)) for key, values in LABEL_VALUES.items() if draw(st.integers(0, 3)) == 0
     }
     return pod(
         "ns/p",

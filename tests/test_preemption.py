@@ -76,9 +76,7 @@ def _running(*specs: tuple[str, int, int, str]) -> tuple[list[Pod], list[PodGrou
     groups: list[PodGroup] = []
     start = 0
     for prefix, count, priority, cpu in specs:
-        more_pods, more_groups = gangs(
-            prefix, count, queue="qa", priority=priority, node="n1", cpu=cpu, created=start
-        )
+        more_pods, more_groups = gangs(prefix, count, queue="qa", priority=priority, node="n1", cpu=cpu, created=start)
         pods += more_pods
         groups += more_groups
         start += count
@@ -126,9 +124,7 @@ def test_preemptor_is_nominated_onto_the_victims_gpus(policy: Policy) -> None:
     ]
     running_groups = [group(f"ns/lo-{i}", queue="qa", priority=1, phase="Running") for i in range(4)]
     hi, hi_groups = waiting_job("hi", gpus=2)
-    snap = snapshot(
-        nodes=[gpu_node], pods=running + hi, groups=running_groups + hi_groups, queues=[queue("qa")]
-    )
+    snap = snapshot(nodes=[gpu_node], pods=running + hi, groups=running_groups + hi_groups, queues=[queue("qa")])
     decision = solved(snap, policy)
     assert_preempted(decision, snap, "ns/hi-0", {"ns/lo-2", "ns/lo-3"})
     assert [(n.pod, n.node, sorted(n.gpus)) for n in decision.nominations] == [("ns/hi-0-0", "g1", [2, 3])]
@@ -189,9 +185,7 @@ def test_each_preemptor_uses_only_room_freed_below_its_own_priority(policy: Poli
 def test_equal_priority_never_preempts(policy: Policy) -> None:
     running, running_groups = gangs("eq", 4, queue="qa", priority=5, node="n1")
     new, new_groups = waiting_job("new", priority=5)
-    snap = snapshot(
-        nodes=[NODE], pods=running + new, groups=running_groups + new_groups, queues=[queue("qa")]
-    )
+    snap = snapshot(nodes=[NODE], pods=running + new, groups=running_groups + new_groups, queues=[queue("qa")])
     decision = solved(snap, policy)
     assert not decision.evictions and not decision.nominations and not decision.bindings
     assert outcome(decision, "ns/new-0")[1] != "WaitingForEviction"
@@ -360,9 +354,7 @@ def test_queue_capability_avoids_a_useless_preemption(policy: Policy) -> None:
 # --- reclaim across queues ---------------------------------------------------------------------
 
 
-def _reclaim_snapshot(
-    wanted: int, qa: dict[str, Any] | None = None, qb: dict[str, Any] | None = None
-) -> Snapshot:
+def _reclaim_snapshot(wanted: int, qa: dict[str, Any] | None = None, qb: dict[str, Any] | None = None) -> Snapshot:
     """qb's four priority-1 pods fill the node; qa (empty) wants ``wanted`` one-core jobs."""
     running, running_groups = gangs("b", 4, queue="qb", priority=1, node="n1")
     jobs, job_groups = gangs("a", wanted, queue="qa", created=100, phase="Inqueue")
@@ -502,9 +494,7 @@ def test_a_nominated_gpu_preemptor_binds_to_the_gpus_it_was_promised(policy: Pol
     ]
     running_groups = [group(f"ns/lo-{i}", queue="qa", priority=1, phase="Running") for i in range(2)]
     hi, hi_groups = waiting_job("hi", gpus=1)
-    first = snapshot(
-        nodes=[gpu_node], pods=running + hi, groups=running_groups + hi_groups, queues=[queue("qa")]
-    )
+    first = snapshot(nodes=[gpu_node], pods=running + hi, groups=running_groups + hi_groups, queues=[queue("qa")])
     decision = solved(first, policy)
     assert evicted(decision) == {"ns/lo-1": "preempt"}
     assert [(n.pod, n.gpus) for n in decision.nominations] == [("ns/hi-0-0", [1])]

@@ -67,9 +67,7 @@ def test_a_victim_no_budget_protects_is_taken_first() -> None:
 
 
 def test_a_budget_with_room_does_not_protect() -> None:
-    _, decision = preempt_case(
-        {f"ns/lo{i}-0-0": {"app": "db"} for i in range(4)}, [pdb("ns/db", 1, {"app": "db"})]
-    )
+    _, decision = preempt_case({f"ns/lo{i}-0-0": {"app": "db"} for i in range(4)}, [pdb("ns/db", 1, {"app": "db"})])
     assert evicted(decision) == {"ns/lo3-0-0"}
 
 
@@ -84,9 +82,7 @@ def test_fewest_violations_when_none_is_avoidable() -> None:
 def test_budgets_come_before_victim_priority() -> None:
     """DefaultPreemption: fewest PDB violations first, then the lowest victim priority. lo0 is of
     priority 1 under an exhausted budget, the others of priority 5: a priority-5 pod goes."""
-    _, decision = preempt_case(
-        {"ns/lo0-0-0": {"app": "db"}}, [pdb("ns/db", 0, {"app": "db"})], priorities=(1, 5, 5, 5)
-    )
+    _, decision = preempt_case({"ns/lo0-0-0": {"app": "db"}}, [pdb("ns/db", 0, {"app": "db"})], priorities=(1, 5, 5, 5))
     assert evicted(decision) == {"ns/lo3-0-0"}
 
 

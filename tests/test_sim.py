@@ -332,8 +332,18 @@ def test_bench_prints_markdown_and_writes_plots(tmp_path: Path) -> None:
     out = tmp_path / "bench"
     result = CliRunner().invoke(
         cli.main,
-        ["bench", "--quick", "--workload", "tf-gang", "--schedulers", "vcsat,kube-default", "--seeds", "2",
-         "-o", str(out)],
+        [
+            "bench",
+            "--quick",
+            "--workload",
+            "tf-gang",
+            "--schedulers",
+            "vcsat,kube-default",
+            "--seeds",
+            "2",
+            "-o",
+            str(out),
+        ],
     )
     assert result.exit_code == 0, result.output
     assert result.output.startswith("## Simulations (quick; 2 seeds, 0–1;")

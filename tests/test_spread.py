@@ -456,9 +456,7 @@ def test_solver_rule_and_validator_agree_on_random_placements(snap: Snapshot, rn
     placed = []
     for p in pending:
         keys = [c.topology_key for c in p.spread_constraints if c.hard]
-        fitting = [
-            n.name for n in snap.nodes if all(k in n.labels for k in keys) and untolerated_taint(p, n) is None
-        ]
+        fitting = [n.name for n in snap.nodes if all(k in n.labels for k in keys) and untolerated_taint(p, n) is None]
         if fitting and rng.random() < 0.7:
             placed.append(bind(p.key, rng.choice(fitting)))
     dec = decision(snap, bindings=placed)

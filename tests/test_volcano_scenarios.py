@@ -64,8 +64,7 @@ def clusters(draw: st.DrawFn, *, capabilities: bool = True) -> Snapshot:
     Requests are whole cores and 1-2 GiB, so one pod is always more than a thousandth of the
     cluster on every shared resource (the fairness invariant's grain)."""
     nodes = [
-        node(f"n{i}", cpu=draw(st.sampled_from(["4", "8"])), memory="16Gi")
-        for i in range(draw(st.integers(1, 3)))
+        node(f"n{i}", cpu=draw(st.sampled_from(["4", "8"])), memory="16Gi") for i in range(draw(st.integers(1, 3)))
     ]
     queue_names = [f"q{i}" for i in range(draw(st.integers(2, 3)))]
     caps = [None, None, None, {"cpu": "3"}, {"cpu": "6"}] if capabilities else [None]
@@ -189,9 +188,7 @@ def fits_count(request: dict[str, int], room: dict[str, dict[str, int]]) -> int:
     return count
 
 
-def gang_fits(
-    pods: list[Pod], need: int, room: dict[str, dict[str, int]], quota: dict[str, int] | None
-) -> bool:
+def gang_fits(pods: list[Pod], need: int, room: dict[str, dict[str, int]], quota: dict[str, int] | None) -> bool:
     """Whether ``need`` of the gang's (identical) pending pods fit the room and the queue's quota."""
     if need <= 0 or not pods:
         return False
@@ -252,8 +249,7 @@ def eviction_problems(case: Case) -> list[str]:
             other
             for other in placed
             if other != name
-            and held[other].get(ro := (dominant(snap, case.policy, other) or ""), 0)
-            - evicted.get(other, {}).get(ro, 0)
+            and held[other].get(ro := (dominant(snap, case.policy, other) or ""), 0) - evicted.get(other, {}).get(ro, 0)
             < deserved[other][ro]
         ]
         if not takers:
@@ -423,9 +419,7 @@ def test_idle_room_is_lent(snap: Snapshot, policy: Policy) -> None:
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), POLICIES)
-def test_no_queue_below_its_share_while_another_keeps_room_it_could_use(
-    snap: Snapshot, policy: Policy
-) -> None:
+def test_no_queue_below_its_share_while_another_keeps_room_it_could_use(snap: Snapshot, policy: Policy) -> None:
     assert fairness_problems(solved(snap, policy)) == []
 
 
@@ -488,9 +482,7 @@ def test_checkers_catch_a_decision_that_breaks_their_invariant(
     snap = _two_queues_one_node()
     made_up = decision(snap, **made)
     # Every group was admitted: the ones left out wait Inqueue.
-    waiting = [
-        o.model_copy(update={"phase": "Inqueue"}) if o.phase == "Pending" else o for o in made_up.podgroups
-    ]
+    waiting = [o.model_copy(update={"phase": "Inqueue"}) if o.phase == "Pending" else o for o in made_up.podgroups]
     case = Case(snap, POLICY, made_up.model_copy(update={"podgroups": waiting}))
     problems = checker(case)
     assert any(words in problem for problem in problems), problems

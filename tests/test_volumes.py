@@ -353,9 +353,7 @@ def test_csi_volumes_of_unbound_claims_count_by_provisioner() -> None:
 @st.composite
 def instances(draw: st.DrawFn) -> Snapshot:
     zones = ["z1", "z2"]
-    nodes = [
-        host(f"n{i}", cpu="2", **{ZONE: draw(st.sampled_from(zones))}) for i in range(draw(st.integers(1, 4)))
-    ]
+    nodes = [host(f"n{i}", cpu="2", **{ZONE: draw(st.sampled_from(zones))}) for i in range(draw(st.integers(1, 4)))]
     names = [n.name for n in nodes]
     classes = [
         storage_class("local", provisioner="kubernetes.io/no-provisioner"),
@@ -445,8 +443,7 @@ def test_local_volumes_are_counted_per_node() -> None:
         pods=[pod(f"ns/r{i}", claims=[f"data-{i}"], created=i) for i in range(3)],
         claims=[pvc(f"ns/data-{i}", "5Gi", storage_class="local") for i in range(3)],
         volumes=[
-            pv(f"v{i}", "10Gi", storage_class="local", node_affinity=[f"{HOST} in ({n})"])
-            for i, n in enumerate("aab")
+            pv(f"v{i}", "10Gi", storage_class="local", node_affinity=[f"{HOST} in ({n})"]) for i, n in enumerate("aab")
         ],
         storage_classes=[_local],
     )
@@ -491,9 +488,7 @@ def test_pods_sharing_one_waiting_claim_are_not_placed_apart() -> None:
         nodes=[host("a", cpu="1"), host("b", cpu="1")],
         pods=[pod("ns/p", claims=["shared"], created=1), pod("ns/q", claims=["shared"], created=2)],
         claims=[pvc("ns/shared", storage_class="local", modes=[RWX])],
-        volumes=[
-            pv(f"v{n}", storage_class="local", modes=[RWX], node_affinity=[f"{HOST} in ({n})"]) for n in "ab"
-        ],
+        volumes=[pv(f"v{n}", storage_class="local", modes=[RWX], node_affinity=[f"{HOST} in ({n})"]) for n in "ab"],
         storage_classes=[_local],
     )
     dec = solved(snap)

@@ -81,8 +81,11 @@ def test_levels_share_one_level_within_floors_and_caps(case: tuple[int, list[int
     assert all(floor <= level <= top for floor, level, top in zip(floors, levels, tops, strict=True))
     # Every claim strictly between its floor and its top is at the same level per unit of weight,
     # and no claim held at its floor or top could take more without going past that level.
-    free = {level / weight for level, weight, floor, top in zip(levels, weights, floors, tops, strict=True)
-            if floor < level < top}
+    free = {
+        level / weight
+        for level, weight, floor, top in zip(levels, weights, floors, tops, strict=True)
+        if floor < level < top
+    }
     assert len(free) <= 1
     for lam in free:
         for level, weight, floor, top in zip(levels, weights, floors, tops, strict=True):

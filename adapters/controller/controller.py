@@ -312,7 +312,6 @@ class JobController:
             if ref.get("kind") == naming.JOB_KIND and ref.get("apiVersion") == naming.JOB_API_VERSION:
                 self.queue.add((metadata.get("namespace") or "default", str(ref.get("name"))))
 
-
     # --- Command objects -------------------------------------------------------------------
 
     def _commands_served(self) -> bool:

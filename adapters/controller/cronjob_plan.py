@@ -313,8 +313,8 @@ def job_from_template(cronjob: Mapping[str, Any], scheduled: datetime, zone: tzi
     template = (cronjob.get("spec") or {}).get("jobTemplate") or {}
     template_meta = template.get("metadata") or {}
     annotations = dict(template_meta.get("annotations") or {})
-    annotations[SCHEDULED_TIMESTAMP_KEY] = scheduled.astimezone(zone).isoformat(timespec="seconds").replace(
-        "+00:00", "Z"
+    annotations[SCHEDULED_TIMESTAMP_KEY] = (
+        scheduled.astimezone(zone).isoformat(timespec="seconds").replace("+00:00", "Z")
     )
     job_metadata: dict[str, Any] = {
         "name": job_name(str(metadata.get("name")), scheduled),

@@ -104,8 +104,7 @@ def conversion_notices(
                 continue
             except ValueError as error:
                 message = (
-                    f"annotation {GPU_TOPOLOGY_ANNOTATION} is invalid ({error}): "
-                    "its GPUs count as uniformly connected"
+                    f"annotation {GPU_TOPOLOGY_ANNOTATION} is invalid ({error}): its GPUs count as uniformly connected"
                 )
             out.append(Notice.model_construct(kind="Node", key=node.name, reason="InvalidGpuTopology", message=message))
     queues = snapshot.queue_by_name

@@ -238,9 +238,7 @@ class _SnapshotConverter(Conversion):
         placed = resolve_gpu_ids(kept, nodes, self)
         if memo is not None:
             placed = memo.same_copies(kept, placed)
-        hypernodes = [
-            self.reuse(obj, (), read_hypernode, self, obj) for _, obj in _by_key(by_kind["HyperNode"])
-        ]
+        hypernodes = [self.reuse(obj, (), read_hypernode, self, obj) for _, obj in _by_key(by_kind["HyperNode"])]
         if hypernodes:
             node_values = list(nodes.values())
             check = partial(_topology_error, hypernodes, node_values)

@@ -239,9 +239,7 @@ class _Reader:
         if value is None:
             raise self.error("missing: Volcano needs the list of actions", "actions")
         if not isinstance(value, str):
-            raise self.error(
-                f'must be a comma-separated string ("enqueue, allocate"), not {_kind(value)}', "actions"
-            )
+            raise self.error(f'must be a comma-separated string ("enqueue, allocate"), not {_kind(value)}', "actions")
         names = [part.strip() for part in value.split(",")]
         for name in names:
             if name not in ACTIONS:
@@ -265,25 +263,17 @@ class _Reader:
                 "best-effort pass has nothing left to fill",
             )
         if "shuffle" in seen:
-            self.warn(
-                "actions", "shuffle: ignored: vcsat evicts only to preempt or reclaim, never to rebalance"
-            )
+            self.warn("actions", "shuffle: ignored: vcsat evicts only to preempt or reclaim, never to rebalance")
         for gang_action, plain in (("gangpreempt", "preempt"), ("gangreclaim", "reclaim")):
             if gang_action in seen:
-                self.warn(
-                    "actions", f"{gang_action}: read as {plain}: vcsat's evictions always respect gangs"
-                )
+                self.warn("actions", f"{gang_action}: read as {plain}: vcsat's evictions always respect gangs")
         if "enqueue" in seen and seen.index("enqueue") > 0:
             self.warn(
                 "actions",
                 f"enqueue comes after {seen[0]}: vcsat always admits first, then places, in every cycle",
             )
-        placing = [
-            name for name in seen if name in ("allocate", "preempt", "reclaim", "gangpreempt", "gangreclaim")
-        ]
-        canonical = sorted(
-            placing, key=("allocate", "preempt", "gangpreempt", "reclaim", "gangreclaim").index
-        )
+        placing = [name for name in seen if name in ("allocate", "preempt", "reclaim", "gangpreempt", "gangreclaim")]
+        canonical = sorted(placing, key=("allocate", "preempt", "gangpreempt", "reclaim", "gangreclaim").index)
         if placing != canonical:
             self.warn(
                 "actions",
@@ -314,18 +304,14 @@ class _Reader:
             for p, entry in enumerate(entries):
                 plugin = self.plugin_entry(entry, t, p, f"{place}.plugins[{p}]")
                 if plugin.name in seen:
-                    self.warn(
-                        f"{place}.plugins[{p}]", f"{plugin.name} is listed twice: the first entry is used"
-                    )
+                    self.warn(f"{place}.plugins[{p}]", f"{plugin.name} is listed twice: the first entry is used")
                     continue
                 seen.add(plugin.name)
                 plugins.append(plugin)
                 hierarchical_drf |= plugin.name == "drf" and plugin.flags.get("enableHierarchy", False)
             names = {plugin.name for plugin in plugins if plugin.tier == t}
             if hierarchical_drf and "proportion" in names:
-                raise self.error(
-                    "proportion and drf with enableHierarchy conflict (Volcano refuses them too)", place
-                )
+                raise self.error("proportion and drf with enableHierarchy conflict (Volcano refuses them too)", place)
         return plugins
 
     def plugin_entry(self, entry: Any, tier: int, position: int, place: str) -> PluginConf:
@@ -387,8 +373,7 @@ class _Reader:
             self.warn(
                 place,
                 "nodeorder: ignored: its node scores are heuristics for a greedy pass; vcsat ranks "
-                "placements by its exact topology and packing levels"
-                + (f" (given: {given})" if given else ""),
+                "placements by its exact topology and packing levels" + (f" (given: {given})" if given else ""),
             )
         elif name == "predicates":
             for key in sorted(arguments):
@@ -399,9 +384,7 @@ class _Reader:
                         "cannot be turned off: vcsat always applies the Kubernetes predicates",
                     )
                 else:
-                    self.warn(
-                        f"{args}.{key}", "ignored: a predicate cache or device switch has no meaning here"
-                    )
+                    self.warn(f"{args}.{key}", "ignored: a predicate cache or device switch has no meaning here")
         elif name in ("capacity", "proportion"):
             for key in sorted(arguments):
                 arguments.pop(key)
@@ -434,9 +417,7 @@ class _Reader:
         }
         listed = arguments.pop(BINPACK_RESOURCES, "")
         if not isinstance(listed, str):
-            raise self.error(
-                f"must be a comma-separated string, not {_kind(listed)}", f"{args}.{BINPACK_RESOURCES}"
-            )
+            raise self.error(f"must be a comma-separated string, not {_kind(listed)}", f"{args}.{BINPACK_RESOURCES}")
         for resource in (part.strip() for part in listed.split(",")):
             if resource:
                 key = BINPACK_RESOURCE_PREFIX + resource

@@ -48,7 +48,7 @@ def job_link(key: str) -> str:
 def document(title: str, body: str) -> str:
     nav = " ".join(f'<a href="{esc(href)}">{esc(text)}</a>' for href, text in NAV)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="refresh" content="{REFRESH_S}">'
         f"<title>{esc(title)} · vcsat</title><style>{STYLE}</style></head>"
         f"<body><nav>{nav}</nav><h1>{esc(title)}</h1>{body}</body></html>\n"
@@ -60,7 +60,8 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Itera
     right = set(numeric)
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "".join(
-        "<tr>" + "".join(f'<td class="num">{c}</td>' if i in right else f"<td>{c}</td>" for i, c in enumerate(row))
+        "<tr>"
+        + "".join(f'<td class="num">{c}</td>' if i in right else f"<td>{c}</td>" for i, c in enumerate(row))
         + "</tr>"
         for row in rows
     )
@@ -113,8 +114,10 @@ def queues_section(rows: Sequence[QueueRow]) -> str:
         ),
         numeric=(2, 7, 8, 9),
     )
-    return '<h2 id="queues">Queues</h2><p class="muted">Share: the largest allocated/deserved over resources ' \
+    return (
+        '<h2 id="queues">Queues</h2><p class="muted">Share: the largest allocated/deserved over resources '
         "(Volcano's). Allocated counts the last decision's bindings and evictions.</p>" + table
+    )
 
 
 def waiting_section(rows: Sequence[Waiting]) -> str:
@@ -146,8 +149,7 @@ def nodes_section(nodes: Sequence[NodeView]) -> str:
     rows = []
     for node in nodes:
         cells = "".join(
-            f'<span class="gpu {esc(cell.state)}" title="{esc(_cell_title(cell))}">'
-            f"{esc(cell.index)}</span>"
+            f'<span class="gpu {esc(cell.state)}" title="{esc(_cell_title(cell))}">{esc(cell.index)}</span>'
             for cell in node.gpus
         )
         rows.append(

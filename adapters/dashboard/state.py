@@ -124,5 +124,3 @@ class DashboardState:
     def seen(self) -> Seen:
         with self._lock:
             return self._seen
-
-

@@ -16,12 +16,8 @@ from vcsat.adapters.generate.generator import GeneratorOptions, dump_instance, g
 
 @click.command("generate")
 @click.option("--nodes", type=click.IntRange(min=1), default=GeneratorOptions.nodes, show_default=True)
-@click.option(
-    "--gpus-per-node", type=click.IntRange(min=1), default=GeneratorOptions.gpus_per_node, show_default=True
-)
-@click.option(
-    "--pending-jobs", type=click.IntRange(min=0), default=GeneratorOptions.pending_jobs, show_default=True
-)
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=GeneratorOptions.gpus_per_node, show_default=True)
+@click.option("--pending-jobs", type=click.IntRange(min=0), default=GeneratorOptions.pending_jobs, show_default=True)
 @click.option(
     "--busy",
     type=click.FloatRange(0.0, 1.0),

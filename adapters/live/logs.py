@@ -89,14 +89,10 @@ def setup_logging(fmt: str = "text", level: str = "INFO", *, stream: TextIO | No
     Calling it again replaces the earlier setup. Bad values are bad input (exit 2 from the CLI).
     """
     if fmt not in FORMATS:
-        raise InputError(
-            f"unknown log format {fmt!r}; expected one of {', '.join(FORMATS)}", field="--log-format"
-        )
+        raise InputError(f"unknown log format {fmt!r}; expected one of {', '.join(FORMATS)}", field="--log-format")
     level_name = level.upper()
     if level_name not in LEVELS:
-        raise InputError(
-            f"unknown log level {level!r}; expected one of {', '.join(LEVELS)}", field="--log-level"
-        )
+        raise InputError(f"unknown log level {level!r}; expected one of {', '.join(LEVELS)}", field="--log-level")
 
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())

@@ -154,10 +154,7 @@ def fairness_table(runs_by_scheduler: Sequence[Runs]) -> str:
     headers = ["scheduler", "fairness error", "Jain", *(f"{q} held/deserved" for q in queues)]
     rows = []
     for runs in runs_by_scheduler:
-        shares = [
-            f"{_cell(runs, _queue_share(q, 0), pct)} / {_cell(runs, _queue_share(q, 1), pct)}"
-            for q in queues
-        ]
+        shares = [f"{_cell(runs, _queue_share(q, 0), pct)} / {_cell(runs, _queue_share(q, 1), pct)}" for q in queues]
         rows.append(
             [
                 _label(runs),

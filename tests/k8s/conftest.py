@@ -27,9 +27,7 @@ from vcsat.adapters.kube.client import Kube  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "k8s: runs against a real etcd + kube-apiserver started by the test session"
-    )
+    config.addinivalue_line("markers", "k8s: runs against a real etcd + kube-apiserver started by the test session")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -241,9 +241,7 @@ def write_pki(pki: Path) -> dict[str, Path]:
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
 
@@ -262,9 +260,7 @@ def write_pki(pki: Path) -> dict[str, Path]:
     paths["serving_key"].write_bytes(_pem_key(serving_key))
     paths["sa_key"].write_bytes(_pem_key(sa_key))
     paths["sa_pub"].write_bytes(
-        sa_key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
+        sa_key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
     for key_path in (paths["serving_key"], paths["sa_key"]):
         key_path.chmod(0o600)
@@ -369,9 +365,7 @@ def _failure(reason: str, procs: Iterable[_Proc]) -> ControlPlaneError:
         status = p.proc.poll()
         state = "running" if status is None else f"exited with {status}"
         parts.append(f"--- {p.name} ({state}), last lines of {p.log.name} ---\n{p.tail()}")
-    parts.append(
-        "(the temporary directory is removed on exit; set VCSAT_CONTROLPLANE_KEEP_WORKDIR=1 to keep it)"
-    )
+    parts.append("(the temporary directory is removed on exit; set VCSAT_CONTROLPLANE_KEEP_WORKDIR=1 to keep it)")
     return ControlPlaneError("\n".join(parts))
 
 

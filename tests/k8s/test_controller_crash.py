@@ -64,8 +64,6 @@ class CrashAt:
                 raise Crash(f"killed before {verb} {kind} {name}")
 
 
-
-
 @pytest.fixture
 def cluster(bubble: Bubble, kube: Kube, k8s_client: Any) -> Iterator[tuple[Jobs, PodEnds]]:
     """Nodes, kubelets and a stand-in scheduler, but no controller: each test runs its own."""

@@ -31,8 +31,6 @@ from vcsat.adapters.live.scheduler import Scheduler
 EXAMPLES = Path(__file__).resolve().parents[2] / "deploy" / "examples"
 
 
-
-
 def _env(pod: dict[str, Any], container: int = 0) -> dict[str, Any]:
     return {
         e["name"]: e.get("value", e.get("valueFrom")) for e in pod["spec"]["containers"][container].get("env") or []

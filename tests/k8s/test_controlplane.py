@@ -48,9 +48,7 @@ def node(core: client.CoreV1Api) -> Iterator[str]:
     name = _name("node")
     core.create_node(
         client.V1Node(
-            metadata=client.V1ObjectMeta(
-                name=name, labels={"kubernetes.io/hostname": name, "gpu.model": "A100"}
-            )
+            metadata=client.V1ObjectMeta(name=name, labels={"kubernetes.io/hostname": name, "gpu.model": "A100"})
         )
     )
     resources = {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "4"}
@@ -145,9 +143,7 @@ def _bind(core: client.CoreV1Api, namespace: str, pod: str, node: str) -> None:
     core.create_namespaced_pod_binding(pod, namespace, body, _preload_content=False)
 
 
-def test_pod_is_bound_through_the_binding_subresource(
-    core: client.CoreV1Api, k8s_namespace: str, node: str
-) -> None:
+def test_pod_is_bound_through_the_binding_subresource(core: client.CoreV1Api, k8s_namespace: str, node: str) -> None:
     core.create_namespaced_pod(k8s_namespace, _pod("p0"))
     pending = _doc(core.read_namespaced_pod("p0", k8s_namespace))
     assert "nodeName" not in pending["spec"]
@@ -168,9 +164,7 @@ def test_pod_is_bound_through_the_binding_subresource(
     assert exc_info.value.status == 409
 
 
-def test_priority_class_is_resolved_on_pods(
-    core: client.CoreV1Api, k8s_client: Any, k8s_namespace: str
-) -> None:
+def test_priority_class_is_resolved_on_pods(core: client.CoreV1Api, k8s_client: Any, k8s_namespace: str) -> None:
     sched = client.SchedulingV1Api(k8s_client)
     pc = _name("high")
     sched.create_priority_class(client.V1PriorityClass(metadata=client.V1ObjectMeta(name=pc), value=1000))
@@ -208,9 +202,7 @@ def test_queue_round_trips_with_defaults(custom: client.CustomObjectsApi) -> Non
         assert got["spec"]["weight"] == 1
         assert "reclaimable" not in got["spec"]  # no default, as in Volcano's schema: absent reads as true
         assert got["spec"]["capability"]["nvidia.com/gpu"] == 16
-        custom.patch_cluster_custom_object_status(
-            *SCHEDULING, "queues", name, {"status": {"state": "Closed"}}
-        )
+        custom.patch_cluster_custom_object_status(*SCHEDULING, "queues", name, {"status": {"state": "Closed"}})
         got = _doc(custom.get_cluster_custom_object(*SCHEDULING, "queues", name))
         assert got["status"]["state"] == "Closed"
     finally:
@@ -479,9 +471,7 @@ def test_invalid_podgroup_is_refused(
     custom: client.CustomObjectsApi, k8s_namespace: str, spec: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(client.ApiException) as exc_info:
-        custom.create_namespaced_custom_object(
-            *SCHEDULING, k8s_namespace, "podgroups", _podgroup("bad", **spec)
-        )
+        custom.create_namespaced_custom_object(*SCHEDULING, k8s_namespace, "podgroups", _podgroup("bad", **spec))
     assert field in _unprocessable(exc_info)
 
 
@@ -534,9 +524,7 @@ def test_invalid_queue_is_refused(custom: client.CustomObjectsApi, spec: dict[st
         ),
     ],
 )
-def test_invalid_hypernode_is_refused(
-    custom: client.CustomObjectsApi, spec: dict[str, Any], field: str
-) -> None:
+def test_invalid_hypernode_is_refused(custom: client.CustomObjectsApi, spec: dict[str, Any], field: str) -> None:
     body = {
         "apiVersion": "topology.volcano.sh/v1alpha1",
         "kind": "HyperNode",
@@ -549,9 +537,7 @@ def test_invalid_hypernode_is_refused(
 
 
 def test_invalid_podgroup_status_is_refused(custom: client.CustomObjectsApi, k8s_namespace: str) -> None:
-    custom.create_namespaced_custom_object(
-        *SCHEDULING, k8s_namespace, "podgroups", _podgroup("pg-status", minMember=1)
-    )
+    custom.create_namespaced_custom_object(*SCHEDULING, k8s_namespace, "podgroups", _podgroup("pg-status", minMember=1))
     with pytest.raises(client.ApiException) as exc_info:
         custom.patch_namespaced_custom_object(
             *SCHEDULING, k8s_namespace, "podgroups", "pg-status", {"status": {"phase": "Sleeping"}}

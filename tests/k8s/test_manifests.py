@@ -55,9 +55,7 @@ def test_deployments_run_as_documented(apply: ServerSideApply) -> None:
     """Two replicas with leader election, probes on the metrics port, non-root, read-only root."""
     for name in ("scheduler", "controller"):
         (deployment,) = [
-            a.obj
-            for a in apply.file(DEPLOY_DIR / f"{name}.yaml", dry_run=True)
-            if a.obj["kind"] == "Deployment"
+            a.obj for a in apply.file(DEPLOY_DIR / f"{name}.yaml", dry_run=True) if a.obj["kind"] == "Deployment"
         ]
         spec = deployment["spec"]
         pod = spec["template"]["spec"]
@@ -92,13 +90,9 @@ def test_kustomization_lists_every_manifest_and_nothing_else() -> None:
 
 def test_warnings_are_caught_so_the_check_above_can_fail(apply: ServerSideApply) -> None:
     """The same Deployment without its securityContext draws a Pod Security warning from the server."""
-    (deployment,) = [
-        doc for doc in load_manifests(DEPLOY_DIR / "scheduler.yaml") if doc["kind"] == "Deployment"
-    ]
+    (deployment,) = [doc for doc in load_manifests(DEPLOY_DIR / "scheduler.yaml") if doc["kind"] == "Deployment"]
     pod = deployment["spec"]["template"]["spec"]
     del pod["securityContext"]
     del pod["containers"][0]["securityContext"]
     applied = apply(deployment, dry_run=True)
-    assert any("PodSecurity" in warning and "restricted" in warning for warning in applied.warnings), (
-        applied.warnings
-    )
+    assert any("PodSecurity" in warning and "restricted" in warning for warning in applied.warnings), applied.warnings

@@ -70,8 +70,10 @@ def _queue(kube: Kube, name: str, weight: int, capability: dict[str, str] | None
     spec: dict[str, Any] = {"weight": weight, "reclaimable": True}
     if capability:
         spec["capability"] = capability
-    kube.post(QUEUES.path(), {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-                              "metadata": {"name": name}, "spec": spec})
+    kube.post(
+        QUEUES.path(),
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}, "spec": spec},
+    )
 
 
 @pytest.fixture(scope="module")

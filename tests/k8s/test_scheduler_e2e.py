@@ -292,9 +292,7 @@ def test_evictions_free_room_that_nominated_pods_take(bubble: Bubble, k8s_client
             solver=SolverStats(status="OPTIMAL"),
         )
         report = scheduler.applier.apply(decision, waiting.snapshot)
-        nominated = {
-            name: (pod.get("status") or {}).get("nominatedNodeName") for name, pod in bubble.pods().items()
-        }
+        nominated = {name: (pod.get("status") or {}).get("nominatedNodeName") for name, pod in bubble.pods().items()}
         assert nominated["high-0"] == nominated["high-1"] == node
         if budget:
             assert report.evicted == []
@@ -306,9 +304,7 @@ def test_evictions_free_room_that_nominated_pods_take(bubble: Bubble, k8s_client
             assert again.report is not None and again.report.bound == []
         else:
             assert sorted(report.evicted) == low
-            reasons = {
-                e["involvedObject"]["name"]: e["reason"] for e in bubble.events() if e["reason"] == "Preempted"
-            }
+            reasons = {e["involvedObject"]["name"]: e["reason"] for e in bubble.events() if e["reason"] == "Preempted"}
             assert reasons == {"low-0": "Preempted", "low-1": "Preempted"}
             wait_until(lambda: not any(name.startswith("low") for name in bubble.pods()), "the victims are gone")
             wait_until(

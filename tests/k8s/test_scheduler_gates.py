@@ -60,8 +60,10 @@ def test_a_gated_gang_waits_says_so_and_binds_when_ungated(bubble: Bubble) -> No
         # The gate goes (gates may only be removed): the gang binds.
         bubble.kube.patch(PODS.path(bubble.namespace, "g-1"), {"spec": {"schedulingGates": None}})
         wait_until(
-            lambda: not ((scheduler.store.get("Pod", f"{bubble.namespace}/g-1") or {}).get("spec") or {}).get(
-                "schedulingGates"
+            lambda: (
+                not ((scheduler.store.get("Pod", f"{bubble.namespace}/g-1") or {}).get("spec") or {}).get(
+                    "schedulingGates"
+                )
             ),
             "the cache sees the gate removed",
         )

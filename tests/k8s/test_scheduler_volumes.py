@@ -83,9 +83,7 @@ def _pod_with_claim(bubble: Bubble) -> None:
         "spec": {
             "schedulerName": bubble.scheduler_name,
             "nodeSelector": {BUBBLE_LABEL: bubble.tag},
-            "containers": [
-                {"name": "main", "image": "registry.invalid/db:1", "resources": {"requests": {"cpu": "1"}}}
-            ],
+            "containers": [{"name": "main", "image": "registry.invalid/db:1", "resources": {"requests": {"cpu": "1"}}}],
             "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
         },
     }
