@@ -125,21 +125,28 @@ def collector_passes() -> Iterator[dict[int, list[float]]]:
             tally[1] = round(tally[1], 4)
 
 
-def python_pace(rounds: int = 200) -> float:
-    """CPU milliseconds of a fixed loop of dict reads and integer arithmetic over objects made at
-    import: no new memory is touched and the collector is not run, so only the host's pace moves it."""
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The collector off for a timed walk (so only the host's pace moves it), on again after if it was."""
     enabled = gc.isenabled()
     gc.disable()
     try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def python_pace(rounds: int = 200) -> float:
+    """CPU milliseconds of a fixed loop of dict reads and integer arithmetic over objects made at
+    import: no new memory is touched and the collector is not run, so only the host's pace moves it."""
+    with _collector_paused():
         started = time.process_time()
         total = 0
         for _ in range(rounds):
             for i in _WORK:
                 total += _TABLE[i] & 7
         spent = time.process_time() - started
-    finally:
-        if enabled:
-            gc.enable()
     return round(spent * 1000, 2)
 
 
@@ -161,16 +168,11 @@ def fault_pace(mib: int = 16) -> float:
 def heap_pace(objects: Sequence[object], rounds: int = 10) -> float:
     """CPU milliseconds to read the attribute dict of each of ``objects``, ``rounds`` times over
     (the collector paused): a walk over memory the process already holds, at its caches' pace."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _collector_paused():
         started = time.process_time()
         total = 0
         for _ in range(rounds):
             for obj in objects:
                 total += len(obj.__dict__)
         spent = time.process_time() - started
-    finally:
-        if enabled:
-            gc.enable()
     return round(spent * 1000, 2)

@@ -5,7 +5,8 @@ session 36): :func:`~vcsat.solver.search.chain._cheapest` walking every node of 
 shape to find the few holding a victim, :func:`~vcsat.solver.search.relocation.first_fit` making a
 set of the shape's nodes on every call, and the per-resource comparison of a row with a request.
 Each is cut without changing what it answers; here each is compared with the code it replaced
-(main ``1a3915e``'s, kept below verbatim):
+(main ``1a3915e``'s: ``first_fit`` and ``eject`` kept below verbatim, ``_cheapest`` from
+:mod:`chain_reference`, main ``9e5da94``'s chain module, whose ``_cheapest`` ``1a3915e`` still had):
 
 - a table of small cases per read (a node with room before the trade, one the trade freed, none;
   a victim cheapest on a later node, a node passed over for a costlier victim, a victim already
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import chain_reference
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,51 +57,6 @@ def _first_fit_before(problem: _Problem, shape_index: int, room: Room, with_room
         if all(row[r] >= amount for r, amount in enumerate(shape.request)):
             return node
     return None
-
-
-def _cheapest_before(
-    problem: _Problem,
-    shape_index: int,
-    room: Room,
-    on_node: dict[int, list[tuple[int, int, int]]],
-    of_gang: dict[int, list[tuple[int, int, int]]],
-    pool: set[int],
-    victims: set[int],
-    cost: Callable[[int], int],
-) -> int | None:
-    """main ``1a3915e``'s ``_cheapest``, verbatim (its ``Room.fits`` spelled out)."""
-    shape = problem.shapes[shape_index]
-    best: tuple[int, int, list[int]] | None = None
-    for node in shape.nodes:
-        there = sorted(
-            {g for g, _s, _k in on_node.get(node, ()) if g in pool and g not in victims}, key=lambda g: (cost(g), g)
-        )
-        if not there:
-            continue
-        row = list(room.row(node))
-        going: list[int] = []
-        spent = 0
-        for g in there:
-            if all(row[r] >= amount for r, amount in enumerate(shape.request)):
-                break
-            going.append(g)
-            spent += cost(g)
-            for s, n, k in of_gang[g]:
-                if n == node:
-                    for r, amount in enumerate(problem.shapes[s].request):
-                        row[r] += k * amount
-        fits = all(row[r] >= amount for r, amount in enumerate(shape.request))
-        if going and fits and (best is None or spent < best[1]):
-            best = (node, spent, going)
-            if spent == 0:
-                break
-    if best is None:
-        return None
-    for g in best[2]:
-        victims.add(g)
-        for s, n, k in of_gang[g]:
-            room.add(n, problem.shapes[s].request, k)
-    return best[0]
 
 
 def _eject_before(
@@ -261,7 +218,7 @@ def test_cheapest_table(name: str) -> None:
     got = _run_cheapest(_cheapest, case)
     assert got[0] == node
     assert got[1] == victims
-    assert got == _run_cheapest(_cheapest_before, case)
+    assert got == _run_cheapest(chain_reference._cheapest, case)
 
 
 # eject takes every spare gang on the first node where that makes room: the cases above, by node order.
@@ -325,7 +282,7 @@ def test_first_fit_as_before(case: _Case) -> None:
 @settings(max_examples=300, deadline=None)
 @given(_cases())
 def test_cheapest_as_before(case: _Case) -> None:
-    assert _run_cheapest(_cheapest, case) == _run_cheapest(_cheapest_before, case)
+    assert _run_cheapest(_cheapest, case) == _run_cheapest(chain_reference._cheapest, case)
 
 
 @settings(max_examples=300, deadline=None)
