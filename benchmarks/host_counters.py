@@ -45,6 +45,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
 
+from vcsat.solver.pauses import no_gc_pauses
+
 PAGE = mmap.PAGESIZE
 _WORK = tuple(range(1000))
 _TABLE = {i: i for i in _WORK}
@@ -125,22 +127,10 @@ def collector_passes() -> Iterator[dict[int, list[float]]]:
             tally[1] = round(tally[1], 4)
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The collector off for a timed walk (so only the host's pace moves it), on again after if it was."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def python_pace(rounds: int = 200) -> float:
     """CPU milliseconds of a fixed loop of dict reads and integer arithmetic over objects made at
     import: no new memory is touched and the collector is not run, so only the host's pace moves it."""
-    with _collector_paused():
+    with no_gc_pauses():
         started = time.process_time()
         total = 0
         for _ in range(rounds):
@@ -168,7 +158,7 @@ def fault_pace(mib: int = 16) -> float:
 def heap_pace(objects: Sequence[object], rounds: int = 10) -> float:
     """CPU milliseconds to read the attribute dict of each of ``objects``, ``rounds`` times over
     (the collector paused): a walk over memory the process already holds, at its caches' pace."""
-    with _collector_paused():
+    with no_gc_pauses():
         started = time.process_time()
         total = 0
         for _ in range(rounds):
