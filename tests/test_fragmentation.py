@@ -16,6 +16,7 @@ from vcsat.model.gpu_topology import uniform_topology
 from vcsat.solver import check, solve
 from vcsat.solver.placement.gpu_choice import plan_node
 from vcsat.solver.placement.gpu_share import place_shares
+from vcsat.solver.pricing import fragmentation
 from vcsat.solver.pricing.fragmentation import (
     Fragmentation,
     for_problem,
@@ -27,6 +28,7 @@ from vcsat.solver.pricing.fragmentation import (
     typical_tasks,
     workload_of,
 )
+from vcsat.solver.pricing.pod_tally import Tally
 from vcsat.solver.problem import build_problem
 from vcsat.solver.rules.predicates import NodeIndex
 
@@ -261,3 +263,80 @@ def test_share_room_cuts_hold_for_every_real_packing(rooms: list[int], requests:
     packed = [r for r, gpu in zip(requests, gpus, strict=True) if gpu is not None]
     for size in set(requests):
         assert sum(1 for r in packed if r >= size) <= sum(room // size for room in rooms)
+
+
+# --- the workload's tally: one contribution per spec ----------------------------------------------
+
+
+def _plain_tasks(pods: Sequence[Pod]) -> dict[object, int]:
+    """The task tally pod by pod, with no memo: what ``_task_of`` must add up to."""
+    out: dict[object, int] = {}
+    for p in pods:
+        if p.managed and (p.bound or p.pending):
+            task = task_type(p, memory=True)
+            out[task] = out.get(task, 0) + 1
+    return out
+
+
+def _spec_pods(specs: Sequence[Pod], picks: Sequence[tuple[int, int]]) -> list[Pod]:
+    """Pods copied from ``specs`` (sharing their requests, selector, affinity and tolerations
+    objects, as the converter's pods of one spec do), each bound, pending or finished."""
+    out: list[Pod] = []
+    for i, (spec, state) in enumerate(picks):
+        base = specs[spec % len(specs)]
+        update: dict[str, object] = {"name": f"p{i}"}
+        if state == 1:
+            update |= {"node_name": "a", "phase": "Running"}
+        elif state == 2:
+            update |= {"node_name": "a", "phase": "Succeeded"}
+        out.append(base.model_copy(update=update))
+    return out
+
+
+_SPEC_PODS = [
+    pod("x/s", gpu_milli=300, cpu="2"),
+    pod("x/w", gpus=1, memory="40Gi"),
+    pod("x/z", gpus=2, selector={"zone": "a"}, affinity="model in (h100)", tolerations=["gpu"]),
+    pod("x/c", cpu="4"),
+    pod("x/o", gpus=1, managed=False),
+]
+# Another spec with the very requests dict of the second (the converter shares equal requests
+# between specs): the selector tells it apart.
+_SPEC_PODS.append(_SPEC_PODS[1].model_copy(update={"name": "y", "node_selector": {"zone": "b"}}))
+
+
+@pytest.mark.parametrize(
+    ("picks", "types"),
+    [
+        ([(0, 0), (0, 1), (0, 0)], 1),  # one spec, pending and bound: one type, one contribution
+        ([(0, 0), (1, 0), (2, 1), (3, 0)], 4),
+        ([(2, 2), (4, 1)], 0),  # finished, and another scheduler's: nothing
+        ([(1, 0), (1, 2), (1, 1)], 1),
+        ([(1, 0), (5, 0), (5, 1)], 2),  # one requests dict, two selectors: two types
+    ],
+)
+def test_task_tally_counts_one_contribution_per_spec(picks: list[tuple[int, int]], types: int) -> None:
+    pods = _spec_pods(_SPEC_PODS, picks)
+    assert Tally(fragmentation._task_of).sums(pods) == _plain_tasks(pods)
+    assert len(_plain_tasks(pods)) == types
+    counted = [fragmentation._task_of(p) for p in pods if p.managed and (p.bound or p.pending)]
+    # Pods of one spec share one contribution object, which is what lets the tally count it once.
+    specs = {(id(p.requests), id(p.node_selector)) for p in pods if p.managed and (p.bound or p.pending)}
+    assert len({id(c) for c in counted}) == len(specs)
+
+
+def test_task_tally_tells_apart_specs_spelled_alike() -> None:
+    # Equal fields in distinct objects (two specs read apart): equal task types, counted together,
+    # each spec its own memo entry.
+    first, second = pod("x/a", gpus=1), pod("x/b", gpus=1)
+    assert first.requests is not second.requests
+    pods = [first, second, first.model_copy(update={"name": "c"})]
+    assert Tally(fragmentation._task_of).sums(pods) == _plain_tasks(pods) == {task_type(first, memory=True): 3}
+    assert fragmentation._task_of(first) is not fragmentation._task_of(second)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2)), max_size=25))
+def test_task_tally_is_the_plain_count(picks: list[tuple[int, int]]) -> None:
+    pods = _spec_pods(_SPEC_PODS, picks)
+    assert Tally(fragmentation._task_of).sums(pods) == _plain_tasks(pods)

@@ -136,7 +136,36 @@ def typical_of_counts(counts: Counter[TaskType], popularity: float = POPULARITY)
 
 def _task_of(pod: Pod) -> tuple[tuple[TaskType, int], ...]:
     """One task of its type, for vcsat's own pods bound or pending (none for the others)."""
-    return ((task_type(pod, memory=True), 1),) if pod.managed and (pod.bound or pod.pending) else ()
+    if not pod.managed or not (pod.bound or pod.pending):
+        return ()
+    # Pods of one spec share their requests, selector, affinity and tolerations objects (the
+    # converter reads each distinct spec once), which are all a task type reads: one contribution
+    # per spec, so the tally counts it once, its type hashed once rather than once a pod.
+    requests, selector, affinity, tolerations = pod.requests, pod.node_selector, pod.affinity, pod.tolerations
+    spec = (id(requests), id(selector), id(affinity), id(tolerations))
+    found = _TASK_SPECS.get(spec)
+    if (
+        found is not None
+        and found[0] is requests
+        and found[1] is selector
+        and found[2] is affinity
+        and found[3] is tolerations
+    ):
+        return found[4]
+    made = ((task_type(pod, memory=True), 1),)
+    if len(_TASK_SPECS) >= _TASK_SPECS_KEPT:
+        _TASK_SPECS.clear()
+    _TASK_SPECS[spec] = (requests, selector, affinity, tolerations, made)
+    return made
+
+
+_TASK_SPECS: dict[
+    tuple[int, int, int, int], tuple[object, object, object, object, tuple[tuple[TaskType, int], ...]]
+] = {}
+_TASK_SPECS_KEPT = 1 << 12
+"""What a pod adds to the task tally, by the identities of the spec objects its task type is made
+of; cleared when full. An entry holds those objects, so the ids it is found by cannot be reused
+while it lives."""
 
 
 _TASKS: Tally[TaskType] = Tally(_task_of)

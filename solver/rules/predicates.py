@@ -262,6 +262,27 @@ class NodeRestriction:
         return PredicateFailure(*self.default)
 
 
+class HashedTerms(tuple[NodeSelectorTerm, ...]):
+    """A pod's required node-affinity terms as a key part: a plain tuple of the terms, equal and
+    hashing as one, whose hash is worked out once. The terms are frozen pydantic models, whose hash
+    walks every field of every term and requirement in Python each time it is asked; a key is
+    looked up in many caches for many pods each cycle, and the walk was much of those lookups."""
+
+    _hash: int
+
+    def __new__(cls, terms: Iterable[NodeSelectorTerm]) -> HashedTerms:
+        made = super().__new__(cls, terms)
+        made._hash = tuple.__hash__(made)
+        return made
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[HashedTerms], tuple[tuple[NodeSelectorTerm, ...]]]:
+        # Made again where it is read: a string's hash differs from one process to the next.
+        return (HashedTerms, (tuple(self),))
+
+
 class EligibilityKey(NamedTuple):
     """Everything about a pod that decides which nodes pass; equal keys pass equal nodes."""
 
@@ -289,7 +310,7 @@ def eligibility_key(pod: Pod, restriction: NodeRestriction | None = None) -> Eli
     # PreferNoSchedule-only tolerations never change a filter result; dropping them merges keys.
     key = EligibilityKey(
         frozenset(pod.node_selector.items()),
-        affinity,
+        HashedTerms(affinity) if affinity else affinity,
         frozenset(t for t in tolerations if t.effect != "PreferNoSchedule"),
         restriction,
     )
