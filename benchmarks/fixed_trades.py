@@ -27,17 +27,22 @@ from typing import Any
 import click
 
 
-def solve_at(path: Path, trades: list[int], skip: list[str]) -> list[dict[str, Any]]:
+def solve_at(path: Path, trades: list[int], skip: list[str], kinds: bool = False) -> list[dict[str, Any]]:
+    from contextlib import nullcontext
+
     from vcsat.adapters.convert import instance_file
     from vcsat.model import Policy
     from vcsat.solver import solve
 
+    if kinds:
+        from trade_kinds import recording, summary
     snapshot = instance_file.read_snapshot(path)
     out = []
     for count in trades:
-        decision = solve(
-            snapshot, Policy(time_limit_s=1.0), wall=False, skip=frozenset({*skip, f"exchange_trades={count}"})
-        )
+        with recording() if kinds else nullcontext([]) as events:
+            decision = solve(
+                snapshot, Policy(time_limit_s=1.0), wall=False, skip=frozenset({*skip, f"exchange_trades={count}"})
+            )
         out.append(
             {
                 "file": f"{path.parent.name}/{path.name}",
@@ -46,6 +51,7 @@ def solve_at(path: Path, trades: list[int], skip: list[str]) -> list[dict[str, A
                 "gap": decision.solver.gap,
                 "skipped": decision.solver.skipped,
                 "levels": [[level.level, level.value, level.bound] for level in decision.solver.levels],
+                **({"events": events, "kinds": summary(events)} if kinds else {}),
             }
         )
     return out
@@ -79,12 +85,16 @@ def compare(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[s
 @click.option("--trades", default="2,4,8", show_default=True, help="Trade counts, comma-separated.")
 @click.option("--skip", multiple=True, default=("search",), show_default=True, help="Steps the replay skips.")
 @click.option("--label", default="", help="Added to each line as its 'label'.")
+@click.option(
+    "--kinds", is_flag=True, help="Add the exchange's looks and trades, in order, and per kind (trade_kinds.py)."
+)
 @click.option("--compare", "to_compare", nargs=2, type=click.Path(exists=True, path_type=Path))
 def main(
     files: tuple[Path, ...],
     trades: str,
     skip: tuple[str, ...],
     label: str,
+    kinds: bool,
     to_compare: tuple[Path, Path] | None,
 ) -> None:
     if to_compare:
@@ -93,7 +103,7 @@ def main(
             click.echo(line)
         return
     for path in files:
-        for row in solve_at(path, [int(count) for count in trades.split(",")], list(skip)):
+        for row in solve_at(path, [int(count) for count in trades.split(",")], list(skip), kinds):
             click.echo(json.dumps({"label": label, **row}))
         # The solver's pauses leave what a cycle made in the oldest generation, which CPython
         # seldom collects in full: a long run over many files would keep every file's cyclic

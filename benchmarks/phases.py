@@ -44,8 +44,11 @@ def _peak_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def run(path: Path, time_limit_s: float, workers: int | None, counters: bool = False) -> dict[str, Any]:
+def run(
+    path: Path, time_limit_s: float, workers: int | None, counters: bool = False, kinds: bool = False
+) -> dict[str, Any]:
     import importlib
+    from contextlib import nullcontext
 
     from vcsat.adapters.convert import instance_file
     from vcsat.model import Policy
@@ -90,6 +93,9 @@ def run(path: Path, time_limit_s: float, workers: int | None, counters: bool = F
         setattr(solve_module, name, timed(labels[name], function))
     read_objects = instance_file.read_objects
     instance_file.read_objects = timed("read", read_objects)  # type: ignore[assignment]
+    if kinds:
+        from trade_kinds import recording, summary
+    events: list[dict[str, Any]] = []
     if counters:
         import host_counters
 
@@ -104,7 +110,7 @@ def run(path: Path, time_limit_s: float, workers: int | None, counters: bool = F
         with phase("read+snapshot"):
             snapshot = instance_file.read_snapshot(path)
         policy = Policy(time_limit_s=time_limit_s, **({"num_workers": workers} if workers else {}))
-        with phase("solve"):
+        with phase("solve"), recording() if kinds else nullcontext(events) as events:
             # The time limit counts from before the read, as ``vcsat solve`` counts it.
             decision = solve_module.solve(snapshot, policy, started=cycle_started)
         with phase("check"):
@@ -144,6 +150,7 @@ def run(path: Path, time_limit_s: float, workers: int | None, counters: bool = F
         "violations": len(violations),
         "peak_rss_mib": _peak_mib(),
         **({"counters": {**counted, "gc": passes}} if counters else {}),
+        **({"events": events, "kinds": summary(events)} if kinds else {}),
     }
 
 
@@ -168,6 +175,11 @@ def run(path: Path, time_limit_s: float, workers: int | None, counters: bool = F
     "process's CPU seconds times the factor (benchmarks/slow_host.py; implies --cpu-clock).",
 )
 @click.option(
+    "--kinds",
+    is_flag=True,
+    help="Also report the exchange's looks and trades, in order, and per kind (benchmarks/trade_kinds.py).",
+)
+@click.option(
     "--counters",
     is_flag=True,
     help="Also report the process's counters over the cycle and the host's pace just before it "
@@ -182,6 +194,7 @@ def main(
     cpu_clock: bool,
     slow_host: float | None,
     counters: bool,
+    kinds: bool,
 ) -> None:
     if slow_host is not None:
         import slow_host as slowing
@@ -192,10 +205,10 @@ def main(
         time.monotonic = time.process_time
     if profile is not None:
         profiler = cProfile.Profile()
-        report = profiler.runcall(run, instance, time_limit, workers, counters)
+        report = profiler.runcall(run, instance, time_limit, workers, counters, kinds)
         profiler.dump_stats(profile)
     else:
-        report = run(instance, time_limit, workers, counters)
+        report = run(instance, time_limit, workers, counters, kinds)
     if as_json:
         click.echo(json.dumps(report))
         return

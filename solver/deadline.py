@@ -120,7 +120,7 @@ gangs, a few candidate nodes per class), and so are building it and CP-SAT's sol
 EVICTION_RUN_PER_NODE = 4e-5
 """CPU seconds per node of one eviction run besides: its room over every node, the scans of the
 nodes its preemptors' classes may use, its victims picked out of the phase's."""
-TRADE_SECONDS = 0.03
+TRADE_SECONDS = 0.005
 """CPU seconds of one exchange trade that do not grow with the cluster: choosing the gangs to take
 out, the top-ups' walks over the gangs left out, the objective's first levels (:data:`TRADE_PER_NODE`
 for the rest)."""
@@ -128,12 +128,15 @@ TRADE_PER_NODE = 4e-5
 """CPU seconds per node of one exchange trade besides :data:`TRADE_SECONDS`: the decision without
 the gangs taken out, the room it leaves rebuilt (one node at a time), the top-ups' node scans. The
 prediction is the first trade's (later ones are predicted at the dearest that ran); the two
-constants give 0.07 s at 1,000 nodes and 0.43 s at 10,000, one to three times what a trade was
-measured to take on the 1,000-node shapes (23-64 ms) and about one and a half times on the
-10,000-node contended shape (0.28-0.35 s; benchmarks/RESULTS.md, session 30). A constant per node
-alone, made to cover 1,000 nodes, kept back three times what a trade takes at 10,000; made higher,
-the first trade does not fit a short limit after the second fill, and on a 1 s cycle the exchange,
-which alone places what the fills leave out on several shapes, never runs."""
+constants give 0.045 s at 1,000 nodes and 0.405 s at 10,000. The first trade that runs is a chain
+or step trade where the exchange finds one (those cost 13-41 ms at 1,000 nodes even on a loaded
+machine), else a slope trade (up to about 70 ms there); at 10,000 nodes a trade takes 0.28-0.35 s
+(benchmarks/RESULTS.md, sessions 30 and 37). A first trade dearer than predicted overruns the
+deadline less the reserve by the difference, which the reserve's margin over what follows covers;
+a prediction above what the first trade costs refuses it where it fits, and on a 1 s cycle at
+1,000 nodes the time left for the exchange after the second fill is often that first trade's and
+no more. A constant per node alone, made to cover 1,000 nodes, kept back three times what a trade
+takes at 10,000."""
 LOOK_SECONDS = 0.01
 """CPU seconds of one exchange look (:meth:`WallPlan.allows_look`) that do not grow with the cluster."""
 LOOK_PER_NODE = 1.5e-5

@@ -192,18 +192,20 @@ def test_the_exchange_cost_grows_with_nodes_and_trades(
 
 
 # (seconds to the deadline, CPU seconds each trade takes, a replayed count or None, trades
-# allowed): at 1,000 nodes the reserve is 0.2 s and the first trade is predicted at 0.07 s; then
+# allowed): at 1,000 nodes the reserve is 0.2 s and the first trade is predicted at 0.045 s; then
 # each at the dearest that ran (the clock's wall and CPU move together: no slowdown)
 TRADES = [
     (None, 0.3, None, 7),  # no deadline: every trade the exchange has (7 here)
-    (0.26, 0.05, None, 0),  # 0.06 left < 0.07 predicted for the first
+    (0.24, 0.05, None, 0),  # 0.04 left < 0.045 predicted for the first
+    (0.25, 0.05, None, 1),  # 0.05 left fits the first (what a chain or step trade costs there)
+    (0.26, 0.05, None, 1),  # 0.06 left fits the first; then 0.01 left < 0.05, the dearest that ran
     (0.28, 0.05, None, 1),  # 0.08 left fits the first; then 0.03 left < 0.05, the dearest that ran
-    (0.33, 0.05, None, 2),  # 0.13 left fits the first (0.07 predicted); then 0.08 left for one at 0.05
+    (0.33, 0.05, None, 2),  # 0.13 left fits the first (0.045 predicted); then 0.08 left for one at 0.05
     (0.47, 0.05, None, 5),  # 0.27 left fits the first; then 0.05 each while 0.05 is left
-    (0.55, 0.15, None, 2),  # 0.35 left: one (0.07), then 0.2 left for one at 0.15, then 0.05
+    (0.55, 0.15, None, 2),  # 0.35 left: one (0.045), then 0.2 left for one at 0.15, then 0.05
     (None, 0.3, 3, 3),  # a replay of a cycle that ran 3: 3, whatever the clock
     (None, 0.3, 0, 0),
-    (0.25, 0.05, 3, 0),  # a replay on a slower clock: the clock still refuses
+    (0.24, 0.05, 3, 0),  # a replay on a slower clock: the clock still refuses
 ]
 
 
@@ -228,7 +230,7 @@ def test_the_exchange_runs_trades_while_the_next_ends_in_time(
 
 # (deadline in s, after which trade a 0.1 s look runs (0: before the first), whether the look is
 # wrapped in ``not_a_trade``, trades allowed): 1,000 nodes (reserve 0.2 s), trades of 0.05 s, the
-# first predicted at 0.07 s. A wrapped look still passes on the clock but is not a trade's cost.
+# first predicted at 0.045 s. A wrapped look still passes on the clock but is not a trade's cost.
 LOOKS = [
     (0.57, 1, True, 5),  # the trades' pace stays 0.05: 0.22, 0.17, 0.12, 0.07 left fit, 0.02 does not
     (0.57, 1, False, 3),  # counted in the first trade, every later one is predicted at 0.15

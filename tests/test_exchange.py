@@ -581,7 +581,10 @@ def test_a_limit_with_room_for_one_trade_runs_it(monkeypatch: pytest.MonkeyPatch
     small = _keys(problem, "small")
     now = time.monotonic()
     costs = WallPlan(None, len(problem.nodes))
-    policy = ALLOCATE.model_copy(update={"time_limit_s": costs.reserve + 1.5 * costs.exchange_cost(1)})
+    # The chain and step looks come before the first trade: the limit leaves room for the dearer
+    # of the first look's and the first trade's predictions (on so few nodes the look's).
+    first = max(costs.exchange_cost(1), costs.look_cost())
+    policy = ALLOCATE.model_copy(update={"time_limit_s": costs.reserve + 1.5 * first})
     with monkeypatch.context() as patch:
         patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
         patch.setattr(_solve_module, "WallPlan", _frozen_at(now))

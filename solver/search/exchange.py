@@ -354,6 +354,9 @@ def exchange(
     # with the trades across ranks (a replay that skips ``exchange_across`` skips them too).
     if ranks:
         sloped, sloped_rank = _move_trades(problem, rank, sloped, sloped_rank, run)
+    if run.stopped:
+        # Refused: no trade after it runs, so nothing after it is read either.
+        return sloped
     if sloped is not assignment:
         queues, ranks = trading_queues(problem, sloped), trading_ranks(problem, sloped)
     best, best_rank = _queue_trades(problem, rank, sloped, sloped_rank, queues, run)
@@ -369,7 +372,7 @@ def exchange(
         fair, fair_rank = _rank_trades(problem, rank, fair, fair_rank, trading_ranks(problem, fair), run)
     # Last, where time is left when the others are done: the relocation trades, on the tiers that
     # can still rise on the decision they leave.
-    still = _tiers_still(problem, fair, run) if tiers else []
+    still = _tiers_still(problem, fair, run) if tiers and not run.stopped else []
     moved, _ = _relocation_trades(problem, rank, fair, fair_rank, still, run)
     return moved
 
@@ -420,6 +423,8 @@ def _tier_trades(
 ) -> Ranked:
     """Per fair-share tier, the fair trades of each queue it can raise."""
     for tier in tiers:
+        if run.stopped:
+            break
         # The same trade on the same decision gives the same result: tried once while it stands.
         tried: set[tuple[frozenset[int], frozenset[int]]] = set()
         for _queue, top, first, largest in run.raisable(best, tier):
@@ -445,7 +450,11 @@ def _slope_trades(
     that stands (the tiers of one queue priority often name the same) is not tried again."""
     tried: set[tuple[frozenset[int], frozenset[int]]] = set()
     for tier in tiers:
+        if run.stopped:
+            break
         for queue, top, first, _largest in run.raisable(best, tier):
+            if run.stopped:
+                break
             done: set[int] = set()
             trades = slope_trades(problem, best, tier, queue, top, first)
             while trades:
