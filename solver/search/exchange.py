@@ -115,6 +115,7 @@ from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.chain import Layout, chains, queued, waiting_counted
+from vcsat.solver.search.clearing_trade import clearing_trade
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.step_trade import step_trades
@@ -345,6 +346,12 @@ def exchange(
     # given to one a GPU or two short of its next step, which moves no other queue's utility and
     # so leaves the slope trades their room (benchmarks/RESULTS.md, session 36).
     start, start_rank = _step_trades(problem, rank, start, start_rank, tiers or [], run, spare_only=True)
+    # Then the clearing trades: a queue's pool cleared of the work no tier that important counts,
+    # its counted smaller pods moved into the room that work leaves elsewhere, where the chain
+    # finds no node to free (benchmarks/RESULTS.md, session 37). After the step trades that take
+    # only GPUs no share counts: those are one trade each and raise a tier where they are offered.
+    if tiers:
+        start, start_rank = _clearing_trades(problem, rank, start, start_rank, tiers, run)
     sloped, sloped_rank = _slope_trades(problem, rank, start, start_rank, tiers or [], run)
     # Then every step trade, on the tiers the slope trades leave: before them, one whose giving
     # queue loses a step can leave a slope trade a point short (benchmarks/RESULTS.md, session 36).
@@ -460,6 +467,42 @@ def _slope_trades(
                 if kept is not best:
                     best, tried = kept, set()
                     trades = [t for t in slope_trades(problem, best, tier, queue, top, first) if t.size not in done]
+    return best, best_rank
+
+
+def _clearing_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
+) -> Ranked:
+    """Per fair-share tier, most important first, and per queue it can still raise, the clearing
+    trade (:mod:`vcsat.solver.search.clearing_trade`); after one is kept, those of the decision it
+    leaves, from the first tier again. Looking for one is not a trade (its time is left out of the
+    trades' pace, ``run.look``); each one tried is. A (tier, queue) already tried on the decision
+    that stands is not tried again."""
+    if not _exact(problem, best):
+        return best, best_rank
+    tried: set[tuple[int, str]] = set()
+    changed = True
+    while changed and not run.stopped:
+        changed = False
+        for tier in tiers:
+            for queue, *_ in run.raisable(best, tier):
+                if (tier, queue) in tried:
+                    continue
+                if not run.looks():
+                    return best, best_rank
+                tried.add((tier, queue))
+                with run.look():
+                    trade = clearing_trade(problem, best, tier, queue, run.queued)
+                if trade is None:
+                    continue
+                kept, best_rank = _kept(
+                    problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run, then=trade.movers
+                )
+                if kept is not best:
+                    best, tried, changed = kept, set(), True
+                    break
+            if changed:
+                break
     return best, best_rank
 
 
