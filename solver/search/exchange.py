@@ -80,6 +80,15 @@ its share does not count); after them, all (before them, one whose giving queue 
 leave a slope trade a point short: benchmarks/RESULTS.md, session 36). Looking for them is not a
 trade; each tried is.
 
+Between the spare-only step trades and the slope trades, the clearing trades
+(:mod:`vcsat.solver.search.clearing_trade`): per fair-share tier and per queue it can raise with a
+waiting gang on a narrow pool, the work no tier that important counts taken out of the pool and of
+the nodes where the pool's counted smaller pods may go, the queue's waiting gangs counted there
+placed first, then those pods, then the rest as the greedy would; kept on the same terms. The
+chain trades free a node by moving its occupants into room already there or freed one victim at a
+time; where the pool's counted pods are many small ones, only clearing both sides at once frees
+whole nodes (benchmarks/RESULTS.md, session 37). Looking for them is not a trade; each tried is.
+
 Before the slope trades, first of all, the chain trades (:mod:`vcsat.solver.search.chain`): per
 fair-share tier and per queue it can raise, the whole-node pods and small pods on the narrow pool
 its large waiting pods need moved to their other nodes or taken out (lower-ranked ones no level
