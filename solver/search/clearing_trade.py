@@ -12,10 +12,10 @@ room elsewhere is held by uncounted pods too. The long search does both at once:
 counted small pods off the pool into room the uncounted pods leave elsewhere, and places Q's
 whole-node pods on the nodes that frees.
 
-So, per fair-share tier and per queue Q it can raise, with its waiting gangs counted there, where
-one of them has its largest GPU pod on a narrow pool (:data:`vcsat.solver.search.chain.NARROW`:
-elsewhere the slope trades place it; a trade tried is a trade a short cycle does not give to
-them):
+So, per fair-share tier and per queue Q it can raise, with a few waiting gangs counted there
+(:data:`MAX_WAITING`), one of them with its largest GPU pod on a narrow pool
+(:data:`vcsat.solver.search.chain.NARROW`): elsewhere the slope trades place them, and a trade
+tried is a trade a short cycle does not give to them:
 
 - the **pool**: the nodes those gangs' GPU pods may use;
 - the **movers**: the placed gangs the tier or a more important one counts (any queue, any rank)
@@ -41,6 +41,12 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.chain import NARROW, NARROW_NODES, waiting_counted
+
+MAX_WAITING = 16
+"""At most this many waiting gangs of the queue counted at the tier: a queue waiting with more (its
+small pods on wide pools, on the generated clusters) is the slope trades' to serve, and a clearing
+trade tried for it is refused there, a trade a short cycle does not give to them
+(benchmarks/RESULTS.md, session 37)."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,7 @@ def clearing_trade(
         if shapes:
             waiting.append((gang, shapes))
             any_narrow = any_narrow or len(max(shapes, key=lambda shape: shape.request[gpu]).nodes) <= narrow
-    if not any_narrow:
+    if not any_narrow or len(waiting) > MAX_WAITING:
         return None
     pool: set[int] = set()
     largest = 0
