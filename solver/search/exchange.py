@@ -80,6 +80,15 @@ its share does not count); after them, all (before them, one whose giving queue 
 leave a slope trade a point short: benchmarks/RESULTS.md, session 36). Looking for them is not a
 trade; each tried is.
 
+Between the spare-only step trades and the slope trades, the clearing trades
+(:mod:`vcsat.solver.search.clearing_trade`): per fair-share tier and per queue it can raise with a
+waiting gang on a narrow pool, the work no tier that important counts taken out of the pool and of
+the nodes where the pool's counted smaller pods may go, the queue's waiting gangs counted there
+placed first, then those pods, then the rest as the greedy would; kept on the same terms. The
+chain trades free a node by moving its occupants into room already there or freed one victim at a
+time; where the pool's counted pods are many small ones, only clearing both sides at once frees
+whole nodes (benchmarks/RESULTS.md, session 37). Looking for them is not a trade; each tried is.
+
 Before the slope trades, first of all, the chain trades (:mod:`vcsat.solver.search.chain`): per
 fair-share tier and per queue it can raise, the whole-node pods and small pods on the narrow pool
 its large waiting pods need moved to their other nodes or taken out (lower-ranked ones no level
@@ -115,6 +124,7 @@ from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.chain import Layout, chains, queued, waiting_counted
+from vcsat.solver.search.clearing_trade import clearing_trade
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.step_trade import step_trades
@@ -345,6 +355,12 @@ def exchange(
     # given to one a GPU or two short of its next step, which moves no other queue's utility and
     # so leaves the slope trades their room (benchmarks/RESULTS.md, session 36).
     start, start_rank = _step_trades(problem, rank, start, start_rank, tiers or [], run, spare_only=True)
+    # Then the clearing trades: a queue's pool cleared of the work no tier that important counts,
+    # its counted smaller pods moved into the room that work leaves elsewhere, where the chain
+    # finds no node to free (benchmarks/RESULTS.md, session 37). After the step trades that take
+    # only GPUs no share counts: those are one trade each and raise a tier where they are offered.
+    if tiers:
+        start, start_rank = _clearing_trades(problem, rank, start, start_rank, tiers, run)
     sloped, sloped_rank = _slope_trades(problem, rank, start, start_rank, tiers or [], run)
     # Then every step trade, on the tiers the slope trades leave: before them, one whose giving
     # queue loses a step can leave a slope trade a point short (benchmarks/RESULTS.md, session 36).
@@ -469,6 +485,42 @@ def _slope_trades(
                 if kept is not best:
                     best, tried = kept, set()
                     trades = [t for t in slope_trades(problem, best, tier, queue, top, first) if t.size not in done]
+    return best, best_rank
+
+
+def _clearing_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
+) -> Ranked:
+    """Per fair-share tier, most important first, and per queue it can still raise, the clearing
+    trade (:mod:`vcsat.solver.search.clearing_trade`); after one is kept, those of the decision it
+    leaves, from the first tier again. Looking for one is not a trade (its time is left out of the
+    trades' pace, ``run.look``); each one tried is. A (tier, queue) already tried on the decision
+    that stands is not tried again."""
+    if not _exact(problem, best):
+        return best, best_rank
+    tried: set[tuple[int, str]] = set()
+    changed = True
+    while changed and not run.stopped:
+        changed = False
+        for tier in tiers:
+            for queue, *_ in run.raisable(best, tier):
+                if (tier, queue) in tried:
+                    continue
+                if not run.looks():
+                    return best, best_rank
+                tried.add((tier, queue))
+                with run.look():
+                    trade = clearing_trade(problem, best, tier, queue, run.queued)
+                if trade is None:
+                    continue
+                kept, best_rank = _kept(
+                    problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run, then=trade.movers
+                )
+                if kept is not best:
+                    best, tried, changed = kept, set(), True
+                    break
+            if changed:
+                break
     return best, best_rank
 
 
