@@ -1,4 +1,4 @@
-"""Where one scheduling cycle's time goes: read, snapshot, build, greedy, search, explain, check.
+"""Where one scheduling cycle's time goes: read, snapshot, build, greedy, second fill, search, explain, check.
 
 Runs one cycle (as ``vcsat solve`` then the checker) on an instance file in this process and
 times each phase (wall clock, and CPU seconds of all threads) by wrapping the solver's own steps
@@ -79,11 +79,12 @@ def run(
 
     originals = {
         name: getattr(solve_module, name)
-        for name in ("build_problem", "greedy", "lp_bounds", "solve_exact", "outcomes", "bindings")
+        for name in ("build_problem", "greedy", "greedy_by_gain", "lp_bounds", "solve_exact", "outcomes", "bindings")
     }
     labels = {
         "build_problem": "build",
         "greedy": "greedy",
+        "greedy_by_gain": "second_fill",
         "lp_bounds": "lp_bound",
         "solve_exact": "search",
         "outcomes": "explain",

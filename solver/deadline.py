@@ -94,8 +94,18 @@ STEPS = (
 """The optional steps, in the order a cycle meets them."""
 
 FILL_PER_GREEDY = 1.3
-"""A second greedy fill (or a top-up) costs at most this many times the first greedy's CPU time:
-both walk the same gangs over the same nodes."""
+"""A top-up of a searched decision costs at most this many times the first greedy's CPU time: both
+walk the same gangs over the same nodes."""
+SECOND_FILL_PER_GREEDY = 1.0
+"""The greedy's second fill (:func:`vcsat.solver.greedy.greedy_by_gain`) costs at most this many
+times the first greedy's CPU time: it walks the same gangs over the same nodes, but starts from what
+the first fill learnt of the problem alone (each gang's class plan, the rankings kept), so it costs
+less than the first. Measured 0.33-0.81 times the first on the 1,000- and 10,000-node shapes at
+load 1-2 (0.33-0.54 on the contended ones, where the second fill is asked most), up to 1.29 in a
+few runs at load 2-5 where the two short timings drift apart (benchmarks/fill_ratio.py;
+benchmarks/RESULTS.md, session 37). A prediction above what the fill costs skips it where it fits:
+on 1 s cycles at 1,000 nodes about a third of those that skipped it at 1.3 times the first had
+0.08-0.19 s left at its question, about the first greedy's time."""
 FILL_PER_NODE = 6e-4
 """CPU seconds per node of a greedy fill, when the first greedy ran before this solve (prepared)."""
 BUILD_PER_SLOT = 3e-6
@@ -226,10 +236,17 @@ class WallPlan:
         return max(1.0, (self.now() - self._wall_start) / cpu)
 
     def fill_cost(self) -> float:
-        """Predicted CPU seconds of one more greedy fill."""
+        """Predicted CPU seconds of one more greedy fill over a decision (a top-up)."""
         if self.greedy_cpu is not None:
             return FILL_PER_GREEDY * self.greedy_cpu
         return FILL_PER_NODE * self.nodes
+
+    def second_fill_cost(self) -> float:
+        """Predicted CPU seconds of the greedy's second fill (:data:`SECOND_FILL_PER_GREEDY` times
+        the first greedy's, which it follows in the same solve; :meth:`fill_cost` without it)."""
+        if self.greedy_cpu is not None:
+            return SECOND_FILL_PER_GREEDY * self.greedy_cpu
+        return self.fill_cost()
 
     def exchange_cost(self, trades: int) -> float:
         """Predicted CPU seconds of ``trades`` exchange trades (:data:`TRADE_SECONDS` and

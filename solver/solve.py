@@ -145,7 +145,7 @@ def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None
     policy = problem.policy
     if not policy.search or within_tolerance(sum(start.values.values()), start.bound, policy.relative_gap):
         return start
-    if plan is not None and not plan.allows(SECOND_FILL, plan.fill_cost()):
+    if plan is not None and not plan.allows(SECOND_FILL, plan.second_fill_cost()):
         return start
     other = greedy_by_gain(problem)
     first_levels = (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))

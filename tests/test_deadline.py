@@ -308,8 +308,43 @@ def test_the_eviction_steps_come_last_in_the_order_met() -> None:
 def test_greedy_fill_cost_follows_the_first_greedy() -> None:
     plan = WallPlan(None, 1000)
     per_node = plan.fill_cost()
+    assert plan.second_fill_cost() == per_node  # no first greedy in this solve: per node
     plan.greedy_cpu = 2.0
     assert plan.fill_cost() > 2.0 != per_node
+    assert plan.second_fill_cost() == pytest.approx(2.0)  # at most what the first cost
+
+
+# (seconds to the deadline, the first greedy's CPU seconds, wall per CPU second so far, whether the
+# second fill may start): 1,000 nodes, reserve 0.2 s times the pace; the second fill predicted at
+# the first greedy's CPU seconds times that pace (0.13 s, a 1 s cycle's first greedy there).
+SECOND_FILLS = [
+    (0.34, 0.13, 1.0, True),  # 0.14 left fits 0.13 (1.3 times the greedy, 0.169, did not)
+    (0.335, 0.13, 1.0, True),  # 0.135 left: fits
+    (0.32, 0.13, 1.0, False),  # 0.12 left < 0.13
+    (0.40, 0.13, 1.5, False),  # 1.5x slower: 0.4 - 0.3 = 0.1 left < 0.195
+    (0.52, 0.13, 1.5, True),  # 1.5x slower: 0.22 left >= 0.195
+    (None, 5.0, 1.0, True),  # no deadline
+]
+
+
+@pytest.mark.parametrize(("deadline_in", "greedy_cpu", "pace", "allowed"), SECOND_FILLS)
+def test_the_second_fill_is_predicted_at_the_first_greedy(
+    deadline_in: float | None, greedy_cpu: float, pace: float, allowed: bool
+) -> None:
+    clock = FakeClock()
+    plan = WallPlan(None if deadline_in is None else clock.wall + 1.0, 1000, now=clock.now, cpu=clock.cpu)
+    # The first greedy ran at this pace (its CPU seconds enough to trust it), as a cycle's does.
+    clock.cpu_seconds += greedy_cpu
+    clock.wall += greedy_cpu * pace
+    if plan.deadline is not None and deadline_in is not None:
+        plan.deadline = clock.wall + deadline_in
+    plan.greedy_cpu = greedy_cpu
+    assert plan.allows(SECOND_FILL, plan.second_fill_cost()) is allowed
+    assert plan.skipped == ([] if allowed else [SECOND_FILL])
+    # A replay of a cycle that skipped it skips it whatever the time left.
+    replay = WallPlan(None, 1000, skip=frozenset({SECOND_FILL}))
+    replay.greedy_cpu = greedy_cpu
+    assert not replay.allows(SECOND_FILL, replay.second_fill_cost()) and replay.skipped == [SECOND_FILL]
 
 
 def _greedy_only(snap: Snapshot, policy: Policy) -> Decision:
