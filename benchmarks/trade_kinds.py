@@ -1,7 +1,7 @@
 """Which of the exchange's looks and trades a cycle ran, in order: each one's kind, CPU and yield.
 
 The exchange (``vcsat.solver.search.exchange``) runs its trades in a fixed order of phases (chain,
-step, slope, move, queue, rank, tier, relocation) with looks between them; on a short limit the
+step, clearing, slope, move, queue, rank, tier, relocation) with looks between them; on a short limit the
 clock fits only the first few, so what counts is which kinds come first, what each costs and which
 are kept. :func:`recording` wraps the exchange module's phase, look and trade functions for the
 time of one solve (no change to the solver, nothing in its hot path when not recording) and
@@ -27,6 +27,7 @@ from typing import Any
 PHASES = {
     "_chain_trades": "chain",
     "_step_trades": "step",
+    "_clearing_trades": "clearing",
     "_slope_trades": "slope",
     "_move_trades": "move",
     "_queue_trades": "queue",
@@ -83,6 +84,8 @@ def recording() -> Iterator[list[dict[str, Any]]]:
                     first = next(out, None)
                     found = first is not None
                     out = iter([first] if first is not None else [])
+                elif kind(kwargs) == "clearing-look":
+                    found = out is not None
                 elif isinstance(out, list):
                     found = len(out)
                 spent = time.process_time() - started
@@ -199,6 +202,7 @@ def recording() -> Iterator[list[dict[str, Any]]]:
         look(lambda kw: "chain-swap" if kw.get("swap") else "chain-flatter" if kw.get("flatter") else "chain-first"),
     )
     patch(module, "step_trades", look(lambda kw: "step-look"))
+    patch(module, "clearing_trade", look(lambda kw: "clearing-look"))
     patch(module, "slope_trades", look(lambda kw: "slope-look"))
     patch(module, "_move_looks", look(lambda kw: "move-look"))
     patch(module, "_raisable", look(lambda kw: "read-raisable"))
