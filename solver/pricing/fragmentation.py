@@ -56,6 +56,7 @@ from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.pricing import scarcity
 from vcsat.solver.pricing.pod_tally import Tally
+from vcsat.solver.pricing.spec_memo import SpecMemo
 from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
 
 if TYPE_CHECKING:
@@ -138,34 +139,18 @@ def _task_of(pod: Pod) -> tuple[tuple[TaskType, int], ...]:
     """One task of its type, for vcsat's own pods bound or pending (none for the others)."""
     if not pod.managed or not (pod.bound or pod.pending):
         return ()
-    # Pods of one spec share their requests, selector, affinity and tolerations objects (the
-    # converter reads each distinct spec once), which are all a task type reads: one contribution
-    # per spec, so the tally counts it once, its type hashed once rather than once a pod.
-    requests, selector, affinity, tolerations = pod.requests, pod.node_selector, pod.affinity, pod.tolerations
-    spec = (id(requests), id(selector), id(affinity), id(tolerations))
-    found = _TASK_SPECS.get(spec)
-    if (
-        found is not None
-        and found[0] is requests
-        and found[1] is selector
-        and found[2] is affinity
-        and found[3] is tolerations
-    ):
-        return found[4]
-    made = ((task_type(pod, memory=True), 1),)
-    if len(_TASK_SPECS) >= _TASK_SPECS_KEPT:
-        _TASK_SPECS.clear()
-    _TASK_SPECS[spec] = (requests, selector, affinity, tolerations, made)
-    return made
+    # A task type reads only the pod's spec: one contribution per spec, its type hashed once
+    # rather than once a pod.
+    return _TASK_BY_SPEC(pod)
 
 
-_TASK_SPECS: dict[
-    tuple[int, int, int, int], tuple[object, object, object, object, tuple[tuple[TaskType, int], ...]]
-] = {}
-_TASK_SPECS_KEPT = 1 << 12
-"""What a pod adds to the task tally, by the identities of the spec objects its task type is made
-of; cleared when full. An entry holds those objects, so the ids it is found by cannot be reused
-while it lives."""
+def _one_task(pod: Pod) -> tuple[tuple[TaskType, int], ...]:
+    """The pod's task type, counted once."""
+    return ((task_type(pod, memory=True), 1),)
+
+
+_TASK_BY_SPEC: SpecMemo[tuple[tuple[TaskType, int], ...]] = SpecMemo(_one_task)
+"""What a pod adds to the task tally, by its spec."""
 
 
 _TASKS: Tally[TaskType] = Tally(_task_of)

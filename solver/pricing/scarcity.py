@@ -101,6 +101,7 @@ from vcsat.solver.pricing.pool_keys import pool_key
 from vcsat.solver.pricing.rarity import RareTypes, either, rare_groups, rare_types
 from vcsat.solver.pricing.shortfall import with_margin
 from vcsat.solver.pricing.size_classes import NodeRoom, PodSize, SizeClasses, pod_size, size_classes
+from vcsat.solver.pricing.spec_memo import SpecMemo
 from vcsat.solver.rules.predicates import EligibilityKey, NodeIndex, eligibility_key
 
 if TYPE_CHECKING:
@@ -270,25 +271,8 @@ def _pod_demand(pod: Pod) -> _Contribution:
     (:mod:`vcsat.solver.pricing.size_classes`)."""
     if not pod.managed or not (pod.bound or pod.pending):
         return ()
-    # Pods of one spec share their requests, selector, affinity and tolerations objects (the
-    # converter reads each distinct spec once) and so add the same: made once per spec and state.
-    requests, selector, affinity, tolerations = pod.requests, pod.node_selector, pod.affinity, pod.tolerations
-    pending = pod.pending
-    spec = (id(requests), id(selector), id(affinity), id(tolerations), pending)
-    found = _SPECS.get(spec)
-    if (
-        found is not None
-        and found[0] is requests
-        and found[1] is selector
-        and found[2] is affinity
-        and found[3] is tolerations
-    ):
-        return found[4]
-    made = _spec_demand(pod)
-    if len(_SPECS) >= _SPECS_KEPT:
-        _SPECS.clear()
-    _SPECS[spec] = (requests, selector, affinity, tolerations, made)
-    return made
+    # Pods of one spec and state add the same: made once per spec and state.
+    return _BY_SPEC(pod, pod.pending)
 
 
 def _spec_demand(pod: Pod) -> _Contribution:
@@ -303,11 +287,8 @@ def _spec_demand(pod: Pod) -> _Contribution:
     return (*added, (("pending", key), milli)) if pod.pending else added
 
 
-_SPECS: dict[tuple[int, int, int, int, bool], tuple[object, object, object, object, _Contribution]] = {}
-_SPECS_KEPT = 1 << 12
-"""What a pod adds, by the identities of the spec objects it is made of and whether the pod waits;
-cleared when full. An entry holds those objects, so the ids it is found by cannot be reused while
-it lives."""
+_BY_SPEC: SpecMemo[_Contribution] = SpecMemo(_spec_demand)
+"""What a pod adds, by its spec and whether it waits."""
 
 
 _POOL_KEYS: dict[int, tuple[EligibilityKey, EligibilityKey]] = {}
