@@ -163,12 +163,17 @@ class _SnapshotConverter(Conversion):
                 group = read_podgroup(self, obj, classes, queues)
                 if group is not None:
                     podgroups[key] = group
-            pods = []
-            for _, obj in _by_key(by_kind["Pod"]):
-                pods.append(read_pod(self, obj, classes, podgroups, nodes))
-                # Nothing reads a pod's object again (the notices read nodes' and PodGroups'): when
-                # the caller handed the objects over (a file's read), each is freed here, not after
-                # the whole snapshot is built, so the parsed file and the snapshot never both peak.
+            pod_objects = by_kind["Pod"]
+            pods = [read_pod(self, obj, classes, podgroups, nodes) for _, obj in _by_key(pod_objects)]
+            # Nothing reads a pod's object again (the notices read nodes' and PodGroups'): when the
+            # caller handed the objects over (a file's read), they are freed here, not after the
+            # whole snapshot is built, so the parsed file and the snapshot never both peak. All at
+            # once after the pods are read, not each as it is read: each pod's values would then
+            # fill the holes its object left, scattered through the parsed file's memory; made with
+            # nothing freed between them they lie together in key order, the order the solver
+            # walks the pods again and again, which reads them faster (for a higher peak while the
+            # pods are read).
+            for obj in pod_objects.values():
                 obj.raw = _READ
         else:
             classes_key = memo.context((tuple(sorted(classes.values.items())), classes.default))
