@@ -81,7 +81,7 @@ def _in_numpy(
     """Position in ``table`` by the identity of a requests mapping (every one stays alive meanwhile)."""
     table_of: list[Mapping[str, int]] = []
 
-    def positions(mappings: list[Mapping[str, int]]) -> NDArray[np.intp]:
+    def positions(mappings: Sequence[Mapping[str, int]]) -> NDArray[np.intp]:
         out: list[int] = []
         for requests in mappings:
             at = distinct.get(id(requests))
