@@ -247,14 +247,11 @@ class _Builder:
         self.model = linear_solver_pb2.MPModelProto()
         self.rows: list[_Row] = []
 
-    def NumVar(self, lower: float, upper: float, name: str = "") -> int:
-        """A variable; the relaxation's columns go unnamed: nothing reads their names, and
-        thousands of names cost a string each to make, copy into the model and load."""
+    def NumVar(self, lower: float, upper: float, name: str) -> int:
         variable = self.model.variable.add()
         variable.lower_bound = lower
         variable.upper_bound = upper
-        if name:
-            variable.name = name
+        variable.name = name
         return len(self.model.variable) - 1
 
     def Constraint(self, lower: float, upper: float) -> _Row:
@@ -312,7 +309,7 @@ class _Relaxation:
         """Every priority with pods, highest first."""
         built = _Builder()
         infinity = math.inf
-        columns = [built.NumVar(0, item.pods) for item in items]
+        columns = [built.NumVar(0, item.pods, f"y{i}") for i, item in enumerate(items)]
         free = np.maximum(np.array(problem.free, dtype=np.int64).reshape(len(problem.nodes), -1), 0)
         units = problem.units  # rows in the solver's small exact units, as the CP-SAT model's
         gpu = problem.resource_index(res.GPU) if res.GPU in problem.resources else None
@@ -330,7 +327,7 @@ class _Relaxation:
                 own.setdefault(item.gang, []).append(i)
         for g, members in sorted(own.items()):
             gang = problem.gangs[g]
-            z = built.NumVar(0, 1)
+            z = built.NumVar(0, 1, f"z{g}")
             for i in members:
                 row = built.Constraint(-infinity, 0)
                 row.SetCoefficient(columns[i], 1.0)
