@@ -1288,3 +1288,16 @@ def test_predicates_are_judged_per_spec_of_each_pod() -> None:
     for p in (*same, other, other_again):
         failure = predicate_failure(p, snap.nodes[0])
         assert (failure is not None) == (p.node_selector == {"zone": "b"})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.booleans())
+def test_gangs_whole_by_their_new_pods_are_those_the_counts_find_whole(data: st.DataObject, gang: bool) -> None:
+    """Groups whose new pods alone reach every minimum are passed before their running pods are
+    read: the check finds the same violations as counting every group's pods."""
+    snap = data.draw(clusters())
+    dec = data.draw(random_decisions(snap))
+    policy = Policy(gang=gang)
+    with patch.object(check_module, "_whole_alone", lambda *_: False):
+        plain = check(snap, dec, policy)
+    assert check(snap, dec, policy) == plain

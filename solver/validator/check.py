@@ -432,6 +432,8 @@ class _Checker:
             return
         for key, new in sorted(placed.items()):
             group = self.snapshot.podgroup_by_key[key]
+            if _whole_alone(group, new):
+                continue  # the pods staying only add to what already keeps every minimum
             staying = [
                 p for p in self.snapshot.pods_of_group.get(key, ()) if p.gang_ready and p.key not in self.victims
             ]
@@ -651,6 +653,14 @@ class _Hold(NamedTuple):
     pod: str
     ids: tuple[int, ...]
     milli: int
+
+
+def _whole_alone(group: PodGroup, new: list[Pod]) -> bool:
+    """Whether the new pods alone reach the group's minMember and each task's minimum: then the
+    running or succeeded pods beside them cannot make any count fall short, and are not read."""
+    if len(new) < group.min_member:
+        return False
+    return all(sum(1 for p in new if p.task == task) >= minimum for task, minimum in group.min_task_member.items())
 
 
 def _apart(node: Node, bound: Iterable[Pod], placed: list[_Placement]) -> bool:
