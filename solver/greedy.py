@@ -481,20 +481,23 @@ class Room:
         (lowest index on ties), found among the classes of :attr:`level_classes`."""
         return fullest_in_classes(self.level_classes, gpus)
 
-    def pod_counts(self, shape: Shape, most: int) -> NDArray[np.int64]:
-        """Per node, at most how many pods of ``shape`` fit there from the room now, and at most
-        ``most``: each asked resource's free room over the ask, and the free whole GPUs over the
-        whole GPUs asked (0 where the shape is not eligible or a resource is overcommitted). An
-        upper bound (a share may need a fresh GPU besides), node by node: while a gang is tried,
-        room only shrinks, so no trial places more on a node."""
-        counts: NDArray[np.int64] = np.where(self._eligible_mask(shape.fits) & ~self.negative, most, 0)
+    def pod_counts(self, shape: Shape, most: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """The shape's eligible nodes, and per node of them at most how many pods of ``shape`` fit
+        there from the room now, and at most ``most``: each asked resource's free room over the
+        ask, and the free whole GPUs over the whole GPUs asked (0 where a resource is
+        overcommitted). An upper bound (a share may need a fresh GPU besides), node by node: while
+        a gang is tried, room only shrinks, so no trial places more on a node. Every other node
+        holds none: only the eligible ones are read (a few of the nodes, for a shape confined to
+        one GPU model), not every node."""
+        rows = self._node_array(shape.fits)
+        counts: NDArray[np.int64] = np.where(self.negative[rows], 0, most)
         for r, amount in enumerate(shape.request):
             if amount > 0:
-                np.minimum(counts, self.free_cols[r] // amount, out=counts)
+                np.minimum(counts, self.free_cols[r][rows] // amount, out=counts)
         whole, _ = self.parts(shape.request)
         if whole > 0:
-            np.minimum(counts, self.whole_array // whole, out=counts)
-        return np.maximum(counts, 0, out=counts)
+            np.minimum(counts, self.whole_array[rows] // whole, out=counts)
+        return rows, np.maximum(counts, 0, out=counts)
 
     def order_read(self, problem: Problem) -> bool:
         """Whether a pod of this problem may be placed by :meth:`best_fit`, the one query that
@@ -722,12 +725,14 @@ class _Holder:
         """Whether a trial counts as worth making as soon as it would take a pod."""
         self.classes = [problem.classes[c] for c in gang.classes]
         self.counts = [room.pod_counts(problem.shapes[pc.shape], len(pc.pods)) for pc in self.classes]
+        """Per class, its eligible nodes and the most pods of it each holds (:meth:`Room.pod_counts`)."""
         self.holds: dict[int, NDArray[np.bool_]] = {}
         """Per tier, per domain (as :attr:`Room.tier_nodes`): whether a trial there may make the gang whole."""
 
     def may_hold(self, nodes: list[int]) -> bool:
         if len(nodes) == 1:
-            return self._enough([int(counts[nodes[0]]) for counts in self.counts])
+            node = nodes[0]
+            return self._enough([int(counts[rows == node].sum()) for rows, counts in self.counts])
         where = self.room.domain_at.get(id(nodes))
         if where is None:
             return True
@@ -760,8 +765,8 @@ class _Holder:
         slot = self.room.tier_slot[tier]
         size = len(self.room.tier_nodes[tier]) + 1
         held = [
-            np.minimum(np.bincount(slot, weights=counts, minlength=size).astype(np.int64), len(pc.pods))
-            for pc, counts in zip(self.classes, self.counts, strict=True)
+            np.minimum(np.bincount(slot[rows], weights=counts, minlength=size).astype(np.int64), len(pc.pods))
+            for pc, (rows, counts) in zip(self.classes, self.counts, strict=True)
         ]
         if not held:
             return np.zeros(size, dtype=np.bool_)

@@ -6,6 +6,7 @@ import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -31,6 +32,7 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import PodAffinityRules, PodAffinityTerm
 from vcsat.model.selectors import label_selector
 from vcsat.solver.rules.predicates import predicate_failure
+from vcsat.solver.validator import check as check_module
 from vcsat.solver.validator.check import RULES, Violation, check
 
 
@@ -1230,6 +1232,18 @@ def test_gpus_are_the_index_by_index_reading(data: st.DataObject) -> None:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_nodes_judged_apart_are_those_the_holds_find_clean(data: st.DataObject) -> None:
+    """Nodes whose new GPU indices are distinct and held by no bound pod are passed over before
+    any hold is listed: the check finds the same violations as judging every node by its holds."""
+    snap = data.draw(clusters())
+    dec = data.draw(random_decisions(snap))
+    with patch.object(check_module, "_apart", lambda *_: False):
+        plain = check(snap, dec)
+    assert check(snap, dec) == plain
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters(), st.data())
 def test_a_gpu_taken_twice_is_reported(snap: Snapshot, data: st.DataObject) -> None:
     """A valid decision with one pending whole-GPU pod bound onto a GPU that a bound pod or another
@@ -1257,3 +1271,33 @@ def test_a_gpu_taken_twice_is_reported(snap: Snapshot, data: st.DataObject) -> N
     broken = dec.model_copy(update={"bindings": bindings})
     found = check(snap, broken)
     assert any(v.rule == "GpuConflict" and v.subject == node_name and f"GPU {index} " in v.message for v in found)
+
+
+def test_predicates_are_judged_per_spec_of_each_pod() -> None:
+    """Pods of one spec share their selector object (the check makes their predicates once);
+    a pod of another spec on the same node is judged by its own selector."""
+    template = pod("ns/a").model_copy(update={"node_selector": {"zone": "a"}})
+    same = [template.model_copy(update={"name": name}) for name in ("a1", "a2")]
+    other = template.model_copy(update={"name": "b1", "node_selector": {"zone": "b"}})
+    other_again = other.model_copy(update={"name": "b2"})
+    assert same[0].node_selector is same[1].node_selector and other.node_selector is other_again.node_selector
+    snap = snapshot(nodes=[node("n1", labels={"zone": "a"})], pods=[*same, other, other_again])
+    dec = decision(snap, bindings=[bind(p.key, "n1") for p in (*same, other, other_again)])
+    found = sorted((v.rule, v.subject) for v in check(snap, dec))
+    assert found == [("NodeSelectorMismatch", "ns/b1"), ("NodeSelectorMismatch", "ns/b2")]
+    for p in (*same, other, other_again):
+        failure = predicate_failure(p, snap.nodes[0])
+        assert (failure is not None) == (p.node_selector == {"zone": "b"})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.booleans())
+def test_gangs_whole_by_their_new_pods_are_those_the_counts_find_whole(data: st.DataObject, gang: bool) -> None:
+    """Groups whose new pods alone reach every minimum are passed before their running pods are
+    read: the check finds the same violations as counting every group's pods."""
+    snap = data.draw(clusters())
+    dec = data.draw(random_decisions(snap))
+    policy = Policy(gang=gang)
+    with patch.object(check_module, "_whole_alone", lambda *_: False):
+        plain = check(snap, dec, policy)
+    assert check(snap, dec, policy) == plain

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.builders import bind, decision, node, pod, snapshot
+from tests.builders import bind, decision, evict, node, pod, snapshot
 from tests.test_check import clusters, greedy_decision, random_decisions
 from vcsat.model import Decision, Policy, Snapshot
 from vcsat.solver.validator import capacity
@@ -89,3 +89,46 @@ def test_a_pod_that_does_not_fit_is_reported(snap: Snapshot, data: st.DataObject
     bindings = [b for b in dec.bindings if b.pod != key] + [bind(key, node_name, [])]
     found = check(snap, dec.model_copy(update={"bindings": bindings}))
     assert any(v.rule == "CapacityNow" and v.subject == node_name and v.message.startswith(resource) for v in found)
+
+
+def _sharing(snap: Snapshot) -> Snapshot:
+    """The same cluster with pods of equal requests sharing one requests mapping, as the
+    converter's pods of one spec do (the int64 totals read each distinct mapping once)."""
+    first: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+    pods = []
+    for p in snap.pods:
+        shared = first.setdefault(tuple(sorted(p.requests.items())), p.requests)
+        pods.append(p.model_copy(update={"requests": shared}))
+    return snap.model_copy(update={"pods": tuple(pods)})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_int64_totals_with_shared_requests_are_the_python_ones(data: st.DataObject) -> None:
+    snap = _sharing(data.draw(clusters()))
+    dec = data.draw(random_decisions(snap))
+    fast, exact = _both(snap, dec)
+    assert fast is not None
+    assert sorted(fast) == sorted(exact)
+
+
+def test_a_shared_requests_mapping_counts_once_per_pod() -> None:
+    """Three pods of one spec (one requests mapping) on a node: held three times, and a fourth
+    bound beside them is over its cpu, now and after evictions; evicting one of them makes room
+    after evictions only."""
+    template = pod("ns/a", cpu="2", node="n1")
+    bound = [template.model_copy(update={"name": name}) for name in ("a", "b", "c")]
+    assert bound[0].requests is bound[2].requests
+    snap = snapshot(nodes=[node("n1", cpu="7")], pods=[*bound, pod("ns/p", cpu="2")])
+    dec = decision(snap, bindings=[bind("ns/p", "n1")])
+    fast, exact = _both(snap, dec)
+    assert fast is not None and sorted(fast) == sorted(exact)
+    assert sorted((rule, subject) for rule, subject, _ in fast) == [
+        ("CapacityAfterEvictions", "n1"),
+        ("CapacityNow", "n1"),
+    ]
+    assert "cpu now: 6000m cpu held + 2000m cpu new > 7000m cpu allocatable" in {message for _, _, message in fast}
+    evicting = decision(snap, bindings=[bind("ns/p", "n1")], evictions=[evict("ns/a")])
+    fast, exact = _both(snap, evicting)
+    assert fast is not None and sorted(fast) == sorted(exact)
+    assert [(rule, subject) for rule, subject, _ in fast] == [("CapacityNow", "n1")]

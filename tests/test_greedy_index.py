@@ -262,12 +262,28 @@ def test_priced_queries_agree_with_the_scan(seed: int, steps: int, busy: float, 
         assert indexed.free == scanned.free
 
 
+def _pod_count(room: greedy.Room, shape: Any, most: int, n: int) -> int:
+    """At most how many pods of ``shape`` fit on node ``n`` from the room now (and at most
+    ``most``), in Python from the room's rows: 0 where it is not eligible or overcommitted."""
+    row = room.free[n]
+    if n not in shape.fits or min(row, default=0) < 0:
+        return 0
+    count = most
+    for amount, free in zip(shape.request, row, strict=True):
+        if amount > 0:
+            count = min(count, free // amount)
+    whole, _ = room.parts(shape.request)
+    if whole > 0:
+        count = min(count, room.whole[n] // whole)
+    return max(count, 0)
+
+
 def _domain_holds(room: greedy.Room, problem: Problem, gang: Any, nodes: list[int], any_take: bool) -> bool:
     """What a trial on these nodes may hold, summed node by node in Python (the per-domain answer
     :class:`greedy._Holder` gives from arrays)."""
     classes = [problem.classes[c] for c in gang.classes]
     held = [
-        min(len(pc.pods), sum(int(room.pod_counts(problem.shapes[pc.shape], len(pc.pods))[n]) for n in nodes))
+        min(len(pc.pods), sum(_pod_count(room, problem.shapes[pc.shape], len(pc.pods), n) for n in nodes))
         for pc in classes
     ]
     if any_take:
@@ -312,6 +328,20 @@ def test_holder_answers_every_domain_as_a_sum_per_domain(seed: int, steps: int, 
                 assert holder.may_hold(nodes) == _domain_holds(room, problem, gang, nodes, any_take)
         for n in range(len(problem.nodes)):
             assert holder.may_hold([n]) == _domain_holds(room, problem, gang, [n], any_take)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), steps=st.integers(0, 40), most=st.integers(0, 5))
+def test_pod_counts_are_the_per_node_counts_on_the_eligible_nodes(seed: int, steps: int, most: int) -> None:
+    """The room's pod counts (read only on a shape's eligible nodes) are, node by node, the counts
+    worked out in Python from its rows; no other node is listed."""
+    problem, room = _taken_room(seed, steps)
+    for shape in problem.shapes:
+        rows, counts = room.pod_counts(shape, most)
+        assert rows.tolist() == sorted(shape.fits)
+        listed = dict(zip(rows.tolist(), counts.tolist(), strict=True))
+        for n in range(len(problem.nodes)):
+            assert listed.get(n, 0) == _pod_count(room, shape, most, n)
 
 
 def _attempts_one_by_one(problem: Problem, gang: Any, room: greedy.Room) -> list[list[int] | None]:

@@ -50,7 +50,7 @@ from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
 from vcsat.solver.pauses import no_gc_pauses
-from vcsat.solver.rules.predicates import PREDICATE_CODES, predicate_failure
+from vcsat.solver.rules.predicates import PREDICATE_CODES, CompiledKey, compiled, eligibility_key
 from vcsat.solver.validator import volumes as check_volumes
 from vcsat.solver.validator.capacity import capacity_violations
 from vcsat.solver.validator.interpod import (
@@ -163,6 +163,9 @@ class _Checker:
         self.placements: list[_Placement] = []
         self.victims: dict[str, Pod] = {}
         self._placed_queues: list[str | None] | None = None
+        self._compiled: dict[tuple[int, int, int], CompiledKey] = {}
+        """The node predicates per pod spec: by the identities of the node selector, affinity
+        and tolerations its pods share (the snapshot holds them while the check runs)."""
 
     def run(self) -> list[Violation]:
         self._placements()
@@ -222,11 +225,19 @@ class _Checker:
             if node is None:
                 self._flag("UnknownNode", key, f"{kind} to node {node_name}, which is not in the snapshot")
             else:
-                failure = predicate_failure(pod, node)
+                failure = self._predicates(pod).failure(node)
                 if failure is not None:
                     self._flag(failure.code, key, failure.message)
             gpus_ok = self._gpu_list(kind, pod, node, gpus)
             self.placements.append(_Placement(kind, pod, node, tuple(gpus), gpus_ok, gang_key(pod)))
+
+    def _predicates(self, pod: Pod) -> CompiledKey:
+        """The node predicates of ``pod`` (``predicate_failure``'s), made once per pod spec."""
+        spec = (id(pod.node_selector), id(pod.affinity), id(pod.tolerations))
+        found = self._compiled.get(spec)
+        if found is None:
+            found = self._compiled[spec] = compiled(eligibility_key(pod))
+        return found
 
     def _gpu_list(self, kind: str, pod: Pod, node: Node | None, gpus: Sequence[int]) -> bool:
         wanted = gpu_count(pod)
@@ -236,7 +247,7 @@ class _Checker:
             problem = f"lists {len(gpus)} GPU indices, the pod needs {wanted}{share}"
         elif len(set(gpus)) != len(gpus):
             problem = f"lists GPU indices {list(gpus)} with repeats"
-        elif node is not None and gpus and any(not 0 <= i < node.gpus for i in gpus):
+        elif node is not None and gpus and (min(gpus) < 0 or max(gpus) >= node.gpus):  # each in 0..gpus-1
             problem = f"lists GPU indices {list(gpus)}, node {node.name} has GPUs 0..{node.gpus - 1}"
             if node.gpus == 0:
                 problem = f"lists GPU indices {list(gpus)}, node {node.name} has no GPUs"
@@ -350,7 +361,10 @@ class _Checker:
                 by_node[placement.node.name].append(placement)
         for name, placed in sorted(by_node.items()):
             node = self.snapshot.node_by_name[name]
-            bound = _bound_gpu_holds(node, self.snapshot.pods_on_node.get(name, ()))
+            on_node = self.snapshot.pods_on_node.get(name, ())
+            if _apart(node, on_node, placed):
+                continue  # no state of this node could be reported (see _apart)
+            bound = _bound_gpu_holds(node, on_node)
             new = [_Hold(p.pod.key, p.gpus, p.pod.gpu_milli if p.pod.gpus == 0 else 0) for p in placed]
             bindings = [hold for hold, p in zip(new, placed, strict=True) if p.kind == "binding"]
             staying = [hold for hold in bound if hold.pod not in self.victims]
@@ -418,6 +432,8 @@ class _Checker:
             return
         for key, new in sorted(placed.items()):
             group = self.snapshot.podgroup_by_key[key]
+            if _whole_alone(group, new):
+                continue  # the pods staying only add to what already keeps every minimum
             staying = [
                 p for p in self.snapshot.pods_of_group.get(key, ()) if p.gang_ready and p.key not in self.victims
             ]
@@ -637,6 +653,38 @@ class _Hold(NamedTuple):
     pod: str
     ids: tuple[int, ...]
     milli: int
+
+
+def _whole_alone(group: PodGroup, new: list[Pod]) -> bool:
+    """Whether the new pods alone reach the group's minMember and each task's minimum: then the
+    running or succeeded pods beside them cannot make any count fall short, and are not read."""
+    if len(new) < group.min_member:
+        return False
+    return all(sum(1 for p in new if p.task == task) >= minimum for task, minimum in group.min_task_member.items())
+
+
+def _apart(node: Node, bound: Iterable[Pod], placed: list[_Placement]) -> bool:
+    """Whether the placements' GPU indices on ``node`` are all distinct, none is held by a pod
+    bound there (by :mod:`vcsat.model.gpus`' rule) and no share is over a whole GPU: then neither
+    state :meth:`_Checker._gpu_state` judges (bindings beside every bound pod, every placement
+    beside the pods staying) has an index with two holders or shares over a GPU, since each
+    holds a part of these pods. Most nodes are so: judged from sets, with no hold listed."""
+    fresh: set[int] = set()
+    listed = 0
+    for placement in placed:
+        if placement.pod.gpus == 0 and placement.pod.gpu_milli > WHOLE_GPU_MILLI:
+            return False
+        fresh.update(placement.gpus)
+        listed += len(placement.gpus)
+    if len(fresh) != listed:
+        return False
+    pods = {pod.key: pod for pod in bound if pod.gpus or pod.gpu_milli}
+    if not pods:
+        return True
+    holdings = gpu_holdings(node.gpus, pods.values())
+    if not fresh.isdisjoint(holdings.share.values()):
+        return False
+    return all(fresh.isdisjoint(ids) for ids in holdings.whole.values())
 
 
 def _bound_gpu_holds(node: Node, bound: Iterable[Pod]) -> list[_Hold]:
