@@ -76,9 +76,12 @@ short of its next thousandth takes the room of another queue's smallest counted 
 waiting pods may use, where the other loses less at the tier than it gains and nothing at a more
 important one; its waiting gangs of that size are placed first, then the rest as the greedy would;
 kept on the same terms. Before the slope trades only those whose giving queue loses nothing (GPUs
-its share does not count); after them, all (before them, one whose giving queue loses a step can
-leave a slope trade a point short: benchmarks/RESULTS.md, session 36). Looking for them is not a
-trade; each tried is.
+its share does not count); then all of them as soon as a slope trade is refused, the slope trades
+going on after them, and once more after the slope trades on the decision they leave. A step trade,
+where one is offered, is kept far more often than a slope trade, so a short cycle should not spend
+its few trades on refused slope trades first; all of them before the first slope trade can leave a
+slope trade that would have been kept a point short (benchmarks/RESULTS.md, sessions 36 and 38).
+Looking for them is not a trade; each tried is.
 
 Between the spare-only step trades and the slope trades, the clearing trades
 (:mod:`vcsat.solver.search.clearing_trade`): per fair-share tier and per queue it can raise with a
@@ -361,10 +364,23 @@ def exchange(
     # only GPUs no share counts: those are one trade each and raise a tier where they are offered.
     if tiers:
         start, start_rank = _clearing_trades(problem, rank, start, start_rank, tiers, run)
-    sloped, sloped_rank = _slope_trades(problem, rank, start, start_rank, tiers or [], run)
-    # Then every step trade, on the tiers the slope trades leave: before them, one whose giving
-    # queue loses a step can leave a slope trade a point short (benchmarks/RESULTS.md, session 36).
-    sloped, sloped_rank = _step_trades(problem, rank, sloped, sloped_rank, tiers or [], run)
+    stepped: list[Assignment] = []  # the decision every step trade was last tried on
+
+    def steps(best: Assignment, best_rank: tuple[int, ...]) -> Ranked:
+        """Every step trade on ``best``, once per decision: the same trades on the same decision
+        are refused the same way."""
+        if stepped and stepped[0] is best:
+            return best, best_rank
+        best, best_rank = _step_trades(problem, rank, best, best_rank, tiers or [], run)
+        stepped[:] = [best]
+        return best, best_rank
+
+    # Every step trade as soon as a slope trade is refused, the slope trades going on after them:
+    # a step trade, where one is offered, is kept far more often than a slope trade, and a short
+    # cycle fits a few trades; all of them before the first slope trade can leave a slope trade
+    # that would have been kept first a point short (benchmarks/RESULTS.md, sessions 36 and 38).
+    sloped, sloped_rank = _slope_trades(problem, rank, start, start_rank, tiers or [], run, between=steps)
+    sloped, sloped_rank = steps(sloped, sloped_rank)
     # Then the move trades, which change no tier: before them, a kept move can leave the room a
     # slope trade would have raised a tier with taken (benchmarks/RESULTS.md, session 32). They run
     # with the trades across ranks (a replay that skips ``exchange_across`` skips them too).
@@ -458,12 +474,21 @@ def _tier_trades(
 
 
 def _slope_trades(
-    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
+    problem: Problem,
+    rank: Rank,
+    best: Assignment,
+    best_rank: tuple[int, ...],
+    tiers: list[int],
+    run: _Run,
+    between: Callable[[Assignment, tuple[int, ...]], Ranked] | None = None,
 ) -> Ranked:
     """Per fair-share tier, the slope trades (:mod:`vcsat.solver.search.slope_trade`) of each queue
     it can raise, one per GPU size of its waiting pods, largest first; after one is kept, those of
     the sizes left are made again on the decision it leaves. A trade already tried on the decision
-    that stands (the tiers of one queue priority often name the same) is not tried again."""
+    that stands (the tiers of one queue priority often name the same) is not tried again.
+    ``between``, when given, runs after each refused slope trade on the decision that stands (other
+    trades, kept on the same terms); where it changes the decision, the slope trades of the sizes
+    left are made again on the one it leaves, as after a kept slope trade."""
     tried: set[tuple[frozenset[int], frozenset[int]]] = set()
     for tier in tiers:
         if run.stopped:
@@ -482,6 +507,8 @@ def _slope_trades(
                     return best, best_rank
                 tried.add((trade.drop, trade.first))
                 kept, best_rank = _kept(problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run)
+                if kept is best and between is not None:
+                    kept, best_rank = between(best, best_rank)
                 if kept is not best:
                     best, tried = kept, set()
                     trades = [t for t in slope_trades(problem, best, tier, queue, top, first) if t.size not in done]
