@@ -136,6 +136,10 @@ def forget() -> None:
         _carried = None
 
 
+_RESERVING_PHASES = frozenset({"Inqueue", "Running"})
+"""The phases of a group that may reserve its need."""
+
+
 def _fresh(
     groups: Sequence[PodGroup],
     need: Mapping[str, Mapping[str, int]],
@@ -148,8 +152,12 @@ def _fresh(
         # :func:`part`, added up as it is made (no dict per group: a cold pass walks every group).
         key = group.key
         needs, holds = need[key], held[key]
-        mine = own.setdefault(group.queue, {})
-        if reserving(group):
+        mine = own.get(group.queue)
+        if mine is None:
+            mine = own[group.queue] = {}
+        # Only an Inqueue or Running group reserves (:meth:`vcsat.solver.enqueue._State.reserving`):
+        # the others are not asked.
+        if group.phase in _RESERVING_PHASES and reserving(group):
             for name, amount in needs.items():
                 mine[name] = mine.get(name, 0) + amount
                 reserved[name] = reserved.get(name, 0) + max(0, amount - holds.get(name, 0))

@@ -245,6 +245,9 @@ def ours_of(snapshot: Snapshot, scheduler_name: str) -> set[str]:
     }
 
 
+_NOTHING: Mapping[str, int] = {}
+"""An empty vector to read from (never written)."""
+
 _NOTHING_SERVED = Fraction(0)
 """The share of a queue with no deserved share (fractions are immutable: one serves every such queue)."""
 
@@ -395,9 +398,10 @@ class _State:
             snapshot, state.need, held, state.reserving, policy.scheduler_name
         )
         state.reserved = reserved
+        groups = snapshot.podgroup_by_key
         for pod in snapshot.pods:
             # A bound pod outside any PodGroup is a gang of one that is running: all of it is needed.
-            if pod.bound and (pod.group is None or pod.group not in snapshot.podgroup_by_key):
+            if pod.bound and (pod.group is None or pod.group not in groups):
                 queue = queue_of(pod, snapshot)
                 if queue is not None:
                     own[queue] = res.add(own.get(queue, {}), pod.requests)
@@ -470,11 +474,21 @@ class _State:
     def reserve(self, group: PodGroup) -> None:
         """A group admitted now: it holds its need from here on."""
         need, held = self.need[group.key], self.held[group.key]
-        before = {name: min(amount, held.get(name, 0)) for name, amount in need.items()}
-        self._shift(group, before, need)
-        self.reserved = res.add(
-            self.reserved, {name: max(0, amount - held.get(name, 0)) for name, amount in need.items()}
-        )
+        # From what it held of its need to all of it: each queue of its lineage commits, and the
+        # cluster reserves, the part of its need its pods do not hold (``need - min(need, held)``).
+        # Added in place, in the need's order, to dicts this pass made and nobody else holds: the
+        # same sums, keys in the same order, as adding the difference into a copy.
+        unheld = [(name, max(0, amount - held.get(name, 0))) for name, amount in need.items()]
+        committed = self.committed
+        for queue in self.lineage(group.queue):
+            mine = committed.get(queue)
+            if mine is None:
+                mine = committed[queue] = {}
+            for name, amount in unheld:
+                mine[name] = mine.get(name, 0) + amount
+        reserved = self.reserved
+        for name, amount in unheld:
+            reserved[name] = reserved.get(name, 0) + amount
 
     # -- ordering and the verdict --
 
@@ -687,19 +701,21 @@ class _State:
         need = {name: amount for name, amount in self.need[group.key].items() if amount > 0}
         if not need:
             return Admission(True, "Inqueue", "", "")
+        mine = self.commitment(group)
         for name in self.lineage(group.queue):
             allowed = self.allowed.get(name, {})
             # What the group's own bound pods hold is in ``committed`` already (a gang cut off
-            # mid-bind): count it once.
-            committed = res.sub(self.committed.get(name, {}), self.commitment(group))
+            # mid-bind): count it once (read less its own part, no dict made per queue).
+            commits = self.committed.get(name, _NOTHING)
             short = {
                 r: amount
                 for r, amount in need.items()
-                if (limit := allowed.get(r)) is not None and committed.get(r, 0) + amount > limit
+                if (limit := allowed.get(r)) is not None and commits.get(r, 0) - mine.get(r, 0) + amount > limit
             }
             if short and self.evictable(group, short, same_queue=True):
                 continue  # lower-priority pods of its own queue can make the room (preempt)
             if short:
+                committed = res.sub(commits, mine)
                 which = "queue" if name == group.queue else "ancestor queue"
                 parts = [
                     f"{res.format_amount(r, need[r])} asked, {res.format_amount(r, committed.get(r, 0))} "

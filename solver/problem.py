@@ -936,8 +936,13 @@ def _set_needs(gang: Gang, snapshot: Snapshot, pending: list[Pod]) -> None:
         return
     members = snapshot.pods_of_group.get(group.key, ())
     if not group.min_task_member:
-        # The common case: only the count of running members is needed.
-        gang.need = max(0, group.min_member - len([p for p in members if p.gang_ready]))
+        # The common case: only the count of running members is needed (a plain loop: most
+        # groups have one or two pods, where a list or generator costs more than the count).
+        ready = 0
+        for member in members:
+            if member.gang_ready:
+                ready += 1
+        gang.need = max(0, group.min_member - ready)
         return
     running = [p for p in members if p.gang_ready]
     gang.need = max(0, group.min_member - len(running))
