@@ -136,8 +136,9 @@ def forget() -> None:
         _carried = None
 
 
-_RESERVING_PHASES = frozenset({"Inqueue", "Running"})
-"""The phases of a group that may reserve its need."""
+RESERVING_PHASES = frozenset({"Inqueue", "Running"})
+"""The phases in which a group may reserve its need (Volcano: Inqueue, or Running with its gang up);
+the one place the rule is written (:meth:`vcsat.solver.enqueue._State.reserving` reads it too)."""
 
 
 def _fresh(
@@ -155,9 +156,8 @@ def _fresh(
         mine = own.get(group.queue)
         if mine is None:
             mine = own[group.queue] = {}
-        # Only an Inqueue or Running group reserves (:meth:`vcsat.solver.enqueue._State.reserving`):
-        # the others are not asked.
-        if group.phase in _RESERVING_PHASES and reserving(group):
+        # Only a group in a reserving phase may reserve: the others are not asked.
+        if group.phase in RESERVING_PHASES and reserving(group):
             for name, amount in needs.items():
                 mine[name] = mine.get(name, 0) + amount
                 reserved[name] = reserved.get(name, 0) + max(0, amount - holds.get(name, 0))

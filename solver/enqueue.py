@@ -424,7 +424,7 @@ class _State:
         return answer
 
     def _reserving(self, group: PodGroup) -> bool:
-        if group.phase not in ("Inqueue", "Running"):
+        if group.phase not in admission_commitments.RESERVING_PHASES:
             return False
         if group.key not in self.ours:
             return False
