@@ -14,12 +14,16 @@ as any on the pool, and what decides whether a pod moves is whether it may run e
 So, per fair-share tier and per queue Q it can raise:
 
 - the **pool**: the nodes Q's waiting GPU pods counted at the tier may use;
-- the **movers**: the placed gangs (Q's own as well) with a GPU pod on the pool whose pods may also
-  run on a node outside it, at most :data:`MAX_MOVERS` (those with the fewest GPUs on the pool
-  kept out first: the pool's room comes mostly from the larger ones);
+- the **chosen** pool nodes: those that leave the most room once their movers and uncounted work
+  are gone (the fewest GPUs moved first), until they hold what Q's waiting gangs ask; moving work
+  off every pool node loses more than it frees;
+- the **movers**: the placed gangs (Q's own as well) on the chosen nodes that the tier counts, no
+  more important tier does, and whose pods there may also run off the pool; no trade where more
+  than :data:`MAX_MOVERS` would move (a mover that finds no room elsewhere is lost, and work a more important tier
+  counts lost would lower a tier ranked above the one this trade raises);
 - the **cleared**: the placed gangs no fair-share tier as important as this one counts with a pod
-  on a node outside the pool that a mover's pods may use (such work ranks below every tier in the
-  objective, and its room is where the movers go).
+  on a chosen node or on a node outside the pool that a mover's pods may use (such work ranks
+  below every tier in the objective, and its room is where the movers go).
 
 The trade takes out the movers and the cleared, places Q's waiting gangs counted at the tier
 first, then the movers, then everything left out as the greedy would
@@ -33,7 +37,7 @@ from dataclasses import dataclass
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.objectives.fairness import fair_terms
+from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.chain import waiting_counted
 from vcsat.solver.search.clearing_trade import counted_upto
@@ -83,6 +87,10 @@ def repack_trade(
     if not pool:
         return None
     counted = counted_upto(problem, tier)
+    # Work a more important tier counts stays: a mover that finds no room elsewhere is lost, and
+    # there it would lower a tier that ranks above the one this trade raises.
+    above = [level for level in fair_ranks(problem) if level < tier]
+    kept_above = counted_upto(problem, above[-1]) if above else {}
     # Per pool node, the GPUs free there and those its work could leave: the flexible (a gang's
     # pod that may run off the pool) and the uncounted (no tier this important loses them).
     room = {node: problem.free[node][gpu] for node in pool}
@@ -98,7 +106,7 @@ def repack_trade(
         on_node[node].add(g)
         if not _counted(problem.gangs[g], counted):
             room[node] += gpus
-        elif any(n not in pool for n in shape.nodes):
+        elif not _counted(problem.gangs[g], kept_above) and any(n not in pool for n in shape.nodes):
             room[node] += gpus
             moved[node] += gpus
         else:
