@@ -1,7 +1,7 @@
 """Which of the exchange's looks and trades a cycle ran, in order: each one's kind, CPU and yield.
 
 The exchange (``vcsat.solver.search.exchange``) runs its trades in a fixed order of phases (chain,
-step, clearing, slope, move, queue, rank, tier, relocation) with looks between them; on a short limit the
+step, clearing, slope, move, queue, rank, tier, relocation, repack) with looks between them; on a short limit the
 clock fits only the first few, so what counts is which kinds come first, what each costs and which
 are kept. :func:`recording` wraps the exchange module's phase, look and trade functions for the
 time of one solve (no change to the solver, nothing in its hot path when not recording) and
@@ -34,6 +34,7 @@ PHASES = {
     "_rank_trades": "rank",
     "_tier_trades": "tier",
     "_relocation_trades": "relocation",
+    "_repack_trades": "repack",
 }
 """The exchange module's phase functions and the kind of trade each tries."""
 
@@ -84,7 +85,7 @@ def recording() -> Iterator[list[dict[str, Any]]]:
                     first = next(out, None)
                     found = first is not None
                     out = iter([first] if first is not None else [])
-                elif kind(kwargs) == "clearing-look":
+                elif kind(kwargs) in {"clearing-look", "repack-look"}:
                     found = out is not None
                 elif isinstance(out, list):
                     found = len(out)
@@ -203,6 +204,7 @@ def recording() -> Iterator[list[dict[str, Any]]]:
     )
     patch(module, "step_trades", look(lambda kw: "step-look"))
     patch(module, "clearing_trade", look(lambda kw: "clearing-look"))
+    patch(module, "repack_trade", look(lambda kw: "repack-look"))
     patch(module, "slope_trades", look(lambda kw: "slope-look"))
     patch(module, "_move_looks", look(lambda kw: "move-look"))
     patch(module, "_raisable", look(lambda kw: "read-raisable"))

@@ -113,9 +113,11 @@ def test_the_relocation_places_the_confined_gang_the_other_trades_cannot(
     assert tiers
     with monkeypatch.context() as patch:
         patch.setattr(exchange_module, "relocations", _nothing)
-        # The clearing trade makes the same move here (the mover's room on a0 is the extra pod's,
-        # which no tier counts where q1 holds it): left out, as the relocation alone is asked of.
+        # The clearing and re-pack trades make the same move here (the mover's room on a0 is the
+        # extra pod's, which no tier counts where q1 holds it): left out, as the relocation alone
+        # is asked of.
         patch.setattr(exchange_module, "clearing_trade", lambda *args, **kwargs: None)
+        patch.setattr(exchange_module, "repack_trade", lambda *args, **kwargs: None)
         old = exchange(problem, start, _levels, [], [], tiers)
     assert big not in old.placed  # no other trade places it
     spare = exchange_module._not_needed(problem, start, 10**9)

@@ -54,6 +54,15 @@ because the others, on the generated clusters, rank higher within the few trades
 fits (benchmarks/RESULTS.md, session 29), and run only with the fair trades (a replay that skips
 ``exchange_fair`` skips them too).
 
+After the relocation trades, last of all, the re-pack trades
+(:mod:`vcsat.solver.search.repack_trade`): per fair-share tier that can still rise and per queue it
+can raise, the work on the pool the queue's waiting pods may use that may also run elsewhere moved
+off it, the work no tier that important counts cleared from where it may go, the queue's waiting
+gangs placed first, then the moved work, then the rest as the greedy would; kept on the same terms.
+They come last because on the generated clusters they are kept only where the others have left the
+tier short, and before them they take trades the others would have kept (benchmarks/RESULTS.md,
+session 39). Looking for them is not a trade; each tried is.
+
 Right after the first slope trades, the move trades (:mod:`vcsat.solver.search.relocation`): for
 the waiting gangs of the highest rank whose queue no tier can raise, the smaller pods on the nodes
 they need moved elsewhere, none lost; kept on the same terms. They change no tier and raise placed
@@ -129,6 +138,7 @@ from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.chain import Layout, chains, queued, waiting_counted
 from vcsat.solver.search.clearing_trade import clearing_trade
 from vcsat.solver.search.relocation import Relocation, moves, relocations
+from vcsat.solver.search.repack_trade import repack_trade
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.step_trade import step_trades
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
@@ -338,7 +348,8 @@ def exchange(
     (:func:`trading_ranks`, likewise), the two trades across queues, then, for each of ``tiers``,
     the fair trades then the slope trades once more of each queue that tier can raise, and, when
     those changed it, the queues' trades and those across ranks once more, and last, when
-    ``tiers`` were given, the relocation trades on the tiers that can still rise; each where ``rank``
+    ``tiers`` were given, the relocation trades then the re-pack trades on the tiers that can still
+    rise; each where ``rank``
     puts the result strictly higher (module docstring); ``assignment`` itself when no trade does.
     ``go`` is asked before each trade: the first it refuses ends the exchange; ``look`` wraps the
     looks for move trades, work between trades that is not one (the cycle leaves its time out of
@@ -405,7 +416,11 @@ def exchange(
     # Last, where time is left when the others are done: the relocation trades, on the tiers that
     # can still rise on the decision they leave.
     still = _tiers_still(problem, fair, run) if tiers and not run.stopped else []
-    moved, _ = _relocation_trades(problem, rank, fair, fair_rank, still, run)
+    moved, moved_rank = _relocation_trades(problem, rank, fair, fair_rank, still, run)
+    # Then the re-pack trades: other queues' work moved off a below-share queue's pool to the
+    # pools it may also use, where every trade before has left the tier short.
+    if tiers and not run.stopped:
+        moved, _ = _repack_trades(problem, rank, moved, moved_rank, _tiers_still(problem, moved, run), run)
     return moved
 
 
@@ -538,6 +553,41 @@ def _clearing_trades(
                 tried.add((tier, queue))
                 with run.look():
                     trade = clearing_trade(problem, best, tier, queue, run.queued)
+                if trade is None:
+                    continue
+                kept, best_rank = _kept(
+                    problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run, then=trade.movers
+                )
+                if kept is not best:
+                    best, tried, changed = kept, set(), True
+                    break
+            if changed:
+                break
+    return best, best_rank
+
+
+def _repack_trades(
+    problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
+) -> Ranked:
+    """Per fair-share tier, most important first, and per queue it can still raise, the re-pack
+    trade (:mod:`vcsat.solver.search.repack_trade`); after one is kept, those of the decision it
+    leaves, from the first tier again. Looking for one is not a trade (``run.look``); each one tried
+    is. A (tier, queue) already tried on the decision that stands is not tried again."""
+    if not _exact(problem, best):
+        return best, best_rank
+    tried: set[tuple[int, str]] = set()
+    changed = True
+    while changed and not run.stopped:
+        changed = False
+        for tier in tiers:
+            for queue, *_ in run.raisable(best, tier):
+                if (tier, queue) in tried:
+                    continue
+                if not run.looks():
+                    return best, best_rank
+                tried.add((tier, queue))
+                with run.look():
+                    trade = repack_trade(problem, best, tier, queue, run.queued)
                 if trade is None:
                     continue
                 kept, best_rank = _kept(
