@@ -36,7 +36,7 @@ from vcsat.solver.deadline import SEARCH, SECOND_FILL
 from vcsat.solver.objectives.fairness import fair_ranks, fair_share_values
 from vcsat.solver.problem import build_problem
 from vcsat.solver.search import exchange as exchange_module
-from vcsat.solver.search.clearing_trade import clearing_trade, counted_upto, frees_room
+from vcsat.solver.search.clearing_trade import clearing_trade, counted_upto
 
 _solve_module = importlib.import_module("vcsat.solver.solve")
 _levels = _solve_module._lexicographic
@@ -201,109 +201,5 @@ def test_clearing_trades_never_rank_lower_and_the_cycle_validates(
     assert_a_kept_trade(problem, start, traded, _levels)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_solve_module, "greedy", lambda problem: _start(problem))
-        decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL))
-    assert check(snap, decision, ALLOCATE) == []
-
-
-def _cpu_case(small: int, cpu_low: int, busy: int, gpu_low: int) -> Snapshot:
-    """The module docstring's two nodes, but the pool's uncounted work ``cpu_low`` asks no GPU:
-    q1's ``small`` 1-GPU priority-0 pods and ``cpu_low`` CPU-only priority -100 pods on ``n0``, q2's
-    ``busy`` 1-GPU priority-0 pods and q1's ``gpu_low`` 1-GPU priority -100 pods on ``n1``; q1's
-    8-GPU ``want`` waits for ``n0``."""
-    nodes = [
-        node("n0", cpu=64, memory="512Gi", gpus=8, labels={"kind": "a"}),
-        node("n1", cpu=64, memory="512Gi", gpus=8, labels={"kind": "b"}),
-    ]
-    pods: list[Any] = []
-    groups: list[Any] = []
-    for prefix, count, kwargs in [
-        ("small", small, dict(queue="q1", gpus=1, priority=0, created=1)),
-        ("lowc", cpu_low, dict(queue="q1", priority=-100, created=2)),
-        ("busy", busy, dict(queue="q2", gpus=1, priority=0, created=3)),
-        ("lowg", gpu_low, dict(queue="q1", gpus=1, priority=-100, created=4)),
-        ("want", 1, dict(queue="q1", gpus=8, priority=0, created=5, selector={"kind": "a"})),
-    ]:
-        if count:
-            p, g = gangs(prefix, count, **{"cpu": "1", **kwargs})
-            pods += p
-            groups += g
-    queues = [queue("q1", deserved={"nvidia.com/gpu": 12}), queue("q2", deserved={"nvidia.com/gpu": 4})]
-    return snapshot(nodes=nodes, pods=pods, groups=groups, queues=queues)
-
-
-def _cpu_start(problem: Any) -> Any:
-    return _on(problem, {"small": "n0", "lowc": "n0", "busy": "n1", "lowg": "n1"})
-
-
-# (small, cpu_low, busy, gpu_low, the GPUs the trade frees for its movers, tried)
-FREEING = [
-    (8, 2, 8, 0, 0, False),  # the cleared hold no GPU and n1 is full: a re-pack of counted work only
-    (8, 2, 4, 0, 4, True),  # n1 has 4 GPUs free: the movers find room besides each other's
-    (8, 2, 6, 2, 2, True),  # q1's priority -100 GPU pods on n1 are cleared too
-    (4, 2, 8, 0, 4, True),  # n0's own free GPUs
-]
-
-
-@pytest.mark.parametrize(("small", "cpu_low", "busy", "gpu_low", "freed", "tried"), FREEING)
-def test_a_clearing_trade_that_frees_no_gpu_is_not_tried(
-    small: int, cpu_low: int, busy: int, gpu_low: int, freed: int, tried: bool
-) -> None:
-    problem = build_problem(_cpu_case(small, cpu_low, busy, gpu_low), ALLOCATE)
-    start = _cpu_start(problem)
-    offered = clearing_trade(problem, start, fair_ranks(problem)[0], "q1")
-    assert offered is not None and "lowc" in _named(problem, offered.drop)
-    assert offered.freed == freed
-    assert frees_room(offered) is tried
-    calls: list[int] = []
-    kept = exchange_module._kept
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        return kept(*args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(exchange_module, "_kept", counting)
-        traded, _ = _trade(problem, start)
-    assert bool(calls) is tried
-    if not tried:
-        assert traded is start
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    # Full nodes (8 GPUs held) as often as the rest: only there does the trade free no GPU.
-    small=st.one_of(st.just(8), st.integers(1, 8)),
-    cpu_low=st.integers(1, 4),
-    busy=st.one_of(st.just(8), st.integers(0, 8)),
-    gpu_low=st.one_of(st.just(0), st.integers(0, 4)),
-)
-def test_a_clearing_trade_not_tried_would_not_have_been_kept(small: int, cpu_low: int, busy: int, gpu_low: int) -> None:
-    # Where the trade frees no GPU, made anyway it ranks no higher: the prediction loses nothing on
-    # these clusters; where it frees some, the exchange's trade ranks no lower and validates.
-    gpu_low = min(gpu_low, 8 - busy)
-    snap = _cpu_case(small, cpu_low, busy, gpu_low)
-    problem = build_problem(snap, ALLOCATE)
-    start = _cpu_start(problem)
-    ranks = fair_ranks(problem)
-    offered = clearing_trade(problem, start, ranks[0], "q1") if ranks else None
-    if offered is None:
-        return
-    before = _levels(problem, start)
-    if not frees_room(offered):
-        forced, rank = exchange_module._kept(
-            problem,
-            _levels,
-            start,
-            before,
-            sorted(offered.drop),
-            set(offered.first),
-            exchange_module._Run(problem, lambda: True),
-            then=offered.movers,
-        )
-        assert forced is start and rank == before
-    traded, _ = _trade(problem, start)
-    assert_a_kept_trade(problem, start, traded, _levels)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_solve_module, "greedy", lambda problem: _cpu_start(problem))
         decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL))
     assert check(snap, decision, ALLOCATE) == []

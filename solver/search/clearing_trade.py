@@ -28,10 +28,7 @@ The trade takes out the movers and the cleared, places Q's waiting gangs counted
 first, then the movers, then everything left out as the greedy would
 (:mod:`vcsat.solver.search.exchange`, which keeps it only where the objective's first levels rank
 it strictly higher). What the tier gains is Q's; what the movers fail to find room for is lost
-at the tier, so the rank check alone decides whether it is kept. The exchange tries it only where
-the movers have some GPU room besides each other's (:func:`frees_room`): where the cleared hold
-no GPU there and those nodes are full, it is a re-pack of counted work alone, which the rank
-check refuses nearly always, and a refused trade costs a short cycle one of its few trades.
+at the tier, so the rank check alone decides: nothing here estimates it.
 """
 
 from __future__ import annotations
@@ -54,25 +51,12 @@ trade tried for it is refused there, a trade a short cycle does not give to them
 
 @dataclass(frozen=True)
 class ClearingTrade:
-    """One trade: the gangs taken out (movers and cleared), the waiting gangs placed first, the
-    movers, placed next, and the GPUs the cleared hold on the pool and where the movers may go
-    (:func:`frees_room`)."""
+    """One trade: the gangs taken out (movers and cleared), the waiting gangs placed first, and
+    the movers, placed next."""
 
     drop: frozenset[int]
     first: frozenset[int]
     movers: frozenset[int]
-    freed: int = 0
-
-
-def frees_room(trade: ClearingTrade) -> bool:
-    """Whether the trade leaves the movers any GPU room besides each other's on the pool and the
-    nodes they may use: GPUs the cleared hold there or GPUs free there already. Where it leaves
-    none (the cleared are CPU-only pods, or hold their GPUs elsewhere, and those nodes are full),
-    the queue's waiting pods can only take the movers' place, and each mover then only another's:
-    counted work the tier loses as much of as the queue gains, a trade the rank check refuses
-    nearly always (benchmarks/RESULTS.md, session 39), and one the exchange should not spend a
-    short cycle's few trades on."""
-    return trade.freed > 0
 
 
 def counted_upto(problem: Problem, tier: int) -> dict[str, set[int]]:
@@ -145,13 +129,4 @@ def clearing_trade(
     cleared = {g for g, _s, node in slots if node in reach and not _counted(problem.gangs[g], counted)}
     if not cleared:
         return None
-    # The GPU room the movers may find on the pool and their nodes besides each other's: what the
-    # cleared hold there and what is free there already.
-    freed = sum(problem.free[node][gpu] for node in reach)
-    freed -= sum(k * problem.shapes[s].request[gpu] for (s, node), k in assignment.shape_slots.items() if node in reach)
-    freed += sum(
-        k * problem.shapes[s].request[gpu]
-        for (g, s, node), k in assignment.gang_slots.items()
-        if k > 0 and g in cleared and node in reach
-    )
-    return ClearingTrade(frozenset(cleared | movers), frozenset(g.index for g, _s in waiting), frozenset(movers), freed)
+    return ClearingTrade(frozenset(cleared | movers), frozenset(g.index for g, _s in waiting), frozenset(movers))

@@ -90,9 +90,7 @@ the nodes where the pool's counted smaller pods may go, the queue's waiting gang
 placed first, then those pods, then the rest as the greedy would; kept on the same terms. The
 chain trades free a node by moving its occupants into room already there or freed one victim at a
 time; where the pool's counted pods are many small ones, only clearing both sides at once frees
-whole nodes (benchmarks/RESULTS.md, session 37). Looking for them is not a trade; each tried is,
-so one whose movers would find no GPU room besides each other's is not tried
-(:func:`vcsat.solver.search.clearing_trade.frees_room`: a re-pack of counted work alone).
+whole nodes (benchmarks/RESULTS.md, session 37). Looking for them is not a trade; each tried is.
 
 Before the slope trades, first of all, the chain trades (:mod:`vcsat.solver.search.chain`): per
 fair-share tier and per queue it can raise, the whole-node pods and small pods on the narrow pool
@@ -129,7 +127,7 @@ from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.chain import Layout, chains, queued, waiting_counted
-from vcsat.solver.search.clearing_trade import clearing_trade, frees_room
+from vcsat.solver.search.clearing_trade import clearing_trade
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.step_trade import step_trades
@@ -540,7 +538,7 @@ def _clearing_trades(
                 tried.add((tier, queue))
                 with run.look():
                     trade = clearing_trade(problem, best, tier, queue, run.queued)
-                if trade is None or not frees_room(trade):
+                if trade is None:
                     continue
                 kept, best_rank = _kept(
                     problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run, then=trade.movers
