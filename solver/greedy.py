@@ -119,9 +119,6 @@ class Room:
                 self.levels.setdefault(at, {})[node] = None
         for node in moved:  # each joined its bucket when it last changed bucket
             self.levels.setdefault(level[node], {})[node] = None
-        self.free_cols = np.ascontiguousarray(free_array.T)
-        """The free room again, one contiguous row per resource (a query reads only the resources it
-        asks), kept equal to :attr:`free`."""
         self.negative = np.any(free_array < 0, axis=1)
         """Per node, whether some resource is overcommitted (then nothing fits there)."""
         self.count = count
@@ -144,6 +141,10 @@ class Room:
         needs = learnt.needs if learnt is not None and learnt.problem is problem else None
         self.rows = NodeRows(free_array, self.whole_array, self.share_free, self.share_room, self.level_rank, needs)
         """The mirrors above again, one row per node: what a test of a few scattered nodes gathers."""
+        self.free_cols = self.rows.rows[:, : len(problem.resources)].T
+        """The free room again, one row per resource (a query reads only the resources it asks): a
+        view of :attr:`rows`, so kept equal to :attr:`free` by the rows' one write a change. Few
+        queries read it (whole-cluster fits, the holder's pod counts), against a write a change."""
         self.arrival = np.arange(count, dtype=np.int64)
         """Per node, when it joined its bucket of :attr:`levels` (a bucket's order, oldest first)."""
         for position, node in enumerate(moved):
@@ -314,7 +315,6 @@ class Room:
         for i, amount in enumerate(change):
             if amount:
                 row[i] += amount
-        self.free_cols[:, node] = row
         self.negative[node] = min(row, default=0) < 0
         after = max(0, row[gpu]) if gpu is not None else 0
         if after != before:
@@ -1464,12 +1464,19 @@ def _place(
     assignment: Assignment,
     held: dict[str, dict[str, int]],
 ) -> bool:
-    if _known_not_to_fit(problem, gang, room):
+    one = _one_pod(problem, gang, room)
+    if one is None and _known_not_to_fit(problem, gang, room):
         return False
     lineage = room.caps_of.get(gang.queue)
     if lineage is None:
         lineage = room.caps_of[gang.queue] = problem.caps_of(gang.queue)
     lineage_caps = [queue_room[q] for q in lineage]
+    if one is not None:
+        node = _fit_one(problem, gang, room, lineage_caps, one)
+        if node is None:
+            return False
+        _placed_one(problem, gang, assignment, held, lineage_caps, one, node)
+        return True
     taken = fit_topology_first(problem, gang, room, lineage_caps)
     if taken is None:
         return False
@@ -1487,6 +1494,85 @@ def _place(
     for shape_index, pods in per_shape.items():  # whole numbers: k pods charged at once as one by one
         charge(problem, problem.shapes[shape_index].request, pods, usage, lineage_caps)
     return True
+
+
+def _one_pod(problem: Problem, gang: Gang, room: Room) -> PodClass | None:
+    """The gang's one pod class when the gang is one pod that alone makes it whole, with no
+    topology and no rule between pods (pod affinity, spread, volume attach limits): most gangs,
+    whose placement is one node query (:func:`_fit_one`); None for every other gang."""
+    classes = gang.classes
+    if len(classes) != 1 or gang.need > 1 or gang.index in room.topology_gangs:
+        return None
+    pod_class = problem.classes[classes[0]]
+    if len(pod_class.pods) != 1 or pod_class.index in problem.isolated:
+        return None
+    if room.spread is not None and pod_class.index in room.spread.of_class:
+        return None
+    if problem.shapes[pod_class.shape].volumes:
+        return None
+    task = pod_class.task
+    for name, need in gang.task_need.items():
+        if need > (1 if name == task else 0):
+            return None
+    return pod_class
+
+
+def _fit_one(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int]], pod_class: PodClass) -> int | None:
+    """The node :func:`fit_topology_first` gives a gang of one pod (:func:`_one_pod`), the pod
+    taken there; None when it has none (the room as it was).
+
+    Why it is the same: such a gang has one trial, anywhere (:func:`_domain_attempts`), of one pod;
+    the trial's bookkeeping (:meth:`Room.open_trial`) only tells a kept gang's room from one given
+    back, and one pod either is taken and kept or takes nothing. Its query's key is
+    :func:`_plain_key`'s (what :func:`_known_not_to_fit` looks up), asked first as there; then the
+    capabilities (the pod fits under one of ``amount`` > 0 when ``cap // amount`` >= 1, ``cap`` >=
+    ``amount``); then the node query, noted when it finds nothing, as a trial that took nothing notes it.
+
+    Why: most gangs are one pod, and the trial's general steps (the holder, the trial, the per-class
+    capability counts, the rule checks, the wholeness test) cost more than its one node query."""
+    _pod_class, shape, asks = _class_plan(problem, gang, room)[0]
+    found = room.shape_queries.get(shape.index)
+    if found is None:
+        found = room.shape_queries[shape.index] = _node_query(problem, room, shape, None, None)
+    query, choose, exact = found
+    full = room.full
+    if query in full:
+        return None
+    for limits in caps:
+        for name, cap in limits.items():
+            amount = asks.get(name, 0)
+            if amount > 0 and cap < amount:
+                return None
+    node = choose(room)
+    if node is None:
+        if exact:
+            room.note_full(query)
+        return None
+    room.take(node, shape.request)
+    return node
+
+
+def _placed_one(
+    problem: Problem,
+    gang: Gang,
+    assignment: Assignment,
+    held: dict[str, dict[str, int]],
+    lineage_caps: list[dict[str, int]],
+    pod_class: PodClass,
+    node: int,
+) -> None:
+    """Count a gang of one pod placed on ``node`` (:func:`_fit_one`) as :func:`_place` counts a gang."""
+    assignment.placed.add(gang.index)
+    usage = held.setdefault(gang.queue, {})
+    count = assignment.count
+    count[pod_class.index] = count.get(pod_class.index, 0) + 1
+    shape_index = pod_class.shape
+    shape_slots, gang_slots = assignment.shape_slots, assignment.gang_slots
+    key = (shape_index, node)
+    shape_slots[key] = shape_slots.get(key, 0) + 1
+    slot = (gang.index, shape_index, node)
+    gang_slots[slot] = gang_slots.get(slot, 0) + 1
+    charge(problem, problem.shapes[shape_index].request, 1, usage, lineage_caps)
 
 
 def _known_not_to_fit(problem: Problem, gang: Gang, room: Room) -> bool:

@@ -47,7 +47,9 @@ def _decisions(problem: Problem, seed: int) -> list[Any]:
 
 
 def _with_and_without(snap: Any, seed: int, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], list[Any], int]:
-    """The decisions with the skip, how many trials it skipped, and the decisions without it."""
+    """The decisions with the skip, how many trials it skipped, and the decisions without it; a
+    gang of one pod goes through the skip too (its own way, :func:`greedy._fit_one`, asks the same
+    look-up first, and tests/test_greedy_one_pod.py compares that way with the general trial)."""
     skipped = [0]
     known = greedy._known_not_to_fit
 
@@ -57,9 +59,11 @@ def _with_and_without(snap: Any, seed: int, monkeypatch: pytest.MonkeyPatch) -> 
         return out
 
     with monkeypatch.context() as patch:
+        patch.setattr(greedy, "_one_pod", lambda problem, gang, room: None)
         patch.setattr(greedy, "_known_not_to_fit", counting)
         skipping = _decisions(build_problem(snap, POLICY), seed)
     with monkeypatch.context() as patch:
+        patch.setattr(greedy, "_one_pod", lambda problem, gang, room: None)
         patch.setattr(greedy, "_known_not_to_fit", lambda problem, gang, room: False)
         trying = _decisions(build_problem(snap, POLICY), seed)
     return skipping, trying, skipped[0]
