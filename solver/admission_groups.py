@@ -24,9 +24,10 @@ from vcsat.model import Pod, PodGroup, Snapshot
 from vcsat.model import resources as res
 from vcsat.solver import changes
 
-_Entry = tuple[PodGroup, Sequence[Pod], dict[str, int], dict[str, int]]
+Entry = tuple[PodGroup, Sequence[Pod], dict[str, int], dict[str, int]]
+"""A group's sums with the group and pods they were summed from."""
 
-_last: dict[str, _Entry] = {}
+_last: dict[str, Entry] = {}
 """The last pass's sums per group key, with the group and pods they were summed from."""
 _last_snapshot: Snapshot | None = None
 """The snapshot of the last pass (every group of it has its entry in ``_last``)."""
@@ -49,7 +50,7 @@ def needs_and_holdings(
     global _last, _last_snapshot, _last_sums
     last = _last
     pods_of = snapshot.pods_of_group
-    kept: dict[str, _Entry] = {}
+    kept: dict[str, Entry] = {}
     need: dict[str, dict[str, int]] = {}
     held: dict[str, dict[str, int]] = {}
     # Mostly new objects: every group afresh costs less than finding which changed.
@@ -73,7 +74,7 @@ def needs_and_holdings(
                 held.pop(key, None)
                 continue
             pods = pods_of.get(key, ())
-            entry: _Entry = (group, tuple(pods), need_of(group, pods), holdings(pods))
+            entry: Entry = (group, tuple(pods), need_of(group, pods), holdings(pods))
             kept[key] = entry
             need[key] = entry[2]
             held[key] = entry[3]
@@ -98,6 +99,21 @@ def needs_and_holdings(
             held[key] = found[3]
     _last, _last_snapshot, _last_sums = kept, snapshot, (snapshot, need, held)
     return need, held
+
+
+def starts_afresh(snapshot: Snapshot) -> bool:
+    """Whether :func:`needs_and_holdings` would sum every group of ``snapshot`` afresh (no last pass,
+    or one sharing too few objects with it): then a walk that sums them itself loses nothing."""
+    return changes.worth_carrying(_last_snapshot, snapshot, "groups") is None
+
+
+def keep(
+    snapshot: Snapshot, kept: dict[str, Entry], need: dict[str, dict[str, int]], held: dict[str, dict[str, int]]
+) -> None:
+    """Keep sums made afresh elsewhere (every group of ``snapshot``, as :func:`needs_and_holdings`
+    makes them) as the last pass's, for the next pass to reuse."""
+    global _last, _last_snapshot, _last_sums
+    _last, _last_snapshot, _last_sums = kept, snapshot, (snapshot, need, held)
 
 
 def forget() -> None:

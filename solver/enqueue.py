@@ -77,7 +77,7 @@ from typing import Any, NamedTuple
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
-from vcsat.solver import admission_commitments, admission_groups, admission_ours, cycle, pod_sums
+from vcsat.solver import admission_commitments, admission_groups, admission_ours, admission_walk, cycle, pod_sums
 from vcsat.solver.admission_room import FreeRoom as _FreeRoom
 from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
 from vcsat.solver.admission_static import Placeable as _Placeable
@@ -129,13 +129,22 @@ def admit(
         inqueue_timeout_s = policy.inqueue_timeout_s
     # Groups of other schedulers (no pod of ours, and named for another scheduler) are not ours
     # to admit, and hold no room in our admission.
-    # Carried from the last pass for the groups the change set leaves out (admission_ours).
-    ours = admission_ours.ours(snapshot, policy.scheduler_name, ours_of, is_ours)
-    groups = sorted((g for g in snapshot.podgroups if g.key in ours), key=lambda g: g.key)
+    # A pass that carries nothing reads every group once for all it starts from (admission_walk);
+    # otherwise each part is carried from the last pass for the groups the change set leaves out
+    # (admission_ours, admission_groups, admission_commitments).
+    walk = (
+        admission_walk.walk(snapshot, policy.scheduler_name, DEFAULT_SCHEDULER, group_need) if policy.enqueue else None
+    )
+    if walk is not None:
+        ours = walk.ours
+        groups = sorted(walk.groups, key=_key_of)
+    else:
+        ours = admission_ours.ours(snapshot, policy.scheduler_name, ours_of, is_ours)
+        groups = sorted((g for g in snapshot.podgroups if g.key in ours), key=_key_of)
     if not policy.enqueue:
         return {g.key: Admission(True, _kept_phase(g), "", "") for g in groups}
 
-    state = _State.of(snapshot, policy, ours)
+    state = _State.of(snapshot, policy, ours, walk)
     out: dict[str, Admission] = {}
     shares = fair_shares(snapshot)
     state.shares = shares
@@ -368,10 +377,15 @@ class _State:
     """:meth:`reserving` per group key, asked once (groups and their pods do not change in a pass)."""
 
     @staticmethod
-    def of(snapshot: Snapshot, policy: Policy, ours: set[str] | None = None) -> _State:
+    def of(
+        snapshot: Snapshot, policy: Policy, ours: set[str] | None = None, walk: admission_walk.Walk | None = None
+    ) -> _State:
         tree = QueueTree.of(snapshot)
-        # Groups and pods unchanged since the last pass keep their sums (admission_groups).
-        need, held = admission_groups.needs_and_holdings(snapshot, group_need)
+        if walk is not None:
+            need, held = walk.need, walk.held
+        else:
+            # Groups and pods unchanged since the last pass keep their sums (admission_groups).
+            need, held = admission_groups.needs_and_holdings(snapshot, group_need)
         # Carried from the last snapshot for the nodes and pods that did not change (pod_sums).
         allocatable, used, _ = pod_sums.ready_room(snapshot)
         factor = Fraction(str(policy.overcommit_factor))
@@ -393,10 +407,14 @@ class _State:
         if ours is None:
             ours = ours_of(snapshot, policy.scheduler_name)
         state.ours = ours
-        # Groups whose PodGroup and pods are those of the last pass keep their parts (admission_commitments).
-        own, reserved = admission_commitments.commitments(
-            snapshot, state.need, held, state.reserving, policy.scheduler_name
-        )
+        if walk is not None:
+            own, reserved = walk.own, walk.reserved
+            state.reserving_of.update(walk.reserving)
+        else:
+            # Groups whose PodGroup and pods are those of the last pass keep their parts (admission_commitments).
+            own, reserved = admission_commitments.commitments(
+                snapshot, state.need, held, state.reserving, policy.scheduler_name
+            )
         state.reserved = reserved
         groups = snapshot.podgroup_by_key
         for pod in snapshot.pods:
@@ -826,6 +844,10 @@ def _owed(queue: str, served_now: Mapping[str, Fraction], lenders: set[str]) -> 
     """Whether a queue below its deserved share keeps its timed-out groups' room: releasing it would
     lend it to another queue that already holds its share, the opposite of fair sharing."""
     return served_now.get(queue, Fraction(0)) < 1 and bool(lenders - {queue})
+
+
+def _key_of(group: PodGroup) -> str:
+    return group.key
 
 
 def _kept_phase(group: PodGroup) -> str:
