@@ -141,7 +141,7 @@ def _task_of(pod: Pod) -> tuple[tuple[TaskType, int], ...]:
         return ()
     # A task type reads only the pod's spec: one contribution per spec, its type hashed once
     # rather than once a pod.
-    return _TASK_BY_SPEC(pod)
+    return _TASK_BY_SPEC.made(pod)
 
 
 def _one_task(pod: Pod) -> tuple[tuple[TaskType, int], ...]:

@@ -272,7 +272,7 @@ def _pod_demand(pod: Pod) -> _Contribution:
     if not pod.managed or not (pod.bound or pod.pending):
         return ()
     # Pods of one spec and state add the same: made once per spec and state.
-    return _BY_SPEC(pod, pod.pending)
+    return _BY_SPEC.made(pod, pod.pending)
 
 
 def _spec_demand(pod: Pod) -> _Contribution:

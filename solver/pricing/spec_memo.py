@@ -24,27 +24,44 @@ KEPT = 1 << 12
 class SpecMemo(Generic[Made]):
     """Per-spec results of one function of a pod's spec (and of ``extra``, when given)."""
 
-    __slots__ = ("_found", "_make")
+    __slots__ = ("_found", "_kept", "_make")
 
     def __init__(self, make: Callable[[Pod], Made]) -> None:
         self._make = make
-        self._found: dict[tuple[int, int, int, int, Hashable], tuple[object, object, object, object, Made]] = {}
+        self._found: dict[int, list[tuple[object, object, object, Hashable, object, Made]]] = {}
+        """Per identity of a requests object, the specs made with it: (requests, selector, affinity,
+        extra, tolerations, made). Keyed by one identity, not a tuple of five: no key tuple is built
+        and hashed per pod, and one spec's pods find their entry first in a list of one or two."""
+        self._kept = 0
+        """Entries held, over every list."""
 
-    def __call__(self, pod: Pod, extra: Hashable = None) -> Made:
-        """``make(pod)``, computed once for every pod sharing this pod's spec objects and ``extra``."""
-        requests, selector, affinity, tolerations = pod.requests, pod.node_selector, pod.affinity, pod.tolerations
-        key = (id(requests), id(selector), id(affinity), id(tolerations), extra)
-        found = self._found.get(key)
-        if (
-            found is not None
-            and found[0] is requests
-            and found[1] is selector
-            and found[2] is affinity
-            and found[3] is tolerations
-        ):
-            return found[4]
+    def made(self, pod: Pod, extra: Hashable = None) -> Made:
+        """``make(pod)``, computed once for every pod sharing this pod's spec objects and ``extra``.
+        A method, not ``__call__``: an instance call goes through the type's call slot, a method
+        call does not, and a tally calls this once per pod."""
+        requests = pod.requests
+        entries = self._found.get(id(requests))
+        selector, affinity, tolerations = pod.node_selector, pod.affinity, pod.tolerations
+        if entries is not None:
+            for entry in entries:
+                if (
+                    entry[0] is requests
+                    and entry[1] is selector
+                    and entry[2] is affinity
+                    and entry[4] is tolerations
+                    and entry[3] == extra
+                ):
+                    return entry[5]
         made = self._make(pod)
-        if len(self._found) >= KEPT:
+        if self._kept >= KEPT:
             self._found.clear()
-        self._found[key] = (requests, selector, affinity, tolerations, made)
+            self._kept = 0
+            entries = None
+        if entries is None or entries[0][0] is not requests:  # a new identity, or a reused one
+            self._kept -= len(entries) if entries is not None else 0
+            entries = self._found[id(requests)] = []
+        self._kept += 1
+        entries.append((requests, selector, affinity, extra, tolerations, made))
         return made
+
+    __call__ = made
