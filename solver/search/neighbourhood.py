@@ -6,9 +6,13 @@ another queue's high-priority ones while every fair-share tier holds takes many 
 once, which neither CP-SAT's first solutions nor single swaps find. Here the model is the same
 (every constraint, the same objective levels, solved stage by stage so every fair-share tier is
 held as a constraint once won), but every (bucket, node) slot of a node outside a small free set is
-fixed at the incumbent's: which gangs' pods fill those slots stays open, and the free nodes (those
-with room the incumbent leaves unused) may take other shapes. That model is small enough for
-CP-SAT to search well within what the cycle's deterministic budget has left.
+fixed at the incumbent's: which gangs' pods fill those slots stays open, and the free nodes may
+take other shapes. The free nodes are those with room the incumbent leaves unused (its holes),
+and, where a fair-share tier waits with GPU pods, the nodes of those pods' pool and the nodes off
+it that the pool's flexible work may use (:mod:`vcsat.solver.search.pool_nodes`): a tier a queue
+waits on is raised by moving other work off its pool, over nodes that may have no hole at all.
+That model is small enough for CP-SAT to search well within what the cycle's deterministic budget
+has left.
 
 A neighbourhood's solution is kept only when it is strictly better in the objective's first levels
 (queue fair shares, tier by tier, then placed work by priority), compared as one tuple; anything
@@ -26,6 +30,7 @@ from vcsat.solver.assignment import Assignment
 from vcsat.solver.problem import Problem
 from vcsat.solver.rules.interpod_tracker import broken
 from vcsat.solver.search.exact import solve_exact
+from vcsat.solver.search.pool_nodes import pool_nodes
 from vcsat.solver.search.staged import SearchClock
 from vcsat.solver.search.top_up import top_up
 
@@ -46,8 +51,14 @@ class Improvement:
 
 
 def free_nodes(problem: Problem, incumbent: Assignment) -> frozenset[int]:
-    """The nodes whose slots stay free: those the incumbent leaves GPUs unused on, the most first
-    (then by index), at most :data:`MAX_FREE_NODES`; none on a cluster without GPUs."""
+    """The nodes whose slots stay free: :func:`hole_nodes` and the waiting tier's
+    :func:`vcsat.solver.search.pool_nodes.pool_nodes`."""
+    return hole_nodes(problem, incumbent) | pool_nodes(problem, incumbent)
+
+
+def hole_nodes(problem: Problem, incumbent: Assignment) -> frozenset[int]:
+    """The nodes the incumbent leaves GPUs unused on, the most first (then by index), at most
+    :data:`MAX_FREE_NODES`; none on a cluster without GPUs."""
     if res.GPU not in problem.resources:
         return frozenset()
     r = problem.resource_index(res.GPU)
