@@ -51,12 +51,11 @@ _SCAN = 24
 """Candidates checked one by one in the sorted order before a pod falls back to the ``argmin``."""
 
 _ShapeKey = tuple[predicates.EligibilityKey, tuple[tuple[str, int], ...]]
-_Request = tuple[
-    "NDArray[np.int64]", list[int], tuple[tuple[int, int], ...], int, int, tuple[tuple[list[int], int], ...]
-]
-"""A request as a vector over the columns, the columns it asks for, those columns with their
-amounts, its GPU and cpu amounts (Python ints, read once per pod placed), and the room's row of
-each column it asks for with the amount (what a node's test reads)."""
+_Request = tuple[list[int], tuple[tuple[int, int], ...], int, int, tuple[tuple[list[int], int], ...]]
+"""A request as the columns it asks for, those columns with their amounts, its GPU and cpu amounts
+(Python ints, read once per pod placed), and the room's row of each column it asks for with the
+amount (what a node's test reads). Its vector over all columns is made only for the ``argmin``
+(:meth:`FreeRoom._array`): most pods are placed by the sorted order, which never reads it."""
 _PodInfo = tuple[Pod, tuple[int, int, str], _ShapeKey, _Request | None]
 
 
@@ -138,6 +137,7 @@ class FreeRoom:
         # shape that fitted no node once never will.
         self.hopeless: set[_ShapeKey] = set()
         self._requests: dict[tuple[tuple[str, int], ...], _Request] = {}
+        self._arrays: dict[tuple[tuple[int, int], ...], NDArray[np.int64]] = {}
         self._pods: dict[int, _PodInfo] = {}
         self._by_requests: dict[int, tuple[res.Resources, tuple[tuple[str, int], ...], _Request | None]] = {}
 
@@ -194,22 +194,31 @@ class FreeRoom:
         asked = tuple(sorted(requests.items()))
         vector = self._requests.get(asked)
         if vector is None and all(a <= 0 or r in self.columns for r, a in asked):
-            request = np.zeros(len(self.columns), dtype=np.int64)
-            for name, amount in asked:
-                if amount > 0:
-                    request[self.columns[name]] = amount
-            request.flags.writeable = False
-            columns = np.flatnonzero(request).tolist()
+            # Ascending columns, as the vector's nonzero entries listed them: the columns number the
+            # resources in name order, the order ``asked`` is in.
+            pairs = tuple((self.columns[name], amount) for name, amount in asked if amount > 0)
+            amounts = dict(pairs)
             gpu, cpu = self._gpu_column, self._cpu_column
             vector = self._requests[asked] = (
-                request,
-                columns,
-                tuple((column, int(request[column])) for column in columns),
-                int(request[gpu]) if gpu is not None else 0,
-                int(request[cpu]) if cpu is not None else 0,
-                tuple((self._rows[column], int(request[column])) for column in columns),
+                [column for column, _ in pairs],
+                pairs,
+                amounts.get(gpu, 0) if gpu is not None else 0,
+                amounts.get(cpu, 0) if cpu is not None else 0,
+                tuple((self._rows[column], amount) for column, amount in pairs),
             )
         return asked, vector
+
+    def _array(self, vector: _Request) -> NDArray[np.int64]:
+        """The request as a vector over all columns (zero where it asks for nothing), made once."""
+        pairs = vector[1]
+        request = self._arrays.get(pairs)
+        if request is None:
+            request = np.zeros(len(self.columns), dtype=np.int64)
+            for column, amount in pairs:
+                request[column] = amount
+            request.flags.writeable = False
+            self._arrays[pairs] = request
+        return request
 
     def _best(self, key: predicates.EligibilityKey, vector: _Request) -> int:
         """The first node in preference order that passes the key's predicates and has room for the
@@ -222,7 +231,7 @@ class FreeRoom:
             if row is not None:
                 return row
         self._sync()
-        on, request, asked = self._eligible(key), vector[0], vector[1]
+        on, request, asked = self._eligible(key), self._array(vector), vector[0]
         fits = on
         table = self._table
         for column in asked:
@@ -248,7 +257,7 @@ class FreeRoom:
         with too little cpu jumps to that level's first node with enough."""
         order, count, span = self._sorted, self._count, 2 * _SPAN
         assert order is not None
-        _, _, _, want_gpu, want_cpu, checks = vector
+        _, _, want_gpu, want_cpu, checks = vector
         position = bisect_left(order, (want_gpu * span + want_cpu) * count)
         misses = 0
         while position < len(order):
@@ -329,6 +338,16 @@ class FreeRoom:
         # asks for one): refused without a search, as the search would refuse it.
         return most > self._gpu_most
 
+    @staticmethod
+    def most_gpus(gang: Sequence[Pod]) -> int:
+        """The most whole GPUs one of the gang's pods asks for (0 for none)."""
+        return max((pod.requests.get(res.GPU, 0) for pod in gang), default=0)
+
+    @property
+    def gpu_most(self) -> int:
+        """The most GPU room any node has left: a gang with a pod asking for more is refused outright."""
+        return self._gpu_most
+
     def take(self, gang: Sequence[Pod] | None) -> bool:
         """Place the gang's pods on the room if all fit (then the room is theirs), else leave it."""
         if not gang:
@@ -348,6 +367,6 @@ class FreeRoom:
                     self._give(back, given, 1)
                 return False
             assert vector is not None
-            self._give(row, vector[2], -1)
-            taken.append((row, vector[2]))
+            self._give(row, vector[1], -1)
+            taken.append((row, vector[1]))
         return True

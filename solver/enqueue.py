@@ -68,6 +68,7 @@ are new (Volcano has only the proposal above).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -375,6 +376,10 @@ class _State:
     """Per need dict (by id, holding it): whether the Ready nodes' allocatable holds all of it."""
     reserving_of: dict[str, bool] = field(default_factory=dict)
     """:meth:`reserving` per group key, asked once (groups and their pods do not change in a pass)."""
+    queue_places: dict[str, int] = field(default_factory=dict)
+    """:meth:`queue_place` per queue, found once."""
+    ranked_queues: list[tuple[int, Fraction, str]] | None = None
+    """The queues with a share, as their tuples of proportion's order, sorted (made on first need)."""
 
     @staticmethod
     def of(
@@ -510,10 +515,34 @@ class _State:
 
     # -- ordering and the verdict --
 
-    def order(self, group: PodGroup) -> tuple[int, Fraction, str, int, float, str]:
-        found = self.queue_rank.get(group.queue)  # the default made only when needed (a Fraction is dear)
-        queue_priority, share, queue = found if found is not None else (0, _NOTHING_SERVED, group.queue)
-        return (-queue_priority, share, queue, -group.priority, group.created, group.key)
+    def order(self, group: PodGroup) -> tuple[int, str, int, float, str]:
+        """Job order: the queue's place (:meth:`queue_place`), then group priority, age and key."""
+        queue = group.queue
+        place = self.queue_places.get(queue)
+        if place is None:
+            place = self.queue_place(queue)
+        return (place, queue, -group.priority, group.created, group.key)
+
+    def queue_place(self, queue: str) -> int:
+        """Where a queue comes in proportion's order of ``(-spec.priority, share, name)``, as an int.
+
+        The tuples hold a Fraction, compared in Python: a sort by them would compare it on every pair
+        of groups from two queues of one priority, so each queue's place is found once here. Queues
+        with a share are at even places; one without (its tuple ``(0, 0, name)``) at the odd place
+        just before the first queue with a share that sorts after it, so the int orders every pair
+        of queues as the tuples do, except queues without a share in one gap: their names (next in
+        the key) then order them, as the tuples' names did."""
+        ranked = self.ranked_queues
+        if ranked is None:
+            ranked = self.ranked_queues = sorted((-p, share, name) for name, (p, share, _) in self.queue_rank.items())
+            for i, (_, _, name) in enumerate(ranked):
+                self.queue_places[name] = 2 * i
+        found = self.queue_places.get(queue)
+        if found is not None:
+            return found
+        place = 2 * bisect_left(ranked, (0, _NOTHING_SERVED, queue)) - 1
+        self.queue_places[queue] = place
+        return place
 
     def never_runs(self, group: PodGroup) -> tuple[str, str] | None:
         """Rule 3's static check: why the group can never run as the cluster is built, if so."""
@@ -646,10 +675,17 @@ class _State:
         candidates by fit all ask for GPUs (at 10,000 nodes a third of the 19,000 gangs)."""
         room, queued = self.room, self.to_place
         assert room is not None
+        if not queued:
+            return True
+        if room.refuses_outright(gang):
+            return False
+        # The same test after each take, on the gang's largest GPU count found once (not its pods
+        # read again per admitted gang): nothing else in the outright refusal changes as room shrinks.
+        most = room.most_gpus(gang)
         while queued:
-            if room.refuses_outright(gang):
-                return False
             room.take(self._unbound_gang(queued.popleft()))
+            if most > room.gpu_most:
+                return False
         return True
 
     def _unbound_gang(self, group: PodGroup) -> list[Pod] | None:

@@ -51,6 +51,16 @@ class ScanFreeRoom:
         did before it placed them lazily (the verdicts must be the same)."""
         return False
 
+    @staticmethod
+    def most_gpus(gang: Sequence[Pod]) -> int:
+        """Zero: with :attr:`gpu_most` also zero, the catch-up's test after each take never refuses."""
+        return 0
+
+    @property
+    def gpu_most(self) -> int:
+        """Zero (see :meth:`most_gpus`): this room never refuses outright."""
+        return 0
+
     def take(self, gang: Sequence[Pod] | None) -> bool:
         if not gang or any(p.requests.get(res.GPU_MILLI, 0) > 0 for p in gang):
             # Nothing to place, or GPU shares (packed on single devices by the model, not here).
