@@ -136,14 +136,18 @@ from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.chain import Layout, chains, queued, waiting_counted
-from vcsat.solver.search.clearing_trade import clearing_trade
+from vcsat.solver.search.clearing_trade import ClearingTrade, clearing_trade
 from vcsat.solver.search.relocation import Relocation, moves, relocations
-from vcsat.solver.search.repack_trade import repack_trade
+from vcsat.solver.search.repack_trade import RepackTrade, repack_trade
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.step_trade import step_trades
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
+FindPoolTrade = Callable[
+    [Problem, Assignment, int, str, dict[str, list[Gang]] | None], ClearingTrade | RepackTrade | None
+]
+"""A trade that takes gangs off a queue's pool for a tier (the clearing or the re-pack trade)."""
 Ranked = tuple[Assignment, tuple[int, ...]]
 """A decision and its rank (the objective's first levels, :data:`Rank`)."""
 Less = tuple[Charges, dict[int, int]]
@@ -533,46 +537,33 @@ def _slope_trades(
 def _clearing_trades(
     problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
 ) -> Ranked:
-    """Per fair-share tier, most important first, and per queue it can still raise, the clearing
-    trade (:mod:`vcsat.solver.search.clearing_trade`); after one is kept, those of the decision it
-    leaves, from the first tier again. Looking for one is not a trade (its time is left out of the
-    trades' pace, ``run.look``); each one tried is. A (tier, queue) already tried on the decision
-    that stands is not tried again."""
-    if not _exact(problem, best):
-        return best, best_rank
-    tried: set[tuple[int, str]] = set()
-    changed = True
-    while changed and not run.stopped:
-        changed = False
-        for tier in tiers:
-            for queue, *_ in run.raisable(best, tier):
-                if (tier, queue) in tried:
-                    continue
-                if not run.looks():
-                    return best, best_rank
-                tried.add((tier, queue))
-                with run.look():
-                    trade = clearing_trade(problem, best, tier, queue, run.queued)
-                if trade is None:
-                    continue
-                kept, best_rank = _kept(
-                    problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run, then=trade.movers
-                )
-                if kept is not best:
-                    best, tried, changed = kept, set(), True
-                    break
-            if changed:
-                break
-    return best, best_rank
+    """The clearing trades (:func:`_pool_trades` of :func:`vcsat.solver.search.clearing_trade.clearing_trade`)."""
+    return _pool_trades(problem, rank, best, best_rank, tiers, run, clearing_trade)
 
 
 def _repack_trades(
     problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], tiers: list[int], run: _Run
 ) -> Ranked:
-    """Per fair-share tier, most important first, and per queue it can still raise, the re-pack
-    trade (:mod:`vcsat.solver.search.repack_trade`); after one is kept, those of the decision it
-    leaves, from the first tier again. Looking for one is not a trade (``run.look``); each one tried
-    is. A (tier, queue) already tried on the decision that stands is not tried again."""
+    """The re-pack trades (:func:`_pool_trades` of :func:`vcsat.solver.search.repack_trade.repack_trade`)."""
+    return _pool_trades(problem, rank, best, best_rank, tiers, run, repack_trade)
+
+
+def _pool_trades(
+    problem: Problem,
+    rank: Rank,
+    best: Assignment,
+    best_rank: tuple[int, ...],
+    tiers: list[int],
+    run: _Run,
+    find: FindPoolTrade,
+) -> Ranked:
+    """Per fair-share tier, most important first, and per queue it can still raise, the trade
+    ``find`` makes: the clearing trade (:mod:`vcsat.solver.search.clearing_trade`) or the re-pack
+    trade (:mod:`vcsat.solver.search.repack_trade`), both gangs taken off a pool, the queue's waiting
+    gangs placed first, then the movers; after one is kept, those of the decision it leaves, from
+    the first tier again. Looking for one is not a trade (its time is left out of the trades' pace,
+    ``run.look``); each one tried is. A (tier, queue) already tried on the decision that stands is
+    not tried again."""
     if not _exact(problem, best):
         return best, best_rank
     tried: set[tuple[int, str]] = set()
@@ -587,7 +578,7 @@ def _repack_trades(
                     return best, best_rank
                 tried.add((tier, queue))
                 with run.look():
-                    trade = repack_trade(problem, best, tier, queue, run.queued)
+                    trade = find(problem, best, tier, queue, run.queued)
                 if trade is None:
                     continue
                 kept, best_rank = _kept(
