@@ -50,9 +50,10 @@ trade tried for it is refused there, a trade a short cycle does not give to them
 
 
 @dataclass(frozen=True)
-class ClearingTrade:
-    """One trade: the gangs taken out (movers and cleared), the waiting gangs placed first, and
-    the movers, placed next."""
+class PoolTrade:
+    """One trade that takes gangs off a pool (a clearing trade, or a re-pack trade of
+    :mod:`vcsat.solver.search.repack_trade`): the gangs taken out (movers and cleared), the waiting
+    gangs placed first, and the movers, placed next."""
 
     drop: frozenset[int]
     first: frozenset[int]
@@ -82,7 +83,7 @@ def clearing_trade(
     tier: int,
     queue: str,
     of_queue: dict[str, list[Gang]] | None = None,
-) -> ClearingTrade | None:
+) -> PoolTrade | None:
     """The clearing trade (module docstring) for ``queue`` at fair-share ``tier``; None where the
     queue waits with nothing the tier counts on GPUs or nothing would be cleared; ``of_queue``:
     :func:`vcsat.solver.search.chain.queued` of the problem, when kept."""
@@ -129,4 +130,4 @@ def clearing_trade(
     cleared = {g for g, _s, node in slots if node in reach and not _counted(problem.gangs[g], counted)}
     if not cleared:
         return None
-    return ClearingTrade(frozenset(cleared | movers), frozenset(g.index for g, _s in waiting), frozenset(movers))
+    return PoolTrade(frozenset(cleared | movers), frozenset(g.index for g, _s in waiting), frozenset(movers))

@@ -136,17 +136,15 @@ from vcsat.solver.greedy import KeptRankings, shares_gpu
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms, placed_amount
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.chain import Layout, chains, queued, waiting_counted
-from vcsat.solver.search.clearing_trade import ClearingTrade, clearing_trade
+from vcsat.solver.search.clearing_trade import PoolTrade, clearing_trade
 from vcsat.solver.search.relocation import Relocation, moves, relocations
-from vcsat.solver.search.repack_trade import RepackTrade, repack_trade
+from vcsat.solver.search.repack_trade import repack_trade
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.step_trade import step_trades
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
-FindPoolTrade = Callable[
-    [Problem, Assignment, int, str, dict[str, list[Gang]] | None], ClearingTrade | RepackTrade | None
-]
+FindPoolTrade = Callable[[Problem, Assignment, int, str, dict[str, list[Gang]] | None], PoolTrade | None]
 """A trade that takes gangs off a queue's pool for a tier (the clearing or the re-pack trade)."""
 Ranked = tuple[Assignment, tuple[int, ...]]
 """A decision and its rank (the objective's first levels, :data:`Rank`)."""

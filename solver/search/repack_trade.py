@@ -33,29 +33,17 @@ it strictly higher). Nothing here estimates whether the movers find room: the ra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
 from vcsat.solver.problem import Gang, Problem
 from vcsat.solver.search.chain import waiting_counted
-from vcsat.solver.search.clearing_trade import counted_upto
+from vcsat.solver.search.clearing_trade import PoolTrade, counted_upto
 
 MAX_MOVERS = 64
 """At most this many gangs move off the pool: a trade's cost is its refill, and a pool held by
 more flexible work than this is one the slope trades serve (each gang moved is one more the refill
 must find room for)."""
-
-
-@dataclass(frozen=True)
-class RepackTrade:
-    """One trade: the gangs taken out (movers and cleared), the waiting gangs placed first, and
-    the movers, placed next."""
-
-    drop: frozenset[int]
-    first: frozenset[int]
-    movers: frozenset[int]
 
 
 def repack_trade(
@@ -64,7 +52,7 @@ def repack_trade(
     tier: int,
     queue: str,
     of_queue: dict[str, list[Gang]] | None = None,
-) -> RepackTrade | None:
+) -> PoolTrade | None:
     """The re-pack trade (module docstring) for ``queue`` at fair-share ``tier``; None where the
     queue waits with nothing the tier counts on GPUs, or no placed work on its pool may run
     elsewhere; ``of_queue``: :func:`vcsat.solver.search.chain.queued` of the problem, when kept."""
@@ -133,7 +121,7 @@ def repack_trade(
         for (g, _s, node), k in assignment.gang_slots.items()
         if k > 0 and node in reach and not _counted(problem.gangs[g], counted)
     }
-    return RepackTrade(frozenset(taken | cleared), frozenset(first), frozenset(movers))
+    return PoolTrade(frozenset(taken | cleared), frozenset(first), frozenset(movers))
 
 
 def _counted(gang: Gang, counted: dict[str, set[int]]) -> bool:
