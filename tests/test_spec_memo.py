@@ -64,7 +64,7 @@ def test_answer_by_the_spec_objects(which: str, extra: bool | None, made_again: 
     assert (again is first) is not made_again
     # asked again, each is answered from the memo
     assert memo.made(BASE) is first
-    assert memo(other, extra) is again
+    assert memo.made(other, extra) is again
     assert make.calls == (2 if made_again else 1)
 
 

@@ -38,7 +38,7 @@ class SpecMemo(Generic[Made]):
     def made(self, pod: Pod, extra: Hashable = None) -> Made:
         """``make(pod)``, computed once for every pod sharing this pod's spec objects and ``extra``.
         A method, not ``__call__``: an instance call goes through the type's call slot, a method
-        call does not, and a tally calls this once per pod."""
+        call does not, and a tally calls this once per pod (so the memo has no ``__call__``)."""
         requests = pod.requests
         entries = self._found.get(id(requests))
         selector, affinity, tolerations = pod.node_selector, pod.affinity, pod.tolerations
@@ -63,5 +63,3 @@ class SpecMemo(Generic[Made]):
         self._kept += 1
         entries.append((requests, selector, affinity, extra, tolerations, made))
         return made
-
-    __call__ = made
