@@ -14,10 +14,11 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_admission_catch_up import GeneratorOptions, generate_instance, snapshot_from_objects
 from test_enqueue_fit import POLICY, gang, stalled
 from test_enqueue_index import SLOW_OK, TIGHT, overcommitted_clusters
 
+from vcsat.adapters.convert.snapshot import snapshot_from_objects
+from vcsat.adapters.generate.generator import GeneratorOptions, generate_instance
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.solver import admission_room, enqueue
 
