@@ -364,10 +364,12 @@ class _State:
     to_place: deque[PodGroup] = field(default_factory=deque)
     """Admitted groups whose gangs are still to be taken from :attr:`room`, in the order they claim it:
     taken only when a verdict needs them (:meth:`_catch_up`)."""
+    by_fit: set[str] = field(default_factory=set)
+    """Keys of the groups :meth:`fits_idle_room` admitted: their gangs hold the room already."""
     lent: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per queue, what the groups admitted by fit this pass will hold (rule 6's share bound)."""
     unbound: dict[str, list[Pod] | None] = field(default_factory=dict)
-    """:meth:`_unbound_gang` per group key, made once (a group is placed on the room once or twice)."""
+    """:meth:`_unbound_gang` per group key, made once."""
     ours: set[str] = field(default_factory=set)
     """The keys of the groups that are ours (:func:`is_ours`), found once per pass."""
     lineages: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -661,7 +663,9 @@ class _State:
     def note_admitted(self, group: PodGroup) -> None:
         """An admitted group claims the free room its gang would take now, before later groups."""
         self.admitted.append(group)
-        if self.room is not None:
+        # A group admitted by fit took its room when it was tested: queued again, its gang would be
+        # taken a second time and hold twice its room against every later candidate.
+        if self.room is not None and group.key not in self.by_fit:
             self.to_place.append(group)
 
     def _catch_up(self, gang: list[Pod]) -> bool:
@@ -739,6 +743,7 @@ class _State:
             self.to_place.extend(sorted(self.admitted, key=self.order))
         if not self._catch_up(gang) or not self.room.take(gang):
             return "its gang does not fit the free room of the nodes now"
+        self.by_fit.add(group.key)
         for name in self.lineage(group.queue):
             self.lent[name] = res.add(self.lent.get(name, {}), unheld)
         return None
