@@ -313,12 +313,6 @@ class WallPlan:
         self.skipped.append(trades_cut(self.trades))
         return False
 
-    @property
-    def trades_ended(self) -> bool:
-        """Whether the exchange was ended by a refused trade or look (:func:`trades_cut` recorded):
-        its later trades never ran."""
-        return replayed_trades(self.skipped) is not None
-
     def look_cost(self) -> float:
         """Predicted CPU seconds of the exchange's first look (:data:`LOOK_SECONDS` and
         :data:`LOOK_PER_NODE`)."""

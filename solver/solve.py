@@ -7,8 +7,7 @@ when its decision is further from the bound than ``Policy.relative_gap`` a neigh
 around it in what the search budget left, then a queue's lower-priority gangs, and then any queue's,
 traded for waiting higher-priority ones, and small pods on whole nodes for a queue below its fair
 share, and last, pods moved off a confined waiting gang's nodes, where that ranks higher
-(:mod:`exchange`, :mod:`relocation`; once more from the greedy's decision where the search changed
-it, :mod:`second_start`), decode into pods, nodes
+(:mod:`exchange`, :mod:`relocation`), decode into pods, nodes
 and GPU indices (:mod:`decode`), and the reason for every PodGroup left waiting (:mod:`explain`).
 The greedy decision stands (``FALLBACK``) when the search finds nothing at least as good in time.
 
@@ -68,7 +67,6 @@ from vcsat.solver.search.bound import LpBounds, lp_bounds
 from vcsat.solver.search.exact import ExactResult, fits, solve_exact
 from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks, trading_tiers
 from vcsat.solver.search.neighbourhood import improve
-from vcsat.solver.search.second_start import from_greedy
 from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.search.stop import skip_search, within_tolerance
 from vcsat.solver.search.top_up import top_up
@@ -414,21 +412,6 @@ def _solve(
                 look=plan.not_a_trade,
                 may_look=plan.allows_look,
             )
-        if assignment is not hint and not plan.trades_ended:
-            # The search changed the decision and the exchange on it ran all its trades: the same
-            # trades from the greedy's may reach higher (:mod:`vcsat.solver.search.second_start`).
-            kinds = (not plan.replays(EXCHANGE), not plan.replays(EXCHANGE_ACROSS), not plan.replays(EXCHANGE_FAIR))
-            second = from_greedy(
-                problem,
-                hint,
-                traded,
-                _lexicographic,
-                kinds=kinds,
-                go=plan.allows_trade,
-                look=plan.not_a_trade,
-                may_look=plan.allows_look,
-            )
-            traded = traded if second is None else second
         if traded is not assignment:
             assignment, status = traded, "FEASIBLE"
             now = bindings(problem, assignment, assignment.shape_slots)
