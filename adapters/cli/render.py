@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
+from vcsat.adapters.cli.columns import print_columns
 from vcsat.model import Decision, Snapshot, first_short
 from vcsat.model.gpu_topology import gpu_topology
 from vcsat.model.hypernodes import resolve_hypernodes
@@ -22,24 +21,18 @@ from vcsat.model.hypernodes import resolve_hypernodes
 def render_decision(decision: Decision, snapshot: Snapshot, console: Console) -> None:
     """Print the header line, the PodGroup table and any nominations and evictions."""
     console.print(Text(header_line(decision)))
-    console.print(_podgroup_table(decision, snapshot))
+    headers = ("podgroup", "phase", "placed", "topology", "reason", "message")
+    print_columns(console, headers, _podgroup_rows(decision, snapshot))
     if decision.nominations:
-        nominations = Table(
-            "pod",
-            "node",
-            "gpus",
+        print_columns(
+            console,
+            ("pod", "node", "gpus"),
+            [(nomination.pod, nomination.node, _gpus(nomination.gpus)) for nomination in decision.nominations],
             title="nominations (bound once the evictions are done)",
-            box=box.SIMPLE_HEAD,
-            show_edge=False,
         )
-        for nomination in decision.nominations:
-            nominations.add_row(nomination.pod, nomination.node, _gpus(nomination.gpus))
-        console.print(nominations)
     if decision.evictions:
-        evictions = Table("pod", "reason", title="evictions", box=box.SIMPLE_HEAD, show_edge=False)
-        for eviction in decision.evictions:
-            evictions.add_row(eviction.pod, eviction.reason)
-        console.print(evictions)
+        evictions = [(eviction.pod, eviction.reason) for eviction in decision.evictions]
+        print_columns(console, ("pod", "reason"), evictions, title="evictions")
 
 
 def header_line(decision: Decision) -> str:
@@ -48,13 +41,18 @@ def header_line(decision: Decision) -> str:
     gap there), since the gap over placed work is measured at the fair shares this decision gave."""
     stats = decision.solver
     line = (
-        f"solver {stats.status}  objective {stats.objective:g}  bound {stats.bound:g}  "
+        f"solver {stats.status}  objective {_number(stats.objective)}  bound {_number(stats.bound)}  "
         f"gap {stats.gap:.2%}  {stats.seconds:.2f} s"
     )
     short = first_short(stats.levels)
     if short is not None:
         line += f"\nfirst level below its bound: {short.level}  {short.value} of {short.bound}  gap {short.gap:.2%}"
     return line
+
+
+def _number(value: float) -> str:
+    """A whole number in full (objectives of large clusters run to millions, which ``g`` rounds)."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def placed_text(pod: str, node: str, gpus: list[int], podgroup: str) -> str:
@@ -64,12 +62,11 @@ def placed_text(pod: str, node: str, gpus: list[int], podgroup: str) -> str:
     return f"{shown}→{node}{_gpus(gpus)}"
 
 
-def _podgroup_table(decision: Decision, snapshot: Snapshot) -> Table:
+def _podgroup_rows(decision: Decision, snapshot: Snapshot) -> list[tuple[str, ...]]:
     placed = _placed_by_group(decision, snapshot)
     spans = _spans(decision, snapshot)
-    table = Table("podgroup", "phase", "placed", "topology", "reason", "message", box=box.SIMPLE_HEAD, show_edge=False)
-    for outcome in decision.podgroups:
-        table.add_row(
+    return [
+        (
             outcome.podgroup,
             outcome.phase,
             "\n".join(placed.get(outcome.podgroup, [])) or "-",
@@ -77,7 +74,8 @@ def _podgroup_table(decision: Decision, snapshot: Snapshot) -> Table:
             outcome.reason,
             outcome.message,
         )
-    return table
+        for outcome in decision.podgroups
+    ]
 
 
 def _group_of(binding_pod: str, snapshot: Snapshot) -> str:
