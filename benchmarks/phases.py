@@ -1,6 +1,6 @@
 """Where one scheduling cycle's time goes: read, snapshot, build, greedy, second fill, search, explain, check.
 
-Runs one cycle (as ``vcsat solve`` then the checker) on an instance file in this process and
+Runs one cycle (as ``vcsat solve`` solves and checks it) on an instance file in this process and
 times each phase (wall clock, and CPU seconds of all threads) by wrapping the solver's own steps
 (no change to the solver), then prints the seconds per phase, the decision's quality figures and
 the peak RSS.
@@ -15,6 +15,14 @@ the peak RSS.
 context switches, the collector's passes, the hypervisor's steal) and the host's paces measured
 just before and after it (benchmarks/host_counters.py): a slow run with the same work and slower
 paces is the machine's, more faults or passes the process's.
+
+``check`` is what the cycle waits for after its decision: the whole validator when the cycle runs
+serially (one core, or ``VCSAT_SERIAL=1``); where a forked child runs the validator's rules over
+the placements beside the explanations (``vcsat.solver.checked``), the wait for that child and the
+rules over the PodGroup entries. The child's own wall (from its fork: it overlaps ``lp_bound``'s
+fair-share levels, ``explain`` and ``solve_other``) and CPU are ``check_beside``; ``beside`` says
+which way the cycle ran, ``cycle_cpu_with_child`` adds the child's CPU, ``child_peak_rss_mib`` is the
+child's peak resident set (the pages it shares with the parent included).
 
 The box the benchmarks run on is shared: say its load next to the numbers.
 """
@@ -52,7 +60,7 @@ def run(
 
     from vcsat.adapters.convert import instance_file
     from vcsat.model import Policy
-    from vcsat.solver import check
+    from vcsat.solver import checked as checked_module
 
     solve_module = importlib.import_module("vcsat.solver.solve")
 
@@ -111,11 +119,12 @@ def run(
         with phase("read+snapshot"):
             snapshot = instance_file.read_snapshot(path)
         policy = Policy(time_limit_s=time_limit_s, **({"num_workers": workers} if workers else {}))
-        with phase("solve"), recording() if kinds else nullcontext(events) as events:
-            # The time limit counts from before the read, as ``vcsat solve`` counts it.
-            decision = solve_module.solve(snapshot, policy, started=cycle_started)
-        with phase("check"):
-            violations = check(snapshot, decision, policy)
+        with phase("solve+check"), recording() if kinds else nullcontext(events) as events:
+            # The time limit counts from before the read, as ``vcsat solve`` counts it; solved and
+            # checked as the command does (the placements' rules beside the explanations where a
+            # second core is free, unless VCSAT_SERIAL is set).
+            result = checked_module.solve_checked(snapshot, policy, started=cycle_started)
+        decision, violations = result.decision, result.violations
         total, cpu_total = time.perf_counter() - started, time.process_time() - cpu_started
         if counters:
             counted = {**host_counters.difference(before, host_counters.take()), **paces}
@@ -128,10 +137,17 @@ def run(
         for name, function in originals.items():
             setattr(solve_module, name, function)
         instance_file.read_objects = read_objects  # type: ignore[assignment]
+    # "check": what the cycle waited for after its decision (all of the validator when serial;
+    # with the placements' rules in a child, the wait for it and the rules over the entries). The
+    # child's own wall (from its fork, beside the explanations) and CPU are "check_beside".
+    child = result.child
     for split in (seconds, cpu):
         split["snapshot"] = split.pop("read+snapshot") - split.get("read", 0.0)
         inside = sum(split.get(label, 0.0) for label in labels.values())
-        split["solve_other"] = split.pop("solve") - inside
+        split["check"] = result.waited if split is seconds else result.waited_cpu
+        split["solve_other"] = split.pop("solve+check") - inside - split["check"]
+        if child is not None:
+            split["check_beside"] = child.wall if split is seconds else child.cpu
     return {
         "instance": str(path),
         "nodes": len(snapshot.nodes),
@@ -140,6 +156,9 @@ def run(
         "cpu_seconds": {name: round(value, 2) for name, value in cpu.items()},
         "cycle_seconds": round(total, 2),
         "cycle_cpu_seconds": round(cpu_total, 2),
+        "beside": result.beside,
+        "cycle_cpu_with_child": round(cpu_total + (child.cpu if child else 0.0), 2),
+        "child_peak_rss_mib": child.peak_mib if child else 0.0,
         "status": decision.solver.status,
         "skipped": decision.solver.skipped,
         "wall_stopped": decision.solver.wall_stopped,

@@ -60,6 +60,7 @@ def child(log: str) -> None:
 
     solver = importlib.import_module("vcsat.solver")
     solve_module = importlib.import_module("vcsat.solver.solve")
+    checked = importlib.import_module("vcsat.solver.checked")
     marks["imports"] = time.monotonic()
 
     def timed(name: str, function: Any) -> Any:
@@ -96,6 +97,11 @@ def child(log: str) -> None:
     app.load_cycle = marked("clock", "read_snapshot", app.load_cycle)  # type: ignore[attr-defined]
     solver.solve = marked("solve_start", "solve", solve_kept)
     solver.check = marked(None, "check", solver.check)
+    # The command solves and checks through vcsat.solver.checked: its solve ends the "solve"
+    # phase, and "check" is what the command waits for after it (the validator's rules over the
+    # placements, where a second core runs them beside the explanations, only for what is left).
+    checked.solve = marked("solve_start", "solve", solve_kept)
+    checked.solve_checked = marked(None, "check", checked.solve_checked)
     app.emit_decision = marked(None, "output", app.emit_decision)  # type: ignore[attr-defined]
     leave = one_shot.leave
 

@@ -162,9 +162,9 @@ were measured to take at 1,000 and 10,000 nodes (benchmarks/RESULTS.md, session 
 far above them leaves the time before the deadline unused, and on a short limit that is the time
 a second greedy fill needs."""
 TAIL_PER_NODE = 1.5e-4
-"""CPU seconds per node kept back for what follows the eviction phase: the validator and writing
-the decision out (about twice what they were measured to take; less than the reserve, which
-covers the decode and the explanations too)."""
+"""CPU seconds per node kept back for what follows the eviction phase: the explanations, the
+validator beside them where a second core runs it (:mod:`vcsat.solver.checked`), and writing the
+decision out (less than the reserve, which covers the decode too)."""
 MIN_SAMPLE_CPU = 0.05
 """Below this much CPU time spent in the solve so far, its wall/CPU ratio is not trusted (1)."""
 
@@ -261,8 +261,8 @@ class WallPlan:
 
     @property
     def tail(self) -> float:
-        """Wall seconds kept back after the eviction phase, the last optional step: the validator
-        and the output (the decode and the explanations are done by then)."""
+        """Wall seconds kept back after the eviction phase, the last optional step: the
+        explanations, the validator and the output (the decode is done by then)."""
         return TAIL_PER_NODE * self.nodes * self.slowdown()
 
     def evictions_cost(self, runs: int, budget: float = 0.0) -> float:

@@ -19,7 +19,7 @@ with the more important levels held at the decision's values.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from vcsat.model import (
@@ -56,7 +56,7 @@ from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.placement.decode import bindings, gpu_bindings
 from vcsat.solver.podgroup_entries import per_podgroup
 from vcsat.solver.preemption.antiaffinity import AntiAffinity, evictions_may_cure, modelled_gangs
-from vcsat.solver.preemption.preempt import eviction_runs, preempt_and_reclaim
+from vcsat.solver.preemption.preempt import Evictions, eviction_runs, preempt_and_reclaim
 from vcsat.solver.preemption.spread import SpreadRules
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.rules.attach import slots_taken
@@ -95,6 +95,9 @@ NEIGHBOURHOOD_FIRST_SHARE = 0.6
 staged search on the full model (:func:`_search`)."""
 AFTER_EVICTIONS_SECONDS = 0.05
 """Wall seconds the eviction searches' deadline keeps back for assembling the decision."""
+
+OnFinal = Callable[[list[Binding], list[Nomination], list[Eviction]], None]
+"""What :func:`solve` hands a decision's final bindings, nominations and evictions to."""
 
 
 def _placed(problem: Problem, assignment: Assignment) -> dict[int, int]:
@@ -275,6 +278,7 @@ def solve(
     wall: bool | None = None,
     prepared: Prepared | None = None,
     skip: Collection[str] = (),
+    final: OnFinal | None = None,
 ) -> Decision:
     """The cycle's decision. ``started``: the ``time.monotonic()`` at which the cycle began (e.g.
     before reading its input), from which ``Policy.time_limit_s`` is counted; now by default.
@@ -284,7 +288,10 @@ def solve(
     assignment for this policy, already computed (:func:`vcsat.solver.sure.prepare`). ``skip``:
     optional steps not to run whatever the time left (a replay of a cycle that skipped them for
     time: its ``SolverStats.skipped``); with the wall stop on, any optional step that would end
-    after the time limit is skipped too (:mod:`vcsat.solver.deadline`)."""
+    after the time limit is skipped too (:mod:`vcsat.solver.deadline`). ``final``: called with the
+    decision's bindings, nominations and evictions as soon as they are final, before the
+    explanations of waiting groups are made (:mod:`vcsat.solver.checked` starts the validator
+    there)."""
     policy = policy or Policy()
     if prepared is not None and (prepared.snapshot is not snapshot or prepared.policy != policy):
         raise ValueError("prepared for another snapshot or policy")
@@ -296,11 +303,18 @@ def solve(
             staged.WALL_STOP if wall is None else wall,
             prepared,
             frozenset(skip),
+            final,
         )
 
 
 def _solve(
-    snapshot: Snapshot, policy: Policy, started: float, wall: bool, prepared: Prepared | None, skip: frozenset[str]
+    snapshot: Snapshot,
+    policy: Policy,
+    started: float,
+    wall: bool,
+    prepared: Prepared | None,
+    skip: frozenset[str],
+    final: OnFinal | None,
 ) -> Decision:
     deadline = started + policy.time_limit_s
     plan = WallPlan(deadline if wall else None, len(snapshot.nodes), skip=skip)
@@ -424,17 +438,23 @@ def _solve(
         status = "OPTIMAL"  # nothing to search: the greedy decision is the whole answer
     if status != "OPTIMAL" and policy.search and within_tolerance(objective, bound, policy.relative_gap):
         status = "WITHIN_GAP"  # proven within the tolerance, where the search stops or never starts
-    levels = _levels(problem, bounded, optimal=status == "OPTIMAL")
-    podgroups = outcomes(problem, assignment)
     nominations: list[Nomination] = []
     evictions: list[Eviction] = []
+    preempted: Evictions | None = None
     if evicting:
-        # The last optional step: only the validator and the output follow it.
+        # The last optional step: only the explanations, the validator and the output follow it.
         clock.deadline = deadline - max(AFTER_EVICTIONS_SECONDS, plan.tail)
-        now, nominations, evictions, podgroups, given = _preempt(
-            problem, assignment, now, podgroups, policy.time_limit_s * EVICTION_SHARE, clock, plan
+        now, nominations, evictions, preempted, given = _preempt(
+            problem, assignment, now, policy.time_limit_s * EVICTION_SHARE, clock, plan
         )
         budget += given
+    if final is not None:
+        # The placements and victims are final: what checks them may start beside what follows.
+        final(now, nominations, evictions)
+    levels = _levels(problem, bounded, optimal=status == "OPTIMAL")
+    podgroups = outcomes(problem, assignment)
+    if preempted is not None:
+        podgroups = _patched(problem, podgroups, preempted, len(evictions))
     stats = SolverStats(
         status=status,
         objective=float(objective),
@@ -490,23 +510,24 @@ def _preempt(
     problem: Problem,
     assignment: Assignment,
     now: list[Binding],
-    podgroups: list[PodGroupOutcome],
     budget: float,
     clock: SearchClock,
     plan: WallPlan,
-) -> tuple[list[Binding], list[Nomination], list[Eviction], list[PodGroupOutcome], float]:
+) -> tuple[list[Binding], list[Nomination], list[Eviction], Evictions | None, float]:
     """Preempt and reclaim (:mod:`preempt`) over what the allocate phase left, when the ``plan``
     has time for it: with ``budget`` deterministic seconds of CP-SAT when that fits too, else on
-    the models' stage minimum alone (:mod:`vcsat.solver.deadline`). Also returns the budget given."""
+    the models' stage minimum alone (:mod:`vcsat.solver.deadline`). Returns the bindings, the
+    nominations, the evictions, what the phase placed (None when it placed nothing: the PodGroup
+    entries it changes, :func:`_patched`) and the budget given."""
     left = [gang for gang in problem.gangs if gang.index not in assignment.placed]
     if left and not plan.allows(EVICTIONS, plan.evictions_cost(1), last=True):
         # Not even one run would end in time: the phase's cheapest form, asked before finding the
         # waiting gangs and their runs (a tenth of a second at 10,000 nodes) only to refuse it then.
-        return now, [], [], podgroups, budget
+        return now, [], [], None, budget
     modelled = modelled_gangs(problem, left)
     waiting = [gang for gang in left if evictions_may_cure(problem, gang, modelled)]
     if not waiting:
-        return now, [], [], podgroups, budget
+        return now, [], [], None, budget
     usage = {queue: dict(held) for queue, held in (problem.queue_usage or queue_usage(problem.snapshot)).items()}
     for c, k in assignment.count.items():
         held = usage.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
@@ -514,7 +535,7 @@ def _preempt(
             held[name] = held.get(name, 0) + k * problem.shapes[problem.classes[c].shape].request[r]
     runs = eviction_runs(problem, waiting, usage)  # exact when 0: no run would start; skip the set-up below
     if not runs or not plan.allows(EVICTIONS, plan.evictions_cost(runs), last=True):
-        return now, [], [], podgroups, budget
+        return now, [], [], None, budget
     # The eviction models are CP-SAT's: its module is loaded only once the phase is to run, so a
     # cycle that skips the phase for time never pays the import.
     _load_cp_sat(plan, clock)
@@ -540,7 +561,7 @@ def _preempt(
         budget = 0.0  # each stage of each run on its minimum: decided here, so a replay decides the same
     result = preempt_and_reclaim(problem, waiting, room, usage, budget=budget, clock=clock, anti=anti, spread=spread)
     if not result.placed:
-        return now, [], [], podgroups, budget
+        return now, [], [], None, budget
 
     taken: dict[str, set[int]] = {}
     for binding in now:
@@ -569,6 +590,20 @@ def _preempt(
         for binding in gpu_bindings(problem, node, later, sorted([*free_now, *freed])):
             nominations.append(Nomination(pod=binding.pod, node=binding.node, gpus=binding.gpus))
     evictions = [Eviction(pod=key, reason=reason) for key, reason in sorted(result.evicted.items())]
+    return (
+        sorted([*now, *extra], key=lambda b: b.pod),
+        sorted(nominations, key=lambda n: n.pod),
+        evictions,
+        result,
+        budget,
+    )
+
+
+def _patched(
+    problem: Problem, podgroups: list[PodGroupOutcome], result: Evictions, evicted: int
+) -> list[PodGroupOutcome]:
+    """The PodGroup entries after the eviction phase placed ``result``'s gangs (``evicted`` pods
+    evicted): Running where bound now, waiting for the evictions where nominated."""
     patched: list[PodGroupOutcome] = []
     placed_by_key = {g.key: g for g in result.placed_gangs(problem)}
     for outcome in podgroups:
@@ -582,15 +617,9 @@ def _preempt(
                     podgroup=outcome.podgroup,
                     phase="Inqueue",
                     reason="WaitingForEviction",
-                    message=f"nominated; waits for {len(evictions)} evicted pods ({', '.join(reasons)}) to go",
+                    message=f"nominated; waits for {evicted} evicted pods ({', '.join(reasons)}) to go",
                 )
             )
         else:
             patched.append(PodGroupOutcome(podgroup=outcome.podgroup, phase="Running"))
-    return (
-        sorted([*now, *extra], key=lambda b: b.pod),
-        sorted(nominations, key=lambda n: n.pod),
-        evictions,
-        patched,
-        budget,
-    )
+    return patched

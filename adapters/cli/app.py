@@ -184,7 +184,8 @@ def solve_command(
     one_shot.collector_off()  # nothing this command makes outlives it (see one_shot)
     # Before the clock: loading OR-Tools takes seconds of wall time on a busy machine, which the
     # search's budget must not lose (the decision would then depend on the load).
-    from vcsat.solver import check, solve
+    from vcsat.solver import check
+    from vcsat.solver.checked import solve_checked
 
     started = time.monotonic()  # the time limit covers reading the file too
     skipped: list[str] = []
@@ -196,8 +197,12 @@ def solve_command(
 
     decision = replay_early(snapshot, policy, started) if early and not full_search else None
     if decision is None:
-        decision = solve(snapshot, policy, started=started, skip=skip)
-    violations = check(snapshot, decision, policy)
+        # The validator's rules over the placements run beside the cycle's explanations when a
+        # second core is free (vcsat.solver.checked; VCSAT_SERIAL=1: one step after the other).
+        checked = solve_checked(snapshot, policy, started=started, skip=skip)
+        decision, violations = checked.decision, checked.violations
+    else:
+        violations = check(snapshot, decision, policy)
     if violations:
         click.echo(
             f"vcsat: internal error: the decision breaks {len(violations)} hard rule(s); this is a bug:",

@@ -33,6 +33,13 @@ Volcano reading):
   ``bound - objective <= relative_gap * max(1, |bound|)``.
 
 Violations come back sorted by (rule, subject, message).
+
+The rules fall in two parts: those over the placements and victims (almost all the work), which
+need only the decision's bindings, nominations and evictions, and those over its PodGroup entries
+and solver figures. :func:`check_placements` runs the first part as soon as the placements are
+final, so that a cycle can run it beside the making of its explanations
+(:mod:`vcsat.solver.checked`); :func:`check_outcomes` adds the second. Together they report what
+:func:`check` reports.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Final, Literal, NamedTuple
 
-from vcsat.model import Decision, Node, Pod, Policy, Snapshot
+from vcsat.model import Binding, Decision, Eviction, Node, Nomination, Pod, Policy, Snapshot, SolverStats
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
@@ -140,6 +147,53 @@ def check(snapshot: Snapshot, decision: Decision, policy: Policy = _DEFAULT_POLI
         return _Checker(snapshot, decision, policy).run()
 
 
+@dataclass(frozen=True)
+class PlacedCheck:
+    """The rules over a decision's placements and victims: what they flagged, and the PodGroup
+    keys (a pod's own for one without) that got a placement, and a nomination, which the rules
+    over the PodGroup entries read."""
+
+    violations: list[Violation]
+    placed: frozenset[str]
+    nominated: frozenset[str]
+
+
+def check_placements(
+    snapshot: Snapshot,
+    bindings: list[Binding],
+    nominations: list[Nomination],
+    evictions: list[Eviction],
+    policy: Policy = _DEFAULT_POLICY,
+) -> PlacedCheck:
+    """Every rule of :func:`check` but those over the PodGroup entries and the solver figures, on
+    these placements and victims (the decision they will be part of need not exist yet)."""
+    # Only the placements and victims are read: the entries and figures are checked later.
+    partial = Decision.model_construct(
+        bindings=bindings,
+        nominations=nominations,
+        evictions=evictions,
+        podgroups=[],
+        solver=SolverStats.model_construct(status="FALLBACK"),
+    )
+    with no_gc_pauses():
+        checker = _Checker(snapshot, partial, policy)
+        checker.placement_rules()
+        placed, nominated = checker.placed_gangs()
+        return PlacedCheck(checker.out, placed, nominated)
+
+
+def check_outcomes(
+    snapshot: Snapshot, decision: Decision, placed: PlacedCheck, policy: Policy = _DEFAULT_POLICY
+) -> list[Violation]:
+    """:func:`check` of ``decision``, whose placements and victims ``placed`` checked
+    (:func:`check_placements` of its bindings, nominations and evictions): the rules over its
+    PodGroup entries and solver figures added to those."""
+    with no_gc_pauses():
+        checker = _Checker(snapshot, decision, policy)
+        checker.outcome_rules(placed.placed, placed.nominated)
+        return sorted([*placed.violations, *checker.out])
+
+
 def gang_key(pod: Pod) -> str:
     """What a pod is placed with: its PodGroup, or itself (a gang of one)."""
     return pod.group if pod.group is not None else pod.key
@@ -168,6 +222,12 @@ class _Checker:
         and tolerations its pods share (the snapshot holds them while the check runs)."""
 
     def run(self) -> list[Violation]:
+        self.placement_rules()
+        self.outcome_rules(*self.placed_gangs())
+        return sorted(self.out)
+
+    def placement_rules(self) -> None:
+        """The rules over the placements and victims."""
         self._placements()
         self._evictions()
         self._spread()
@@ -179,9 +239,17 @@ class _Checker:
         self._queues()
         self._victim_justification()
         self._victim_gangs()
-        self._podgroups()
+
+    def placed_gangs(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The gangs that got a placement, and those that got a nomination."""
+        placed = frozenset(p.gang for p in self.placements)
+        return placed, frozenset(p.gang for p in self.placements if p.kind == "nomination")
+
+    def outcome_rules(self, placed: frozenset[str], nominated: frozenset[str]) -> None:
+        """The rules over the PodGroup entries (given the gangs placed and nominated) and the
+        solver figures."""
+        self._podgroups(placed, nominated)
         self._solver()
-        return sorted(self.out)
 
     def _flag(self, rule: str, subject: str, message: str) -> None:
         self.out.append(Violation(rule, subject, message))
@@ -585,10 +653,8 @@ class _Checker:
 
     # --- podgroup outcomes --------------------------------------------------------------------
 
-    def _podgroups(self) -> None:
+    def _podgroups(self, placed: frozenset[str], nominated: frozenset[str]) -> None:
         expected = {pod.key if pod.group is None else pod.group for pod in self.snapshot.pods if pod.pending}
-        placed = {p.gang for p in self.placements}
-        nominated = {p.gang for p in self.placements if p.kind == "nomination"}
         keys = [outcome.podgroup for outcome in self.decision.podgroups]
         for before, after in pairwise(keys):
             if before > after:
