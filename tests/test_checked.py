@@ -73,3 +73,18 @@ def test_an_error_in_the_placements_rules_surfaces_as_in_serial(monkeypatch: pyt
     for fork in (True, False):
         with pytest.raises(KeyError, match="no such pod"):
             solve_checked(snapshot, POLICIES["default"], fork=fork)
+
+
+@pytest.mark.parametrize("name", ["gang.yaml", "priority.yaml", "gpus.yaml"])
+def test_the_command_prints_the_same_decision_either_way(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from vcsat.adapters.cli.app import main
+
+    printed = {}
+    for serial in ("1", "0"):
+        monkeypatch.setenv("VCSAT_SERIAL", serial)
+        result = CliRunner().invoke(main, ["solve", str(INSTANCES / name), "-o", "json", "--time-limit", "5"])
+        assert result.exit_code == 0, result.output
+        printed[serial] = Decision.model_validate_json(result.output)
+    _same(printed["1"], printed["0"])
