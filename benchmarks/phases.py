@@ -124,7 +124,7 @@ def run(
             # checked as the command does (the placements' rules beside the explanations where a
             # second core is free, unless VCSAT_SERIAL is set).
             result = checked_module.solve_checked(snapshot, policy, started=cycle_started)
-        decision, violations = result.decision, result.violations
+        decision, violations = result.decision, result.violations()
         total, cpu_total = time.perf_counter() - started, time.process_time() - cpu_started
         if counters:
             counted = {**host_counters.difference(before, host_counters.take()), **paces}

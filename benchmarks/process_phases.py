@@ -12,10 +12,10 @@ change to them), and takes the end from the parent, which waits for the child to
 
 Phases: ``startup`` (from starting the child to its first line), ``imports`` (the command's
 modules and the solver's), ``read_snapshot`` (from the clock's start, which the limit counts from),
-``solve`` (its steps as in phases.py, ``inner``), ``check``, ``output`` (the decision printed and
-flushed), ``exit`` (from the one-shot exit to the parent seeing the child gone). ``over_limit``: the
-whole process's wall seconds less the limit; ``from_clock``: the wall seconds from the clock's start
-to the end. The decision goes to ``--out`` (default: the null device). Run on the tree to measure
+``solve`` (its steps as in phases.py, ``inner``), ``check`` (with the JSON or YAML written out
+beside the validator), ``output`` (the decision printed and flushed), ``exit`` (from the one-shot
+exit to the parent seeing the child gone). ``over_limit``: the whole process's wall seconds less
+the limit; ``from_clock``: the wall seconds from the clock's start to the end. The decision goes to ``--out`` (default: the null device). Run on the tree to measure
 with ``PYTHONPATH`` on it; say the machine's load next to the numbers.
 """
 
@@ -98,15 +98,17 @@ def child(log: str) -> None:
     solver.solve = marked("solve_start", "solve", solve_kept)
     solver.check = marked(None, "check", solver.check)
     # The command solves and checks through vcsat.solver.checked: its solve ends the "solve"
-    # phase, and "check" is what the command waits for after it (the validator's rules over the
-    # placements, where a second core runs them beside the explanations, only for what is left).
+    # phase; "check" ends with the validator's verdict, and holds the writing of the JSON or YAML
+    # output (made beside the validator's child where a second core runs it); "output" is the
+    # printing (the whole table, which is printed as it is made).
     checked.solve = marked("solve_start", "solve", solve_kept)
-    checked.solve_checked = marked(None, "check", checked.solve_checked)
+    checked.Checked.violations = marked(None, "check", checked.Checked.violations)
     app.emit_decision = marked(None, "output", app.emit_decision)  # type: ignore[attr-defined]
     leave = one_shot.leave
 
     def leave_logged(code: int = 0) -> None:
         marks["leave"] = time.monotonic()
+        marks.setdefault("output", marks["leave"])  # printed by the command itself, flushed by leave
         stats = decisions[-1].solver if decisions else None
         record = {
             "marks": marks,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from dataclasses import dataclass
 from functools import partial
 
 from vcsat.model import Binding, Decision, Eviction, Nomination, Policy, Snapshot
@@ -27,21 +26,40 @@ from vcsat.solver.solve import solve
 from vcsat.solver.validator.check import PlacedCheck, Violation, check_outcomes, check_placements
 
 
-@dataclass
 class Checked:
-    """A cycle's decision, what the validator found wrong with it, and how the validation ran."""
+    """A cycle's decision, and the validator's verdict on it (:meth:`violations`), which a caller
+    asks for when it needs it: what it does in between (writing the output out, not yet printed)
+    runs beside the validator's child too."""
 
-    decision: Decision
-    violations: list[Violation]
-    beside: bool
-    """Whether the rules over the placements ran in a forked child."""
-    child: ChildCost | None = None
-    """That child's wall, CPU and peak memory."""
-    waited: float = 0.0
-    """Wall seconds from the cycle's decision to the violations: the child awaited (or the
-    placements' rules run here) and the rest of the rules."""
-    waited_cpu: float = 0.0
-    """This process's CPU seconds over the same span."""
+    def __init__(self, snapshot: Snapshot, policy: Policy, decision: Decision, rules: Beside[PlacedCheck]) -> None:
+        self.decision = decision
+        self.beside = rules.forked
+        """Whether the rules over the placements run (or ran) in a forked child."""
+        self.waited = 0.0
+        """Wall seconds :meth:`violations` took: the child awaited (or the placements' rules run
+        here) and the rest of the rules."""
+        self.waited_cpu = 0.0
+        """This process's CPU seconds over the same span."""
+        self._snapshot, self._policy, self._rules = snapshot, policy, rules
+        self._violations: list[Violation] | None = None
+
+    @property
+    def child(self) -> ChildCost | None:
+        """The child's wall, CPU and peak memory, once its result is read."""
+        return self._rules.cost
+
+    def violations(self) -> list[Violation]:
+        """What :func:`vcsat.solver.validator.check.check` reports on the decision."""
+        if self._violations is None:
+            started, cpu = time.perf_counter(), time.process_time()
+            self._violations = check_outcomes(self._snapshot, self.decision, self._rules.result(), self._policy)
+            self.waited = round(time.perf_counter() - started, 4)
+            self.waited_cpu = round(time.process_time() - cpu, 4)
+        return self._violations
+
+    def close(self) -> None:
+        """Stop the validator's child if its verdict is no longer wanted."""
+        self._rules.close()
 
 
 def solve_checked(
@@ -52,9 +70,9 @@ def solve_checked(
     skip: Collection[str] = (),
     fork: bool | None = None,
 ) -> Checked:
-    """:func:`vcsat.solver.solve.solve` then :func:`vcsat.solver.validator.check.check` of its
-    decision, the placements' rules beside the cycle's last steps when ``fork`` (default:
-    :func:`vcsat.solver.beside.may_fork`)."""
+    """:func:`vcsat.solver.solve.solve`, and :func:`vcsat.solver.validator.check.check` of its
+    decision to be asked for (:meth:`Checked.violations`), the placements' rules beside the cycle's
+    last steps when ``fork`` (default: :func:`vcsat.solver.beside.may_fork`), else run when asked."""
     side: list[Beside[PlacedCheck]] = []
 
     def placed(bindings: list[Binding], nominations: list[Nomination], evictions: list[Eviction]) -> None:
@@ -62,22 +80,13 @@ def solve_checked(
 
     try:
         decision = solve(snapshot, policy, started=started, skip=skip, final=placed)
-        solved, solved_cpu = time.perf_counter(), time.process_time()
-        rules = (
-            side[0].result()
-            if side
-            else check_placements(snapshot, decision.bindings, decision.nominations, decision.evictions, policy)
-        )
-        violations = check_outcomes(snapshot, decision, rules, policy)
-    finally:
+    except BaseException:
         for work in side:
             work.close()
-    beside = bool(side) and side[0].forked
-    return Checked(
-        decision,
-        violations,
-        beside,
-        side[0].cost if side else None,
-        round(time.perf_counter() - solved, 4),
-        round(time.process_time() - solved_cpu, 4),
-    )
+        raise
+    rules = side[0] if side else Beside(partial(_placements_of, snapshot, decision, policy), fork=False)
+    return Checked(snapshot, policy, decision, rules)
+
+
+def _placements_of(snapshot: Snapshot, decision: Decision, policy: Policy) -> PlacedCheck:
+    return check_placements(snapshot, decision.bindings, decision.nominations, decision.evictions, policy)

@@ -94,6 +94,12 @@ class FakeSolver:
     def check(self, snapshot: Snapshot, decision: Decision, policy: Policy) -> list[str]:
         return self.violations
 
+    def solve_checked(
+        self, snapshot: Snapshot, policy: Policy, *, started: float | None = None, skip: Collection[str] = ()
+    ) -> types.SimpleNamespace:
+        decision = self.solve(snapshot, policy, started=started, skip=skip)
+        return types.SimpleNamespace(decision=decision, violations=lambda: self.check(snapshot, decision, policy))
+
 
 @pytest.fixture
 def solver(monkeypatch: pytest.MonkeyPatch) -> FakeSolver:
@@ -101,6 +107,7 @@ def solver(monkeypatch: pytest.MonkeyPatch) -> FakeSolver:
     module = types.ModuleType("vcsat.solver")
     module.solve = fake.solve  # type: ignore[attr-defined]
     module.check = fake.check  # type: ignore[attr-defined]
+    module.solve_checked = fake.solve_checked  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "vcsat.solver", module)
     return fake
 

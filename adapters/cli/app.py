@@ -184,8 +184,7 @@ def solve_command(
     one_shot.collector_off()  # nothing this command makes outlives it (see one_shot)
     # Before the clock: loading OR-Tools takes seconds of wall time on a busy machine, which the
     # search's budget must not lose (the decision would then depend on the load).
-    from vcsat.solver import check
-    from vcsat.solver.checked import solve_checked
+    from vcsat.solver import check, solve_checked
 
     started = time.monotonic()  # the time limit covers reading the file too
     skipped: list[str] = []
@@ -196,11 +195,15 @@ def solve_command(
         click.echo(f"vcsat: warning: {one_line(str(notice))}", err=True)
 
     decision = replay_early(snapshot, policy, started) if early and not full_search else None
+    text = None
     if decision is None:
         # The validator's rules over the placements run beside the cycle's explanations when a
-        # second core is free (vcsat.solver.checked; VCSAT_SERIAL=1: one step after the other).
+        # second core is free (vcsat.solver.checked; VCSAT_SERIAL=1: one step after the other), and
+        # beside the writing of the output, printed only once the decision passed.
         checked = solve_checked(snapshot, policy, started=started, skip=skip)
-        decision, violations = checked.decision, checked.violations
+        decision = checked.decision
+        text = decision_text(decision, output)
+        violations = checked.violations()
     else:
         violations = check(snapshot, decision, policy)
     if violations:
@@ -211,7 +214,10 @@ def solve_command(
         for violation in violations:
             click.echo(f"  {one_line(str(violation))}", err=True)
         click.get_current_context().exit(1)
-    emit_decision(decision, snapshot, output)
+    if text is not None:
+        click.echo(text, nl=output == "json")
+    else:
+        emit_decision(decision, snapshot, output)
     one_shot.leave(0)  # the process ends here, its heap not torn down object by object
 
 
@@ -296,6 +302,18 @@ def load_instance(path: str | None, *, scheduler_name: str) -> Snapshot:
     with importlib.resources.as_file(demo) as demo_path:
         objects = read_objects(Path(demo_path))
     return snapshot_from_objects(objects, scheduler_name=scheduler_name, source=f"built-in {DEMO_INSTANCE}")
+
+
+def decision_text(decision: Decision, output: OutputFormat) -> str | None:
+    """The decision as :func:`emit_decision` prints it in JSON or YAML (without JSON's last
+    newline), written out but not printed; None for the table, which is printed as it is made."""
+    if output == "json":
+        return decision.model_dump_json(indent=2)
+    if output == "yaml":
+        import yaml
+
+        return str(yaml.safe_dump(decision.model_dump(mode="json"), sort_keys=False))
+    return None
 
 
 def emit_decision(decision: Decision, snapshot: Snapshot, output: OutputFormat) -> None:
