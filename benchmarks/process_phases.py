@@ -15,8 +15,9 @@ modules and the solver's), ``read_snapshot`` (from the clock's start, which the 
 ``solve`` (its steps as in phases.py, ``inner``), ``check`` (with the JSON or YAML written out
 beside the validator), ``output`` (the decision printed and flushed), ``exit`` (from the one-shot
 exit to the parent seeing the child gone). ``over_limit``: the whole process's wall seconds less
-the limit; ``from_clock``: the wall seconds from the clock's start to the end. The decision goes to ``--out`` (default: the null device). Run on the tree to measure
-with ``PYTHONPATH`` on it; say the machine's load next to the numbers.
+the limit; ``from_clock``: the wall seconds from the clock's start to the end. The decision goes
+to ``--out`` (default: the null device). Run on the tree to measure with ``PYTHONPATH`` on it; say
+the machine's load next to the numbers.
 """
 
 from __future__ import annotations
