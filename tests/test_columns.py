@@ -18,21 +18,21 @@ from vcsat.model import Decision, Policy, SolverStats
 from vcsat.solver import solve
 
 CASES = [
-    # headers, rows, width, header line, body lines
-    (("a", "bb"), [("x", "y")], 80, " a  bb", [" x  y"]),
-    (("name", "n"), [("long-name", "1"), ("s", "22")], 80, " name       n", [" long-name  1", " s          22"]),
+    # headers, rows, width, header line, body lines: three spaces part two columns
+    (("a", "bb"), [("x", "y")], 80, " a   bb", [" x   y"]),
+    (("name", "n"), [("long-name", "1"), ("s", "22")], 80, " name        n", [" long-name   1", " s           22"]),
     # a cell of two lines keeps its column; the row's other cells stand on its first line
-    (("pg", "placed"), [("ns/a", "p0→n1\np1→n2")], 80, " pg    placed", [" ns/a  p0→n1", "       p1→n2"]),
+    (("pg", "placed"), [("ns/a", "p0→n1\np1→n2")], 80, " pg     placed", [" ns/a   p0→n1", "        p1→n2"]),
     # too wide: the widest column is wrapped at word boundaries
     (
         ("k", "message"),
         [("a", "one two three four five six")],
         16,
-        " k  message",
-        [" a  one two", "    three four", "    five six"],
+        " k   message",
+        [" a   one two", "     three four", "     five six"],
     ),
     # a column is never narrowed below its floor: the table may then be wider than asked
-    (("k", "v"), [("a", "0123456789")], 4, " k  v", [" a  01234567", "    89"]),
+    (("k", "v"), [("a", "0123456789")], 4, " k   v", [" a   01234567", "     89"]),
 ]
 
 
@@ -49,9 +49,20 @@ def test_print_columns_writes_title_header_rule_and_body_in_order() -> None:
     print_columns(console, ("pod", "reason"), [("ns/p", "Preempted")], title="evictions")
     printed = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
     assert printed[0].strip() == "evictions"
-    assert printed[1] == " pod   reason"
+    assert printed[1] == " pod    reason"
     assert set(printed[2]) == {"─"}
-    assert printed[3] == " ns/p  Preempted"
+    assert printed[3] == " ns/p   Preempted"
+
+
+def test_a_list_unfitted_from_the_margin_keeps_every_cell_whole() -> None:
+    rows = [("a-very-long-job-name-that-would-not-fit", "Running"), ("b", "Pending")]
+    header, rule, body = layout(("NAME", "PHASE"), rows, None, pad_edge=False)
+    assert header == "NAME                                      PHASE"
+    assert body == [
+        "a-very-long-job-name-that-would-not-fit   Running",
+        "b                                         Pending",
+    ]
+    assert len(rule) == len(body[0])
 
 
 words = st.text(alphabet="abcdefghij→", min_size=1, max_size=12)
@@ -77,7 +88,7 @@ def test_every_word_stays_in_its_column_and_fits_where_it_can(rows: list[tuple[s
     for column in range(3):
         written = "".join(columns[column]).replace(" ", "")
         assert written == "".join(row[column] for row in rows).replace(" ", "")
-    if sum(max(NARROWEST, len(name)) for name in headers) + 6 <= width:
+    if sum(max(NARROWEST, len(name)) for name in headers) + 8 <= width:
         assert all(len(line) <= width for line in body)
 
 

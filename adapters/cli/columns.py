@@ -21,13 +21,26 @@ from rich.text import Text
 PAD = 1
 """Spaces on each side of a cell."""
 
+DIVIDER = " "
+"""Between two columns' pads, so that three spaces part two columns, as in the tables the commands always printed."""
+
 NARROWEST = 8
 """A column wrapped to fit the width keeps at least this many characters (or its header's)."""
 
 
-def print_columns(console: Console, headers: Sequence[str], rows: Sequence[Sequence[str]], title: str = "") -> None:
-    """Print ``rows`` under ``headers`` on ``console``, fitted to its width."""
-    header_line, rule, body = layout(headers, rows, console.width)
+def print_columns(
+    console: Console,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    title: str = "",
+    *,
+    fit: bool = True,
+    pad_edge: bool = True,
+) -> None:
+    """Print ``rows`` under ``headers`` on ``console``: fitted to its width, or (``fit=False``, as
+    kubectl lists) every cell whole on its row's line; ``pad_edge=False`` starts the first column
+    at the margin."""
+    header_line, rule, body = layout(headers, rows, console.width if fit else None, pad_edge=pad_edge)
     if title:
         console.print(Text(title.center(_width(rule)).rstrip(), style="italic"))
     console.print(Text(header_line, style="bold"))
@@ -35,9 +48,11 @@ def print_columns(console: Console, headers: Sequence[str], rows: Sequence[Seque
     console.file.flush()
 
 
-def layout(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> tuple[str, str, list[str]]:
+def layout(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | None, *, pad_edge: bool = True
+) -> tuple[str, str, list[str]]:
     """The header line, the rule under it and the body's lines of a table at most ``width`` wide
-    (wider only where even the narrowest columns do not fit)."""
+    (wider only where even the narrowest columns do not fit; as wide as its cells when None)."""
     cells = [[cell.split("\n") for cell in row] for row in rows]
     widths = [_width(header) for header in headers]
     for row in cells:
@@ -45,21 +60,24 @@ def layout(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) ->
             widest = max(_width(line) for line in lines)
             if widest > widths[column]:
                 widths[column] = widest
-    widths = _fitted(widths, [_width(header) for header in headers], width)
+    if width is not None:
+        widths = _fitted(widths, [_width(header) for header in headers], width)
     body: list[str] = []
     for row in cells:
         wrapped = [_wrapped(lines, widths[column]) for column, lines in enumerate(row)]
         for index in range(max(len(lines) for lines in wrapped)):
-            body.append(_line([lines[index] if index < len(lines) else "" for lines in wrapped], widths))
-    rule = "─" * (sum(widths) + 2 * PAD * len(widths))
-    return _line(list(headers), widths), rule, body
+            line = _line([lines[index] if index < len(lines) else "" for lines in wrapped], widths)
+            body.append(line if pad_edge else line[PAD:])
+    rule = "─" * (_span(widths) - (0 if pad_edge else 2 * PAD))
+    header_line = _line(list(headers), widths)
+    return (header_line if pad_edge else header_line[PAD:]), rule, body
 
 
 def _fitted(widths: list[int], header_widths: list[int], width: int) -> list[int]:
     """Narrow the widest column, one character at a time, until the table fits ``width``."""
     fitted = list(widths)
     floors = [min(natural, max(NARROWEST, header)) for natural, header in zip(widths, header_widths, strict=True)]
-    excess = sum(fitted) + 2 * PAD * len(fitted) - width
+    excess = _span(fitted) - width
     while excess > 0:
         shrinkable = [column for column, value in enumerate(fitted) if value > floors[column]]
         if not shrinkable:
@@ -83,7 +101,12 @@ def _wrapped(lines: list[str], width: int) -> list[str]:
 def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
     pad = " " * PAD
     padded = (pad + cell + " " * (width - _width(cell)) + pad for cell, width in zip(cells, widths, strict=True))
-    return "".join(padded).rstrip()
+    return DIVIDER.join(padded).rstrip()
+
+
+def _span(widths: Sequence[int]) -> int:
+    """The width of a table of these columns, pads and dividers included."""
+    return sum(widths) + 2 * PAD * len(widths) + len(DIVIDER) * (len(widths) - 1)
 
 
 def _width(text: str) -> int:
