@@ -4,7 +4,10 @@ Most of a chain look's CPU at 1,000 nodes was three reads of the room (benchmark
 session 36): :func:`~vcsat.solver.search.chain._cheapest` walking every node of a refill pod's
 shape to find the few holding a victim, :func:`~vcsat.solver.search.relocation.first_fit` making a
 set of the shape's nodes on every call, and the per-resource comparison of a row with a request.
-Each is cut without changing what it answers; here each is compared with the code it replaced
+Each is cut without changing what it answers (and ``_cheapest`` once more: its victims per node
+read from the pool's side in one pass, and a node passed over unsorted where the pod fits with no
+victim gone or its cheapest victim alone costs no less than the best node's); here each is
+compared with the code it replaced
 (main ``1a3915e``'s: ``first_fit`` and ``eject`` kept below verbatim, ``_cheapest`` from
 :mod:`chain_reference`, main ``9e5da94``'s chain module, whose ``_cheapest`` ``1a3915e`` still had):
 
@@ -178,6 +181,30 @@ CHEAPEST = {
         0,
         {7, 8},
     ),
+    # node 0 takes the pod with its victim staying: no victim is taken there; node 1's goes.
+    "room with a victim there": (
+        _Case(
+            [[4, 8], [4, 0], [4, 0]],
+            [_one(1, 4, [0, 1, 2]), _SMALL],
+            pods=[(7, 1, 0, 4), (8, 1, 1, 4)],
+            pool=frozenset({7, 8}),
+            costs=((7, 0), (8, 1)),
+        ),
+        1,
+        {8},
+    ),
+    # nodes 1 and 2's cheapest victims cost no less than node 0's: node 0 stays the best (the first).
+    "no cheaper later": (
+        _Case(
+            [[4, 0], [4, 0], [4, 0]],
+            [_one(1, 4, [0, 1, 2]), _SMALL],
+            pods=[(7, 1, 0, 4), (8, 1, 1, 4), (9, 1, 2, 2), (6, 1, 2, 2)],
+            pool=frozenset({6, 7, 8, 9}),
+            costs=((7, 2), (8, 2), (9, 3), (6, 4)),
+        ),
+        0,
+        {7},
+    ),
     # gang 4 holds node 1 but is not in the pool; gang 7's node is not the shape's.
     "no victim": (
         _Case(
@@ -279,7 +306,7 @@ def test_first_fit_as_before(case: _Case) -> None:
     assert with_room == before
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(_cases())
 def test_cheapest_as_before(case: _Case) -> None:
     assert _run_cheapest(_cheapest, case) == _run_cheapest(chain_reference._cheapest, case)

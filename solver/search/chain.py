@@ -321,13 +321,22 @@ def chains(
             # Only the pods holding GPUs go: pods of no GPU stay where they are (where they leave
             # too little cpu or memory, the node is not one of the options).
             there = [g for g in found.holding.get(node, ()) if g not in movers and g not in victims]
-            if not there or any(not victim(g) and largest.get(g, 0) > size for g in there):
+            if not there:
                 continue
-            if any(g in first for g in there):
-                continue
-            own = sum(cost(g) for g in there if victim(g))
-            moved = sum(largest.get(g, 0) for g in there if not victim(g))
-            options.append((own, moved, node, there))
+            # One pass, ``victim`` asked once per gang: what its victims cost, what its movers
+            # carry, and whether one mover is larger than the waiting pod (then not an option).
+            own = moved = 0
+            for g in there:
+                if victim(g):
+                    own += cost(g)
+                else:
+                    carried = largest.get(g, 0)
+                    if carried > size:
+                        break
+                    moved += carried
+            else:
+                if not any(g in first for g in there):
+                    options.append((own, moved, node, there))
         # A queue at its share is made up by its own waiting gangs, where a mover must find room:
         # the nodes its victims free go first.
         options.sort(key=(lambda o: (o[1], o[0], o[2])) if swaps else (lambda o: (o[0], o[1], o[2])))
@@ -604,27 +613,41 @@ def _cheapest(
     (cheapest first, only as many as the pod needs), the node whose victims cost least (the first
     such); those victims added to ``victims``, their room freed in ``room``. None if there is none."""
     shape = problem.shapes[shape_index]
+    request = shape.request
     best: tuple[int, int, list[int]] | None = None
-    # The nodes holding a victim of ``pool`` (a few of the shape's hundreds on the contended files),
-    # where the pool is the smaller: the others are passed over without reading their pods.
-    marked = (
-        {n for g in pool if g not in victims for _s, n, _k in of_gang.get(g, ())}
-        if len(pool) < len(shape.nodes)
-        else None
-    )
-    for node in shape.nodes:
-        if marked is not None and node not in marked:
-            continue
-        there = sorted(
-            {g for g, _s, _k in on_node.get(node, ()) if g in pool and g not in victims}, key=lambda g: (cost(g), g)
+    # Per node, the victims of ``pool`` there not taken yet. Where the pool is the smaller (a few of
+    # the shape's hundreds of nodes hold one on the contended files), read from the pool's side in
+    # one pass (``of_gang`` is ``on_node`` inverted): the other nodes are passed over unread.
+    held: dict[int, set[int]] | None = None
+    if len(pool) < len(shape.nodes):
+        held = {}
+        for g in pool:
+            if g not in victims:
+                for _s, n, _k in of_gang.get(g, ()):
+                    at = held.get(n)
+                    if at is None:
+                        held[n] = {g}
+                    else:
+                        at.add(g)
+    for node in shape.nodes if held is None else [n for n in shape.nodes if n in held]:
+        free = (
+            held[node]
+            if held is not None
+            else {g for g, _s, _k in on_node.get(node, ()) if g in pool and g not in victims}
         )
-        if not there:
+        if not free:
             continue
-        row = list(room.row(node))
+        row = room.row(node)
+        if all(map(ge, row, request)):
+            continue  # the pod fits with no victim gone: a node no victim is taken on
+        if best is not None and min(map(cost, free)) >= best[1]:
+            continue  # costs are never negative: its cheapest victim alone costs no less than the best
+        there = sorted(free, key=lambda g: (cost(g), g))
+        row = list(row)
         going: list[int] = []
         spent = 0
         for g in there:
-            if all(map(ge, row, shape.request)):
+            if all(map(ge, row, request)):
                 break
             if best is not None and spent >= best[1]:
                 break  # costs are never negative: this node can no longer cost less than the best
@@ -634,7 +657,7 @@ def _cheapest(
                 if n == node:
                     for r, amount in enumerate(problem.shapes[s].request):
                         row[r] += k * amount
-        fits = all(map(ge, row, shape.request))
+        fits = all(map(ge, row, request))
         if going and fits and (best is None or spent < best[1]):
             best = (node, spent, going)
             if spent == 0:
