@@ -1,10 +1,11 @@
-"""Plain text columns for the decision's tables, laid out in one pass over their cells.
+"""Plain text columns for the CLI's tables (a decision's PodGroups, the controller's lists of Jobs
+and queues), laid out in one pass over their cells.
 
 A decision at a few thousand nodes has tens of thousands of rows (one per PodGroup). Rich's table
 measures and renders every cell as a renderable object, which took longer than the scheduling
 cycle it reports on; this lays the same columns out from the strings' display widths, so the
 table's cost stays a small fraction of the cycle's. The look follows the one the command always
-had: a one-space pad around each cell, a bold header on a terminal, a rule under the header, cells
+had: three spaces between two columns, a bold header on a terminal, a rule under the header, cells
 of several lines kept in their column, and the widest columns wrapped where the table would not
 fit the console's width.
 """
