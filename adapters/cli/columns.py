@@ -65,7 +65,8 @@ def layout(
         widths = _fitted(widths, [_width(header) for header in headers], width)
     body: list[str] = []
     for row in cells:
-        wrapped = [_wrapped(lines, widths[column]) for column, lines in enumerate(row)]
+        # Unfitted, every line is within its column's width already: nothing to wrap.
+        wrapped = row if width is None else [_wrapped(lines, widths[column]) for column, lines in enumerate(row)]
         for index in range(max(len(lines) for lines in wrapped)):
             line = _line([lines[index] if index < len(lines) else "" for lines in wrapped], widths)
             body.append(line if pad_edge else line[PAD:])
