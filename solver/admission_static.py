@@ -104,30 +104,25 @@ class Placeable:
         self._key_classes: dict[predicates.EligibilityKey, list[list[int]] | None] = {}
         """Per eligibility key, the allocatable classes of the nodes passing its predicates (None: too
         many, then its pairs read every node's column)."""
-        self._specs: dict[tuple[int, int], tuple[res.Resources, predicates.EligibilityKey, bool]] = {}
+        self._pods: dict[int, tuple[Pod, bool]] = {}
 
     def could_ever(self, pod: Pod) -> bool:
         """Whether the pod could land on some node (a bound pod has)."""
         if pod.bound:
             return True
+        found = self._pods.get(id(pod))
+        if found is not None and found[0] is pod:
+            return found[1]
         requests = pod.requests
-        key = self.keys.of(pod)
-        # Pods of one spec share their requests dict and their key object: the answer is found by
-        # the two identities (no tuple of the requests made, no key hashed). The entry holds both
-        # objects, so their ids are not reused while it lives.
-        spec = (id(requests), id(key))
-        found = self._specs.get(spec)
-        if found is not None and found[0] is requests and found[1] is key:
-            return found[2]
         # Unsorted: the answer does not depend on the order, and pods of one spec list their
         # requests in one order, so equal requests still meet in one entry.
         asked = tuple((without_shares(requests) if res.GPU_MILLI in requests else requests).items())
-        pair = (key, asked)
+        pair = (self.keys.of(pod), asked)
         answer = self._answers.get(pair)
         if answer is None:
             answer = self._fits_somewhere(*pair)
             self._answers[pair] = answer
-        self._specs[spec] = (requests, key, answer)
+        self._pods[id(pod)] = (pod, answer)
         return answer
 
     def _fits_somewhere(self, key: predicates.EligibilityKey, asked: _Asked) -> bool:
