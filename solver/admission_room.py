@@ -24,12 +24,12 @@ that cost, the verdict the search would give.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
 
-from vcsat.model import Node, Pod, Snapshot
+from vcsat.model import Pod, Snapshot
 from vcsat.model import resources as res
 from vcsat.solver.cycle import PodKeys
 from vcsat.solver.rules import predicates
@@ -42,46 +42,6 @@ def bits(mask: int, count: int) -> NDArray[np.bool_]:
     text = format(mask, f"0{count}b")[::-1].encode()
     rows: NDArray[np.bool_] = np.frombuffer(text, dtype=np.uint8) == ord("1")
     return rows
-
-
-def free_table(
-    nodes: Sequence[Node], on_node: Mapping[str, Sequence[Pod]], columns: Mapping[str, int]
-) -> list[list[int]]:
-    """Per column (resource) and node, the node's allocatable of it less what its bound pods request.
-
-    Nodes of one spelling share their allocatable dict, and pods of one spec their requests dict
-    (the converter reads each once): each dict is turned into its columns once, so a node costs a
-    copy of its allocatable's row and a few subtractions per pod, not a dict of every resource.
-    Resources outside ``columns`` are not counted."""
-    count = len(columns)
-    allocatables: dict[int, tuple[res.Resources, list[int]]] = {}
-    requests_made: dict[int, tuple[res.Resources, list[tuple[int, int]]]] = {}
-    rows: list[list[int]] = []
-    # Each entry holds the dict its id is of, so no id is reused while the entries live.
-    for node in nodes:
-        allocatable = node.allocatable
-        known = allocatables.get(id(allocatable))
-        if known is None or known[0] is not allocatable:
-            base = [0] * count
-            for name, amount in allocatable.items():
-                column = columns.get(name)
-                if column is not None:
-                    base[column] = amount
-            known = allocatables[id(allocatable)] = (allocatable, base)
-        row = known[1].copy()
-        for pod in on_node.get(node.name, ()):
-            requests = pod.requests
-            made = requests_made.get(id(requests))
-            if made is None or made[0] is not requests:
-                pairs = [
-                    (column, amount) for name, amount in requests.items() if (column := columns.get(name)) is not None
-                ]
-                made = requests_made[id(requests)] = (requests, pairs)
-            for column, amount in made[1]:
-                row[column] -= amount
-        rows.append(row)
-    # Transposed: one list per column, as the room reads it.
-    return [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in range(count)]
 
 
 _SPAN = 1 << 30
@@ -114,8 +74,18 @@ class FreeRoom:
             self._usable = np.array(
                 [i for i, node in enumerate(snapshot.nodes) if node.ready and not node.unschedulable], dtype=np.intp
             )
+        on_node = snapshot.pods_on_node
         self.columns = {name: i for i, name in enumerate(sorted({r for node in usable for r in node.allocatable}))}
-        table = free_table(usable, snapshot.pods_on_node, self.columns)
+        table = [[0] * len(usable) for _ in self.columns]
+        for row, node in enumerate(usable):
+            free = dict(node.allocatable)
+            for pod in on_node.get(node.name, ()):
+                for name, amount in pod.requests.items():
+                    free[name] = free.get(name, 0) - amount
+            for name, amount in free.items():
+                column = self.columns.get(name)
+                if column is not None:
+                    table[column][row] = amount
         self._table = np.array(table, dtype=np.int64).reshape(len(self.columns), len(usable))
         """:attr:`free` as last brought up to date with ``_rows`` (see :meth:`_sync`)."""
         self._rows: list[list[int]] = table
