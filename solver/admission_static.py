@@ -10,9 +10,8 @@ and each pod's pair is made once. Nodes of equal allocatable are one allocatable
 built from a few node types), and a pair's answer reads only the classes of the nodes passing its
 key's predicates (found once per key: keys are few, requests many): whether one of those classes
 holds the request is a few integer comparisons, where a comparison over every node's column cost a
-numpy call per requested resource. A cluster of many classes is answered by those numpy comparisons over
-every node instead. Both are tested against the plain scan of every node they
-replace.
+numpy call per requested resource. A cluster of many classes is answered by those comparisons over
+every node instead. Both are tested against the plain scan of every node they replace.
 """
 
 from __future__ import annotations
