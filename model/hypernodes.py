@@ -157,6 +157,13 @@ def _resolve(
     for name in sorted(by_name):
         hypernode = by_name[name]
         for position, member in enumerate(hypernode.members):
+            # The common member, a node named exactly: what the checks below would find, without
+            # spelling where the member is for an error none of them raises.
+            exact = member.exact_name
+            if member.type == "Node" and exact is not None and member.regex is None and member.labels is None:
+                if exact in names:
+                    direct[name].add(exact)
+                continue
             where = f"HyperNode {name}: members[{position}]"
             _check_selector(member, where)
             if member.type == "Node":

@@ -10,7 +10,7 @@ import re
 from typing import Literal, cast
 
 from vcsat.adapters.convert.fields import MAPPING_TYPES
-from vcsat.adapters.convert.reader import Conversion, KubeObject, construct
+from vcsat.adapters.convert.reader import Conversion, KubeObject, construct, construct_complete
 from vcsat.model.cluster import (
     HyperNode,
     HyperNodeMember,
@@ -23,6 +23,28 @@ def read_hypernode(conversion: Conversion, obj: KubeObject) -> HyperNode:
         obj.fail("spec.tier", "missing")
     members = []
     for index, raw in enumerate(obj.sequence(spec, "members", "spec.members")):
+        # The common member, named by exactMatch alone (a rack's nodes, a spine's racks): read
+        # here with what the checks below would find, without spelling its paths for an error.
+        if type(raw) is dict:
+            member_type = raw.get("type")
+            selector = raw.get("selector")
+            if (
+                (member_type == "Node" or member_type == "HyperNode")
+                and type(member_type) is str
+                and type(selector) is dict
+                and selector.get("regexMatch") is None
+                and selector.get("labelMatch") is None
+            ):
+                exact = selector.get("exactMatch")
+                exact_name = exact.get("name") if type(exact) is dict else None
+                if type(exact_name) is str and exact_name:
+                    members.append(
+                        construct_complete(
+                            HyperNodeMember,
+                            {"type": member_type, "exact_name": exact_name, "regex": None, "labels": None},
+                        )
+                    )
+                    continue
         path = f"spec.members[{index}]"
         if not isinstance(raw, MAPPING_TYPES):
             obj.fail(path, "must be a mapping")

@@ -10,11 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
-from vcsat.adapters.convert.clock import INQUEUED_CONDITION
+from vcsat.adapters.convert.clock import INQUEUED_CONDITION, parse_text_clock
 from vcsat.adapters.convert.fields import MAPPING_TYPES, type_name
 from vcsat.adapters.convert.priority_classes import PriorityClasses
-from vcsat.adapters.convert.reader import Conversion, KubeObject, child, construct, construct_from, epoch_seconds
-from vcsat.adapters.convert.spelling import spelling_seen
+from vcsat.adapters.convert.reader import (
+    Conversion,
+    KubeObject,
+    child,
+    construct,
+    construct_complete,
+    epoch_seconds,
+)
+from vcsat.adapters.convert.spelling import spelling, spelling_seen
 from vcsat.model.cluster import (
     DEFAULT_QUEUE,
     NetworkTopology,
@@ -45,21 +52,28 @@ def read_podgroup(
         return group
     # A spec spelled as an earlier group's: its fields are that group's (checked when it was read),
     # its dicts shared (models are frozen, nothing changes a field's dict in place).
+    # Written out (no call for the creation time, none for an admission time a group not Inqueue
+    # has not): every group but the first of each spec takes this path.
     values = same.copy()
-    values["namespace"] = obj.namespace
-    values["name"] = obj.name
+    values["namespace"] = namespace = obj.namespace
+    values["name"] = name = obj.name
     # Its key (namespace/name, as the model derives it) made now, not on a first read: a new
     # string, not the object's own (which, made while the file was parsed, would keep the
     # parse's memory from being returned).
-    values["key"] = f"{obj.namespace}/{obj.name}"
+    values["key"] = f"{namespace}/{name}"
     phase = status.get("phase")
     if type(phase) is not str:
         phase = obj.string(status, "phase", "status.phase")
     values["phase"] = phase
-    values["created"] = obj.created()
-    values["inqueue_since"] = _inqueue_since(obj, status, phase)
-    values["scheduler_name"] = (obj.raw.get("metadata", {}).get("annotations") or {}).get(SCHEDULER_NAME_ANNOTATION)
-    return construct_from(PodGroup, values, complete=True)
+    metadata = raw["metadata"]
+    stamp = metadata.get("creationTimestamp")
+    try:
+        values["created"] = parse_text_clock(stamp) if type(stamp) is str else obj.created()
+    except ValueError:
+        values["created"] = obj.created()  # raises the error a full reading raises, naming the field
+    values["inqueue_since"] = _inqueue_since(obj, status, phase) if phase == "Inqueue" else None
+    values["scheduler_name"] = (metadata.get("annotations") or {}).get(SCHEDULER_NAME_ANNOTATION)
+    return construct_complete(PodGroup, values)
 
 
 def _read_spec(
@@ -104,12 +118,25 @@ def _read_spec(
         queue=queue,
         priority=classes.value_of(obj, priority_class, "spec.priorityClassName"),
         priority_class=priority_class,
-        min_resources=obj.amounts(obj.nanos_map(spec, "minResources", "spec.minResources"), "spec.minResources"),
+        min_resources=_min_resources(conversion, obj, spec),
         network_topology=topology,
         phase=(phase := obj.string(status, "phase", "status.phase")),
         created=obj.created(),
         inqueue_since=_inqueue_since(obj, status, phase),
         scheduler_name=(obj.raw.get("metadata", {}).get("annotations") or {}).get(SCHEDULER_NAME_ANNOTATION),
+    )
+
+
+def _min_resources(conversion: Conversion, obj: KubeObject, spec: Mapping[str, Any]) -> dict[str, int]:
+    """``spec.minResources`` as amounts; the groups of one job size spell it alike across specs
+    that differ elsewhere (gang size, queue, priority), so each distinct spelling is read once and
+    its dict shared (models are frozen)."""
+    raw = spec.get("minResources")
+    if type(raw) is not dict:
+        return obj.amounts(obj.nanos_map(spec, "minResources", "spec.minResources"), "spec.minResources")
+    return conversion.shared(
+        ("min-resources", spelling(raw)),
+        lambda: obj.amounts(obj.nanos_map(spec, "minResources", "spec.minResources"), "spec.minResources"),
     )
 
 

@@ -25,6 +25,7 @@ from vcsat.adapters.convert.priority_classes import PriorityClasses
 from vcsat.adapters.convert.reader import Conversion, KubeObject, all_strings, construct, construct_complete, field_path
 from vcsat.adapters.convert.spelling import spelling, spelling_seen
 from vcsat.adapters.convert.spread import read_spread_constraints
+from vcsat.adapters.errors import InputError
 from vcsat.model import resources as res
 from vcsat.model.cluster import (
     HostPort,
@@ -91,18 +92,30 @@ def read_pod(
         return None  # its node is gone: it holds room nowhere we know
 
     key = _spec_key(conversion, spec, labels)
-    same = conversion.parts.get(key) if key is not None else None
+    parts = conversion.parts
+    same = parts.get(key) if key is not None else None
+    if same is None and key is not None:
+        # A new spec: most repeat an earlier spec but for their containers (a job's sizes), and
+        # then only what the containers decide is read (:func:`_other_containers`).
+        rest_key = _rest_key(spec, key)
+        same = _other_containers(conversion, obj, spec, parts.get(rest_key))
+        if same is not None:
+            parts[key] = same
+        else:
+            pod = _read_spec(
+                conversion, obj, metadata, spec, status, annotations, labels, node_name, classes, podgroups
+            )
+            values = dict(pod.__dict__)  # its fields, before any derived value joins them
+            # What the spec alone decides is the same for every pod read alike: its pods start with
+            # it (the model's own derived values, read off this pod), not each computing it again.
+            for name in _SPEC_DERIVED:
+                values[name] = getattr(pod, name)
+            parts[key] = values
+            parts.setdefault(rest_key, values)
+            return pod
     if same is not None:
         return _like(conversion, obj, metadata, spec, status, annotations, labels, node_name, podgroups, same)
-    pod = _read_spec(conversion, obj, metadata, spec, status, annotations, labels, node_name, classes, podgroups)
-    if key is not None:
-        values = dict(pod.__dict__)  # its fields, before any derived value joins them
-        # What the spec alone decides is the same for every pod read alike: its pods start with
-        # it (the model's own derived values, read off this pod), not each computing it again.
-        for name in _SPEC_DERIVED:
-            values[name] = getattr(pod, name)
-        conversion.parts[key] = values
-    return pod
+    return _read_spec(conversion, obj, metadata, spec, status, annotations, labels, node_name, classes, podgroups)
 
 
 _SPEC_DERIVED = ("gpus", "gpu_milli", "held")
@@ -231,6 +244,47 @@ def _spec_key(conversion: Conversion, spec: Mapping[str, Any], labels: Mapping[s
     return ("pod-spec", spelling_seen(spec, conversion.clean))
 
 
+_CONTAINER_FIELDS = frozenset({"containers", "initContainers", "overhead", "resources", "nodeName"})
+"""The spec's fields that only the requests and host ports read (and the node, the pod's own)."""
+
+
+def _rest_key(spec: Mapping[str, Any], key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What a pod's spec-derived fields but its requests and host ports depend on: :func:`_spec_key`
+    (``key``) of the spec without :data:`_CONTAINER_FIELDS`."""
+    rest = {name: value for name, value in spec.items() if name not in _CONTAINER_FIELDS}
+    return ("pod-rest", spelling(rest), *key[2:])
+
+
+def _other_containers(
+    conversion: Conversion, obj: KubeObject, spec: Mapping[str, Any], rest: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The spec-derived values of a pod whose spec is spelled as an earlier pod's (``rest``: its
+    values) but for the containers: that pod's, with the requests and host ports read from this
+    spec (each distinct spelling of them once, as a full reading does). None when there is no such
+    pod, or the containers are not read cleanly: then the full reading reads the pod, and names
+    the first error in its own order (the containers' errors come before and after other fields')."""
+    if rest is None:
+        return None
+    requests_key = pod_requests_key(spec)
+    if requests_key is None:
+        return None
+    try:
+        requests = dict(conversion.shared(("requests", requests_key), lambda: read_pod_requests(obj, spec)))
+        host_ports = conversion.shared(("host-ports", _ports_key(spec)), lambda: _host_ports(obj, spec))
+    except InputError:
+        return None
+    gpu_milli = requests.get(res.GPU_MILLI)
+    if gpu_milli is not None and (not 1 <= gpu_milli <= 1000 or requests.get(res.GPU)):
+        return None
+    values = rest.copy()
+    values["requests"] = requests
+    values["host_ports"] = host_ports
+    # The derived values read off the requests (:data:`_SPEC_DERIVED`), as the model derives them.
+    values["gpus"] = requests.get(res.GPU, 0)
+    values["gpu_milli"] = requests.get(res.GPU_MILLI, 0)
+    return values
+
+
 def _like(
     conversion: Conversion,
     obj: KubeObject,
@@ -289,7 +343,15 @@ def _like(
     values["labels"] = labels
     values["node_name"] = node_name
     values["phase"] = phase
-    values["terminating"] = metadata.get("deletionTimestamp") is not None
+    values["terminating"] = terminating = metadata.get("deletionTimestamp") is not None
+    # The pod's states (:meth:`vcsat.model.Pod._states`), made here while its values are at hand:
+    # the GPU indices' resolution reads ``bound`` of every pod right after, and the solver reads
+    # all four of most pods; each first read would otherwise run the model's method, per pod.
+    finished = phase == "Succeeded" or phase == "Failed"
+    values["finished"] = finished
+    values["bound"] = node_name is not None and not finished
+    values["gang_ready"] = node_name is not None and phase != "Failed"
+    values["pending"] = values["managed"] and node_name is None and not finished and not terminating
     values["group"] = group
     values["task"] = annotations.get(TASK_SPEC_ANNOTATION, "")
     values["preemptable"] = preemptable

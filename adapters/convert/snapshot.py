@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from itertools import count
 from types import MappingProxyType
 from typing import Any, NoReturn, TypeVar
 
@@ -140,14 +139,7 @@ class _SnapshotConverter(Conversion):
             patched = memo.changed_by_kind(since, changes, identify, _KINDS)
         by_kind: dict[str, dict[str, KubeObject]] = {kind: {} for kind in _KINDS} if patched is None else patched
         if patched is None and memo is None:
-            for obj in map(identify, objects, count()):
-                if obj is None:
-                    continue
-                seen = by_kind[obj.kind]
-                key = obj.key
-                if key in seen:
-                    _twice(obj)
-                seen[key] = obj
+            self._identify_all(objects, by_kind)
         elif patched is None and memo is not None:
             memo.identify_by_kind(objects, identify, by_kind, _twice)
         if memo is not None:
@@ -301,6 +293,60 @@ class _SnapshotConverter(Conversion):
         """Storage objects and budgets (``adapters/convert/storage_objects.py``), in key order, each converted
         once while the informer keeps the same object."""
         return tuple(self.reuse(obj, (), read, obj) for _, obj in _by_key(objects))
+
+    def _identify_all(self, objects: Iterable[Any], by_kind: dict[str, dict[str, KubeObject]]) -> None:
+        """Each object identified (:meth:`_identify`) and put in ``by_kind`` under its kind and key,
+        in order; a key met twice raises. :meth:`_identify`'s common case is written out in the
+        loop: a file's every object takes it, and a call per object was much of its cost."""
+        source = self.source
+        kinds = _KINDS
+        groups = _GROUPS
+        namespaced = _NAMESPACED
+        unset = UNSET
+        new = _new
+        for index, raw in enumerate(objects):
+            obj: KubeObject | None = None
+            if type(raw) is dict:
+                kind = raw.get("kind")
+                api_version = raw.get("apiVersion")
+                if type(kind) is str and type(api_version) is str:
+                    wanted = kinds.get(kind)
+                    if wanted is None:
+                        continue
+                    group = groups.get(api_version)
+                    if group is None:
+                        group = groups[api_version] = api_version.rpartition("/")[0]
+                    if group != wanted:
+                        continue  # same kind name, another API (not ours to read)
+                    metadata: Any = raw.get("metadata")
+                    name = metadata.get("name") if type(metadata) is dict else None
+                    if type(name) is str and name:
+                        if kind in namespaced:
+                            namespace = metadata.get("namespace", "default")
+                            key = f"{namespace}/{name}" if type(namespace) is str and namespace else None
+                        else:
+                            namespace, key = "", name
+                        if key is not None:
+                            obj = new(KubeObject)
+                            obj.raw = raw
+                            obj.kind = kind
+                            obj.source = source
+                            obj.memo_context = unset
+                            obj.memo_value = None
+                            obj.references = None
+                            obj.noticed = unset
+                            obj.name = name
+                            obj.namespace = namespace
+                            obj.key = key
+            if obj is None:
+                obj = self._identify_checked(raw, index)
+                if obj is None:
+                    continue
+            seen = by_kind[obj.kind]
+            key = obj.key
+            if key in seen:
+                _twice(obj)
+            seen[key] = obj
 
     def _identify(self, raw: Any, index: int) -> KubeObject | None:
         """The object as a :class:`KubeObject` of a kind read here, or None for any other object.
