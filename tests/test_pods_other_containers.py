@@ -170,17 +170,24 @@ _SIZES = [[_container("1")], [_container("2", gpus=1)], [_container("1"), _conta
             st.integers(0, len(_RESTS) - 1),
             st.integers(0, len(_SIZES) - 1),
             st.sampled_from([None, "n1", "n2"]),
-            st.sampled_from(["Pending", "Running", "Succeeded"]),
+            st.sampled_from(["Pending", "Running", "Succeeded", "Failed"]),
+            st.booleans(),
         ),
         min_size=1,
         max_size=8,
     )
 )
-def test_pods_of_mixed_rests_and_containers_come_out_as_read_alone(choices: list[tuple[int, int, Any, str]]) -> None:
+def test_pods_of_mixed_rests_and_containers_come_out_as_read_alone(
+    choices: list[tuple[int, int, Any, str, bool]],
+) -> None:
     raws = [
         _pod(f"p{index}", _SIZES[size], rest=_RESTS[rest], node=node, status={"phase": phase})
-        for index, (rest, size, node, phase) in enumerate(choices)
+        for index, (rest, size, node, phase, _) in enumerate(choices)
     ]
+    # Terminating pods too: the states a pod read like an earlier one is given depend on it.
+    for raw, (*_, terminating) in zip(raws, choices, strict=True):
+        if terminating:
+            raw["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     together = snapshot_from_objects([*copy.deepcopy(CONTEXT), *copy.deepcopy(raws)], source="t.yaml")
     for raw in raws:
         key = f"ns/{raw['metadata']['name']}"
