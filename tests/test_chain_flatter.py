@@ -80,20 +80,22 @@ def _key(problem: Any, key: str) -> int:
 
 
 # (q3's priority, whether q3 waits with more, q3's running GPUs on n3, q3's small pods on n1,
-# whether the chain places ``want``)
+# whether the second look places ``want``, whether the chain trades do)
 CASES = [
-    (500, True, 4, 2, True),  # q3 below its share, flatter, its pods of want's rank: taken out
-    (0, True, 3, 4, True),  # the same with q3's pods ranked below want's (counted at the tier)
-    (500, False, 4, 2, True),  # q3 at its share (no slope): its loss is made up by q1's gain
-    (1000, False, 4, 2, False),  # q3's pods rank above want: not taken out
-    (1000, True, 4, 2, False),  # the same, q3 below its share
-    (500, False, 0, 2, False),  # q3 at its share losing all it holds: the tier would not rise
+    (500, True, 4, 2, True, True),  # q3 below its share, flatter, its pods of want's rank: taken out
+    (0, True, 3, 4, True, True),  # the same with q3's pods ranked below want's (counted at the tier)
+    (500, False, 4, 2, True, True),  # q3 at its share (no slope): its loss is made up by q1's gain
+    (1000, False, 4, 2, False, False),  # q3's pods rank above want: not taken out
+    (1000, True, 4, 2, False, False),  # the same, q3 below its share
+    # q3 at its share losing all it holds: the tier, read with that loss, would not rise; the
+    # fourth look (``patient``) counts q3's small pods, which fit back on the empty n3, and trades.
+    (500, False, 0, 2, False, True),
 ]
 
 
-@pytest.mark.parametrize(("prio", "wish", "run3", "small", "placed"), CASES)
+@pytest.mark.parametrize(("prio", "wish", "run3", "small", "placed", "chained"), CASES)
 def test_the_second_look_takes_a_flatter_queues_work_and_raises_the_tier(
-    prio: int, wish: bool, run3: int, small: int, placed: bool
+    prio: int, wish: bool, run3: int, small: int, placed: bool, chained: bool
 ) -> None:
     snap = _case(prio, wish, run3, small)
     problem = build_problem(snap, ALLOCATE)
@@ -116,8 +118,8 @@ def test_the_second_look_takes_a_flatter_queues_work_and_raises_the_tier(
         problem, _levels, start, before, exchange_module._Run(problem, lambda: True)
     )
     assert rank == _levels(problem, traded)
-    assert (want in traded.placed) is placed
-    if placed:
+    assert (want in traded.placed) is chained
+    if chained:
         assert rank > before
         assert mover in traded.placed  # moved, not dropped
         order = sorted(fair_share_values(problem, start))
