@@ -12,6 +12,8 @@ into the room left counted before the tier is read.
   ``n2`` and ``n3`` (or on ``n2`` alone, with 4-GPU pods), so the patient look offers the trade and
   the exchange keeps it (the tier rises, nothing is lost). Not where ``pair`` fits nowhere once
   ``mover`` has moved (no ``n3``, 8-GPU pods), nor where ``pair`` ranks above ``want``.
+  The second look names ``want`` as left out for the tier as read wherever ``pair`` may go (the
+  exchange asks the patient look only then).
 - A Hypothesis property over such clusters: the chain trades rank at least as high as the decision
   they start from (strictly, where they change it), keep every node's room and every gang whole or
   nothing, and the cycle from that start passes the validator.
@@ -120,6 +122,13 @@ def test_the_patient_look_counts_the_victims_that_fit_back(gpus: int, spare: boo
 
     # None of the three looks before it finds one: only the patient look can.
     assert offered() == offered(flatter=True) == offered(swap=True) == []
+    # The second look tells which gangs it left out for the tier as read (the exchange asks the
+    # patient look only where there are some): ``want`` wherever ``pair`` may be taken out.
+    passed: list[int] = []
+    for tier in tiers:
+        spare_of = exchange_module._not_needed(problem, start, 1001, upto=tier)
+        list(chains(problem, start, tier, "q1", spare_of, flatter=True, passed=passed))
+    assert set(passed) == ({want} if prio < 1000 else set())
     assert offered(flatter=True, patient=True)[:1] == ([({want}, {mover}, {pair})] if placed else [])
     before = _levels(problem, start)
     traded, rank = exchange_module._chain_trades(

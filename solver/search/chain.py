@@ -230,6 +230,7 @@ def chains(
     swap: bool = False,
     patient: bool = False,
     layout: Callable[[], Layout] | None = None,
+    passed: list[int] | None = None,
 ) -> Iterator[Chain]:
     """The chain trade (module docstring) for ``queue`` at fair-share ``tier``, if the copy of the
     room finds one that raises the tier; ``spare``: the placed gangs no fair-share level as
@@ -238,7 +239,10 @@ def chains(
     the work of the queues at their share may be taken out where their own waiting gangs take its
     place (module docstring); ``patient``: gangs carried on where the tier as read does not rise,
     the victims that fit back counted at the end (module docstring); ``layout``: gives
-    :meth:`Layout.of` ``assignment`` where the caller keeps it (made here otherwise)."""
+    :meth:`Layout.of` ``assignment`` where the caller keeps it (made here otherwise); ``passed``,
+    when given, is told the waiting gangs a look that is not patient leaves out because the tier as
+    read does not rise with them (where there are none, the patient look finds what this one does:
+    it carries only such gangs)."""
     if res.GPU not in problem.resources:
         return
     gpu = problem.resource_index(res.GPU)
@@ -447,6 +451,8 @@ def chains(
                 now_flat[problem.gangs[g].queue] = now_flat.get(problem.gangs[g].queue, 0) - flat_gpus(g)
         now = tier_change(problem, assignment, tier, {**now_flat, queue: now_gained - now_lost})
         if now <= change and not patient:
+            if passed is not None:
+                passed.append(gang.index)
             continue
         room, gained, lost, flat_lost = trial, now_gained, now_lost, now_flat
         slack = now_slack

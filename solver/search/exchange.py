@@ -694,9 +694,12 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
                     if spare is None:
                         spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1, upto=tier)
                     trade = next(chains(problem, best, tier, queue, spare, layout=layout), None)
+                    passed: list[int] = []  # the second look's gangs left out for the tier as read
                     if trade is None:
                         # None without them: the flatter queues' work at the tier may go too.
-                        trade = next(chains(problem, best, tier, queue, spare, flatter=True, layout=layout), None)
+                        trade = next(
+                            chains(problem, best, tier, queue, spare, flatter=True, layout=layout, passed=passed), None
+                        )
                 if trade is None:
                     # Nor with them: a queue at its share may give up its work where its own
                     # waiting gangs take its place (the dearest look: asked of the clock apart).
@@ -704,9 +707,10 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
                         return best, best_rank
                     with run.look():
                         trade = next(chains(problem, best, tier, queue, spare, swap=True, layout=layout), None)
-                if trade is None:
+                if trade is None and passed:
                     # Nor so: the flatter look's gangs carried on past a step that does not raise
-                    # the tier, their victims' gangs that fit back counted (a look of its own).
+                    # the tier, their victims' gangs that fit back counted (a look of its own; where
+                    # the second look left no gang out for the tier, it would find what that did).
                     if not run.looks():
                         return best, best_rank
                     with run.look():
