@@ -81,7 +81,7 @@ def recording() -> Iterator[list[dict[str, Any]]]:
                 started = time.process_time()
                 out = function(*args, **kwargs)
                 found: Any = None
-                if kind(kwargs) in {"chain-first", "chain-flatter", "chain-swap"}:
+                if kind(kwargs) in {"chain-first", "chain-flatter", "chain-swap", "chain-patient"}:
                     first = next(out, None)
                     found = first is not None
                     out = iter([first] if first is not None else [])
@@ -200,7 +200,17 @@ def recording() -> Iterator[list[dict[str, Any]]]:
     patch(
         module,
         "chains",
-        look(lambda kw: "chain-swap" if kw.get("swap") else "chain-flatter" if kw.get("flatter") else "chain-first"),
+        look(
+            lambda kw: (
+                "chain-swap"
+                if kw.get("swap")
+                else "chain-patient"
+                if kw.get("patient")
+                else "chain-flatter"
+                if kw.get("flatter")
+                else "chain-first"
+            )
+        ),
     )
     patch(module, "step_trades", look(lambda kw: "step-look"))
     patch(module, "clearing_trade", look(lambda kw: "clearing-look"))

@@ -67,6 +67,16 @@ read with the waiting queue's gain alone (the at-share queues' terms stay capped
 freed by victims alone go before those whose occupants must move (a mover needs room the refill
 needs too).
 
+Where none of the three finds one, a fourth look (``patient``, with the flatter look's victims)
+carries each waiting gang on where its step does not raise the tier as read, instead of leaving it
+out: the copy of the room counts a victim gang as lost whole, while the trade's top-up puts back
+every victim that fits whole into the room left. On the contended files the second look's first
+gang reads as a loss (the flatter queue's 4-pod gangs go whole for one mover's pod) although the
+long search makes the same move and the flatter queue keeps its work elsewhere
+(benchmarks/RESULTS.md, session 41). So, after the last gang, the victims that fit whole back into
+the copy by first fit (:func:`_put_back`) give back what they cost, and the trade is offered where
+the tier read so rises; otherwise the trade as at the last gang that raised the tier, if any.
+
 The trade is the exchange's: the decision without the movers and victims, Q's chosen waiting
 gangs placed first, then the movers, then everything left out as the greedy would (victims
 included, into whatever room is left), kept only where the objective's first levels rank it
@@ -218,15 +228,21 @@ def chains(
     *,
     flatter: bool = False,
     swap: bool = False,
+    patient: bool = False,
     layout: Callable[[], Layout] | None = None,
+    passed: list[int] | None = None,
 ) -> Iterator[Chain]:
     """The chain trade (module docstring) for ``queue`` at fair-share ``tier``, if the copy of the
     room finds one that raises the tier; ``spare``: the placed gangs no fair-share level as
     important as ``tier`` needs (each used only where ranked below the waiting gang); ``flatter``:
     the flatter queues' work counted at the tier may be taken out too (module docstring); ``swap``:
     the work of the queues at their share may be taken out where their own waiting gangs take its
-    place (module docstring); ``layout``: gives :meth:`Layout.of` ``assignment`` where the caller
-    keeps it (made here otherwise)."""
+    place (module docstring); ``patient``: gangs carried on where the tier as read does not rise,
+    the victims that fit back counted at the end (module docstring); ``layout``: gives
+    :meth:`Layout.of` ``assignment`` where the caller keeps it (made here otherwise); ``passed``,
+    when given, is told the waiting gangs a look that is not patient leaves out because the tier as
+    read does not rise with them (where there are none, the patient look finds what this one does:
+    it carries only such gangs)."""
     if res.GPU not in problem.resources:
         return
     gpu = problem.resource_index(res.GPU)
@@ -284,6 +300,7 @@ def chains(
     refilled: set[int] = set()  # the at-share queues' waiting gangs placed in the copy
     budget = [REFILL_PODS]  # the refill pods the look may still place (:data:`REFILL_PODS`)
     change = 0
+    chosen: Chain | None = None  # the trade as at the last gang that raised the tier
     for gang in waiting:
         if swaps and budget[0] <= 0:
             break
@@ -433,17 +450,63 @@ def chains(
             if problem.gangs[g].queue in flat:
                 now_flat[problem.gangs[g].queue] = now_flat.get(problem.gangs[g].queue, 0) - flat_gpus(g)
         now = tier_change(problem, assignment, tier, {**now_flat, queue: now_gained - now_lost})
-        if now <= change:
+        if now <= change and not patient:
+            if passed is not None:
+                passed.append(gang.index)
             continue
-        room, gained, lost, change, flat_lost = trial, now_gained, now_lost, now, now_flat
+        room, gained, lost, flat_lost = trial, now_gained, now_lost, now_flat
         slack = now_slack
         refilled |= now_refilled
         first.add(gang.index)
         failed.discard(kind)
         movers |= out_movers
         victims |= out_victims
-    if first:
-        yield Chain(frozenset(first), frozenset(movers), frozenset(victims))
+        if now > change:
+            change = now
+            chosen = Chain(frozenset(first), frozenset(movers), frozenset(victims))
+    if patient and first and (chosen is None or chosen.first != first):
+        # The gangs carried past the last rise: their victims' gangs that fit whole into the room
+        # the copy has left go back (the trade's top-up places them last, as the greedy would), and
+        # the tier is read again with what they give back.
+        back_lost, back_flat = lost, dict(flat_lost)
+        for g in _put_back(problem, room, victims, of_gang, with_room):
+            if problem.gangs[g].queue == queue:
+                back_lost -= counted_gpus(g)
+            elif problem.gangs[g].queue in back_flat:
+                back_flat[problem.gangs[g].queue] += flat_gpus(g)
+        if tier_change(problem, assignment, tier, {**back_flat, queue: gained - back_lost}) > change:
+            chosen = Chain(frozenset(first), frozenset(movers), frozenset(victims))
+    if chosen is not None:
+        yield chosen
+
+
+def _put_back(
+    problem: Problem,
+    room: Room,
+    victims: Collection[int],
+    of_gang: dict[int, list[tuple[int, int, int]]],
+    with_room: dict[int, list[int]],
+) -> list[int]:
+    """The ``victims`` whose pods all fit, by first fit, into ``room`` as the ones before left it
+    (lowest index first; ``room`` itself is not changed)."""
+    trial = room.copy()
+    back: list[int] = []
+    for g in sorted(victims):
+        attempt = trial.copy()
+        for s, _node, k in of_gang[g]:
+            request = problem.shapes[s].request
+            for _ in range(k):
+                spot = first_fit(problem, s, attempt, with_room)
+                if spot is None:
+                    break
+                attempt.add(spot, tuple(-a for a in request), 1)
+            else:
+                continue
+            break
+        else:
+            trial = attempt
+            back.append(g)
+    return back
 
 
 def _memo(read: Callable[[int], int]) -> Callable[[int], int]:

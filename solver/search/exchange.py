@@ -109,7 +109,9 @@ the room, tried only where every mover finds a place and the tier would rise; wh
 found, a second look that may also take the flatter queues' work at the tier (of the waiting
 gang's rank or below; the tier read with their loss); where neither finds one, a third that may
 take the work of the queues at their share where their own waiting gangs make it up (any rank:
-a queue at its share trading its whole-node pods for its small ones); kept on the same terms. They go first
+a queue at its share trading its whole-node pods for its small ones); where none of the three
+does, a fourth with the second's victims that carries its gangs on past a step read as no rise
+and counts the victims that fit back into the room left; kept on the same terms. They go first
 because on the contended clusters the slope trades before them take the few trades a 1 s cycle
 fits without reaching the tier they raise (benchmarks/RESULTS.md, session 33). Looking for them
 is not a trade; each tried is.
@@ -692,9 +694,12 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
                     if spare is None:
                         spare = _not_needed(problem, best, max(g.rank for g in problem.gangs) + 1, upto=tier)
                     trade = next(chains(problem, best, tier, queue, spare, layout=layout), None)
+                    passed: list[int] = []  # the second look's gangs left out for the tier as read
                     if trade is None:
                         # None without them: the flatter queues' work at the tier may go too.
-                        trade = next(chains(problem, best, tier, queue, spare, flatter=True, layout=layout), None)
+                        trade = next(
+                            chains(problem, best, tier, queue, spare, flatter=True, layout=layout, passed=passed), None
+                        )
                 if trade is None:
                     # Nor with them: a queue at its share may give up its work where its own
                     # waiting gangs take its place (the dearest look: asked of the clock apart).
@@ -702,6 +707,16 @@ def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tup
                         return best, best_rank
                     with run.look():
                         trade = next(chains(problem, best, tier, queue, spare, swap=True, layout=layout), None)
+                if trade is None and passed:
+                    # Nor so: the flatter look's gangs carried on past a step that does not raise
+                    # the tier, their victims' gangs that fit back counted (a look of its own; where
+                    # the second look left no gang out for the tier, it would find what that did).
+                    if not run.looks():
+                        return best, best_rank
+                    with run.look():
+                        trade = next(
+                            chains(problem, best, tier, queue, spare, flatter=True, patient=True, layout=layout), None
+                        )
                 if trade is None or (tier, queue, trade.first) in tried:
                     continue
                 tried.add((tier, queue, trade.first))
