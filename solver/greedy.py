@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import partial
 from operator import methodcaller
@@ -222,8 +221,6 @@ class Room:
         """Per gang asked, its classes' node query keys anywhere (:func:`_plain_keys`)."""
         self.packing: dict[int, tuple[int, bool, float, str]] = {}
         """Per gang ordered, its :func:`_packing_order`."""
-        self.one_pods: dict[int, tuple[PodClass | None, Hashable]] = {}
-        """Per gang placed, its one pod class and that class's query key anywhere (:func:`_one_pod_key`)."""
         self.gang_asks: dict[tuple[int, str], int] = {}
         """Per (gang, resource name) asked, what the whole gang asks of it (:func:`_asks`)."""
         self.caps_of: dict[str, list[str]] = {}
@@ -238,7 +235,7 @@ class Room:
             # What a room learns of its problem alone, whatever its free room: learnt once for all.
             self.gang_sizes, self._asked, self.class_plans = learnt.gang_sizes, learnt.asked, learnt.class_plans
             self.shape_asks, self._priced, self.plain_keys = learnt.shape_asks, learnt.priced, learnt.plain_keys
-            self.gang_asks, self.caps_of, self.one_pods = learnt.gang_asks, learnt.caps_of, learnt.one_pods
+            self.gang_asks, self.caps_of = learnt.gang_asks, learnt.caps_of
         if kept is not None:
             self.packing = kept.packing
         if memos is not None:
@@ -955,7 +952,7 @@ class DomainTables:
 
 class ProblemMemos:
     """What a room learns of its problem alone, whatever its free room, kept to be shared by the
-    rooms of one problem: each gang's class plan, sizes, asks and one pod (if one), each shape's asks and whether it
+    rooms of one problem: each gang's class plan, sizes and asks, each shape's asks and whether it
     is priced, the plain keys, the queues' cap lineages, the fit layouts (:meth:`NodeRows.need`)
     and :meth:`Room.order_read`. The rooms' own memos of the same names, shared: the same values,
     so the same choices. :class:`KeptRankings` (the exchange's rooms) and :class:`FillMemos` (the
@@ -971,7 +968,6 @@ class ProblemMemos:
         self.plain_keys: dict[int, tuple[Hashable, ...]] = {}
         self.gang_asks: dict[tuple[int, str], int] = {}
         self.caps_of: dict[str, list[str]] = {}
-        self.one_pods: dict[int, tuple[PodClass | None, Hashable]] = {}
         self.needs: dict[tuple[int, ...], NDArray[np.int64]] = {}
         """The rooms' :class:`NodeRows` layouts of what a request asks (:meth:`NodeRows.need`),
         shared: every room of the problem has the same nodes and resources."""
@@ -1048,8 +1044,6 @@ class KeptRankings(ProblemMemos):
         self._full: tuple[NDArray[np.int64], list[tuple[tuple[int, ...], int]]] | None = None
         """The rows of the room kept last, as it ended, and its :attr:`Room.full` queries anywhere
         (each as its request and its eligible nodes' ``id``)."""
-        self._position: dict[int, int] | None = None
-        """Per candidate, its place in the candidates' packing order (:meth:`in_packing_order`), once asked."""
         self._eligible = {id(shape.fits): shape.fits for shape in problem.shapes}
         """Per query key's eligible nodes (a shape's ``fits``, by ``id``: :meth:`Room.query_key`), the nodes."""
         self._tests: dict[tuple[tuple[int, ...], int], tuple[NDArray[np.int64], NDArray[np.bool_], int, int]] = {}
@@ -1058,29 +1052,6 @@ class KeptRankings(ProblemMemos):
         """Per room kept from, the nodes whose row :attr:`_room` had different, and how many of its
         :attr:`Room.changes` had been made then: a ranking carried later adds the changes since
         (the rows of every other node are as they were), instead of comparing every row again."""
-
-    def in_packing_order(self, gangs: AbstractSet[int]) -> list[Gang] | None:
-        """``gangs`` in packing order (:func:`_packing_order`), as :func:`fill` sorts them; None
-        when one of them is not a candidate (then :func:`fill` sorts them itself).
-
-        Why it is the same: the packing keys end with the gang's key, which no two gangs share
-        (a problem's gangs are grouped by it), so the order is total and any sort by those keys
-        gives it; each candidate's place in it is looked up in a dict (from the greedy's sorted
-        candidates when its memos are this problem's, else sorted here once) rather than a key
-        made per gang in Python. Why: a trade's top-ups sort the hundreds of gangs waiting again
-        each time."""
-        position = self._position
-        if position is None:
-            problem = self.problem
-            memos = _last_memos
-            order = memos.order if memos is not None and memos.problem is problem else None
-            if order is None:
-                order = sorted(problem.candidates, key=partial(_packing_order, problem))
-            position = self._position = {gang.index: place for place, gang in enumerate(order)}
-        if not position.keys() >= gangs:
-            return None
-        every = self.problem.gangs
-        return [every[g] for g in sorted(gangs, key=position.__getitem__)]
 
     def keep(self, room: Room, rankings: list[_Ranking]) -> None:
         """Keep ``room``'s ``rankings`` as they stand (the room asks no more of them), and the node
@@ -1493,15 +1464,9 @@ def _place(
     assignment: Assignment,
     held: dict[str, dict[str, int]],
 ) -> bool:
-    known = room.one_pods.get(gang.index)
-    if known is None:
-        known = room.one_pods[gang.index] = _one_pod_key(problem, gang, room)
-    one, key = known
-    if one is None:
-        if _known_not_to_fit(problem, gang, room):
-            return False
-    elif key in room.full:
-        return False  # what _fit_one answers first, before its plan, its query or the capabilities
+    one = _one_pod(problem, gang, room)
+    if one is None and _known_not_to_fit(problem, gang, room):
+        return False
     lineage = room.caps_of.get(gang.queue)
     if lineage is None:
         lineage = room.caps_of[gang.queue] = problem.caps_of(gang.queue)
@@ -1550,22 +1515,6 @@ def _one_pod(problem: Problem, gang: Gang, room: Room) -> PodClass | None:
         if need > (1 if name == task else 0):
             return None
     return pod_class
-
-
-def _one_pod_key(problem: Problem, gang: Gang, room: Room) -> tuple[PodClass | None, Hashable]:
-    """:func:`_one_pod` of the gang and, when it is one, that class's node query key anywhere
-    (:meth:`Room.query_key`, what :func:`_fit_one` asks first); (None, None) for every other gang.
-    Both read the problem alone (the room's topology gangs and spread classes are the problem's),
-    so the rooms that share their memos ask each gang once (:attr:`Room.one_pods`).
-
-    Why: the exchange's top-ups try every waiting gang again in every room and most are such
-    gangs whose query the room already knows finds no node: each then costs a look-up and a
-    set test, not the class checks, the plan, the lineage and the query's memo again."""
-    one = _one_pod(problem, gang, room)
-    if one is None:
-        return None, None
-    shape = problem.shapes[one.shape]
-    return one, room.query_key(shape.request, shape.fits, None)
 
 
 def _fit_one(problem: Problem, gang: Gang, room: Room, caps: list[dict[str, int]], pod_class: PodClass) -> int | None:

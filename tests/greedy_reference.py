@@ -62,7 +62,6 @@ class ScanRoom:
         self.gang_sizes: dict[int, tuple[int, int]] = {}
         self.class_plans: dict[int, list[object]] = {}
         self.plain_keys: dict[int, tuple[object, ...]] = {}
-        self.one_pods: dict[int, tuple[object, object]] = {}
         self.kept = None
         self.packing: dict[int, tuple[int, bool, float, str]] = {}
         self.gang_asks: dict[tuple[int, str], int] = {}

@@ -103,12 +103,7 @@ def top_up_in(
         shape_slots=dict(assignment.shape_slots),
         gang_slots=dict(assignment.gang_slots),
     )
-    # In packing order by the candidates' places, kept for the problem, where they are known.
-    order = kept.in_packing_order(waiting) if kept is not None else None
-    if order is None:
-        fill(problem, (problem.gangs[g] for g in waiting), room, caps, out, held, by_gain=by_gain)
-    else:
-        fill(problem, order, room, caps, out, held, by_gain=by_gain, in_order=True)
+    fill(problem, (problem.gangs[g] for g in waiting), room, caps, out, held, by_gain=by_gain)
     result = assignment if out.placed == assignment.placed else out  # a failed trial gives its room back
     if room.order_read(problem):
         room.keep_rankings()
