@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_exchange import _fair_case, _keys, _levels, _placed
 from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods, waiting_jobs
@@ -103,6 +103,28 @@ def test_nothing_is_read_after_the_refused_trade(k: int, monkeypatch: pytest.Mon
     waiting=waiting_jobs(5, pods=(1, 2), gpus=(1, 2, 8), count=(1, 6)),
     dropped=st.lists(st.booleans(), min_size=40, max_size=40),
     k=st.integers(min_value=0, max_value=6),
+)
+# A slope trade kept, then the step trades after it refused: the sizes left were made again.
+@example(
+    free=[0, 0],
+    running=[],
+    waiting=[("q1", -100, 1, 1, 1), ("q1", -100, 1, 1, 6), ("q1", 0, 2, 8, 1), ("q2", 0, 1, 2, 6)],
+    dropped=[False] * 40,
+    k=3,
+)
+# A clearing trade refused: the next tier's queues were read.
+@example(
+    free=[0, 0, 0],
+    running=[],
+    waiting=[
+        ("q1", -100, 1, 1, 1),
+        ("q1", -100, 1, 8, 5),
+        ("q3", -100, 1, 1, 4),
+        ("q3", 0, 1, 8, 3),
+        ("q2", -100, 1, 1, 4),
+    ],
+    dropped=[g == 16 for g in range(40)],
+    k=2,
 )
 def test_no_look_or_read_starts_once_a_trade_is_refused(
     free: list[int],

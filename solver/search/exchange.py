@@ -530,6 +530,10 @@ def _slope_trades(
                     kept, best_rank = between(best, best_rank)
                 if kept is not best:
                     best, tried = kept, set()
+                    if run.stopped:
+                        # Kept, then refused (in ``between``, or by the next ``go``): no trade after
+                        # it runs, so the sizes left are not made again either.
+                        return best, best_rank
                     trades = [t for t in slope_trades(problem, best, tier, queue, top, first) if t.size not in done]
     return best, best_rank
 
@@ -571,6 +575,9 @@ def _pool_trades(
     while changed and not run.stopped:
         changed = False
         for tier in tiers:
+            if run.stopped:
+                # Refused: the next tier's queues are not read for a trade that cannot run.
+                return best, best_rank
             for queue, *_ in run.raisable(best, tier):
                 if (tier, queue) in tried:
                     continue
@@ -767,6 +774,8 @@ def _relocation_trades(
             if kept is not best:
                 best, tried, changed = kept, set(), True
                 break
+            if run.stopped:
+                break  # before the next relocation is looked for
     return best, best_rank
 
 
