@@ -296,52 +296,12 @@ class _SnapshotConverter(Conversion):
 
     def _identify_all(self, objects: Iterable[Any], by_kind: dict[str, dict[str, KubeObject]]) -> None:
         """Each object identified (:meth:`_identify`) and put in ``by_kind`` under its kind and key,
-        in order; a key met twice raises. :meth:`_identify`'s common case is written out in the
-        loop: a file's every object takes it, and a call per object was much of its cost."""
-        source = self.source
-        kinds = _KINDS
-        groups = _GROUPS
-        namespaced = _NAMESPACED
-        unset = UNSET
-        new = _new
+        in order; a key met twice raises."""
+        identify = self._identify
         for index, raw in enumerate(objects):
-            obj: KubeObject | None = None
-            if type(raw) is dict:
-                kind = raw.get("kind")
-                api_version = raw.get("apiVersion")
-                if type(kind) is str and type(api_version) is str:
-                    wanted = kinds.get(kind)
-                    if wanted is None:
-                        continue
-                    group = groups.get(api_version)
-                    if group is None:
-                        group = groups[api_version] = api_version.rpartition("/")[0]
-                    if group != wanted:
-                        continue  # same kind name, another API (not ours to read)
-                    metadata: Any = raw.get("metadata")
-                    name = metadata.get("name") if type(metadata) is dict else None
-                    if type(name) is str and name:
-                        if kind in namespaced:
-                            namespace = metadata.get("namespace", "default")
-                            key = f"{namespace}/{name}" if type(namespace) is str and namespace else None
-                        else:
-                            namespace, key = "", name
-                        if key is not None:
-                            obj = new(KubeObject)
-                            obj.raw = raw
-                            obj.kind = kind
-                            obj.source = source
-                            obj.memo_context = unset
-                            obj.memo_value = None
-                            obj.references = None
-                            obj.noticed = unset
-                            obj.name = name
-                            obj.namespace = namespace
-                            obj.key = key
+            obj = identify(raw, index)
             if obj is None:
-                obj = self._identify_checked(raw, index)
-                if obj is None:
-                    continue
+                continue
             seen = by_kind[obj.kind]
             key = obj.key
             if key in seen:
