@@ -125,27 +125,29 @@ class Placeable:
         return answer
 
     def _fits_somewhere(self, key: predicates.EligibilityKey, asked: _Asked) -> bool:
+        wanted = self._wanted(asked)
+        if wanted is None:
+            return False
         if key in self._key_classes:
             classes = self._key_classes[key]
         else:
             classes = self._key_classes[key] = self._classes_passing(key)
         if classes is None:
             return self._fits_on_columns(key, asked)
+        return any(all(allocatable[column] >= amount for column, amount in wanted) for allocatable in classes)
+
+    def _wanted(self, asked: _Asked) -> list[tuple[int, int]] | None:
+        """The requested amounts above zero by allocatable column, or None where no node has one of
+        the requested resources at all."""
         wanted: list[tuple[int, int]] = []
         for name, amount in asked:
             if amount <= 0:
                 continue
             column = self._column.get(name)
             if column is None:
-                return False  # no node has any of it
+                return None
             wanted.append((column, amount))
-        for allocatable in classes:
-            for column, amount in wanted:
-                if allocatable[column] < amount:
-                    break
-            else:
-                return True
-        return False
+        return wanted
 
     def _passing(self, key: predicates.EligibilityKey) -> NDArray[np.bool_]:
         """The nodes passing the key's predicates, as a boolean per node."""
@@ -165,13 +167,11 @@ class Placeable:
 
     def _fits_on_columns(self, key: predicates.EligibilityKey, asked: _Asked) -> bool:
         """:meth:`_fits_somewhere` by one comparison over every node's column per requested resource."""
+        wanted = self._wanted(asked)
+        if wanted is None:
+            return False
         rows = self._passing(key)
-        for name, amount in asked:
-            if amount <= 0:
-                continue
-            column = self._column.get(name)
-            if column is None:
-                return False  # no node has any of it
+        for column, amount in wanted:
             rows = rows & (self._allocatable[column] >= amount)
         return bool(rows.any())
 

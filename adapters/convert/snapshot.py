@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
+from itertools import count
 from types import MappingProxyType
 from typing import Any, NoReturn, TypeVar
 
@@ -139,7 +140,14 @@ class _SnapshotConverter(Conversion):
             patched = memo.changed_by_kind(since, changes, identify, _KINDS)
         by_kind: dict[str, dict[str, KubeObject]] = {kind: {} for kind in _KINDS} if patched is None else patched
         if patched is None and memo is None:
-            self._identify_all(objects, by_kind)
+            for obj in map(identify, objects, count()):
+                if obj is None:
+                    continue
+                seen = by_kind[obj.kind]
+                key = obj.key
+                if key in seen:
+                    _twice(obj)
+                seen[key] = obj
         elif patched is None and memo is not None:
             memo.identify_by_kind(objects, identify, by_kind, _twice)
         if memo is not None:
@@ -293,20 +301,6 @@ class _SnapshotConverter(Conversion):
         """Storage objects and budgets (``adapters/convert/storage_objects.py``), in key order, each converted
         once while the informer keeps the same object."""
         return tuple(self.reuse(obj, (), read, obj) for _, obj in _by_key(objects))
-
-    def _identify_all(self, objects: Iterable[Any], by_kind: dict[str, dict[str, KubeObject]]) -> None:
-        """Each object identified (:meth:`_identify`) and put in ``by_kind`` under its kind and key,
-        in order; a key met twice raises."""
-        identify = self._identify
-        for index, raw in enumerate(objects):
-            obj = identify(raw, index)
-            if obj is None:
-                continue
-            seen = by_kind[obj.kind]
-            key = obj.key
-            if key in seen:
-                _twice(obj)
-            seen[key] = obj
 
     def _identify(self, raw: Any, index: int) -> KubeObject | None:
         """The object as a :class:`KubeObject` of a kind read here, or None for any other object.
