@@ -90,8 +90,7 @@ going on after them, and once more after the slope trades on the decision they l
 where one is offered, is kept far more often than a slope trade, so a short cycle should not spend
 its few trades on refused slope trades first; all of them before the first slope trade can leave a
 slope trade that would have been kept a point short (benchmarks/RESULTS.md, sessions 36 and 38).
-The trades of one look from two or more giving queues are tried first as one, their union
-(:func:`vcsat.solver.search.step_trade.together`). Looking for them is not a trade; each tried is.
+Looking for them is not a trade; each tried is.
 
 Between the spare-only step trades and the slope trades, the clearing trades
 (:mod:`vcsat.solver.search.clearing_trade`): per fair-share tier and per queue it can raise with a
@@ -613,8 +612,7 @@ def _step_trades(
     """Per fair-share tier, most important first, the step trades
     (:mod:`vcsat.solver.search.step_trade`; ``spare_only``: those whose giving queue loses nothing),
     the most expected rise first; after one is kept, those of the decision it leaves, from the
-    first tier again; a look's trades from two or more giving queues first as one
-    (:func:`vcsat.solver.search.step_trade.together`). Looking for them is not a trade (its time
+    first tier again. Looking for them is not a trade (its time
     is left out of the trades' pace, ``run.look``); each one tried is. A trade already tried on the
     decision that stands (tiers counting the same work name the same) is not tried again."""
     if not tiers or not _exact(problem, best):
@@ -631,8 +629,6 @@ def _step_trades(
                 trades = step_trades(problem, best, tier, ranks[: ranks.index(tier)], run.queued, spare_only)
                 joined = together(trades)
                 if joined is not None:
-                    # Made one at a time, each of these places the raised queue's next gang and the
-                    # next look offers the others again: a trade each, where a short cycle fits few.
                     trades = [joined, *trades]
             for trade in trades:
                 if (trade.drop, trade.first) in tried:

@@ -30,12 +30,6 @@ raised one's and so leave the room the slope trades then raise a tier with; and 
 slope trades, all of them. Tried before the slope trades, a trade whose giving queue loses a step
 can leave the slope trade that follows a point lower than it reaches without it (a path effect:
 benchmarks/RESULTS.md, session 36).
-
-Where one look offers trades from two or more giving queues, their union (:func:`together`: one
-trade per giving queue, the most expected rise first) is tried first, as one trade: made one at a
-time, each trade places the raised queue's next gang and the next look offers the other giving
-queues' trades again on the decision it leaves, a trade each, where a short cycle fits few
-(benchmarks/RESULTS.md, session 42). Kept on the same terms; where it is not, the trades one by one.
 """
 
 from __future__ import annotations
