@@ -142,7 +142,7 @@ from vcsat.solver.search.clearing_trade import PoolTrade, clearing_trade
 from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.repack_trade import repack_trade
 from vcsat.solver.search.slope_trade import slope_trades
-from vcsat.solver.search.step_trade import step_trades, together
+from vcsat.solver.search.step_trade import step_trades
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
@@ -627,9 +627,6 @@ def _step_trades(
                 return best, best_rank
             with run.look():
                 trades = step_trades(problem, best, tier, ranks[: ranks.index(tier)], run.queued, spare_only)
-                joined = together(trades)
-                if joined is not None:
-                    trades = [joined, *trades]
             for trade in trades:
                 if (trade.drop, trade.first) in tried:
                     continue

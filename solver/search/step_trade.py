@@ -174,25 +174,6 @@ def step_trades(
     return trades
 
 
-def together(trades: list[StepTrade]) -> StepTrade | None:
-    """The trades of one look made as one: the union of the drops and of the gangs placed first, of
-    the trades in order (the most expected rise first) whose giving queue no earlier one gives from
-    (a queue's spare GPUs are given once); None where fewer than two are left so."""
-    picked: list[StepTrade] = []
-    for trade in trades:
-        if all(trade.donor != other.donor for other in picked):
-            picked.append(trade)
-    if len(picked) < 2:
-        return None
-    return StepTrade(
-        picked[0].queue,
-        picked[0].donor,
-        sum(t.rise for t in picked),
-        frozenset().union(*(t.drop for t in picked)),
-        frozenset().union(*(t.first for t in picked)),
-    )
-
-
 def _eligible(problem: Problem, gangs: list[Gang], gpu: int) -> set[int]:
     """The nodes the GPU pods of ``gangs`` may use."""
     out: set[int] = set()
