@@ -153,13 +153,7 @@ _TASK_BY_SPEC: SpecMemo[tuple[tuple[TaskType, int], ...]] = SpecMemo(_one_task)
 """What a pod adds to the task tally, by its spec."""
 
 
-def _task_groups(pods: Sequence[Pod]) -> list[tuple[tuple[tuple[TaskType, int], ...], int]]:
-    """:func:`_task_of` over ``pods``, grouped by object (:meth:`SpecMemo.grouped`: the pods that
-    add nothing left out)."""
-    return _TASK_BY_SPEC.grouped(pods, by_pending=False)
-
-
-_TASKS: Tally[TaskType] = Tally(_task_of, _task_groups)
+_TASKS: Tally[TaskType] = Tally(_task_of)
 """The workload's tasks per type, kept from the last call (:mod:`vcsat.solver.pricing.pod_tally`)."""
 
 

@@ -21,7 +21,7 @@ taking every old pod out and putting every new one in.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
 from vcsat.model import Pod, Snapshot
@@ -29,21 +29,13 @@ from vcsat.solver import changes
 
 K = TypeVar("K", bound=Hashable)
 
-Grouped = Callable[[Sequence[Pod]], Iterable[tuple[Sequence[tuple[K, int]], int]]]
-"""Over some pods, each distinct contribution object and how many of the pods add it."""
-
 
 class Tally(Generic[K]):
     """Per kind, the sum of what each pod of the last call adds (see the module docstring)."""
 
-    def __init__(
-        self, contribution: Callable[[Pod], Sequence[tuple[K, int]]], grouped: Grouped[K] | None = None
-    ) -> None:
-        """``contribution``: what one pod adds, (kind, amount) pairs; the same pod always adds the same.
-        ``grouped``: the pods' contributions grouped by object as :meth:`_count` groups them
-        (:func:`by_object`), when the caller has a faster way to the same groups."""
+    def __init__(self, contribution: Callable[[Pod], Sequence[tuple[K, int]]]) -> None:
+        """``contribution``: what one pod adds, (kind, amount) pairs; the same pod always adds the same."""
         self._contribution = contribution
-        self._grouped = grouped
         self._pods: Sequence[Pod] = ()
         self._by_id: dict[int, Pod] = {}
         self._sums: dict[K, int] = {}
@@ -104,29 +96,22 @@ class Tally(Generic[K]):
     def _count(self, pods: Sequence[Pod], sign: int = 1) -> None:
         """Add (``sign`` -1: take out) what ``pods`` add; a kind whose sum falls to zero is dropped."""
         sums = self._sums
+        contribution = self._contribution
         # Pods of one spec may share one contribution object: each distinct object is counted
-        # once, its amounts times its pods (exact integer sums). Which order a kind is entered in
-        # reads nowhere: readers sort or sum (a carried tally already holds its kinds in another
-        # order than a fresh count).
-        groups = self._grouped(pods) if self._grouped is not None else by_object(self._contribution, pods)
-        for added, times in groups:
+        # once, its amounts times its pods (exact integer sums, the kinds entered in the order of
+        # their first pod, as pod by pod; the entries hold the objects, so no id is reused). Which
+        # order a kind is entered in reads nowhere: readers sort or sum (a carried tally already
+        # holds its kinds in another order than a fresh count).
+        seen: dict[int, list[Any]] = {}
+        for pod in pods:
+            added = contribution(pod)
+            entry = seen.get(id(added))
+            if entry is None:
+                seen[id(added)] = [added, 1]
+            else:
+                entry[1] += 1
+        for added, times in seen.values():
             for kind, amount in added:
                 sums[kind] = sums.get(kind, 0) + sign * amount * times
         for kind in [kind for kind, total in sums.items() if not total]:
             del sums[kind]
-
-
-def by_object(
-    contribution: Callable[[Pod], Sequence[tuple[K, int]]], pods: Iterable[Pod]
-) -> list[tuple[Sequence[tuple[K, int]], int]]:
-    """Each distinct object ``contribution`` gives over ``pods`` (by identity, in the order of its
-    first pod) and how many pods give it (the list holds the objects, so no id is reused)."""
-    seen: dict[int, list[Any]] = {}
-    for pod in pods:
-        added = contribution(pod)
-        entry = seen.get(id(added))
-        if entry is None:
-            seen[id(added)] = [added, 1]
-        else:
-            entry[1] += 1
-    return [(added, times) for added, times in seen.values()]

@@ -310,13 +310,7 @@ def _pool_key_of(key: EligibilityKey) -> EligibilityKey:
     return made
 
 
-def _demand_groups(pods: Sequence[Pod]) -> list[tuple[_Contribution, int]]:
-    """:func:`_pod_demand` over ``pods``, grouped by object (:meth:`SpecMemo.grouped`: the pods
-    that add nothing left out)."""
-    return _BY_SPEC.grouped(pods, by_pending=True)
-
-
-_DEMAND: Tally[tuple[str, Demand | PodSize]] = Tally(_pod_demand, _demand_groups)
+_DEMAND: Tally[tuple[str, Demand | PodSize]] = Tally(_pod_demand)
 """The workload's demand sums, kept from the last measure (:mod:`vcsat.solver.pricing.pod_tally`)."""
 
 

@@ -9,15 +9,12 @@ identity reused after garbage collection never answers for a different spec.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 from vcsat.model import Pod
 
 Made = TypeVar("Made")
-
-_MISSING: Any = object()
-"""No answer found yet (an answer may be any value)."""
 
 #: Entries kept before the memo starts afresh: far above the distinct specs of one snapshot, small
 #: enough that a long-lived scheduler does not keep every spec it ever saw.
@@ -66,66 +63,3 @@ class SpecMemo(Generic[Made]):
         self._kept += 1
         entries.append((requests, selector, affinity, extra, tolerations, made))
         return made
-
-    def grouped(self, pods: Iterable[Pod], by_pending: bool) -> list[tuple[Made, int]]:
-        """Over ``pods``, those that are ours and bound or pending (the pods a pricing tally
-        counts: the others add nothing), each distinct answer of :meth:`made` (by identity, in
-        the order of its first pod) and how many of the pods get it. ``by_pending``: the extra
-        value is whether the pod waits (else none).
-
-        The same answers as :meth:`made` pod by pod, in one loop: each pod's values are read from
-        its ``__dict__`` (a model's fields, and its derived states once read, are kept there; an
-        attribute read on a model goes through pydantic's ``__getattr__`` hook, several times the
-        cost), and a pod of the spec just seen, the common case (a job's pods come together),
-        takes that answer after four identity tests."""
-        seen: dict[int, list[Any]] = {}
-        found = self._found
-        last: tuple[object, object, object, object, Hashable] | None = None
-        last_made: Any = None
-        for pod in pods:
-            values = pod.__dict__
-            pending = values.get("pending")
-            if pending is None:  # its states are derived on first read (Pod._states)
-                pending = pod.pending
-                bound = pod.bound
-            else:
-                bound = values["bound"]
-            if not (bound or pending) or not values["managed"]:
-                continue
-            requests = values["requests"]
-            selector = values["node_selector"]
-            affinity = values["affinity"]
-            tolerations = values["tolerations"]
-            extra = pending if by_pending else None
-            if (
-                last is not None
-                and last[0] is requests
-                and last[1] is selector
-                and last[2] is affinity
-                and last[3] is tolerations
-                and last[4] == extra
-            ):
-                made = last_made
-            else:
-                made = _MISSING
-                entries = found.get(id(requests))
-                if entries is not None:
-                    for entry in entries:
-                        if (
-                            entry[0] is requests
-                            and entry[1] is selector
-                            and entry[2] is affinity
-                            and entry[4] is tolerations
-                            and entry[3] == extra
-                        ):
-                            made = entry[5]
-                            break
-                if made is _MISSING:
-                    made = self.made(pod, extra)
-                last, last_made = (requests, selector, affinity, tolerations, extra), made
-            counted = seen.get(id(made))
-            if counted is None:
-                seen[id(made)] = [made, 1]
-            else:
-                counted[1] += 1
-        return [(made, times) for made, times in seen.values()]
