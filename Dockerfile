@@ -4,16 +4,20 @@
 # deploy/scheduler.yaml and deploy/controller.yaml run it as user 65532 on a read-only root
 # filesystem, with /tmp as the only writable place.
 
-FROM python:3.12-slim AS build
+# The full image has the C compiler the compiled build needs; the final stage gets only wheels.
+FROM python:3.12 AS build
 WORKDIR /src
-# Only what the package is built from (vcsat/ holds symlinks to model/, solver/ and adapters/).
-COPY pyproject.toml README.md ./
+# Only what the package is built from (vcsat/ holds symlinks to model/, solver/ and adapters/;
+# tools/build/ the build backend and the list of modules compiled).
+COPY pyproject.toml setup.py MANIFEST.in README.md ./
+COPY tools/build/ tools/build/
 COPY vcsat/ vcsat/
 COPY model/ model/
 COPY solver/ solver/
 COPY adapters/ adapters/
-# vcsat and every dependency as wheels, so the final stage needs neither compilers nor the source.
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# vcsat compiled (VCSAT_COMPILE=1: the hot modules as C extensions by mypyc, docs/compiled-build.md)
+# and every dependency as wheels, so the final stage needs neither compilers nor the source.
+RUN VCSAT_COMPILE=1 pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.12-slim
 LABEL org.opencontainers.image.title="vcsat" \

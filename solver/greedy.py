@@ -1322,47 +1322,17 @@ def _fill_tier(
                 queued = waiting[gang.queue] = deque()
             queued.append(gang)
 
-    # The keys below are fractions over a queue's deserved amount, each scaled by one common
-    # multiple of them all: whole numbers that compare as the fractions do, exactly, and cheaply.
-    scale = math.lcm(*(deserved for _name, deserved in share.values()))
-
-    def fill(queue: str) -> int:
-        name, deserved = share[queue]
-        return held.get(queue, {}).get(name, 0) * (scale // deserved)
-
-    def gain(queue: str) -> Ratio:
-        # The level sums each queue's concave utility of its filled share, so a gang adds the
-        # utility's rise over the share it takes, divided by what it takes: a queue that deserves
-        # less gains more per unit on the same slope, which filling every queue to equal shares
-        # gives up, and a steeper slope (a less filled queue) weighs more. The rise is taken over
-        # the queue's next gang whole, not its next unit: a big gang that crosses into flatter
-        # pieces, or past the queue's share, gains less per unit than the slope where the queue
-        # stands says, and a fill that believed the slope would spend room on it that the other
-        # queues' gangs raise the level more with.
-        name, deserved = share[queue]
-        now = min(held.get(queue, {}).get(name, 0), deserved)
-        # Work that takes none of the resource is ranked by the slope where the queue stands.
-        taken = max(1, _gang_asks(problem, room, waiting[queue][0], name))
-        rise = _scaled_utility(min(now + taken, deserved), deserved) - _scaled_utility(now, deserved)
-        return Ratio(-rise, taken * deserved)  # negated: the highest gain orders first
-
     # Filled equally, each queue first goes up to its target, the level's best split of the free
     # room (:mod:`vcsat.solver.shares.level_targets`), in the same order: one queue reaching its
     # target waits until the others have reached theirs, then all go on towards their shares.
     targets = {} if by_gain else _targets(problem, room, share, held, waiting)
-
-    def past_target(queue: str) -> int:
-        name, _deserved = share[queue]
-        return int(held.get(queue, {}).get(name, 0) >= targets[queue])
-
+    tier_keys = _TierKeys(problem, room, share, held, waiting, targets, by_gain)
+    scale = tier_keys.scale
+    key = tier_keys.key
     # Each queue's order key and its name (ties go by name). The key ends with the queue's fill.
     # Filled equally, a queue's key changes only when a gang was placed for it; filled by gain, it
     # also depends on the queue's next gang, so it is made again after every gang.
     keys: dict[str, tuple[tuple[int, int] | tuple[Ratio, int], str]] = {}
-
-    def key(queue: str) -> tuple[tuple[int, int] | tuple[Ratio, int], str]:
-        return ((gain(queue), fill(queue)) if by_gain else (past_target(queue), fill(queue))), queue
-
     for queue in waiting:
         keys[queue] = key(queue)
     # The queue to serve next is found again only when some key changed or it ran out of work:
@@ -1383,6 +1353,65 @@ def _fill_tier(
             first = None
             if queue in waiting:
                 keys[queue] = key(queue)
+
+
+class _TierKeys:
+    """The order keys of one fair-share level's queues (:func:`_fill_tier`).
+
+    A class rather than functions nested in the fill: compiled (docs/compiled-build.md), nested
+    functions share an environment object that refers to them, a reference cycle that would keep
+    the fill's room alive until the collector's next full pass.
+    """
+
+    def __init__(
+        self,
+        problem: Problem,
+        room: Room,
+        share: dict[str, tuple[str, int]],
+        held: dict[str, dict[str, int]],
+        waiting: dict[str, deque[Gang]],
+        targets: dict[str, int],
+        by_gain: bool,
+    ) -> None:
+        self.problem = problem
+        self.room = room
+        self.share = share
+        self.held = held
+        self.waiting = waiting
+        self.targets = targets
+        self.by_gain = by_gain
+        # The keys are fractions over a queue's deserved amount, each scaled by one common
+        # multiple of them all: whole numbers that compare as the fractions do, exactly, and cheaply.
+        self.scale = math.lcm(*(deserved for _name, deserved in share.values()))
+
+    def fill(self, queue: str) -> int:
+        name, deserved = self.share[queue]
+        return self.held.get(queue, {}).get(name, 0) * (self.scale // deserved)
+
+    def gain(self, queue: str) -> Ratio:
+        # The level sums each queue's concave utility of its filled share, so a gang adds the
+        # utility's rise over the share it takes, divided by what it takes: a queue that deserves
+        # less gains more per unit on the same slope, which filling every queue to equal shares
+        # gives up, and a steeper slope (a less filled queue) weighs more. The rise is taken over
+        # the queue's next gang whole, not its next unit: a big gang that crosses into flatter
+        # pieces, or past the queue's share, gains less per unit than the slope where the queue
+        # stands says, and a fill that believed the slope would spend room on it that the other
+        # queues' gangs raise the level more with.
+        name, deserved = self.share[queue]
+        now = min(self.held.get(queue, {}).get(name, 0), deserved)
+        # Work that takes none of the resource is ranked by the slope where the queue stands.
+        taken = max(1, _gang_asks(self.problem, self.room, self.waiting[queue][0], name))
+        rise = _scaled_utility(min(now + taken, deserved), deserved) - _scaled_utility(now, deserved)
+        return Ratio(-rise, taken * deserved)  # negated: the highest gain orders first
+
+    def past_target(self, queue: str) -> int:
+        name, _deserved = self.share[queue]
+        return int(self.held.get(queue, {}).get(name, 0) >= self.targets[queue])
+
+    def key(self, queue: str) -> tuple[tuple[int, int] | tuple[Ratio, int], str]:
+        if self.by_gain:
+            return (self.gain(queue), self.fill(queue)), queue
+        return (self.past_target(queue), self.fill(queue)), queue
 
 
 def _targets(

@@ -22,7 +22,6 @@ from numpy.typing import NDArray
 from vcsat.model import Node, Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
-from vcsat.model.derived import derived
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
@@ -69,11 +68,14 @@ class Shape:
     volumes: frozenset[str] = frozenset()
     """Its pods' CSI volumes that other pods share (:mod:`vcsat.solver.rules.attach`): counted once
     per node, so the shape takes an exact bucket of its own."""
+    _upper: dict[int, int] | None = field(default=None, init=False, repr=False, compare=False)
+    """:attr:`upper` once made. A field, not :func:`~vcsat.model.derived.derived`'s ``__dict__``
+    entry: compiled (docs/compiled-build.md), this class has fixed slots and no ``__dict__``."""
 
-    @derived
+    @property
     def upper(self) -> dict[int, int]:
         """:attr:`fits` as a dict by node (ascending), made when first read."""
-        return self.fits.as_dict()
+        return _upper(self)
 
 
 @dataclass(frozen=True)
@@ -97,16 +99,30 @@ class Bucket:
     nodes: tuple[int, ...]
     fits: NodeFits
     """Per node where some member fits: how many pods of the bucket fit there, relaxed."""
+    _upper: dict[int, int] | None = field(default=None, init=False, repr=False, compare=False)
+    """:attr:`upper` once made (a field: see :attr:`Shape._upper`)."""
 
-    @derived
+    @property
     def upper(self) -> dict[int, int]:
         """:attr:`fits` as a dict by node, made when first read (a cycle that stops before the
         model is built never reads it)."""
-        return self.fits.as_dict()
+        return _upper(self)
 
     @property
     def exact(self) -> bool:
         return len(self.shapes) == 1
+
+
+def _upper(owner: Shape | Bucket) -> dict[int, int]:
+    """``owner.fits`` as a dict by node, made on the first call and kept in ``owner._upper`` (the
+    owner is frozen for its other fields; this one is a cache of them)."""
+    # getattr: compiled, a native class leaves a field that ``init=False`` keeps out of __init__
+    # undefined rather than at its default.
+    upper: dict[int, int] | None = getattr(owner, "_upper", None)
+    if upper is None:
+        upper = owner.fits.as_dict()
+        object.__setattr__(owner, "_upper", upper)
+    return upper
 
 
 @dataclass(frozen=True)

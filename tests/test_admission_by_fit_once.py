@@ -88,12 +88,14 @@ def _once(snap: Snapshot, policy: Policy, monkeypatch: pytest.MonkeyPatch) -> No
     assert all(taken[key] == 1 for key in by_fit if any(not p.bound for p in snap.pods_of_group.get(key, ())))
 
 
+@pytest.mark.pure_only
 @settings(max_examples=40, deadline=None, suppress_health_check=SLOW_OK)
 @given(snap=overcommitted_clusters())
 def test_no_gang_is_taken_twice_on_overcommitted_clusters(snap: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
     _once(snap, TIGHT, monkeypatch)
 
 
+@pytest.mark.pure_only
 @settings(max_examples=10, deadline=None, suppress_health_check=SLOW_OK)
 @given(seed=st.integers(0, 10_000), busy=st.sampled_from([0.5, 0.8, 0.95]))
 def test_no_gang_is_taken_twice_on_generated_clusters(seed: int, busy: float, monkeypatch: pytest.MonkeyPatch) -> None:

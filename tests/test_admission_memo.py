@@ -4,6 +4,7 @@ or policy is admitted afresh."""
 
 from __future__ import annotations
 
+import pytest
 from builders import group, node, pod, queue, snapshot
 
 from vcsat.adapters.live.scheduler import _with_admissions
@@ -21,6 +22,7 @@ def _cluster(extra_cpu: str = "4") -> object:
     )
 
 
+@pytest.mark.pure_only
 def test_the_build_and_the_groups_without_pods_read_one_admission(monkeypatch: object) -> None:
     calls: list[object] = []
     real = admission_memo.admit

@@ -351,6 +351,7 @@ def test_event_sequences_equal_a_fresh_conversion(name: str, strict: bool) -> No
     _run(SEQUENCES[name], strict)
 
 
+@pytest.mark.pure_only
 def test_a_steady_call_reads_only_the_new_pods(monkeypatch: pytest.MonkeyPatch) -> None:
     from vcsat.adapters.convert import snapshot as snapshot_module
 
@@ -388,6 +389,7 @@ def test_a_steady_call_reads_only_the_new_pods(monkeypatch: pytest.MonkeyPatch) 
     assert [pod for pod in after.pods if pod.key != "ns/p2"] == [pod for pod in before.pods if pod.key != "ns/p2"]
 
 
+@pytest.mark.pure_only
 def test_a_call_with_new_podgroups_rereads_only_the_pods_that_name_them(monkeypatch: pytest.MonkeyPatch) -> None:
     # A live binding cycle: a batch of jobs arrives (PodGroups and their pods). Only the new pods
     # and the pods naming a PodGroup or node that came or went are read; the others are carried.

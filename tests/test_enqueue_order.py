@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vcsat.model import PodGroup
+from vcsat.solver.admission_static import Placeable
 from vcsat.solver.enqueue import _NOTHING_SERVED, _State
 
 Rank = dict[str, tuple[int, Fraction, str]]
@@ -34,7 +35,7 @@ def _state(queue_rank: Rank) -> _State:
         "idle": {},
         "allowed": {},
         "queue_rank": queue_rank,
-        "placeable": None,
+        "placeable": Placeable(()),  # a real one: compiled, the field's type is checked
     }
     return _State(**fields)
 

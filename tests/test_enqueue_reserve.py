@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from vcsat.model import PodGroup
 from vcsat.model import resources as res
+from vcsat.solver.admission_static import Placeable
 from vcsat.solver.enqueue import _State
 
 
@@ -56,7 +57,7 @@ def _state(
         "idle": {},
         "allowed": {},
         "queue_rank": {},
-        "placeable": None,
+        "placeable": Placeable(()),  # a real one: compiled, the field's type is checked
         "lineages": {lineage[0]: lineage},
     }
     return _State(**fields), group

@@ -93,6 +93,7 @@ def _with_and_without(snap: Any, seed: int, monkeypatch: pytest.MonkeyPatch) -> 
     return cut, plain, skipped[0], carried[0]
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize(
     ("options", "seed", "several"),
     [

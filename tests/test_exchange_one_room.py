@@ -135,6 +135,7 @@ CASES = [
 """(generator options, trade seed, whether the problem's best fit reads the bucket order)."""
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize(
     ("options", "seed", "order_read"),
     CASES,
@@ -155,6 +156,7 @@ def test_one_room_a_trade_decides_as_fresh_rooms(
         assert rooms_one < rooms_fresh, "the top-ups fill on in one room"
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize(
     ("shape", "nodes", "seed"),
     [("capped", 30, 8), ("capped", 40, 5), ("capped", 40, 9), ("over-served", 40, 5), ("contended", 50, 2)],
@@ -169,6 +171,7 @@ def test_one_room_a_trade_on_capped_and_contended_shapes(
     assert rooms_one < rooms_fresh, "the top-ups fill on in one room"
 
 
+@pytest.mark.pure_only
 @settings(max_examples=20, deadline=None, suppress_health_check=SLOW_OK)
 @given(case=racked_clusters())
 def test_one_room_decides_as_fresh_rooms_on_random_clusters(

@@ -109,6 +109,7 @@ def _no_targets(
     return {queue: share[queue][1] for queue in waiting}
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize("name", ["q1 runs half", "three waiting"])
 def test_equal_shares_without_targets_miss_it(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the targets are for: filled to equal shares, the first level stays below its optimum

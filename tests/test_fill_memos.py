@@ -92,6 +92,7 @@ def test_memos_are_the_problems_own() -> None:
         greedy.Room(problem, kept=greedy.KeptRankings(problem), memos=greedy.FillMemos(problem))
 
 
+@pytest.mark.pure_only
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 60), busy=st.sampled_from([0.3, 0.7, 0.95]))
 def test_fills_sharing_memos_decide_as_fills_learning_afresh(seed: int, busy: float) -> None:

@@ -136,6 +136,7 @@ def _both(snap: Snapshot, seed: int, monkeypatch: pytest.MonkeyPatch) -> tuple[l
     return now, before
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize(
     ("shape", "nodes", "seed"),
     [("contended", 40, 1), ("weighted", 40, 2), ("over-served", 50, 3), ("capped", 40, 5), ("default", 30, 4)],
@@ -149,6 +150,7 @@ def test_fill_tier_decides_as_before_on_shapes(
     assert now[0] is not None and now[0][0], "the greedy places something"
 
 
+@pytest.mark.pure_only
 @settings(max_examples=25, deadline=None, suppress_health_check=SLOW_OK)
 @given(
     nodes=st.integers(2, 30),

@@ -4,7 +4,7 @@ saturation. Every decision here is validated (a broken rule fails the test)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +19,7 @@ from vcsat.solver.placement.gpu_share import place_shares
 from vcsat.solver.pricing import fragmentation
 from vcsat.solver.pricing.fragmentation import (
     Fragmentation,
+    NodeScore,
     for_problem,
     gpu_lefts,
     gpu_share_workload,
@@ -134,11 +135,9 @@ def test_placement_delta(
     lefts: list[int], cpu_before: int, cpu_after: int, gpus: int, share: int, expected: float | None
 ) -> None:
     frag = measure()
-
-    def score(cpu: int) -> Callable[[Sequence[int]], float]:
-        return lambda rooms: frag.of(0, cpu, rooms)
-
-    delta = placement_delta(score(cpu_after), lefts, score(cpu_before), gpus, share)
+    # NodeScore, as the solver passes (a plain function would do in pure Python; compiled code
+    # checks the declared type).
+    delta = placement_delta(NodeScore(frag, 0, cpu_after), lefts, NodeScore(frag, 0, cpu_before), gpus, share)
     assert delta == (None if expected is None else pytest.approx(expected))
 
 

@@ -147,6 +147,7 @@ def _weights_short_room() -> Snapshot:
     )
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
@@ -179,6 +180,7 @@ def _generated(seed: int, nodes: int, jobs: int, multi: float, caps: list[tuple[
     return snapshot_from_objects(instance["items"], source="generated")
 
 
+@pytest.mark.pure_only
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     seed=st.integers(0, 10_000),
@@ -228,12 +230,14 @@ def small_clusters(draw: st.DrawFn) -> Snapshot:
     return snapshot(nodes=nodes, pods=pods, groups=groups, queues=queues)
 
 
+@pytest.mark.pure_only
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(snap=small_clusters())
 def test_small_capped_clusters_decide_as_the_reference(snap: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
     both_paths(snap, monkeypatch)
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize("name", sorted(FAIR_CASES))
 def test_short_room_decides_as_the_reference(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the free room is short of what the waiting queues lack (the fair fill's cases), the

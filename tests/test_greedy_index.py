@@ -85,6 +85,7 @@ def same_decisions(snap: Snapshot, policy: Policy, monkeypatch: pytest.MonkeyPat
     assert indexed[0], "the case places something"
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize(
     "options",
     [
@@ -103,6 +104,7 @@ def test_generated_clusters_decide_alike(options: dict[str, Any], monkeypatch: p
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 
+@pytest.mark.pure_only
 @settings(max_examples=12, deadline=None, suppress_health_check=SLOW_OK)
 @given(
     nodes=st.integers(6, 40),
@@ -173,6 +175,7 @@ def shared_gpu_clusters(draw: st.DrawFn) -> Snapshot:
     return snapshot(nodes=nodes, pods=pods)
 
 
+@pytest.mark.pure_only
 @settings(max_examples=40, deadline=None, suppress_health_check=SLOW_OK)
 @given(snap=shared_gpu_clusters())
 def test_gpu_shares_decide_alike(snap: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -69,6 +69,7 @@ def _with_and_without(snap: Any, seed: int, monkeypatch: pytest.MonkeyPatch) -> 
     return skipping, trying, skipped[0]
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize(
     "options",
     [
@@ -88,6 +89,7 @@ def test_crowded_clusters_decide_alike_and_trials_are_skipped(
     assert skipped > 0, "more waits than fits: some one-pod gangs are known not to fit"
 
 
+@pytest.mark.pure_only
 @settings(max_examples=15, deadline=None, suppress_health_check=SLOW_OK)
 @given(
     nodes=st.integers(4, 30),

@@ -42,6 +42,7 @@ def test_a_one_pod_gang_takes_the_trial_its_attempts_make() -> None:
         )
 
 
+@pytest.mark.pure_only
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 60), busy=st.sampled_from([0.3, 0.7, 0.95]))
 def test_fills_decide_as_with_every_attempt(seed: int, busy: float) -> None:

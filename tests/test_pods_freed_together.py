@@ -25,6 +25,7 @@ class _Weak(dict[str, Any]):
     """A plain object that a weak reference can follow."""
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize("seed", [5, 6])
 def test_no_pod_object_is_freed_while_the_pods_are_read(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     options = GeneratorOptions(nodes=16, pending_jobs=20, seed=seed, rack_size=4)

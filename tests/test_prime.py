@@ -140,6 +140,7 @@ FIRST_BUILDS: list[tuple[str, dict[str, Any], bool, int, int]] = [
 ]
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize(
     ("what", "requests", "primed", "rooms", "asked"), FIRST_BUILDS, ids=[f[0] for f in FIRST_BUILDS]
 )

@@ -59,6 +59,7 @@ def _compare(problem: Problem, monkeypatch: pytest.MonkeyPatch) -> tuple[int, in
     return waiting, shared, found
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize(
     ("shape", "nodes", "seed"),
     [
@@ -78,6 +79,7 @@ def test_reasons_read_off_totals_as_asked_one_by_one(
     assert short > 0 or shape != "capped", "the capped cases have gangs short of their queue's room"
 
 
+@pytest.mark.pure_only
 @settings(max_examples=10, deadline=None, suppress_health_check=SLOW_OK)
 @given(
     shape=st.sampled_from(["capped", "contended", "over-served", "big-gangs"]),

@@ -23,6 +23,7 @@ import pydantic
 
 from vcsat import __version__
 from vcsat.adapters.cli import one_shot
+from vcsat.adapters.cli.build_kind import describe
 from vcsat.adapters.convert.clock import SKIPPED_ANNOTATION
 from vcsat.adapters.convert.instance_file import read_cycle, read_objects, read_snapshot, read_yaml_mapping
 from vcsat.adapters.convert.snapshot import snapshot_from_objects
@@ -110,7 +111,7 @@ def one_line(text: str) -> str:
 
 
 @click.group(cls=VcsatGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="vcsat", message="%(prog)s %(version)s")
+@click.version_option(__version__, prog_name="vcsat", message=f"%(prog)s %(version)s ({describe()})")
 def main() -> None:
     """vcsat: a Volcano-compatible batch scheduler that solves every cycle with CP-SAT.
 

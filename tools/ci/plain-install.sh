@@ -20,7 +20,8 @@ step() { printf '%s (%ss)\n' "$1" "$SECONDS"; }
 
 step "build the wheel"
 mkdir -p "$work/src"
-(cd "$src" && cp -R pyproject.toml README.md vcsat model solver adapters "$work/src/")
+(cd "$src" && cp -R pyproject.toml setup.py MANIFEST.in README.md vcsat model solver adapters "$work/src/")
+mkdir -p "$work/src/tools" && cp -R "$src/tools/build" "$work/src/tools/"
 find "$work/src" -name __pycache__ -prune -exec rm -rf {} +
 python3 -m pip wheel "${pip_quiet[@]}" --no-deps --wheel-dir "$work/dist" "$work/src"
 
