@@ -795,9 +795,42 @@ def _kept(
     higher. Not made (``best`` handed back) where ``run`` refuses it."""
     if not run():
         return best, best_rank
+    trial = _trial(problem, best, drop, first, run, then)
+    if trial is None:
+        return best, best_rank
+    trial_rank = rank(problem, trial)
+    if trial_rank <= best_rank:
+        return best, best_rank
+    return _repaired(problem, rank, best, trial, trial_rank, run)
+
+
+def _repaired(problem: Problem, rank: Rank, best: Assignment, trial: Assignment, trial_rank: tuple[int, ...], run: _Run) -> Ranked:
+    """A kept trade's ``trial`` with the placed gangs it lost (those ``best`` placed, of the
+    highest rank among them) put back first into the room the gangs ranked below them that no
+    fair-share level needs leave, those then as the greedy would: where that ranks higher, as
+    part of the same trade (no count of its own)."""
+    lost = best.placed - trial.placed
+    if not lost:
+        return trial, trial_rank
+    top = max(problem.gangs[g].rank for g in lost)
+    spare = _not_needed(problem, trial, top)
+    if not spare:
+        return trial, trial_rank
+    again = _trial(problem, trial, sorted(spare), {g for g in lost if problem.gangs[g].rank == top}, run)
+    if again is None:
+        return trial, trial_rank
+    again_rank = rank(problem, again)
+    return (again, again_rank) if again_rank > trial_rank else (trial, trial_rank)
+
+
+def _trial(
+    problem: Problem, best: Assignment, drop: list[int], first: Collection[int], run: _Run, then: Collection[int] = ()
+) -> Assignment | None:
+    """``best`` without ``drop``, ``first`` placed into the room that leaves, then ``then``, then
+    the rest as the greedy would; None where the slots do not account for the drop."""
     rest = without(problem, best, drop)
     if rest is None:
-        return best, best_rank
+        return None
     kept = run.rankings
     # The top-ups fill on in one room where that is the same (:func:`top_up_in`): a room less to
     # make a top-up, and the rankings the first read need not be carried into the next.
@@ -811,8 +844,7 @@ def _kept(
     trial, filled = top_up_in(problem, trial, kept=kept, filled=filled, less=_still(less, trial, rest))
     if filled is not None:
         filled.room.keep_rankings()
-    trial_rank = rank(problem, trial)
-    return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
+    return trial
 
 
 def _still(less: Less, trial: Assignment, rest: Assignment) -> Less | None:
