@@ -116,6 +116,16 @@ because on the contended clusters the slope trades before them take the few trad
 fits without reaching the tier they raise (benchmarks/RESULTS.md, session 33). Looking for them
 is not a trade; each tried is.
 
+Every kept trade, of whatever kind, then puts back what it lost: a trade that raises a tier often
+loses, in its refill, placed gangs of a queue above its share (no tier counts them, so the trade is
+kept and placed work at their priority falls), while gangs ranked below them that no fair-share
+level needs hold the room they would take. Within the same trade (no count of its own, so a 1 s
+cycle and a replay make the same trades), those lower gangs are taken out, the lost gangs of the
+highest rank placed first, then the rest as the greedy would; the result replaces the trade's where
+it ranks strictly higher (:func:`_repaired`). Without it the later move and rank trades win that
+work back one trade at a time, after the few trades a short cycle fits (benchmarks/RESULTS.md,
+session 43).
+
 Each trade is asked first whether it may start (``go``, the cycle's deadline in
 :func:`vcsat.solver.solve.solve`): the trades run one at a time, in a fixed order, until one is
 refused, and none after it; each chain and move look likewise (``may_look``), the first refused
@@ -792,7 +802,8 @@ def _kept(
     """One trade: ``best`` without ``drop``, the gangs ``first`` placed into the room that leaves,
     then those of ``then`` (gangs moved, when the trade names them: their room comes before any
     other's), then the rest as the greedy would; kept (with its rank) only where it ranks strictly
-    higher. Not made (``best`` handed back) where ``run`` refuses it."""
+    higher, then with the gangs it lost put back where that ranks higher still (:func:`_repaired`).
+    Not made (``best`` handed back) where ``run`` refuses it."""
     if not run():
         return best, best_rank
     trial = _trial(problem, best, drop, first, run, then)
@@ -804,7 +815,9 @@ def _kept(
     return _repaired(problem, rank, best, trial, trial_rank, run)
 
 
-def _repaired(problem: Problem, rank: Rank, best: Assignment, trial: Assignment, trial_rank: tuple[int, ...], run: _Run) -> Ranked:
+def _repaired(
+    problem: Problem, rank: Rank, best: Assignment, trial: Assignment, trial_rank: tuple[int, ...], run: _Run
+) -> Ranked:
     """A kept trade's ``trial`` with the placed gangs it lost (those ``best`` placed, of the
     highest rank among them) put back first into the room the gangs ranked below them that no
     fair-share level needs leave, those then as the greedy would: where that ranks higher, as
