@@ -820,38 +820,20 @@ def _repaired(
 ) -> Ranked:
     """A kept trade's ``trial`` with the placed gangs it lost (those ``best`` placed, of the
     highest rank among them) put back first into the room the gangs ranked below them that no
-    fair-share level needs leave, those then as the greedy would; where that does not rank higher,
-    into the room of the gangs ranked below them with a pod smaller than the lost gangs' largest on
-    a node that had room for it before the cycle (whole nodes, for the lost whole-node pods): the
-    first that ranks higher, as part of the same trade (no count of its own)."""
+    fair-share level needs leave, those then as the greedy would: where that ranks higher, as
+    part of the same trade (no count of its own)."""
     lost = best.placed - trial.placed
     if not lost:
         return trial, trial_rank
     top = max(problem.gangs[g].rank for g in lost)
-    back = {g for g in lost if problem.gangs[g].rank == top}
-    for spare in (_not_needed(problem, trial, top), _below_lost(problem, trial, top, back)):
-        if not spare:
-            continue
-        again = _trial(problem, trial, sorted(spare), back, run)
-        if again is None:
-            continue
-        again_rank = rank(problem, again)
-        if again_rank > trial_rank:
-            return again, again_rank
-    return trial, trial_rank
-
-
-def _below_lost(problem: Problem, assignment: Assignment, above: int, lost: Collection[int]) -> set[int]:
-    """Placed gangs ranked below ``above`` with a pod smaller than the largest GPU pod of ``lost``
-    on a node that had room for that pod before the cycle (:func:`_on_whole`)."""
-    if res.GPU not in problem.resources:
-        return set()
-    gpu = problem.resource_index(res.GPU)
-    largest = max(
-        (problem.shapes[problem.classes[c].shape].request[gpu] for g in lost for c in problem.gangs[g].classes),
-        default=0,
-    )
-    return _on_whole(problem, assignment, largest, above) if largest > 0 else set()
+    spare = _not_needed(problem, trial, top)
+    if not spare:
+        return trial, trial_rank
+    again = _trial(problem, trial, sorted(spare), {g for g in lost if problem.gangs[g].rank == top}, run)
+    if again is None:
+        return trial, trial_rank
+    again_rank = rank(problem, again)
+    return (again, again_rank) if again_rank > trial_rank else (trial, trial_rank)
 
 
 def _trial(
