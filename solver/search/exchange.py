@@ -122,9 +122,9 @@ kept and placed work at their priority falls), while gangs ranked below them tha
 level needs hold the room they would take. Within the same trade (no count of its own, so a 1 s
 cycle and a replay make the same trades), those lower gangs are taken out, the lost gangs of the
 highest rank placed first, then the rest as the greedy would; the result replaces the trade's where
-it ranks strictly higher (:func:`_repaired`). Without it the later move and rank trades win that
-work back one trade at a time, after the few trades a short cycle fits (benchmarks/RESULTS.md,
-session 43).
+every such lost gang is back and it ranks strictly higher (:func:`_repaired`). Without it the later
+move and rank trades win that work back one trade at a time, after the few trades a short cycle
+fits (benchmarks/RESULTS.md, session 43).
 
 Each trade is asked first whether it may start (``go``, the cycle's deadline in
 :func:`vcsat.solver.solve.solve`): the trades run one at a time, in a fixed order, until one is
@@ -820,8 +820,11 @@ def _repaired(
 ) -> Ranked:
     """A kept trade's ``trial`` with the placed gangs it lost (those ``best`` placed, of the
     highest rank among them) put back first into the room the gangs ranked below them that no
-    fair-share level needs leave, those then as the greedy would: where that ranks higher, as
-    part of the same trade (no count of its own)."""
+    fair-share level needs leave, those then as the greedy would: where every one of them is back
+    and that ranks higher, as part of the same trade (no count of its own). A put-back of some of
+    them, or one that ranks higher by placing other waiting gangs instead, is not taken: it ranks
+    higher at the trade, but it changes the decision the later trades start from, and on the
+    generated clusters it ranked lower a few trades later (benchmarks/RESULTS.md, session 43)."""
     lost = best.placed - trial.placed
     if not lost:
         return trial, trial_rank
@@ -829,8 +832,9 @@ def _repaired(
     spare = _not_needed(problem, trial, top)
     if not spare:
         return trial, trial_rank
-    again = _trial(problem, trial, sorted(spare), {g for g in lost if problem.gangs[g].rank == top}, run)
-    if again is None:
+    back = {g for g in lost if problem.gangs[g].rank == top}
+    again = _trial(problem, trial, sorted(spare), back, run)
+    if again is None or not back <= again.placed:
         return trial, trial_rank
     again_rank = rank(problem, again)
     return (again, again_rank) if again_rank > trial_rank else (trial, trial_rank)
