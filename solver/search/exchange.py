@@ -116,6 +116,16 @@ because on the contended clusters the slope trades before them take the few trad
 fits without reaching the tier they raise (benchmarks/RESULTS.md, session 33). Looking for them
 is not a trade; each tried is.
 
+Every kept trade, of whatever kind, then puts back what it lost: a trade that raises a tier often
+loses, in its refill, placed gangs of a queue above its share (no tier counts them, so the trade is
+kept and placed work at their priority falls), while gangs ranked below them that no fair-share
+level needs hold the room they would take. Within the same trade (no count of its own, so a 1 s
+cycle and a replay make the same trades), those lower gangs are taken out, the lost gangs of the
+highest rank placed first, then the rest as the greedy would; the result replaces the trade's where
+every such lost gang is back and it ranks strictly higher (:func:`_repaired`). Without it the later
+move and rank trades win that work back one trade at a time, after the few trades a short cycle
+fits (benchmarks/RESULTS.md, session 43).
+
 Each trade is asked first whether it may start (``go``, the cycle's deadline in
 :func:`vcsat.solver.solve.solve`): the trades run one at a time, in a fixed order, until one is
 refused, and none after it; each chain and move look likewise (``may_look``), the first refused
@@ -792,12 +802,52 @@ def _kept(
     """One trade: ``best`` without ``drop``, the gangs ``first`` placed into the room that leaves,
     then those of ``then`` (gangs moved, when the trade names them: their room comes before any
     other's), then the rest as the greedy would; kept (with its rank) only where it ranks strictly
-    higher. Not made (``best`` handed back) where ``run`` refuses it."""
+    higher, then with the gangs it lost put back where that ranks higher still (:func:`_repaired`).
+    Not made (``best`` handed back) where ``run`` refuses it."""
     if not run():
         return best, best_rank
+    trial = _trial(problem, best, drop, first, run, then)
+    if trial is None:
+        return best, best_rank
+    trial_rank = rank(problem, trial)
+    if trial_rank <= best_rank:
+        return best, best_rank
+    return _repaired(problem, rank, best, trial, trial_rank, run)
+
+
+def _repaired(
+    problem: Problem, rank: Rank, best: Assignment, trial: Assignment, trial_rank: tuple[int, ...], run: _Run
+) -> Ranked:
+    """A kept trade's ``trial`` with the placed gangs it lost (those ``best`` placed, of the
+    highest rank among them) put back first into the room the gangs ranked below them that no
+    fair-share level needs leave, those then as the greedy would: where every one of them is back
+    and that ranks higher, as part of the same trade (no count of its own). A put-back of some of
+    them, or one that ranks higher by placing other waiting gangs instead, is not taken: it ranks
+    higher at the trade, but it changes the decision the later trades start from, and on the
+    generated clusters it ranked lower a few trades later (benchmarks/RESULTS.md, session 43)."""
+    lost = best.placed - trial.placed
+    if not lost:
+        return trial, trial_rank
+    top = max(problem.gangs[g].rank for g in lost)
+    spare = _not_needed(problem, trial, top)
+    if not spare:
+        return trial, trial_rank
+    back = {g for g in lost if problem.gangs[g].rank == top}
+    again = _trial(problem, trial, sorted(spare), back, run)
+    if again is None or not back <= again.placed:
+        return trial, trial_rank
+    again_rank = rank(problem, again)
+    return (again, again_rank) if again_rank > trial_rank else (trial, trial_rank)
+
+
+def _trial(
+    problem: Problem, best: Assignment, drop: list[int], first: Collection[int], run: _Run, then: Collection[int] = ()
+) -> Assignment | None:
+    """``best`` without ``drop``, ``first`` placed into the room that leaves, then ``then``, then
+    the rest as the greedy would; None where the slots do not account for the drop."""
     rest = without(problem, best, drop)
     if rest is None:
-        return best, best_rank
+        return None
     kept = run.rankings
     # The top-ups fill on in one room where that is the same (:func:`top_up_in`): a room less to
     # make a top-up, and the rankings the first read need not be carried into the next.
@@ -811,8 +861,7 @@ def _kept(
     trial, filled = top_up_in(problem, trial, kept=kept, filled=filled, less=_still(less, trial, rest))
     if filled is not None:
         filled.room.keep_rankings()
-    trial_rank = rank(problem, trial)
-    return (trial, trial_rank) if trial_rank > best_rank else (best, best_rank)
+    return trial
 
 
 def _still(less: Less, trial: Assignment, rest: Assignment) -> Less | None:
