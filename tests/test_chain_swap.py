@@ -27,9 +27,8 @@ import pytest
 from builders import gangs, node, queue, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_exchange import _placed
 from test_gap_bound import ALLOCATE
-from trade_checks import assert_a_kept_trade
+from trade_checks import assert_a_kept_trade, placed_on
 
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
@@ -70,7 +69,7 @@ def _case(back: int, rprio: int, run1: int, weights: tuple[int, int, int] = (1, 
 
 def _start(problem: Any) -> Any:
     """The decision the trade starts from: ``whole`` on ``n0``, q2's ``back`` pods waiting."""
-    return _placed(problem, {"ns/whole-0": "n0"})
+    return placed_on(problem, {"ns/whole-0": "n0"})
 
 
 def _key(problem: Any, key: str) -> int:

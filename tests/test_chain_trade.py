@@ -28,9 +28,8 @@ import pytest
 from builders import gangs, node, queue, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_exchange import _placed
 from test_gap_bound import ALLOCATE
-from trade_checks import assert_a_kept_trade
+from trade_checks import assert_a_kept_trade, placed_on
 
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
@@ -75,7 +74,7 @@ def _case(small: int, who: str, busy: int = 0) -> Snapshot:
 def _start(problem: Any, small: int) -> Any:
     """The decision the trade starts from: ``mover`` on ``n0``, the small pods on ``n1``."""
     where = {"ns/mover-0": "n0", **{f"ns/small-{i}": "n1" for i in range(small)}}
-    return _placed(problem, where)
+    return placed_on(problem, where)
 
 
 def _key(problem: Any, key: str) -> int:

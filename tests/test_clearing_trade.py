@@ -26,9 +26,8 @@ import pytest
 from builders import gangs, node, queue, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_exchange import _placed
 from test_gap_bound import ALLOCATE
-from trade_checks import assert_a_kept_trade
+from trade_checks import assert_a_kept_trade, placed_on
 
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
@@ -74,7 +73,7 @@ def _start(problem: Any) -> Any:
 def _on(problem: Any, on: dict[str, str]) -> Any:
     """Every gang whose name starts with a key of ``on`` on that key's node."""
     kinds = {g.key: g.key.split("/")[1].split("-")[0] for g in problem.gangs}
-    return _placed(problem, {key: on[kind] for key, kind in kinds.items() if kind in on})
+    return placed_on(problem, {key: on[kind] for key, kind in kinds.items() if kind in on})
 
 
 def _named(problem: Any, gangs: Any) -> set[str]:

@@ -47,6 +47,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods, waiting_jobs
 from test_top_up import _without
+from trade_checks import placed_on
 
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
@@ -66,23 +67,6 @@ from vcsat.solver.search.exchange import exchange, trading_queues, trading_ranks
 
 _solve_module = importlib.import_module("vcsat.solver.solve")
 _levels = _solve_module._lexicographic
-
-
-def _placed(problem: Problem, where: dict[str, str]) -> Assignment:
-    """Every pod of each gang (by key) on the node named."""
-    node_of = {n.name: i for i, n in enumerate(problem.nodes)}
-    by_key = {gang.key: gang for gang in problem.gangs}
-    out = Assignment()
-    for key, name in where.items():
-        gang = by_key[key]
-        out.placed.add(gang.index)
-        for c in gang.classes:
-            k = len(problem.classes[c].pods)
-            s, n = problem.classes[c].shape, node_of[name]
-            out.count[c] = k
-            out.shape_slots[(s, n)] = out.shape_slots.get((s, n), 0) + k
-            out.gang_slots[(gang.index, s, n)] = out.gang_slots.get((gang.index, s, n), 0) + k
-    return out
 
 
 def _case(q3_small: int) -> Snapshot:
@@ -141,13 +125,15 @@ def test_the_exchange_places_the_waiting_priority_1000_gang(q3_small: int, monke
     big = _keys(problem, "big")[0]
     # The warm start: q1's small pods one on each empty node, q3's 8-GPU pod nowhere to go, q1's
     # 8-GPU pod left out.
-    bad = _placed(problem, {small[0]: "n0", small[1]: "n1"})
+    bad = placed_on(problem, {small[0]: "n0", small[1]: "n1"})
     queues = trading_queues(problem, bad)
     assert [q for q, _ in queues] == ["q1"]
     traded = exchange(problem, bad, _levels, queues)
     assert _levels(problem, traded) > _levels(problem, bad)
     assert next(g.index for g in problem.gangs if g.key == big) in traded.placed
-    decision, rank = _cycle_from(snap, lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}), monkeypatch)
+    decision, rank = _cycle_from(
+        snap, lambda problem: placed_on(problem, {small[0]: "n0", small[1]: "n1"}), monkeypatch
+    )
     assert check(snap, decision, ALLOCATE) == []
     assert rank >= _levels(problem, traded)
     assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings)
@@ -183,7 +169,7 @@ def test_the_trade_across_queues_frees_whole_nodes(needed: bool, monkeypatch: py
     problem = build_problem(snap, ALLOCATE)
     small = _keys(problem, "small")
     big = next(g.index for g in problem.gangs if g.key.split("/")[-1].startswith("big"))
-    bad = _placed(problem, {small[0]: "n0", small[1]: "n1"})
+    bad = placed_on(problem, {small[0]: "n0", small[1]: "n1"})
     assert trading_queues(problem, bad) == []
     assert exchange(problem, bad, _levels, []) is bad
     ranks = trading_ranks(problem, bad)
@@ -193,7 +179,9 @@ def test_the_trade_across_queues_frees_whole_nodes(needed: bool, monkeypatch: py
     assert big in traded.placed
     kept = {g.key for g in problem.gangs if g.index in traded.placed}
     assert (set(small) <= kept) is needed  # moved beside q3's running pods, or left out
-    decision, rank = _cycle_from(snap, lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}), monkeypatch)
+    decision, rank = _cycle_from(
+        snap, lambda problem: placed_on(problem, {small[0]: "n0", small[1]: "n1"}), monkeypatch
+    )
     assert check(snap, decision, ALLOCATE) == []
     assert rank >= _levels(problem, traded)
     assert sum(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) == 2
@@ -232,7 +220,7 @@ def test_the_fair_trade_frees_a_whole_node_for_a_queue_below_its_share(
     small = _keys(problem, "small")
     big = next(g.index for g in problem.gangs if g.key.split("/")[-1].startswith("big"))
     # The warm start: one small pod on each empty node, q3's 8-GPU pod left out.
-    bad = _placed(problem, {small[0]: "n0", small[1]: "n1"})
+    bad = placed_on(problem, {small[0]: "n0", small[1]: "n1"})
     assert trading_queues(problem, bad) == []
     assert trading_ranks(problem, bad) == []
     tiers = trading_tiers(problem, bad)
@@ -242,7 +230,9 @@ def test_the_fair_trade_frees_a_whole_node_for_a_queue_below_its_share(
     assert _levels(problem, traded) > _levels(problem, bad)
     assert big in traded.placed
     assert {g.key for g in problem.gangs if g.index in traded.placed} >= set(small)  # back beside it
-    decision, rank = _cycle_from(snap, lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}), monkeypatch)
+    decision, rank = _cycle_from(
+        snap, lambda problem: placed_on(problem, {small[0]: "n0", small[1]: "n1"}), monkeypatch
+    )
     assert check(snap, decision, ALLOCATE) == []
     assert rank >= _levels(problem, traded)
     assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings)
@@ -267,7 +257,7 @@ def test_the_fair_step_alone_places_the_gang_when_the_search_is_skipped(
     problem = build_problem(snap, ALLOCATE)
     small = _keys(problem, "small")
     with monkeypatch.context() as patch:
-        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
+        patch.setattr(_solve_module, "greedy", lambda problem: placed_on(problem, {small[0]: "n0", small[1]: "n1"}))
         decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL, *also))
     assert check(snap, decision, ALLOCATE) == []
     assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) is placed
@@ -280,7 +270,7 @@ def test_no_fair_trade_where_no_node_had_room_for_the_waiting_pod() -> None:
     snap = _fair_case("q1", 8, busy=True)
     problem = build_problem(snap, ALLOCATE)
     small = _keys(problem, "small")
-    bad = _placed(problem, {small[0]: "n0", small[1]: "n1"})
+    bad = placed_on(problem, {small[0]: "n0", small[1]: "n1"})
     assert trading_tiers(problem, bad) == []
     assert exchange(problem, bad, _levels, [], [], [0]) is bad
 
@@ -323,9 +313,9 @@ def test_the_exchange_runs_on_the_greedy_decision_when_the_search_is_skipped(
     snap = _case(0)
     problem = build_problem(snap, ALLOCATE)
     small = _keys(problem, "small")
-    bad = _placed(problem, {small[0]: "n0", small[1]: "n1"})
+    bad = placed_on(problem, {small[0]: "n0", small[1]: "n1"})
     with monkeypatch.context() as patch:
-        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
+        patch.setattr(_solve_module, "greedy", lambda problem: placed_on(problem, {small[0]: "n0", small[1]: "n1"}))
         decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL, *also))
     assert check(snap, decision, ALLOCATE) == []
     assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) is placed
@@ -356,7 +346,7 @@ def test_a_short_deadline_gives_the_exchange_the_time_the_search_would_take(monk
     small = _keys(problem, "small")
 
     def start(problem: Problem) -> Assignment:
-        return _placed(problem, {small[0]: "n0", small[1]: "n1"})
+        return placed_on(problem, {small[0]: "n0", small[1]: "n1"})
 
     now = time.monotonic()
     costs = WallPlan(None, len(problem.nodes))
@@ -392,7 +382,7 @@ def test_a_trade_that_places_nothing_more_keeps_the_decision() -> None:
         groups += g
     snap = snapshot(nodes=nodes, pods=pods, groups=groups, queues=[queue("q1", weight=1), queue("q3", weight=4)])
     problem = build_problem(snap, ALLOCATE)
-    start = _placed(problem, {key: "n0" for key in _keys(problem, "low")})
+    start = placed_on(problem, {key: "n0" for key in _keys(problem, "low")})
     queues = trading_queues(problem, start)
     assert queues == [("q3", 1000)]
     assert exchange(problem, start, _levels, queues) is start
@@ -486,7 +476,7 @@ def test_the_fair_trades_never_rank_lower(nodes: int, running: int, owners: list
     )
     problem = build_problem(snap, ALLOCATE)
     spread = names[:-1] if running else names
-    start = _placed(problem, {key: spread[i % len(spread)] for i, key in enumerate(_keys(problem, "small"))})
+    start = placed_on(problem, {key: spread[i % len(spread)] for i, key in enumerate(_keys(problem, "small"))})
     assert _room_kept(problem, start)
     tiers = trading_tiers(problem, start)
     traded = exchange(problem, start, _levels, [], [], tiers)
@@ -562,7 +552,7 @@ def test_a_replay_runs_the_trades_the_cycle_ran(
     small = _keys(problem, "small")
     cut = () if ran is None else (trades_cut(ran),)
     with monkeypatch.context() as patch:
-        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
+        patch.setattr(_solve_module, "greedy", lambda problem: placed_on(problem, {small[0]: "n0", small[1]: "n1"}))
         decision = solve(snap, ALLOCATE, wall=False, skip=(SEARCH, SECOND_FILL, *cut))
     assert check(snap, decision, ALLOCATE) == []
     assert any(b.pod.split("/")[-1].startswith("big") for b in decision.bindings) is placed
@@ -586,7 +576,7 @@ def test_a_limit_with_room_for_one_trade_runs_it(monkeypatch: pytest.MonkeyPatch
     first = max(costs.exchange_cost(1), costs.look_cost())
     policy = ALLOCATE.model_copy(update={"time_limit_s": costs.reserve + 1.5 * first})
     with monkeypatch.context() as patch:
-        patch.setattr(_solve_module, "greedy", lambda problem: _placed(problem, {small[0]: "n0", small[1]: "n1"}))
+        patch.setattr(_solve_module, "greedy", lambda problem: placed_on(problem, {small[0]: "n0", small[1]: "n1"}))
         patch.setattr(_solve_module, "WallPlan", _frozen_at(now))
         decision = solve(snap, policy, started=now, wall=True, skip=(SEARCH, SECOND_FILL))
         replay = solve(snap, policy, wall=False, skip=decision.solver.skipped)

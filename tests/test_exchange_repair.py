@@ -28,29 +28,12 @@ from typing import Any
 import pytest
 from builders import gangs, node, queue, snapshot
 from test_gap_bound import ALLOCATE
+from trade_checks import placed_on
 
-from vcsat.solver.assignment import Assignment
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search.exchange import _repaired, _Run
 
 _levels = importlib.import_module("vcsat.solver.solve")._lexicographic
-
-
-def _placed(problem: Problem, where: dict[str, str]) -> Assignment:
-    """Every pod of each gang (by key) on the node named."""
-    node_of = {n.name: i for i, n in enumerate(problem.nodes)}
-    by_key = {gang.key: gang for gang in problem.gangs}
-    out = Assignment()
-    for key, name in where.items():
-        gang = by_key[key]
-        out.placed.add(gang.index)
-        for c in gang.classes:
-            k = len(problem.classes[c].pods)
-            s, n = problem.classes[c].shape, node_of[name]
-            out.count[c] = k
-            out.shape_slots[(s, n)] = out.shape_slots.get((s, n), 0) + k
-            out.gang_slots[(gang.index, s, n)] = out.gang_slots.get((gang.index, s, n), 0) + k
-    return out
 
 
 def _problem(low_priority: int, highs: int = 1) -> Problem:
@@ -80,8 +63,8 @@ def test_a_kept_trade_puts_back_the_gang_it_lost(
 ) -> None:
     problem = _problem(low_priority, highs)
     second = {"ns/high-1": "n3"} if highs == 2 else {}
-    best = _placed(problem, {**({"ns/high-0": "n0", **second} if high_placed else {}), "ns/low-0": "n1"})
-    trial = _placed(problem, {"ns/q2big-0": "n0", **({"ns/q2big-1": "n3"} if highs == 2 else {}), "ns/low-0": "n1"})
+    best = placed_on(problem, {**({"ns/high-0": "n0", **second} if high_placed else {}), "ns/low-0": "n1"})
+    trial = placed_on(problem, {"ns/q2big-0": "n0", **({"ns/q2big-1": "n3"} if highs == 2 else {}), "ns/low-0": "n1"})
     trial_rank = _levels(problem, trial)
     out, out_rank = _repaired(problem, _levels, best, trial, trial_rank, _Run(problem, lambda: True))
     high = next(g.index for g in problem.gangs if g.key == "ns/high-0")

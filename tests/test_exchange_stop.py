@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_exchange import _fair_case, _keys, _levels, _placed
+from test_exchange import _fair_case, _keys, _levels
 from test_gap_bound import ALLOCATE, FREE_GPUS, cluster, running_pods, waiting_jobs
 from test_top_up import _without
+from trade_checks import placed_on
 
 from vcsat.solver.greedy import greedy
 from vcsat.solver.problem import build_problem
@@ -84,7 +85,7 @@ CUTS = [0, 1, 2]
 def test_nothing_is_read_after_the_refused_trade(k: int, monkeypatch: pytest.MonkeyPatch) -> None:
     problem = build_problem(_fair_case("q1", 8), ALLOCATE)
     small = _keys(problem, "small")
-    start = _placed(problem, {small[0]: "n0", small[1]: "n1"})
+    start = placed_on(problem, {small[0]: "n0", small[1]: "n1"})
     tiers = trading_tiers(problem, start)
     assert tiers
     go = _Refusing(k)

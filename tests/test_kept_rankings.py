@@ -12,9 +12,10 @@ import random
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from test_exchange import _fair_case, _keys, _placed
+from test_exchange import _fair_case, _keys
 from test_greedy_index import generated
 from test_node_rows import _random_steps
+from trade_checks import placed_on
 
 from vcsat.model import Policy
 from vcsat.solver import check, greedy, solve
@@ -132,7 +133,7 @@ def test_rankings_are_made_only_when_a_trade_runs(ran: int | None, made: int, mo
         patch.setattr(KeptRankings, "__init__", counting)
         plain = greedy.greedy(problem)
         assert counted == []  # the greedy alone
-        patch.setattr(_solve_module, "greedy", lambda p: _placed(p, {small[0]: "n0", small[1]: "n1"}))
+        patch.setattr(_solve_module, "greedy", lambda p: placed_on(p, {small[0]: "n0", small[1]: "n1"}))
         decision = solve(snap, POLICY, wall=False, skip=(SEARCH, SECOND_FILL, *cut))
     assert plain.placed
     assert check(snap, decision, POLICY) == []

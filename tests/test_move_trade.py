@@ -29,9 +29,8 @@ import pytest
 from builders import gangs, node, queue, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_exchange import _placed
 from test_gap_bound import ALLOCATE
-from trade_checks import assert_a_kept_trade
+from trade_checks import assert_a_kept_trade, placed_on
 
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
@@ -72,7 +71,7 @@ def _start(problem: Any, busy: int, *, low: bool = True, movers: int = 1) -> Any
     where = {f"ns/mover-{i}": "n0" for i in range(movers)}
     if low and busy < 8:
         where["ns/low-0"] = "n1"
-    return _placed(problem, where)
+    return placed_on(problem, where)
 
 
 def _key(problem: Any, key: str) -> int:

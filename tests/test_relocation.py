@@ -29,8 +29,8 @@ import pytest
 from builders import gangs, node, queue, snapshot
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_exchange import _placed
 from test_gap_bound import ALLOCATE
+from trade_checks import placed_on
 
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
@@ -82,7 +82,7 @@ def _start(problem: Any, *, extra: bool = True) -> Any:
     where = {"ns/mover-0": "h0"}
     if extra:
         where["ns/extra-0"] = "a0"
-    return _placed(problem, where)
+    return placed_on(problem, where)
 
 
 def _big(problem: Any) -> int:
@@ -215,7 +215,7 @@ def test_relocations_never_rank_lower_and_the_cycle_validates(
             if room[name] >= 1:
                 where[key], room[name] = name, room[name] - 1
                 break
-    start = _placed(problem, where)
+    start = placed_on(problem, where)
     tiers = trading_tiers(problem, start)
     traded = exchange(problem, start, _levels, [], [], tiers)
     assert _levels(problem, traded) >= _levels(problem, start)

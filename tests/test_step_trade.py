@@ -31,9 +31,8 @@ import pytest
 from builders import gangs, node, queue, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_exchange import _placed
 from test_gap_bound import ALLOCATE
-from trade_checks import assert_a_kept_trade
+from trade_checks import assert_a_kept_trade, placed_on
 
 from vcsat.model import Snapshot
 from vcsat.solver import check, solve
@@ -78,7 +77,7 @@ def _case(
 def _start(problem: Any) -> Any:
     """The decision the trade starts from: q2's pods on ``n0`` (``far`` on ``n1``), ``want`` waiting."""
     where = {g.key: "n0" for g in problem.gangs if g.key.startswith(("ns/give-", "ns/low-"))}
-    return _placed(problem, {**where, **{g.key: "n1" for g in problem.gangs if g.key.startswith("ns/far-")}})
+    return placed_on(problem, {**where, **{g.key: "n1" for g in problem.gangs if g.key.startswith("ns/far-")}})
 
 
 def _key(problem: Any, key: str) -> int:
