@@ -100,6 +100,7 @@ def test_where_the_pod_goes(case: str, policy: Policy) -> None:
     assert placed_on(solve_checked(cluster(rare, pending), policy))[who].startswith(expected)
 
 
+@pytest.mark.pure_only
 def test_without_the_price_the_greedy_takes_the_rare_node() -> None:
     """The first case fails on the code before this price."""
     rare, pending, who, _ = CASES["a cpu-heavy unconfined pod keeps off the last free 4-GPU T4 node"]
@@ -135,6 +136,7 @@ PRICES = {
 }
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize("case", list(PRICES), ids=list(PRICES))
 def test_unit_price(case: str) -> None:
     rare, pending, who, where, rate = PRICES[case]
@@ -168,6 +170,7 @@ def test_a_free_rare_node_is_dearer_than_its_pool_when_the_pool_is_dearer_than_o
         assert placed_on(solve_checked(snap, policy))["ns/any"].startswith("t4-0")
 
 
+@pytest.mark.pure_only
 def test_without_the_price_the_crowded_pool_pod_takes_a_rare_node() -> None:
     """The case above needs the price: without rare types node order takes the first rare node."""
     with no_rare_types():
@@ -296,6 +299,7 @@ def test_rates_are_shares_and_pods_needing_a_type_pay_nothing(snap: Snapshot) ->
         assert rate == pytest.approx(1.0 / rare.free_type.count(kind))
 
 
+@pytest.mark.pure_only
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snap=rare_clusters())
 def test_the_price_never_costs_placed_work(snap: Snapshot) -> None:

@@ -95,6 +95,7 @@ def test_where_the_pod_goes(case: str, policy: Policy) -> None:
     assert placed_on(decision)["ns/free"] == expected
 
 
+@pytest.mark.pure_only
 def test_without_confined_pods_nothing_is_priced() -> None:
     snap = snapshot(nodes=[gpu_node("t4", "T4"), gpu_node("g2", "G2")], pods=[pod("ns/free", gpus=1)])
     assert scarcity.measure(build_problem(snap, SEARCH)) is None
@@ -120,6 +121,7 @@ def test_a_confined_pod_that_only_fits_a_t4_stays_placeable_when_an_unconfined_o
     assert placed_on(solve_checked(second, policy)) == {"ns/late": "t4"}
 
 
+@pytest.mark.pure_only
 def test_a_cpu_only_pod_strands_fewer_scarce_gpus() -> None:
     # Both nodes are T4 (wanted by confined pods); the CPU-rich one loses less of its GPUs' use
     # to a 4-core pod than the one with 8 cores.
@@ -275,6 +277,7 @@ def clusters(draw: st.DrawFn) -> Snapshot:
     return snapshot(nodes=nodes, pods=pods)  # type: ignore[list-item]
 
 
+@pytest.mark.pure_only
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snap=clusters())
 def test_the_price_never_costs_placed_work(snap: Snapshot) -> None:
@@ -287,6 +290,7 @@ def test_the_price_never_costs_placed_work(snap: Snapshot) -> None:
         assert priced.solver.objective == plain.solver.objective
 
 
+@pytest.mark.pure_only
 def test_equal_work_may_bind_a_different_number_of_pods() -> None:
     """The case Hypothesis found: both decisions fill every CPU, with six pods or with seven."""
     nodes = [gpu_node("n0", "T4", cpu="4"), gpu_node("n1", "T4", cpu="4"), gpu_node("n2", "G2", cpu="4")]
@@ -332,6 +336,7 @@ def test_a_small_model_keeps_its_last_pods_worth_of_room() -> None:
         assert placed_on(solve_checked(snap, policy))["ns/free"] == "g2a"
 
 
+@pytest.mark.pure_only
 def test_a_models_big_nodes_are_kept_for_its_pods_that_need_them_whole() -> None:
     # T4 nodes of two sizes: pods asking four T4s fit only the 4-GPU ones, pods asking one fit both.
     # The big nodes are then a pool of their own, dear with the 4-GPU demand seen, so a 1-GPU T4 pod

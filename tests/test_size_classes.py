@@ -106,6 +106,7 @@ def test_a_small_pod_keeps_off_the_last_roomy_nodes(policy: Policy) -> None:
         assert placed_on(solve_checked(cluster(free, [SMALL]), policy))["ns/small"].startswith("g2-")
 
 
+@pytest.mark.pure_only
 def test_without_the_price_the_greedy_takes_a_roomy_node() -> None:
     """The case above fails on the code before this price, in the greedy (and the decode), which
     price the room a pod strands (its share of the node's free cores); the search's level prices a
@@ -137,6 +138,7 @@ PRICES = {
 }
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize("case", list(PRICES), ids=list(PRICES))
 def test_unit_price(case: str) -> None:
     free, pending, who, where, rate = PRICES[case]
@@ -294,6 +296,7 @@ def sized_clusters() -> st.SearchStrategy[Snapshot]:
     return make()
 
 
+@pytest.mark.pure_only
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snap=sized_clusters())
 def test_the_price_never_costs_placed_work(snap: Snapshot) -> None:

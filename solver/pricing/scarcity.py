@@ -394,7 +394,9 @@ def measure(problem: Problem) -> Scarcity | None:
     # little; the confined share of the whole workload is known far sooner).
     # Every pool, wanted by a key seen or not yet, gets the prior: a model no confined pod asked for
     # so far may be asked for next, and filling it first would strand those pods.
-    confined_share = sum(seen) / total
+    # The float sums start at 0.0: compiled (docs/compiled-build.md), a sum started at the int 0
+    # is read back as an int.
+    confined_share = sum(seen, 0.0) / total
     prior = PRIOR_WEIGHT * sum(size) * FULL_GPU_MILLI
     need = [
         certain[p] + (seen[p] + prior * confined_share * size[p] / sum(size)) / (total + prior) * future
@@ -403,7 +405,7 @@ def measure(problem: Problem) -> Scarcity | None:
     # Pressure: the need with a margin for how the demand to come varies (vcsat.solver.pricing.shortfall),
     # counted in pods of the size the pool's confined pods come in (all confined pods' for a pool
     # nobody asked for yet), over the free room.
-    overall = sum(seen_squares) / sum(seen)
+    overall = sum(seen_squares, 0.0) / sum(seen, 0.0)
     unit = [seen_squares[p] / seen[p] if seen[p] > 0 else overall for p in range(len(members))]
     kept = [certain[p] + with_margin(need[p] - certain[p], unit[p]) for p in range(len(members))]
     pressure = tuple(
