@@ -224,6 +224,7 @@ def test_room_queries_agree_with_the_scan(seed: int, steps: int) -> None:
         assert indexed.free == scanned.free
 
 
+@pytest.mark.pure_only  # hands compiled code a stand-in room (greedy_reference.ScanRoom)
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(seed=st.integers(0, 10_000), steps=st.integers(5, 40), busy=st.sampled_from([0.2, 0.6, 0.9]))
 @pytest.mark.parametrize("plain_nodes", [0, 3], ids=["gpu-nodes-only", "with-cpu-nodes"])

@@ -41,6 +41,7 @@ def none_fits(scanned: ScanRoom, shape: Shape, within: list[int] | None) -> bool
     return not any(scanned.fits(n, shape.request) for n in nodes)
 
 
+@pytest.mark.pure_only  # hands compiled code a stand-in room (greedy_reference.ScanRoom)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(seed=st.integers(0, 10_000), trials=st.integers(3, 25), busy=st.sampled_from([0.3, 0.7, 0.95]))
 def test_remembered_queries_stay_empty_and_rankings_agree(seed: int, trials: int, busy: float) -> None:
