@@ -71,8 +71,9 @@ def create_variables(cp: cp_model.CpModel, problem: Problem, buckets: list[Bucke
         bucket_demand = sum(demand.get(s, 0) for s in bucket.shapes)
         if bucket_demand == 0:
             continue
+        fits_on = bucket.upper  # read once: a property, made on the first read
         for node in bucket.nodes:
-            top = min(bucket.upper[node], bucket_demand)
+            top = min(fits_on[node], bucket_demand)
             var = cp.new_int_var(0, top, f"slot[{bucket.index},{node}]")
             slot[(bucket.index, node)] = var
             upper[var.index] = top
