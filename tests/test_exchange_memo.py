@@ -48,7 +48,8 @@ def _contended(tmp_path: Path, nodes: int, seed: int) -> Problem:
 def _reference_slope_trades(
     problem: Problem, assignment: Assignment, tier: int, queue: str, top: int, waiting: set[int]
 ) -> list[SlopeTrade]:
-    """:func:`slope_trades` as it was: every waiting gang's class adds its shape's nodes."""
+    """:func:`slope_trades` as it was: every waiting gang's class adds its shape's nodes (the sizes'
+    second forms after every first form)."""
     if res.GPU not in problem.resources:
         return []
     gpu = problem.resource_index(res.GPU)
@@ -76,6 +77,7 @@ def _reference_slope_trades(
                 gangs.add(g)
                 nodes.update(shape.nodes)
     trades: list[SlopeTrade] = []
+    seconds: list[SlopeTrade] = []
     for size in sorted(sizes, reverse=True):
         gangs, nodes = sizes[size]
         on_nodes = {
@@ -86,7 +88,21 @@ def _reference_slope_trades(
         drop = on_nodes | flat
         if drop:
             trades.append(SlopeTrade(size, frozenset(drop), frozenset(gangs)))
-    return trades
+        # The second form: also the gangs, of queues the tier no longer rewards, with a pod as large
+        # on such a node.
+        whole = {
+            g
+            for (g, s, node), k in assignment.gang_slots.items()
+            if k > 0
+            and node in nodes
+            and problem.free[node][gpu] >= size
+            and problem.shapes[s].request[gpu] >= size
+            and slopes.get(problem.gangs[g].queue, mine) == 0
+            and problem.gangs[g].queue != queue
+        }
+        if whole - drop:
+            seconds.append(SlopeTrade(size, frozenset(drop | whole), frozenset(gangs), whole_nodes=True))
+    return trades + seconds
 
 
 def _asked(problem: Problem, decision: Assignment) -> int:

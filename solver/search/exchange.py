@@ -512,12 +512,13 @@ def _slope_trades(
     between: Callable[[Assignment, tuple[int, ...]], Ranked] | None = None,
 ) -> Ranked:
     """Per fair-share tier, the slope trades (:mod:`vcsat.solver.search.slope_trade`) of each queue
-    it can raise, one per GPU size of its waiting pods, largest first; after one is kept, those of
-    the sizes left are made again on the decision it leaves. A trade already tried on the decision
-    that stands (the tiers of one queue priority often name the same) is not tried again.
-    ``between``, when given, runs after each refused slope trade on the decision that stands (other
-    trades, kept on the same terms); where it changes the decision, the slope trades of the sizes
-    left are made again on the one it leaves, as after a kept slope trade."""
+    it can raise, one per GPU size of its waiting pods, largest first, then the second forms (a
+    size's only where its first placed none of the waiting gangs); after one is kept, those of the
+    sizes left are made again on the decision it leaves. A trade already tried on the decision that
+    stands (the tiers of one queue priority often name the same) is not tried again. ``between``,
+    when given, runs after each refused slope trade on the decision that stands (other trades, kept
+    on the same terms); where it changes the decision, the slope trades of the sizes left are made
+    again on the one it leaves, as after a kept slope trade."""
     tried: set[tuple[frozenset[int], frozenset[int]]] = set()
     for tier in tiers:
         if run.stopped:
@@ -526,16 +527,22 @@ def _slope_trades(
             if run.stopped:
                 break
             done: set[int] = set()
+            placed_some: set[int] = set()  # the sizes whose first form placed a waiting gang
             trades = slope_trades(problem, best, tier, queue, top, first)
             while trades:
                 trade = trades.pop(0)
                 done.add(trade.size)
-                if (trade.drop, trade.first) in tried:
+                if (trade.drop, trade.first) in tried or (trade.whole_nodes and trade.size in placed_some):
                     continue
                 if run.stopped:
                     return best, best_rank
                 tried.add((trade.drop, trade.first))
-                kept, best_rank = _kept(problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run)
+                trials: list[Assignment] = []
+                kept, best_rank = _kept(
+                    problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run, trials=trials
+                )
+                if not trade.whole_nodes and trials and trade.first & trials[0].placed:
+                    placed_some.add(trade.size)
                 if kept is best and between is not None:
                     kept, best_rank = between(best, best_rank)
                 if kept is not best:
@@ -798,17 +805,21 @@ def _kept(
     first: set[int],
     run: _Run,
     then: Collection[int] = (),
+    trials: list[Assignment] | None = None,
 ) -> Ranked:
     """One trade: ``best`` without ``drop``, the gangs ``first`` placed into the room that leaves,
     then those of ``then`` (gangs moved, when the trade names them: their room comes before any
     other's), then the rest as the greedy would; kept (with its rank) only where it ranks strictly
     higher, then with the gangs it lost put back where that ranks higher still (:func:`_repaired`).
-    Not made (``best`` handed back) where ``run`` refuses it."""
+    Not made (``best`` handed back) where ``run`` refuses it. ``trials``, when given, receives the
+    decision the trade made, kept or not (what it placed tells the caller which trade to try next)."""
     if not run():
         return best, best_rank
     trial = _trial(problem, best, drop, first, run, then)
     if trial is None:
         return best, best_rank
+    if trials is not None:
+        trials.append(trial)
     trial_rank = rank(problem, trial)
     if trial_rank <= best_rank:
         return best, best_rank

@@ -20,6 +20,20 @@ into the room this leaves, then everything else as the greedy would (each tier's
 towards their shares again, the flatter queues' work back into whatever room is left). The
 exchange keeps it only where the objective's first levels rank it strictly higher
 (:mod:`vcsat.solver.search.exchange`).
+
+The whole nodes the steeper queue needs may also be held by pods as large as its own, of a queue
+the tier no longer rewards: one whose next GPU gains it nothing (it holds enough of its deserved
+share that its utility is on the flat piece), whichever of its pods hold that share. Where it waits
+with smaller pods too, those can hold the same share in the scattered room the flatter queues'
+small pods held. No trade above frees those nodes: their pods are not smaller than the waiting
+one, and such a queue's gang ranked above the waiting gangs is not among the flatter queues' work
+taken out. So, per size, a second trade takes out those gangs on the pool's nodes as well (any
+rank): the refill serves that queue towards its share again with whatever of its work fits the
+room left, and the rank check refuses the trade where it cannot get back (a tier would fall). The
+second forms come after every first form, and the exchange tries one only where the first form of
+its size placed none of the waiting gangs: where that one found room for some, the whole nodes it
+freed were what they lacked, and a trade tried is one a short cycle does not give to the trades
+after it.
 """
 
 from __future__ import annotations
@@ -35,11 +49,14 @@ from vcsat.solver.problem import Problem
 
 @dataclass(frozen=True)
 class SlopeTrade:
-    """One trade: the waiting pods' GPU size it is for, the gangs taken out and those placed first."""
+    """One trade: the waiting pods' GPU size it is for, the gangs taken out and those placed first;
+    ``whole_nodes``: the second form (module docstring), which also takes out the gangs of queues
+    the tier no longer rewards holding whole pool nodes."""
 
     size: int
     drop: frozenset[int]
     first: frozenset[int]
+    whole_nodes: bool = False
 
 
 def slope_at(fill: int) -> int:
@@ -70,7 +87,8 @@ def slope_trades(
     problem: Problem, assignment: Assignment, tier: int, queue: str, top: int, waiting: set[int]
 ) -> list[SlopeTrade]:
     """The slope trades (module docstring) for ``queue`` at fair-share ``tier``, whose best waiting
-    gangs (``waiting``) rank ``top``: one per GPU size of their pods, the largest first; none where
+    gangs (``waiting``) rank ``top``: one per GPU size of their pods, the largest first, then the
+    second forms likewise, where queues the tier no longer rewards hold pool nodes; none where
     no queue at the tier is flatter or ``queue`` is not measured on GPUs. The small pods on the
     waiting pods' nodes are read off ``gang_slots`` (the greedy's and the trades' decisions name
     every pod's gang there; of a searched decision, only the pods the decode hands out by gang)."""
@@ -84,6 +102,7 @@ def slope_trades(
     flatter = {other for other, gain in slopes.items() if other != queue and gain < mine}
     if not flatter:
         return []
+    unrewarded = {other for other in flatter if slopes[other] == 0}  # their next GPU gains the tier nothing
     counted = {other: set(asked) for other, _name, _deserved, _held, asked in fair_terms(problem, tier)}
     flat = {
         g
@@ -106,14 +125,22 @@ def slope_trades(
                     shapes.add(pod_class.shape)
                     nodes.update(shape.nodes)
     trades: list[SlopeTrade] = []
+    # The second forms after every first form: each takes out more, and is worth a trade only where
+    # the first forms (the sizes' own and the smaller ones') raised nothing.
+    seconds: list[SlopeTrade] = []
     for size in sorted(sizes, reverse=True):
         gangs, nodes, _shapes = sizes[size]
-        on_nodes = {
-            g
-            for (g, s, node), k in assignment.gang_slots.items()
-            if k > 0 and node in nodes and problem.free[node][gpu] >= size and problem.shapes[s].request[gpu] < size
-        }
+        on_nodes: set[int] = set()
+        whole: set[int] = set()  # ``unrewarded``'s gangs holding a pool node with a pod as large
+        for (g, s, node), k in assignment.gang_slots.items():
+            if k > 0 and node in nodes and problem.free[node][gpu] >= size:
+                if problem.shapes[s].request[gpu] < size:
+                    on_nodes.add(g)
+                elif problem.gangs[g].queue in unrewarded:
+                    whole.add(g)
         drop = on_nodes | flat
         if drop:
             trades.append(SlopeTrade(size, frozenset(drop), frozenset(gangs)))
-    return trades
+        if whole - drop:
+            seconds.append(SlopeTrade(size, frozenset(drop | whole), frozenset(gangs), whole_nodes=True))
+    return trades + seconds
