@@ -121,10 +121,7 @@ def step_trades(
     for (g, _s, node), k in assignment.gang_slots.items():
         if k > 0 and problem.gangs[g].queue in terms:
             nodes_of.setdefault(g, set()).add(node)
-    # Per queue, its placed gangs the tier counts with their GPUs there, lowest rank first, then
-    # smallest: a donor's high-priority gangs, taken first because they were small, are often not
-    # put back by the refill (no tier counts them once the donor is above its share), and the
-    # trades after it must win that placed work back (benchmarks/RESULTS.md, session 43).
+    # Per queue, its placed gangs the tier counts with their GPUs there, smallest, lowest rank first.
     placed: dict[str, list[tuple[int, int]]] = {}
     for g in nodes_of:
         gang = problem.gangs[g]
@@ -132,7 +129,7 @@ def step_trades(
         if size > 0:
             placed.setdefault(gang.queue, []).append((size, g))
     for gangs in placed.values():
-        gangs.sort(key=lambda sg: (problem.gangs[sg[1]].rank, sg[0], sg[1]))
+        gangs.sort(key=lambda sg: (sg[0], problem.gangs[sg[1]].rank, sg[1]))
     trades: list[StepTrade] = []
     for queue, term in sorted(terms.items()):
         if term.utility() >= share_utility(SHARE_SCALE):
@@ -214,7 +211,7 @@ def _donation(
             continue
         loss = given.utility() - given.utility(-(freed + gpus))
         if loss >= gain or (spare_only and loss > 0):
-            continue  # too large with what is taken already: a smaller one further on may fit
+            break  # the gangs come smallest first: a larger one loses as much or more
         gang = problem.gangs[g]
         more = []
         for k, terms in enumerate(above):
