@@ -383,6 +383,10 @@ def exchange(
     # given to one a GPU or two short of its next step, which moves no other queue's utility and
     # so leaves the slope trades their room (benchmarks/RESULTS.md, session 36).
     start, start_rank = _step_trades(problem, rank, start, start_rank, tiers or [], run, spare_only=True)
+    # EXPERIMENT (side44, m1): the move trades before the clearing and slope trades.
+    if ranks:
+        start, start_rank = _move_trades(problem, rank, start, start_rank, run)
+    moved_on = start
     # Then the clearing trades: a queue's pool cleared of the work no tier that important counts,
     # its counted smaller pods moved into the room that work leaves elsewhere, where the chain
     # finds no node to free (benchmarks/RESULTS.md, session 37). After the step trades that take
@@ -409,7 +413,7 @@ def exchange(
     # Then the move trades, which change no tier: before them, a kept move can leave the room a
     # slope trade would have raised a tier with taken (benchmarks/RESULTS.md, session 32). They run
     # with the trades across ranks (a replay that skips ``exchange_across`` skips them too).
-    if ranks:
+    if ranks and sloped is not moved_on:
         sloped, sloped_rank = _move_trades(problem, rank, sloped, sloped_rank, run)
     if run.stopped:
         # Refused: no trade after it runs, so nothing after it is read either.
