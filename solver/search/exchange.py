@@ -68,7 +68,10 @@ the waiting gangs of the highest rank whose queue no tier can raise, the smaller
 they need moved elsewhere, none lost; kept on the same terms. They change no tier and raise placed
 work only, so they come after the first slope trades (a kept move before them can take the room a
 slope trade raises a tier with) and before the rest, within the few trades a 1 s cycle fits
-(benchmarks/RESULTS.md, session 32). Looking for them is not a trade; each tried is.
+(benchmarks/RESULTS.md, session 32). Where the chain and spare-only step trades change nothing,
+they come before the clearing and slope trades instead: there the tiers those raise are seldom
+raised, and the refused pool and slope trades took the first trades of a short cycle before the
+moves (benchmarks/RESULTS.md, session 44). Looking for them is not a trade; each tried is.
 
 Before all of these, per fair-share tier and per queue it can raise, the slope trades
 (:mod:`vcsat.solver.search.slope_trade`): room taken from the queues at the tier whose next GPU
@@ -355,7 +358,8 @@ def exchange(
 ) -> Assignment:
     """``assignment`` with, when ``tiers`` were given, the chain trades, then, for each of ``tiers``
     (:func:`trading_tiers`), the slope trades of each
-    queue that tier can raise, then, when ``ranks`` were given, the move trades, then, for each of
+    queue that tier can raise, then, when ``ranks`` were given, the move trades (before the slope
+    trades where the chain and spare-only step trades changed nothing), then, for each of
     ``queues`` (:func:`trading_queues`, made again when a slope or move trade changed the decision)
     in turn, its gangs ranked below the queue's best waiting gang traded for the queue's waiting
     gangs of that rank, then, for each of ``ranks``
@@ -383,6 +387,16 @@ def exchange(
     # given to one a GPU or two short of its next step, which moves no other queue's utility and
     # so leaves the slope trades their room (benchmarks/RESULTS.md, session 36).
     start, start_rank = _step_trades(problem, rank, start, start_rank, tiers or [], run, spare_only=True)
+    # Where the chain and spare-only step trades changed nothing, the move trades come here, before
+    # the clearing and slope trades: on those clusters the pool and slope trades that follow were
+    # refused, each spending one of the few trades a short cycle fits, before the moves that raise
+    # placed work (held40 weighted s261: 1.72% -> 0.30% at 2 trades). Where the chain or step
+    # trades did raise a tier, a kept move first can take the room a slope trade would have raised
+    # a tier with (benchmarks/RESULTS.md, sessions 32 and 44), so there they stay after them.
+    moved_on: Assignment | None = None  # the decision the early move trades left, where they ran
+    if ranks and start is assignment:
+        start, start_rank = _move_trades(problem, rank, start, start_rank, run)
+        moved_on = start
     # Then the clearing trades: a queue's pool cleared of the work no tier that important counts,
     # its counted smaller pods moved into the room that work leaves elsewhere, where the chain
     # finds no node to free (benchmarks/RESULTS.md, session 37). After the step trades that take
@@ -408,8 +422,9 @@ def exchange(
     sloped, sloped_rank = steps(sloped, sloped_rank)
     # Then the move trades, which change no tier: before them, a kept move can leave the room a
     # slope trade would have raised a tier with taken (benchmarks/RESULTS.md, session 32). They run
-    # with the trades across ranks (a replay that skips ``exchange_across`` skips them too).
-    if ranks:
+    # with the trades across ranks (a replay that skips ``exchange_across`` skips them too). Not
+    # again on the decision the early move trades left: they are tried on it already.
+    if ranks and sloped is not moved_on:
         sloped, sloped_rank = _move_trades(problem, rank, sloped, sloped_rank, run)
     if run.stopped:
         # Refused: no trade after it runs, so nothing after it is read either.
