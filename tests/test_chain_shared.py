@@ -134,6 +134,8 @@ def test_a_look_starts_only_where_it_ends_in_time(deadline_in: float | None, mea
     assert plan.skipped == ([] if allowed else [trades_cut(0)])
 
 
+# pure_only: swaps the exchange's _raisable and chains, which the compiled exchange calls bound.
+@pytest.mark.pure_only
 def test_no_look_starts_after_the_deadline_passes_in_the_exchange(monkeypatch: pytest.MonkeyPatch) -> None:
     """The table's first cluster, where the second look finds the chain: the clock passes the
     deadline while the first tier's raisable queues are read (a look), so no chain look starts,

@@ -148,6 +148,8 @@ def _exchanged(problem: Problem) -> Any:
     return _facts(exchange_module.exchange(problem, start, _lexicographic, queues, ranks, tiers))
 
 
+# pure_only (both): swaps a function of the exchange, which the compiled exchange calls bound.
+@pytest.mark.pure_only
 @pytest.mark.parametrize(("nodes", "seed"), [(80, 1), (64, 3), (80, 7), (48, 11)])
 def test_kept_raisable_decides_as_made_afresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nodes: int, seed: int
@@ -172,6 +174,7 @@ def test_kept_raisable_decides_as_made_afresh(
     assert 0 < with_memo < len(asked) - with_memo, "the memo saves some making"
 
 
+@pytest.mark.pure_only
 def test_the_kept_raisable_is_read_again_and_let_go_when_a_trade_is_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -51,6 +51,8 @@ TRIED = [
 ]
 
 
+# pure_only: swaps the exchange's looks to count them, which the compiled exchange calls bound.
+@pytest.mark.pure_only
 @pytest.mark.parametrize(("slopes", "steps", "tried"), TRIED)
 def test_the_step_trades_come_after_the_first_refused_slope_trade(
     monkeypatch: pytest.MonkeyPatch, slopes: int, steps: int, tried: list[str]

@@ -116,6 +116,8 @@ def test_rankings_kept_for_another_problem_are_refused() -> None:
 MADE = [(0, 0), (1, 1), (None, 1)]
 
 
+# pure_only: counts the rankings made by wrapping KeptRankings.__init__ (a native class compiled).
+@pytest.mark.pure_only
 @pytest.mark.parametrize(("ran", "made"), MADE)
 def test_rankings_are_made_only_when_a_trade_runs(ran: int | None, made: int, monkeypatch: pytest.MonkeyPatch) -> None:
     snap = _fair_case("q1", 8)

@@ -73,6 +73,8 @@ def _room_kept(problem: Problem, assignment: Assignment) -> bool:
     return all(amount >= 0 for row in left for amount in row)
 
 
+# pure_only: turns the slope trades off by swapping them, which the compiled exchange calls bound.
+@pytest.mark.pure_only
 def test_the_slope_trades_raise_a_tier_the_other_trades_leave(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     snap = instance_file.read_snapshot(_contended(tmp_path, 80, 1))
     problem = build_problem(snap, ALLOCATE)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
@@ -194,11 +194,11 @@ def fairness_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: 
                 [v.upper[v.count[c].index] for c in asked],
             )
             allocation = cp_model.LinearExpr.weighted_sum([v.count[c] for c in asked], coefs)
-            cp.add(coef * fill <= bound + allocation)
+            cp.add(_at_most(coef * fill, bound + allocation))
             utility = cp.new_int_var(0, share_utility(SHARE_SCALE), f"fair[{queue},{name},{rank}]")
             v.upper[utility.index] = share_utility(SHARE_SCALE)
             for slope, offset in utility_pieces():
-                cp.add(utility <= slope * fill + offset)
+                cp.add(_at_most(utility, slope * fill + offset))
             hinted = _fill(held, deserved, asked, r, problem, hint)
             cp.add_hint(fill, hinted)
             cp.add_hint(utility, share_utility(hinted))
@@ -283,6 +283,13 @@ def _drf_jobs(problem: Problem) -> list[tuple[Gang, str, int]]:
     return out
 
 
+def _at_most(left: Any, right: Any) -> Any:
+    """``left <= right``: the CP-SAT constraint the comparison makes. Typed Any because ortools'
+    stubs type a linear expression's comparison ``bool``, and compiled code (mypyc) would check
+    the constraint object it really returns against that and refuse it."""
+    return left <= right
+
+
 def share_utility(share: int) -> int:
     """The concave utility of a share in thousandths: slopes 4, 3, 2, 1 by quarters, then flat.
     Concave, so raising the least-served share gains most: max-min in spirit, linear in CP-SAT."""
@@ -313,7 +320,7 @@ def drf_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: Assig
             [factor * (problem.shapes[problem.classes[c].shape].request[r] // divisor) for c in classes],
             [v.upper[v.count[c].index] for c in classes],
         )
-        cp.add(coef * share <= bound + cp_model.LinearExpr.weighted_sum([v.count[c] for c in classes], small))
+        cp.add(_at_most(coef * share, bound + cp_model.LinearExpr.weighted_sum([v.count[c] for c in classes], small)))
         coefs = [SHARE_SCALE * problem.shapes[problem.classes[c].shape].request[r] for c in classes]
         added = sum(k * hint.count.get(c, 0) for c, k in zip(classes, coefs, strict=True))
         hinted = min(SHARE_SCALE, (SHARE_SCALE * held + added) // totals[name])
@@ -321,7 +328,7 @@ def drf_levels(cp: cp_model.CpModel, problem: Problem, v: Variables, hint: Assig
         utility = cp.new_int_var(0, share_utility(SHARE_SCALE), f"drf_utility[{gang.index}]")
         v.upper[utility.index] = share_utility(SHARE_SCALE)
         for slope, offset in utility_pieces():
-            cp.add(utility <= slope * share + offset)
+            cp.add(_at_most(utility, slope * share + offset))
         cp.add_hint(utility, share_utility(hinted))
         terms.append((utility, 1))
     return [make_level("DRF among elastic jobs", terms, upper_of=v.upper, measure=drf_value)]
