@@ -535,6 +535,9 @@ def _slope_trades(
     on the same terms); where it changes the decision, the slope trades of the sizes left are made
     again on the one it leaves, as after a kept slope trade."""
     tried: set[tuple[frozenset[int], frozenset[int]]] = set()
+    # The first forms tried on the decision that stands that placed a waiting gang, by size and
+    # waiting gangs (its second form names the same): their second forms are not tried.
+    placed_some: set[tuple[int, frozenset[int]]] = set()
     for tier in tiers:
         if run.stopped:
             break
@@ -542,12 +545,13 @@ def _slope_trades(
             if run.stopped:
                 break
             done: set[int] = set()
-            placed_some: set[int] = set()  # the sizes whose first form placed a waiting gang
             trades = slope_trades(problem, best, tier, queue, top, first)
             while trades:
                 trade = trades.pop(0)
                 done.add(trade.size)
-                if (trade.drop, trade.first) in tried or (trade.whole_nodes and trade.size in placed_some):
+                if (trade.drop, trade.first) in tried or (
+                    trade.whole_nodes and (trade.size, trade.first) in placed_some
+                ):
                     continue
                 if run.stopped:
                     return best, best_rank
@@ -557,11 +561,11 @@ def _slope_trades(
                     problem, rank, best, best_rank, sorted(trade.drop), set(trade.first), run, trials=trials
                 )
                 if not trade.whole_nodes and trials and trade.first & trials[0].placed:
-                    placed_some.add(trade.size)
+                    placed_some.add((trade.size, trade.first))
                 if kept is best and between is not None:
                     kept, best_rank = between(best, best_rank)
                 if kept is not best:
-                    best, tried = kept, set()
+                    best, tried, placed_some = kept, set(), set()
                     if run.stopped:
                         # Kept, then refused (in ``between``, or by the next ``go``): no trade after
                         # it runs, so the sizes left are not made again either.
