@@ -22,8 +22,8 @@ exchange keeps it only where the objective's first levels rank it strictly highe
 (:mod:`vcsat.solver.search.exchange`).
 
 The whole nodes the steeper queue needs may also be held by pods as large as its own, of a queue
-the tier no longer rewards: one whose next GPU gains it nothing (it holds enough of its deserved
-share that its utility is on the flat piece), whichever of its pods hold that share. Where it waits
+the tier no longer rewards: one whose next GPU gains it nothing (it holds its whole deserved
+share, where the utility is flat), whichever of its pods hold that share. Where it waits
 with smaller pods too, those can hold the same share in the scattered room the flatter queues'
 small pods held. No trade above frees those nodes: their pods are not smaller than the waiting
 one, and such a queue's gang ranked above the waiting gangs is not among the flatter queues' work
