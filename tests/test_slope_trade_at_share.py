@@ -10,8 +10,9 @@ nothing from their next GPU.
 
 - ``qa`` also waits with seven 1-GPU priority-1000 gangs: the second form takes its 8-GPU gang off
   n0 as well; ``qq``'s gang goes there, ``qa``'s small gangs take its share's worth of n2's room
-  from ``qf``'s, every queue's utility holds or rises and the trade is kept. The first form (``qf``'s small gangs, the
-  work the tier counts below ``qq``'s waiting rank) frees no whole node: ``qq``'s gang stays out.
+  from ``qf``'s, the tier rises (``qq`` gains far more than ``qf`` loses) and the trade is kept.
+  The first form (``qf``'s small gangs, the work the tier counts below ``qq``'s waiting rank) frees
+  no whole node: ``qq``'s gang stays out.
 - the same without ``qa``'s small gangs: the second form is made, and refused (``qa`` would lose
   its share: the tier falls).
 - n0 outside ``qq``'s pool (no ``pool=q`` label): no second form.
