@@ -125,8 +125,8 @@ def slope_trades(
                     shapes.add(pod_class.shape)
                     nodes.update(shape.nodes)
     trades: list[SlopeTrade] = []
-    # The second forms after every first form: each takes out more, and is worth a trade only where
-    # the first forms (the sizes' own and the smaller ones') raised nothing.
+    # The second forms after every first form: each takes out more than its first form, and the
+    # exchange tries it only where that one placed none of the waiting gangs.
     seconds: list[SlopeTrade] = []
     for size in sorted(sizes, reverse=True):
         gangs, nodes, _shapes = sizes[size]
