@@ -1,4 +1,4 @@
-"""An eligibility key's affinity terms hash once (:class:`~vcsat.solver.rules.predicates.HashedTerms`)
+"""An eligibility key's affinity terms hash once (:class:`~vcsat.solver.rules.hashed_terms.HashedTerms`)
 and are in every other way the plain tuple of the terms: equal to it both ways, hashing as it does,
 found under it in a dict and it under them, printed as it is; a copy made by pickling in another
 process (another string hash) hashes as the terms do in this one."""
@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vcsat.model import NodeSelectorTerm
-from vcsat.solver.rules.predicates import HashedTerms, eligibility_key
+from vcsat.solver.rules.hashed_terms import HashedTerms
+from vcsat.solver.rules.predicates import eligibility_key
 
 _TERMS: list[tuple[NodeSelectorTerm, ...]] = [
     (term("zone in (a)"),),
@@ -57,7 +58,7 @@ def test_hashed_terms_pickled_in_another_process_hash_as_the_terms_here() -> Non
     script = (
         "import pickle, sys\n"
         "from builders import term\n"
-        "from vcsat.solver.rules.predicates import HashedTerms\n"
+        "from vcsat.solver.rules.hashed_terms import HashedTerms\n"
         "sys.stdout.buffer.write(pickle.dumps(HashedTerms((term('zone in (a)'), term('pool in (b, c)')))))\n"
     )
     tests = Path(__file__).parent

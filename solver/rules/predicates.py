@@ -38,6 +38,7 @@ from itertools import compress
 from typing import Final, Literal, NamedTuple
 
 from vcsat.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration
+from vcsat.solver.rules.hashed_terms import HashedTerms
 
 PredicateCode = Literal[
     "NodeNotReady",
@@ -260,27 +261,6 @@ class NodeRestriction:
             if node.name in names:
                 return PredicateFailure(code, f"node {node.name}: {message}")
         return PredicateFailure(*self.default)
-
-
-class HashedTerms(tuple[NodeSelectorTerm, ...]):
-    """A pod's required node-affinity terms as a key part: a plain tuple of the terms, equal and
-    hashing as one, whose hash is worked out once. The terms are frozen pydantic models, whose hash
-    walks every field of every term and requirement in Python each time it is asked; a key is
-    looked up in many caches for many pods each cycle, and the walk was much of those lookups."""
-
-    _hash: int
-
-    def __new__(cls, terms: Iterable[NodeSelectorTerm]) -> HashedTerms:
-        made = super().__new__(cls, terms)
-        made._hash = tuple.__hash__(made)
-        return made
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __reduce__(self) -> tuple[type[HashedTerms], tuple[tuple[NodeSelectorTerm, ...]]]:
-        # Made again where it is read: a string's hash differs from one process to the next.
-        return (HashedTerms, (tuple(self),))
 
 
 class EligibilityKey(NamedTuple):
