@@ -79,7 +79,16 @@ class KubeObject(FieldReader):
     noticed: Any
     """What :mod:`~.notices` reads of a node's or PodGroup's raw object, once read; ``UNSET`` before."""
 
-    def __init__(self, raw: Mapping[str, Any], kind: str, source: str | None, index: int) -> None:
+    def __init__(
+        self,
+        raw: Mapping[str, Any],
+        kind: str,
+        source: str | None,
+        index: int,
+        known: tuple[str, str, str] | None = None,
+    ) -> None:
+        """``known``: the name, namespace and key, already read and checked by the caller (the
+        converter's common case, :meth:`~.snapshot.Converter._identify`); None reads them here."""
         self.raw = raw
         self.kind = kind
         self.source = source
@@ -87,6 +96,9 @@ class KubeObject(FieldReader):
         self.memo_value = None
         self.references = None
         self.noticed = UNSET
+        if known is not None:
+            self.name, self.namespace, self.key = known
+            return
         metadata: Any = raw.get("metadata")
         name = metadata.get("name") if type(metadata) is dict else None
         if type(name) is not str or not name:  # not the parser's own dict and a plain name: check it all

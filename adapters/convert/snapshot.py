@@ -81,7 +81,6 @@ _READ: Mapping[str, Any] = MappingProxyType({})
 _GROUPS: dict[str, str] = {}
 """apiVersion -> its API group (``scheduling.volcano.sh/v1beta1`` -> ``scheduling.volcano.sh``), as met."""
 _T = TypeVar("_T")
-_new = object.__new__
 _NO_CONTEXT: tuple[()] = ()
 """The context of a node's reading (it reads nothing besides the node), one object for every call."""
 
@@ -306,7 +305,7 @@ class _SnapshotConverter(Conversion):
         """The object as a :class:`KubeObject` of a kind read here, or None for any other object.
 
         The common case (the parser's own dicts, string kind, apiVersion, name and namespace) is
-        read here in one call, the KubeObject made without its ``__init__``; anything else goes
+        read here in one call, the KubeObject given them ready read; anything else goes
         :meth:`_identify_checked`, which checks it all and names what is wrong."""
         if type(raw) is dict:
             kind = raw.get("kind")
@@ -329,18 +328,7 @@ class _SnapshotConverter(Conversion):
                     else:
                         namespace, key = "", name
                     if key is not None:
-                        obj: KubeObject = _new(KubeObject)
-                        obj.raw = raw
-                        obj.kind = kind
-                        obj.source = self.source
-                        obj.memo_context = UNSET
-                        obj.memo_value = None
-                        obj.references = None
-                        obj.noticed = UNSET
-                        obj.name = name
-                        obj.namespace = namespace
-                        obj.key = key
-                        return obj
+                        return KubeObject(raw, kind, self.source, index, (name, namespace, key))
         return self._identify_checked(raw, index)
 
     def _identify_checked(self, raw: Any, index: int) -> KubeObject | None:
