@@ -419,9 +419,11 @@ class _Relaxation:
         self.y = y
         self.floors: dict[int, Any] = {}
         for priority, index in zip(priorities, floor_rows, strict=True):
-            row = lp.constraint(index)
-            row.SetLb(-infinity)
-            self.floors[priority] = row
+            # Names of their own, not ``row``: that one holds a ``_Row`` above, and compiled code
+            # (docs/compiled-build.md) checks what a typed variable is given.
+            held_row = lp.constraint(index)
+            held_row.SetLb(-infinity)
+            self.floors[priority] = held_row
         self.objective_at: int | None = None
         """The priority whose items the objective last held (None: none yet). A cleared objective
         (:meth:`maximise_share`) holds none: setting those items to 0 again is then a no-op."""
@@ -445,12 +447,12 @@ class _Relaxation:
                 threshold = tier_threshold(problem, queue, rank)
                 fill = lp.NumVar(0, SHARE_SCALE, f"fill{rank}_{len(within)}")
                 coef, factor, constant = share_row(deserved, SHARE_SCALE, units.divisor[r], held)
-                row = lp.Constraint(-infinity, float(constant))
-                row.SetCoefficient(fill, float(coef))
+                fill_row = lp.Constraint(-infinity, float(constant))
+                fill_row.SetCoefficient(fill, float(coef))
                 for i in of_queue.get(queue, ()):
                     item = items[i]
                     if item.priority >= threshold and item.request[r] > 0:
-                        row.SetCoefficient(y[i], -float(factor * units.request(r, item.request[r])))
+                        fill_row.SetCoefficient(y[i], -float(factor * units.request(r, item.request[r])))
                 utility = lp.NumVar(0, infinity, f"fair{rank}_{len(within)}")
                 for slope, offset in utility_pieces():
                     piece = lp.Constraint(-infinity, float(offset))
