@@ -8,7 +8,6 @@ import copy
 import json
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_objects import k8s_node, k8s_pod, k8s_podgroup, k8s_queue
@@ -121,7 +120,6 @@ def test_each_case_gives_a_fresh_conversions_notices() -> None:
         ), f"{name}: no notice ever seen, the case tests nothing"
 
 
-@pytest.mark.pure_only  # counts calls through a swapped function, which compiled callers do not see
 def test_a_raw_object_is_read_once_while_it_is_the_same_dict(monkeypatch: Any) -> None:
     reads: list[str] = []
     read = notices._sub_group_policies
