@@ -127,13 +127,15 @@ class KubeObject(FieldReader):
             return {}
         if type(value) is dict and all_strings(value):
             return dict(value)  # the common case, checked in one pass
-        value = self.mapping(parent, key, path)
-        for entry_key, entry in value.items():
+        # Typed Any: the keys are checked here, and compiled code (docs/compiled-build.md) would
+        # refuse a key that is not a string before the check names it.
+        checked: Mapping[Any, Any] = self.mapping(parent, key, path)
+        for entry_key, entry in checked.items():
             if not isinstance(entry_key, str):
                 self.fail(path, f"key {entry_key!r} must be a string")
             if not isinstance(entry, str):
                 self.fail(child(path, entry_key), f"must be a string, not {type_name(entry)}")
-        return dict(value)
+        return dict(checked)
 
     def checked_strings(self, parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, str]:
         """:meth:`string_map` for a reader that only looks values up and keeps none of it: the
@@ -147,7 +149,7 @@ class KubeObject(FieldReader):
 
     def nanos_map(self, parent: Mapping[str, Any], key: str, path: str) -> dict[str, int]:
         """A resource list (``requests``, ``allocatable``, ...) as exact nanos per resource."""
-        value = self.mapping(parent, key, path)
+        value: Mapping[Any, Any] = self.mapping(parent, key, path)  # keys checked here (as above)
         out: dict[str, int] = {}
         for name, amount in value.items():
             if not isinstance(name, str) or not name:
