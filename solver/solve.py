@@ -44,11 +44,12 @@ from vcsat.solver.deadline import (
     NEIGHBOURHOOD,
     SEARCH,
     SECOND_FILL,
+    THIRD_FILL,
     TOP_UP,
     WallPlan,
 )
 from vcsat.solver.explain import outcomes
-from vcsat.solver.greedy import greedy, greedy_by_gain
+from vcsat.solver.greedy import greedy, greedy_by_gain, greedy_largest_first
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.fairness import level_name as fair_level_name
 from vcsat.solver.objectives.placement import level_name
@@ -138,20 +139,28 @@ class WarmStart:
 def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None) -> WarmStart:
     """The greedy's decision, or, when it is not already within the policy's tolerance of its
     bound and the search is on, the greedy's other way of filling the fair-share levels
-    (:func:`vcsat.solver.greedy.greedy_by_gain`) if the objective's first levels rank it higher.
-    Tried only then: where the first fill is within the tolerance the cycle stops there anyway,
-    and a second greedy costs as much as the first; nor when the ``plan`` has no time left for it."""
+    (:func:`vcsat.solver.greedy.greedy_by_gain`) and then its third, each queue's work at a level
+    tried largest first (:func:`vcsat.solver.greedy.greedy_largest_first`), whichever the
+    objective's first levels rank highest (the earlier on a tie). Tried only then: where the first
+    fill is within the tolerance the cycle stops there anyway, and each greedy costs about as much
+    as the first; nor when the ``plan`` has no time left for it."""
     start = _warm_start(problem, first)
     policy = problem.policy
     if not policy.search or within_tolerance(sum(start.values.values()), start.bound, policy.relative_gap):
         return start
     if plan is not None and not plan.allows(SECOND_FILL, plan.second_fill_cost()):
         return start
+    best, best_levels = first, (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))
     other = greedy_by_gain(problem)
-    first_levels = (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))
-    if other is None or _lexicographic(problem, other) <= first_levels:
-        return start
-    return _warm_start(problem, other, start.first)
+    if other is not None:
+        levels = _lexicographic(problem, other)
+        if levels > best_levels:
+            best, best_levels = other, levels
+    if plan is None or plan.allows(THIRD_FILL, plan.second_fill_cost()):
+        third = greedy_largest_first(problem)
+        if third is not None and _lexicographic(problem, third) > best_levels:
+            best = third
+    return start if best is first else _warm_start(problem, best, start.first)
 
 
 def _warm_start(problem: Problem, hint: Assignment, lp: LpBounds | None = None) -> WarmStart:
