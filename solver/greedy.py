@@ -1239,8 +1239,9 @@ def greedy_largest_first(problem: Problem) -> Assignment | None:
     where two chain trades reach 7,040 and eight 7,053). Largest first, the big gangs take the
     whole room while it is whole and the small ones fill what is left, as first-fit decreasing
     packs bins. Neither order is better on every cluster (on some, the big gangs taken first leave
-    room a later level needed), so the cycle keeps whichever decision ranks higher
-    (:func:`vcsat.solver.solve.warm_start`)."""
+    room a later level needed), and the exchange's trades from this decision often end lower than
+    from the first fills' (benchmarks/RESULTS.md, session 45): the cycle keeps it aside and ends
+    with it only where its own decision ranks lower (:func:`vcsat.solver.solve.warm_start`)."""
     if not fair_ranks(problem):
         return None
     return _greedy(problem, by_gain=False, largest_first=True)
