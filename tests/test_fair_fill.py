@@ -21,12 +21,13 @@ the others' gangs no whole nodes: benchmarks/RESULTS.md, session 24).
 - A table of small clusters, where a queue that runs most of the cluster leaves
   the others less room than they deserve: the greedy's first fair-share level equals the proven
   optimum of that level (CP-SAT, a budget far beyond these sizes, no gap allowed) with either
-  fill, and the cycle's warm start (no tolerance) ranks as high as the best of its three fills; without
+  fill, and the cycle's warm start (no tolerance) ranks at least as high as either fill; without
   the targets, the equal-shares fill misses it on two of them.
 - On random clusters: the warm start ranks at least as high as the equal-shares fill, is that
-  fill on a tie or within the tolerance, and is the fill by gain or the largest-first fill
-  (:func:`vcsat.solver.greedy.greedy_largest_first`), the first asked of those ranking highest,
-  when that ranks higher and the equal-shares fill is short of the tolerance.
+  fill on a tie or within the tolerance, and is the fill by gain when that ranks higher and the
+  equal-shares fill is short of the tolerance; the largest-first fill
+  (:func:`vcsat.solver.greedy.greedy_largest_first`) is kept aside exactly where it ranks higher
+  than the decision kept and that is short of the tolerance.
 - A Hypothesis property over random small clusters: the greedy decision and the cycle's keep every
   rule (the validator accepts both), and the cycle's decision is never worse than the greedy's in
   the objective's first levels (fair-share tiers, then placed work by priority, as one tuple).
@@ -99,10 +100,12 @@ def test_the_greedy_reaches_the_first_fair_share_optimum(name: str) -> None:
     optimum = fair_share_values(problem, result.assignment)[first]
     assert fair_share_values(problem, by_gain)[first] == optimum
     assert fair_share_values(problem, greedy(problem))[first] == optimum
-    start = warm_start(problem, greedy(problem)).hint  # ALLOCATE asks for the full search: no tolerance
+    kept = warm_start(problem, greedy(problem))  # ALLOCATE asks for the full search: no tolerance
+    assert _levels(problem, kept.hint) == max(_levels(problem, by_gain), _levels(problem, greedy(problem)))
+    # The third fill (largest first) is kept aside only where it ranks higher still.
     largest = greedy_largest_first(problem)
-    fills = [by_gain, greedy(problem), *([largest] if largest is not None else [])]
-    assert _levels(problem, start) == max(_levels(problem, fill) for fill in fills)
+    higher = largest is not None and _levels(problem, largest) > _levels(problem, kept.hint)
+    assert (kept.aside is not None) == higher
 
 
 def _no_targets(
@@ -153,11 +156,14 @@ def test_never_worse_than_the_greedy_and_the_validator_accepts_both(
     assert _levels(problem, kept) >= _levels(problem, equal_shares)
     first = _solve_module._warm_start(problem, equal_shares)
     short = not within_tolerance(sum(first.values.values()), first.bound, policy.relative_gap)
-    # The fills in the order the warm start asks them; it keeps the first of those ranking highest.
-    fills = [equal_shares, *(fill for fill in (by_gain, greedy_largest_first(problem)) if fill is not None)]
-    best = max(_levels(problem, fill) for fill in fills)
-    chosen = next(fill for fill in fills if _levels(problem, fill) == best)
-    if short and chosen is not equal_shares:
-        assert (kept.placed, kept.shape_slots) == (chosen.placed, chosen.shape_slots)
+    if short and by_gain is not None and _levels(problem, by_gain) > _levels(problem, equal_shares):
+        assert (kept.placed, kept.shape_slots) == (by_gain.placed, by_gain.shape_slots)
     else:
         assert kept is equal_shares
+    # The largest-first fill, asked after the other two, is kept aside where it ranks higher than both.
+    aside = warm_start(problem, equal_shares).aside
+    largest = greedy_largest_first(problem) if short else None
+    if largest is not None and _levels(problem, largest) > _levels(problem, kept):
+        assert aside is not None and (aside.placed, aside.shape_slots) == (largest.placed, largest.shape_slots)
+    else:
+        assert aside is None

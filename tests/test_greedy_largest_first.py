@@ -5,7 +5,9 @@ In job order a queue's small gangs, older than its big one, take the GPUs best f
 node with the most room, and the big gang then finds no node with room for it: the level stays
 short of what the free room gives (held45 contended s270, benchmarks/RESULTS.md, session 45).
 Largest first, the big gang takes the node while it is whole and the small ones fill the rest.
-Where job order packs as well, the warm start keeps the first fill (the earlier on a tie).
+The cycle keeps that decision aside (the trades start from the first two fills' decision) and
+ends with it where it ranks higher than what the trades reached; where job order packs as well,
+nothing is kept aside.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import importlib
 import pytest
 from test_gap_bound import ALLOCATE, cluster
 
+from vcsat.solver import solve
+from vcsat.solver.deadline import SEARCH
 from vcsat.solver.greedy import greedy, greedy_by_gain, greedy_largest_first
 from vcsat.solver.objectives.fairness import fair_ranks, fair_share_values
 from vcsat.solver.problem import build_problem
@@ -24,7 +28,7 @@ _levels = _solve_module._lexicographic
 warm_start = _solve_module.warm_start
 
 # (free GPUs per node, running (queue, node, GPUs), waiting (queue, priority, pods, GPUs, count)),
-# the first level's value in job order and largest first, and whether the warm start keeps the third.
+# the first level's value in job order and largest first, and whether the warm start keeps the third aside.
 # q1 runs 10 of the 16 GPUs; q3 (weight 4) deserves 8 and holds none: each of its GPUs raises the level.
 Q1_RUNS = [("q1", 0, 4), ("q1", 1, 6)]
 CASES = {
@@ -53,22 +57,32 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_largest_first_places_the_big_gang_and_the_warm_start_keeps_it(name: str) -> None:
-    free, running, waiting, in_job_order, largest, kept_third = CASES[name]
-    problem = build_problem(cluster(free, running, waiting), ALLOCATE)
+def test_largest_first_places_the_big_gang_and_the_cycle_ends_with_it(name: str) -> None:
+    free, running, waiting, in_job_order, largest, kept_aside = CASES[name]
+    snap = cluster(free, running, waiting)
+    problem = build_problem(snap, ALLOCATE)
     first = greedy(problem)
     third = greedy_largest_first(problem)
     assert third is not None
     assert fair_share_values(problem, first)[0] == in_job_order
     assert fair_share_values(problem, third)[0] == largest
-    kept = warm_start(problem, first).hint
+    start = warm_start(problem, first)
     others = [first] + [a for a in (greedy_by_gain(problem),) if a is not None]
-    assert _levels(problem, kept) == max(_levels(problem, a) for a in [*others, third])
-    if kept_third:
-        assert (kept.placed, kept.shape_slots) == (third.placed, third.shape_slots)
-        assert _levels(problem, third) > max(_levels(problem, a) for a in others)
+    # The trades start from the first two fills' decision; the third is only kept aside.
+    assert _levels(problem, start.hint) == max(_levels(problem, a) for a in others)
+    if kept_aside:
+        assert start.aside is not None and (start.aside.placed, start.aside.shape_slots) == (
+            third.placed,
+            third.shape_slots,
+        )
+        assert _levels(problem, third) > _levels(problem, start.hint)
     else:
-        assert kept is first
+        assert start.aside is None
+    # The cycle (no search, the exchange on) ends at least as high as the third fill, and as high
+    # as the warm start it traded from.
+    problem_levels = fair_share_values(problem, third)
+    decision = solve(snap, ALLOCATE.model_copy(update={"search": True}), wall=False, skip=frozenset({SEARCH}))
+    assert decision.solver.levels[0].value >= problem_levels[0]
 
 
 def test_no_fair_share_level_no_third_fill() -> None:
