@@ -64,6 +64,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 SECOND_FILL = "second_fill"
+THIRD_FILL = "third_fill"
+"""The greedy's third fill (:func:`vcsat.solver.greedy.greedy_largest_first`), asked after the second."""
 EXCHANGE = "exchange"
 """The exchange's trades of each queue's own gangs (:mod:`vcsat.solver.search.exchange`)."""
 EXCHANGE_ACROSS = "exchange_across"
@@ -82,6 +84,7 @@ EVICTION_BUDGET = "eviction_budget"
 """The eviction phase's deterministic budget beyond its stages' minimum (asked once the phase runs)."""
 STEPS = (
     SECOND_FILL,
+    THIRD_FILL,
     SEARCH,
     TOP_UP,
     NEIGHBOURHOOD,

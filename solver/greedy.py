@@ -1227,6 +1227,26 @@ def greedy_by_gain(problem: Problem) -> Assignment | None:
     return _greedy(problem, by_gain=True)
 
 
+def greedy_largest_first(problem: Problem) -> Assignment | None:
+    """The greedy (filled equally) with each queue's work at a fair-share level tried largest
+    first (:func:`_fill_tier`); None when there is no fair-share level.
+
+    In job order a queue below its share places its small gangs first, best fit, into the few GPUs
+    left on busy nodes and the nodes with more room alike, and its 4- to 32-GPU gangs, tried after
+    them, find no node or set of nodes with their room left: the level stays short, and the queues
+    filled after it (whose next unit gains the level less) take the room in small pieces that the
+    exchange's trades must then clear, one trade per gang (held45 contended s270: tier 2 at 7,023
+    where two chain trades reach 7,040 and eight 7,053). Largest first, the big gangs take the
+    whole room while it is whole and the small ones fill what is left, as first-fit decreasing
+    packs bins. Neither order is better on every cluster (on some, the big gangs taken first leave
+    room a later level needed), and the exchange's trades from this decision often end lower than
+    from the first fills' (benchmarks/RESULTS.md, session 45): the cycle keeps it aside and ends
+    with it only where its own decision ranks lower (:func:`vcsat.solver.solve.warm_start`)."""
+    if not fair_ranks(problem):
+        return None
+    return _greedy(problem, by_gain=False, largest_first=True)
+
+
 def fill(
     problem: Problem,
     gangs: Iterable[Gang],
@@ -1237,11 +1257,14 @@ def fill(
     *,
     by_gain: bool = False,
     in_order: bool = False,
+    largest_first: bool = False,
 ) -> list[Gang]:
     """Place ``gangs`` into ``room`` as the greedy does, adding to ``assignment``: the fair-share
     levels first (:func:`_fill_tier`), then the rest in packing order, which it returns. Also what
     tops up a searched decision with the gangs its room still takes
-    (:mod:`vcsat.solver.search.top_up`). ``in_order``: ``gangs`` is a list in packing order already."""
+    (:mod:`vcsat.solver.search.top_up`). ``in_order``: ``gangs`` is a list in packing order already.
+    ``largest_first``: each queue's work at a fair-share level is tried largest first
+    (:func:`greedy_largest_first`)."""
     packing = room.packing
 
     def order_key(gang: Gang) -> tuple[int, bool, float, str]:
@@ -1259,14 +1282,25 @@ def fill(
         order = sorted(gangs, key=order_key if shared else partial(_packing_order, problem))
     tried: set[int] = set()
     for tier in fair_ranks(problem):
-        _fill_tier(problem, tier, order, tried, room, queue_room, assignment, held, by_gain=by_gain)
+        _fill_tier(
+            problem,
+            tier,
+            order,
+            tried,
+            room,
+            queue_room,
+            assignment,
+            held,
+            by_gain=by_gain,
+            largest_first=largest_first,
+        )
     for gang in order:
         if gang.index not in tried:
             _place(problem, gang, room, queue_room, assignment, held)
     return order
 
 
-def _greedy(problem: Problem, *, by_gain: bool) -> Assignment:
+def _greedy(problem: Problem, *, by_gain: bool, largest_first: bool = False) -> Assignment:
     memos = FillMemos.of(problem)
     room = Room(problem, memos=memos)
     queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
@@ -1274,7 +1308,17 @@ def _greedy(problem: Problem, *, by_gain: bool) -> Assignment:
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
     if memos.order is None:
         memos.order = sorted(problem.candidates, key=partial(_packing_order, problem))
-    order = fill(problem, memos.order, room, queue_room, assignment, held, by_gain=by_gain, in_order=True)
+    order = fill(
+        problem,
+        memos.order,
+        room,
+        queue_room,
+        assignment,
+        held,
+        by_gain=by_gain,
+        in_order=True,
+        largest_first=largest_first,
+    )
     if problem.interpod is not None and any(need.justifiers for need in problem.interpod.affinity.values()):
         # A gang whose affinity needs another gang of this cycle may have come before it: once
         # more, now that the others are placed (kube-scheduler would retry it likewise).
@@ -1302,13 +1346,15 @@ def _fill_tier(
     held: dict[str, dict[str, int]],
     *,
     by_gain: bool,
+    largest_first: bool = False,
 ) -> None:
     """One queue fair-share level: the queues it can raise, the least filled first (on the
     resource the level measures; each first up to its target, :func:`_targets`, then on) or,
     ``by_gain``, the one whose next gang adds the most to the level per unit of that resource it
     takes first (the least filled among equals), each with its work of this tier's priorities in
     job order, until each is at its deserved share or out of work. Room only shrinks, so a gang
-    that failed once is not tried again."""
+    that failed once is not tried again. ``largest_first``: each queue's gangs of the level are
+    tried by what they ask of the level's resource, most first, then in job order."""
     share: dict[str, tuple[str, int]] = {}
     for queue, name, deserved, _held, _asked in fair_terms(problem, tier):
         share[queue] = (name, deserved)
@@ -1321,6 +1367,9 @@ def _fill_tier(
             if queued is None:
                 queued = waiting[gang.queue] = deque()
             queued.append(gang)
+    if largest_first:
+        for queue in waiting:
+            waiting[queue] = _largest_first(problem, room, waiting[queue], share[queue][0])
 
     # Filled equally, each queue first goes up to its target, the level's best split of the free
     # room (:mod:`vcsat.solver.shares.level_targets`), in the same order: one queue reaching its
@@ -1353,6 +1402,19 @@ def _fill_tier(
             first = None
             if queue in waiting:
                 keys[queue] = key(queue)
+
+
+def _largest_first(problem: Problem, room: Room, gangs: deque[Gang], name: str) -> deque[Gang]:
+    """``gangs`` (in job order) by what they ask of resource ``name``, most first; ties in job order."""
+    sized: list[tuple[int, int, Gang]] = []
+    for position, gang in enumerate(gangs):
+        sized.append((-_gang_asks(problem, room, gang, name), position, gang))
+    sized.sort(key=_size_and_position)
+    return deque(gang for _asks, _position, gang in sized)
+
+
+def _size_and_position(item: tuple[int, int, Gang]) -> tuple[int, int]:
+    return item[0], item[1]
 
 
 class _TierKeys:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from vcsat.model import (
     Binding,
@@ -44,11 +44,12 @@ from vcsat.solver.deadline import (
     NEIGHBOURHOOD,
     SEARCH,
     SECOND_FILL,
+    THIRD_FILL,
     TOP_UP,
     WallPlan,
 )
 from vcsat.solver.explain import outcomes
-from vcsat.solver.greedy import greedy, greedy_by_gain
+from vcsat.solver.greedy import greedy, greedy_by_gain, greedy_largest_first
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.fairness import level_name as fair_level_name
 from vcsat.solver.objectives.placement import level_name
@@ -133,6 +134,9 @@ class WarmStart:
     fair: dict[int, int]
     first: LpBounds
     bound: int
+    aside: Assignment | None = None
+    """A decision of the greedy's third fill ranking higher than ``hint``, not started from
+    (:func:`warm_start`): the cycle ends with it where its own decision ranks lower."""
 
 
 def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None) -> WarmStart:
@@ -140,18 +144,34 @@ def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None
     bound and the search is on, the greedy's other way of filling the fair-share levels
     (:func:`vcsat.solver.greedy.greedy_by_gain`) if the objective's first levels rank it higher.
     Tried only then: where the first fill is within the tolerance the cycle stops there anyway,
-    and a second greedy costs as much as the first; nor when the ``plan`` has no time left for it."""
+    and a second greedy costs as much as the first; nor when the ``plan`` has no time left for it.
+
+    Then, where the ``plan`` leaves time for it, a third fill, each queue's work at a fair-share
+    level tried largest first (:func:`vcsat.solver.greedy.greedy_largest_first`): kept aside as
+    :attr:`WarmStart.aside` where it ranks higher than the decision chosen, not started from. The
+    exchange's trades start from the chosen one, as they did before the third fill existed: started
+    from the third fill's decision, they ended lower on a third of the files where it ranks higher
+    (the exchange had other trades to make from the first two fills' decisions, and a decision
+    within the tolerance at the start made none; benchmarks/RESULTS.md, session 45). The cycle
+    keeps whichever of the two ranks higher at its end (:func:`_higher_aside`)."""
     start = _warm_start(problem, first)
     policy = problem.policy
     if not policy.search or within_tolerance(sum(start.values.values()), start.bound, policy.relative_gap):
         return start
     if plan is not None and not plan.allows(SECOND_FILL, plan.second_fill_cost()):
         return start
+    levels = (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))
     other = greedy_by_gain(problem)
-    first_levels = (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))
-    if other is None or _lexicographic(problem, other) <= first_levels:
+    if other is not None:
+        other_levels = _lexicographic(problem, other)
+        if other_levels > levels:
+            start, levels = _warm_start(problem, other, start.first), other_levels
+    if plan is not None and not plan.allows(THIRD_FILL, plan.second_fill_cost()):
         return start
-    return _warm_start(problem, other, start.first)
+    third = greedy_largest_first(problem)
+    if third is None or _lexicographic(problem, third) <= levels:
+        return start
+    return replace(start, aside=third)
 
 
 def _warm_start(problem: Problem, hint: Assignment, lp: LpBounds | None = None) -> WarmStart:
@@ -174,6 +194,17 @@ class Bounded:
     placed: dict[int, int]
     """Per priority, the level's proven bound (what ``bound`` sums)."""
     lp: LpBounds
+
+
+def _higher_aside(problem: Problem, start: WarmStart, assignment: Assignment) -> Assignment | None:
+    """The greedy's third fill's decision kept aside (:attr:`WarmStart.aside`) where it ranks
+    higher than the cycle's own at its end, else None: so the third fill never lowers a decision,
+    and raises it where the trades (or the search) from the first fills' decision did not reach
+    as high in the time they had."""
+    aside = start.aside
+    if aside is None or _lexicographic(problem, aside) <= _lexicographic(problem, assignment):
+        return None
+    return aside
 
 
 def _bound(problem: Problem, assignment: Assignment, start: WarmStart, search_bounds: dict[str, int]) -> Bounded:
@@ -418,6 +449,13 @@ def _solve(
             bounded = _bound(problem, assignment, start, {})
             values, bound = bounded.values, bounded.bound
             objective = sum(values.values())
+    aside = _higher_aside(problem, start, assignment)
+    if aside is not None:
+        assignment, status = aside, "FALLBACK"
+        now = bindings(problem, assignment, assignment.shape_slots)
+        bounded = _bound(problem, assignment, start, {})
+        values, bound = bounded.values, bounded.bound
+        objective = sum(values.values())
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
     if status == "FALLBACK" and bound == objective and not result.levels and not result.skipped:

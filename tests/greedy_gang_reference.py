@@ -106,6 +106,7 @@ def fill_tier(
     held: dict[str, dict[str, int]],
     *,
     by_gain: bool,
+    largest_first: bool = False,
 ) -> None:
     share: dict[str, tuple[str, int]] = {}
     for queue, name, deserved, _held, _asked in fair_terms(problem, tier):
@@ -115,6 +116,10 @@ def fill_tier(
     for gang in order:
         if gang.queue in share and gang.index not in tried and gang.rank >= thresholds[gang.queue]:
             waiting.setdefault(gang.queue, deque()).append(gang)
+    if largest_first:  # each queue's gangs by what they ask of the level's resource, most first (stable)
+        for queue, gangs in waiting.items():
+            r = problem.resource_index(share[queue][0])
+            waiting[queue] = deque(sorted(gangs, key=lambda gang: -_asks(problem, gang, r)))
 
     def fill(queue: str) -> Fraction:
         name, deserved = share[queue]
@@ -239,3 +244,8 @@ def place(
         assignment.gang_slots[slot] = assignment.gang_slots.get(slot, 0) + 1
         greedy.charge(problem, problem.shapes[shape_index].request, 1, usage, lineage_caps)
     return True
+
+
+def _asks(problem: Problem, gang: Gang, r: int) -> int:
+    """What all of the gang's pods ask of resource ``r``."""
+    return sum(len(problem.classes[c].pods) * problem.shapes[problem.classes[c].shape].request[r] for c in gang.classes)

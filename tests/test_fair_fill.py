@@ -25,7 +25,9 @@ the others' gangs no whole nodes: benchmarks/RESULTS.md, session 24).
   the targets, the equal-shares fill misses it on two of them.
 - On random clusters: the warm start ranks at least as high as the equal-shares fill, is that
   fill on a tie or within the tolerance, and is the fill by gain when that ranks higher and the
-  equal-shares fill is short of the tolerance.
+  equal-shares fill is short of the tolerance; the largest-first fill
+  (:func:`vcsat.solver.greedy.greedy_largest_first`) is kept aside exactly where it ranks higher
+  than the decision kept and that is short of the tolerance.
 - A Hypothesis property over random small clusters: the greedy decision and the cycle's keep every
   rule (the validator accepts both), and the cycle's decision is never worse than the greedy's in
   the objective's first levels (fair-share tiers, then placed work by priority, as one tuple).
@@ -42,7 +44,7 @@ from test_stop_rule import _solved
 
 from vcsat.solver import check
 from vcsat.solver import greedy as greedy_module
-from vcsat.solver.greedy import Room, greedy, greedy_by_gain
+from vcsat.solver.greedy import Room, greedy, greedy_by_gain, greedy_largest_first
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search.exact import solve_exact
@@ -98,8 +100,12 @@ def test_the_greedy_reaches_the_first_fair_share_optimum(name: str) -> None:
     optimum = fair_share_values(problem, result.assignment)[first]
     assert fair_share_values(problem, by_gain)[first] == optimum
     assert fair_share_values(problem, greedy(problem))[first] == optimum
-    start = warm_start(problem, greedy(problem)).hint  # ALLOCATE asks for the full search: no tolerance
-    assert _levels(problem, start) == max(_levels(problem, by_gain), _levels(problem, greedy(problem)))
+    kept = warm_start(problem, greedy(problem))  # ALLOCATE asks for the full search: no tolerance
+    assert _levels(problem, kept.hint) == max(_levels(problem, by_gain), _levels(problem, greedy(problem)))
+    # The third fill (largest first) is kept aside only where it ranks higher still.
+    largest = greedy_largest_first(problem)
+    higher = largest is not None and _levels(problem, largest) > _levels(problem, kept.hint)
+    assert (kept.aside is not None) == higher
 
 
 def _no_targets(
@@ -154,3 +160,10 @@ def test_never_worse_than_the_greedy_and_the_validator_accepts_both(
         assert (kept.placed, kept.shape_slots) == (by_gain.placed, by_gain.shape_slots)
     else:
         assert kept is equal_shares
+    # The largest-first fill, asked after the other two, is kept aside where it ranks higher than both.
+    aside = warm_start(problem, equal_shares).aside
+    largest = greedy_largest_first(problem) if short else None
+    if largest is not None and _levels(problem, largest) > _levels(problem, kept):
+        assert aside is not None and (aside.placed, aside.shape_slots) == (largest.placed, largest.shape_slots)
+    else:
+        assert aside is None

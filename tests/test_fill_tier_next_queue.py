@@ -44,13 +44,16 @@ def _fill_tier_as_before(
     held: dict[str, dict[str, int]],
     *,
     by_gain: bool,
+    largest_first: bool = False,
 ) -> None:
     """One queue fair-share level: the queues it can raise, the least filled first (on the
     resource the level measures; each first up to its target, :func:`_targets`, then on) or,
     ``by_gain``, the one whose next gang adds the most to the level per unit of that resource it
     takes first (the least filled among equals), each with its work of this tier's priorities in
     job order, until each is at its deserved share or out of work. Room only shrinks, so a gang
-    that failed once is not tried again."""
+    that failed once is not tried again. (The decisions compared here fill in job order: the
+    greedy, the greedy by gain, the top-ups; ``largest_first`` is never asked.)"""
+    assert not largest_first
     share: dict[str, tuple[str, int]] = {}
     for queue, name, deserved, _held, _asked in fairness.fair_terms(problem, tier):
         share[queue] = (name, deserved)
