@@ -420,6 +420,7 @@ def _solve(
         values, bound = bounded.values, bounded.bound
         objective = sum(values.values())
     plan.ahead = 0.0  # the exchange's own time, from here on
+    restate = False
     if exchange_due(policy.search, status, within_tolerance(objective, bound, policy.relative_gap)):
         # Still short of the bound, after a search or where it was skipped (for time, or its
         # model not built): a queue's lower-priority gangs traded for its waiting higher-priority
@@ -444,14 +445,11 @@ def _solve(
                 may_look=plan.allows_look,
             )
         if traded is not assignment:
-            assignment, status = traded, "FEASIBLE"
-            now = bindings(problem, assignment, assignment.shape_slots)
-            bounded = _bound(problem, assignment, start, {})
-            values, bound = bounded.values, bounded.bound
-            objective = sum(values.values())
+            assignment, status, restate = traded, "FEASIBLE", True
     aside = _higher_aside(problem, start, assignment)
     if aside is not None:
-        assignment, status = aside, "FALLBACK"
+        assignment, status, restate = aside, "FALLBACK", True
+    if restate:  # the exchange's decision or the third fill's stands: its bindings and bound, once
         now = bindings(problem, assignment, assignment.shape_slots)
         bounded = _bound(problem, assignment, start, {})
         values, bound = bounded.values, bounded.bound

@@ -36,7 +36,7 @@ CASES = {
     # the 4-free node, which then has 2 left and the 4-GPU job waits (4 of q3's GPUs, not 6).
     "small gangs older": (
         [4, 2],
-        [("q1", 0, 4), ("q1", 1, 6)],
+        Q1_RUNS,
         [("q3", 0, 1, 1, 4), ("q3", 0, 1, 4, 1)],
         1750,
         2250,
@@ -45,7 +45,7 @@ CASES = {
     # The 4-GPU job older: job order is largest first already; the same decision, the first kept.
     "big gang older": (
         [4, 2],
-        [("q1", 0, 4), ("q1", 1, 6)],
+        Q1_RUNS,
         [("q3", 0, 1, 4, 1), ("q3", 0, 1, 1, 4)],
         2250,
         2250,
