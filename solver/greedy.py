@@ -1235,8 +1235,7 @@ def greedy_largest_first(problem: Problem) -> Assignment | None:
     left on busy nodes and the nodes with more room alike, and its 4- to 32-GPU gangs, tried after
     them, find no node or set of nodes with their room left: the level stays short, and the queues
     filled after it (whose next unit gains the level less) take the room in small pieces that the
-    exchange's trades must then clear, one trade per gang (held45 contended s270: tier 2 at 7,023
-    where two chain trades reach 7,040 and eight 7,053). Largest first, the big gangs take the
+    exchange's trades must then clear, one trade per gang. Largest first, the big gangs take the
     whole room while it is whole and the small ones fill what is left, as first-fit decreasing
     packs bins. Neither order is better on every cluster (on some, the big gangs taken first leave
     room a later level needed), and the exchange's trades from this decision often end lower than
