@@ -149,7 +149,7 @@ def slope_trades(
     # The unrewarded queues' own counted work stays out of the third form's drop: the room it
     # holds is where their smaller waiting pods go back to.
     others = frozenset(g for g in flat if problem.gangs[g].queue not in unrewarded)
-    smaller = _smaller_waiting(problem, assignment, unrewarded, gpu) if unrewarded else {}
+    smaller: dict[tuple[str, int], set[int]] | None = None  # made when a second form is
     for size in sorted(sizes, reverse=True):
         gangs, nodes, _shapes = sizes[size]
         on_nodes: set[int] = set()
@@ -167,6 +167,8 @@ def slope_trades(
             seconds.append(SlopeTrade(size, frozenset(drop | whole), frozenset(gangs), whole_nodes=True))
             # Only the gangs whose queue waits with smaller pods of their rank: it can get back
             # the share they held with those (the rank check refuses the trade where it cannot).
+            if smaller is None:
+                smaller = _smaller_waiting(problem, assignment, unrewarded, gpu)
             swapped = {
                 g
                 for g in whole
