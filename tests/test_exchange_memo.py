@@ -49,7 +49,7 @@ def _reference_slope_trades(
     problem: Problem, assignment: Assignment, tier: int, queue: str, top: int, waiting: set[int]
 ) -> list[SlopeTrade]:
     """:func:`slope_trades` as it was: every waiting gang's class adds its shape's nodes (the sizes'
-    second forms after every first form)."""
+    second forms after every first form, the third forms after those)."""
     if res.GPU not in problem.resources:
         return []
     gpu = problem.resource_index(res.GPU)
@@ -78,6 +78,7 @@ def _reference_slope_trades(
                 nodes.update(shape.nodes)
     trades: list[SlopeTrade] = []
     seconds: list[SlopeTrade] = []
+    thirds: list[SlopeTrade] = []
     for size in sorted(sizes, reverse=True):
         gangs, nodes = sizes[size]
         on_nodes = {
@@ -102,7 +103,27 @@ def _reference_slope_trades(
         }
         if whole - drop:
             seconds.append(SlopeTrade(size, frozenset(drop | whole), frozenset(gangs), whole_nodes=True))
-    return trades + seconds
+            # The third form: those of the whole-node gangs whose queue waits with smaller pods of
+            # their rank, with the flatter work of the queues the tier still rewards.
+            swapped = {
+                g
+                for g in whole
+                if any(
+                    gang.queue == problem.gangs[g].queue
+                    and gang.rank == problem.gangs[g].rank
+                    and gang.index not in assignment.placed
+                    and problem.classes[c].pods
+                    and problem.shapes[problem.classes[c].shape].request[gpu] < size
+                    for gang in problem.candidates
+                    for c in gang.classes
+                )
+            }
+            rewarded = {g for g in flat if slopes[problem.gangs[g].queue] != 0}
+            if swapped:
+                thirds.append(
+                    SlopeTrade(size, frozenset(rewarded | swapped), frozenset(gangs), whole_nodes=True, swap=True)
+                )
+    return trades + seconds + thirds
 
 
 def _asked(problem: Problem, decision: Assignment) -> int:

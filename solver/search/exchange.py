@@ -528,7 +528,8 @@ def _slope_trades(
 ) -> Ranked:
     """Per fair-share tier, the slope trades (:mod:`vcsat.solver.search.slope_trade`) of each queue
     it can raise, one per GPU size of its waiting pods, largest first, then the second forms (a
-    size's only where its first placed none of the waiting gangs); after one is kept, those of the
+    size's only where its first placed none of the waiting gangs), then the third forms (a size's
+    only where its second was refused); after one is kept, those of the
     sizes left are made again on the decision it leaves. A trade already tried on the decision that
     stands (the tiers of one queue priority often name the same) is not tried again. ``between``,
     when given, runs after each refused slope trade on the decision that stands (other trades, kept
@@ -538,6 +539,9 @@ def _slope_trades(
     # The first forms tried on the decision that stands that placed a waiting gang, by size and
     # waiting gangs (its second form names the same): their second forms are not tried.
     placed_some: set[tuple[int, frozenset[int]]] = set()
+    # The second forms refused on the decision that stands, likewise: only their third forms are
+    # tried (where a second form was kept, or not tried, the third has nothing to add).
+    refused: set[tuple[int, frozenset[int]]] = set()
     for tier in tiers:
         if run.stopped:
             break
@@ -549,8 +553,10 @@ def _slope_trades(
             while trades:
                 trade = trades.pop(0)
                 done.add(trade.size)
-                if (trade.drop, trade.first) in tried or (
-                    trade.whole_nodes and (trade.size, trade.first) in placed_some
+                if (
+                    (trade.drop, trade.first) in tried
+                    or (trade.whole_nodes and (trade.size, trade.first) in placed_some)
+                    or (trade.swap and (trade.size, trade.first) not in refused)
                 ):
                     continue
                 if run.stopped:
@@ -562,10 +568,12 @@ def _slope_trades(
                 )
                 if not trade.whole_nodes and trials and trade.first & trials[0].placed:
                     placed_some.add((trade.size, trade.first))
+                if trade.whole_nodes and not trade.swap and kept is best:
+                    refused.add((trade.size, trade.first))
                 if kept is best and between is not None:
                     kept, best_rank = between(best, best_rank)
                 if kept is not best:
-                    best, tried, placed_some = kept, set(), set()
+                    best, tried, placed_some, refused = kept, set(), set(), set()
                     if run.stopped:
                         # Kept, then refused (in ``between``, or by the next ``go``): no trade after
                         # it runs, so the sizes left are not made again either.

@@ -34,6 +34,18 @@ second forms come after every first form, and the exchange tries one only where 
 its size placed none of the waiting gangs: where that one found room for some, the whole nodes it
 freed were what they lacked, and a trade tried is one a short cycle does not give to the trades
 after it.
+
+The second form can free too much: with the small pods on the pool's nodes and the unrewarded
+queue's own lower-ranked work out as well, the steeper queue takes so many whole nodes that the
+unrewarded queue, whose share the refill must give back, finds too little room for its smaller
+pods and the tier falls. So, per size, a third form swaps only the unrewarded queues' whole-node
+gangs whose queue waits with smaller pods of the same rank (the share they held can come back in
+those) and takes out with them only the flatter work of the queues the tier still rewards: the
+room the refill serves the unrewarded queue back into. The steeper queue gets the nodes those
+gangs held, the unrewarded queue keeps its share in smaller pods, and the flatter queue gives up
+less than the steeper one gains. The third forms come after every second form, and the exchange
+tries one only where its size's second form was refused on the same decision: where the second
+was kept or not tried, the third has nothing to add.
 """
 
 from __future__ import annotations
@@ -51,12 +63,14 @@ from vcsat.solver.problem import Problem
 class SlopeTrade:
     """One trade: the waiting pods' GPU size it is for, the gangs taken out and those placed first;
     ``whole_nodes``: the second form (module docstring), which also takes out the gangs of queues
-    the tier no longer rewards holding whole pool nodes."""
+    the tier no longer rewards holding whole pool nodes; ``swap``: the third form (module
+    docstring), which takes those out with the flatter queues' work alone."""
 
     size: int
     drop: frozenset[int]
     first: frozenset[int]
     whole_nodes: bool = False
+    swap: bool = False
 
 
 def slope_at(fill: int) -> int:
@@ -88,7 +102,8 @@ def slope_trades(
 ) -> list[SlopeTrade]:
     """The slope trades (module docstring) for ``queue`` at fair-share ``tier``, whose best waiting
     gangs (``waiting``) rank ``top``: one per GPU size of their pods, the largest first, then the
-    second forms likewise, where queues the tier no longer rewards hold pool nodes; none where
+    second forms likewise, where queues the tier no longer rewards hold pool nodes, then the third
+    forms, where such a queue also waits with smaller pods of those gangs' rank; none where
     no queue at the tier is flatter or ``queue`` is not measured on GPUs. The small pods on the
     waiting pods' nodes are read off ``gang_slots`` (the greedy's and the trades' decisions name
     every pod's gang there; of a searched decision, only the pods the decode hands out by gang)."""
@@ -128,6 +143,13 @@ def slope_trades(
     # The second forms after every first form: each takes out more than its first form, and the
     # exchange tries it only where that one placed none of the waiting gangs.
     seconds: list[SlopeTrade] = []
+    # The third forms after every second form: the exchange tries one only where its size's
+    # second form was refused.
+    thirds: list[SlopeTrade] = []
+    # The unrewarded queues' own counted work stays out of the third form's drop: the room it
+    # holds is where their smaller waiting pods go back to.
+    others = frozenset(g for g in flat if problem.gangs[g].queue not in unrewarded)
+    smaller: dict[tuple[str, int], set[int]] | None = None  # made when a second form is
     for size in sorted(sizes, reverse=True):
         gangs, nodes, _shapes = sizes[size]
         on_nodes: set[int] = set()
@@ -143,4 +165,31 @@ def slope_trades(
             trades.append(SlopeTrade(size, frozenset(drop), frozenset(gangs)))
         if whole - drop:
             seconds.append(SlopeTrade(size, frozenset(drop | whole), frozenset(gangs), whole_nodes=True))
-    return trades + seconds
+            # Only the gangs whose queue waits with smaller pods of their rank: it can get back
+            # the share they held with those (the rank check refuses the trade where it cannot).
+            if smaller is None:
+                smaller = _smaller_waiting(problem, assignment, unrewarded, gpu)
+            swapped = {
+                g
+                for g in whole
+                if any(pod < size for pod in smaller.get((problem.gangs[g].queue, problem.gangs[g].rank), ()))
+            }
+            if swapped:
+                thirds.append(SlopeTrade(size, others | swapped, frozenset(gangs), whole_nodes=True, swap=True))
+    return trades + seconds + thirds
+
+
+def _smaller_waiting(
+    problem: Problem, assignment: Assignment, queues: set[str], gpu: int
+) -> dict[tuple[str, int], set[int]]:
+    """Per (queue, rank), of ``queues``, the GPU sizes of the pods its gangs ``assignment`` leaves
+    waiting (with pods to place) ask."""
+    out: dict[tuple[str, int], set[int]] = {}
+    for gang in problem.candidates:
+        if gang.queue not in queues or gang.index in assignment.placed:
+            continue
+        for c in gang.classes:
+            pod_class = problem.classes[c]
+            if pod_class.pods:
+                out.setdefault((gang.queue, gang.rank), set()).add(problem.shapes[pod_class.shape].request[gpu])
+    return out
