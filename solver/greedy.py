@@ -1805,7 +1805,7 @@ def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> Iterator[list[
     if pods > 1 and needed > 0:
         # All on one node first (NVLink beats any network): the fullest node that has the GPUs.
         fullest = room.fullest_with(needed)
-        if fullest is not None and not _breaks_whole(problem, room, fullest, needed):
+        if fullest is not None:
             head.append([fullest])
     domains = problem.domains
     if domains is None or gang.index not in room.topology_gangs:
@@ -1832,24 +1832,6 @@ def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> Iterator[list[
         yield from room.domain_lists(tier, positions)
     if anywhere:
         yield None
-
-
-def _breaks_whole(problem: Problem, room: Room, node: int, needed: int) -> bool:
-    """Whether a gang asking ``needed`` GPUs, all on ``node``, would take part of a node whose GPUs
-    are all free: then its one-node trial is not made, and it goes anywhere, best fit pod by pod.
-
-    The fullest node with the GPUs is a wholly free one where every node with some GPUs taken has
-    fewer left than the gang asks: on a saturated cluster, the few wholly free nodes are the only
-    room for the pending pods that ask a whole node (8-GPU pods, confined to the nodes of their
-    kind), and the fills' small multi-pod gangs (three 2-GPU pods, five 1-GPU pods) each break one
-    of them, before a queue below its fair share tries its whole-node pods at the next level. Pod
-    by pod they fit into the GPUs left on the nodes already in use, as their single-pod
-    neighbours do. A gang that fills the node takes all of it either way, and keeps its trial."""
-    gpu = room.gpu
-    if gpu is None:
-        return False
-    total = problem.nodes[node].gpus
-    return needed < total and room.free[node][gpu] >= total
 
 
 Taken = list[tuple[int, int, int]]
