@@ -46,10 +46,11 @@ from vcsat.solver.deadline import (
     SECOND_FILL,
     THIRD_FILL,
     TOP_UP,
+    WHOLE_FILL,
     WallPlan,
 )
 from vcsat.solver.explain import outcomes
-from vcsat.solver.greedy import greedy, greedy_by_gain, greedy_largest_first
+from vcsat.solver.greedy import greedy, greedy_by_gain, greedy_keeping_whole, greedy_largest_first
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.fairness import level_name as fair_level_name
 from vcsat.solver.objectives.placement import level_name
@@ -168,10 +169,17 @@ def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None
             start, levels = _warm_start(problem, other, start.first), other_levels
     if plan is not None and not plan.allows(THIRD_FILL, plan.second_fill_cost()):
         return start
+    aside: Assignment | None = None
     third = greedy_largest_first(problem)
-    if third is None or _lexicographic(problem, third) <= levels:
-        return start
-    return replace(start, aside=third)
+    if third is not None:
+        third_levels = _lexicographic(problem, third)
+        if third_levels > levels:
+            aside, levels = third, third_levels
+    if plan is None or plan.allows(WHOLE_FILL, plan.second_fill_cost()):
+        whole = greedy_keeping_whole(problem)
+        if _lexicographic(problem, whole) > levels:
+            aside = whole
+    return start if aside is None else replace(start, aside=aside)
 
 
 def _warm_start(problem: Problem, hint: Assignment, lp: LpBounds | None = None) -> WarmStart:
