@@ -136,8 +136,8 @@ class WarmStart:
     first: LpBounds
     bound: int
     aside: Assignment | None = None
-    """A decision of the greedy's third fill ranking higher than ``hint``, not started from
-    (:func:`warm_start`): the cycle ends with it where its own decision ranks lower."""
+    """A decision of the greedy's third or fourth fill ranking higher than ``hint``, not started
+    from (:func:`warm_start`): the cycle ends with it where its own decision ranks lower."""
 
 
 def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None) -> WarmStart:
@@ -154,7 +154,13 @@ def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None
     from the third fill's decision, they ended lower on a third of the files where it ranks higher
     (the exchange had other trades to make from the first two fills' decisions, and a decision
     within the tolerance at the start made none; benchmarks/RESULTS.md, session 45). The cycle
-    keeps whichever of the two ranks higher at its end (:func:`_higher_aside`)."""
+    keeps whichever of the two ranks higher at its end (:func:`_higher_aside`).
+
+    Then, where the ``plan`` leaves time for one more, a fourth fill keeping wholly free nodes whole
+    (:func:`vcsat.solver.greedy.greedy_keeping_whole`), kept aside instead of the third's where it
+    ranks higher than both (on a tie, the third's): it places a queue's whole-node pods that the
+    small multi-pod gangs of earlier levels leave no node for, which no order within one level
+    does."""
     start = _warm_start(problem, first)
     policy = problem.policy
     if not policy.search or within_tolerance(sum(start.values.values()), start.bound, policy.relative_gap):
@@ -205,8 +211,8 @@ class Bounded:
 
 
 def _higher_aside(problem: Problem, start: WarmStart, assignment: Assignment) -> Assignment | None:
-    """The greedy's third fill's decision kept aside (:attr:`WarmStart.aside`) where it ranks
-    higher than the cycle's own at its end, else None: so the third fill never lowers a decision,
+    """The greedy's third or fourth fill's decision kept aside (:attr:`WarmStart.aside`) where it ranks
+    higher than the cycle's own at its end, else None: so those fills never lower a decision,
     and raises it where the trades (or the search) from the first fills' decision did not reach
     as high in the time they had."""
     aside = start.aside
