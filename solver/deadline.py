@@ -66,6 +66,9 @@ from dataclasses import dataclass, field
 SECOND_FILL = "second_fill"
 THIRD_FILL = "third_fill"
 """The greedy's third fill (:func:`vcsat.solver.greedy.greedy_largest_first`), asked after the second."""
+WHOLE_FILL = "whole_fill"
+"""The greedy's fill keeping wholly free nodes whole (:func:`vcsat.solver.greedy.greedy_keeping_whole`),
+asked after the third."""
 EXCHANGE = "exchange"
 """The exchange's trades of each queue's own gangs (:mod:`vcsat.solver.search.exchange`)."""
 EXCHANGE_ACROSS = "exchange_across"
@@ -85,6 +88,7 @@ EVICTION_BUDGET = "eviction_budget"
 STEPS = (
     SECOND_FILL,
     THIRD_FILL,
+    WHOLE_FILL,
     SEARCH,
     TOP_UP,
     NEIGHBOURHOOD,

@@ -242,6 +242,9 @@ class Room:
             self.shape_queries = memos.shape_queries
         self.kept = kept
         """The memos and rankings this room shares with the other rooms of its problem, if any."""
+        self.keep_whole = False
+        """Whether a gang of several pods skips its all-on-one-node trial where that node's GPUs
+        are all free (:func:`greedy_keeping_whole`)."""
         self.learnt = learnt
         """The memos of the problem alone this room shares (``kept``'s or ``memos``), if any."""
         self._rank_base = kept.rank_base if kept is not None else int(self.level_array.max(initial=0)) + 1
@@ -1246,6 +1249,23 @@ def greedy_largest_first(problem: Problem) -> Assignment | None:
     return _greedy(problem, by_gain=False, largest_first=True)
 
 
+def greedy_keeping_whole(problem: Problem) -> Assignment:
+    """The greedy (filled equally, in job order) with a gang of several pods never tried all on one
+    node whose GPUs are all free: it goes anywhere, best fit pod by pod, as a gang does whose
+    one-node trial failed (:func:`_domain_attempts`).
+
+    On a saturated cluster the fullest node with room for a whole gang is often a wholly free one:
+    every node with some GPUs taken has fewer left than the gang asks. Those few wholly free nodes
+    are the only room for the pending pods that ask a whole node (8-GPU pods, confined to the nodes
+    of their kind); the fills' small multi-pod gangs (three 2-GPU pods, five 1-GPU pods), of every
+    queue and level, each break one before a queue below its fair share tries its whole-node pods at
+    a later level, and the exchange's chain trades must then move them off, one trade per node. Pod
+    by pod they fit into the GPUs left on the nodes already in use. Started from, this decision's
+    trades move differently and end lower on some clusters, as the third fill's did: the cycle
+    keeps it aside like the third fill's (:func:`vcsat.solver.solve.warm_start`)."""
+    return _greedy(problem, by_gain=False, keep_whole=True)
+
+
 def fill(
     problem: Problem,
     gangs: Iterable[Gang],
@@ -1299,9 +1319,10 @@ def fill(
     return order
 
 
-def _greedy(problem: Problem, *, by_gain: bool, largest_first: bool = False) -> Assignment:
+def _greedy(problem: Problem, *, by_gain: bool, largest_first: bool = False, keep_whole: bool = False) -> Assignment:
     memos = FillMemos.of(problem)
     room = Room(problem, memos=memos)
+    room.keep_whole = keep_whole
     queue_room = {name: dict(caps) for name, caps in problem.queue_room.items()}
     assignment = Assignment()
     held = {queue: dict(usage) for queue, usage in problem.queue_usage.items()}
@@ -1805,7 +1826,7 @@ def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> Iterator[list[
     if pods > 1 and needed > 0:
         # All on one node first (NVLink beats any network): the fullest node that has the GPUs.
         fullest = room.fullest_with(needed)
-        if fullest is not None:
+        if fullest is not None and not (room.keep_whole and _wholly_free(problem, room, fullest)):
             head.append([fullest])
     domains = problem.domains
     if domains is None or gang.index not in room.topology_gangs:
@@ -1832,6 +1853,13 @@ def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> Iterator[list[
         yield from room.domain_lists(tier, positions)
     if anywhere:
         yield None
+
+
+def _wholly_free(problem: Problem, room: Room, node: int) -> bool:
+    """Whether every GPU of ``node`` is free in ``room`` (a node without GPUs never is)."""
+    gpu = room.gpu
+    total = problem.nodes[node].gpus
+    return gpu is not None and total > 0 and room.free[node][gpu] >= total
 
 
 Taken = list[tuple[int, int, int]]

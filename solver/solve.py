@@ -46,10 +46,11 @@ from vcsat.solver.deadline import (
     SECOND_FILL,
     THIRD_FILL,
     TOP_UP,
+    WHOLE_FILL,
     WallPlan,
 )
 from vcsat.solver.explain import outcomes
-from vcsat.solver.greedy import greedy, greedy_by_gain, greedy_largest_first
+from vcsat.solver.greedy import greedy, greedy_by_gain, greedy_keeping_whole, greedy_largest_first
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.fairness import level_name as fair_level_name
 from vcsat.solver.objectives.placement import level_name
@@ -135,8 +136,8 @@ class WarmStart:
     first: LpBounds
     bound: int
     aside: Assignment | None = None
-    """A decision of the greedy's third fill ranking higher than ``hint``, not started from
-    (:func:`warm_start`): the cycle ends with it where its own decision ranks lower."""
+    """A decision of the greedy's third or fourth fill ranking higher than ``hint``, not started
+    from (:func:`warm_start`): the cycle ends with it where its own decision ranks lower."""
 
 
 def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None) -> WarmStart:
@@ -153,7 +154,13 @@ def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None
     from the third fill's decision, they ended lower on a third of the files where it ranks higher
     (the exchange had other trades to make from the first two fills' decisions, and a decision
     within the tolerance at the start made none; benchmarks/RESULTS.md, session 45). The cycle
-    keeps whichever of the two ranks higher at its end (:func:`_higher_aside`)."""
+    keeps whichever of the two ranks higher at its end (:func:`_higher_aside`).
+
+    Then, where the ``plan`` leaves time for one more, a fourth fill keeping wholly free nodes whole
+    (:func:`vcsat.solver.greedy.greedy_keeping_whole`), kept aside instead of the third's where it
+    ranks higher than both (on a tie, the third's): it places a queue's whole-node pods that the
+    small multi-pod gangs of earlier levels leave no node for, which no order within one level
+    does."""
     start = _warm_start(problem, first)
     policy = problem.policy
     if not policy.search or within_tolerance(sum(start.values.values()), start.bound, policy.relative_gap):
@@ -168,10 +175,17 @@ def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None
             start, levels = _warm_start(problem, other, start.first), other_levels
     if plan is not None and not plan.allows(THIRD_FILL, plan.second_fill_cost()):
         return start
+    aside: Assignment | None = None
     third = greedy_largest_first(problem)
-    if third is None or _lexicographic(problem, third) <= levels:
-        return start
-    return replace(start, aside=third)
+    if third is not None:
+        third_levels = _lexicographic(problem, third)
+        if third_levels > levels:
+            aside, levels = third, third_levels
+    if plan is None or plan.allows(WHOLE_FILL, plan.second_fill_cost()):
+        whole = greedy_keeping_whole(problem)
+        if _lexicographic(problem, whole) > levels:
+            aside = whole
+    return start if aside is None else replace(start, aside=aside)
 
 
 def _warm_start(problem: Problem, hint: Assignment, lp: LpBounds | None = None) -> WarmStart:
@@ -197,8 +211,8 @@ class Bounded:
 
 
 def _higher_aside(problem: Problem, start: WarmStart, assignment: Assignment) -> Assignment | None:
-    """The greedy's third fill's decision kept aside (:attr:`WarmStart.aside`) where it ranks
-    higher than the cycle's own at its end, else None: so the third fill never lowers a decision,
+    """The greedy's third or fourth fill's decision kept aside (:attr:`WarmStart.aside`) where it ranks
+    higher than the cycle's own at its end, else None: so those fills never lower a decision,
     and raises it where the trades (or the search) from the first fills' decision did not reach
     as high in the time they had."""
     aside = start.aside

@@ -47,6 +47,8 @@ class ScanRoom:
         self.domain_sums: dict[tuple[int, str], int] = {}
         self.topology_gangs = problem.topology_gangs
         self.domains = problem.domains
+        self.keep_whole = False
+        """As :attr:`vcsat.solver.greedy.Room.keep_whole` (the fill keeping whole nodes sets it)."""
         self.spread = SpreadState(problem.spread) if problem.spread else None
         """Topology spread counts of what is placed so far (None without spread constraints)."""
         self.interpod = Tracker(problem, problem.interpod) if problem.interpod is not None else None

@@ -26,8 +26,10 @@ the others' gangs no whole nodes: benchmarks/RESULTS.md, session 24).
 - On random clusters: the warm start ranks at least as high as the equal-shares fill, is that
   fill on a tie or within the tolerance, and is the fill by gain when that ranks higher and the
   equal-shares fill is short of the tolerance; the largest-first fill
-  (:func:`vcsat.solver.greedy.greedy_largest_first`) is kept aside exactly where it ranks higher
-  than the decision kept and that is short of the tolerance.
+  (:func:`vcsat.solver.greedy.greedy_largest_first`) and the fill keeping wholly free nodes whole
+  (:func:`vcsat.solver.greedy.greedy_keeping_whole`) are kept aside, the higher of the two (the
+  largest-first on a tie), exactly where it ranks higher than the decision kept and that is short
+  of the tolerance.
 - A Hypothesis property over random small clusters: the greedy decision and the cycle's keep every
   rule (the validator accepts both), and the cycle's decision is never worse than the greedy's in
   the objective's first levels (fair-share tiers, then placed work by priority, as one tuple).
@@ -44,7 +46,7 @@ from test_stop_rule import _solved
 
 from vcsat.solver import check
 from vcsat.solver import greedy as greedy_module
-from vcsat.solver.greedy import Room, greedy, greedy_by_gain, greedy_largest_first
+from vcsat.solver.greedy import Room, greedy, greedy_by_gain, greedy_keeping_whole, greedy_largest_first
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search.exact import solve_exact
@@ -102,9 +104,10 @@ def test_the_greedy_reaches_the_first_fair_share_optimum(name: str) -> None:
     assert fair_share_values(problem, greedy(problem))[first] == optimum
     kept = warm_start(problem, greedy(problem))  # ALLOCATE asks for the full search: no tolerance
     assert _levels(problem, kept.hint) == max(_levels(problem, by_gain), _levels(problem, greedy(problem)))
-    # The third fill (largest first) is kept aside only where it ranks higher still.
-    largest = greedy_largest_first(problem)
-    higher = largest is not None and _levels(problem, largest) > _levels(problem, kept.hint)
+    # The third fill (largest first) or the one keeping whole nodes is kept aside only where it
+    # ranks higher still.
+    asides = [a for a in (greedy_largest_first(problem), greedy_keeping_whole(problem)) if a is not None]
+    higher = any(_levels(problem, a) > _levels(problem, kept.hint) for a in asides)
     assert (kept.aside is not None) == higher
 
 
@@ -160,10 +163,15 @@ def test_never_worse_than_the_greedy_and_the_validator_accepts_both(
         assert (kept.placed, kept.shape_slots) == (by_gain.placed, by_gain.shape_slots)
     else:
         assert kept is equal_shares
-    # The largest-first fill, asked after the other two, is kept aside where it ranks higher than both.
+    # The largest-first fill and the one keeping whole nodes, asked after the other two: the higher
+    # of them (the largest-first on a tie) is kept aside where it ranks higher than both.
     aside = warm_start(problem, equal_shares).aside
-    largest = greedy_largest_first(problem) if short else None
-    if largest is not None and _levels(problem, largest) > _levels(problem, kept):
-        assert aside is not None and (aside.placed, aside.shape_slots) == (largest.placed, largest.shape_slots)
+    candidates = [a for a in (greedy_largest_first(problem), greedy_keeping_whole(problem)) if a is not None]
+    best = None
+    for candidate in candidates if short else []:
+        if _levels(problem, candidate) > _levels(problem, kept if best is None else best):
+            best = candidate
+    if best is not None:
+        assert aside is not None and (aside.placed, aside.shape_slots) == (best.placed, best.shape_slots)
     else:
         assert aside is None
