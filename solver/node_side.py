@@ -71,10 +71,11 @@ def node_room(
     # The pods that hold GPUs or GPU shares, found in the same pass: only they decide the GPU
     # indices (gpu_holdings skips every other pod), and on most nodes there is none.
     holders: list[Pod] = []
+    gpu, gpu_milli = res.GPU, res.GPU_MILLI  # read off the module once, not per request
     for pod in bound:
         holds = False
         for name, amount in pod.requests.items():
-            if amount and (name == res.GPU or name == res.GPU_MILLI):
+            if amount and (name == gpu or name == gpu_milli):
                 holds = True
             i = index.get(name)
             if i is not None:
@@ -90,13 +91,13 @@ def node_room(
         share_milli = dict(holdings.share_milli)
     else:
         free_ids, share_milli = tuple(range(gpus)), {}
-    milli_index = index.get(res.GPU_MILLI)
+    milli_index = index.get(gpu_milli)
     if milli_index is not None:
         # Room for shares: whole free GPUs (a whole-GPU pod takes 1000 of it per GPU, see
         # problem.request_of) and what the shared GPUs have left. Packing shares onto GPUs is
         # checked exactly by the greedy and the decode; the model sees this sum.
         row[milli_index] = FULL_GPU_MILLI * len(free_ids) + sum(FULL_GPU_MILLI - used for used in share_milli.values())
-    gpu_index = index.get(res.GPU)
+    gpu_index = index.get(gpu)
     if gpu_index is not None:
         # Whole GPUs are the free indices, which is stricter than the count when shares hold some.
         row[gpu_index] = min(row[gpu_index], len(free_ids))
