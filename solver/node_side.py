@@ -75,7 +75,7 @@ def node_room(
     for pod in bound:
         holds = False
         for name, amount in pod.requests.items():
-            if amount and (name == gpu or name == gpu_milli):
+            if amount and name in (gpu, gpu_milli):
                 holds = True
             i = index.get(name)
             if i is not None:
