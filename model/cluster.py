@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Literal, Self
+from typing import Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -317,7 +317,7 @@ class HyperNode(Frozen):
     members: tuple[HyperNodeMember, ...] = ()
 
 
-DEFAULT_QUEUE = "default"
+DEFAULT_QUEUE: Final = "default"
 
 # The storage and disruption types build on Frozen and NodeSelectorTerm above.
 from vcsat.model.disruption import PodDisruptionBudget  # noqa: E402

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import filterfalse
+from typing import Final
 
 from vcsat.model.cluster import Pod
 
-FULL_GPU_MILLI = 1000
+FULL_GPU_MILLI: Final = 1000
 
 
 @dataclass

@@ -17,21 +17,24 @@ small by dividing each resource by a common divisor of the amounts it compares
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Final
 
-CPU = "cpu"
-MEMORY = "memory"
-EPHEMERAL_STORAGE = "ephemeral-storage"
-PODS = "pods"
-GPU = "nvidia.com/gpu"
-GPU_MILLI = "vcsat.io/gpu-milli"
+# Final: compiled code (the compiled build, docs/compiled-build.md) then uses each name's value where
+# it is read, and no loop of it reads the name off this module per pod or per resource.
+CPU: Final = "cpu"
+MEMORY: Final = "memory"
+EPHEMERAL_STORAGE: Final = "ephemeral-storage"
+PODS: Final = "pods"
+GPU: Final = "nvidia.com/gpu"
+GPU_MILLI: Final = "vcsat.io/gpu-milli"
 """Thousandths of one GPU (GPU sharing): not a node resource but a share of one device."""
 
-MILLI_UNIT_RESOURCES = frozenset({CPU})
+MILLI_UNIT_RESOURCES: Final = frozenset({CPU})
 """Resources counted in thousandths of the Kubernetes unit (cpu: millicores)."""
 
-KI = 1024
-MIB = 1024 * 1024
-BYTE_RESOURCES = frozenset({MEMORY, EPHEMERAL_STORAGE})
+KI: Final = 1024
+MIB: Final = 1024 * 1024
+BYTE_RESOURCES: Final = frozenset({MEMORY, EPHEMERAL_STORAGE})
 """Resources counted in bytes; hugepages-* are too (see :func:`is_byte_resource`)."""
 
 Resources = Mapping[str, int]

@@ -82,7 +82,8 @@ from vcsat.solver import admission_commitments, admission_groups, admission_ours
 from vcsat.solver.admission_room import FreeRoom as _FreeRoom
 from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
 from vcsat.solver.admission_static import Placeable as _Placeable
-from vcsat.solver.shares.deserved import FAIR_EXCLUDED, QueueShare, QueueTree, fair_shares, queue_of
+from vcsat.solver.pod_queue import queue_in
+from vcsat.solver.shares.deserved import FAIR_EXCLUDED, QueueShare, QueueTree, fair_shares
 
 PENDING_PHASES = frozenset({"", "Pending"})
 """Phases of a group that still waits for admission (Volcano: an empty phase is Pending)."""
@@ -103,6 +104,20 @@ class Admission(NamedTuple):
 
 DEFAULT_SCHEDULER = "vcsat"
 """Whose a PodGroup is when it has no pod yet and no ``vcsat.io/scheduler-name``."""
+
+_KEPT: dict[str, Admission] = {}
+"""An admission in each phase, made once and shared: a pass gives every admitted group one, and a
+named tuple is made by a Python call (mypyc does not compile it); tuples are immutable."""
+
+
+def _admitted(phase: str) -> Admission:
+    """``Admission(True, phase, "", "")``, made once per phase."""
+    found = _KEPT.get(phase)
+    if found is None:
+        if len(_KEPT) >= 64:  # phases are a handful; any text is possible (a status written by hand)
+            _KEPT.clear()
+        found = _KEPT[phase] = Admission(True, phase, "", "")
+    return found
 
 
 def admit(
@@ -143,7 +158,7 @@ def admit(
         ours = admission_ours.ours(snapshot, policy.scheduler_name, ours_of, is_ours)
         groups = sorted((g for g in snapshot.podgroups if g.key in ours), key=_key_of)
     if not policy.enqueue:
-        return {g.key: Admission(True, _kept_phase(g), "", "") for g in groups}
+        return {g.key: _admitted(_kept_phase(g)) for g in groups}
 
     state = _State.of(snapshot, policy, ours, walk)
     out: dict[str, Admission] = {}
@@ -159,7 +174,7 @@ def admit(
         if group.phase in PENDING_PHASES:
             continue
         if group.phase != "Inqueue":
-            out[group.key] = Admission(True, group.phase, "", "")
+            out[group.key] = _admitted(group.phase)
             continue
         why = state.never_runs(group)
         if (
@@ -174,7 +189,7 @@ def admit(
                 f"{inqueue_timeout_s:.0f}s) with no pod placed: its reservation is released",
             )
         if why is None:
-            out[group.key] = Admission(True, "Inqueue", "", "")
+            out[group.key] = _admitted("Inqueue")
             state.admitted.append(group)
             continue
         out[group.key] = Admission(False, "Pending", *why)
@@ -190,11 +205,12 @@ def admit(
     committed = {name: dict(share.usage) for name, share in shares.items()}
     # Volcano's enqueue walks queues of higher ``spec.priority`` first, then by share.
     priority = {q.name: q.priority for q in snapshot.queues}
-    # A queue's served fraction changes only when one of its own groups is admitted: kept per queue.
-    served = {q: _served(shares, committed, q) for q in waiting}
+    # A queue's served fraction changes only when one of its own groups is admitted: kept per queue,
+    # as its numerator and denominator (compared by cross-multiplying, :func:`_next_queue`).
+    served = {q: _served_ratio(shares, committed, q) for q in waiting}
     heads = dict.fromkeys(waiting, 0)
     while waiting:
-        queue = min(waiting, key=lambda q: (-priority.get(q, 0), served[q], q))
+        queue = _next_queue(waiting, priority, served)
         group = waiting[queue][heads[queue]]
         heads[queue] += 1
         if heads[queue] == len(waiting[queue]):
@@ -207,8 +223,32 @@ def admit(
             held = committed.setdefault(queue, {})
             for name, amount in state.need[group.key].items():
                 held[name] = held.get(name, 0) + amount
-            served[queue] = _served(shares, committed, queue)
+            served[queue] = _served_ratio(shares, committed, queue)
     return {key: out[key] for key in sorted(out)}
+
+
+def _next_queue(
+    waiting: Mapping[str, object], priority: Mapping[str, int], served: Mapping[str, tuple[int, int]]
+) -> str:
+    """The queue of ``waiting`` first by ``(-spec.priority, served fraction, name)``: what
+    ``min(waiting, key=...)`` over those tuples picks, with the fractions (``served``: numerator,
+    positive denominator) compared as integers by cross-multiplying, exactly, where comparing
+    Fractions runs Python code per pair and a pass picks a queue per group it considers."""
+    best, found = "", False
+    best_rank, best_held, best_deserved = 0, 0, 1
+    for queue in waiting:
+        rank = -priority.get(queue, 0)
+        held, deserved = served[queue]
+        if found:
+            if rank != best_rank:
+                if rank > best_rank:
+                    continue
+            else:
+                left, right = held * best_deserved, best_held * deserved
+                if left > right or (left == right and queue > best):
+                    continue
+        best, best_rank, best_held, best_deserved, found = queue, rank, held, deserved, True
+    return best
 
 
 def next_inqueue_timeout(snapshot: Snapshot, policy: Policy) -> float | None:
@@ -264,10 +304,19 @@ _NOTHING_SERVED = Fraction(0)
 
 def _served(shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[str, int]], queue: str) -> Fraction:
     """The largest part of its deserved share a queue holds or has been admitted for."""
+    if queue not in shares:
+        return _NOTHING_SERVED
+    return Fraction(*_served_ratio(shares, committed, queue))
+
+
+def _served_ratio(
+    shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[str, int]], queue: str
+) -> tuple[int, int]:
+    """:func:`_served` as its numerator and denominator (positive; not reduced)."""
     share = shares.get(queue)
     if share is None:
-        return _NOTHING_SERVED
-    # The largest held / deserved, compared by cross-multiplying (one Fraction made, at the end).
+        return (0, 1)
+    # The largest held / deserved, compared by cross-multiplying.
     worst_held, worst_deserved = 0, 1
     shared = share.deserved
     for resource, held in committed.get(queue, {}).items():
@@ -278,7 +327,7 @@ def _served(shares: Mapping[str, QueueShare], committed: Mapping[str, Mapping[st
             continue
         if held * worst_deserved > worst_held * deserved:
             worst_held, worst_deserved = held, deserved
-    return Fraction(worst_held, worst_deserved)
+    return (worst_held, worst_deserved)
 
 
 _NEEDS: dict[int, tuple[Mapping[str, int], dict[str, int]]] = {}
@@ -427,7 +476,7 @@ class _State:
         for pod in snapshot.pods:
             # A bound pod outside any PodGroup is a gang of one that is running: all of it is needed.
             if pod.bound and (pod.group is None or pod.group not in groups):
-                queue = queue_of(pod, snapshot)
+                queue = queue_in(pod, groups)
                 if queue is not None:
                     own[queue] = res.add(own.get(queue, {}), pod.requests)
         for queue, vector in own.items():
@@ -623,7 +672,7 @@ class _State:
             # "everything below my priority", so pods of one priority are never asked about apart.
             at: dict[str, dict[int, dict[str, int]]] = {}
             above: dict[str, dict[str, int]] = {}
-            queue_of = self.snapshot.queue_of
+            groups = self.snapshot.podgroup_by_key
             # Pods of one spec share their requests dict: counted per (queue, priority, dict), then
             # each dict's amounts added times its count (the same sums, keys met in the same order;
             # the entry holds the dict, so its id is not reused).
@@ -631,7 +680,7 @@ class _State:
             for pod in self.snapshot.pods:
                 if not pod.bound or protection(pod):
                     continue
-                queue = queue_of(pod)
+                queue = queue_in(pod, groups)
                 if queue is None:
                     continue
                 requests = pod.requests
@@ -759,7 +808,7 @@ class _State:
             return _refuse(*why)
         need = {name: amount for name, amount in self.need[group.key].items() if amount > 0}
         if not need:
-            return Admission(True, "Inqueue", "", "")
+            return _admitted("Inqueue")
         mine = self.commitment(group)
         for name in self.lineage(group.queue):
             allowed = self.allowed.get(name, {})
@@ -807,7 +856,7 @@ class _State:
                 ]
                 because = f"; and {not_by_fit}" if not_by_fit else ""
                 return _refuse("ClusterOverused", "the cluster is overcommitted: " + "; ".join(parts) + because)
-        return Admission(True, "Inqueue", "", "")
+        return _admitted("Inqueue")
 
 
 def _allowed(

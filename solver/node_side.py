@@ -23,7 +23,7 @@ lives; they keep the last build only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -60,34 +60,48 @@ _last: dict[str, tuple[tuple[object, ...], object]] = {}
 
 
 def node_room(
-    node: Node, bound: Sequence[Pod], resources: Sequence[str], resource_index: Mapping[str, int] | None = None
+    node: Node, bound: Sequence[Pod], resources: Sequence[str], resource_index: dict[str, int] | None = None
 ) -> NodeRoom:
     """A node's room, computed afresh. ``resource_index``: each of ``resources`` by its position
     (made here when not given; a build gives one for all its nodes)."""
-    if resource_index is None:
-        resource_index = {name: i for i, name in enumerate(resources)}
-    row = [node.allocatable.get(name, 0) for name in resources]
+    # A dict, not any mapping: the lookups below, per bound pod and resource, are then native reads.
+    index = resource_index if resource_index is not None else {name: i for i, name in enumerate(resources)}
+    allocatable = node.allocatable
+    row = [allocatable.get(name, 0) for name in resources]
+    # The pods that hold GPUs or GPU shares, found in the same pass: only they decide the GPU
+    # indices (gpu_holdings skips every other pod), and on most nodes there is none.
+    holders: list[Pod] = []
+    gpu, gpu_milli = res.GPU, res.GPU_MILLI  # read off the module once, not per request
     for pod in bound:
+        holds = False
         for name, amount in pod.requests.items():
-            i = resource_index.get(name)
+            if amount and name in (gpu, gpu_milli):
+                holds = True
+            i = index.get(name)
             if i is not None:
                 row[i] -= amount
-    holdings = gpu_holdings(node.gpus, bound)
-    # A GPU that holds shares takes no whole-GPU pod (contract §1).
-    free_ids = holdings.free_whole(node.gpus)
-    milli_index = resource_index.get(res.GPU_MILLI)
+        if holds:
+            holders.append(pod)
+    gpus = node.gpus
+    share_milli: dict[int, int]
+    if holders:
+        holdings = gpu_holdings(gpus, holders)
+        # A GPU that holds shares takes no whole-GPU pod (contract §1).
+        free_ids = holdings.free_whole(gpus)
+        share_milli = dict(holdings.share_milli)
+    else:
+        free_ids, share_milli = tuple(range(gpus)), {}
+    milli_index = index.get(gpu_milli)
     if milli_index is not None:
         # Room for shares: whole free GPUs (a whole-GPU pod takes 1000 of it per GPU, see
         # problem.request_of) and what the shared GPUs have left. Packing shares onto GPUs is
         # checked exactly by the greedy and the decode; the model sees this sum.
-        row[milli_index] = FULL_GPU_MILLI * len(free_ids) + sum(
-            FULL_GPU_MILLI - used for used in holdings.share_milli.values()
-        )
-    gpu_index = resource_index.get(res.GPU)
+        row[milli_index] = FULL_GPU_MILLI * len(free_ids) + sum(FULL_GPU_MILLI - used for used in share_milli.values())
+    gpu_index = index.get(gpu)
     if gpu_index is not None:
         # Whole GPUs are the free indices, which is stricter than the count when shares hold some.
         row[gpu_index] = min(row[gpu_index], len(free_ids))
-    return NodeRoom(tuple(row), free_ids, dict(holdings.share_milli))
+    return NodeRoom(tuple(row), free_ids, share_milli)
 
 
 def node_rooms(snapshot: Snapshot, resources: Sequence[str]) -> list[NodeRoom]:

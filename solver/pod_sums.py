@@ -41,6 +41,7 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.solver import changes
 from vcsat.solver.ledger import Ledger
+from vcsat.solver.pod_queue import queue_in
 
 _Own = tuple[str, str, bool]
 """A pod's bucket by ownership: ("group", group key, bound) or ("queue", queue name, bound)."""
@@ -259,12 +260,12 @@ def _fresh_queue_sums(snapshot: Snapshot, closed: set[str]) -> Sums:
     usage: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
     demand: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
     counted: dict[tuple[str, bool, int], list[Any]] = {}
-    queue_of = snapshot.queue_of
+    groups = snapshot.podgroup_by_key
     for pod in snapshot.pods:
         bound = pod.bound
         if not bound and not pod.pending:
             continue
-        name = queue_of(pod)
+        name = queue_in(pod, groups)
         if name is None or (not bound and name in closed):
             continue
         # One more pod of its requests dict in its bucket (see above).

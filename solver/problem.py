@@ -27,6 +27,7 @@ from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.solver import admission_memo, cycle, node_side
 from vcsat.solver.node_fits import NodeFits
+from vcsat.solver.pod_queue import queue_in
 from vcsat.solver.rules import predicates, volumes
 from vcsat.solver.rules import spread as spread_rules
 from vcsat.solver.rules.attach import SharedAttach, shared_attach
@@ -388,9 +389,9 @@ def _several_queues(gangs: list[Gang], snapshot: Snapshot) -> bool:
     seen = {gang.queue for gang in gangs}
     if len(seen) > 1:
         return True
-    queue_of = snapshot.queue_of
+    groups = snapshot.podgroup_by_key
     for pod in snapshot.pods:
-        if pod.bound and (queue := queue_of(pod)):
+        if pod.bound and (queue := queue_in(pod, groups)):
             seen.add(queue)
             if len(seen) > 1:
                 return True

@@ -11,10 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import builders as b
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vcsat.model import HyperNode, HyperNodeMember, Node, Pod, Policy, Snapshot
+from vcsat.model import resources as res
+from vcsat.model.gpus import FULL_GPU_MILLI, gpu_holdings
 from vcsat.solver import node_side
 from vcsat.solver.greedy import greedy
 from vcsat.solver.problem import Problem, build_problem
@@ -229,3 +232,45 @@ def test_shares_added_between_builds_change_the_room_of_their_node_only() -> Non
         assert _view(build_problem(snap, POLICY)) == _view(_fresh(snap))
     assert node_side._rooms[1]["n1"].room.shared_milli == {0: 500}
     _same_decision(cluster.snapshot())
+
+
+def _room_of_every_pod(node: Node, bound: list[Pod], resources: tuple[str, ...]) -> node_side.NodeRoom:
+    """A node's room with the GPU indices found over all its bound pods (what :func:`node_side.node_room`
+    finds over only the pods that hold GPUs or shares)."""
+    row = [node.allocatable.get(name, 0) for name in resources]
+    for pod in bound:
+        for name, amount in pod.requests.items():
+            if name in resources:
+                row[resources.index(name)] -= amount
+    holdings = gpu_holdings(node.gpus, bound)
+    free_ids = holdings.free_whole(node.gpus)
+    if res.GPU_MILLI in resources:
+        row[resources.index(res.GPU_MILLI)] = FULL_GPU_MILLI * len(free_ids) + sum(
+            FULL_GPU_MILLI - used for used in holdings.share_milli.values()
+        )
+    if res.GPU in resources:
+        row[resources.index(res.GPU)] = min(row[resources.index(res.GPU)], len(free_ids))
+    return node_side.NodeRoom(tuple(row), free_ids, dict(holdings.share_milli))
+
+
+_GPU_NODE = b.node("n", cpu="64", memory="256Gi", gpus=4)
+
+
+@pytest.mark.parametrize(
+    "bound",
+    [
+        [],  # no pod: every GPU free
+        [b.pod("ns/cpu", cpu="2", node="n")],  # pods without GPUs hold none
+        [b.pod("ns/cpu", node="n"), b.pod("ns/annotated", gpus=2, node="n", gpu_ids=[1, 3])],
+        [b.pod("ns/unannotated", gpus=1, node="n", created=2.0), b.pod("ns/older", gpus=2, node="n", created=1.0)],
+        [b.pod("ns/share", gpu_milli=300, node="n", gpu_ids=[2]), b.pod("ns/cpu", node="n")],
+        [b.pod("ns/share", gpu_milli=600, node="n"), b.pod("ns/share2", gpu_milli=600, node="n")],
+        [b.pod("ns/too-many", gpus=8, node="n"), b.pod("ns/cpu", node="n")],  # unplaceable: holds nothing
+    ],
+)
+def test_a_nodes_room_reads_the_gpu_indices_off_the_pods_that_hold_gpus(bound: list[Pod]) -> None:
+    for resources in ((res.CPU, res.MEMORY, res.GPU, res.GPU_MILLI), (res.CPU, res.GPU), (res.CPU,)):
+        expected = _room_of_every_pod(_GPU_NODE, bound, resources)
+        assert node_side.node_room(_GPU_NODE, bound, resources) == expected
+        index = {name: i for i, name in enumerate(resources)}
+        assert node_side.node_room(_GPU_NODE, bound, resources, index) == expected
