@@ -21,48 +21,19 @@ nothing from their next GPU.
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 import pytest
-from builders import gangs, node, queue, snapshot
-from test_gap_bound import ALLOCATE
-from trade_checks import assert_a_kept_trade, placed_on
+from slope_cluster import gang_index, qq_slope_trades, slope_cluster
+from trade_checks import assert_a_kept_trade
 
-from vcsat.solver.objectives.fairness import fair_ranks
-from vcsat.solver.problem import Problem, build_problem
-from vcsat.solver.search.exchange import _kept, _raisable, _Run
-from vcsat.solver.search.slope_trade import slope_trades
+from vcsat.solver.problem import Problem
+from vcsat.solver.search.exchange import _kept, _Run
 
 _levels = importlib.import_module("vcsat.solver.solve")._lexicographic
 
 
 def _problem(qa_small: bool, n0_in_pool: bool) -> Problem:
-    pool = {"pool": "q"}
-    nodes = [
-        node(f"n{i}", cpu="64", memory="512Gi", gpus=8, labels=pool if i == 1 or (i == 0 and n0_in_pool) else {})
-        for i in range(6)
-    ]
-    pods: list[Any] = []
-    groups: list[Any] = []
-    jobs: list[tuple[str, dict[str, Any]]] = [
-        ("frun", dict(queue="qf", node="n2", gpus=1, created=-100)),
-        *[(f"fheld{i}", dict(queue="qf", node=f"n{i}", gpus=8, created=-99)) for i in range(3, 6)],
-        ("abig", dict(queue="qa", priority=1000, gpus=8, created=1)),
-        ("qbig", dict(count=2, queue="qq", gpus=8, selector=pool, created=2)),
-        ("fsmall", dict(count=7, queue="qf", gpus=1, created=10)),
-    ]
-    if qa_small:
-        jobs.append(("asmall", dict(count=7, queue="qa", priority=1000, gpus=1, created=20)))
-    for prefix, kwargs in jobs:
-        p, g = gangs(prefix, cpu="1", **kwargs)
-        pods += p
-        groups += g
-    queues = [queue("qa", weight=1), queue("qq", weight=4), queue("qf", weight=8)]
-    return build_problem(snapshot(nodes=nodes, pods=pods, groups=groups, queues=queues), ALLOCATE)
-
-
-def _index(problem: Problem, key: str) -> int:
-    return next(gang.index for gang in problem.gangs if gang.key == key)
+    return slope_cluster({0, 1} if n0_in_pool else {1}, 8, {} if qa_small else None)
 
 
 # (qa waits with small gangs, n0 in qq's pool; per slope trade made, whether it takes qa's gang
@@ -75,18 +46,7 @@ def test_a_queue_the_tier_no_longer_rewards_gives_up_its_whole_nodes(
     qa_small: bool, n0_in_pool: bool, forms: list[bool], kept: bool
 ) -> None:
     problem = _problem(qa_small, n0_in_pool)
-    best = placed_on(problem, {"ns/abig-0": "n0", "ns/qbig-0": "n1", **{f"ns/fsmall-{j}": "n2" for j in range(7)}})
-    abig, waiting = _index(problem, "ns/abig-0"), _index(problem, "ns/qbig-1")
-    raisable = [
-        (tier, top, first)
-        for tier in fair_ranks(problem)
-        for queue_name, top, first, _largest in _raisable(problem, best, tier)
-        if queue_name == "qq"
-    ]
-    assert raisable
-    tier, top, first = raisable[0]
-    assert first == {waiting}
-    trades = slope_trades(problem, best, tier, "qq", top, first)
+    best, abig, waiting, trades = qq_slope_trades(problem)
     assert [abig in trade.drop for trade in trades] == forms
     assert all(trade.size == 8 and trade.first == {waiting} and trade.drop <= best.placed for trade in trades)
     assert len(trades) == 1 or trades[0].drop < trades[1].drop  # the second form takes out more
@@ -110,6 +70,7 @@ def test_a_queue_the_tier_no_longer_rewards_gives_up_its_whole_nodes(
             # the rest of n2.
             deserved = problem.deserved["qa"]["nvidia.com/gpu"]
             small = [
-                sum(_index(problem, f"ns/{kind}-{j}") in out.placed for j in range(7)) for kind in ("asmall", "fsmall")
+                sum(gang_index(problem, f"ns/{kind}-{j}") in out.placed for j in range(7))
+                for kind in ("asmall", "fsmall")
             ]
             assert abig not in out.placed and small == [deserved, 7 - deserved]

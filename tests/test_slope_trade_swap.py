@@ -20,17 +20,13 @@ little below its share (ten more 1-GPU gangs wait for n3), on a flatter piece th
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 import pytest
-from builders import gangs, node, queue, snapshot
-from test_gap_bound import ALLOCATE
-from trade_checks import assert_a_kept_trade, placed_on
+from slope_cluster import gang_index, qq_slope_trades, slope_cluster
+from trade_checks import assert_a_kept_trade
 
-from vcsat.solver.objectives.fairness import fair_ranks
-from vcsat.solver.problem import Problem, build_problem
-from vcsat.solver.search.exchange import _kept, _raisable, _Run
-from vcsat.solver.search.slope_trade import slope_trades
+from vcsat.solver.problem import Problem
+from vcsat.solver.search.exchange import _kept, _Run
 
 _levels = importlib.import_module("vcsat.solver.solve")._lexicographic
 
@@ -38,34 +34,9 @@ _levels = importlib.import_module("vcsat.solver.solve")._lexicographic
 def _problem(qa_small: str | None) -> Problem:
     """The cluster (module docstring); ``qa_small``: where ``qa``'s small gangs may go ("any", a
     node's name), or None for none."""
-    pool = {"pool": "q"}
-    nodes = [
-        node(f"n{i}", cpu="64", memory="512Gi", gpus=8, labels={**({"pool": "q"} if i < 2 else {}), "at": f"n{i}"})
-        for i in range(6)
-    ]
-    pods: list[Any] = []
-    groups: list[Any] = []
-    jobs: list[tuple[str, dict[str, Any]]] = [
-        ("frun", dict(queue="qf", node="n2", gpus=1, created=-100)),
-        *[(f"fheld{i}", dict(queue="qf", node=f"n{i}", gpus=8, created=-99)) for i in range(3, 6)],
-        ("abig", dict(queue="qa", priority=1000, gpus=8, created=1)),
-        ("qbig", dict(count=2, queue="qq", gpus=8, selector=pool, created=2)),
-        ("fsmall", dict(count=7, queue="qf", gpus=1, created=10)),
-        ("fmore", dict(count=10, queue="qf", gpus=1, selector={"at": "n3"}, created=30)),
-    ]
-    if qa_small is not None:
-        where = {} if qa_small == "any" else {"selector": {"at": qa_small}}
-        jobs.append(("asmall", dict(count=7, queue="qa", priority=1000, gpus=1, created=20, **where)))
-    for prefix, kwargs in jobs:
-        p, g = gangs(prefix, cpu="1", **kwargs)
-        pods += p
-        groups += g
-    queues = [queue("qa", weight=1), queue("qq", weight=4), queue("qf", weight=12)]
-    return build_problem(snapshot(nodes=nodes, pods=pods, groups=groups, queues=queues), ALLOCATE)
-
-
-def _index(problem: Problem, key: str) -> int:
-    return next(gang.index for gang in problem.gangs if gang.key == key)
+    where = None if qa_small is None else {} if qa_small == "any" else {"selector": {"at": qa_small}}
+    fmore = ("fmore", dict(count=10, queue="qf", gpus=1, selector={"at": "n3"}, created=30))
+    return slope_cluster({0, 1}, 12, where, [fmore], named=True)
 
 
 # (where qa's small gangs may go; whether a third form is made; whether it is kept)
@@ -77,19 +48,9 @@ def test_an_unrewarded_queue_swaps_its_whole_nodes_for_its_small_work(
     qa_small: str | None, made: bool, kept: bool
 ) -> None:
     problem = _problem(qa_small)
-    best = placed_on(problem, {"ns/abig-0": "n0", "ns/qbig-0": "n1", **{f"ns/fsmall-{j}": "n2" for j in range(7)}})
-    abig, waiting = _index(problem, "ns/abig-0"), _index(problem, "ns/qbig-1")
-    fsmall = {_index(problem, f"ns/fsmall-{j}") for j in range(7)}
-    raisable = [
-        (tier, top, first)
-        for tier in fair_ranks(problem)
-        for queue_name, top, first, _largest in _raisable(problem, best, tier)
-        if queue_name == "qq"
-    ]
-    assert raisable
-    tier, top, first = raisable[0]
-    assert first == {waiting}
-    thirds = [trade for trade in slope_trades(problem, best, tier, "qq", top, first) if trade.swap]
+    best, abig, waiting, trades = qq_slope_trades(problem)
+    fsmall = {gang_index(problem, f"ns/fsmall-{j}") for j in range(7)}
+    thirds = [trade for trade in trades if trade.swap]
     assert len(thirds) == made
     if not made:
         return
@@ -107,6 +68,6 @@ def test_an_unrewarded_queue_swaps_its_whole_nodes_for_its_small_work(
         # qa is back at its share with its small gangs in the room qf's held on n2.
         deserved = problem.deserved["qa"]["nvidia.com/gpu"]
         small = [
-            sum(_index(problem, f"ns/{kind}-{j}") in out.placed for j in range(7)) for kind in ("asmall", "fsmall")
+            sum(gang_index(problem, f"ns/{kind}-{j}") in out.placed for j in range(7)) for kind in ("asmall", "fsmall")
         ]
         assert small == [deserved, 7 - deserved]
