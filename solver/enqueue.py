@@ -78,11 +78,11 @@ from typing import Any, NamedTuple
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
+from vcsat.model.queue_rule import queue_in
 from vcsat.solver import admission_commitments, admission_groups, admission_ours, admission_walk, cycle, pod_sums
 from vcsat.solver.admission_room import FreeRoom as _FreeRoom
 from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
 from vcsat.solver.admission_static import Placeable as _Placeable
-from vcsat.solver.pod_queue import queue_in
 from vcsat.solver.shares.deserved import FAIR_EXCLUDED, QueueShare, QueueTree, fair_shares
 
 PENDING_PHASES = frozenset({"", "Pending"})

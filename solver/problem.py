@@ -25,9 +25,9 @@ from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
+from vcsat.model.queue_rule import queue_in
 from vcsat.solver import admission_memo, cycle, node_side
 from vcsat.solver.node_fits import NodeFits
-from vcsat.solver.pod_queue import queue_in
 from vcsat.solver.rules import predicates, volumes
 from vcsat.solver.rules import spread as spread_rules
 from vcsat.solver.rules.attach import SharedAttach, shared_attach
@@ -656,6 +656,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
 
     lineage = _lineages(snapshot)
     queue_room: dict[str, dict[str, int]] = {}
+    podgroups = snapshot.podgroup_by_key
     for queue in snapshot.queues:
         if queue.capability is None:
             continue
@@ -663,7 +664,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         used = res.total(
             pod.requests
             for pod in snapshot.pods
-            if pod.bound and (q := snapshot.queue_of(pod)) is not None and queue.name in lineage.get(q, (q,))
+            if pod.bound and (q := queue_in(pod, podgroups)) is not None and queue.name in lineage.get(q, (q,))
         )
         queue_room[queue.name] = {name: cap - used.get(name, 0) for name, cap in queue.capability.items()}
 

@@ -49,6 +49,7 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
+from vcsat.model.queue_rule import queue_in
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.rules.predicates import PREDICATE_CODES, CompiledKey, compiled, eligibility_key
 from vcsat.solver.validator import volumes as check_volumes
@@ -501,9 +502,10 @@ class _Checker:
             return
         capped = {name for name in new_by_queue if (self._queue(name) or Queue(name=name)).capability is not None}
         used: dict[str, list[Pod]] = defaultdict(list)
+        groups = self.snapshot.podgroup_by_key
         for pod in self.snapshot.pods if capped else ():
             if pod.bound and pod.key not in self.victims:
-                name = self.snapshot.queue_of(pod)
+                name = queue_in(pod, groups)
                 if name in capped:
                     used[name].append(pod)
         for name, new in sorted(new_by_queue.items()):
