@@ -143,13 +143,15 @@ def check(snapshot: Snapshot, decision: Decision, policy: Policy = _DEFAULT_POLI
 
 def gang_key(pod: Pod) -> str:
     """What a pod is placed with: its PodGroup, or itself (a gang of one)."""
-    return pod.group if pod.group is not None else pod.key
+    group = pod.group
+    return group if group is not None else pod.key
 
 
 def gpu_count(pod: Pod) -> int:
     """How many device indices the pod's decision lists: its whole GPUs, or one for a share."""
-    if pod.gpus > 0:
-        return pod.gpus
+    gpus = pod.gpus
+    if gpus > 0:
+        return gpus
     return 1 if pod.gpu_milli > 0 else 0
 
 
@@ -588,7 +590,8 @@ class _Checker:
     # --- podgroup outcomes --------------------------------------------------------------------
 
     def _podgroups(self) -> None:
-        expected = {pod.key if pod.group is None else pod.group for pod in self.snapshot.pods if pod.pending}
+        # Each pod's group read once (a model field: docs/compiled-build.md).
+        expected = {pod.key if (group := pod.group) is None else group for pod in self.snapshot.pods if pod.pending}
         placed = {p.gang for p in self.placements}
         nominated = {p.gang for p in self.placements if p.kind == "nomination"}
         keys = [outcome.podgroup for outcome in self.decision.podgroups]
