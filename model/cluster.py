@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Final, Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from vcsat.model import resources as res
 from vcsat.model.derived import derived
+from vcsat.model.queue_rule import DEFAULT_QUEUE as DEFAULT_QUEUE  # the model's name for it, as before
+from vcsat.model.queue_rule import queue_in
 from vcsat.model.selectors import LabelSelector
 from vcsat.model.spread import TopologySpreadConstraint
 
@@ -317,8 +319,6 @@ class HyperNode(Frozen):
     members: tuple[HyperNodeMember, ...] = ()
 
 
-DEFAULT_QUEUE: Final = "default"
-
 # The storage and disruption types build on Frozen and NodeSelectorTerm above.
 from vcsat.model.disruption import PodDisruptionBudget  # noqa: E402
 from vcsat.model.storage import (  # noqa: E402
@@ -403,12 +403,7 @@ class Snapshot(Frozen):
         """The queue a pod's room counts against: its PodGroup's queue; for a pod of ours without a
         PodGroup its ``scheduling.volcano.sh/queue-name`` annotation, else ``default``; None for
         pods of other schedulers, which belong to no queue."""
-        if not pod.managed:
-            return None
-        if pod.group is not None:
-            group = self.podgroup_by_key.get(pod.group)
-            return group.queue if group is not None else None
-        return pod.queue_name or DEFAULT_QUEUE
+        return queue_in(pod, self.podgroup_by_key)
 
     @cached_property
     def claim_by_key(self) -> dict[str, PersistentVolumeClaim]:

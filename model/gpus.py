@@ -47,16 +47,23 @@ def gpu_holdings(gpus: int, bound: Iterable[Pod]) -> GpuHoldings:
     out = GpuHoldings()
     unannotated: list[Pod] = []
     for pod in bound:
-        if pod.gpus == 0 and pod.gpu_milli == 0:
-            continue
-        if pod.gpu_ids is None:
+        # Each model field read once: callers pass every bound pod of a node, and compiled code
+        # pays a generic lookup per read (docs/compiled-build.md).
+        whole = pod.gpus
+        milli = 0
+        if whole == 0:
+            milli = pod.gpu_milli
+            if milli == 0:
+                continue
+        ids = pod.gpu_ids
+        if ids is None:
             unannotated.append(pod)
-        elif pod.gpus == 0:
-            index = pod.gpu_ids[0]
+        elif whole == 0:
+            index = ids[0]
             out.share[pod.key] = index
-            out.share_milli[index] = out.share_milli.get(index, 0) + pod.gpu_milli
+            out.share_milli[index] = out.share_milli.get(index, 0) + milli
         else:
-            out.whole[pod.key] = tuple(pod.gpu_ids)
+            out.whole[pod.key] = tuple(ids)
     for pod in sorted(unannotated, key=lambda p: (p.created, p.key)):
         held = out.whole_held
         if pod.gpus > 0:

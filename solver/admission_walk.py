@@ -76,11 +76,12 @@ def walk(
         bound = 0
         holding: list[res.Resources] = []
         for pod in pods:
-            if pod.managed:
+            pod_managed = pod.managed  # a model field: read once (docs/compiled-build.md)
+            if pod_managed:
                 managed = True
             if pod.bound:
                 bound += 1
-                if pod.managed:
+                if pod_managed:
                     holding.append(pod.requests)
         is_ours = managed if pods else (group.scheduler_name or default_scheduler) == scheduler_name
         if is_ours:

@@ -78,11 +78,11 @@ from typing import Any, NamedTuple
 from vcsat.model import Pod, PodGroup, Policy, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.conformance import protection
+from vcsat.model.queue_rule import queue_in
 from vcsat.solver import admission_commitments, admission_groups, admission_ours, admission_walk, cycle, pod_sums
 from vcsat.solver.admission_room import FreeRoom as _FreeRoom
 from vcsat.solver.admission_room import bits as _bits  # noqa: F401  (tests read it here)
 from vcsat.solver.admission_static import Placeable as _Placeable
-from vcsat.solver.pod_queue import queue_in
 from vcsat.solver.shares.deserved import FAIR_EXCLUDED, QueueShare, QueueTree, fair_shares
 
 PENDING_PHASES = frozenset({"", "Pending"})
@@ -346,11 +346,11 @@ def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
     Pods held by scheduling gates or resource claims are not counted (Volcano's
     ``DeductSchGatedResources``): they take no room until released.
     """
-    if group.min_resources:
+    minimum = group.min_resources
+    if minimum:
         # Volcano deducts what gated pods ask from minResources: they cannot use the room yet.
         gating = [p.requests for p in pods if p.held and not p.bound and not p.finished]
         if not gating:  # the usual case: minResources as they are, made once per minResources dict
-            minimum = group.min_resources
             found = _NEEDS.get(id(minimum))
             if found is None or found[0] is not minimum:
                 if len(_NEEDS) >= _NEEDS_KEPT:
@@ -359,7 +359,7 @@ def group_need(group: PodGroup, pods: Sequence[Pod]) -> dict[str, int]:
                 found = _NEEDS[id(minimum)] = (minimum, made)
             return found[1]
         gated = res.total(gating)
-        return {r: max(0, amount - gated.get(r, 0)) for r, amount in _without_shares(group.min_resources).items()}
+        return {r: max(0, amount - gated.get(r, 0)) for r, amount in _without_shares(minimum).items()}
     return _without_shares(res.total(p.requests for p in gang_pods(group, pods) if not p.held))
 
 
@@ -684,9 +684,10 @@ class _State:
                 if queue is None:
                     continue
                 requests = pod.requests
-                entry = counted.get((queue, pod.priority, id(requests)))
+                at_key = (queue, pod.priority, id(requests))
+                entry = counted.get(at_key)
                 if entry is None:
-                    counted[(queue, pod.priority, id(requests))] = [requests, 1]
+                    counted[at_key] = [requests, 1]
                 else:
                     entry[1] += 1
             for (queue, priority, _), (requests, count) in counted.items():
@@ -742,9 +743,10 @@ class _State:
         return True
 
     def _unbound_gang(self, group: PodGroup) -> list[Pod] | None:
-        if group.key in self.unbound:
-            return self.unbound[group.key]
-        pods = self.snapshot.pods_of_group.get(group.key, ())
+        key = group.key
+        if key in self.unbound:
+            return self.unbound[key]
+        pods = self.snapshot.pods_of_group.get(key, ())
         gang: list[Pod] | None
         if len(pods) == 1:
             # Most groups have one pod: the general walk below, without its sorts and counts.
@@ -759,7 +761,7 @@ class _State:
             gang = None  # its pods are not all created yet: where they would go is unknown
         else:
             gang = [p for p in gang_pods(group, pods) if not p.bound]
-        self.unbound[group.key] = gang
+        self.unbound[key] = gang
         return gang
 
     def fits_idle_room(self, group: PodGroup) -> str | None:

@@ -39,9 +39,9 @@ from typing import Any
 from vcsat.model import Pod, Snapshot
 from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE
+from vcsat.model.queue_rule import queue_in
 from vcsat.solver import changes
 from vcsat.solver.ledger import Ledger
-from vcsat.solver.pod_queue import queue_in
 
 _Own = tuple[str, str, bool]
 """A pod's bucket by ownership: ("group", group key, bound) or ("queue", queue name, bound)."""

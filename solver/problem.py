@@ -25,9 +25,9 @@ from vcsat.model.cluster import DEFAULT_QUEUE
 from vcsat.model.gpu_topology import GpuTopology, gpu_topology, uniform_topology
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
+from vcsat.model.queue_rule import queue_in
 from vcsat.solver import admission_memo, cycle, node_side
 from vcsat.solver.node_fits import NodeFits
-from vcsat.solver.pod_queue import queue_in
 from vcsat.solver.rules import predicates, volumes
 from vcsat.solver.rules import spread as spread_rules
 from vcsat.solver.rules.attach import SharedAttach, shared_attach
@@ -460,16 +460,20 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     by_gang: dict[str, list[Pod]] = {}
     first_created: dict[str, float] = {}
     """Per gang, its pods' earliest creation (what gangs are ordered by), kept while grouping."""
+    # Model fields are read once each here (docs/compiled-build.md: each read is a generic lookup).
+    by_group = policy.gang
     for pod in pending:
-        key = pod.group if (pod.group is not None and policy.gang) else pod.key
+        group_key = pod.group
+        key = group_key if (group_key is not None and by_group) else pod.key
+        created = pod.created
         members = by_gang.get(key)
         if members is None:
             by_gang[key] = [pod]
-            first_created[key] = pod.created
+            first_created[key] = created
         else:
             members.append(pod)
-            if pod.created < first_created[key]:
-                first_created[key] = pod.created
+            if created < first_created[key]:
+                first_created[key] = created
 
     gangs: list[Gang] = []
     classes: list[PodClass] = []
@@ -508,8 +512,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 held.append(pod)
             else:
                 pods.append(pod)
-            if missing_group is None and pod.group is not None and pod.group not in group_by_key:
-                missing_group = pod.group
+            if missing_group is None and (group_key := pod.group) is not None and group_key not in group_by_key:
+                missing_group = group_key
         group = group_by_key.get(key) if policy.gang else None
         # A lone pod's queue is its annotation's; with gang scheduling off a pod of a PodGroup is
         # placed on its own, in its group's queue.
@@ -656,6 +660,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
 
     lineage = _lineages(snapshot)
     queue_room: dict[str, dict[str, int]] = {}
+    podgroups = snapshot.podgroup_by_key
     for queue in snapshot.queues:
         if queue.capability is None:
             continue
@@ -663,7 +668,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         used = res.total(
             pod.requests
             for pod in snapshot.pods
-            if pod.bound and (q := snapshot.queue_of(pod)) is not None and queue.name in lineage.get(q, (q,))
+            if pod.bound and (q := queue_in(pod, podgroups)) is not None and queue.name in lineage.get(q, (q,))
         )
         queue_room[queue.name] = {name: cap - used.get(name, 0) for name, cap in queue.capability.items()}
 

@@ -1,7 +1,7 @@
-"""The queue a pod counts against, as the compiled loops find it (``solver/pod_queue.py``): the
-model's rule (``Snapshot.queue_of``) for every kind of pod, and admission's choice of the next queue
-by cross-multiplied served fractions (``enqueue._next_queue``) the choice of ``min`` over the
-Fraction tuples."""
+"""The queue a pod counts against (``model/queue_rule.py``, the one rule that the model's
+``Snapshot.queue_of`` and the solver's pod loops both call) for every kind of pod, and admission's
+choice of the next queue by cross-multiplied served fractions (``enqueue._next_queue``) against the
+choice of ``min`` over the Fraction tuples."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vcsat.model import Pod
+from vcsat.model.queue_rule import queue_in
 from vcsat.solver.enqueue import _next_queue
-from vcsat.solver.pod_queue import queue_in
 
 _SNAPSHOT = b.snapshot(
     pods=[

@@ -49,6 +49,7 @@ from vcsat.model import resources as res
 from vcsat.model.cluster import DEFAULT_QUEUE, PodGroup, Queue
 from vcsat.model.conformance import protection as victim_protection
 from vcsat.model.gpus import gpu_holdings
+from vcsat.model.queue_rule import queue_in
 from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.rules.predicates import PREDICATE_CODES, CompiledKey, compiled, eligibility_key
 from vcsat.solver.validator import volumes as check_volumes
@@ -142,13 +143,15 @@ def check(snapshot: Snapshot, decision: Decision, policy: Policy = _DEFAULT_POLI
 
 def gang_key(pod: Pod) -> str:
     """What a pod is placed with: its PodGroup, or itself (a gang of one)."""
-    return pod.group if pod.group is not None else pod.key
+    group = pod.group
+    return group if group is not None else pod.key
 
 
 def gpu_count(pod: Pod) -> int:
     """How many device indices the pod's decision lists: its whole GPUs, or one for a share."""
-    if pod.gpus > 0:
-        return pod.gpus
+    gpus = pod.gpus
+    if gpus > 0:
+        return gpus
     return 1 if pod.gpu_milli > 0 else 0
 
 
@@ -501,9 +504,10 @@ class _Checker:
             return
         capped = {name for name in new_by_queue if (self._queue(name) or Queue(name=name)).capability is not None}
         used: dict[str, list[Pod]] = defaultdict(list)
+        groups = self.snapshot.podgroup_by_key
         for pod in self.snapshot.pods if capped else ():
             if pod.bound and pod.key not in self.victims:
-                name = self.snapshot.queue_of(pod)
+                name = queue_in(pod, groups)
                 if name in capped:
                     used[name].append(pod)
         for name, new in sorted(new_by_queue.items()):
@@ -586,7 +590,8 @@ class _Checker:
     # --- podgroup outcomes --------------------------------------------------------------------
 
     def _podgroups(self) -> None:
-        expected = {pod.key if pod.group is None else pod.group for pod in self.snapshot.pods if pod.pending}
+        # Each pod's group read once (a model field: docs/compiled-build.md).
+        expected = {pod.key if (group := pod.group) is None else group for pod in self.snapshot.pods if pod.pending}
         placed = {p.gang for p in self.placements}
         nominated = {p.gang for p in self.placements if p.kind == "nomination"}
         keys = [outcome.podgroup for outcome in self.decision.podgroups]
