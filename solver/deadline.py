@@ -69,9 +69,6 @@ THIRD_FILL = "third_fill"
 WHOLE_FILL = "whole_fill"
 """The greedy's fill keeping wholly free nodes whole (:func:`vcsat.solver.greedy.greedy_keeping_whole`),
 asked after the third."""
-WHOLE_REPAIR = "whole_repair"
-"""The repair of the first fill's decision keeping wholly free nodes whole
-(:func:`vcsat.solver.search.whole_repair.repair_whole`), asked where the second fill is refused."""
 EXCHANGE = "exchange"
 """The exchange's trades of each queue's own gangs (:mod:`vcsat.solver.search.exchange`)."""
 EXCHANGE_ACROSS = "exchange_across"
@@ -92,7 +89,6 @@ STEPS = (
     SECOND_FILL,
     THIRD_FILL,
     WHOLE_FILL,
-    WHOLE_REPAIR,
     SEARCH,
     TOP_UP,
     NEIGHBOURHOOD,
@@ -117,10 +113,6 @@ few runs at load 2-5 where the two short timings drift apart (benchmarks/fill_ra
 benchmarks/RESULTS.md, session 37). A prediction above what the fill costs skips it where it fits:
 on 1 s cycles at 1,000 nodes about a third of those that skipped it at 1.3 times the first had
 0.08-0.19 s left at its question, about the first greedy's time."""
-REPAIR_PER_GREEDY = 0.5
-"""The repair of the first fill (:data:`WHOLE_REPAIR`) costs at most this many times the first
-greedy's CPU time: it re-places a few gangs and walks the gangs left waiting once, in a room made
-at once from the decision's slots, sharing the first fill's memos of the problem."""
 FILL_PER_NODE = 6e-4
 """CPU seconds per node of a greedy fill, when the first greedy ran before this solve (prepared)."""
 BUILD_PER_SLOT = 3e-6
@@ -262,13 +254,6 @@ class WallPlan:
         if self.greedy_cpu is not None:
             return SECOND_FILL_PER_GREEDY * self.greedy_cpu
         return self.fill_cost()
-
-    def repair_cost(self) -> float:
-        """Predicted CPU seconds of the repair of the first fill (:data:`REPAIR_PER_GREEDY` times the
-        first greedy's, :meth:`fill_cost` times it without one)."""
-        if self.greedy_cpu is not None:
-            return REPAIR_PER_GREEDY * self.greedy_cpu
-        return REPAIR_PER_GREEDY * self.fill_cost()
 
     def exchange_cost(self, trades: int) -> float:
         """Predicted CPU seconds of ``trades`` exchange trades (:data:`TRADE_SECONDS` and

@@ -47,7 +47,6 @@ from vcsat.solver.deadline import (
     THIRD_FILL,
     TOP_UP,
     WHOLE_FILL,
-    WHOLE_REPAIR,
     WallPlan,
 )
 from vcsat.solver.explain import outcomes
@@ -73,7 +72,6 @@ from vcsat.solver.search.neighbourhood import improve
 from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.search.stop import skip_search, within_tolerance
 from vcsat.solver.search.top_up import top_up
-from vcsat.solver.search.whole_repair import repair_whole
 from vcsat.solver.shares.deserved import queue_usage
 from vcsat.solver.sure import Prepared
 
@@ -162,25 +160,14 @@ def warm_start(problem: Problem, first: Assignment, plan: WallPlan | None = None
     (:func:`vcsat.solver.greedy.greedy_keeping_whole`), kept aside instead of the third's where it
     ranks higher than both (on a tie, the third's): it places a queue's whole-node pods that the
     small multi-pod gangs of earlier levels leave no node for, which no order within one level
-    does.
-
-    Where the ``plan`` has no time for the second fill (a loaded short cycle, which then reaches
-    none of the later fills either), the repair of the first fill's decision that keeps the wholly
-    free nodes whole (:func:`vcsat.solver.search.whole_repair.repair_whole`, a fraction of a fill)
-    where the plan has time for it, kept aside as the third fill's is where it ranks higher."""
+    does."""
     start = _warm_start(problem, first)
     policy = problem.policy
     if not policy.search or within_tolerance(sum(start.values.values()), start.bound, policy.relative_gap):
         return start
-    levels = (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))
     if plan is not None and not plan.allows(SECOND_FILL, plan.second_fill_cost()):
-        if not plan.allows(WHOLE_REPAIR, plan.repair_cost()):
-            return start
-        # No time for another fill: the cheap repair of this one, kept aside as the third fill is.
-        repaired = repair_whole(problem, start.hint)
-        if repaired is None or _lexicographic(problem, repaired) <= levels:
-            return start
-        return replace(start, aside=repaired)
+        return start
+    levels = (*(start.fair[tier] for tier in sorted(start.fair)), *_ranked(start.values))
     other = greedy_by_gain(problem)
     if other is not None:
         other_levels = _lexicographic(problem, other)
