@@ -461,10 +461,10 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
     first_created: dict[str, float] = {}
     """Per gang, its pods' earliest creation (what gangs are ordered by), kept while grouping."""
     # Model fields are read once each here (docs/compiled-build.md: each read is a generic lookup).
-    by_group = policy.gang
+    gang_scheduling = policy.gang
     for pod in pending:
         group_key = pod.group
-        key = group_key if (group_key is not None and by_group) else pod.key
+        key = group_key if (group_key is not None and gang_scheduling) else pod.key
         created = pod.created
         members = by_gang.get(key)
         if members is None:
@@ -512,9 +512,9 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                 held.append(pod)
             else:
                 pods.append(pod)
-            if missing_group is None and (group_key := pod.group) is not None and group_key not in group_by_key:
-                missing_group = group_key
-        group = group_by_key.get(key) if policy.gang else None
+            if missing_group is None and (named := pod.group) is not None and named not in group_by_key:
+                missing_group = named
+        group = group_by_key.get(key) if gang_scheduling else None
         # A lone pod's queue is its annotation's; with gang scheduling off a pod of a PodGroup is
         # placed on its own, in its group's queue.
         if every[0].group is None:
