@@ -404,12 +404,15 @@ def _solve(
         assignment, status = result.assignment, ("OPTIMAL" if result.optimal else "FEASIBLE")
     else:
         assignment, status = hint, "FALLBACK"
-    now = bindings(problem, assignment, assignment.shape_slots)
-    if assignment is not hint and problem.spread and spread_broken(problem, now):
-        # The decode or the repair moved or dropped a pod the spread counts read: the greedy
-        # decision keeps every constraint by construction.
-        assignment, status = hint, "FALLBACK"
+    # The decision's pods on their nodes, decoded once, for the decision the cycle ends with
+    # (None until then): a decision the exchange or a kept-aside fill replaces is never decoded.
+    now: list[Binding] | None = None
+    if assignment is not hint and problem.spread:
         now = bindings(problem, assignment, assignment.shape_slots)
+        if spread_broken(problem, now):
+            # The decode or the repair moved or dropped a pod the spread counts read: the greedy
+            # decision keeps every constraint by construction.
+            assignment, status, now = hint, "FALLBACK", None
     bounded = _bound(problem, assignment, start, result.bounds)
     values, bound = bounded.values, bounded.bound
     objective = sum(values.values())
@@ -463,8 +466,8 @@ def _solve(
     aside = _higher_aside(problem, start, assignment)
     if aside is not None:
         assignment, status, restate = aside, "FALLBACK", True
-    if restate:  # the exchange's decision or the third fill's stands: its bindings and bound, once
-        now = bindings(problem, assignment, assignment.shape_slots)
+    if restate:  # the exchange's decision or the third fill's stands: its bound, once
+        now = None
         bounded = _bound(problem, assignment, start, {})
         values, bound = bounded.values, bounded.bound
         objective = sum(values.values())
@@ -474,6 +477,8 @@ def _solve(
         status = "OPTIMAL"  # nothing to search: the greedy decision is the whole answer
     if status != "OPTIMAL" and policy.search and within_tolerance(objective, bound, policy.relative_gap):
         status = "WITHIN_GAP"  # proven within the tolerance, where the search stops or never starts
+    if now is None:
+        now = bindings(problem, assignment, assignment.shape_slots)
     levels = _levels(problem, bounded, optimal=status == "OPTIMAL")
     podgroups = outcomes(problem, assignment)
     nominations: list[Nomination] = []
