@@ -293,26 +293,25 @@ def _start_kwok(plane: ControlPlane, bin_dir: Path) -> _Proc:
     # does not make it, a fresh one gets the rest; the first one's log stays beside the second's
     # and its tail is part of the error when both fail.
     first_deadline = time.monotonic() + (deadline - time.monotonic()) / 2
-    first = _spawn("kwok", argv, workdir / "kwok.log", env=env)
     try:
-        _wait_for_kwok_canary(plane, first, first_deadline)
-        return first
+        return _spawn_ready_kwok(plane, argv, env, workdir / "kwok.log", first_deadline)
     except ControlPlaneError as first_error:
-        first.stop()
         first_failure = str(first_error)
-    except BaseException:
-        first.stop()
-        raise
-    second = _spawn("kwok", argv, workdir / "kwok-second.log", env=env)
     try:
-        _wait_for_kwok_canary(plane, second, deadline)
+        return _spawn_ready_kwok(plane, argv, env, workdir / "kwok-second.log", deadline)
     except ControlPlaneError as second_error:
-        second.stop()
         raise ControlPlaneError(f"{second_error}\n--- the first kwok, stopped ---\n{first_failure}") from None
+
+
+def _spawn_ready_kwok(plane: ControlPlane, argv: list[str], env: dict[str, str], log: Path, deadline: float) -> _Proc:
+    """A kwok that has made its canary node Ready by ``deadline``; stopped again if it has not."""
+    proc = _spawn("kwok", argv, log, env=env)
+    try:
+        _wait_for_kwok_canary(plane, proc, deadline)
     except BaseException:
-        second.stop()
+        proc.stop()
         raise
-    return second
+    return proc
 
 
 def _install_stages(plane: ControlPlane, bin_dir: Path, deadline: float) -> None:
