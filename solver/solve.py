@@ -361,6 +361,7 @@ def _solve(
     )
     if prepared is not None:
         first = prepared.hint
+        plan.greedy_cpu = prepared.greedy_cpu
     else:
         greedy_started = time.process_time()
         first = greedy(problem)

@@ -7,7 +7,10 @@ handed the prepared problem decides as one that builds its own.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
+from typing import Any
 
 import pytest
 from builders import gangs, node, pod, snapshot
@@ -94,6 +97,37 @@ def test_incomplete_gang_is_never_bound_by_a_sure_decision() -> None:
 def test_prepared_for_another_snapshot_is_refused() -> None:
     with pytest.raises(ValueError, match="another snapshot"):
         solve(_too_many(), Policy(), prepared=prepare(_fits_all(), Policy()))
+
+
+@pytest.mark.parametrize(
+    ("greedy_cpu", "planned"),
+    [
+        (0.25, 0.25),  # measured by prepare: the later fills are predicted from it
+        (3.0, 3.0),
+        (None, None),  # not measured: the plan falls back on the node count
+    ],
+)
+def test_a_full_solve_handed_a_prepared_greedy_plans_its_fills_from_its_cpu(
+    greedy_cpu: float | None, planned: float | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    solve_module = sys.modules["vcsat.solver.solve"]
+    seen: list[float | None] = []
+
+    def spy(problem: Any, first: Any, plan: Any = None) -> Any:
+        seen.append(plan.greedy_cpu)
+        return real(problem, first, plan)
+
+    real = solve_module.warm_start
+    monkeypatch.setattr(solve_module, "warm_start", spy)
+    snap, policy = _too_many(), Policy()
+    prepared = dataclasses.replace(prepare(snap, policy), greedy_cpu=greedy_cpu)
+    solve(snap, policy, prepared=prepared)
+    assert seen == [planned]
+
+
+def test_prepare_measures_the_greedy() -> None:
+    prepared = prepare(_too_many(), Policy())
+    assert prepared.greedy_cpu is not None and prepared.greedy_cpu >= 0.0
 
 
 def _without_timing(decision: Decision) -> str:
