@@ -27,6 +27,7 @@ from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.model.hypernodes import DomainTree, resolve_hypernodes
 from vcsat.model.queue_rule import queue_in
 from vcsat.solver import admission_memo, cycle, node_side
+from vcsat.solver.no_node import NoNodeCounts
 from vcsat.solver.node_fits import NodeFits
 from vcsat.solver.rules import predicates, volumes
 from vcsat.solver.rules import spread as spread_rules
@@ -634,6 +635,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         _set_needs(gang, snapshot, every if group is None else pods)
 
     admissions = admission_memo.admissions(snapshot, policy, overcommit=policy.overcommit)
+    no_node = NoNodeCounts(nodes)  # the reasons of the gangs no node takes now, counted once per kind
     for gang in gangs:
         admission = admissions.get(gang.key) if gang.group is not None else None
         if admission is not None and not admission.admitted:
@@ -645,7 +647,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         reason = (
             _group_missing(gang)
             or _queue_missing(gang, snapshot)
-            or _prefilter(gang, snapshot, classes, shapes, nodes, iso)
+            or _prefilter(gang, snapshot, classes, shapes, nodes, iso, no_node)
         )
         if gang.held and (reason.reason == "GangUnsatisfied" if reason is not None else not gang.classes):
             reason = _held_reason(gang)
@@ -1030,6 +1032,7 @@ def _prefilter(
     shapes: list[Shape],
     nodes: tuple[Node, ...],
     iso: Isolation,
+    no_node: NoNodeCounts,
 ) -> Blocked | None:
     """Reasons that hold whatever else is placed: the typed outcome before any search."""
     my_classes = [classes[c] for c in gang.classes]
@@ -1069,46 +1072,12 @@ def _prefilter(
         if gang.need == 0 and not gang.task_need:
             continue  # optional pods only; others of the gang may still go
         pod = pod_class.pods[0]
-        key = predicates.compiled(shape.eligibility)
-        isolated = shape.isolated is not None
-        # Asked once: each call merges every family's refusals anew.
-        refused = iso.refused(pod) if isolated else {}
-        could_ever = any(
-            key.failure(node) is None and res.fits(_without_share(pod.requests), node.allocatable) and i not in refused
-            for i, node in enumerate(nodes)
-        )
+        # The rules between pods refuse nodes to an isolated shape's pod in particular.
+        refused = iso.refused(pod) if shape.isolated is not None else None
+        could_ever, counts = no_node.why(shape.eligibility, _without_share(pod.requests), refused)
         code = "InsufficientResources" if could_ever else "Unschedulable"
-        return Blocked(gang.index, code, _why_no_node(pod, nodes, key, iso if isolated else None))
+        return Blocked(gang.index, code, f"pod {pod.key}: 0/{len(nodes)} nodes available: {counts}")
     return None
-
-
-def _why_no_node(pod: Pod, nodes: tuple[Node, ...], key: predicates.CompiledKey, iso: Isolation | None = None) -> str:
-    """Kubernetes-style count of why each node refuses the pod ("0/5 nodes: ...")."""
-    counts: dict[str, int] = {}
-    example: dict[str, str] = {}
-    too_small = 0
-    between: dict[str, int] = {}
-    for i, node in enumerate(nodes):
-        failure = key.failure(node)
-        if failure is not None:
-            counts[failure.code] = counts.get(failure.code, 0) + 1
-            example.setdefault(failure.code, failure.message)
-            continue
-        why = iso.failure(pod, i) if iso is not None else None
-        if why is not None:
-            between[why] = between.get(why, 0) + 1
-            continue
-        if not res.fits(_without_share(pod.requests), node.allocatable):
-            too_small += 1
-            continue
-        counts["InsufficientFree"] = counts.get("InsufficientFree", 0) + 1
-    parts = [f"{count} {code} ({example[code]})" for code, count in sorted(counts.items()) if code in example]
-    parts += [f"{count} {why}" for why, count in sorted(between.items())]
-    if too_small:
-        parts.append(f"{too_small} too small for {res.format_vector(_without_share(pod.requests))}")
-    if "InsufficientFree" in counts:
-        parts.append(f"{counts['InsufficientFree']} without {res.format_vector(_without_share(pod.requests))} free now")
-    return f"pod {pod.key}: 0/{len(nodes)} nodes available: " + "; ".join(parts)
 
 
 def _without_share(request: res.Resources) -> dict[str, int]:

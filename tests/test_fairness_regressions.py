@@ -271,7 +271,7 @@ def test_every_waiting_message_names_the_resource_and_amounts(policy: Policy, ca
     - outranked-by-priority: "it fits on its own, but the room went to 1 gangs of higher priority
       (objective level: placed work at priority above 1)": no amounts;
     - insufficient-resources: "pod ns/new-0-0: 0/1 nodes available: 1 without that much free now"
-      (solver/problem.py ``_why_no_node``): no amounts.
+      (solver/no_node.py): no amounts.
     """
     build, key, words = EXPLAINED[case]
     snap = build()

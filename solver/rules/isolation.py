@@ -76,14 +76,6 @@ class Isolation:
             out.update(interaction.refused(pod))
         return out
 
-    def failure(self, pod: Pod, node: int) -> str | None:
-        """The first family's reason to refuse the node for the pod (bound pods only), or None."""
-        for interaction in self.interactions:
-            why = interaction.refused(pod).get(node)
-            if why is not None:
-                return why
-        return None
-
 
 def interactions() -> list[InteractionFactory]:
     """The rule families between pods, in the order their failures are reported (imported here,
