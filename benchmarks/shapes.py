@@ -120,6 +120,11 @@ SHAPES: dict[str, Shape] = {
             ),
             (_no_hypernodes,),
         ),
+        Shape(
+            "saturated",
+            "three queues 4, 2, 1, 97% busy, HyperNodes: little free room, in pieces over many nodes",
+            GeneratorOptions(busy_gpu_fraction=0.97),
+        ),
     )
 }
 
