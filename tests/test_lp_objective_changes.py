@@ -59,24 +59,23 @@ def _maximise_every(self: Any, priority: int) -> int:
     return min(everything, math.floor(value + bound.TOLERANCE * (1.0 + abs(value))))
 
 
-def _solver_every(self: Any, *, one_by_one: bool = False, floors: bool = False) -> pywraplp.Solver:
+def _solver_every(self: Any, *, one_by_one: bool = False, floors: int = 0) -> pywraplp.Solver:
     """``_Builder.solver`` as it was: every row's terms read back one by one, zeros left out.
-    ``floors``: the relaxation's last rows (those with a lower bound of 0 after the room and
-    capability rows, whose lower bounds are -inf) are its priorities' floors, which were made
-    through the wrapper after the load, without bounds (loosened after the load now)."""
+    ``floors``: how many of the relaxation's last rows (each with a lower bound of 0) are its
+    priorities' floors, which were made through the wrapper after the load, without bounds
+    (loosened after the load now)."""
     assert not one_by_one
     rows = self.rows
     made: list[Any] = []
     if floors:
-        loose = next(k for k in range(len(rows), 0, -1) if rows[k - 1].lower != 0.0)
-        assert loose < len(rows) and rows[loose - 1].lower == -math.inf
-        rows, made = rows[:loose], rows[loose:]
+        rows, made = rows[: len(rows) - floors], rows[len(rows) - floors :]
+        assert all(row.lower == 0.0 for row in made)
     lp = pywraplp.Solver.CreateSolver("GLOP")
     for row in rows:
         constraint = self.model.constraint.add()
         constraint.lower_bound = row.lower
         constraint.upper_bound = row.upper
-        terms = [(v, c) for v, c in row.terms.items() if c != 0.0]
+        terms = [(v, c) for v, c in row.items() if c != 0.0]
         constraint.var_index.extend([v for v, _ in terms])
         constraint.coefficient.extend([c for _, c in terms])
     assert not lp.LoadModelFromProtoKeepNames(self.model)
@@ -84,7 +83,7 @@ def _solver_every(self: Any, *, one_by_one: bool = False, floors: bool = False) 
     for row in made:
         assert row.upper == math.inf
         floor = lp.Constraint(-math.inf, math.inf)
-        for v, c in row.terms.items():
+        for v, c in row.items():
             floor.SetCoefficient(variables[v], c)
     return lp
 
@@ -96,7 +95,8 @@ def _run(problem: Problem, monkeypatch: pytest.MonkeyPatch, *, reference: bool) 
     with monkeypatch.context() as patch:
         maximise = _maximise_every if reference else bound._Relaxation.maximise
         if reference:
-            patch.setattr(bound._Builder, "solver", lambda self: _solver_every(self, floors=True))
+            priorities = len({item.priority for item in bound._items(problem)})
+            patch.setattr(bound._Builder, "solver", lambda self: _solver_every(self, floors=priorities))
 
         def recording(self: Any, priority: int) -> int:
             value = maximise(self, priority)

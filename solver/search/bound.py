@@ -225,17 +225,34 @@ def nested(sets: list[NDArray[np.bool_]], count: int) -> NDArray[np.bool_]:
     return out
 
 
+def binds(coefs: NDArray[np.float64], most: NDArray[np.float64], upper: float) -> bool:
+    """Whether a row ``coefs @ y <= upper`` of nonnegative coefficients, over columns each between
+    0 and ``most``, can bind: whether the columns all at their most exceed ``upper``. One that
+    cannot is left out of the LP: the same polytope, and GLOP's presolve would only read it in and
+    drop it again on every solve (most room rows on a large cluster with room to spare). Exact:
+    the coefficients and bounds are whole numbers, summed exactly in floating point."""
+    return float((coefs * most).sum()) > upper
+
+
 class _Row:
-    """One constraint of a :class:`_Builder`: its coefficients by variable index, in order set."""
+    """One constraint of a :class:`_Builder`: its coefficients by variable index, in order set;
+    those of a row handed over at once (:meth:`_Builder.row`) are kept as the two lists given."""
 
     def __init__(self, index: int, lower: float, upper: float) -> None:
         self.index = index
         self.lower = lower
         self.upper = upper
         self.terms: dict[int, float] = {}
+        self.variables: list[int] = []
+        self.coefficients: list[float] = []
 
     def SetCoefficient(self, variable: int, coefficient: float) -> None:
         self.terms[variable] = coefficient
+
+    def items(self) -> list[tuple[int, float]]:
+        """Its terms in order: those set one by one (a variable set twice keeps its last
+        coefficient), then those handed over at once."""
+        return [*self.terms.items(), *zip(self.variables, self.coefficients, strict=True)]
 
 
 class _Builder:
@@ -260,7 +277,13 @@ class _Builder:
         return row
 
     def row(self, lower: float, upper: float, variables: list[int], coefficients: list[float]) -> None:
-        self.Constraint(lower, upper).terms.update(zip(variables, coefficients, strict=True))
+        """A row of distinct ``variables``: kept as the lists given, not copied into a dict (the
+        room rows hold tens of thousands of terms)."""
+        if len(variables) != len(coefficients):
+            raise ValueError("a row's variables and coefficients differ in number")
+        row = self.Constraint(lower, upper)
+        row.variables = variables
+        row.coefficients = coefficients
 
     def solver(self, *, one_by_one: bool = False) -> pywraplp.Solver:
         """GLOP with this LP loaded; ``one_by_one``: through the wrapper's calls instead (the
@@ -272,7 +295,7 @@ class _Builder:
             variables = [lp.NumVar(v.lower_bound, v.upper_bound, v.name) for v in self.model.variable]
             for row in self.rows:
                 constraint = lp.Constraint(row.lower, row.upper)
-                for v, c in row.terms.items():
+                for v, c in row.items():
                     constraint.SetCoefficient(variables[v], c)
             return lp
         for row in self.rows:
@@ -280,14 +303,24 @@ class _Builder:
             constraint.lower_bound = row.lower
             constraint.upper_bound = row.upper
             # pywraplp keeps no term for a zero coefficient set on a new variable. Most rows have
-            # none: their terms are handed over as the dict holds them, with no Python loop.
-            if 0.0 in row.terms.values():
-                terms = [(v, c) for v, c in row.terms.items() if c != 0.0]
+            # none: their terms are handed over as the lists (or the dict) hold them, with no
+            # Python loop.
+            if row.terms:
+                keys: list[int] = list(row.terms.keys())
+                values: list[float] = list(row.terms.values())
+                if row.variables:
+                    keys.extend(row.variables)
+                    values.extend(row.coefficients)
+            else:
+                keys = row.variables
+                values = row.coefficients
+            if 0.0 in values:
+                terms = [(v, c) for v, c in zip(keys, values, strict=True) if c != 0.0]
                 constraint.var_index.extend([v for v, _ in terms])
                 constraint.coefficient.extend([c for _, c in terms])
             else:
-                constraint.var_index.extend(row.terms.keys())
-                constraint.coefficient.extend(row.terms.values())
+                constraint.var_index.extend(keys)
+                constraint.coefficient.extend(values)
         error = lp.LoadModelFromProtoKeepNames(self.model)
         if error:
             raise AssertionError(f"LP relaxation rejected: {error}")
@@ -366,8 +399,10 @@ class _Relaxation:
         variable_of = np.array(columns, dtype=np.int64)
         members_at = [np.array(members, dtype=np.int64) for members in members_of]
 
+        pods_at = np.array([item.pods for item in items], dtype=np.float64)
+
         def add_all(indices: NDArray[np.int64], coefs: NDArray[np.float64], upper: float) -> None:
-            if indices.size:
+            if indices.size and binds(coefs, pods_at[indices], upper):
                 built.row(-infinity, upper, variable_of[indices].tolist(), coefs.tolist())
 
         for a, mask in enumerate(sets):
