@@ -29,7 +29,7 @@ from test_known_not_to_fit import SLOW_OK
 from vcsat.adapters.convert import instance_file
 from vcsat.model import Policy
 from vcsat.solver.greedy import greedy
-from vcsat.solver.objectives.fairness import fair_share_values
+from vcsat.solver.objectives.fairness import fair_share_values, fair_terms, utility_pieces
 from vcsat.solver.objectives.placement import placed_work
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search import bound
@@ -59,16 +59,19 @@ def _maximise_every(self: Any, priority: int) -> int:
     return min(everything, math.floor(value + bound.TOLERANCE * (1.0 + abs(value))))
 
 
-def _solver_every(self: Any, *, one_by_one: bool = False, floors: int = 0) -> pywraplp.Solver:
+def _solver_every(self: Any, *, one_by_one: bool = False, floors: int = 0, fair: int = 0) -> pywraplp.Solver:
     """``_Builder.solver`` as it was: every row's terms read back one by one, zeros left out.
-    ``floors``: how many of the relaxation's last rows (each with a lower bound of 0) are its
-    priorities' floors, which were made through the wrapper after the load, without bounds
-    (loosened after the load now)."""
+    ``floors``: how many rows (each with a lower bound of 0), before the last ``fair``, are the
+    relaxation's priorities' floors, which were made through the wrapper after the load, without
+    bounds (loosened after the load now); ``fair``: how many last rows are the fair-share rows,
+    which were made through the wrapper after the floors (loaded with the others now)."""
     assert not one_by_one
     rows = self.rows
     made: list[Any] = []
-    if floors:
-        rows, made = rows[: len(rows) - floors], rows[len(rows) - floors :]
+    shares: list[Any] = []
+    if floors or fair:
+        loaded = len(rows) - floors - fair
+        rows, made, shares = rows[:loaded], rows[loaded : loaded + floors], rows[loaded + floors :]
         assert all(row.lower == 0.0 for row in made)
     lp = pywraplp.Solver.CreateSolver("GLOP")
     for row in rows:
@@ -85,6 +88,10 @@ def _solver_every(self: Any, *, one_by_one: bool = False, floors: int = 0) -> py
         floor = lp.Constraint(-math.inf, math.inf)
         for v, c in row.items():
             floor.SetCoefficient(variables[v], c)
+    for row in shares:
+        share = lp.Constraint(row.lower, row.upper)
+        for v, c in row.items():
+            share.SetCoefficient(variables[v], c)
     return lp
 
 
@@ -96,7 +103,10 @@ def _run(problem: Problem, monkeypatch: pytest.MonkeyPatch, *, reference: bool) 
         maximise = _maximise_every if reference else bound._Relaxation.maximise
         if reference:
             priorities = len({item.priority for item in bound._items(problem)})
-            patch.setattr(bound._Builder, "solver", lambda self: _solver_every(self, floors=priorities))
+            ranks = fair_share_values(problem, greedy(problem))
+            pieces = len(utility_pieces())
+            fair = sum(len(fair_terms(problem, rank)) * (1 + pieces) + 1 for rank in ranks)
+            patch.setattr(bound._Builder, "solver", lambda self: _solver_every(self, floors=priorities, fair=fair))
 
         def recording(self: Any, priority: int) -> int:
             value = maximise(self, priority)

@@ -444,6 +444,40 @@ class _Relaxation:
             floor_rows.append(len(built.rows))
             built.row(0.0, infinity, [columns[i] for i in at], [float(items[i].value) for i in at])
 
+        # The queue fair-share levels (see objectives.fairness, ranked above every priority) keep at
+        # least what they found: per level (a queue priority, then a tier of the queues' own job
+        # priorities), the shares of its queues' work of at least that tier's priority. The rows
+        # come from fair_terms, as the model's, so the relaxation stays a relaxation.
+        of_queue: dict[str, list[int]] = {}  # the items of each queue, ascending: each row reads its queue's only
+        if fair:
+            for i, item in enumerate(items):
+                of_queue.setdefault(item.queue, []).append(i)
+        share_rows: dict[int, tuple[int, list[int]]] = {}
+        """Per fair-share level: its keep row's index and its utilities' variables (as loaded)."""
+        for rank, floor in sorted((fair or {}).items()):
+            # Every level gets its rows, those with no floor to keep too: :meth:`maximise_share`
+            # reads their utilities.
+            within: list[int] = []
+            for queue, name, deserved, held, _asked in fair_terms(problem, rank):
+                r = problem.resource_index(name)
+                threshold = tier_threshold(problem, queue, rank)
+                fill = built.NumVar(0, SHARE_SCALE, f"fill{rank}_{len(within)}")
+                coef, factor, constant = share_row(deserved, SHARE_SCALE, units.divisor[r], held)
+                fill_terms = [fill]
+                fill_coefs = [float(coef)]
+                for i in of_queue.get(queue, ()):
+                    item = items[i]
+                    if item.priority >= threshold and item.request[r] > 0:
+                        fill_terms.append(columns[i])
+                        fill_coefs.append(-float(factor * units.request(r, item.request[r])))
+                built.row(-infinity, float(constant), fill_terms, fill_coefs)
+                utility = built.NumVar(0, infinity, f"fair{rank}_{len(within)}")
+                for slope, offset in utility_pieces():
+                    built.row(-infinity, float(offset), [utility, fill], [1.0, -float(slope)])
+                within.append(utility)
+            share_rows[rank] = (len(built.rows), within)
+            built.row(float(floor) * (1 - TOLERANCE), infinity, list(within), [1.0] * len(within))
+
         # The rows above, loaded in one call: the same variables, rows and coefficients, in the
         # same order, as creating each through the solver's wrapper, without a Python-to-C++ call
         # per coefficient.
@@ -462,42 +496,11 @@ class _Relaxation:
         self.objective_at: int | None = None
         """The priority whose items the objective last held (None: none yet). A cleared objective
         (:meth:`maximise_share`) holds none: setting those items to 0 again is then a no-op."""
-
-        # The queue fair-share levels (see objectives.fairness, ranked above every priority) keep at
-        # least what they found: per level (a queue priority, then a tier of the queues' own job
-        # priorities), the shares of its queues' work of at least that tier's priority. The rows
-        # come from fair_terms, as the model's, so the relaxation stays a relaxation.
-        of_queue: dict[str, list[int]] = {}  # the items of each queue, ascending: each row reads its queue's only
-        if fair:
-            for i, item in enumerate(items):
-                of_queue.setdefault(item.queue, []).append(i)
-        self.shares: dict[int, tuple[Any, list[Any]]] = {}
+        self.shares: dict[int, tuple[Any, list[Any]]] = {
+            rank: (lp.constraint(index), [variables[v] for v in within_at])
+            for rank, (index, within_at) in share_rows.items()
+        }
         """Per fair-share level with rows: the row keeping its floor and its queues' utilities."""
-        for rank, floor in sorted((fair or {}).items()):
-            # Every level gets its rows, those with no floor to keep too: :meth:`maximise_share`
-            # reads their utilities.
-            within: list[Any] = []
-            for queue, name, deserved, held, _asked in fair_terms(problem, rank):
-                r = problem.resource_index(name)
-                threshold = tier_threshold(problem, queue, rank)
-                fill = lp.NumVar(0, SHARE_SCALE, f"fill{rank}_{len(within)}")
-                coef, factor, constant = share_row(deserved, SHARE_SCALE, units.divisor[r], held)
-                fill_row = lp.Constraint(-infinity, float(constant))
-                fill_row.SetCoefficient(fill, float(coef))
-                for i in of_queue.get(queue, ()):
-                    item = items[i]
-                    if item.priority >= threshold and item.request[r] > 0:
-                        fill_row.SetCoefficient(y[i], -float(factor * units.request(r, item.request[r])))
-                utility = lp.NumVar(0, infinity, f"fair{rank}_{len(within)}")
-                for slope, offset in utility_pieces():
-                    piece = lp.Constraint(-infinity, float(offset))
-                    piece.SetCoefficient(utility, 1.0)
-                    piece.SetCoefficient(fill, -float(slope))
-                within.append(utility)
-            keep = lp.Constraint(float(floor) * (1 - TOLERANCE), infinity)
-            for share in within:
-                keep.SetCoefficient(share, 1.0)
-            self.shares[rank] = (keep, within)
         lp.Objective().SetMaximization()
 
     def maximise_share(self, rank: int, fair: dict[int, int]) -> int:
