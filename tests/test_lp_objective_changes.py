@@ -29,7 +29,7 @@ from test_known_not_to_fit import SLOW_OK
 from vcsat.adapters.convert import instance_file
 from vcsat.model import Policy
 from vcsat.solver.greedy import greedy
-from vcsat.solver.objectives.fairness import fair_share_values
+from vcsat.solver.objectives.fairness import fair_share_values, fair_terms, utility_pieces
 from vcsat.solver.objectives.placement import placed_work
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search import bound
@@ -59,24 +59,26 @@ def _maximise_every(self: Any, priority: int) -> int:
     return min(everything, math.floor(value + bound.TOLERANCE * (1.0 + abs(value))))
 
 
-def _solver_every(self: Any, *, one_by_one: bool = False, floors: bool = False) -> pywraplp.Solver:
+def _solver_every(self: Any, *, one_by_one: bool = False, floors: int = 0, fair: int = 0) -> pywraplp.Solver:
     """``_Builder.solver`` as it was: every row's terms read back one by one, zeros left out.
-    ``floors``: the relaxation's last rows (those with a lower bound of 0 after the room and
-    capability rows, whose lower bounds are -inf) are its priorities' floors, which were made
-    through the wrapper after the load, without bounds (loosened after the load now)."""
+    ``floors``: how many rows (each with a lower bound of 0), before the last ``fair``, are the
+    relaxation's priorities' floors, which were made through the wrapper after the load, without
+    bounds (loosened after the load now); ``fair``: how many last rows are the fair-share rows,
+    which were made through the wrapper after the floors (loaded with the others now)."""
     assert not one_by_one
     rows = self.rows
     made: list[Any] = []
-    if floors:
-        loose = next(k for k in range(len(rows), 0, -1) if rows[k - 1].lower != 0.0)
-        assert loose < len(rows) and rows[loose - 1].lower == -math.inf
-        rows, made = rows[:loose], rows[loose:]
+    shares: list[Any] = []
+    if floors or fair:
+        loaded = len(rows) - floors - fair
+        rows, made, shares = rows[:loaded], rows[loaded : loaded + floors], rows[loaded + floors :]
+        assert all(row.lower == 0.0 for row in made)
     lp = pywraplp.Solver.CreateSolver("GLOP")
     for row in rows:
         constraint = self.model.constraint.add()
         constraint.lower_bound = row.lower
         constraint.upper_bound = row.upper
-        terms = [(v, c) for v, c in row.terms.items() if c != 0.0]
+        terms = [(v, c) for v, c in row.items() if c != 0.0]
         constraint.var_index.extend([v for v, _ in terms])
         constraint.coefficient.extend([c for _, c in terms])
     assert not lp.LoadModelFromProtoKeepNames(self.model)
@@ -84,8 +86,12 @@ def _solver_every(self: Any, *, one_by_one: bool = False, floors: bool = False) 
     for row in made:
         assert row.upper == math.inf
         floor = lp.Constraint(-math.inf, math.inf)
-        for v, c in row.terms.items():
+        for v, c in row.items():
             floor.SetCoefficient(variables[v], c)
+    for row in shares:
+        share = lp.Constraint(row.lower, row.upper)
+        for v, c in row.items():
+            share.SetCoefficient(variables[v], c)
     return lp
 
 
@@ -96,7 +102,11 @@ def _run(problem: Problem, monkeypatch: pytest.MonkeyPatch, *, reference: bool) 
     with monkeypatch.context() as patch:
         maximise = _maximise_every if reference else bound._Relaxation.maximise
         if reference:
-            patch.setattr(bound._Builder, "solver", lambda self: _solver_every(self, floors=True))
+            priorities = len({item.priority for item in bound._items(problem)})
+            ranks = fair_share_values(problem, greedy(problem))
+            pieces = len(utility_pieces())
+            fair = sum(len(fair_terms(problem, rank)) * (1 + pieces) + 1 for rank in ranks)
+            patch.setattr(bound._Builder, "solver", lambda self: _solver_every(self, floors=priorities, fair=fair))
 
         def recording(self: Any, priority: int) -> int:
             value = maximise(self, priority)

@@ -225,17 +225,34 @@ def nested(sets: list[NDArray[np.bool_]], count: int) -> NDArray[np.bool_]:
     return out
 
 
+def binds(coefs: NDArray[np.float64], most: NDArray[np.float64], upper: float) -> bool:
+    """Whether a row ``coefs @ y <= upper`` of nonnegative coefficients, over columns each between
+    0 and ``most``, can bind: whether the columns all at their most exceed ``upper``. One that
+    cannot is left out of the LP: the same polytope, and GLOP's presolve would only read it in and
+    drop it again on every solve (most room rows on a large cluster with room to spare). Exact:
+    the coefficients and bounds are whole numbers, summed exactly in floating point."""
+    return float((coefs * most).sum()) > upper
+
+
 class _Row:
-    """One constraint of a :class:`_Builder`: its coefficients by variable index, in order set."""
+    """One constraint of a :class:`_Builder`: its coefficients by variable index, in order set;
+    those of a row handed over at once (:meth:`_Builder.row`) are kept as the two lists given."""
 
     def __init__(self, index: int, lower: float, upper: float) -> None:
         self.index = index
         self.lower = lower
         self.upper = upper
         self.terms: dict[int, float] = {}
+        self.variables: list[int] = []
+        self.coefficients: list[float] = []
 
     def SetCoefficient(self, variable: int, coefficient: float) -> None:
         self.terms[variable] = coefficient
+
+    def items(self) -> list[tuple[int, float]]:
+        """Its terms in order: those set one by one (a variable set twice keeps its last
+        coefficient), then those handed over at once."""
+        return [*self.terms.items(), *zip(self.variables, self.coefficients, strict=True)]
 
 
 class _Builder:
@@ -260,7 +277,13 @@ class _Builder:
         return row
 
     def row(self, lower: float, upper: float, variables: list[int], coefficients: list[float]) -> None:
-        self.Constraint(lower, upper).terms.update(zip(variables, coefficients, strict=True))
+        """A row of distinct ``variables``: kept as the lists given, not copied into a dict (the
+        room rows hold tens of thousands of terms)."""
+        if len(variables) != len(coefficients):
+            raise ValueError("a row's variables and coefficients differ in number")
+        row = self.Constraint(lower, upper)
+        row.variables = variables
+        row.coefficients = coefficients
 
     def solver(self, *, one_by_one: bool = False) -> pywraplp.Solver:
         """GLOP with this LP loaded; ``one_by_one``: through the wrapper's calls instead (the
@@ -272,7 +295,7 @@ class _Builder:
             variables = [lp.NumVar(v.lower_bound, v.upper_bound, v.name) for v in self.model.variable]
             for row in self.rows:
                 constraint = lp.Constraint(row.lower, row.upper)
-                for v, c in row.terms.items():
+                for v, c in row.items():
                     constraint.SetCoefficient(variables[v], c)
             return lp
         for row in self.rows:
@@ -280,14 +303,24 @@ class _Builder:
             constraint.lower_bound = row.lower
             constraint.upper_bound = row.upper
             # pywraplp keeps no term for a zero coefficient set on a new variable. Most rows have
-            # none: their terms are handed over as the dict holds them, with no Python loop.
-            if 0.0 in row.terms.values():
-                terms = [(v, c) for v, c in row.terms.items() if c != 0.0]
+            # none: their terms are handed over as the lists (or the dict) hold them, with no
+            # Python loop.
+            if row.terms:
+                keys: list[int] = list(row.terms.keys())
+                values: list[float] = list(row.terms.values())
+                if row.variables:
+                    keys.extend(row.variables)
+                    values.extend(row.coefficients)
+            else:
+                keys = row.variables
+                values = row.coefficients
+            if 0.0 in values:
+                terms = [(v, c) for v, c in zip(keys, values, strict=True) if c != 0.0]
                 constraint.var_index.extend([v for v, _ in terms])
                 constraint.coefficient.extend([c for _, c in terms])
             else:
-                constraint.var_index.extend(row.terms.keys())
-                constraint.coefficient.extend(row.terms.values())
+                constraint.var_index.extend(keys)
+                constraint.coefficient.extend(values)
         error = lp.LoadModelFromProtoKeepNames(self.model)
         if error:
             raise AssertionError(f"LP relaxation rejected: {error}")
@@ -366,8 +399,10 @@ class _Relaxation:
         variable_of = np.array(columns, dtype=np.int64)
         members_at = [np.array(members, dtype=np.int64) for members in members_of]
 
+        pods_at = np.array([item.pods for item in items], dtype=np.float64)
+
         def add_all(indices: NDArray[np.int64], coefs: NDArray[np.float64], upper: float) -> None:
-            if indices.size:
+            if indices.size and binds(coefs, pods_at[indices], upper):
                 built.row(-infinity, upper, variable_of[indices].tolist(), coefs.tolist())
 
         for a, mask in enumerate(sets):
@@ -409,6 +444,40 @@ class _Relaxation:
             floor_rows.append(len(built.rows))
             built.row(0.0, infinity, [columns[i] for i in at], [float(items[i].value) for i in at])
 
+        # The queue fair-share levels (see objectives.fairness, ranked above every priority) keep at
+        # least what they found: per level (a queue priority, then a tier of the queues' own job
+        # priorities), the shares of its queues' work of at least that tier's priority. The rows
+        # come from fair_terms, as the model's, so the relaxation stays a relaxation.
+        of_queue: dict[str, list[int]] = {}  # the items of each queue, ascending: each row reads its queue's only
+        if fair:
+            for i, item in enumerate(items):
+                of_queue.setdefault(item.queue, []).append(i)
+        share_rows: dict[int, tuple[int, list[int]]] = {}
+        """Per fair-share level: its keep row's index and its utilities' variables (as loaded)."""
+        for rank, floor in sorted((fair or {}).items()):
+            # Every level gets its rows, those with no floor to keep too: :meth:`maximise_share`
+            # reads their utilities.
+            within: list[int] = []
+            for queue, name, deserved, held, _asked in fair_terms(problem, rank):
+                r = problem.resource_index(name)
+                threshold = tier_threshold(problem, queue, rank)
+                fill = built.NumVar(0, SHARE_SCALE, f"fill{rank}_{len(within)}")
+                coef, factor, constant = share_row(deserved, SHARE_SCALE, units.divisor[r], held)
+                fill_terms = [fill]
+                fill_coefs = [float(coef)]
+                for i in of_queue.get(queue, ()):
+                    item = items[i]
+                    if item.priority >= threshold and item.request[r] > 0:
+                        fill_terms.append(columns[i])
+                        fill_coefs.append(-float(factor * units.request(r, item.request[r])))
+                built.row(-infinity, float(constant), fill_terms, fill_coefs)
+                utility = built.NumVar(0, infinity, f"fair{rank}_{len(within)}")
+                for slope, offset in utility_pieces():
+                    built.row(-infinity, float(offset), [utility, fill], [1.0, -float(slope)])
+                within.append(utility)
+            share_rows[rank] = (len(built.rows), within)
+            built.row(float(floor) * (1 - TOLERANCE), infinity, list(within), [1.0] * len(within))
+
         # The rows above, loaded in one call: the same variables, rows and coefficients, in the
         # same order, as creating each through the solver's wrapper, without a Python-to-C++ call
         # per coefficient.
@@ -427,42 +496,11 @@ class _Relaxation:
         self.objective_at: int | None = None
         """The priority whose items the objective last held (None: none yet). A cleared objective
         (:meth:`maximise_share`) holds none: setting those items to 0 again is then a no-op."""
-
-        # The queue fair-share levels (see objectives.fairness, ranked above every priority) keep at
-        # least what they found: per level (a queue priority, then a tier of the queues' own job
-        # priorities), the shares of its queues' work of at least that tier's priority. The rows
-        # come from fair_terms, as the model's, so the relaxation stays a relaxation.
-        of_queue: dict[str, list[int]] = {}  # the items of each queue, ascending: each row reads its queue's only
-        if fair:
-            for i, item in enumerate(items):
-                of_queue.setdefault(item.queue, []).append(i)
-        self.shares: dict[int, tuple[Any, list[Any]]] = {}
+        self.shares: dict[int, tuple[Any, list[Any]]] = {
+            rank: (lp.constraint(index), [variables[v] for v in within_at])
+            for rank, (index, within_at) in share_rows.items()
+        }
         """Per fair-share level with rows: the row keeping its floor and its queues' utilities."""
-        for rank, floor in sorted((fair or {}).items()):
-            # Every level gets its rows, those with no floor to keep too: :meth:`maximise_share`
-            # reads their utilities.
-            within: list[Any] = []
-            for queue, name, deserved, held, _asked in fair_terms(problem, rank):
-                r = problem.resource_index(name)
-                threshold = tier_threshold(problem, queue, rank)
-                fill = lp.NumVar(0, SHARE_SCALE, f"fill{rank}_{len(within)}")
-                coef, factor, constant = share_row(deserved, SHARE_SCALE, units.divisor[r], held)
-                fill_row = lp.Constraint(-infinity, float(constant))
-                fill_row.SetCoefficient(fill, float(coef))
-                for i in of_queue.get(queue, ()):
-                    item = items[i]
-                    if item.priority >= threshold and item.request[r] > 0:
-                        fill_row.SetCoefficient(y[i], -float(factor * units.request(r, item.request[r])))
-                utility = lp.NumVar(0, infinity, f"fair{rank}_{len(within)}")
-                for slope, offset in utility_pieces():
-                    piece = lp.Constraint(-infinity, float(offset))
-                    piece.SetCoefficient(utility, 1.0)
-                    piece.SetCoefficient(fill, -float(slope))
-                within.append(utility)
-            keep = lp.Constraint(float(floor) * (1 - TOLERANCE), infinity)
-            for share in within:
-                keep.SetCoefficient(share, 1.0)
-            self.shares[rank] = (keep, within)
         lp.Objective().SetMaximization()
 
     def maximise_share(self, rank: int, fair: dict[int, int]) -> int:
