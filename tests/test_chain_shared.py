@@ -31,9 +31,9 @@ from typing import Any
 import chain_reference
 import pytest
 from hypothesis import HealthCheck, given, settings
+from shape_files import shape_problem
 from test_chain_flatter import CASES, CLUSTERS, _case, _start
 from test_deadline import FakeClock
-from test_exchange_memo import _contended
 from test_gap_bound import ALLOCATE
 
 from vcsat.solver.assignment import Assignment
@@ -90,7 +90,7 @@ def test_looks_reading_one_layout_offer_what_looks_made_afresh_do(
 
 @pytest.mark.parametrize("seed", [1, 3, 5, 7, 19, 23])
 def test_on_the_contended_shape_in_miniature_too(tmp_path: Path, seed: int) -> None:
-    problem = _contended(tmp_path, 80, seed)
+    problem = shape_problem(tmp_path, "contended", 80, seed)
     start = greedy(problem)
     looks, shared = _looks(problem, start)
     _as_computed_before(problem, start, shared)

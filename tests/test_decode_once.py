@@ -12,20 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripts import load_script
+from shape_files import shape_file
 
 from vcsat.adapters.convert import instance_file
 from vcsat.model import Policy
 from vcsat.solver import solve
 
-shapes = load_script("benchmarks/shapes.py", "shapes")
 solve_module = importlib.import_module("vcsat.solver.solve")
 
 
 def test_the_cycle_decodes_the_decision_it_ends_with_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "contended.json"
-    shapes.main.main(["contended", "--nodes", "80", "--seed", "2", "-o", str(path)], standalone_mode=False)
-    snapshot = instance_file.read_snapshot(path)
+    snapshot = instance_file.read_snapshot(shape_file(tmp_path, "contended", 80, 2))
     decoded: list[list[Any]] = []
     real = solve_module.bindings
 

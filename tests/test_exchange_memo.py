@@ -19,30 +19,18 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripts import load_script
+from shape_files import shape_problem
 from test_known_not_to_fit import SLOW_OK, _facts
 
-from vcsat.adapters.convert import instance_file
-from vcsat.model import Policy
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import greedy
 from vcsat.solver.objectives.fairness import fair_ranks, fair_terms
-from vcsat.solver.problem import Problem, build_problem
+from vcsat.solver.problem import Problem
 from vcsat.solver.search import exchange as exchange_module
 from vcsat.solver.search import slope_trade
 from vcsat.solver.search.slope_trade import SlopeTrade, gains
 from vcsat.solver.solve import _lexicographic
-
-shapes = load_script("benchmarks/shapes.py", "shapes")
-
-ALLOCATE = Policy(preempt=False, reclaim=False, time_limit_s=10)
-
-
-def _contended(tmp_path: Path, nodes: int, seed: int) -> Problem:
-    path = tmp_path / f"contended-{nodes}-{seed}.json"
-    shapes.main.main(["contended", "--nodes", str(nodes), "--seed", str(seed), "-o", str(path)], standalone_mode=False)
-    return build_problem(instance_file.read_snapshot(path), ALLOCATE)
 
 
 def _reference_slope_trades(
@@ -143,7 +131,7 @@ def _asked(problem: Problem, decision: Assignment) -> int:
 def test_slope_trades_as_the_reference(
     tmp_path_factory: pytest.TempPathFactory, nodes: int, seed: int, drops: int
 ) -> None:
-    problem = _contended(tmp_path_factory.mktemp("slope"), nodes, seed)
+    problem = shape_problem(tmp_path_factory.mktemp("slope"), "contended", nodes, seed)
     decision = greedy(problem)
     _asked(problem, decision)
     rng = random.Random(seed)
@@ -157,7 +145,7 @@ def test_slope_trades_as_the_reference(
 
 def test_slope_trades_are_made_on_the_table_case(tmp_path: Path) -> None:
     """The contended shape in miniature (as tests/test_slope_trade.py) has slope trades to compare."""
-    problem = _contended(tmp_path, 80, 1)
+    problem = shape_problem(tmp_path, "contended", 80, 1)
     assert _asked(problem, greedy(problem)) > 0
 
 
@@ -184,12 +172,12 @@ def test_kept_raisable_decides_as_made_afresh(
 
     with monkeypatch.context() as patch:
         patch.setattr(exchange_module, "_raisable", counting)
-        kept = _exchanged(_contended(tmp_path, nodes, seed))
+        kept = _exchanged(shape_problem(tmp_path, "contended", nodes, seed))
         with_memo = len(asked)
         patch.setattr(
             exchange_module._Run, "raisable", lambda self, assignment, tier: counting(self.problem, assignment, tier)
         )
-        afresh = _exchanged(_contended(tmp_path, nodes, seed))
+        afresh = _exchanged(shape_problem(tmp_path, "contended", nodes, seed))
     assert kept == afresh
     assert kept is not None and kept[0], "the case places something"
     assert 0 < with_memo < len(asked) - with_memo, "the memo saves some making"
@@ -215,7 +203,7 @@ def test_the_kept_raisable_is_read_again_and_let_go_when_a_trade_is_kept(
         made.append(id(assignment))
         return plain(problem, assignment, tier, *of_queue)
 
-    problem = _contended(tmp_path, 80, 1)
+    problem = shape_problem(tmp_path, "contended", 80, 1)
     start = greedy(problem)
     tiers = exchange_module.trading_tiers(problem, start)
     with monkeypatch.context() as patch:

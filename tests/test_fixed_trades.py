@@ -13,21 +13,15 @@ from typing import Any
 
 import pytest
 from scripts import load_script
+from shape_files import shape_file
 
 fixed_trades = load_script("benchmarks/fixed_trades.py", "fixed_trades")
-shapes = load_script("benchmarks/shapes.py", "shapes")
-
-
-def _contended(tmp_path: Path, nodes: int, seed: int) -> Path:
-    path = tmp_path / f"contended-{nodes}-s{seed}.json"
-    shapes.main.main(["contended", "--nodes", str(nodes), "--seed", str(seed), "-o", str(path)], standalone_mode=False)
-    return path
 
 
 def test_more_trades_never_rank_lower_and_a_count_decides_alike(tmp_path: Path) -> None:
     # Seed 2: on seed 1 the greedy's largest-first fill, kept aside, ranks above what three trades
     # reach, so every count decides alike there and no trade shows.
-    path = _contended(tmp_path, 80, 2)
+    path = shape_file(tmp_path, "contended", 80, 2)
     rows = fixed_trades.solve_at(path, [0, 1, 3, 3], ["search"])
     assert [row["trades"] for row in rows] == [0, 1, 3, 3]
     assert all(f"exchange_trades={row['trades']}" in row["skipped"] for row in rows)

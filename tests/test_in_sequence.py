@@ -13,19 +13,13 @@ from pathlib import Path
 
 import pytest
 from scripts import load_script
+from shape_files import shape_file
 
 in_sequence = load_script("benchmarks/in_sequence.py", "in_sequence")
-shapes = load_script("benchmarks/shapes.py", "shapes")
-
-
-def _shape(tmp_path: Path, shape: str, seed: int) -> Path:
-    path = tmp_path / f"{shape}-s{seed}.json"
-    shapes.main.main([shape, "--nodes", "40", "--seed", str(seed), "-o", str(path)], standalone_mode=False)
-    return path
 
 
 def test_files_in_sequence_decide_as_each_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    files = [_shape(tmp_path, "contended", 3), _shape(tmp_path, "default", 4)]
+    files = [shape_file(tmp_path, "contended", 40, 3), shape_file(tmp_path, "default", 40, 4)]
     in_sequence.in_sequence(files, [0, 2], 2)
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(rows) == 8

@@ -15,19 +15,13 @@ from typing import Any
 import numpy as np
 import pytest
 from ortools.linear_solver import pywraplp
-from scripts import load_script
+from shape_files import shape_problem
 
-from vcsat.adapters.convert import instance_file
-from vcsat.model import Policy
 from vcsat.solver.greedy import greedy
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.objectives.placement import placed_work
-from vcsat.solver.problem import Problem, build_problem
+from vcsat.solver.problem import Problem
 from vcsat.solver.search import bound
-
-shapes = load_script("benchmarks/shapes.py", "shapes")
-
-ALLOCATE = Policy(preempt=False, reclaim=False, time_limit_s=10)
 
 
 @pytest.mark.parametrize(
@@ -86,9 +80,7 @@ def _run(problem: Problem, monkeypatch: pytest.MonkeyPatch, *, every_row: bool) 
 def test_the_bounds_and_every_solve_are_those_of_every_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str, nodes: int, seed: int
 ) -> None:
-    path = tmp_path / f"{shape}-{nodes}-{seed}.json"
-    shapes.main.main([shape, "--nodes", str(nodes), "--seed", str(seed), "-o", str(path)], standalone_mode=False)
-    problem = build_problem(instance_file.read_snapshot(path), ALLOCATE)
+    problem = shape_problem(tmp_path, shape, nodes, seed)
     bounds, solves, rows = _run(problem, monkeypatch, every_row=False)
     reference, reference_solves, every = _run(problem, monkeypatch, every_row=True)
     assert bounds == reference

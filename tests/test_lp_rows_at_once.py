@@ -19,21 +19,15 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from scripts import load_script
+from shape_files import ALLOCATE, shape_problem
 from test_greedy_index import generated
 from test_known_not_to_fit import SLOW_OK
 
-from vcsat.adapters.convert import instance_file
-from vcsat.model import Policy
 from vcsat.model import resources as res
 from vcsat.solver.greedy import greedy
 from vcsat.solver.objectives.fairness import fair_share_values
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search import bound
-
-shapes = load_script("benchmarks/shapes.py", "shapes")
-
-ALLOCATE = Policy(preempt=False, reclaim=False, time_limit_s=10)
 
 Row = tuple[float, float, list[int], list[float]]
 
@@ -145,9 +139,7 @@ def _same(problem: Problem, monkeypatch: pytest.MonkeyPatch) -> int:
 def test_rows_as_picked_item_by_item(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str, nodes: int, seed: int
 ) -> None:
-    path = tmp_path / f"{shape}-{nodes}-{seed}.json"
-    shapes.main.main([shape, "--nodes", str(nodes), "--seed", str(seed), "-o", str(path)], standalone_mode=False)
-    problem = build_problem(instance_file.read_snapshot(path), ALLOCATE)
+    problem = shape_problem(tmp_path, shape, nodes, seed)
     assert _same(problem, monkeypatch) > 0
 
 

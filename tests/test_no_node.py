@@ -77,20 +77,11 @@ def test_the_count(asking: Pod, refused: dict[int, str] | None, could_ever: bool
 
 def test_an_answer_does_not_depend_on_what_was_asked_before() -> None:
     first, second = pod("ns/first", cpu="6", selector={"zone": "x"}), pod("ns/second", cpu="12")
-    shared = NoNodeCounts(NODES)
     refused = {1: "node(s) didn't match pod anti-affinity rules"}
-    asked = [
-        shared.why(predicates.eligibility_key(first), _request(first)),
-        shared.why(predicates.eligibility_key(first), _request(first), refused),
-        shared.why(predicates.eligibility_key(second), _request(second)),
-        shared.why(predicates.eligibility_key(first), _request(first)),
-    ]
-    alone = [
-        NoNodeCounts(NODES).why(predicates.eligibility_key(first), _request(first)),
-        NoNodeCounts(NODES).why(predicates.eligibility_key(first), _request(first), refused),
-        NoNodeCounts(NODES).why(predicates.eligibility_key(second), _request(second)),
-    ]
-    assert asked == [*alone, alone[0]]
+    queries = [(first, None), (first, refused), (second, None), (first, None)]
+    shared = NoNodeCounts(NODES)
+    asked = [shared.why(predicates.eligibility_key(p), _request(p), r) for p, r in queries]
+    assert asked == [NoNodeCounts(NODES).why(predicates.eligibility_key(p), _request(p), r) for p, r in queries]
     assert asked[1] != asked[0]  # the rules between pods are this pod's: never taken from another's answer
 
 

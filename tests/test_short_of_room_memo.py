@@ -16,24 +16,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripts import load_script
+from shape_files import shape_problem
 from test_known_not_to_fit import SLOW_OK
 
-from vcsat.adapters.convert import instance_file
-from vcsat.model import Policy
 from vcsat.solver import explain
 from vcsat.solver.greedy import greedy
-from vcsat.solver.problem import Problem, build_problem
-
-shapes = load_script("benchmarks/shapes.py", "shapes")
-
-ALLOCATE = Policy(preempt=False, reclaim=False, time_limit_s=10)
-
-
-def _problem(tmp_path: Path, shape: str, nodes: int, seed: int) -> Problem:
-    path = tmp_path / f"{shape}-{nodes}-{seed}.json"
-    shapes.main.main([shape, "--nodes", str(nodes), "--seed", str(seed), "-o", str(path)], standalone_mode=False)
-    return build_problem(instance_file.read_snapshot(path), ALLOCATE)
+from vcsat.solver.problem import Problem
 
 
 def _compare(problem: Problem, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int]:
@@ -74,7 +62,7 @@ def _compare(problem: Problem, monkeypatch: pytest.MonkeyPatch) -> tuple[int, in
 def test_reasons_read_off_totals_as_asked_one_by_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str, nodes: int, seed: int
 ) -> None:
-    waiting, asked, short = _compare(_problem(tmp_path, shape, nodes, seed), monkeypatch)
+    waiting, asked, short = _compare(shape_problem(tmp_path, shape, nodes, seed), monkeypatch)
     assert 0 < asked < waiting, "waiting gangs share their queue and signature"
     assert short > 0 or shape != "capped", "the capped cases have gangs short of their queue's room"
 
@@ -89,4 +77,4 @@ def test_reasons_read_off_totals_as_asked_one_by_one(
 def test_memo_answers_as_the_reference(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, shape: str, nodes: int, seed: int
 ) -> None:
-    _compare(_problem(tmp_path_factory.mktemp("short"), shape, nodes, seed), monkeypatch)
+    _compare(shape_problem(tmp_path_factory.mktemp("short"), shape, nodes, seed), monkeypatch)

@@ -17,10 +17,9 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from scripts import load_script
+from shape_files import ALLOCATE, shape_file, shape_problem
 
 from vcsat.adapters.convert import instance_file
-from vcsat.model import Policy
 from vcsat.solver import check, solve
 from vcsat.solver.assignment import Assignment
 from vcsat.solver.greedy import greedy
@@ -29,10 +28,8 @@ from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.search import exchange as exchange_module
 from vcsat.solver.search.slope_trade import gains, slope_at, slope_trades
 
-shapes = load_script("benchmarks/shapes.py", "shapes")
 solve_module = importlib.import_module("vcsat.solver.solve")
 
-ALLOCATE = Policy(preempt=False, reclaim=False, time_limit_s=10)
 
 SLOPES = [(0, 4), (100, 4), (249, 4), (250, 3), (500, 2), (749, 2), (750, 1), (999, 1), (1000, 0)]
 
@@ -44,14 +41,8 @@ def test_the_slope_is_what_one_more_thousandth_adds(fill: int, slope: int) -> No
         assert share_utility(fill + 1) - share_utility(fill) == slope
 
 
-def _contended(tmp_path: Path, nodes: int, seed: int) -> Path:
-    path = tmp_path / f"contended-{nodes}-{seed}.json"
-    shapes.main.main(["contended", "--nodes", str(nodes), "--seed", str(seed), "-o", str(path)], standalone_mode=False)
-    return path
-
-
 def test_a_queues_gain_per_gpu_is_the_slope_where_it_stands_over_its_deserved_gpus(tmp_path: Path) -> None:
-    problem = build_problem(instance_file.read_snapshot(_contended(tmp_path, 80, 1)), ALLOCATE)
+    problem = shape_problem(tmp_path, "contended", 80, 1)
     gpu = problem.resource_index("nvidia.com/gpu")
     tiers = fair_ranks(problem)
     assert tiers  # the contended shape ranks its queues' shares in tiers
@@ -76,7 +67,7 @@ def _room_kept(problem: Problem, assignment: Assignment) -> bool:
 # pure_only: turns the slope trades off by swapping them, which the compiled exchange calls bound.
 @pytest.mark.pure_only
 def test_the_slope_trades_raise_a_tier_the_other_trades_leave(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    snap = instance_file.read_snapshot(_contended(tmp_path, 80, 1))
+    snap = instance_file.read_snapshot(shape_file(tmp_path, "contended", 80, 1))
     problem = build_problem(snap, ALLOCATE)
     start = greedy(problem)
     rank = solve_module._lexicographic

@@ -13,19 +13,17 @@ from pathlib import Path
 
 import pytest
 from scripts import load_script
+from shape_files import shape_file
 
 fixed_trades = load_script("benchmarks/fixed_trades.py", "fixed_trades")
-shapes = load_script("benchmarks/shapes.py", "shapes")
 trade_kinds = load_script("benchmarks/trade_kinds.py", "trade_kinds")
 
 
 @pytest.fixture(scope="module")
 def contended(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("kinds") / "contended-80-s2.json"
     # Seed 2: on seed 1 the greedy's largest-first fill, kept aside, ranks above what three trades
     # reach, so a kept trade there leaves the decision as it was at 0 trades.
-    shapes.main.main(["contended", "--nodes", "80", "--seed", "2", "-o", str(path)], standalone_mode=False)
-    return path
+    return shape_file(tmp_path_factory.mktemp("kinds"), "contended", 80, 2)
 
 
 # pure_only: trade_kinds records by wrapping the exchange's looks and trades, which the compiled
