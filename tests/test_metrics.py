@@ -20,6 +20,7 @@ def _decision(
     waiting: tuple[str, ...] = (),
     running: int = 0,
     nominations: int = 0,
+    skipped: tuple[str, ...] = (),
 ) -> Decision:
     outcomes = [PodGroupOutcome(podgroup=f"ns/run-{i}", phase="Running") for i in range(running)]
     outcomes += [
@@ -28,7 +29,13 @@ def _decision(
     return Decision(
         nominations=[Nomination(pod=f"ns/p{i}", node="n") for i in range(nominations)],
         podgroups=outcomes,
-        solver=SolverStats(status=status, objective=objective, bound=bound, seconds=0.2),  # type: ignore[arg-type]
+        solver=SolverStats(
+            status=status,  # type: ignore[arg-type]
+            objective=objective,
+            bound=bound,
+            seconds=0.2,
+            skipped=list(skipped),
+        ),
     )
 
 
@@ -68,6 +75,26 @@ def test_cycle_observation_moves_histogram_status_gap_and_nominations() -> None:
     assert _value(metrics, "vcsat_solver_relative_gap") == pytest.approx(0.25)
     assert _value(metrics, "vcsat_nominations") == 2
     assert _value(metrics, "vcsat_nominations_issued_total") == 2
+
+
+@pytest.mark.parametrize(
+    ("cycles", "expected"),
+    [
+        ([()], {}),
+        ([("second_fill",)], {"second_fill": 1}),
+        ([("search", "evictions"), ("evictions",), ()], {"search": 1, "evictions": 2}),
+    ],
+)
+def test_skipped_steps_are_counted_per_step(cycles: list[tuple[str, ...]], expected: dict[str, int]) -> None:
+    metrics = Metrics()
+    for skipped in cycles:
+        metrics.observe_cycle(_decision(skipped=skipped), 0.5)
+    counted = {
+        dict(labels)["step"]: value
+        for (name, labels), value in _samples(metrics).items()
+        if name == "vcsat_solver_steps_skipped_total"
+    }
+    assert counted == expected
 
 
 def test_pending_podgroups_by_reason_follow_the_last_cycle() -> None:

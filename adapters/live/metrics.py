@@ -62,6 +62,13 @@ class Metrics:
             ["status"],
             registry=self.registry,
         )
+        self.steps_skipped = Counter(
+            "vcsat_solver_steps_skipped",
+            "Optional solver steps a cycle skipped because they would have ended after its time limit, by step "
+            "(second_fill, exchange, search, evictions, ...): a cycle that skips them decides on less.",
+            ["step"],
+            registry=self.registry,
+        )
         self.solver_gap = Gauge(
             "vcsat_solver_relative_gap",
             "Proven relative gap of the last cycle's decision: (bound - objective) / max(|bound|, 1); 0 is optimal.",
@@ -139,6 +146,8 @@ class Metrics:
         self.cycle_seconds.observe(seconds)
         self.solver_seconds.observe(decision.solver.seconds)
         self.solver_status.labels(status=decision.solver.status).inc()
+        for step in decision.solver.skipped:
+            self.steps_skipped.labels(step=step).inc()
         self.solver_gap.set(decision.solver.gap)
         # A level seen before and absent now (a priority with no work left) drops to 0, as the
         # waiting reasons below do: graphs stay continuous.

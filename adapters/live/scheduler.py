@@ -808,6 +808,8 @@ class Scheduler:
             "bind_seconds": round(result.bind_seconds, 3) if result.bind_seconds is not None else None,
             "solver": result.decision.solver.status,
             "solver_seconds": result.decision.solver.seconds,
+            "gap": round(result.decision.solver.gap, 6),
+            "skipped": result.decision.solver.skipped,
             "pending": (
                 result.waiting if result.waiting is not None else sum(1 for pod in result.snapshot.pods if pod.pending)
             ),

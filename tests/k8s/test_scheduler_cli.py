@@ -197,6 +197,7 @@ def test_scheduler_command_dumps_cycles_that_vcsat_solve_replays_to_the_same_dec
         assert line["cpu_seconds"] > 0
         assert 0 <= line["snapshot_cpu_seconds"] <= line["cpu_seconds"]
         assert 0 <= line["solve_cpu_seconds"] <= line["cpu_seconds"]
+    by_cycle = {line["cycle"]: line for line in lines}
 
     instances = sorted(dumps.glob("cycle-*.instance.json"))
     assert instances, "cycles with pending pods are dumped"
@@ -204,7 +205,13 @@ def test_scheduler_command_dumps_cycles_that_vcsat_solve_replays_to_the_same_dec
     for instance in instances[:3]:
         document = json.loads(instance.read_text())
         assert (document["apiVersion"], document["kind"]) == ("v1", "List")
-        replayed_bindings += len(_replays_as_dumped(instance, dumps / "policy.yaml")["bindings"])
+        dumped_decision = _replays_as_dumped(instance, dumps / "policy.yaml")
+        replayed_bindings += len(dumped_decision["bindings"])
+        # The cycle's log line says what its dump says: the steps it skipped for time and its gap.
+        number = int(instance.name.split(".")[0].split("-")[1])
+        if number in by_cycle:
+            assert by_cycle[number]["skipped"] == dumped_decision["solver"]["skipped"], instance.name
+            assert 0.0 <= by_cycle[number]["gap"] <= 1.0
     assert replayed_bindings >= 4, "the replayed cycles include the ones that bound"
 
     # vcsat dump: the cluster as it is now, which vcsat solve reads as the scheduler would.
