@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from vcsat.adapters.live.metrics import Metrics
 from vcsat.model import Decision, LevelBound, Nomination, PodGroupOutcome, SolverStats, relative_gap
+from vcsat.solver.deadline import STEPS
 
 
 def _decision(
@@ -83,6 +84,8 @@ def test_cycle_observation_moves_histogram_status_gap_and_nominations() -> None:
         ([()], {}),
         ([("second_fill",)], {"second_fill": 1}),
         ([("search", "evictions"), ("evictions",), ()], {"search": 1, "evictions": 2}),
+        # The trades a clock cut the exchange after count as one step, whatever N.
+        ([("exchange_trades=3",), ("exchange_trades=7", "top_up")], {"exchange_trades": 2, "top_up": 1}),
     ],
 )
 def test_skipped_steps_are_counted_per_step(cycles: list[tuple[str, ...]], expected: dict[str, int]) -> None:
@@ -94,7 +97,8 @@ def test_skipped_steps_are_counted_per_step(cycles: list[tuple[str, ...]], expec
         for (name, labels), value in _samples(metrics).items()
         if name == "vcsat_solver_steps_skipped_total"
     }
-    assert counted == expected
+    assert {step: value for step, value in counted.items() if value} == expected
+    assert {*STEPS, "exchange_trades"} <= set(counted), "every step's series is there from the start"
 
 
 def test_pending_podgroups_by_reason_follow_the_last_cycle() -> None:

@@ -29,6 +29,7 @@ from prometheus_client import (
 
 from vcsat.adapters.live.volcano_metrics import CycleLike, VolcanoMetrics
 from vcsat.model import Decision
+from vcsat.solver.deadline import EXCHANGE_TRADES, STEPS
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ class Metrics:
             ["step"],
             registry=self.registry,
         )
+        for step in (*STEPS, EXCHANGE_TRADES):  # every step's series from 0: a rate() over it starts known
+            self.steps_skipped.labels(step=step)
         self.solver_gap = Gauge(
             "vcsat_solver_relative_gap",
             "Proven relative gap of the last cycle's decision: (bound - objective) / max(|bound|, 1); 0 is optimal.",
@@ -146,7 +149,9 @@ class Metrics:
         self.cycle_seconds.observe(seconds)
         self.solver_seconds.observe(decision.solver.seconds)
         self.solver_status.labels(status=decision.solver.status).inc()
-        for step in decision.solver.skipped:
+        # ``exchange_trades=N`` (the trades a clock cut the exchange after) counts as its step: a
+        # label per N would grow without end.
+        for step in {entry.partition("=")[0] for entry in decision.solver.skipped}:
             self.steps_skipped.labels(step=step).inc()
         self.solver_gap.set(decision.solver.gap)
         # A level seen before and absent now (a priority with no work left) drops to 0, as the
