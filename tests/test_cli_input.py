@@ -402,23 +402,29 @@ def test_only_the_table_reads_its_modules(tmp_path: Path, output: str, table: bo
 
 
 HEADERS = [
-    # (levels as (name, value, bound), the line under the status line or None)
-    ([], None),
+    # (levels as (name, value, bound), skipped steps, the lines under the status line)
+    ([], [], []),
+    ([], ["second_fill", "exchange_trades=3"], ["skipped for the time limit: second_fill, exchange_trades=3"]),
     (
         [("queue fair share, each queue's 1 highest priorities", 50, 50), ("placed work at priority 0", 10, 12)],
-        "first level below its bound: placed work at priority 0  10 of 12  gap 16.67%",
+        [],
+        ["first level below its bound: placed work at priority 0  10 of 12  gap 16.67%"],
     ),
     (
         [("queue fair share, each queue's 1 highest priorities", 40, 50), ("placed work at priority 0", 10, 12)],
-        "first level below its bound: queue fair share, each queue's 1 highest priorities  40 of 50  gap 20.00%",
+        ["search"],
+        [
+            "first level below its bound: queue fair share, each queue's 1 highest priorities  40 of 50  gap 20.00%",
+            "skipped for the time limit: search",
+        ],
     ),
-    ([("queue fair share, each queue's 1 highest priorities", 50, 50), ("placed work at priority 0", 12, 12)], None),
+    ([("queue fair share, each queue's 1 highest priorities", 50, 50), ("placed work at priority 0", 12, 12)], [], []),
 ]
 
 
-@pytest.mark.parametrize(("levels", "second"), HEADERS)
-def test_the_table_names_the_first_level_below_its_bound(
-    levels: list[tuple[str, int, int]], second: str | None
+@pytest.mark.parametrize(("levels", "skipped", "under"), HEADERS)
+def test_the_table_names_the_first_level_below_its_bound_and_the_skipped_steps(
+    levels: list[tuple[str, int, int]], skipped: list[str], under: list[str]
 ) -> None:
     stats = SolverStats(
         status="FEASIBLE",
@@ -426,7 +432,8 @@ def test_the_table_names_the_first_level_below_its_bound(
         bound=12,
         seconds=0.25,
         levels=[LevelBound(level=name, value=value, bound=bound) for name, value, bound in levels],
+        skipped=skipped,
     )
     lines = header_line(Decision(solver=stats)).splitlines()
     assert lines[0] == "solver FEASIBLE  objective 10  bound 12  gap 16.67%  0.25 s"
-    assert lines[1:] == ([] if second is None else [second])
+    assert lines[1:] == under

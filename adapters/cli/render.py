@@ -38,7 +38,8 @@ def render_decision(decision: Decision, snapshot: Snapshot, console: Console) ->
 def header_line(decision: Decision) -> str:
     """The solver's status, objective, bound, gap and seconds; then, where the decision may be
     short of a better one, the first level of the objective where it may be (its value, bound and
-    gap there), since the gap over placed work is measured at the fair shares this decision gave."""
+    gap there), since the gap over placed work is measured at the fair shares this decision gave;
+    then the optional steps the cycle skipped for its time limit, if any."""
     stats = decision.solver
     line = (
         f"solver {stats.status}  objective {_number(stats.objective)}  bound {_number(stats.bound)}  "
@@ -47,6 +48,9 @@ def header_line(decision: Decision) -> str:
     short = first_short(stats.levels)
     if short is not None:
         line += f"\nfirst level below its bound: {short.level}  {short.value} of {short.bound}  gap {short.gap:.2%}"
+    if stats.skipped:
+        # A decision made on less than the policy asks says so: a longer --time-limit runs these.
+        line += f"\nskipped for the time limit: {', '.join(stats.skipped)}"
     return line
 
 
