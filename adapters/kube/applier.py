@@ -72,7 +72,7 @@ from vcsat.adapters.kube.report_lane import ReportLane
 from vcsat.adapters.kube.status_subresource import StatusWriter
 from vcsat.adapters.kube.status_writes import StatusWrites
 from vcsat.adapters.kube.volume_binding import DEFAULT_TIMEOUT_S, VolumeBinder
-from vcsat.model import Binding, Decision, Pod, PodGroup, Snapshot
+from vcsat.model import Binding, Decision, Eviction, Nomination, Pod, PodGroup, Snapshot
 
 
 class Applier(Bindings, Evictions, StatusWrites):
@@ -139,11 +139,12 @@ class Applier(Bindings, Evictions, StatusWrites):
     def submit(
         self, decision: Decision, snapshot: Snapshot, *, stop: threading.Event | None = None, early: bool = False
     ) -> PendingApply:
-        """Start applying ``decision``; returns once every binding is checked and queued.
+        """Start applying ``decision``; returns once every eviction, nomination and binding is
+        checked and queued.
 
-        Evictions and nominations are done by then (they are few). The bindings go on in the
-        background, already shown as bound by the store's next snapshot, so the next cycle may be
-        solved while they land. Once ``stop`` is set nothing new is sent.
+        They go on in the background, already shown done by the store's next snapshot (victims
+        terminating, preemptors nominated, pods bound), so the next cycle may be solved while they
+        land. Once ``stop`` is set nothing new is sent.
 
         ``early``: a decision bound ahead of the full cycle that follows at once (the scheduler's
         sure placements): only its bindings, the statuses and Events of the gangs it bound and the
@@ -151,13 +152,13 @@ class Applier(Bindings, Evictions, StatusWrites):
         """
         report = ApplyReport()
         stopped = stop.is_set if stop is not None else (lambda: False)
-        if decision.evictions and not stopped():
-            self._evict(decision.evictions, snapshot, report)
-        if decision.nominations and not stopped():
-            self._nominate(decision.nominations, snapshot, report)
+        evicting = self._evict(decision.evictions, snapshot) if decision.evictions and not stopped() else []
+        nominating = self._nominate(decision.nominations) if decision.nominations and not stopped() else []
         sent = self._send(decision.bindings, snapshot, report, stopped)
         binds = [future for _, members in sent for _, future in members]
-        finished = self._finisher.submit(self._finish, decision, snapshot, sent, report, stopped, early)
+        finished = self._finisher.submit(
+            self._finish, decision, snapshot, sent, report, stopped, early, (evicting, nominating)
+        )
         return PendingApply(finished, binds)
 
     def _finish(
@@ -168,7 +169,10 @@ class Applier(Bindings, Evictions, StatusWrites):
         report: ApplyReport,
         stopped: Callable[[], bool],
         early: bool = False,
+        preempting: tuple[list[tuple[Eviction, Future[str | None]]], list[tuple[Nomination, Future[bool]]]] = ([], []),
     ) -> ApplyReport:
+        self._evictions_answered(preempting[0], report)
+        self._nominations_answered(preempting[1], report)
         gangs = self._collect(sent, report)
         if early:
             if not stopped():

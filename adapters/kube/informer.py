@@ -18,11 +18,13 @@ breaks. All informers feed one :class:`Store`, which:
   which a PodGroup's status counts; a PodScheduled condition; a PodGroup's status), so the loop
   knows when repeating the last cycle would write nothing new;
 - says with a snapshot which keys may show another object than an earlier snapshot did
-  (``snapshot_changes``: touched since, or shown bound by a binding in flight in either), so the
+  (``snapshot_changes``: touched since, or shown changed by a write of ours in flight in either), so the
   converter identifies only those, not every object of the cluster;
 - remembers the bindings the applier sent (``expect_binding``) until the watch confirms them, and
   shows those pods as bound in the next snapshot meanwhile, as kube-scheduler "assumes" pods:
-  otherwise a cycle that starts before the confirmations arrive would see their room as free.
+  otherwise a cycle that starts before the confirmations arrive would see their room as free;
+  the same for the evictions and nominations in flight (``expect_eviction``,
+  ``expect_nomination``; :mod:`.pod_marks`): their pods shown terminating, or nominated.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vcsat.adapters.kube.client import SCHEDULING_RESOURCES, ApiError, Kube, Resource, object_key
+from vcsat.adapters.kube.pod_marks import PodMark, marked, now_timestamp
 
 log = logging.getLogger("vcsat.informer")
 
@@ -73,7 +76,8 @@ class StoreChanges:
     by_kind: dict[str, dict[str, dict[str, Any] | None]] | None
     """Per kind, each key that may differ and its object as shown now (None: gone); None: unknown."""
     assumed: frozenset[str]
-    """The pods this snapshot shows as bound by a binding in flight: the next call's ``assumed``."""
+    """The pods this snapshot shows changed by a write of ours in flight (a binding, an eviction, a
+    nomination): the next call's ``assumed``."""
 
 
 class Store:
@@ -104,6 +108,8 @@ class Store:
         self._tombstones: dict[tuple[str, str], int] = {}
         self._snapshot_generations: list[int] = []
         self._expected: dict[str, _Expected] = {}
+        self._marks: dict[str, PodMark] = {}
+        """Per pod key, our evictions and nominations on it in flight (:mod:`.pod_marks`)."""
 
     # --- feeding ------------------------------------------------------------------------------
 
@@ -171,6 +177,12 @@ class Store:
         """Pod-specific bookkeeping; whether the change still counts as relevant."""
         new_node = _node_name(new) if new is not None else None
         old_node = _node_name(old) if old is not None else None
+        mark = self._marks.get(key)
+        if mark is not None:
+            if new is not None:
+                mark.settled_by(new)
+            if new is None or mark.empty:
+                del self._marks[key]
         expected = self._expected.get(key)
         if expected is not None and (new is None or new_node is not None):
             del self._expected[key]
@@ -213,11 +225,66 @@ class Store:
             ttl = BINDING_TTL_S if outcome == "bound" else UNCERTAIN_BINDING_TTL_S
             expected.deadline = time.monotonic() + ttl
 
-    def next_expiry(self) -> float | None:
-        """When (``time.monotonic()``) the first binding in flight stops being shown as bound
-        without the watch confirming it: the next snapshot may differ from then on."""
+    # --- evictions and nominations in flight ------------------------------------------------
+
+    def expect_eviction(self, pod_key: str) -> None:
+        """Called when an eviction is queued: the pod is shown terminating until the watch says so."""
         with self._cond:
-            return min((expected.deadline for expected in self._expected.values()), default=None)
+            mark = self._mark(pod_key)
+            mark.evicting_since = now_timestamp()
+
+    def expect_nomination(self, pod_key: str, node: str) -> None:
+        """Called when a nomination is queued: the pod is shown nominated to ``node`` until the watch says so."""
+        with self._cond:
+            self._mark(pod_key).nominated = node
+
+    def _mark(self, pod_key: str) -> PodMark:
+        mark = self._marks.get(pod_key)
+        if mark is None:
+            mark = self._marks[pod_key] = PodMark(deadline=0.0)
+        mark.deadline = max(mark.deadline, time.monotonic() + QUEUED_BINDING_TTL_S)
+        mark.shown = None
+        return mark
+
+    def eviction_done(self, pod_key: str, outcome: str) -> None:
+        """``evicted``: the server took it; ``moot``: the pod was gone, going, or another pod by
+        now (nothing to show); ``refused``: it stays (a PodDisruptionBudget, an error), which is
+        worth another cycle."""
+        with self._cond:
+            mark = self._marks.get(pod_key)
+            if mark is None or mark.evicting_since is None:
+                return  # the watch already showed it
+            if outcome == "evicted":
+                mark.deadline = time.monotonic() + BINDING_TTL_S
+                return
+            mark.evicting_since, mark.shown = None, None
+            if mark.empty:
+                del self._marks[pod_key]
+            if outcome == "refused":
+                self.relevant += 1
+                self._relevant_by_kind["Eviction"] += 1
+                self._cond.notify_all()
+
+    def nomination_done(self, pod_key: str, written: bool) -> None:
+        """Whether the server took the nomination; one it did not is no longer shown."""
+        with self._cond:
+            mark = self._marks.get(pod_key)
+            if mark is None or mark.nominated is None:
+                return
+            if written:
+                mark.deadline = time.monotonic() + BINDING_TTL_S
+                return
+            mark.nominated, mark.shown = None, None
+            if mark.empty:
+                del self._marks[pod_key]
+
+    def next_expiry(self) -> float | None:
+        """When (``time.monotonic()``) the first binding, eviction or nomination in flight stops
+        being shown as done without the watch confirming it: the next snapshot may differ from then on."""
+        with self._cond:
+            deadlines = [expected.deadline for expected in self._expected.values()]
+            deadlines.extend(mark.deadline for mark in self._marks.values())
+            return min(deadlines, default=None)
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -261,7 +328,8 @@ class Store:
             return list(self._objects[kind].values())
 
     def snapshot(self) -> tuple[int, list[dict[str, Any]]]:
-        """The generation and every object as of now, bindings in flight shown as done.
+        """The generation and every object as of now, our writes in flight (bindings, evictions,
+        nominations) shown as done.
 
         Objects are shared, not copied: the store never changes an object in place, it replaces
         it, so the list stays exactly what it was at this generation.
@@ -272,21 +340,30 @@ class Store:
             self._prune_tombstones(generation)
             for key in [key for key, e in self._expected.items() if e.deadline < now]:
                 del self._expected[key]
+            for key in [key for key, mark in self._marks.items() if mark.deadline < now]:
+                del self._marks[key]
             out: list[dict[str, Any]] = []
             for kind in self._kinds:
-                if kind != "Pod" or not self._expected:
+                if kind != "Pod" or not (self._expected or self._marks):
                     out.extend(self._objects[kind].values())
                     continue
                 for key, obj in self._objects[kind].items():
-                    expected = self._expected.get(key)
-                    out.append(obj if expected is None or _node_name(obj) else _assumed(obj, expected))
+                    out.append(self._shown(key, obj))
             return generation, out
+
+    def _shown(self, key: str, pod: dict[str, Any]) -> dict[str, Any]:
+        """The pod as snapshots show it: with our writes in flight on it done (lock held)."""
+        expected = self._expected.get(key)
+        if expected is not None and not _node_name(pod):
+            pod = _assumed(pod, expected)
+        mark = self._marks.get(key)
+        return pod if mark is None else marked(pod, mark)
 
     def snapshot_changes(
         self, since: int | None, assumed: frozenset[str]
     ) -> tuple[int, list[dict[str, Any]], StoreChanges]:
         """:meth:`snapshot`, and what in it may differ from the snapshot taken at generation
-        ``since`` that showed the pods ``assumed`` as bound (bindings in flight): per kind, each
+        ``since`` that showed the pods ``assumed`` changed by our writes in flight: per kind, each
         key touched since then (:meth:`touched_since`) or shown assumed in either snapshot, with
         its object as shown now (None: gone). Every other key's object is the very one shown then
         (the store replaces objects, never changes one in place). ``by_kind`` None when that cannot
@@ -294,7 +371,8 @@ class Store:
         One hold of the lock: no event lands between the snapshot and its changes."""
         with self._cond:
             generation, out = self.snapshot()
-            shown = frozenset(key for key, e in self._expected.items() if key in self._objects["Pod"])
+            pods = self._objects["Pod"]
+            shown = frozenset(key for key in (*self._expected, *self._marks) if key in pods)
             if since is None or any(since < floor for floor in self._touched_floor.values()):
                 return generation, out, StoreChanges(None, shown)
             changed: dict[str, dict[str, dict[str, Any] | None]] = {}
@@ -306,9 +384,8 @@ class Store:
                 entries = {key: objects.get(key) for key in keys}
                 if kind == "Pod":
                     for key, obj in entries.items():
-                        expected = self._expected.get(key)
-                        if obj is not None and expected is not None and not _node_name(obj):
-                            entries[key] = _assumed(obj, expected)
+                        if obj is not None:
+                            entries[key] = self._shown(key, obj)
                 if entries:
                     changed[kind] = entries
             return generation, out, StoreChanges(changed, shown)

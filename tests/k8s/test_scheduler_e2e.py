@@ -318,6 +318,98 @@ def test_evictions_free_room_that_nominated_pods_take(bubble: Bubble, k8s_client
         scheduler.close()
 
 
+class _Held(Kube):
+    """The real client, holding every eviction and nomination back until ``gate`` opens."""
+
+    def __init__(self, kube: Kube, gate: threading.Event) -> None:
+        super().__init__(kube.configuration)
+        self.gate = gate
+        self.answered = 0
+        self._lock = threading.Lock()
+
+    def request(self, method: str, path: str, **options: Any) -> Any:
+        held = path.endswith("/eviction") or (method == "PATCH" and path.endswith("/status"))
+        if held:
+            assert self.gate.wait(120), "the test opens the gate"
+        try:
+            return super().request(method, path, **options)
+        finally:
+            if held:
+                with self._lock:
+                    self.answered += 1
+
+
+@pytest.mark.parametrize("budget", [False, True], ids=["evicted", "disruption-budget-says-not-now"])
+def test_evictions_and_nominations_go_on_in_the_background_shown_done_meanwhile(
+    bubble: Bubble, kube: Kube, budget: bool
+) -> None:
+    # The cycle that preempts hands its writes over and goes on; a cycle that starts before any is
+    # answered must see the victims going and the preemptors nominated, not the same room free to
+    # take again by more evictions. The store here is one listing (it hears nothing after), so what
+    # it shows of those pods is the applier's doing alone.
+    node = bubble.node("n", cpu="4")
+    low_class, high_class = bubble.priority_class("low", 10), bubble.priority_class("high", 1000)
+    for i in range(2):
+        bubble.pod(f"low-{i}", cpu="2", node_name=node, priority_class=low_class, labels={"app": "low"})
+    if budget:
+        bubble.kube.post(
+            f"/apis/policy/v1/namespaces/{bubble.namespace}/poddisruptionbudgets",
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "keep-low"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "low"}}},
+            },
+        )
+    bubble.gang("high", 2, cpu="2", priority_class=high_class)
+    low = [f"{bubble.namespace}/low-{i}" for i in range(2)]
+    high = [f"{bubble.namespace}/high-{i}" for i in range(2)]
+    store, snapshot = bubble.listed()
+    gate = threading.Event()
+    held = _Held(kube, gate)
+    applier = Applier(held, store)
+
+    def shown() -> dict[str, Any]:
+        generation, objects = store.snapshot()
+        return snapshot_from_objects(
+            objects, scheduler_name=bubble.scheduler_name, strict=False, generation=generation
+        ).pod_by_key
+
+    try:
+        decision = Decision(
+            evictions=[Eviction(pod=key, reason="preempt") for key in low],
+            nominations=[Nomination(pod=key, node=node) for key in high],
+            solver=SolverStats(status="OPTIMAL"),
+        )
+        applying = applier.submit(decision, snapshot)
+        assert held.answered == 0, "submit returned with every eviction and nomination still unanswered"
+        meanwhile = shown()
+        assert [meanwhile[key].terminating for key in low] == [True, True]
+        assert [meanwhile[key].nominated_node for key in high] == [node, node]
+        relevant = store.relevant
+        gate.set()
+        report = applying.result(120)
+        assert sorted(report.nominated) == high
+        after = shown()
+        if budget:
+            assert report.evicted == [] and sorted(report.evictions_deferred) == low
+            assert [after[key].terminating for key in low] == [False, False], "the victims stay, and show so"
+            assert store.relevant > relevant, "a refused eviction is worth another cycle"
+        else:
+            assert sorted(report.evicted) == low
+            assert [after[key].terminating for key in low] == [True, True], "until the watch says so"
+            pods = bubble.pods()
+            # kwok lets an evicted pod go at once: each is gone, or terminating.
+            assert all(
+                f"low-{i}" not in pods or pods[f"low-{i}"]["metadata"].get("deletionTimestamp") for i in range(2)
+            ), "the API server took the evictions"
+        nominated = {name: (pod.get("status") or {}).get("nominatedNodeName") for name, pod in bubble.pods().items()}
+        assert nominated["high-0"] == nominated["high-1"] == node
+    finally:
+        gate.set()
+        applier.close()
+
+
 # --- stale decisions and conflicts --------------------------------------------------------------
 
 

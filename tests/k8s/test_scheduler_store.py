@@ -281,6 +281,97 @@ def test_an_older_event_arriving_after_the_binding_does_not_unbind_it() -> None:
     assert _snapshot_pod(store, "p")["spec"]["nodeName"] == "n"
 
 
+# --- evictions and nominations in flight -------------------------------------------------------
+
+
+def _terminating(pod: dict[str, Any]) -> bool:
+    return bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def _nominated(pod: dict[str, Any]) -> str | None:
+    value: str | None = pod["status"].get("nominatedNodeName")
+    return value
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown_after", "woken"),
+    [
+        # The server took it: shown terminating until the watch says so.
+        ("evicted", True, False),
+        # Gone, going or another pod by now: nothing of ours to show.
+        ("moot", False, False),
+        # A PodDisruptionBudget said not now: the victim runs on, which is worth another cycle.
+        ("refused", False, True),
+    ],
+)
+def test_an_eviction_in_flight_shows_the_victim_terminating_until_it_is_answered(
+    answer: str, shown_after: bool, woken: bool
+) -> None:
+    store = Store()
+    store.replace("Pod", [_pod("victim", node="n", phase="Running")])
+    relevant = store.relevant
+    store.expect_eviction("ns/victim")
+    assert _terminating(_snapshot_pod(store, "victim")), "an eviction in flight counts as done"
+    assert not _terminating(store.get("Pod", "ns/victim")), "the cache itself is not touched"
+    assert store.next_expiry() is not None
+    store.eviction_done("ns/victim", answer)
+    assert _terminating(_snapshot_pod(store, "victim")) == shown_after
+    assert (store.relevant > relevant) == woken
+    assert (store.next_expiry() is not None) == shown_after
+
+
+def test_the_watch_settles_an_eviction_and_a_nomination_in_flight() -> None:
+    store = Store()
+    store.replace("Pod", [_pod("victim", node="n", phase="Running"), _pod("preemptor")])
+    store.expect_eviction("ns/victim")
+    store.expect_nomination("ns/preemptor", "n")
+    generation, _objects, changes = store.snapshot_changes(None, frozenset())
+    assert changes.assumed == {"ns/victim", "ns/preemptor"}, "both are shown otherwise than stored"
+    assert _nominated(_snapshot_pod(store, "preemptor")) == "n"
+    assert _snapshot_pod(store, "victim") is _snapshot_pod(store, "victim"), "the same copy each snapshot"
+
+    going = _pod("victim", "2", node="n", phase="Running", deletionTimestamp="2026-01-01T00:00:00Z")
+    store.apply("Pod", "MODIFIED", going)
+    nominated = _pod("preemptor", "2")
+    nominated["status"]["nominatedNodeName"] = "n"
+    store.apply("Pod", "MODIFIED", nominated)
+    assert _snapshot_pod(store, "victim") is store.get("Pod", "ns/victim"), "the watch's own object now"
+    assert _snapshot_pod(store, "preemptor") is store.get("Pod", "ns/preemptor")
+    assert store.next_expiry() is None
+    _, _, later = store.snapshot_changes(generation, changes.assumed)
+    assert later.by_kind is not None and {"ns/victim", "ns/preemptor"} <= set(later.by_kind["Pod"]), (
+        "keys shown changed last time are read again"
+    )
+
+
+@pytest.mark.parametrize("written", [True, False])
+def test_a_nomination_the_server_refused_is_no_longer_shown(written: bool) -> None:
+    store = Store()
+    store.replace("Pod", [_pod("preemptor")])
+    store.expect_nomination("ns/preemptor", "n")
+    store.nomination_done("ns/preemptor", written)
+    assert _nominated(_snapshot_pod(store, "preemptor")) == ("n" if written else None)
+
+
+def test_an_unconfirmed_eviction_stops_showing_after_its_time_to_live() -> None:
+    store = Store()
+    store.replace("Pod", [_pod("victim", node="n", phase="Running")])
+    store.expect_eviction("ns/victim")
+    store.eviction_done("ns/victim", "evicted")
+    store._marks["ns/victim"].deadline = time.monotonic() - 1  # as if the watch never said so
+    assert not _terminating(_snapshot_pod(store, "victim"))
+    assert store.next_expiry() is None
+
+
+def test_a_pod_deleted_while_its_eviction_is_in_flight_leaves_nothing_behind() -> None:
+    store = Store()
+    store.replace("Pod", [_pod("victim", node="n", phase="Running")])
+    store.expect_eviction("ns/victim")
+    store.apply("Pod", "DELETED", _pod("victim", "2", node="n", phase="Running"))
+    store.eviction_done("ns/victim", "evicted")
+    assert store.next_expiry() is None
+
+
 # --- the informer loop ------------------------------------------------------------------------
 
 
