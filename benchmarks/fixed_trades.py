@@ -7,7 +7,8 @@ timed one after the other are compared on different trade counts. Two ways of tr
 a choice of what to take out) are compared fairly on the same count instead: each file is solved
 with ``wall=False`` as a replay that ran N trades (and skipped what the 1 s cycle skips: the
 search, which does not fit there), for each N asked, and one JSON line per (file, N) gives the
-status, the gap and every level with its bound.
+status, the gap, every level with its bound, and how many pods the eviction phase evicts and
+nominates (it runs in the replay too; its nominations count in no level).
 
     PYTHONPATH=TREE python benchmarks/fixed_trades.py FILES... --trades 2,4,8 --label mine > mine.jsonl
     python benchmarks/fixed_trades.py --compare main.jsonl mine.jsonl
@@ -51,6 +52,10 @@ def solve_at(path: Path, trades: list[int], skip: list[str], kinds: bool = False
                 "gap": decision.solver.gap,
                 "skipped": decision.solver.skipped,
                 "levels": [[level.level, level.value, level.bound] for level in decision.solver.levels],
+                # The eviction phase runs in a replay (nothing skips it without a clock) and its
+                # nominations are not placed work: the levels and the gap say nothing of it.
+                "evictions": len(decision.evictions),
+                "nominations": len(decision.nominations),
                 **({"events": events, "kinds": summary(events)} if kinds else {}),
             }
         )

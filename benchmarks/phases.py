@@ -1,4 +1,4 @@
-"""Where one scheduling cycle's time goes: read, snapshot, build, greedy, second fill, search, explain, check.
+"""Where one scheduling cycle's time goes: read, snapshot, build, greedy, fills, search, explain, evictions, check.
 
 Runs one cycle (as ``vcsat solve`` then the checker) on an instance file in this process and
 times each phase (wall clock, and CPU seconds of all threads) by wrapping the solver's own steps
@@ -79,7 +79,16 @@ def run(
 
     originals = {
         name: getattr(solve_module, name)
-        for name in ("build_problem", "greedy", "greedy_by_gain", "lp_bounds", "solve_exact", "outcomes", "bindings")
+        for name in (
+            "build_problem",
+            "greedy",
+            "greedy_by_gain",
+            "lp_bounds",
+            "solve_exact",
+            "outcomes",
+            "bindings",
+            "_preempt",
+        )
     }
     labels = {
         "build_problem": "build",
@@ -89,6 +98,7 @@ def run(
         "solve_exact": "search",
         "outcomes": "explain",
         "bindings": "decode",
+        "_preempt": "evictions",  # the eviction phase, set-up and models (and CP-SAT's import, if first)
     }
     for name, function in originals.items():
         setattr(solve_module, name, timed(labels[name], function))
@@ -148,6 +158,8 @@ def run(
         "gap": decision.solver.gap,
         "levels": [[level.level, level.value, level.bound] for level in decision.solver.levels],
         "pods_bound": len(decision.bindings),
+        "evictions": len(decision.evictions),
+        "nominations": len(decision.nominations),
         "violations": len(violations),
         "peak_rss_mib": _peak_mib(),
         **({"counters": {**counted, "gc": passes}} if counters else {}),

@@ -57,3 +57,17 @@ def test_compare_counts_files_per_trade_count(
     before: list[dict[str, Any]], after: list[dict[str, Any]], expected: list[str]
 ) -> None:
     assert fixed_trades.compare(before, after) == expected
+
+
+def test_a_replay_runs_the_eviction_phase_and_no_level_counts_its_nominations(tmp_path: Path) -> None:
+    # A saturated miniature: the replay (no clock) runs the eviction phase, which nominates waiting
+    # pods to the room of lower-priority ones; the levels and the gap are the placement's alone, the
+    # same as a replay that skipped the phase.
+    path = shape_file(tmp_path, "saturated", 40, 2)
+    [row] = fixed_trades.solve_at(path, [0], ["search"])
+    [without] = fixed_trades.solve_at(path, [0], ["search", "evictions"])
+    assert row["evictions"] > 0
+    assert row["nominations"] > 0
+    assert "evictions" not in row["skipped"]
+    assert (without["evictions"], without["nominations"]) == (0, 0)
+    assert (row["levels"], row["gap"]) == (without["levels"], without["gap"])
