@@ -289,6 +289,7 @@ def scheduler(
     early_bind: int,
     tree: str | None,
     cpus: set[int] | None = None,
+    dump_dir: Path | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     argv = [
         *VCSAT,
@@ -301,6 +302,7 @@ def scheduler(
         "--log-level=debug",
         f"--time-limit={time_limit_s}",
         f"--early-bind-min-pending={early_bind}",
+        *([f"--dump-dir={dump_dir}"] if dump_dir is not None else []),
     ]
     env = dict(os.environ)
     if tree is not None:
@@ -394,6 +396,7 @@ def measure(
     runs: tuple[tuple[int, str | None, bool], ...],
     out: Path | None,
     timeout_s: float,
+    dump_dir: Path | None = None,
 ) -> None:
     from vcsat.adapters.convert import instance_file
 
@@ -427,7 +430,15 @@ def measure(
                 log = workdir / f"vcsat-{run}.log"
                 with (
                     pinned(cluster_pids(plane), pin) as cpus,
-                    scheduler(cluster, log, time_limit_s, early_bind, tree, cpus) as process,
+                    scheduler(
+                        cluster,
+                        log,
+                        time_limit_s,
+                        early_bind,
+                        tree,
+                        cpus,
+                        dump_dir=None if dump_dir is None else dump_dir / f"run-{run}",
+                    ) as process,
                 ):
                     tail = LogTail(log)
                     pids = {**cluster_pids(plane), "scheduler": process.pid}
@@ -514,6 +525,11 @@ def measure(
 @click.option(
     "--timeout", type=float, default=900.0, show_default=True, help="Seconds for loading and for a cold cycle."
 )
+@click.option(
+    "--dump-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Each scheduler process dumps its cycles under DIR/run-N (its --dump-dir): `vcsat solve` replays them.",
+)
 def main(
     instance: Path,
     batch: int,
@@ -524,8 +540,9 @@ def main(
     runs: tuple[str, ...],
     out: Path | None,
     timeout: float,
+    dump_dir: Path | None,
 ) -> None:
-    measure(instance, batch, batches, interval, quiet, time_limit, tuple(map(parse_run, runs)), out, timeout)
+    measure(instance, batch, batches, interval, quiet, time_limit, tuple(map(parse_run, runs)), out, timeout, dump_dir)
 
 
 def parse_run(run: str) -> tuple[int, str | None, bool]:
