@@ -10,7 +10,8 @@ which pod and keeps only what must hold in any decision:
   (fragmentation: four free GPUs spread over four nodes take no 4-GPU pod);
 - queue capabilities;
 - a gang is left out when its pods could not reach its minimum even with the free room to
-  themselves (each eligible node holding as many as fit it alone);
+  themselves (each eligible node holding as many as fit it alone), or, under a hard
+  ``networkTopology``, with the free room of any one domain of its tier to themselves;
 - the more important priority levels keep at least what the decision gave them.
 
 Every decision is feasible for it, so its optimum bounds each placed-work level from above. It is
@@ -37,7 +38,7 @@ from ortools.linear_solver import linear_solver_pb2, pywraplp
 
 from vcsat.model import resources as res
 from vcsat.solver.assignment import Assignment
-from vcsat.solver.gang_minimum import reaches_minimum
+from vcsat.solver.gang_minimum import reaches_minimum, reaches_minimum_somewhere
 from vcsat.solver.objectives.fairness import (
     SHARE_SCALE,
     fair_share_values,
@@ -190,6 +191,10 @@ class _ShapeRoom:
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self.held: dict[int, int] = {}
+        self.by_domain: dict[tuple[int, int], NDArray[np.int64]] = {}
+        """Per (shape, tier): the pods of the shape each domain of the tier holds at most."""
+        self.domain_ids: dict[int, NDArray[np.intp]] = {}
+        """Per tier: each node's domain as a number (nodes outside every domain share one)."""
 
     def pods(self, shape_index: int) -> int:
         held = self.held.get(shape_index)
@@ -206,10 +211,45 @@ class _ShapeRoom:
 
     def may_fit(self, gang: Gang) -> bool:
         """False when ``gang``'s pods could not reach its minimum, or one task's, even alone in the
-        free room."""
+        free room; or, held by a hard ``networkTopology`` within one domain of a tier, alone in
+        the free room of any one such domain."""
         if gang.need <= 1 and not gang.task_need:
             return True  # one pod: each class kept has a node it fits (its shape's nodes)
-        return reaches_minimum(self.problem, gang, self.pods)
+        if not reaches_minimum(self.problem, gang, self.pods):
+            return False
+        tier = self.problem.highest_tier(gang)
+        if tier is None:
+            return True
+        shapes = {self.problem.classes[c].shape for c in gang.classes}
+        rooms = {s: self._in_domains(s, tier) for s in shapes}
+        # Nodes outside every domain of the tier count as one domain more: looser, never wrong.
+        return reaches_minimum_somewhere(self.problem, gang, rooms)
+
+    def _in_domains(self, shape_index: int, tier: int) -> NDArray[np.int64]:
+        key = (shape_index, tier)
+        made = self.by_domain.get(key)
+        if made is None:
+            ids = self._domain_ids(tier)
+            shape = self.problem.shapes[shape_index]
+            if not shape.nodes:
+                made = np.zeros(0, dtype=np.int64)
+            elif any(amount > 0 for amount in shape.request):
+                made = np.bincount(ids[shape.fits.rows], weights=shape.fits.counts, minlength=0).astype(np.int64)
+            else:
+                made = np.full(int(ids.max()) + 1, _UNLIMITED, dtype=np.int64)
+            self.by_domain[key] = made
+        return made
+
+    def _domain_ids(self, tier: int) -> NDArray[np.intp]:
+        ids = self.domain_ids.get(tier)
+        if ids is None:
+            domains = self.problem.domains
+            assert domains is not None  # a hard tier is only named where domains exist
+            number: dict[str, int] = {}
+            ids = self.domain_ids[tier] = np.array(
+                [number.setdefault(by_tier[tier], len(number)) for by_tier in domains.of_node], dtype=np.intp
+            )
+        return ids
 
 
 _UNLIMITED = 1 << 30
