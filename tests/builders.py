@@ -28,6 +28,7 @@ from vcsat.model import (
     Binding,
     Decision,
     Eviction,
+    HyperNode,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
@@ -406,6 +407,7 @@ def snapshot(
     disruption_budgets: Iterable[PodDisruptionBudget] = (),
     csi_drivers: Iterable[CSIDriver] = (),
     storage_capacities: Iterable[CSIStorageCapacity] = (),
+    hypernodes: Iterable[HyperNode] = (),
 ) -> Snapshot:
     """A snapshot; the queue ``default`` is added when not given, as the converter does. Storage
     objects and budgets: see ``tests/storage_builders.py``."""
@@ -425,6 +427,7 @@ def snapshot(
         disruption_budgets=tuple(disruption_budgets),
         csi_drivers=tuple(csi_drivers),
         storage_capacities=tuple(storage_capacities),
+        hypernodes=tuple(hypernodes),
     )
 
 

@@ -27,7 +27,17 @@ from tests.builders import (
 )
 from tests.builders import spread as spread_rule
 from tests.storage_builders import RWOP, csinode, pv, pvc, storage_class
-from vcsat.model import Binding, Decision, Pod, Policy, Snapshot, SolverStats
+from vcsat.model import (
+    Binding,
+    Decision,
+    HyperNode,
+    HyperNodeMember,
+    NetworkTopology,
+    Pod,
+    Policy,
+    Snapshot,
+    SolverStats,
+)
 from vcsat.model import resources as res
 from vcsat.model.cluster import PodAffinityRules, PodAffinityTerm
 from vcsat.model.selectors import label_selector
@@ -385,6 +395,41 @@ case(
 )
 snap = gpu_node(held, pod("ns/s5", gpu_milli=500))
 case("share onto a whole GPU", snap, decision(snap, bindings=[bind("ns/s5", "n1", [0])]), "GpuConflict")
+
+# --- hard networkTopology: a gang's pods of one cycle within one HyperNode of its tier ------------
+
+_racks = [
+    HyperNode(name="r1", tier=1, members=(HyperNodeMember(type="Node", regex="^a"),)),
+    HyperNode(name="r2", tier=1, members=(HyperNodeMember(type="Node", regex="^b"),)),
+]
+_pair = [pod(f"ns/t-{i}", group="ns/t") for i in range(2)]
+for _mode, _spanning in (("hard", ["NetworkTopologyHard"]), ("soft", [])):
+    _topology = NetworkTopology(mode=_mode, highest_tier_allowed=1)
+    snap = snapshot(
+        nodes=[node(n) for n in ("a1", "a2", "b1", "c1")],
+        pods=_pair,
+        groups=[group("ns/t", min_member=2).model_copy(update={"network_topology": _topology})],
+        hypernodes=_racks,
+    )
+    case(f"{_mode} topology, one rack", snap, decision(snap, bindings=[bind("ns/t-0", "a1"), bind("ns/t-1", "a2")]))
+    case(
+        f"{_mode} topology, two racks",
+        snap,
+        decision(snap, bindings=[bind("ns/t-0", "a1"), bind("ns/t-1", "b1")]),
+        *_spanning,
+    )
+    case(
+        f"{_mode} topology, a rack and a node outside every rack, one pod nominated",
+        snap,
+        decision(snap, bindings=[bind("ns/t-0", "a1")], nominations=[nominate("ns/t-1", "c1")]),
+        *_spanning,
+    )
+case(
+    "hard topology, two racks, topology off",
+    snap,
+    decision(snap, bindings=[bind("ns/t-0", "a1"), bind("ns/t-1", "b1")]),
+    policy=Policy(topology=False),
+)
 
 # --- gangs ------------------------------------------------------------------------------------
 

@@ -31,6 +31,10 @@ victims of the highest priority spared first, then the fewest victims, then the 
 first. Preemptors are *nominated*: they are bound in a later cycle, once their
 victims are gone.
 
+A gang held within one domain by a hard ``networkTopology`` is placed (bound or nominated) in one
+such domain, as allocate places it: room freed in two racks for a rack-bound gang is room it
+never runs in.
+
 Rules between pods (required anti-affinity by any topology key, host ports, the preemptor's
 required affinity) are modelled as DefaultPreemption reads them
 (:mod:`vcsat.solver.preemption.antiaffinity`): a victim's removal may lift a conflict in its
@@ -368,6 +372,7 @@ def _run(
     x: dict[tuple[int, int], cp_model.IntVar] = {}
     for gang in preemptors:
         upper[placed[gang.index].index] = 1
+        first = len(x)
         for c in gang.classes:
             shape = problem.shapes[problem.classes[c].shape]
             # Nodes with victims, and nodes with room left after allocate (a preemptor's other pods,
@@ -382,6 +387,7 @@ def _run(
                 var = cp.new_int_var(0, min(fit, pods), f"x[{c},{node}]")
                 x[(c, node)] = var
                 upper[var.index] = min(fit, pods)
+        _within_one_domain(cp, problem, gang, list(x.items())[first:], upper)
     # Victims on nodes no preemptor can use are never worth evicting.
     reachable = {node for (_, node) in x}
     victims = [v for v in victims if v.node in reachable]
@@ -604,6 +610,34 @@ def shared_attach_limits(
             )
             out[(node, r)] = flags.get(driver, [])
     return out
+
+
+def _within_one_domain(
+    cp: cp_model.CpModel,
+    problem: Problem,
+    gang: Gang,
+    cells: list[tuple[tuple[int, int], cp_model.IntVar]],
+    upper: dict[int, int],
+) -> None:
+    """A gang whose hard ``networkTopology`` keeps it within one domain of a tier gets its pods
+    (bound now or nominated) in one such domain, as allocate places it (:mod:`vcsat.solver.
+    constraints.topology`): nodes of other domains freed for it would hold pods that never run
+    together. Nodes outside every domain of the tier are one domain, as there."""
+    tier = problem.highest_tier(gang)
+    domains = problem.domains
+    if tier is None or domains is None:
+        return
+    by_domain: dict[str, list[cp_model.IntVar]] = {}
+    for (_, node), var in cells:
+        by_domain.setdefault(domains.of_node[node][tier], []).append(var)
+    chosen = []
+    for name, cell_vars in sorted(by_domain.items()):
+        within = cp.new_bool_var(f"within[{gang.index},{tier},{name}]")
+        upper[within.index] = 1
+        chosen.append(within)
+        for var in cell_vars:
+            cp.add(var <= upper[var.index] * within)
+    cp.add(sum(chosen) <= 1)
 
 
 def _joint_slots(problem: Problem, victims: list[Victim]) -> list[JointSlot]:

@@ -60,6 +60,8 @@ from vcsat.solver.validator.interpod import (
     affinity_after_evictions,
     check_interpod,
 )
+from vcsat.solver.validator.network_topology import RULE as TOPOLOGY_RULE
+from vcsat.solver.validator.network_topology import topology_violations
 from vcsat.solver.validator.spread import RULE as SPREAD_RULE
 from vcsat.solver.validator.spread import spread_violations
 
@@ -87,6 +89,7 @@ RULES: Final = (
     "UnknownPodGroup",
     "GangUnsatisfied",
     "GangTaskUnsatisfied",
+    TOPOLOGY_RULE,
     "UnknownQueue",
     "QueueClosed",
     "QueueOverCapability",
@@ -179,6 +182,7 @@ class _Checker:
         self._volumes()
         self._gpus()
         self._gangs()
+        self._network_topology()
         self._queues()
         self._victim_justification()
         self._victim_gangs()
@@ -416,6 +420,13 @@ class _Checker:
 
     def _group_of(self, pod: Pod) -> PodGroup | None:
         return None if pod.group is None else self.snapshot.podgroup_by_key.get(pod.group)
+
+    def _network_topology(self) -> None:
+        if not self.policy.topology:
+            return
+        placed = [(p.gang, p.node.name) for p in self.placements if p.node is not None and p.pod.group is not None]
+        for group, why in topology_violations(self.snapshot, placed):
+            self._flag(TOPOLOGY_RULE, group, why)
 
     def _gangs(self) -> None:
         placed: dict[str, list[Pod]] = defaultdict(list)
