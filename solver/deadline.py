@@ -82,6 +82,10 @@ ended the exchange after its first N trades, the rest skipped; a replay runs the
 SEARCH = "search"
 TOP_UP = "top_up"
 NEIGHBOURHOOD = "neighbourhood"
+WHOLE_BOUND = "whole_bound"
+"""The placed-work bound over whole numbers (:mod:`vcsat.solver.search.whole_bound`), asked once the
+decision stands and only where the LP's gap is over the tolerance: it changes no decision, only
+the bound and so the gap and status reported."""
 EVICTIONS = "evictions"
 EVICTION_BUDGET = "eviction_budget"
 """The eviction phase's deterministic budget beyond its stages' minimum (asked once the phase runs)."""
@@ -95,6 +99,7 @@ STEPS = (
     EXCHANGE,
     EXCHANGE_ACROSS,
     EXCHANGE_FAIR,
+    WHOLE_BOUND,
     EVICTIONS,
     EVICTION_BUDGET,
 )
@@ -162,6 +167,12 @@ of a queue) reads the decision's layout and the waiting gangs' pools. The predic
 look's (later ones are predicted at the dearest that ran); the two constants give 0.025 s at 1,000
 nodes and 0.16 s at 10,000, about what the dearest look takes there on the contended and
 over-served shapes (benchmarks/RESULTS.md, session 35)."""
+WHOLE_LEVEL_SECONDS = 0.15
+"""Predicted CPU seconds of the whole-number bound's CP-SAT solve of one placed-work level,
+presolve included (:mod:`vcsat.solver.search.whole_bound`), besides its share per node."""
+WHOLE_LEVEL_PER_NODE = 1e-4
+"""CPU seconds per node of the same, besides :data:`WHOLE_LEVEL_SECONDS` (its model grows with
+the pod shapes and node sets a larger cluster has)."""
 RESERVE_PER_NODE = 2e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out. About one and a half to two times what those steps
@@ -259,6 +270,10 @@ class WallPlan:
         """Predicted CPU seconds of ``trades`` exchange trades (:data:`TRADE_SECONDS` and
         :data:`TRADE_PER_NODE` each)."""
         return (TRADE_SECONDS + TRADE_PER_NODE * self.nodes) * trades
+
+    def whole_bound_cost(self, levels: int) -> float:
+        """Predicted CPU seconds of the whole-number bound on ``levels`` placed-work levels."""
+        return (WHOLE_LEVEL_SECONDS + WHOLE_LEVEL_PER_NODE * self.nodes) * levels
 
     @staticmethod
     def model_cost(slots: int, gangs: int = 0) -> float:

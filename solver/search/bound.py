@@ -74,6 +74,24 @@ class _Item:
     task: str = ""
 
 
+@dataclass(frozen=True)
+class IntegerRows:
+    """The LP's rows for a bound over whole numbers (:mod:`vcsat.solver.search.whole_bound`):
+    every variable of the LP is a whole number in every decision (pods per column, a gang with
+    columns of its own placed or not, fill points and utilities)."""
+
+    model: linear_solver_pb2.MPModelProto
+    """The LP's variables and rows, its objective and its floors' bounds as they stood."""
+    priorities: list[int]
+    """Every priority with pods, highest first."""
+    objectives: dict[int, tuple[list[int], list[int]]]
+    """Per priority: its columns' variable indices and their values (its placed work)."""
+    floors: dict[int, int]
+    """Per priority: the index of the row keeping its placed work at least a floor."""
+    shares: dict[int, int]
+    """Per fair-share level: the index of the row keeping its utilities' sum at least a floor."""
+
+
 class LpBounds:
     """What one LP proves about a decision, level by level, each level's bound holding the more
     important levels at the decision's values (as a lexicographic optimum is read): placed work
@@ -105,6 +123,26 @@ class LpBounds:
         relaxation.keep(fair or {})
         relaxation.release()
         return LpBounds(relaxation.placed_bounds(found), self._problem, fair, relaxation)
+
+    def integer_rows(self) -> IntegerRows | None:
+        """The LP's rows (:class:`IntegerRows`), while the LP is kept (before :meth:`fair_bounds`);
+        None once it is let go, or when nothing can be placed."""
+        relaxation = self._relaxation
+        if relaxation is None:
+            return None
+        model = linear_solver_pb2.MPModelProto()
+        relaxation.lp.ExportModelToProto(model)
+        items, y = relaxation.items, relaxation.y
+        objectives: dict[int, tuple[list[int], list[int]]] = {}
+        for priority, at in relaxation.of_priority.items():
+            objectives[priority] = ([int(y[i].index()) for i in at], [items[i].value for i in at])
+        return IntegerRows(
+            model,
+            list(relaxation.priorities),
+            objectives,
+            {priority: row.index() for priority, row in relaxation.floors.items()},
+            {rank: keep.index() for rank, (keep, _within) in relaxation.shares.items()},
+        )
 
     def fair_bounds(self) -> dict[int, int]:
         """Per queue fair-share level (:func:`vcsat.solver.objectives.fairness.fair_ranks`, the
