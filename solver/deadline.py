@@ -384,16 +384,17 @@ class WallPlan:
         self._wall_start += wall
         self._cpu_start += cpu
 
-    def allows(self, step: str, cpu_cost: float, *, last: bool = False) -> bool:
+    def allows(self, step: str, cpu_cost: float, *, last: bool = False, decides: bool = True) -> bool:
         """Whether ``step``, predicted to cost ``cpu_cost`` CPU seconds, may start: not in
         :attr:`skip`, and (with a deadline) ending before it less the reserve (the :attr:`tail`
         when it is the ``last`` optional step) at this cycle's pace. A step refused is recorded in
-        :attr:`skipped`."""
+        :attr:`skipped`; refused for time, it makes the cycle wall-stopped unless it changes no
+        decision (``decides`` false: the whole-number bound, which only tightens the gap)."""
         if step not in self.skip:
             left = self.left(last)
             if left is None or cpu_cost * self.slowdown() <= left:
                 return True
-            self.out_of_time = True
+            self.out_of_time = self.out_of_time or decides
         if step not in self.skipped:
             self.skipped.append(step)
         return False

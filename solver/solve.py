@@ -528,7 +528,7 @@ def _whole_bound(
     the LP is let go."""
     loose = [rank for rank, value in bounded.values.items() if bounded.placed[rank] > value]
     evictions = plan.evictions_cost(1) if evicting else 0.0
-    if not loose or not plan.allows(WHOLE_BOUND, plan.whole_bound_cost(len(loose)) + evictions):
+    if not loose or not plan.allows(WHOLE_BOUND, plan.whole_bound_cost(len(loose)) + evictions, decides=False):
         return None
     rows = bounded.lp.integer_rows()
     if rows is None:

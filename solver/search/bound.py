@@ -18,11 +18,11 @@ usually tight on GPU clusters, where whole GPUs are the scarce resource, and it 
 
 How much tighter a bound of this kind could be: the same rows with whole pods, whole gangs and
 whole fill points, solved as an integer program (``benchmarks/bound_slack.py``), are the floor
-for any cut valid for whole pods (gang covers, integer rounding of the fair-share rows). On the
-contended benchmark files that integer program takes little off the gap, for seconds of MIP
-search, and what it takes comes from whole fill points meeting pods of several GPUs in the
-fair-share rows, not from gangs (a column per gang bounds the same) nor from pods' fit counts:
-the rest of those gaps is the decision's (benchmarks/RESULTS.md, session 33).
+for any cut valid for whole pods (gang covers, integer rounding of the fair-share rows). What it
+takes off comes mostly from whole fill points meeting pods of several GPUs in the fair-share rows
+(and from gangs with columns of their own placed in part). Where the LP's gap is over the
+tolerance, the cycle asks CP-SAT for that integer program's bound (:mod:`whole_bound`, from
+:meth:`LpBounds.integer_rows`) once its decision stands.
 """
 
 from __future__ import annotations
