@@ -525,9 +525,15 @@ def _whole_bound(
     whole numbers too (:mod:`vcsat.solver.search.whole_bound`), the smaller bound kept, and the
     wall seconds loading CP-SAT's module moved the deadlines by; None when the ``plan`` has no
     time for it (leaving the eviction phase's cheapest form its time when the cycle evicts) or
-    the LP is let go."""
-    loose = [rank for rank, value in bounded.values.items() if bounded.placed[rank] > value]
+    the LP is let go. Where the plan has time for some of those levels only, the ones furthest
+    above the decision go first."""
+    short = sorted((value - bounded.placed[rank], -rank) for rank, value in bounded.values.items())
+    loose = [-negative for gap, negative in short if gap < 0]
     evictions = plan.evictions_cost(1) if evicting else 0.0
+    left = plan.left()
+    if left is not None:
+        pace = plan.whole_bound_cost(1) * plan.slowdown()
+        loose = loose[: max(1, int((left - evictions * plan.slowdown()) // pace))]
     if not loose or not plan.allows(WHOLE_BOUND, plan.whole_bound_cost(len(loose)) + evictions, decides=False):
         return None
     rows = bounded.lp.integer_rows()
