@@ -79,7 +79,17 @@ def run(
 
     originals = {
         name: getattr(solve_module, name)
-        for name in ("build_problem", "greedy", "greedy_by_gain", "lp_bounds", "solve_exact", "outcomes", "bindings")
+        for name in (
+            "build_problem",
+            "greedy",
+            "greedy_by_gain",
+            "lp_bounds",
+            "solve_exact",
+            "outcomes",
+            "bindings",
+            "whole_bounds",
+        )
+        if hasattr(solve_module, name)  # a tree before the whole-number bound has none
     }
     labels = {
         "build_problem": "build",
@@ -89,6 +99,7 @@ def run(
         "solve_exact": "search",
         "outcomes": "explain",
         "bindings": "decode",
+        "whole_bounds": "whole_bound",
     }
     for name, function in originals.items():
         setattr(solve_module, name, timed(labels[name], function))
