@@ -477,7 +477,9 @@ def _solve(
     if status != "OPTIMAL" and policy.search and not within_tolerance(objective, bound, policy.relative_gap):
         # The decision stands: where the LP's gap is over the tolerance, the same rows over whole
         # numbers may prove it within (on saturated clusters the LP is the loose side).
-        tighter = _whole_bound(problem, bounded, plan, clock, evicting)
+        # The eviction phase (which decides) keeps the time of one run on its whole budget.
+        kept = plan.evictions_cost(1, policy.time_limit_s * EVICTION_SHARE) if evicting else 0.0
+        tighter = _whole_bound(bounded, plan, clock, kept)
         if tighter is not None:
             deadline += tighter[1]
             bounded = tighter[0]
@@ -518,30 +520,27 @@ def _solve(
     return Decision(bindings=now, nominations=nominations, evictions=evictions, podgroups=podgroups, solver=stats)
 
 
-def _whole_bound(
-    problem: Problem, bounded: Bounded, plan: WallPlan, clock: SearchClock, evicting: bool
-) -> tuple[Bounded, float] | None:
+def _whole_bound(bounded: Bounded, plan: WallPlan, clock: SearchClock, kept: float) -> tuple[Bounded, float] | None:
     """``bounded`` with each placed-work level the LP leaves above the decision bounded over
     whole numbers too (:mod:`vcsat.solver.search.whole_bound`), the smaller bound kept, and the
     wall seconds loading CP-SAT's module moved the deadlines by; None when the ``plan`` has no
-    time for it (leaving the eviction phase's cheapest form its time when the cycle evicts) or
-    the LP is let go. Where the plan has time for some of those levels only, the ones furthest
-    above the decision go first."""
+    time for it besides the ``kept`` CPU seconds a later step needs, or the LP is let go. Where
+    the plan has time for some of those levels only, the ones furthest above the decision go
+    first."""
     short = sorted((value - bounded.placed[rank], -rank) for rank, value in bounded.values.items())
     loose = [-negative for gap, negative in short if gap < 0]
-    evictions = plan.evictions_cost(1) if evicting else 0.0
     left = plan.left()
     if left is not None:
         pace = plan.whole_bound_cost(1) * plan.slowdown()
-        loose = loose[: max(1, int((left - evictions * plan.slowdown()) // pace))]
-    if not loose or not plan.allows(WHOLE_BOUND, plan.whole_bound_cost(len(loose)) + evictions, decides=False):
+        loose = loose[: max(1, int((left - kept * plan.slowdown()) // pace))]
+    if not loose or not plan.allows(WHOLE_BOUND, plan.whole_bound_cost(len(loose)) + kept, decides=False):
         return None
     rows = bounded.lp.integer_rows()
     if rows is None:
         return None
     moved = _load_cp_sat(plan, clock)
     left = plan.left()
-    seconds = None if left is None else max(0.0, left - evictions * plan.slowdown()) / len(loose)
+    seconds = None if left is None else max(0.0, left - kept * plan.slowdown()) / len(loose)
     proven = whole_bounds(rows, bounded.values, bounded.fair, loose, seconds=seconds)
     placed = {
         rank: max(bounded.values[rank], min(bound, proven.get(rank, bound))) for rank, bound in bounded.placed.items()
