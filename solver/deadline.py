@@ -167,9 +167,10 @@ of a queue) reads the decision's layout and the waiting gangs' pools. The predic
 look's (later ones are predicted at the dearest that ran); the two constants give 0.025 s at 1,000
 nodes and 0.16 s at 10,000, about what the dearest look takes there on the contended and
 over-served shapes (benchmarks/RESULTS.md, session 35)."""
-WHOLE_LEVEL_SECONDS = 0.05
+WHOLE_LEVEL_SECONDS = 0.2
 """Predicted CPU seconds of the whole-number bound's CP-SAT solve of one placed-work level,
-presolve included (:mod:`vcsat.solver.search.whole_bound`), besides its share per node."""
+presolve included (:mod:`vcsat.solver.search.whole_bound`), besides its share per node: a level
+whose budget runs out (its search not closed) takes about this at 1,000 nodes."""
 WHOLE_LEVEL_PER_NODE = 5e-5
 """CPU seconds per node of the same, besides :data:`WHOLE_LEVEL_SECONDS` (its model grows with
 the pod shapes and node sets a larger cluster has)."""
