@@ -88,7 +88,9 @@ def run(
             "outcomes",
             "bindings",
             "_preempt",
+            "whole_bounds",
         )
+        if hasattr(solve_module, name)  # a tree before the whole-number bound has none
     }
     labels = {
         "build_problem": "build",
@@ -99,6 +101,7 @@ def run(
         "outcomes": "explain",
         "bindings": "decode",
         "_preempt": "evictions",  # the eviction phase, set-up and models (and CP-SAT's import, if first)
+        "whole_bounds": "whole_bound",
     }
     for name, function in originals.items():
         setattr(solve_module, name, timed(labels[name], function))

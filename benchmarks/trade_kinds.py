@@ -177,9 +177,9 @@ def recording() -> Iterator[list[dict[str, Any]]]:
         return wrapper
 
     def asked(function: Any) -> Any:
-        def wrapper(plan: Any, step: str, cpu_cost: float, *, last: bool = False) -> Any:
+        def wrapper(plan: Any, step: str, cpu_cost: float, *, last: bool = False, decides: bool = True) -> Any:
             left = plan.left(last)
-            allowed = function(plan, step, cpu_cost, last=last)
+            allowed = function(plan, step, cpu_cost, last=last, decides=decides)
             events.append(
                 {
                     "event": "asked",

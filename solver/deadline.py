@@ -82,6 +82,10 @@ ended the exchange after its first N trades, the rest skipped; a replay runs the
 SEARCH = "search"
 TOP_UP = "top_up"
 NEIGHBOURHOOD = "neighbourhood"
+WHOLE_BOUND = "whole_bound"
+"""The placed-work bound over whole numbers (:mod:`vcsat.solver.search.whole_bound`), asked once the
+decision stands and only where the LP's gap is over the tolerance: it changes no decision, only
+the bound and so the gap and status reported."""
 EVICTIONS = "evictions"
 EVICTION_BUDGET = "eviction_budget"
 """The eviction phase's deterministic budget beyond its stages' minimum (asked once the phase runs)."""
@@ -95,6 +99,7 @@ STEPS = (
     EXCHANGE,
     EXCHANGE_ACROSS,
     EXCHANGE_FAIR,
+    WHOLE_BOUND,
     EVICTIONS,
     EVICTION_BUDGET,
 )
@@ -162,6 +167,13 @@ of a queue) reads the decision's layout and the waiting gangs' pools. The predic
 look's (later ones are predicted at the dearest that ran); the two constants give 0.025 s at 1,000
 nodes and 0.16 s at 10,000, about what the dearest look takes there on the contended and
 over-served shapes (benchmarks/RESULTS.md, session 35)."""
+WHOLE_LEVEL_SECONDS = 0.2
+"""Predicted CPU seconds of the whole-number bound's CP-SAT solve of one placed-work level,
+presolve included (:mod:`vcsat.solver.search.whole_bound`), besides its share per node: a level
+whose budget runs out (its search not closed) takes about this at 1,000 nodes."""
+WHOLE_LEVEL_PER_NODE = 5e-5
+"""CPU seconds per node of the same, besides :data:`WHOLE_LEVEL_SECONDS` (its model grows with
+the pod shapes and node sets a larger cluster has)."""
 RESERVE_PER_NODE = 2e-4
 """CPU seconds per node kept back for what follows every optional step: decode, explanations,
 the validator and writing the decision out. About one and a half to two times what those steps
@@ -259,6 +271,10 @@ class WallPlan:
         """Predicted CPU seconds of ``trades`` exchange trades (:data:`TRADE_SECONDS` and
         :data:`TRADE_PER_NODE` each)."""
         return (TRADE_SECONDS + TRADE_PER_NODE * self.nodes) * trades
+
+    def whole_bound_cost(self, levels: int) -> float:
+        """Predicted CPU seconds of the whole-number bound on ``levels`` placed-work levels."""
+        return (WHOLE_LEVEL_SECONDS + WHOLE_LEVEL_PER_NODE * self.nodes) * levels
 
     @staticmethod
     def model_cost(slots: int, gangs: int = 0) -> float:
@@ -369,16 +385,17 @@ class WallPlan:
         self._wall_start += wall
         self._cpu_start += cpu
 
-    def allows(self, step: str, cpu_cost: float, *, last: bool = False) -> bool:
+    def allows(self, step: str, cpu_cost: float, *, last: bool = False, decides: bool = True) -> bool:
         """Whether ``step``, predicted to cost ``cpu_cost`` CPU seconds, may start: not in
         :attr:`skip`, and (with a deadline) ending before it less the reserve (the :attr:`tail`
         when it is the ``last`` optional step) at this cycle's pace. A step refused is recorded in
-        :attr:`skipped`."""
+        :attr:`skipped`; refused for time, it makes the cycle wall-stopped unless it changes no
+        decision (``decides`` false: the whole-number bound, which only tightens the gap)."""
         if step not in self.skip:
             left = self.left(last)
             if left is None or cpu_cost * self.slowdown() <= left:
                 return True
-            self.out_of_time = True
+            self.out_of_time = self.out_of_time or decides
         if step not in self.skipped:
             self.skipped.append(step)
         return False

@@ -46,6 +46,7 @@ from vcsat.solver.deadline import (
     SECOND_FILL,
     THIRD_FILL,
     TOP_UP,
+    WHOLE_BOUND,
     WHOLE_FILL,
     WallPlan,
 )
@@ -72,6 +73,7 @@ from vcsat.solver.search.neighbourhood import improve
 from vcsat.solver.search.staged import SearchClock, workers_for
 from vcsat.solver.search.stop import skip_search, within_tolerance
 from vcsat.solver.search.top_up import top_up
+from vcsat.solver.search.whole_bound import whole_bounds
 from vcsat.solver.shares.deserved import queue_usage
 from vcsat.solver.sure import Prepared
 
@@ -472,6 +474,16 @@ def _solve(
         bounded = _bound(problem, assignment, start, {})
         values, bound = bounded.values, bounded.bound
         objective = sum(values.values())
+    if status != "OPTIMAL" and policy.search and not within_tolerance(objective, bound, policy.relative_gap):
+        # The decision stands: where the LP's gap is over the tolerance, the same rows over whole
+        # numbers may prove it within (on saturated clusters the LP is the loose side).
+        # The eviction phase (which decides) keeps the time of one run on its whole budget.
+        kept = plan.evictions_cost(1, policy.time_limit_s * EVICTION_SHARE) if evicting else 0.0
+        tighter = _whole_bound(bounded, plan, clock, kept)
+        if tighter is not None:
+            deadline += tighter[1]
+            bounded = tighter[0]
+            bound = bounded.bound
     if status == "OPTIMAL":
         bound = objective  # every level proven: the looser LP bounds of some levels say nothing more
     if status == "FALLBACK" and bound == objective and not result.levels and not result.skipped:
@@ -506,6 +518,34 @@ def _solve(
     if not policy.gang:
         podgroups = per_podgroup(snapshot, podgroups)
     return Decision(bindings=now, nominations=nominations, evictions=evictions, podgroups=podgroups, solver=stats)
+
+
+def _whole_bound(bounded: Bounded, plan: WallPlan, clock: SearchClock, kept: float) -> tuple[Bounded, float] | None:
+    """``bounded`` with each placed-work level the LP leaves above the decision bounded over
+    whole numbers too (:mod:`vcsat.solver.search.whole_bound`), the smaller bound kept, and the
+    wall seconds loading CP-SAT's module moved the deadlines by; None when the ``plan`` has no
+    time for it besides the ``kept`` CPU seconds a later step needs, or the LP is let go. Where
+    the plan has time for some of those levels only, the ones furthest above the decision go
+    first."""
+    short = sorted((value - bounded.placed[rank], -rank) for rank, value in bounded.values.items())
+    loose = [-negative for gap, negative in short if gap < 0]
+    left = plan.left()
+    if left is not None:
+        pace = plan.whole_bound_cost(1) * plan.slowdown()
+        loose = loose[: max(1, int((left - kept * plan.slowdown()) // pace))]
+    if not loose or not plan.allows(WHOLE_BOUND, plan.whole_bound_cost(len(loose)) + kept, decides=False):
+        return None
+    rows = bounded.lp.integer_rows()
+    if rows is None:
+        return None
+    moved = _load_cp_sat(plan, clock)
+    left = plan.left()
+    seconds = None if left is None else max(0.0, left - kept * plan.slowdown()) / len(loose)
+    proven = whole_bounds(rows, bounded.values, bounded.fair, loose, seconds=seconds)
+    placed = {
+        rank: max(bounded.values[rank], min(bound, proven.get(rank, bound))) for rank, bound in bounded.placed.items()
+    }
+    return replace(bounded, placed=placed, bound=sum(placed.values())), moved
 
 
 def _load_cp_sat(plan: WallPlan, clock: SearchClock) -> float:

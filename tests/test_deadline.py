@@ -46,6 +46,7 @@ from vcsat.solver.deadline import (
     SECOND_FILL,
     STEPS,
     TAIL_PER_NODE,
+    WHOLE_BOUND,
     WallPlan,
     known_step,
     replayed_trades,
@@ -104,6 +105,30 @@ def test_the_plan(
     assert plan.skipped == ([] if allowed else [SEARCH])
     plan.allows(SEARCH, 1e9 if deadline is not None else 0.0)
     assert plan.skipped.count(SEARCH) <= 1  # each step named once
+
+
+@pytest.mark.parametrize(
+    ("deadline_in", "cost", "allowed"),
+    [
+        (1.0, 0.5, True),  # 1 - reserve (0.2 at 1,000 nodes) >= 0.5
+        (1.0, 0.9, False),
+        (None, 1e9, True),
+    ],
+)
+def test_a_step_that_decides_nothing_refused_leaves_the_cycle_not_wall_stopped(
+    deadline_in: float | None, cost: float, allowed: bool
+) -> None:
+    # The whole-number bound changes no decision: refused for time, it is named (a replay skips it
+    # too) but the cycle's decision is not one the clock cut short.
+    clock = FakeClock()
+    deadline = None if deadline_in is None else clock.wall + deadline_in
+    plan = WallPlan(deadline, 1000, now=clock.now, cpu=clock.cpu)
+    assert plan.allows(WHOLE_BOUND, cost, decides=False) is allowed
+    assert plan.skipped == ([] if allowed else [WHOLE_BOUND])
+    assert plan.out_of_time is False
+    assert plan.allows(SEARCH, cost) is allowed
+    assert plan.out_of_time is not allowed
+    assert plan.whole_bound_cost(2) == pytest.approx(2 * plan.whole_bound_cost(1)) and plan.whole_bound_cost(1) > 0
 
 
 @pytest.mark.parametrize(

@@ -93,7 +93,7 @@ def test_a_dump_of_a_cycle_whose_exchange_was_cut_replays_the_trades_it_ran(tmp_
         (
             "search,later",
             "unknown step 'later' (expected some of second_fill, third_fill, whole_fill, search, top_up, neighbourhood,"
-            " exchange, exchange_across, exchange_fair, evictions, eviction_budget, or exchange_trades=N)",
+            " exchange, exchange_across, exchange_fair, whole_bound, evictions, eviction_budget, or exchange_trades=N)",
         ),
         (3, "must be a comma-separated string of step names, not int"),
     ],

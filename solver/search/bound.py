@@ -19,11 +19,11 @@ usually tight on GPU clusters, where whole GPUs are the scarce resource, and it 
 
 How much tighter a bound of this kind could be: the same rows with whole pods, whole gangs and
 whole fill points, solved as an integer program (``benchmarks/bound_slack.py``), are the floor
-for any cut valid for whole pods (gang covers, integer rounding of the fair-share rows). On the
-contended benchmark files that integer program takes little off the gap, for seconds of MIP
-search, and what it takes comes from whole fill points meeting pods of several GPUs in the
-fair-share rows, not from gangs (a column per gang bounds the same) nor from pods' fit counts:
-the rest of those gaps is the decision's (benchmarks/RESULTS.md, session 33).
+for any cut valid for whole pods (gang covers, integer rounding of the fair-share rows). What it
+takes off comes mostly from whole fill points meeting pods of several GPUs in the fair-share rows
+(and from gangs with columns of their own placed in part). Where the LP's gap is over the
+tolerance, the cycle asks CP-SAT for that integer program's bound (:mod:`whole_bound`, from
+:meth:`LpBounds.integer_rows`) once its decision stands.
 """
 
 from __future__ import annotations
@@ -75,6 +75,24 @@ class _Item:
     task: str = ""
 
 
+@dataclass(frozen=True)
+class IntegerRows:
+    """The LP's rows for a bound over whole numbers (:mod:`vcsat.solver.search.whole_bound`):
+    every variable of the LP is a whole number in every decision (pods per column, a gang with
+    columns of its own placed or not, fill points and utilities)."""
+
+    model: linear_solver_pb2.MPModelProto
+    """The LP's variables and rows, its objective and its floors' bounds as they stood."""
+    priorities: list[int]
+    """Every priority with pods, highest first."""
+    objectives: dict[int, tuple[list[int], list[int]]]
+    """Per priority: its columns' variable indices and their values (its placed work)."""
+    floors: dict[int, int]
+    """Per priority: the index of the row keeping its placed work at least a floor."""
+    shares: dict[int, int]
+    """Per fair-share level: the index of the row keeping its utilities' sum at least a floor."""
+
+
 class LpBounds:
     """What one LP proves about a decision, level by level, each level's bound holding the more
     important levels at the decision's values (as a lexicographic optimum is read): placed work
@@ -106,6 +124,26 @@ class LpBounds:
         relaxation.keep(fair or {})
         relaxation.release()
         return LpBounds(relaxation.placed_bounds(found), self._problem, fair, relaxation)
+
+    def integer_rows(self) -> IntegerRows | None:
+        """The LP's rows (:class:`IntegerRows`), while the LP is kept (before :meth:`fair_bounds`);
+        None once it is let go, or when nothing can be placed."""
+        relaxation = self._relaxation
+        if relaxation is None:
+            return None
+        model = linear_solver_pb2.MPModelProto()
+        relaxation.lp.ExportModelToProto(model)
+        items, y = relaxation.items, relaxation.y
+        objectives: dict[int, tuple[list[int], list[int]]] = {}
+        for priority, at in relaxation.of_priority.items():
+            objectives[priority] = ([int(y[i].index()) for i in at], [items[i].value for i in at])
+        return IntegerRows(
+            model,
+            list(relaxation.priorities),
+            objectives,
+            {priority: row.index() for priority, row in relaxation.floors.items()},
+            {rank: keep.index() for rank, (keep, _within) in relaxation.shares.items()},
+        )
 
     def fair_bounds(self) -> dict[int, int]:
         """Per queue fair-share level (:func:`vcsat.solver.objectives.fairness.fair_ranks`, the
