@@ -156,6 +156,7 @@ from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.repack_trade import repack_trade
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.step_trade import step_trades
+from vcsat.solver.search.swap_trade import swaps
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
@@ -397,6 +398,8 @@ def exchange(
     if ranks and start is assignment:
         start, start_rank = _move_trades(problem, rank, start, start_rank, run)
         moved_on = start
+        if start is assignment:
+            start, start_rank = _swap_trades(problem, rank, start, start_rank, run)
     # Then the clearing trades: a queue's pool cleared of the work no tier that important counts,
     # its counted smaller pods moved into the room that work leaves elsewhere, where the chain
     # finds no node to free (benchmarks/RESULTS.md, session 37). After the step trades that take
@@ -710,6 +713,28 @@ def _move_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
                 break
             with run.look():
                 trade = next(trades, None)
+    return best, best_rank
+
+
+def _swap_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], run: _Run) -> Ranked:
+    """The swap trades (:mod:`vcsat.solver.search.swap_trade`) for the waiting gangs of the highest
+    rank; after one is kept, those of the decision it leaves. Looking for them is not a trade (its
+    time is left out of the trades' pace, ``run.look``); each one tried is."""
+    if not _exact(problem, best):
+        return best, best_rank
+    tried: set[tuple[object, ...]] = set()
+    changed = True
+    while changed and run.looks():
+        changed = False
+        with run.look():
+            trades = list(swaps(problem, best, tried))
+        for gang, drop in trades:
+            if run.stopped:
+                break
+            kept, best_rank = _kept(problem, rank, best, best_rank, drop, {gang}, run)
+            if kept is not best:
+                best, tried, changed = kept, set(), True
+                break
     return best, best_rank
 
 
