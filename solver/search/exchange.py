@@ -119,6 +119,16 @@ because on the contended clusters the slope trades before them take the few trad
 fits without reaching the tier they raise (benchmarks/RESULTS.md, session 33). Looking for them
 is not a trade; each tried is.
 
+Where the early move trades run and change nothing, right after them, the swap trades
+(:mod:`vcsat.solver.search.swap_trade`): per waiting gang of the highest rank any gang waits at,
+oldest first, the fewest lower-ranked placed gangs whose GPUs suffice taken out (whether a level
+needs them or not: their queue's own waiting work refills its share where it finds room), the
+waiting gang placed first, then the rest as the greedy would; kept on the same terms. On a
+saturated cluster the free room is a GPU or two on many nodes, every GPU held below the top rank
+is needed by a fair-share level, and no pod can move: the move trades find nothing there and the
+trades across ranks take out far more than the waiting gang needs, which the refill over such room
+does not win back. Looking for them is not a trade; each tried is.
+
 Every kept trade, of whatever kind, then puts back what it lost: a trade that raises a tier often
 loses, in its refill, placed gangs of a queue above its share (no tier counts them, so the trade is
 kept and placed work at their priority falls), while gangs ranked below them that no fair-share
@@ -399,6 +409,9 @@ def exchange(
         start, start_rank = _move_trades(problem, rank, start, start_rank, run)
         moved_on = start
         if start is assignment:
+            # No move either: on a saturated cluster nothing can move, and the top-rank gangs wait
+            # for GPUs that lower-ranked gangs hold; the swap trades give them those, before the
+            # pool and slope trades spend the few trades a short cycle fits.
             start, start_rank = _swap_trades(problem, rank, start, start_rank, run)
     # Then the clearing trades: a queue's pool cleared of the work no tier that important counts,
     # its counted smaller pods moved into the room that work leaves elsewhere, where the chain
