@@ -9,7 +9,9 @@ lower-ranked gang no fair-share level needs (a hundred or more), and the refill 
 room loses more than it gains. A long search instead gives up a few lower-priority gangs' GPUs for
 the waiting higher-priority gang and refills their queue's share with work that fits elsewhere.
 
-So here, for the waiting gangs of the highest rank any gang waits at, oldest first, the fewest
+So here, for the waiting gangs of the highest rank any gang waits at that ask more GPUs than the
+whole decision leaves free (those asking less may find room by moves or a refill, which the other
+trades try; a swap tried for them takes a trade a short cycle needs for those), oldest first, the fewest
 placed gangs ranked below it whose GPUs add up to what the waiting gang asks: the one of the lowest
 rank holding the fewest that suffice, else the largest holders of the lowest ranks until they
 suffice. They are not limited to those no fair-share level needs (on a saturated cluster those hold
@@ -63,6 +65,12 @@ def swaps(problem: Problem, assignment: Assignment, tried: set[tuple[object, ...
             held[g] = amount
     if not held:
         return
+    # The GPUs the decision leaves free anywhere: a waiting gang asking no more than that may find
+    # its room by moves or a refill (the other trades' work); only one asking more waits for want
+    # of GPUs, and only taking them from lower-ranked work can place it.
+    free = sum(max(0, row[gpu]) for row in problem.free) - sum(
+        k * problem.shapes[s].request[gpu] for (s, _node), k in assignment.shape_slots.items()
+    )
     looked = 0
     for gang in sorted((g for g in waiting if g.rank == top), key=gang_order):
         if looked >= MAX_SWAP_LOOKS:
@@ -75,7 +83,7 @@ def swaps(problem: Problem, assignment: Assignment, tried: set[tuple[object, ...
         ask = sum(
             len(problem.classes[c].pods) * problem.shapes[problem.classes[c].shape].request[gpu] for c in gang.classes
         )
-        if ask <= 0:
+        if ask <= free:
             continue
         looked += 1
         drop = _fewest(problem, held, ask)
