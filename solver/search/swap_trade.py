@@ -9,9 +9,9 @@ lower-ranked gang no fair-share level needs (a hundred or more), and the refill 
 room loses more than it gains. A long search instead gives up a few lower-priority gangs' GPUs for
 the waiting higher-priority gang and refills their queue's share with work that fits elsewhere.
 
-So here, for the waiting gangs of the highest rank any gang waits at that ask more GPUs than the
-whole decision leaves free (those asking less may find room by moves or a refill, which the other
-trades try; a swap tried for them takes a trade a short cycle needs for those), oldest first, the fewest
+So here, for each of the oldest few waiting gangs of the highest rank any gang waits at that asks
+more GPUs than the whole decision leaves free (one asking less may find room by moves or a refill,
+which the other trades try; a swap tried for it takes a trade a short cycle needs for those), the fewest
 placed gangs ranked below it whose GPUs add up to what the waiting gang asks: the one of the lowest
 rank holding the fewest that suffice, else the largest holders of the lowest ranks until they
 suffice. They are not limited to those no fair-share level needs (on a saturated cluster those hold
@@ -34,8 +34,10 @@ from vcsat.solver.greedy import gang_order
 from vcsat.solver.problem import Problem
 
 MAX_SWAP_LOOKS = 4
-"""At most this many waiting gangs are tried for a swap on one decision: each is a trade (a top-up
-over the whole cluster), and a short cycle fits few."""
+"""At most this many waiting gangs (the oldest of the rank, one per kind) are looked at for a swap on
+one decision, those the free GPUs would hold included: each swap is a trade (a top-up over the whole
+cluster) and a short cycle fits few; where the oldest find room enough, the cluster is not short of
+GPUs and the other trades' moves are what place them."""
 
 
 def swaps(problem: Problem, assignment: Assignment, tried: set[tuple[object, ...]]) -> Iterator[tuple[int, list[int]]]:
@@ -80,12 +82,12 @@ def swaps(problem: Problem, assignment: Assignment, tried: set[tuple[object, ...
         if key in tried:
             continue
         tried.add(key)
+        looked += 1
         ask = sum(
             len(problem.classes[c].pods) * problem.shapes[problem.classes[c].shape].request[gpu] for c in gang.classes
         )
         if ask <= free:
             continue
-        looked += 1
         drop = _fewest(problem, held, ask)
         if drop:
             yield gang.index, drop
