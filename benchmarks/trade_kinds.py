@@ -30,6 +30,7 @@ PHASES = {
     "_clearing_trades": "clearing",
     "_slope_trades": "slope",
     "_move_trades": "move",
+    "_swap_trades": "swap",
     "_queue_trades": "queue",
     "_rank_trades": "rank",
     "_tier_trades": "tier",
@@ -87,6 +88,10 @@ def recording() -> Iterator[list[dict[str, Any]]]:
                     out = iter([first] if first is not None else [])
                 elif kind(kwargs) in {"clearing-look", "repack-look"}:
                     found = out is not None
+                elif kind(kwargs) == "swap-look":
+                    # A generator: read it whole here, so that its time is the look's.
+                    listed = list(out)
+                    found, out = len(listed), iter(listed)
                 elif isinstance(out, list):
                     found = len(out)
                 spent = time.process_time() - started
@@ -217,6 +222,7 @@ def recording() -> Iterator[list[dict[str, Any]]]:
     patch(module, "repack_trade", look(lambda kw: "repack-look"))
     patch(module, "slope_trades", look(lambda kw: "slope-look"))
     patch(module, "_move_looks", look(lambda kw: "move-look"))
+    patch(module, "swaps", look(lambda kw: "swap-look"))
     patch(module, "_raisable", look(lambda kw: "read-raisable"))
     patch(module, "_not_needed", look(lambda kw: "read-not-needed"))
     patch(deadline.WallPlan, "allows_trade", refusal("trade"))

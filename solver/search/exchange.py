@@ -119,6 +119,16 @@ because on the contended clusters the slope trades before them take the few trad
 fits without reaching the tier they raise (benchmarks/RESULTS.md, session 33). Looking for them
 is not a trade; each tried is.
 
+Where the early move trades run and change nothing, right after them, the swap trades
+(:mod:`vcsat.solver.search.swap_trade`): per waiting gang of the highest rank any gang waits at,
+oldest first, the fewest lower-ranked placed gangs whose GPUs suffice taken out (whether a level
+needs them or not: their queue's own waiting work refills its share where it finds room), the
+waiting gang placed first, then the rest as the greedy would; kept on the same terms. On a
+saturated cluster the free room is a GPU or two on many nodes, every GPU held below the top rank
+is needed by a fair-share level, and no pod can move: the move trades find nothing there and the
+trades across ranks take out far more than the waiting gang needs, which the refill over such room
+does not win back. Looking for them is not a trade; each tried is.
+
 Every kept trade, of whatever kind, then puts back what it lost: a trade that raises a tier often
 loses, in its refill, placed gangs of a queue above its share (no tier counts them, so the trade is
 kept and placed work at their priority falls), while gangs ranked below them that no fair-share
@@ -156,6 +166,7 @@ from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.repack_trade import repack_trade
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.step_trade import step_trades
+from vcsat.solver.search.swap_trade import swaps
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
@@ -397,6 +408,11 @@ def exchange(
     if ranks and start is assignment:
         start, start_rank = _move_trades(problem, rank, start, start_rank, run)
         moved_on = start
+        if start is assignment:
+            # No move either: on a saturated cluster nothing can move, and the top-rank gangs wait
+            # for GPUs that lower-ranked gangs hold; the swap trades give them those, before the
+            # pool and slope trades spend the few trades a short cycle fits.
+            start, start_rank = _swap_trades(problem, rank, start, start_rank, run)
     # Then the clearing trades: a queue's pool cleared of the work no tier that important counts,
     # its counted smaller pods moved into the room that work leaves elsewhere, where the chain
     # finds no node to free (benchmarks/RESULTS.md, session 37). After the step trades that take
@@ -710,6 +726,28 @@ def _move_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
                 break
             with run.look():
                 trade = next(trades, None)
+    return best, best_rank
+
+
+def _swap_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], run: _Run) -> Ranked:
+    """The swap trades (:mod:`vcsat.solver.search.swap_trade`) for the waiting gangs of the highest
+    rank; after one is kept, those of the decision it leaves. Looking for them is not a trade (its
+    time is left out of the trades' pace, ``run.look``); each one tried is."""
+    if not _exact(problem, best):
+        return best, best_rank
+    tried: set[tuple[object, ...]] = set()
+    changed = True
+    while changed and run.looks():
+        changed = False
+        with run.look():
+            trades = list(swaps(problem, best, tried))
+        for gang, drop in trades:
+            if run.stopped:
+                break
+            kept, best_rank = _kept(problem, rank, best, best_rank, drop, {gang}, run)
+            if kept is not best:
+                best, tried, changed = kept, set(), True
+                break
     return best, best_rank
 
 
