@@ -253,10 +253,9 @@ def test_a_high_priority_job_evicts_a_low_priority_one_and_binds_after(bubble: B
         )
 
 
-@pytest.mark.parametrize("budget", [False, True], ids=["evicts-then-binds", "disruption-budget-says-not-now"])
-def test_evictions_free_room_that_nominated_pods_take(bubble: Bubble, k8s_client: Any, budget: bool) -> None:
-    # The solver's preemption is applied through this path; the decision here is written by hand so
-    # the applier's eviction and nomination steps are tested on their own.
+def _two_victims(bubble: Bubble, budget: bool) -> tuple[str, str]:
+    """A 4-cpu node full with two low-priority 2-cpu pods (``low-0``, ``low-1``), under a
+    PodDisruptionBudget that allows no disruption when ``budget``; the node and a high class."""
     node = bubble.node("n", cpu="4")
     low_class, high_class = bubble.priority_class("low", 10), bubble.priority_class("high", 1000)
     for i in range(2):
@@ -271,6 +270,14 @@ def test_evictions_free_room_that_nominated_pods_take(bubble: Bubble, k8s_client
                 "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "low"}}},
             },
         )
+    return node, high_class
+
+
+@pytest.mark.parametrize("budget", [False, True], ids=["evicts-then-binds", "disruption-budget-says-not-now"])
+def test_evictions_free_room_that_nominated_pods_take(bubble: Bubble, k8s_client: Any, budget: bool) -> None:
+    # The solver's preemption is applied through this path; the decision here is written by hand so
+    # the applier's eviction and nomination steps are tested on their own.
+    node, high_class = _two_victims(bubble, budget)
     low = [f"{bubble.namespace}/low-{i}" for i in range(2)]
     high = [f"{bubble.namespace}/{name}" for name in ("high-0", "high-1")]
     wait_until(
@@ -347,20 +354,7 @@ def test_evictions_and_nominations_go_on_in_the_background_shown_done_meanwhile(
     # answered must see the victims going and the preemptors nominated, not the same room free to
     # take again by more evictions. The store here is one listing (it hears nothing after), so what
     # it shows of those pods is the applier's doing alone.
-    node = bubble.node("n", cpu="4")
-    low_class, high_class = bubble.priority_class("low", 10), bubble.priority_class("high", 1000)
-    for i in range(2):
-        bubble.pod(f"low-{i}", cpu="2", node_name=node, priority_class=low_class, labels={"app": "low"})
-    if budget:
-        bubble.kube.post(
-            f"/apis/policy/v1/namespaces/{bubble.namespace}/poddisruptionbudgets",
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": "keep-low"},
-                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "low"}}},
-            },
-        )
+    node, high_class = _two_victims(bubble, budget)
     bubble.gang("high", 2, cpu="2", priority_class=high_class)
     low = [f"{bubble.namespace}/low-{i}" for i in range(2)]
     high = [f"{bubble.namespace}/high-{i}" for i in range(2)]
