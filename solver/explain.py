@@ -10,7 +10,8 @@ objective level that decided it, with amounts:
 - ``Fragmented``: there is enough free room in total, but not on nodes where its pods fit;
 - ``Unschedulable``: it fits by room, but not within its pod topology spread constraints
   maxSkew (kube-scheduler's "node(s) didn't match pod topology spread constraints");
-- ``NetworkTopologyUnsatisfied``: a hard ``networkTopology`` finds no HyperNode of its tier with room;
+- ``NetworkTopologyUnsatisfied``: a hard ``networkTopology`` finds no HyperNode of its tier with room
+  (or, once some of its pods run, no room in the HyperNode that holds them);
 - ``Outranked``: it would fit on its own, but the room went to work ranked higher by the objective
   (queues of higher ``spec.priority``, whose fair shares are served first; higher priority; or more
   work placed);
@@ -296,6 +297,13 @@ def _why_left_out(
             f"0/{len(problem.nodes)} nodes are available for one of its pods: "
             + ", ".join(f"{count} {why}" for why, count in refused)
             + (f"; {rest} without room or eligibility for it" if rest > 0 else ""),
+        )
+    if not fits and hard is not None and gang.anchor is not None:
+        return (
+            "NetworkTopologyUnsatisfied",
+            f"networkTopology hard: its running pods are in tier-{hard} HyperNode "
+            f"{gang.anchor[1] or '(no HyperNode)'}, which has no room for its {max(1, gang.need)} more pods "
+            f"({res.format_vector(need)}) together; it waits rather than span further",
         )
     if not fits and hard is not None:
         return (

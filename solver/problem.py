@@ -70,6 +70,9 @@ class Shape:
     volumes: frozenset[str] = frozenset()
     """Its pods' CSI volumes that other pods share (:mod:`vcsat.solver.rules.attach`): counted once
     per node, so the shape takes an exact bucket of its own."""
+    anchor: tuple[int, str] | None = None
+    """(tier, domain) its gang's running pods hold it to (:attr:`Gang.anchor`): :attr:`nodes` are
+    that domain's, and its bucket holds no shape of another domain."""
     _upper: dict[int, int] | None = field(default=None, init=False, repr=False, compare=False)
     """:attr:`upper` once made. A field, not :func:`~vcsat.model.derived.derived`'s ``__dict__``
     entry: compiled (docs/compiled-build.md), this class has fixed slots and no ``__dict__``."""
@@ -165,6 +168,9 @@ class Gang:
     """Its pending pods that are never placed (scheduling gates, resource claims): in no class."""
     missing_group: str | None = None
     """The PodGroup its pods name when that PodGroup does not exist (they are then never placed)."""
+    anchor: tuple[int, str] | None = None
+    """(tier, domain): for a hard ``networkTopology``, the one domain of its tier that holds the
+    PodGroup's running pods; its new pods go there too (:func:`earlier_domains`)."""
 
 
 NO_DOMAIN = ""
@@ -283,15 +289,7 @@ class Problem:
 
     def highest_tier(self, gang: Gang) -> int | None:
         """The tier a hard ``networkTopology`` keeps the gang within, if any."""
-        topology = gang.group.network_topology if gang.group is not None else None
-        if topology is None or topology.mode != "hard" or self.domains is None:
-            return None
-        allowed = topology.highest_tier_allowed
-        tiers = self.domains.tiers
-        if allowed is None:
-            return tiers[0]
-        inside = [t for t in tiers if t <= allowed]
-        return inside[-1] if inside else tiers[0]
+        return hard_tier(gang.group, self.domains)
 
     def lineage(self, queue: str) -> tuple[str, ...]:
         return self.lineages.get(queue, (queue,))
@@ -374,6 +372,39 @@ def pod_value(request: res.Resources, largest: res.Resources) -> int:
             continue
         share = max(share, -(-amount * VALUE_SCALE // cap))
     return max(1, share)
+
+
+def hard_tier(group: PodGroup | None, domains: Domains | None) -> int | None:
+    """The tier a hard ``networkTopology`` keeps ``group``'s pods within: the highest tier with
+    HyperNodes not above ``highestTierAllowed`` (the finest when none is, or when it is unset)."""
+    topology = group.network_topology if group is not None else None
+    if topology is None or topology.mode != "hard" or domains is None:
+        return None
+    allowed = topology.highest_tier_allowed
+    tiers = domains.tiers
+    if allowed is None:
+        return tiers[0]
+    inside = [t for t in tiers if t <= allowed]
+    return inside[-1] if inside else tiers[0]
+
+
+def earlier_domains(snapshot: Snapshot, group: PodGroup, tier: int, domains: Domains) -> set[str]:
+    """The tier-``tier`` domains holding ``group``'s pods that run now (bound, not finished, not
+    terminating), :data:`NO_DOMAIN` for a node outside every domain of the tier.
+
+    Volcano keeps a hard ``networkTopology`` job's new pods with its allocated ones: a candidate
+    HyperNode is one whose common ancestor with the job's allocated HyperNode is within the
+    highest tier allowed. With nested tiers that is the one domain of that tier holding the
+    running pods; when they already span several, no HyperNode qualifies and the job waits."""
+    known = domains.tree.domains
+    nodes = snapshot.node_by_name
+    out: set[str] = set()
+    for pod in snapshot.pods_of_group.get(group.key, ()):
+        node = pod.node_name
+        if node is None or not pod.bound or pod.terminating or node not in nodes:
+            continue
+        out.add(known.get(node, {}).get(tier) or NO_DOMAIN)
+    return out
 
 
 def request_of(pod: Pod, resources: list[str] | tuple[str, ...]) -> tuple[int, ...]:
@@ -498,6 +529,14 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
 
     group_by_key = snapshot.podgroup_by_key
     pod_key = cycle.of(snapshot).keys.of
+    domains = (
+        node_side.reused("domains", (*snapshot.nodes, *snapshot.hypernodes), lambda: _domains(snapshot))
+        if policy.topology and snapshot.hypernodes
+        else None
+    )
+    spanned: dict[int, tuple[int, set[str]]] = {}
+    """Hard-topology gangs whose running pods already span several domains of their tier."""
+    anchor_masks: dict[tuple[int, str], NDArray[np.bool_]] = {}
     for key in sorted(by_gang, key=lambda k: (first_created[k], k)):
         every = by_gang[key]
         if len(every) > 1:  # most gangs are one pod
@@ -533,6 +572,14 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         )
         gang.held = tuple(held)
         gang.missing_group = missing_group
+        tier = hard_tier(group, domains) if group is not None else None
+        if tier is not None and group is not None and domains is not None:
+            earlier = earlier_domains(snapshot, group, tier, domains)
+            if len(earlier) == 1:
+                gang.anchor = (tier, next(iter(earlier)))
+            elif earlier:
+                spanned[gang.index] = (tier, earlier)
+        anchor = gang.anchor
         gang.rank = gang.priority if policy.priority else 0
         gangs.append(gang)
         gpus = 0
@@ -571,12 +618,21 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
             )
             if shared:
                 shape_key = (*shape_key, shared)
+            if anchor is not None:
+                shape_key = (*shape_key, anchor)
             shape_index = shape_by_key.get(shape_key)
             if shape_index is None:
                 eligible = eligible_cache.get(elig_key)
                 if eligible is None:
                     eligible = _mask_array(node_index, node_index.mask(elig_key))
                     eligible_cache[elig_key] = eligible
+                if anchor is not None and domains is not None:
+                    # Only the domain its running pods are in (a copy: the cached mask is shared).
+                    within = anchor_masks.get(anchor)
+                    if within is None:
+                        within = anchor_masks[anchor] = np.zeros(len(nodes), dtype=np.bool_)
+                        within[domains.nodes_in(*anchor)] = True
+                    eligible = eligible & within
                 refused: Mapping[int, str] = {}
                 if own is not None:
                     # Bound pods' terms and ports are static: they narrow the class's nodes.
@@ -585,11 +641,12 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         eligible = eligible.copy()
                         eligible[list(refused)] = False
                     isolated.add(own)
-                fitting = fit_cache.get((request, elig_key)) if not refused else None
+                cached = not refused and anchor is None
+                fitting = fit_cache.get((request, elig_key)) if cached else None
                 if fitting is None:
                     counted = fit_counts.node_fits(request, eligible)
                     fitting = (counted, tuple(counted.rows.tolist()))  # ascending node order
-                    if not refused:
+                    if cached:
                         # Shapes of one request and eligibility (isolated classes with no node
                         # refused among them) have the same counts: one map, never changed, shared.
                         fit_cache[(request, elig_key)] = fitting
@@ -617,6 +674,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
                         preference_key=pref_key,
                         isolated=own,
                         volumes=shared,
+                        anchor=anchor,
                     )
                 )
             pod_class = PodClass(
@@ -647,6 +705,7 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         reason = (
             _group_missing(gang)
             or _queue_missing(gang, snapshot)
+            or _spanned(gang, spanned.get(gang.index))
             or _prefilter(gang, snapshot, classes, shapes, nodes, iso, no_node)
         )
         if gang.held and (reason.reason == "GangUnsatisfied" if reason is not None else not gang.classes):
@@ -685,11 +744,6 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         deserved = {name: share.deserved for name, share in shares.items()}
         wanted = {name: share.capped_demand for name, share in shares.items()}
 
-    domains = (
-        node_side.reused("domains", (*snapshot.nodes, *snapshot.hypernodes), lambda: _domains(snapshot))
-        if policy.topology and snapshot.hypernodes
-        else None
-    )
     topology_gangs: tuple[int, ...] = ()
     if domains is not None:
         widest = max((node.gpus for node in nodes), default=0)
@@ -803,7 +857,7 @@ def initial_buckets(
             # level would crowd the preferred nodes beyond their real room.
             exact = shape.index if shape.preference or shape.volumes else None
             request = tuple(shape.request[i] for i in keep)
-            key = (request, shape.eligibility, shape.preference_key, exact, shape.isolated)
+            key = (request, shape.eligibility, shape.preference_key, exact, shape.isolated, shape.anchor)
             groups.setdefault(key, []).append(shape)
     buckets: list[Bucket] = []
     if room is None:
@@ -1001,6 +1055,21 @@ def _queue_missing(gang: Gang, snapshot: Snapshot) -> Blocked | None:
     return Blocked(gang.index, "QueueNotFound", f"{where} names no Queue: not scheduled until the queue exists")
 
 
+def _spanned(gang: Gang, spanned: tuple[int, set[str]] | None) -> Blocked | None:
+    """A hard-topology gang whose running pods already span several domains of its tier: no
+    domain holds them all, so none may take its new pods (Volcano finds no candidate HyperNode)."""
+    if spanned is None:
+        return None
+    tier, names = spanned
+    listed = ", ".join(sorted(name or "(no HyperNode)" for name in names))
+    return Blocked(
+        gang.index,
+        "NetworkTopologyUnsatisfied",
+        f"networkTopology hard: its running pods already span tier-{tier} HyperNodes {listed}; "
+        "no HyperNode of that tier holds them all, so no more of its pods are placed",
+    )
+
+
 def _held_reason(gang: Gang) -> Blocked:
     """Why a gang whose other pods cannot make it waits on its held pods: kube-scheduler keeps a
     gated pod out of its queue (``SchedulingGated``) and Volcano's allocate skips it, so only the
@@ -1072,6 +1141,14 @@ def _prefilter(
         if gang.need == 0 and not gang.task_need:
             continue  # optional pods only; others of the gang may still go
         pod = pod_class.pods[0]
+        if shape.anchor is not None:
+            tier, domain = shape.anchor
+            return Blocked(
+                gang.index,
+                "NetworkTopologyUnsatisfied",
+                f"pod {pod.key}: networkTopology hard keeps it in tier-{tier} HyperNode "
+                f"{domain or '(no HyperNode)'}, where its gang's running pods are, and no node there takes it now",
+            )
         # The rules between pods refuse nodes to an isolated shape's pod in particular.
         refused = iso.refused(pod) if shape.isolated is not None else None
         could_ever, counts = no_node.why(shape.eligibility, _without_share(pod.requests), refused)

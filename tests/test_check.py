@@ -424,6 +424,34 @@ for _mode, _spanning in (("hard", ["NetworkTopologyHard"]), ("soft", [])):
         decision(snap, bindings=[bind("ns/t-0", "a1")], nominations=[nominate("ns/t-1", "c1")]),
         *_spanning,
     )
+# The group's running pods hold its new ones to their rack (Volcano's allocated HyperNode).
+_running = pod("ns/t-run", group="ns/t", node="a1", phase="Running")
+for _mode, _spanning in (("hard", ["NetworkTopologyHard"]), ("soft", [])):
+    _topology = NetworkTopology(mode=_mode, highest_tier_allowed=1)
+    _grown = snapshot(
+        nodes=[node(n) for n in ("a1", "a2", "b1", "c1")],
+        pods=[_running, *_pair],
+        groups=[group("ns/t", min_member=2).model_copy(update={"network_topology": _topology})],
+        hypernodes=_racks,
+    )
+    case(
+        f"{_mode} topology, new pods in the running pod's rack",
+        _grown,
+        decision(_grown, bindings=[bind("ns/t-0", "a2")]),
+    )
+    case(
+        f"{_mode} topology, one new pod in another rack than the running pod",
+        _grown,
+        decision(_grown, bindings=[bind("ns/t-0", "b1")]),
+        *_spanning,
+    )
+_leaving = snapshot(
+    nodes=[node(n) for n in ("a1", "a2", "b1", "c1")],
+    pods=[_running.model_copy(update={"terminating": True}), *_pair],
+    groups=[group("ns/t", min_member=2).model_copy(update={"network_topology": NetworkTopology(mode="hard")})],
+    hypernodes=_racks,
+)
+case("hard topology, the running pod terminating", _leaving, decision(_leaving, bindings=[bind("ns/t-0", "b1")]))
 case(
     "hard topology, two racks, topology off",
     snap,

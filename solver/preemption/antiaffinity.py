@@ -77,10 +77,13 @@ def modelled_gangs(problem: Problem, gangs: Iterable[Gang]) -> set[int]:
 
 def evictions_may_cure(problem: Problem, gang: Gang, modelled: AbstractSet[int]) -> bool:
     """Whether the preempt phase may place a gang the prefilter left out: room (``WAITING_ROOM``),
-    or rules between pods that this module lifts by eviction (the phase checks every predicate itself)."""
+    room in the one HyperNode its running pods hold it to, or rules between pods that this module
+    lifts by eviction (the phase checks every predicate itself)."""
     blocked = problem.blocked.get(gang.index)
     if blocked is None or blocked.reason in WAITING_ROOM:
         return True
+    if blocked.reason == "NetworkTopologyUnsatisfied":
+        return gang.anchor is not None
     return blocked.reason == "Unschedulable" and gang.index in modelled
 
 

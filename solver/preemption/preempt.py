@@ -63,7 +63,7 @@ from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_resources
 from vcsat.solver.preemption.antiaffinity import AntiAffinity, victims_by_key
 from vcsat.solver.preemption.attach_freed import JointSlot, freed_attach_slots, holds_shared, joint_attach_slots
 from vcsat.solver.preemption.spread import SpreadRules
-from vcsat.solver.problem import Gang, Problem
+from vcsat.solver.problem import Gang, Problem, Shape
 from vcsat.solver.rules import predicates
 from vcsat.solver.rules.interpod import affinity_anchors
 from vcsat.solver.rules.spread import counted_pods
@@ -380,7 +380,7 @@ def _run(
             # likeliest few per class: those with room now, then those with the fewest victims,
             # so the model stays small enough to solve within the cycle on a thousand busy nodes.
             pods = len(problem.classes[c].pods)
-            nodes = eligible(shape.eligibility)
+            nodes = _within_anchor(problem, shape, eligible(shape.eligibility))
             for node, fit in _likeliest(
                 shape.request, nodes, best_room, now_room, with_victims, max(NODES_PER_CLASS, NODES_PER_POD * pods)
             ):
@@ -612,6 +612,16 @@ def shared_attach_limits(
     return out
 
 
+def _within_anchor(problem: Problem, shape: Shape, nodes: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Of ``nodes``, those in the domain the shape's gang's running pods hold it to (all of them
+    for a shape without one): room freed elsewhere is room a hard-topology gang never takes."""
+    if shape.anchor is None or problem.domains is None:
+        return nodes
+    tier, domain = shape.anchor
+    of_node = problem.domains.of_node
+    return nodes[np.array([of_node[int(n)][tier] == domain for n in nodes], dtype=np.bool_)] if len(nodes) else nodes
+
+
 def _within_one_domain(
     cp: cp_model.CpModel,
     problem: Problem,
@@ -777,7 +787,7 @@ def _could_run(
     def fits(shape_index: int) -> int:
         if shape_index not in fits_of_shape:
             shape = problem.shapes[shape_index]
-            nodes = eligible(shape.eligibility)
+            nodes = _within_anchor(problem, shape, eligible(shape.eligibility))
             asked = [r for r, amount in enumerate(shape.request) if amount > 0]
             if not len(nodes) or not asked:
                 fits_of_shape[shape_index] = (1 << 30) if len(nodes) else 0

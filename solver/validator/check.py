@@ -425,7 +425,7 @@ class _Checker:
         if not self.policy.topology:
             return
         placed = [(p.gang, p.node.name) for p in self.placements if p.node is not None and p.pod.group is not None]
-        for group, why in topology_violations(self.snapshot, placed):
+        for group, why in topology_violations(self.snapshot, placed, set(self.victims)):
             self._flag(TOPOLOGY_RULE, group, why)
 
     def _gangs(self) -> None:
