@@ -14,9 +14,10 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_preempt_hard_topology import nodes_taken
 from test_solver_topology import RACKS, cluster, gpu_node, gpu_pod
 
-from vcsat.model import NetworkTopology, Pod, PodGroup, Policy
+from vcsat.model import NetworkTopology, Pod, PodGroup, Policy, Snapshot
 from vcsat.model.hypernodes import resolve_hypernodes
 from vcsat.solver import check, solve
 
@@ -29,9 +30,7 @@ def _priority(pod: Pod, priority: int) -> Pod:
     return pod.model_copy(update={"priority": priority})
 
 
-def _snapshot(
-    held: dict[str, str], pending: int, minimum: int, mode: str, tier: int
-) -> tuple[list[Pod], list[PodGroup], tuple[object, ...]]:
+def _snapshot(held: dict[str, str], pending: int, minimum: int, mode: str, tier: int) -> Snapshot:
     """Per node what holds its 8 GPUs: "" free, "run" a running pod of the group, "gone" one of
     its pods terminating, "low" another's pod a priority-1000 pod may evict, "busy" one it may not."""
     nodes = tuple(gpu_node(name) for name in held)
@@ -50,99 +49,45 @@ def _snapshot(
         min_member=minimum,
         network_topology=NetworkTopology(mode=mode, highest_tier_allowed=tier),
     )
-    return pods, [group], nodes
+    return cluster(pods, [group], nodes)
 
 
-# held, pending pods, minMember, mode, highest tier allowed, expected nodes of the new pods (bound
-# or nominated; None: none placed), the waiting group's reason (when it waits).
+# What holds a1 a2 b1 b2 ("." free; see _snapshot), pending pods, minMember, mode, highest tier
+# allowed, the nodes its new pods are bound or nominated to ("" when it waits, then with
+# NetworkTopologyUnsatisfied), and the case.
 CASES = [
-    pytest.param({"a1": "run", "a2": "", "b1": "", "b2": ""}, 1, 2, "hard", 1, {"a2"}, "", id="joins its rack"),
-    pytest.param(
-        {"a1": "run", "a2": "busy", "b1": "", "b2": ""},
-        1,
-        2,
-        "hard",
-        1,
-        None,
-        "NetworkTopologyUnsatisfied",
-        id="its rack full, another rack free: waits",
-    ),
-    pytest.param(
-        {"a1": "run", "a2": "busy", "b1": "", "b2": ""}, 1, 2, "hard", 2, {"b1"}, "", id="tier 2 allowed: the spine"
-    ),
-    pytest.param({"a1": "run", "a2": "busy", "b1": "", "b2": ""}, 1, 2, "soft", 1, {"b1"}, "", id="soft: anywhere"),
-    pytest.param(
-        {"a1": "gone", "a2": "busy", "b1": "", "b2": ""},
-        1,
-        2,
-        "hard",
-        1,
-        {"b1"},
-        "",
-        id="its one pod terminating: no rack yet",
-    ),
-    pytest.param(
-        {"a1": "run", "a2": "", "b1": "run", "b2": ""},
-        1,
-        3,
-        "hard",
-        1,
-        None,
-        "NetworkTopologyUnsatisfied",
-        id="running pods span two racks: waits",
-    ),
-    pytest.param(
-        {"a1": "run", "a2": "", "b1": "", "b2": ""},
-        2,
-        3,
-        "hard",
-        1,
-        None,
-        "NetworkTopologyUnsatisfied",
-        id="two more needed, one node left in its rack",
-    ),
-    pytest.param(
-        {"a1": "run", "a2": "low", "b1": "", "b2": ""},
-        1,
-        2,
-        "hard",
-        1,
-        {"a2"},
-        "",
-        id="evicts in its rack rather than bind in a free one",
-    ),
-    pytest.param(
-        {"a1": "run", "a2": "busy", "b1": "low", "b2": ""},
-        1,
-        2,
-        "hard",
-        1,
-        None,
-        "NetworkTopologyUnsatisfied",
-        id="evicts nothing in another rack",
-    ),
+    ("run . . .", 1, 2, "hard", 1, "a2", "joins its rack"),
+    ("run busy . .", 1, 2, "hard", 1, "", "its rack full, another rack free: waits"),
+    ("run busy . .", 1, 2, "hard", 2, "b1", "tier 2 allowed: the spine"),
+    ("run busy . .", 1, 2, "soft", 1, "b1", "soft: anywhere"),
+    ("gone busy . .", 1, 2, "hard", 1, "b1", "its one pod terminating: no rack yet"),
+    ("run . run .", 1, 3, "hard", 1, "", "running pods span two racks: waits"),
+    ("run . . .", 2, 3, "hard", 1, "", "two more needed, one node left in its rack"),
+    ("run low . .", 1, 2, "hard", 1, "a2", "evicts in its rack rather than bind in a free one"),
+    ("run busy low .", 1, 2, "hard", 1, "", "evicts nothing in another rack"),
 ]
 
 
-@pytest.mark.parametrize(("held", "pending", "minimum", "mode", "tier", "expected", "reason"), CASES)
+@pytest.mark.parametrize(
+    ("held", "pending", "minimum", "mode", "tier", "expected"), [pytest.param(*row[:6], id=row[6]) for row in CASES]
+)
 def test_new_pods_of_a_hard_group_join_its_running_pods_domain(
-    held: dict[str, str], pending: int, minimum: int, mode: str, tier: int, expected: set[str] | None, reason: str
+    held: str, pending: int, minimum: int, mode: str, tier: int, expected: str
 ) -> None:
-    pods, groups, nodes = _snapshot(held, pending, minimum, mode, tier)
-    snapshot = cluster(pods, groups, nodes)  # type: ignore[arg-type]
+    holders = dict(zip(NAMES, (word.strip(".") for word in held.split()), strict=True))
+    snapshot = _snapshot(holders, pending, minimum, mode, tier)
     assert {h.name for h in snapshot.hypernodes} == {h.name for h in RACKS}
     decision = solve(snapshot, POLICY)
     assert check(snapshot, decision, POLICY) == []
-    where = {b.node for b in decision.bindings if b.pod.startswith("d/new")}
-    where |= {n.node for n in decision.nominations if n.pod.startswith("d/new")}
-    if expected is None:
+    where = nodes_taken(decision, "d/new")
+    if not expected:
         assert where == set() and decision.evictions == []
         outcome = next(o for o in decision.podgroups if o.podgroup == "d/g")
-        assert outcome.reason == reason
+        assert outcome.reason == "NetworkTopologyUnsatisfied"
         assert "r1" in outcome.message or "span" in outcome.message
     else:
-        assert where == expected
-        assert {e.pod for e in decision.evictions} == {f"x/low-{n}" for n in expected if held[n] == "low"}
+        assert where == set(expected.split())
+        assert {e.pod for e in decision.evictions} == {f"x/low-{n}" for n in where if holders[n] == "low"}
 
 
 def _racks_of(nodes: Sequence[str], tier: int) -> set[str]:
@@ -162,12 +107,10 @@ def test_a_hard_group_never_leaves_the_domain_its_running_pods_are_in(
 ) -> None:
     running = [name for name, what in held.items() if what == "run"]
     minimum = max(1, min(len(running) + pending, len(running) + extra))
-    pods, groups, nodes = _snapshot(held, pending, minimum, "hard", tier)
-    snapshot = cluster(pods, groups, nodes)  # type: ignore[arg-type]
+    snapshot = _snapshot(held, pending, minimum, "hard", tier)
     decision = solve(snapshot, POLICY)
     assert check(snapshot, decision, POLICY) == []
-    new = {b.node for b in decision.bindings if b.pod.startswith("d/new")}
-    new |= {n.node for n in decision.nominations if n.pod.startswith("d/new")}
+    new = nodes_taken(decision, "d/new")
     if new:
         # Every new pod with every running one (terminating ones aside) in one domain of the tier.
         assert len(_racks_of([*running, *new], tier)) == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from test_solver_topology import RACKS, cluster, gpu_node, gpu_pod
 
-from vcsat.model import NetworkTopology, Pod, PodGroup, Policy
+from vcsat.model import Decision, NetworkTopology, Pod, PodGroup, Policy
 from vcsat.solver import check, solve
 
 POLICY = Policy(time_limit_s=10, enqueue=False)  # no admission: the gang is asked to run at once
@@ -32,6 +32,12 @@ CASES = [
 ]
 
 
+def nodes_taken(decision: Decision, prefix: str) -> set[str]:
+    """The nodes the decision binds or nominates pods named ``prefix``... to."""
+    where = {b.node for b in decision.bindings if b.pod.startswith(prefix)}
+    return where | {n.node for n in decision.nominations if n.pod.startswith(prefix)}
+
+
 @pytest.mark.parametrize(("held", "mode", "expected"), CASES)
 def test_preemption_places_a_hard_gang_within_one_domain(
     held: dict[str, str], mode: str, expected: set[str] | None
@@ -52,8 +58,7 @@ def test_preemption_places_a_hard_gang_within_one_domain(
     assert {h.name for h in snapshot.hypernodes} == {h.name for h in RACKS}
     decision = solve(snapshot, POLICY)
     assert check(snapshot, decision, POLICY) == []
-    where = {b.node for b in decision.bindings if b.pod.startswith("d/g")}
-    where |= {n.node for n in decision.nominations if n.pod.startswith("d/g")}
+    where = nodes_taken(decision, "d/g")
     if expected is None:
         assert where == set() and decision.evictions == []
     else:
