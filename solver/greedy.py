@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from vcsat.model import resources as res
 from vcsat.model.gpus import FULL_GPU_MILLI
 from vcsat.solver.assignment import Assignment
+from vcsat.solver.nearest_trials import nearest_first
 from vcsat.solver.node_fits import NodeFits
 from vcsat.solver.node_rows import NodeRows
 from vcsat.solver.objectives.fairness import (
@@ -1844,6 +1845,16 @@ def _domain_attempts(problem: Problem, gang: Gang, room: Room) -> Iterator[list[
     holder = room.holder(problem, gang) if attempts > FEW_ATTEMPTS else None
     # Skipped trials are those that would fail and leave nothing behind (Room.holder): the same
     # trials are made, in the same order, as without the holder, less those.
+    near = problem.running_domains.get(gang.index)
+    if near:
+        # Its PodGroup has pods running: the trials nearest them first (:mod:`nearest_trials`).
+        kept = [nodes for nodes in head if holder is None or holder.may_hold(nodes)]
+        if holder is not None:
+            tiers = [(tier, positions[holder.tier_holds(tier)[positions]]) for tier, positions in tiers]
+        yield from nearest_first(domains, near, kept, tiers, room.tier_names, room.tier_nodes)
+        if anywhere:
+            yield None
+        return
     for nodes in head:
         if holder is None or holder.may_hold(nodes):
             yield nodes

@@ -170,7 +170,7 @@ class Gang:
     """The PodGroup its pods name when that PodGroup does not exist (they are then never placed)."""
     anchor: tuple[int, str] | None = None
     """(tier, domain): for a hard ``networkTopology``, the one domain of its tier that holds the
-    PodGroup's running pods; its new pods go there too (:func:`earlier_domains`)."""
+    PodGroup's running pods; its new pods go there too (:func:`running_domains`)."""
 
 
 NO_DOMAIN = ""
@@ -262,6 +262,10 @@ class Problem:
     """Per queue fair-share level: its terms (:func:`vcsat.solver.objectives.fairness.fair_terms`),
     filled on first use: the greedy, the LP bound, the model and every measure of a decision read
     the same list, so it is computed once per level and cycle. Read-only for its readers."""
+    running_domains: dict[int, dict[int, frozenset[str]]] = field(default_factory=dict)
+    """Per topology gang whose ``networkTopology`` PodGroup has pods running: per tier, the domains
+    they are in. The locality levels count those as spanned already and the greedy tries them
+    first, as Volcano's score prefers its allocated HyperNode (:func:`running_domains`)."""
     topology_gangs: tuple[int, ...] = ()
     """Candidate gangs whose placement is priced by the domains it spans: more GPUs than one node
     has, or a ``networkTopology`` of their own."""
@@ -388,22 +392,26 @@ def hard_tier(group: PodGroup | None, domains: Domains | None) -> int | None:
     return inside[-1] if inside else tiers[0]
 
 
-def earlier_domains(snapshot: Snapshot, group: PodGroup, tier: int, domains: Domains) -> set[str]:
-    """The tier-``tier`` domains holding ``group``'s pods that run now (bound, not finished, not
-    terminating), :data:`NO_DOMAIN` for a node outside every domain of the tier.
+def running_domains(snapshot: Snapshot, group: PodGroup, domains: Domains) -> dict[int, set[str]]:
+    """Per tier, the domains holding ``group``'s pods that run now (bound, not finished, not
+    terminating), :data:`NO_DOMAIN` for a node outside every domain of the tier; empty when none runs.
 
     Volcano keeps a hard ``networkTopology`` job's new pods with its allocated ones: a candidate
     HyperNode is one whose common ancestor with the job's allocated HyperNode is within the
     highest tier allowed. With nested tiers that is the one domain of that tier holding the
-    running pods; when they already span several, no HyperNode qualifies and the job waits."""
+    running pods; when they already span several, no HyperNode qualifies and the job waits. Its
+    node score prefers the allocated HyperNode in soft mode too: the locality levels count the
+    running pods' domains as spanned already."""
     known = domains.tree.domains
     nodes = snapshot.node_by_name
-    out: set[str] = set()
+    out: dict[int, set[str]] = {}
     for pod in snapshot.pods_of_group.get(group.key, ()):
         node = pod.node_name
         if node is None or not pod.bound or pod.terminating or node not in nodes:
             continue
-        out.add(known.get(node, {}).get(tier) or NO_DOMAIN)
+        of_node = known.get(node, {})
+        for tier in domains.tiers:
+            out.setdefault(tier, set()).add(of_node.get(tier) or NO_DOMAIN)
     return out
 
 
@@ -534,6 +542,8 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         if policy.topology and snapshot.hypernodes
         else None
     )
+    running_of: dict[int, dict[int, set[str]]] = {}
+    """Per gang whose networkTopology group has pods running: per tier, their domains."""
     spanned: dict[int, tuple[int, set[str]]] = {}
     """Hard-topology gangs whose running pods already span several domains of their tier."""
     anchor_masks: dict[tuple[int, str], NDArray[np.bool_]] = {}
@@ -572,9 +582,16 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         )
         gang.held = tuple(held)
         gang.missing_group = missing_group
+        running = (
+            running_domains(snapshot, group, domains)
+            if group is not None and domains is not None and group.network_topology is not None
+            else {}
+        )
+        if running:
+            running_of[gang.index] = running
         tier = hard_tier(group, domains) if group is not None else None
-        if tier is not None and group is not None and domains is not None:
-            earlier = earlier_domains(snapshot, group, tier, domains)
+        if tier is not None and running:
+            earlier = running[tier]
             if len(earlier) == 1:
                 gang.anchor = (tier, next(iter(earlier)))
             elif earlier:
@@ -791,6 +808,11 @@ def build_problem(snapshot: Snapshot, policy: Policy) -> Problem:
         node_index=node_index,
         domains=domains,
         topology_gangs=topology_gangs,
+        running_domains={
+            g: {tier: frozenset(names) for tier, names in running_of[g].items()}
+            for g in topology_gangs
+            if g in running_of
+        },
         preferring=any(shape.preference for shape in shapes),
         isolation=iso,
         isolated=frozenset(isolated),

@@ -116,3 +116,31 @@ def test_a_hard_group_never_leaves_the_domain_its_running_pods_are_in(
         assert len(_racks_of([*running, *new], tier)) == 1
     if len(_racks_of(running, tier)) > 1:
         assert not new
+
+
+# Soft mode, or a hard group allowed the spine: no rule keeps the new pods in the running pods'
+# rack, but the locality levels count that rack as spanned already (Volcano's score prefers the
+# job's allocated HyperNode), so they go there when it has room, even where another rack is the
+# fuller fit. r1 holds a1 (its running pod), a2 and a3 free; r2 has b1 free and b2 busy.
+PREFERENCE_CASES = [
+    ("soft", 1, 1, {"a2", "a3"}),
+    ("hard", 2, 1, {"a2", "a3"}),
+    ("soft", 1, 2, {"a2", "a3"}),
+]
+
+
+@pytest.mark.parametrize(("mode", "tier", "pending", "allowed"), PREFERENCE_CASES)
+def test_new_pods_prefer_the_running_pods_rack(mode: str, tier: int, pending: int, allowed: set[str]) -> None:
+    nodes = tuple(gpu_node(name) for name in ("a1", "a2", "a3", "b1", "b2"))
+    pods = [
+        gpu_pod("d/run-a1", group="d/g", node="a1", ids=tuple(range(8)), created=-10),
+        gpu_pod("x/busy-b2", node="b2", ids=tuple(range(8)), created=-10),
+        *(gpu_pod(f"d/new{i}", group="d/g", created=5) for i in range(pending)),
+    ]
+    topology = NetworkTopology(mode=mode, highest_tier_allowed=tier)
+    group = PodGroup(namespace="d", name="g", min_member=1 + pending, network_topology=topology)
+    snapshot = cluster(pods, [group], nodes)
+    decision = solve(snapshot, POLICY)
+    assert check(snapshot, decision, POLICY) == []
+    where = nodes_taken(decision, "d/new")
+    assert len(where) == pending and where <= allowed

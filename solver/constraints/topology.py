@@ -80,6 +80,8 @@ def add_topology(
                 ranked = _roomy_enough(domains, room, ranked, hard, max(1, gang.need))
             named = set(ranked if hard is not None else ranked[:RACKS_PER_GANG])
             named |= hinted_racks.get((g, k), set())
+            # Racks its running pods are in cost it nothing more (locality): each its own count.
+            named |= problem.running_domains.get(g, {}).get(finest, frozenset())
             rest = [name for name in ranked if name not in named]
             in_domain: list[cp_model.IntVar] = []
             for name in sorted(named & set(room)):
