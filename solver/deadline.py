@@ -44,9 +44,10 @@ back the exchange's first step's predicted cost (:attr:`WallPlan.ahead`): on a s
 would otherwise take every second up to the deadline, and the exchange, which in a few trades
 places what no search on a short budget finds, would never start.
 
-The prediction is a conservative constant per unit of size (node, model slot, eviction run,
-exchange trade, the first greedy's own time), in CPU seconds as measured on an idle machine (the
-exchange's on the shared one under load, which only errs high), times how much slower than its
+The prediction is a conservative constant per unit of size (node, model slot, eviction run and
+its preemptor gangs, exchange trade, the first greedy's own time), in CPU seconds as measured on an
+idle machine (the exchange's and the eviction runs' on the shared one under load, which only errs
+high), times how much slower than its
 CPU time this cycle's solve has run on the wall clock so far: a machine busy with other work slows every
 step alike, and a prediction read off the idle machine alone would overrun there.
 
@@ -59,7 +60,7 @@ With ``wall=False`` nothing is skipped for time: the deterministic budgets alone
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -134,14 +135,30 @@ FIRST_SOLUTION_SECONDS = 0.1
 EVICTIONS_PER_NODE = 6e-5
 """CPU seconds per node of the eviction phase's set-up shared by its runs (room, usage, victims,
 rules between pods, the nominations' decode)."""
-EVICTION_RUN_SECONDS = 0.1
-"""CPU seconds of one eviction run on its stages' minimum alone that do not grow with the cluster:
-its model is bounded whatever the nodes (:data:`vcsat.solver.preemption.preempt.MAX_PREEMPTORS`
-gangs, a few candidate nodes per class), and so are building it and CP-SAT's solves of
-:data:`vcsat.solver.preemption.preempt.MIN_STAGE_SECONDS` per stage."""
-EVICTION_RUN_PER_NODE = 4e-5
+EVICTION_RUN_SECONDS = 0.01
+"""CPU seconds of one eviction run that grow with neither the cluster nor its model (its solver,
+its stages' bookkeeping)."""
+EVICTION_RUN_PER_NODE = 1e-5
 """CPU seconds per node of one eviction run besides: its room over every node, the scans of the
 nodes its preemptors' classes may use, its victims picked out of the phase's."""
+EVICTION_RUN_PER_GANG = 0.003
+"""CPU seconds per preemptor gang of one run to build its model: the gang's cells on its likeliest
+nodes, the victims there and the constraints between them."""
+EVICTION_FULL_RUN = 16
+"""The preemptor gangs of a full eviction model (:data:`vcsat.solver.preemption.preempt.MAX_PREEMPTORS`):
+a model of fewer is smaller in proportion, and CP-SAT solves it in proportion sooner."""
+EVICTION_STAGES = 2
+"""CP-SAT solves of one eviction run, at most: the preemptors' work, then the victims' levels."""
+EVICTION_STAGE_SECONDS = 0.02
+"""Deterministic seconds of one such solve on its minimum
+(:data:`vcsat.solver.preemption.preempt.MIN_STAGE_SECONDS`)."""
+EVICTION_SOLVE_SECONDS = 0.06
+"""CPU seconds of one CP-SAT solve of a full eviction model besides its search: the model loaded
+and presolved afresh at every stage, whatever its deterministic limit."""
+EVICTION_CPU_PER_DETERMINISTIC = 3.5
+"""CPU seconds CP-SAT takes per deterministic second of its search on the eviction models (its
+deterministic time counts less than its work there): a budget of deterministic seconds costs this
+many times as much CPU time."""
 TRADE_SECONDS = 0.005
 """CPU seconds of one exchange trade that do not grow with the cluster: choosing the gangs to take
 out, the top-ups' walks over the gangs left out, the objective's first levels (:data:`TRADE_PER_NODE`
@@ -288,13 +305,26 @@ class WallPlan:
         and the output (the decode and the explanations are done by then)."""
         return TAIL_PER_NODE * self.nodes * self.slowdown()
 
-    def evictions_cost(self, runs: int, budget: float = 0.0) -> float:
-        """Predicted CPU seconds of the eviction phase: its set-up, ``runs`` models solved on their
-        stages' minimum, and ``budget`` deterministic seconds of CP-SAT beyond it."""
+    def evictions_cost(self, runs: Sequence[int], budget: float = 0.0) -> float:
+        """Predicted CPU seconds of the eviction phase: its set-up and one run per entry of ``runs``
+        (each the preemptor gangs its model may hold), their stages on their minimum or ``budget``
+        deterministic seconds of CP-SAT where that is more. A run's solves cost in proportion to
+        how full its model is (:data:`EVICTION_FULL_RUN`): a model of a few gangs is solved long
+        before its stage's limit, a full one uses it; the budget, shared by the runs, is used in
+        proportion to the full models there are to use it, whole by one."""
+        gangs = [min(EVICTION_FULL_RUN, max(0, count)) for count in runs]
+        full = sum(gangs) / EVICTION_FULL_RUN
+        searched = max(EVICTION_STAGES * EVICTION_STAGE_SECONDS * full, min(budget, budget * full))
         return (
             EVICTIONS_PER_NODE * self.nodes
-            + runs * (EVICTION_RUN_SECONDS + EVICTION_RUN_PER_NODE * self.nodes)
-            + budget
+            + sum(
+                EVICTION_RUN_SECONDS
+                + EVICTION_RUN_PER_NODE * self.nodes
+                + EVICTION_RUN_PER_GANG * count
+                + EVICTION_STAGES * EVICTION_SOLVE_SECONDS * count / EVICTION_FULL_RUN
+                for count in gangs
+            )
+            + EVICTION_CPU_PER_DETERMINISTIC * searched
         )
 
     def left(self, last: bool = False) -> float | None:

@@ -59,7 +59,7 @@ from vcsat.solver.pauses import no_gc_pauses
 from vcsat.solver.placement.decode import bindings, gpu_bindings
 from vcsat.solver.podgroup_entries import per_podgroup
 from vcsat.solver.preemption.antiaffinity import AntiAffinity, evictions_may_cure, modelled_gangs
-from vcsat.solver.preemption.preempt import eviction_runs, preempt_and_reclaim
+from vcsat.solver.preemption.preempt import MAX_PREEMPTORS, eviction_run_sizes, preempt_and_reclaim
 from vcsat.solver.preemption.spread import SpreadRules
 from vcsat.solver.problem import Problem, build_problem
 from vcsat.solver.rules.attach import slots_taken
@@ -478,7 +478,7 @@ def _solve(
         # The decision stands: where the LP's gap is over the tolerance, the same rows over whole
         # numbers may prove it within (on saturated clusters the LP is the loose side).
         # The eviction phase (which decides) keeps the time of one run on its whole budget.
-        kept = plan.evictions_cost(1, policy.time_limit_s * EVICTION_SHARE) if evicting else 0.0
+        kept = plan.evictions_cost([MAX_PREEMPTORS], policy.time_limit_s * EVICTION_SHARE) if evicting else 0.0
         tighter = _whole_bound(bounded, plan, clock, kept)
         if tighter is not None:
             deadline += tighter[1]
@@ -595,7 +595,7 @@ def _preempt(
     has time for it: with ``budget`` deterministic seconds of CP-SAT when that fits too, else on
     the models' stage minimum alone (:mod:`vcsat.solver.deadline`). Also returns the budget given."""
     left = [gang for gang in problem.gangs if gang.index not in assignment.placed]
-    if left and not plan.allows(EVICTIONS, plan.evictions_cost(1), last=True):
+    if left and not plan.allows(EVICTIONS, plan.evictions_cost([1]), last=True):
         # Not even one run would end in time: the phase's cheapest form, asked before finding the
         # waiting gangs and their runs (a tenth of a second at 10,000 nodes) only to refuse it then.
         return now, [], [], podgroups, budget
@@ -608,7 +608,8 @@ def _preempt(
         held = usage.setdefault(problem.gangs[problem.classes[c].gang].queue, {})
         for r, name in enumerate(problem.resources):
             held[name] = held.get(name, 0) + k * problem.shapes[problem.classes[c].shape].request[r]
-    runs = eviction_runs(problem, waiting, usage)  # exact when 0: no run would start; skip the set-up below
+    # Exact when empty: no run would start; skip the set-up below. Each run priced by its model's size.
+    runs = list(eviction_run_sizes(problem, waiting, usage).values())
     if not runs or not plan.allows(EVICTIONS, plan.evictions_cost(runs), last=True):
         return now, [], [], podgroups, budget
     # The eviction models are CP-SAT's: its module is loaded only once the phase is to run, so a

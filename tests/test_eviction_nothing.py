@@ -7,8 +7,8 @@ after an allocate decision (the greedy's) and after none, and on whole cycles: t
 the early exit equals the decision with the full phase always run. A table of small cases shows
 the test says "a run may start" where one does, so the property is not vacuous.
 
-Its count, which the wall plan prices the phase by, is an upper bound on the runs the full phase
-starts.
+Its runs and their sizes, which the wall plan prices the phase by, bound the runs the full phase
+starts and the preemptor gangs each run's model may hold.
 """
 
 from __future__ import annotations
@@ -79,16 +79,35 @@ def test_the_runs_counted_bound_the_runs_started(snap: Snapshot, policy: Policy,
     assignment = greedy(problem) if allocate else Assignment()
     waiting, room, usage = _inputs(problem, assignment)
     counted = preempt.eviction_runs(problem, waiting, {q: dict(h) for q, h in usage.items()})
-    started: list[str] = []
-    run = preempt._run
+    sizes = preempt.eviction_run_sizes(problem, waiting, {q: dict(h) for q, h in usage.items()})
+    started: list[tuple[str, str]] = []
+    held: dict[tuple[str, str], int] = {}
+    run, could_run = preempt._run, preempt._could_run
+
+    def record(*args: Any, **kwargs: Any) -> Any:
+        reason, preemptors = args[5], args[1]
+        key = (reason, preemptors[0].queue if reason == "preempt" and preemptors else "")
+        started.append(key)
+        return run(*args, **kwargs)
+
+    def model(*args: Any, **kwargs: Any) -> Any:
+        found = could_run(*args, **kwargs)
+        held[started[-1]] = len(found)
+        return found
+
     patch = pytest.MonkeyPatch()
     try:
-        patch.setattr(preempt, "_run", lambda *args, **kwargs: (started.append(args[5]), run(*args, **kwargs))[1])
+        patch.setattr(preempt, "_run", record)
+        patch.setattr(preempt, "_could_run", model)
         preempt.preempt_and_reclaim(problem, waiting, room, usage, budget=1.0)
     finally:
         patch.undo()
     event(f"runs counted: {counted}; started: {len(started)}")
+    assert counted == len(sizes)
     assert len(started) <= counted
+    for key in started:  # every run started is priced, at no fewer gangs than its model holds
+        assert key in sizes
+        assert held.get(key, 0) <= sizes[key] <= preempt.MAX_PREEMPTORS
 
 
 def _decision_json(decision: Decision) -> str:
@@ -103,7 +122,9 @@ def test_the_early_exit_keeps_the_decision(snap: Snapshot, policy: Policy) -> No
     with_exit = flow.solve(snap, policy, wall=False)
     patch = pytest.MonkeyPatch()
     try:
-        patch.setattr(flow, "eviction_runs", lambda *args: 3)
+        patch.setattr(
+            flow, "eviction_run_sizes", lambda *args: {("preempt", "a"): 1, ("preempt", "b"): 1, ("reclaim", ""): 1}
+        )
         without = flow.solve(snap, policy, wall=False)
     finally:
         patch.undo()
@@ -155,3 +176,36 @@ def test_the_early_test_on_small_cases(
     said, found_nothing = _full_phase_finds_nothing(problem, greedy(problem))
     assert said is expected, case
     assert found_nothing is expected, case
+
+
+@pytest.mark.parametrize(
+    ("case", "waiting_gangs", "queues", "expected"),
+    [
+        ("one gang, one preempt run", {"qa": 1}, 1, {("preempt", "qa"): 1}),
+        ("three gangs, one run of three", {"qa": 3}, 1, {("preempt", "qa"): 3}),
+        ("more gangs than a model holds", {"qa": 20}, 1, {("preempt", "qa"): preempt.MAX_PREEMPTORS}),
+        ("two queues, a run each", {"qa": 2, "qb": 5}, 2, {("preempt", "qa"): 2, ("preempt", "qb"): 5}),
+    ],
+)
+def test_each_run_is_sized_by_its_queues_waiting_gangs(
+    case: str, waiting_gangs: dict[str, int], queues: int, expected: dict[tuple[str, str], int]
+) -> None:
+    """A node full of priority-1 pods of each queue; the waiting gangs (priority 10) of a queue
+    make one preempt run, as big as its gangs up to a full model. No queue has a share to reclaim."""
+    pods: list[Any] = []
+    groups: list[Any] = []
+    names = sorted(waiting_gangs)
+    for name in names:
+        for i in range(4 // queues):
+            p, g = _running(f"low-{name}-{i}", 1, name)
+            pods += p
+            groups += g
+    for name, count in waiting_gangs.items():
+        for i in range(count):
+            w, wg = gangs(f"want-{name}-{i}", queue=name, priority=10, phase="Inqueue")
+            pods += w
+            groups += wg
+    snap = snapshot(nodes=[NODE], pods=pods, groups=groups, queues=[queue(name) for name in names])
+    problem = build_problem(snap, POLICY.model_copy(update={"reclaim": False}))
+    waiting, _, usage = _inputs(problem, Assignment())
+    assert preempt.eviction_run_sizes(problem, waiting, usage) == expected, case

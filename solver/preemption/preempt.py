@@ -273,18 +273,29 @@ def preempt_and_reclaim(
 
 
 def eviction_runs(problem: Problem, waiting: list[Gang], usage: dict[str, dict[str, int]]) -> int:
-    """How many runs :func:`preempt_and_reclaim` over ``waiting`` and ``usage`` may start, at most:
-    one per waiting gang's queue where a bound pod that conformance lets go runs below the queue's
-    highest waiting priority (preempt), and the reclaim run when such a pod runs in a reclaimable
-    queue above its share while a waiting gang's queue is below its own, or whenever a preempt run
-    may start (it changes the usage reclaim reads). What the phase's models will cost grows with it.
+    """How many runs :func:`preempt_and_reclaim` over ``waiting`` and ``usage`` may start, at most
+    (:func:`eviction_run_sizes`'s runs). What the phase's models will cost grows with it.
 
     Exact at 0, so the phase can skip its set-up (victims, rules between pods, spread counts):
     every victim a run could get is such a pod (the victims are fewer still), and with no preempt
     run ``usage`` is the one reclaim reads."""
+    return len(eviction_run_sizes(problem, waiting, usage))
+
+
+def eviction_run_sizes(
+    problem: Problem, waiting: list[Gang], usage: dict[str, dict[str, int]]
+) -> dict[tuple[Reason, str], int]:
+    """The runs :func:`preempt_and_reclaim` over ``waiting`` and ``usage`` may start, each with the
+    preemptor gangs its model may hold at most (:data:`MAX_PREEMPTORS`, or fewer waiting gangs):
+    keyed ``("preempt", queue)`` for each waiting gang's queue where a bound pod that conformance
+    lets go runs below the queue's highest waiting priority, and ``("reclaim", "")`` when such a
+    pod runs in a reclaimable queue above its share while a waiting gang's queue is below its own,
+    or whenever a preempt run may start (it changes the usage reclaim reads). A run's cost grows
+    with its model, and a model of a few gangs costs a small part of a full one: the wall plan
+    prices the phase by these sizes (:meth:`vcsat.solver.deadline.WallPlan.evictions_cost`)."""
     policy = problem.policy
     if not waiting or not (policy.preempt or policy.reclaim):
-        return 0
+        return {}
     top: dict[str, int] = {}
     if policy.preempt:
         for gang in waiting:
@@ -298,7 +309,7 @@ def eviction_runs(problem: Problem, waiting: list[Gang], usage: dict[str, dict[s
         reclaimable = {queue.name for queue in problem.snapshot.queues if queue.reclaimable}
         above = {q for q in problem.deserved if q in reclaimable and _share(problem, usage, q) > 1}
     if not top and not above:
-        return 0
+        return {}
     preempting: set[str] = set()
     reclaiming = False
     after_preempt = policy.reclaim and bool(problem.deserved)  # reclaim reads the usage preempt left
@@ -317,7 +328,17 @@ def eviction_runs(problem: Problem, waiting: list[Gang], usage: dict[str, dict[s
             reclaiming = reclaiming or there
             if len(preempting) == len(top) and (reclaiming or not above or after_preempt):
                 break  # every run may start: no pod can say more
-    return len(preempting) + (reclaiming or (after_preempt and bool(preempting)))
+    gangs: dict[str, int] = {}
+    for gang in waiting:
+        gangs[gang.queue] = gangs.get(gang.queue, 0) + 1
+    out: dict[tuple[Reason, str], int] = {
+        ("preempt", queue): min(MAX_PREEMPTORS, gangs[queue]) for queue in sorted(preempting)
+    }
+    if reclaiming or (after_preempt and bool(preempting)):
+        # Reclaim's preemptors are the waiting gangs of queues below their share once preempt
+        # has run: at most those of queues with a share.
+        out[("reclaim", "")] = min(MAX_PREEMPTORS, sum(n for q, n in gangs.items() if q in problem.deserved))
+    return out
 
 
 def _share(problem: Problem, usage: dict[str, dict[str, int]], queue: str) -> float:
