@@ -18,7 +18,9 @@ leaves, then every gang the decision now leaves out as the greedy would
 the holes, not onto the whole nodes. The result is kept only when the objective's first levels
 (queue fair shares tier by tier, then placed work by priority, compared as one tuple) rank it
 strictly higher: a trade that lowers any queue's fair share or a higher priority's placed work is
-not made. Where the top-up cannot account for the room exactly (rules between pods, topology
+not made. The queues whose waiting gangs a fair-share tier counts, below their share there, trade
+first: their trade may raise a tier, the others' placed work only, and a short cycle fits few
+(benchmarks/RESULTS.md, session 51). Where the top-up cannot account for the room exactly (rules between pods, topology
 spread, shared CSI volumes, GPU shares) the decision is returned as it is.
 
 The same room is often held by other queues' lower-priority work: a queue above its deserved share
@@ -127,7 +129,11 @@ waiting gang placed first, then the rest as the greedy would; kept on the same t
 saturated cluster the free room is a GPU or two on many nodes, every GPU held below the top rank
 is needed by a fair-share level, and no pod can move: the move trades find nothing there and the
 trades across ranks take out far more than the waiting gang needs, which the refill over such room
-does not win back. Looking for them is not a trade; each tried is.
+does not win back. First among them, the slack swaps: victims of one queue that it can lose with
+every fair-share tier the same (a tier counts whole thousandths of a share, and a thousandth of a
+large share is several GPUs), so the trade is kept wherever the waiting gang lands; the others take
+the fewest GPUs that suffice and lose a tier where the refill finds no room (benchmarks/RESULTS.md,
+session 51). Looking for them is not a trade; each tried is.
 
 Every kept trade, of whatever kind, then puts back what it lost: a trade that raises a tier often
 loses, in its refill, placed gangs of a queue above its share (no tier counts them, so the trade is
@@ -166,7 +172,7 @@ from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.repack_trade import repack_trade
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.step_trade import step_trades
-from vcsat.solver.search.swap_trade import swaps
+from vcsat.solver.search.swap_trade import slack_swaps, swaps
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
@@ -477,7 +483,17 @@ def _queue_trades(
     queues: list[tuple[str, int]],
     run: _Run,
 ) -> Ranked:
-    """Each queue's gangs ranked below its best waiting gang traded for its waiting gangs of that rank."""
+    """Each queue's gangs ranked below its best waiting gang traded for its waiting gangs of that rank;
+    first the queues a fair-share tier can raise with those waiting gangs (most important tier
+    first), then the others in name order: their trade raises placed work only, and the raising
+    queue's trade, refused or not, costs the same."""
+    above_of = dict(queues)
+    raising: dict[str, int] = {}  # per queue, the most important tier its waiting gangs can raise
+    for tier in fair_ranks(problem) if queues else []:
+        for queue, top, _first, _largest in run.raisable(best, tier):
+            if above_of.get(queue) == top and queue not in raising:
+                raising[queue] = tier
+    queues = sorted(queues, key=lambda item: (item[0] not in raising, raising.get(item[0], 0)))
     for queue, above in queues:
         if run.stopped:
             break
@@ -740,7 +756,9 @@ def _swap_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
     while changed and run.looks():
         changed = False
         with run.look():
-            trades = list(swaps(problem, best, tried))
+            # Those whose victims' queue keeps every tier first: kept wherever the waiting gang
+            # finds the room, where the others lower a tier on a saturated cluster.
+            trades = [*slack_swaps(problem, best, tried, _stepping(problem, best, run)), *swaps(problem, best, tried)]
         for gang, drop in trades:
             if run.stopped:
                 break
@@ -749,6 +767,17 @@ def _swap_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
                 best, tried, changed = kept, set(), True
                 break
     return best, best_rank
+
+
+def _stepping(problem: Problem, best: Assignment, run: _Run) -> set[str]:
+    """The queues the step trades on ``best`` would give GPUs to or take them from, at any tier that
+    can still rise: the slack swaps leave them their GPUs (a tier ranks above placed work)."""
+    ranks = fair_ranks(problem)
+    out: set[str] = set()
+    for tier in _tiers_still(problem, best, run):
+        for trade in step_trades(problem, best, tier, ranks[: ranks.index(tier)], run.queued):
+            out.update((trade.queue, trade.donor))
+    return out
 
 
 def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], run: _Run) -> Ranked:
