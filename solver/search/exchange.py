@@ -18,9 +18,7 @@ leaves, then every gang the decision now leaves out as the greedy would
 the holes, not onto the whole nodes. The result is kept only when the objective's first levels
 (queue fair shares tier by tier, then placed work by priority, compared as one tuple) rank it
 strictly higher: a trade that lowers any queue's fair share or a higher priority's placed work is
-not made. The queues whose waiting gangs a fair-share tier counts, below their share there, trade
-first: their trade may raise a tier, the others' placed work only, and a short cycle fits few
-(benchmarks/RESULTS.md, session 51). Where the top-up cannot account for the room exactly (rules between pods, topology
+not made. Where the top-up cannot account for the room exactly (rules between pods, topology
 spread, shared CSI volumes, GPU shares) the decision is returned as it is.
 
 The same room is often held by other queues' lower-priority work: a queue above its deserved share
@@ -483,17 +481,7 @@ def _queue_trades(
     queues: list[tuple[str, int]],
     run: _Run,
 ) -> Ranked:
-    """Each queue's gangs ranked below its best waiting gang traded for its waiting gangs of that rank;
-    first the queues a fair-share tier can raise with those waiting gangs (most important tier
-    first), then the others in name order: their trade raises placed work only, and the raising
-    queue's trade, refused or not, costs the same."""
-    above_of = dict(queues)
-    raising: dict[str, int] = {}  # per queue, the most important tier its waiting gangs can raise
-    for tier in fair_ranks(problem) if queues else []:
-        for queue, top, _first, _largest in run.raisable(best, tier):
-            if above_of.get(queue) == top and queue not in raising:
-                raising[queue] = tier
-    queues = sorted(queues, key=lambda item: (item[0] not in raising, raising.get(item[0], 0)))
+    """Each queue's gangs ranked below its best waiting gang traded for its waiting gangs of that rank."""
     for queue, above in queues:
         if run.stopped:
             break
