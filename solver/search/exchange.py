@@ -127,7 +127,11 @@ waiting gang placed first, then the rest as the greedy would; kept on the same t
 saturated cluster the free room is a GPU or two on many nodes, every GPU held below the top rank
 is needed by a fair-share level, and no pod can move: the move trades find nothing there and the
 trades across ranks take out far more than the waiting gang needs, which the refill over such room
-does not win back. Looking for them is not a trade; each tried is.
+does not win back. First among them, the slack swaps: victims of one queue that it can lose with
+every fair-share tier the same (a tier counts whole thousandths of a share, and a thousandth of a
+large share is several GPUs), so the trade is kept wherever the waiting gang lands; the others take
+the fewest GPUs that suffice and lose a tier where the refill finds no room (benchmarks/RESULTS.md,
+session 51). Looking for them is not a trade; each tried is.
 
 Every kept trade, of whatever kind, then puts back what it lost: a trade that raises a tier often
 loses, in its refill, placed gangs of a queue above its share (no tier counts them, so the trade is
@@ -166,7 +170,7 @@ from vcsat.solver.search.relocation import Relocation, moves, relocations
 from vcsat.solver.search.repack_trade import repack_trade
 from vcsat.solver.search.slope_trade import slope_trades
 from vcsat.solver.search.step_trade import step_trades
-from vcsat.solver.search.swap_trade import swaps
+from vcsat.solver.search.swap_trade import slack_swaps, swaps
 from vcsat.solver.search.top_up import Charges, charges, top_up_in
 
 Rank = Callable[[Problem, Assignment], tuple[int, ...]]
@@ -740,7 +744,9 @@ def _swap_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
     while changed and run.looks():
         changed = False
         with run.look():
-            trades = list(swaps(problem, best, tried))
+            # Those whose victims' queue keeps every tier first: kept wherever the waiting gang
+            # finds the room, where the others lower a tier on a saturated cluster.
+            trades = [*slack_swaps(problem, best, tried, _stepping(problem, best, run)), *swaps(problem, best, tried)]
         for gang, drop in trades:
             if run.stopped:
                 break
@@ -749,6 +755,17 @@ def _swap_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tupl
                 best, tried, changed = kept, set(), True
                 break
     return best, best_rank
+
+
+def _stepping(problem: Problem, best: Assignment, run: _Run) -> set[str]:
+    """The queues the step trades on ``best`` would give GPUs to or take them from, at any tier that
+    can still rise: the slack swaps leave them their GPUs (a tier ranks above placed work)."""
+    ranks = fair_ranks(problem)
+    out: set[str] = set()
+    for tier in _tiers_still(problem, best, run):
+        for trade in step_trades(problem, best, tier, ranks[: ranks.index(tier)], run.queued):
+            out.update((trade.queue, trade.donor))
+    return out
 
 
 def _chain_trades(problem: Problem, rank: Rank, best: Assignment, best_rank: tuple[int, ...], run: _Run) -> Ranked:
