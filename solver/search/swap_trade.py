@@ -42,29 +42,22 @@ from vcsat.solver.objectives.fairness import SHARE_SCALE, fair_ranks, fair_terms
 from vcsat.solver.problem import Gang, Problem
 
 MAX_SWAP_LOOKS = 4
-MAX_SLACK_SWAPS = 4
-"""At most this many slack swaps (:func:`slack_swaps`) are offered on one decision: each is a trade."""
 """At most this many waiting gangs (the oldest of the rank, one per kind) are looked at for a swap on
 one decision, those the free GPUs would hold included: each swap is a trade (a top-up over the whole
 cluster) and a short cycle fits few; where the oldest find room enough, the cluster is not short of
 GPUs and the other trades' moves are what place them."""
+MAX_SLACK_SWAPS = 4
+"""At most this many slack swaps (:func:`slack_swaps`) are offered on one decision: each is a trade."""
 
 
 def swaps(problem: Problem, assignment: Assignment, tried: set[tuple[object, ...]]) -> Iterator[tuple[int, list[int]]]:
     """The swap trades to try on ``assignment``, in order: (waiting gang, gangs taken out), at most
     :data:`MAX_SWAP_LOOKS`. ``tried`` collects the kinds of waiting gang looked at (a kind tried
     on the same decision is not tried again)."""
-    if res.GPU not in problem.resources:
+    found = _waiting_at_top(problem, assignment)
+    if found is None:
         return
-    gpu = problem.resource_index(res.GPU)
-    waiting = [
-        g
-        for g in problem.candidates
-        if g.admitted and g.index not in assignment.placed and any(problem.classes[c].pods for c in g.classes)
-    ]
-    if not waiting:
-        return
-    top = max(g.rank for g in waiting)
+    gpu, waiting, top = found
     held: dict[int, int] = {}
     for g in sorted(assignment.placed):
         gang = problem.gangs[g]
@@ -103,6 +96,21 @@ def swaps(problem: Problem, assignment: Assignment, tried: set[tuple[object, ...
             yield gang.index, drop
 
 
+def _waiting_at_top(problem: Problem, assignment: Assignment) -> tuple[int, list[Gang], int] | None:
+    """The GPU's resource index, the admitted gangs left waiting with pods to place, and the highest
+    rank among them; None when no pod asks for GPUs or nothing waits."""
+    if res.GPU not in problem.resources:
+        return None
+    waiting = [
+        g
+        for g in problem.candidates
+        if g.admitted and g.index not in assignment.placed and any(problem.classes[c].pods for c in g.classes)
+    ]
+    if not waiting:
+        return None
+    return problem.resource_index(res.GPU), waiting, max(g.rank for g in waiting)
+
+
 def _fewest(problem: Problem, held: dict[int, int], ask: int) -> list[int]:
     """The gangs of ``held`` (GPUs each holds) to take out for ``ask`` GPUs: the lowest-ranked one
     holding the fewest that suffice, else the largest holders, lowest rank first, until they do;
@@ -132,17 +140,10 @@ def slack_swaps(
     kinds of waiting gang looked at, as :func:`swaps`' does (its own keys). No gang of a queue in
     ``keep`` is taken: the step trades (:mod:`vcsat.solver.search.step_trade`) raise a tier with the
     same GPUs of the queues they give to or take from, and a tier ranks above placed work."""
-    if res.GPU not in problem.resources:
+    found = _waiting_at_top(problem, assignment)
+    if found is None:
         return
-    gpu = problem.resource_index(res.GPU)
-    waiting = [
-        g
-        for g in problem.candidates
-        if g.admitted and g.index not in assignment.placed and any(problem.classes[c].pods for c in g.classes)
-    ]
-    if not waiting:
-        return
-    top = max(g.rank for g in waiting)
+    gpu, waiting, top = found
     slack, counted = _slack(problem, assignment)
     # Per queue, its placed lower-ranked GPU holders with what each takes off each tier's slack.
     holders: dict[str, list[tuple[int, int, dict[int, int]]]] = {}
